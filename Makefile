@@ -1,0 +1,83 @@
+# rqbalance: a POSIX-ish Makefile. Objects go to build/ (or build-asan/ with
+# SANITIZE=1); unit tests link every daemon object but main.o.
+include config.mk
+
+ifeq ($(SANITIZE),1)
+B = build-asan
+CFLAGS += $(SAN_FLAGS) -O1
+LDFLAGS += $(SAN_FLAGS)
+else
+B = build
+endif
+ifeq ($(CI),true)
+CFLAGS += -Werror
+endif
+
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+
+# The pipeline, in the order data walks it each tick.
+DAEMON_SRC = \
+	daemon/log.c daemon/cpumask.c daemon/conf.c \
+	daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
+	daemon/sample/sampler.c \
+	daemon/snapshot.c \
+	daemon/policy/spread.c \
+	daemon/plan.c \
+	daemon/actuate/journal.c daemon/actuate/act.c \
+	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c \
+	daemon/daemon.c
+DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
+MAIN_OBJ   = $(B)/daemon/main.o
+
+UNIT_TESTS = conf cpumask topo snapshot policy plan proc journal act
+UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
+
+BENCH_BIN  = $(B)/bench/spinner
+
+all: $(B)/rqbalanced
+
+$(B)/rqbalanced: $(DAEMON_OBJ) $(MAIN_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(B)/%.o: %.c $(wildcard include/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/tests/unit/test_%: tests/unit/test_%.c tests/unit/unit.h $(DAEMON_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< \
+		$(DAEMON_OBJ) $(PKG_LIBS) -lcmocka
+
+$(B)/bench/%: bench/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
+
+deps:
+	@.ci/deps build
+
+deps-test:
+	@.ci/deps test
+
+# The README's run command: build, then run in the foreground on the shipped config.
+run: deps
+	@$(MAKE) --no-print-directory all
+	./$(B)/rqbalanced --foreground --config conf/rqbalance.conf
+
+unit: $(UNIT_BIN)
+
+# The README's test command: unit and integration tests on the normal build,
+# then the same again on an ASan+UBSan build.
+check: deps-test
+	@$(MAKE) --no-print-directory all unit $(BENCH_BIN)
+	@$(MAKE) --no-print-directory SANITIZE=1 all unit $(BENCH_BIN)
+	@tests/run build build-asan
+
+bench: deps-test
+	@$(MAKE) --no-print-directory all $(BENCH_BIN)
+	bench/overhead
+
+clean:
+	rm -rf build build-asan
+
+.PHONY: all deps deps-test run unit check bench clean

@@ -1,0 +1,25 @@
+# rqbalance build configuration: edit here, or override on the make command line.
+VERSION = 0.1.0
+
+PREFIX     = /usr/local
+SBINDIR    = $(PREFIX)/sbin
+BINDIR     = $(PREFIX)/bin
+MANDIR     = $(PREFIX)/share/man
+SYSCONFDIR = /etc
+RUNDIR     = /run/rqbalance
+
+CC      = cc
+PKG_CONFIG = pkg-config
+PKGS    = libsystemd hwloc inih
+
+# Paths are built with snprintf into PATH_MAX buffers; a cut path fails to open.
+WARN    = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
+          -Wformat=2 -Wundef -Wpointer-arith -Wvla -Wno-unused-parameter \
+          -Wno-format-truncation
+CPPFLAGS = -D_GNU_SOURCE -Iinclude -DRQB_VERSION=\"$(VERSION)\" \
+           -DRQB_SYSCONFDIR=\"$(SYSCONFDIR)\" -DRQB_RUNDIR=\"$(RUNDIR)\"
+CFLAGS  = -std=gnu11 -O2 -g $(WARN)
+LDFLAGS =
+
+# make SANITIZE=1 builds with AddressSanitizer and UBSan into build-asan/
+SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all

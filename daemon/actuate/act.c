@@ -1,0 +1,363 @@
+/*
+ * Actuate stage: the only code that changes the system. It journals before it
+ * writes, reads back, writes only on difference, restores only values that are still
+ * what it set, and sorts errors into transient and permanent. It never decides what
+ * to move: that is the plan's.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "act.h"
+#include "cpumask.h"
+#include "journal.h"
+#include "log.h"
+
+/* Compact the journal when it holds this many more lines than live entries. */
+#define JOURNAL_SLACK 1024
+
+bool act_error_is_transient(int err)
+{
+	return err == -EAGAIN || err == -EINTR || err == -EBUSY || err == -ENOMEM;
+}
+
+static ssize_t find(const struct act *a, pid_t tid, uint64_t start)
+{
+	size_t lo = 0, hi = a->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (a->e[mid].task.tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < a->n && a->e[lo].task.tid == tid; lo++)
+		if (a->e[lo].task.start_time == start)
+			return (ssize_t)lo;
+	return -1;
+}
+
+static int insert(struct act *a, const struct act_entry *e)
+{
+	size_t i = 0;
+
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 32;
+		struct act_entry *n = realloc(a->e, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		a->e = n;
+		a->cap = cap;
+	}
+	while (i < a->n && a->e[i].task.tid <= e->task.tid)
+		i++;
+	memmove(&a->e[i + 1], &a->e[i], (a->n - i) * sizeof(*a->e));
+	a->e[i] = *e;
+	a->n++;
+	return 0;
+}
+
+/* Forgets entry i: closes the task, clears its journal record. */
+static void remove_at(struct act *a, size_t i, act_dropped_fn dropped, void *ctx)
+{
+	struct act_entry e = a->e[i];
+	int r;
+
+	memmove(&a->e[i], &a->e[i + 1], (a->n - i - 1) * sizeof(*a->e));
+	a->n--;
+	if (a->journal) {
+		r = journal_clear(a->journal, e.task.tid, e.task.start_time);
+		if (r < 0)
+			log_warn("journal %s: cannot clear record of tid %d: %s",
+				 journal_path(a->journal), (int)e.task.tid, strerror(-r));
+	}
+	if (dropped)
+		dropped(ctx, e.task.tid, e.task.start_time);
+	a->ops->close(&e.task);
+}
+
+static void count_error(struct act *a, int err)
+{
+	if (act_error_is_transient(err))
+		a->cnt.transient++;
+	else
+		a->cnt.permanent++;
+}
+
+/*
+ * Gives back e->prev if the task still has e->set. Returns 1 if restored, 0 if the
+ * task has since chosen otherwise (its choice stands), or -errno.
+ */
+static int restore(struct act *a, const struct act_task *t, const cpu_set_t *prev,
+		   const cpu_set_t *set)
+{
+	char mask[CPUMASK_STRLEN];
+	cpu_set_t cur;
+	int r = a->ops->get_affinity(t, &cur);
+
+	if (r < 0)
+		return r;
+	if (!CPU_EQUAL(&cur, set)) {
+		a->cnt.left_alone++;
+		log_info("tid %d changed its own affinity (now %s): left as it chose", (int)t->tid,
+			 cpumask_format(&cur, mask, sizeof(mask)));
+		return 0;
+	}
+	r = a->ops->set_affinity(t, prev);
+	if (r < 0)
+		return r;
+	a->cnt.restores++;
+	log_info("restored tid %d to cpus %s", (int)t->tid, cpumask_format(prev, mask, sizeof(mask)));
+	return 1;
+}
+
+static void restore_record(void *ctx, const struct journal_rec *rec)
+{
+	struct act *a = ctx;
+	struct act_task t;
+	int r = a->ops->open(rec->tid, rec->tgid, rec->start_time, &t);
+
+	if (r < 0) {
+		a->cnt.gone++;
+		log_debug("journal: tid %d is gone: nothing to restore", (int)rec->tid);
+		return;
+	}
+	r = restore(a, &t, &rec->prev, &rec->set);
+	if (r < 0) {
+		count_error(a, r);
+		log_warn("journal: cannot restore tid %d: %s", (int)rec->tid, strerror(-r));
+	}
+	a->ops->close(&t);
+}
+
+int act_init(struct act *a, const struct act_ops *ops, const char *journal_dir, bool dry_run)
+{
+	unsigned bad = 0;
+	int r;
+
+	memset(a, 0, sizeof(*a));
+	a->ops = ops;
+	a->dry_run = dry_run;
+	if (dry_run)
+		return 0;
+	r = journal_open(journal_dir, &a->journal);
+	if (r < 0)
+		return r;
+	r = journal_replay(a->journal, restore_record, a, &bad);
+	if (r < 0)
+		log_warn("journal %s: cannot read: %s", journal_path(a->journal), strerror(-r));
+	if (a->cnt.restores || a->cnt.left_alone || bad)
+		log_notice("journal %s: a previous run left changes: %llu restored, %llu left as "
+			   "the task chose, %llu gone, %u malformed line%s skipped",
+			   journal_path(a->journal), (unsigned long long)a->cnt.restores,
+			   (unsigned long long)a->cnt.left_alone, (unsigned long long)a->cnt.gone,
+			   bad, bad == 1 ? "" : "s");
+	r = journal_rewrite(a->journal, NULL, 0);
+	if (r < 0) {
+		log_err("journal %s: cannot start afresh: %s", journal_path(a->journal), strerror(-r));
+		journal_close(a->journal);
+		a->journal = NULL;
+		return r;
+	}
+	return 0;
+}
+
+int act_restore_all(struct act *a)
+{
+	int restored = 0;
+
+	while (a->n) {
+		struct act_entry *e = &a->e[a->n - 1];
+		int r = restore(a, &e->task, &e->prev, &e->set);
+
+		if (r > 0)
+			restored++;
+		else if (r == -ESRCH)
+			a->cnt.gone++;
+		else if (r < 0) {
+			count_error(a, r);
+			log_warn("cannot restore tid %d: %s", (int)e->task.tid, strerror(-r));
+		}
+		remove_at(a, a->n - 1, NULL, NULL);
+	}
+	return restored;
+}
+
+void act_fini(struct act *a)
+{
+	act_restore_all(a);
+	if (a->journal) {
+		int r = journal_rewrite(a->journal, NULL, 0);
+
+		if (r < 0)
+			log_warn("journal %s: cannot empty: %s", journal_path(a->journal), strerror(-r));
+		journal_close(a->journal);
+	}
+	free(a->e);
+	a->e = NULL;
+	a->n = a->cap = 0;
+	a->journal = NULL;
+}
+
+static int journal_entry(struct act *a, const struct act_entry *e)
+{
+	struct journal_rec rec = { .tid = e->task.tid, .tgid = e->tgid,
+				   .start_time = e->task.start_time, .prev = e->prev, .set = e->set };
+
+	return journal_set(a->journal, &rec);
+}
+
+/* Narrows a task to the plan's mask: journal first, write only if different, read back. */
+static int pin(struct act *a, const struct plan_action *pa)
+{
+	ssize_t i = find(a, pa->tid, pa->start_time);
+	struct act_entry e = { 0 };
+	cpu_set_t cur;
+	int r;
+
+	if (i >= 0)
+		e = a->e[i];
+	else if ((r = a->ops->open(pa->tid, pa->tgid, pa->start_time, &e.task)) < 0)
+		return r;
+	r = a->ops->get_affinity(&e.task, &cur);
+	if (r < 0 || CPU_EQUAL(&cur, &pa->mask))
+		goto out;
+	if (i < 0)
+		e.prev = cur;
+	e.tgid = pa->tgid;
+	e.set = pa->mask;
+	if (a->dry_run) {
+		a->cnt.moves++;
+		goto out;
+	}
+	r = journal_entry(a, &e);
+	if (r == 0)
+		r = a->ops->set_affinity(&e.task, &pa->mask);
+	/* The kernel may narrow the mask further (cpusets): keep what it holds now. */
+	if (r == 0 && a->ops->get_affinity(&e.task, &cur) == 0 && !CPU_EQUAL(&cur, &e.set)) {
+		e.set = cur;
+		r = journal_entry(a, &e);
+	}
+	if (r < 0) {
+		if (i < 0 && a->journal)
+			journal_clear(a->journal, e.task.tid, e.task.start_time);
+		goto out;
+	}
+	a->cnt.moves++;
+	if (i >= 0) {
+		a->e[i] = e;
+		return 0;
+	}
+	r = insert(a, &e);
+	if (r == 0)
+		return 0;
+out:
+	if (i < 0)
+		a->ops->close(&e.task);
+	return r;
+}
+
+static int unpin(struct act *a, const struct plan_action *pa)
+{
+	ssize_t i = find(a, pa->tid, pa->start_time);
+	int r;
+
+	if (i < 0)
+		return 0; /* never written (it had the mask already, or a dry run) */
+	r = restore(a, &a->e[i].task, &a->e[i].prev, &a->e[i].set);
+	remove_at(a, (size_t)i, NULL, NULL);
+	return r < 0 ? r : 0;
+}
+
+static void log_action(const struct act *a, const struct plan_action *pa, int r)
+{
+	char line[CPUMASK_STRLEN + 256];
+
+	plan_format(pa, line, sizeof(line));
+	if (a->dry_run)
+		log_info("dry-run: %s", line);
+	else if (r == 0)
+		log_info("%s", line);
+	else if (r == -ESRCH)
+		log_info("%s: task is gone", line);
+	else
+		log_warn("%s: %s (%s)", line, strerror(-r),
+			 act_error_is_transient(r) ? "will retry later" : "given up");
+}
+
+static void compact(struct act *a)
+{
+	struct journal_rec *recs;
+	int r;
+
+	if (!a->journal || journal_lines(a->journal) < a->n + JOURNAL_SLACK)
+		return;
+	recs = calloc(a->n ? a->n : 1, sizeof(*recs));
+	if (!recs)
+		return;
+	for (size_t i = 0; i < a->n; i++)
+		recs[i] = (struct journal_rec){ .tid = a->e[i].task.tid, .tgid = a->e[i].tgid,
+						.start_time = a->e[i].task.start_time,
+						.prev = a->e[i].prev, .set = a->e[i].set };
+	r = journal_rewrite(a->journal, recs, a->n);
+	if (r < 0)
+		log_warn("journal %s: cannot compact: %s", journal_path(a->journal), strerror(-r));
+	free(recs);
+}
+
+int act_apply(struct act *a, const struct plan *p, act_dropped_fn dropped, void *ctx)
+{
+	int done = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_action *pa = &p->a[i];
+		int r = pa->op == PLAN_PIN ? pin(a, pa) : unpin(a, pa);
+
+		log_action(a, pa, r);
+		if (r < 0) {
+			if (r != -ESRCH)
+				count_error(a, r);
+			if (pa->op == PLAN_PIN && dropped)
+				dropped(ctx, pa->tid, pa->start_time);
+			continue;
+		}
+		done++;
+	}
+	compact(a);
+	return done;
+}
+
+void act_verify(struct act *a, act_dropped_fn dropped, void *ctx)
+{
+	for (size_t i = 0; i < a->n;) {
+		struct act_entry *e = &a->e[i];
+		char mask[CPUMASK_STRLEN];
+		cpu_set_t cur;
+		int r = a->ops->get_affinity(&e->task, &cur);
+
+		if (r == 0 && CPU_EQUAL(&cur, &e->set)) {
+			i++;
+			continue;
+		}
+		if (r == -ESRCH || r == -ENOENT) {
+			a->cnt.gone++;
+			log_debug("tid %d exited: forgotten", (int)e->task.tid);
+		} else if (r < 0) {
+			if (act_error_is_transient(r)) {
+				i++;
+				continue;
+			}
+			count_error(a, r);
+			log_warn("tid %d: cannot read affinity: %s: forgotten", (int)e->task.tid,
+				 strerror(-r));
+		} else {
+			a->cnt.left_alone++;
+			log_info("tid %d changed its own affinity (now %s): left as it chose",
+				 (int)e->task.tid, cpumask_format(&cur, mask, sizeof(mask)));
+		}
+		remove_at(a, i, dropped, ctx);
+	}
+}

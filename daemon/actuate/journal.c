@@ -1,0 +1,283 @@
+/*
+ * Actuate stage, the restore journal: written before every change, read at start
+ * to give back what a crashed run left behind. It must never lose a record the
+ * actuator relies on: every append is one write(2), straight to the file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cpumask.h"
+#include "journal.h"
+#include "log.h"
+
+#define JOURNAL_HEADER "# rqbalance affinity journal v1\n"
+
+struct journal {
+	int fd;
+	unsigned lines;
+	char dir[PATH_MAX];
+	char path[PATH_MAX];
+};
+
+static int mkdir_p(const char *dir)
+{
+	char tmp[PATH_MAX];
+
+	if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int journal_open(const char *dir, struct journal **ret)
+{
+	struct journal *j;
+	int r;
+
+	r = mkdir_p(dir);
+	if (r < 0)
+		return r;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	snprintf(j->dir, sizeof(j->dir), "%s", dir);
+	if (snprintf(j->path, sizeof(j->path), "%s/%s", dir, JOURNAL_NAME) >= (int)sizeof(j->path)) {
+		free(j);
+		return -ENAMETOOLONG;
+	}
+	j->fd = open(j->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (j->fd < 0) {
+		r = -errno;
+		free(j);
+		return r;
+	}
+	if (flock(j->fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		close(j->fd);
+		free(j);
+		return r;
+	}
+	*ret = j;
+	return 0;
+}
+
+void journal_close(struct journal *j)
+{
+	if (!j)
+		return;
+	close(j->fd);
+	free(j);
+}
+
+const char *journal_path(const struct journal *j)
+{
+	return j->path;
+}
+
+unsigned journal_lines(const struct journal *j)
+{
+	return j->lines;
+}
+
+static int append(struct journal *j, const char *line, size_t len)
+{
+	ssize_t n = write(j->fd, line, len);
+
+	if (n < 0)
+		return -errno;
+	if ((size_t)n != len)
+		return -EIO;
+	j->lines++;
+	return 0;
+}
+
+static int format_set(const struct journal_rec *r, char *buf, size_t len)
+{
+	char prev[CPUMASK_STRLEN], set[CPUMASK_STRLEN];
+
+	return snprintf(buf, len, "set %d %d %" PRIu64 " %s %s\n", (int)r->tid, (int)r->tgid,
+			r->start_time, cpumask_format(&r->prev, prev, sizeof(prev)),
+			cpumask_format(&r->set, set, sizeof(set)));
+}
+
+int journal_set(struct journal *j, const struct journal_rec *r)
+{
+	char line[2 * CPUMASK_STRLEN + 128];
+	int n = format_set(r, line, sizeof(line));
+
+	return append(j, line, (size_t)n);
+}
+
+int journal_clear(struct journal *j, pid_t tid, uint64_t start_time)
+{
+	char line[64];
+	int n = snprintf(line, sizeof(line), "clear %d %" PRIu64 "\n", (int)tid, start_time);
+
+	return append(j, line, (size_t)n);
+}
+
+int journal_parse_line(const char *line, char *ret_op, struct journal_rec *ret)
+{
+	struct journal_rec r = { 0 };
+	char prev[CPUMASK_STRLEN], set[CPUMASK_STRLEN];
+	int tid, tgid, n = 0;
+
+	if (sscanf(line, "set %d %d %" SCNu64 " %4095s %4095s%n", &tid, &tgid, &r.start_time,
+		   prev, set, &n) == 5 && (line[n] == '\0' || line[n] == '\n')) {
+		if (tid <= 0 || tgid <= 0 || cpumask_parse(prev, &r.prev) < 0 ||
+		    cpumask_parse(set, &r.set) < 0 || CPU_COUNT(&r.prev) == 0 ||
+		    CPU_COUNT(&r.set) == 0)
+			return -EINVAL;
+		r.tid = tid;
+		r.tgid = tgid;
+		*ret_op = 's';
+		*ret = r;
+		return 0;
+	}
+	n = 0;
+	if (sscanf(line, "clear %d %" SCNu64 "%n", &tid, &r.start_time, &n) == 2 &&
+	    (line[n] == '\0' || line[n] == '\n') && tid > 0) {
+		r.tid = tid;
+		*ret_op = 'c';
+		*ret = r;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Records set and not yet cleared, in file order. */
+struct active {
+	struct journal_rec *r;
+	size_t n, cap;
+};
+
+static int active_add(struct active *a, const struct journal_rec *r)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (a->r[i].tid == r->tid && a->r[i].start_time == r->start_time) {
+			/* A later set of the same task: the first prev is what it had. */
+			a->r[i].set = r->set;
+			return 0;
+		}
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 32;
+		struct journal_rec *n = realloc(a->r, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		a->r = n;
+		a->cap = cap;
+	}
+	a->r[a->n++] = *r;
+	return 0;
+}
+
+static void active_del(struct active *a, pid_t tid, uint64_t start)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (a->r[i].tid == tid && a->r[i].start_time == start) {
+			memmove(&a->r[i], &a->r[i + 1], (a->n - i - 1) * sizeof(*a->r));
+			a->n--;
+			return;
+		}
+}
+
+int journal_replay(struct journal *j, void (*fn)(void *ctx, const struct journal_rec *r),
+		   void *ctx, unsigned *ret_bad)
+{
+	struct active act = { 0 };
+	unsigned lineno = 0, bad = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	int fd, r = 0;
+	FILE *f;
+
+	fd = open(j->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		struct journal_rec rec;
+		char op;
+
+		lineno++;
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (journal_parse_line(line, &op, &rec) < 0) {
+			log_warn("%s:%u: malformed journal record skipped", j->path, lineno);
+			bad++;
+			continue;
+		}
+		if (op == 's')
+			r = active_add(&act, &rec);
+		else
+			active_del(&act, rec.tid, rec.start_time);
+		if (r < 0)
+			break;
+	}
+	free(line);
+	fclose(f);
+	for (size_t i = 0; r == 0 && i < act.n; i++)
+		fn(ctx, &act.r[i]);
+	free(act.r);
+	if (ret_bad)
+		*ret_bad = bad;
+	return r;
+}
+
+int journal_rewrite(struct journal *j, const struct journal_rec *recs, size_t n)
+{
+	char tmp[PATH_MAX + 8], line[2 * CPUMASK_STRLEN + 128];
+	int fd, r = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", j->path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, JOURNAL_HEADER, strlen(JOURNAL_HEADER)) < 0)
+		r = -errno;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		int len = format_set(&recs[i], line, sizeof(line));
+
+		if (write(fd, line, (size_t)len) != len)
+			r = -EIO;
+	}
+	/* The new file takes the lock before it takes the name. */
+	if (r == 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, j->path) < 0)
+		r = -errno;
+	if (r < 0) {
+		close(fd);
+		unlink(tmp);
+		return r;
+	}
+	close(j->fd);
+	j->fd = fd;
+	/* Appends go to the end: reopen flags cannot change, so seek there explicitly. */
+	if (fcntl(fd, F_SETFL, O_APPEND) < 0)
+		return -errno;
+	j->lines = 0;
+	return 0;
+}

@@ -1,0 +1,436 @@
+/*
+ * Config stage: turns the INI file into a struct rqb_conf through one key table.
+ * It never touches the running daemon: callers swap in a new struct only when valid.
+ */
+#include <errno.h>
+#include <ini.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "conf.h"
+#include "log.h"
+#include "rqbalance.h"
+
+static const char *const sampler_names[] = { "proc", "replay", NULL };
+
+#define OFF(f) offsetof(struct rqb_conf, f)
+#define INT(s, k, lo, hi, d, f, h) { s, k, CONF_INT, lo, hi, NULL, d, OFF(f), h }
+
+const struct conf_key conf_keys[] = {
+	INT("daemon", "interval_ms", 10, 60000, "100", interval_ms,
+	    "Tick: how often to sample, decide and act, in milliseconds."),
+	{ "daemon", "sampler", CONF_ENUM, 0, 0, sampler_names, "proc", OFF(sampler),
+	  "Where samples come from: proc (live, from /proc) or replay (replay_file)." },
+	{ "daemon", "replay_file", CONF_STR, 0, 0, NULL, "", OFF(replay_file),
+	  "Snapshot file that sampler = replay reads." },
+	{ "daemon", "journal_dir", CONF_STR, 0, 0, NULL, RQB_RUNDIR, OFF(journal_dir),
+	  "Directory of the restore journal; must be absolute." },
+	{ "daemon", "topology", CONF_STR, 0, 0, NULL, "", OFF(topology),
+	  "hwloc XML file describing this machine; empty asks hwloc." },
+	{ "daemon", "dry_run", CONF_BOOL, 0, 0, NULL, "no", OFF(dry_run),
+	  "Log the plan each tick and change nothing." },
+	{ "daemon", "log_level", CONF_LOGLEVEL, 0, 0, NULL, "info", OFF(log_level),
+	  "Least important message logged: err, warning, notice, info or debug." },
+	INT("balance", "imbalance_pct", 101, 1000, "117", imbalance_pct,
+	    "Move a task only if its LLC is this much more loaded per CPU than the target "
+	    "would be after the move; 117 means 17 %, the kernel's imbalance_pct."),
+	INT("balance", "max_moves_per_tick", 1, 1024, "4", max_moves_per_tick,
+	    "Pins and releases per tick, at most."),
+	INT("balance", "min_residency_ms", 0, 3600000, "1000", min_residency_ms,
+	    "A task that was moved is not moved again sooner than this."),
+	INT("balance", "max_pin_ms", 100, 86400000, "10000", max_pin_ms,
+	    "A pin is released at this age even if the imbalance remains."),
+	{ "exclude", "comms", CONF_LIST, 0, 0, NULL, "", OFF(exclude_comms),
+	  "Never move tasks whose comm matches one of these fnmatch(3) patterns." },
+	{ "exclude", "cgroups", CONF_LIST, 0, 0, NULL, "", OFF(exclude_cgroups),
+	  "Never move tasks in these cgroups or below (absolute cgroup paths)." },
+	INT("proc", "rescan_ms", 100, 600000, "2000", proc_rescan_ms,
+	    "The proc sampler walks all of /proc at most this far apart (sooner when "
+	    "more tasks run than it follows)."),
+	INT("proc", "max_tracked", 16, 65536, "4096", proc_max_tracked,
+	    "Busy tasks the proc sampler follows between walks, at most."),
+};
+const size_t conf_nkeys = ARRAY_SIZE(conf_keys);
+
+const char *conf_sampler_name(int sampler)
+{
+	if (sampler < 0 || (size_t)sampler >= ARRAY_SIZE(sampler_names) - 1)
+		return "?";
+	return sampler_names[sampler];
+}
+
+static const struct conf_key *find_key(const char *section, const char *key)
+{
+	for (size_t i = 0; i < conf_nkeys; i++)
+		if (strcmp(conf_keys[i].section, section) == 0 && strcmp(conf_keys[i].key, key) == 0)
+			return &conf_keys[i];
+	return NULL;
+}
+
+static bool known_section(const char *section)
+{
+	for (size_t i = 0; i < conf_nkeys; i++)
+		if (strcmp(conf_keys[i].section, section) == 0)
+			return true;
+	return false;
+}
+
+static int parse_int(const struct conf_key *k, const char *v, uint32_t *ret, const char **reason)
+{
+	static char msg[128];
+	char *end;
+	long long n;
+
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (end == v || *end != '\0' || errno) {
+		*reason = "not a whole number";
+		return -EINVAL;
+	}
+	if (n < k->min || n > k->max) {
+		snprintf(msg, sizeof(msg), "%lld is out of range %lld..%lld", n, k->min, k->max);
+		*reason = msg;
+		return -EINVAL;
+	}
+	*ret = (uint32_t)n;
+	return 0;
+}
+
+static int parse_bool(const char *v, bool *ret, const char **reason)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1" };
+	static const char *const no[] = { "no", "false", "off", "0" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
+		if (strcasecmp(v, yes[i]) == 0) {
+			*ret = true;
+			return 0;
+		}
+		if (strcasecmp(v, no[i]) == 0) {
+			*ret = false;
+			return 0;
+		}
+	}
+	*reason = "not a boolean (yes or no)";
+	return -EINVAL;
+}
+
+static int parse_enum(const struct conf_key *k, const char *v, int *ret, const char **reason)
+{
+	static char msg[160];
+	size_t off = 0;
+
+	for (int i = 0; k->names[i]; i++)
+		if (strcmp(v, k->names[i]) == 0) {
+			*ret = i;
+			return 0;
+		}
+	off += (size_t)snprintf(msg, sizeof(msg), "must be one of:");
+	for (int i = 0; k->names[i] && off < sizeof(msg); i++)
+		off += (size_t)snprintf(msg + off, sizeof(msg) - off, " %s", k->names[i]);
+	*reason = msg;
+	return -EINVAL;
+}
+
+static int parse_list(const char *v, struct conf_list *ret, const char **reason)
+{
+	struct conf_list l = *ret;
+	const char *p = v;
+
+	while (*p) {
+		size_t n;
+
+		p += strspn(p, " \t");
+		n = strcspn(p, " \t");
+		if (n == 0)
+			break;
+		if (n >= CONF_MAX_STR) {
+			*reason = "list entry too long";
+			return -EINVAL;
+		}
+		if (l.n >= CONF_MAX_LIST) {
+			*reason = "too many list entries";
+			return -EINVAL;
+		}
+		memcpy(l.v[l.n], p, n);
+		l.v[l.n][n] = '\0';
+		l.n++;
+		p += n;
+	}
+	*ret = l;
+	return 0;
+}
+
+static int parse_str(const struct conf_key *k, const char *v, char *ret, const char **reason)
+{
+	if (strlen(v) >= CONF_MAX_STR) {
+		*reason = "too long";
+		return -EINVAL;
+	}
+	if (strcmp(k->key, "journal_dir") == 0 && v[0] != '/') {
+		*reason = "must be an absolute path";
+		return -EINVAL;
+	}
+	strcpy(ret, v);
+	return 0;
+}
+
+static int set_value(struct rqb_conf *c, const struct conf_key *k, const char *v,
+		     const char **reason)
+{
+	char *field = (char *)c + k->offset;
+	int lvl;
+
+	switch (k->type) {
+	case CONF_INT:
+		return parse_int(k, v, (uint32_t *)field, reason);
+	case CONF_BOOL:
+		return parse_bool(v, (bool *)field, reason);
+	case CONF_ENUM:
+		return parse_enum(k, v, (int *)field, reason);
+	case CONF_LIST:
+		return parse_list(v, (struct conf_list *)field, reason);
+	case CONF_STR:
+		return parse_str(k, v, field, reason);
+	case CONF_LOGLEVEL:
+		lvl = log_level_from_name(v);
+		if (lvl < 0) {
+			*reason = "must be one of: err warning notice info debug";
+			return -EINVAL;
+		}
+		*(int *)field = lvl;
+		return 0;
+	}
+	*reason = "unknown key type";
+	return -EINVAL;
+}
+
+int conf_set(struct rqb_conf *c, const char *section, const char *key, const char *value,
+	     const char **ret_reason)
+{
+	const struct conf_key *k = find_key(section, key);
+
+	if (!k) {
+		*ret_reason = known_section(section) ? "unknown key" : "unknown section";
+		return -EINVAL;
+	}
+	return set_value(c, k, value, ret_reason);
+}
+
+void conf_defaults(struct rqb_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < conf_nkeys; i++) {
+		const char *reason;
+		/* A bad default in the table is a programmer error. */
+		if (set_value(c, &conf_keys[i], conf_keys[i].def, &reason) < 0)
+			abort();
+	}
+}
+
+/* Parser state: inih hands lines to the handler; our reader counts them. */
+struct parse_ctx {
+	const char *name;
+	FILE *err;
+	struct rqb_conf conf;
+	unsigned lineno;          /* line the reader handed out last */
+	unsigned nerrors;
+	unsigned err_lines[64];   /* lines whose error we reported, to tell inih's own apart */
+	unsigned seen_line[64];   /* per key index: line of first assignment */
+	FILE *in;                 /* file source, or NULL */
+	const char *text;         /* string source */
+};
+
+static void report(struct parse_ctx *p, const char *what, const char *reason)
+{
+	if (p->err)
+		fprintf(p->err, "%s:%u: %s: %s\n", p->name, p->lineno, what, reason);
+	if (p->nerrors < ARRAY_SIZE(p->err_lines))
+		p->err_lines[p->nerrors] = p->lineno;
+	p->nerrors++;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse_ctx *p = user;
+	const struct conf_key *k = find_key(section, name);
+	const char *reason = NULL;
+	char what[CONF_MAX_STR * 2];
+	size_t idx;
+
+	snprintf(what, sizeof(what), "[%s] %s", section, name);
+	if (!k) {
+		report(p, what, known_section(section) ? "unknown key" : "unknown section");
+		return 1;
+	}
+	idx = (size_t)(k - conf_keys);
+	if (p->seen_line[idx] && k->type != CONF_LIST) {
+		char msg[64];
+
+		snprintf(msg, sizeof(msg), "set twice (first on line %u)", p->seen_line[idx]);
+		report(p, what, msg);
+		return 1;
+	}
+	if (!p->seen_line[idx]) {
+		p->seen_line[idx] = p->lineno;
+		/* The file's first line for a list replaces the default; later ones add. */
+		if (k->type == CONF_LIST)
+			((struct conf_list *)((char *)&p->conf + k->offset))->n = 0;
+	}
+	if (set_value(&p->conf, k, value, &reason) < 0)
+		report(p, what, reason);
+	return 1;
+}
+
+/* An fgets for inih that counts lines and refuses lines longer than inih takes. */
+static char *reader(char *str, int num, void *stream)
+{
+	struct parse_ctx *p = stream;
+	size_t n = 0;
+	bool too_long = false;
+	int ch;
+
+	for (;;) {
+		if (p->in) {
+			ch = fgetc(p->in);
+		} else {
+			ch = *p->text ? (unsigned char)*p->text++ : EOF;
+		}
+		if (ch == EOF) {
+			if (n == 0 && !too_long)
+				return NULL;
+			break;
+		}
+		if (ch == '\n')
+			break;
+		if (n + 2 < (size_t)num)
+			str[n++] = (char)ch;
+		else
+			too_long = true;
+	}
+	p->lineno++;
+	if (too_long) {
+		report(p, "line", "too long");
+		n = 0;
+	}
+	str[n++] = '\n';
+	str[n] = '\0';
+	return str;
+}
+
+static bool reported(const struct parse_ctx *p, unsigned line)
+{
+	for (unsigned i = 0; i < p->nerrors && i < ARRAY_SIZE(p->err_lines); i++)
+		if (p->err_lines[i] == line)
+			return true;
+	return false;
+}
+
+static int parse(struct parse_ctx *p, struct rqb_conf *ret)
+{
+	int r;
+
+	conf_defaults(&p->conf);
+	r = ini_parse_stream(reader, p, handler, p);
+	if (r > 0 && !reported(p, (unsigned)r)) {
+		p->lineno = (unsigned)r;
+		report(p, "line", "syntax error (expected [section] or key = value)");
+	} else if (r < 0) {
+		p->lineno = 0;
+		report(p, "file", "cannot parse");
+	}
+	if (p->nerrors)
+		return -EINVAL;
+	*ret = p->conf;
+	return 0;
+}
+
+int conf_load(const char *path, FILE *err, struct rqb_conf *ret)
+{
+	struct parse_ctx *p;
+	int r;
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		r = -errno;
+		if (err)
+			fprintf(err, "%s: cannot open: %s\n", path, strerror(-r));
+		return r;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	p->name = path;
+	p->err = err;
+	p->in = f;
+	r = parse(p, ret);
+	fclose(f);
+	free(p);
+	return r;
+}
+
+int conf_load_string(const char *name, const char *text, FILE *err, struct rqb_conf *ret)
+{
+	struct parse_ctx *p = calloc(1, sizeof(*p));
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	p->name = name;
+	p->err = err;
+	p->text = text;
+	r = parse(p, ret);
+	free(p);
+	return r;
+}
+
+static void dump_value(const struct rqb_conf *c, const struct conf_key *k, FILE *out)
+{
+	const char *field = (const char *)c + k->offset;
+	const struct conf_list *l;
+
+	switch (k->type) {
+	case CONF_INT:
+		fprintf(out, "%u", *(const uint32_t *)field);
+		break;
+	case CONF_BOOL:
+		fputs(*(const bool *)field ? "yes" : "no", out);
+		break;
+	case CONF_ENUM:
+		fputs(k->names[*(const int *)field], out);
+		break;
+	case CONF_STR:
+		fputs(field, out);
+		break;
+	case CONF_LOGLEVEL:
+		fputs(log_level_name(*(const int *)field), out);
+		break;
+	case CONF_LIST:
+		l = (const struct conf_list *)field;
+		for (unsigned i = 0; i < l->n; i++)
+			fprintf(out, "%s%s", i ? " " : "", l->v[i]);
+		break;
+	}
+}
+
+void conf_dump(const struct rqb_conf *c, FILE *out)
+{
+	const char *section = NULL;
+
+	for (size_t i = 0; i < conf_nkeys; i++) {
+		const struct conf_key *k = &conf_keys[i];
+
+		if (!section || strcmp(section, k->section) != 0) {
+			fprintf(out, "%s[%s]\n", section ? "\n" : "", k->section);
+			section = k->section;
+		}
+		fprintf(out, "%s = ", k->key);
+		dump_value(c, k, out);
+		fputc('\n', out);
+	}
+}

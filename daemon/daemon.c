@@ -1,0 +1,332 @@
+/*
+ * The daemon: wires the stages into the sd-event loop and walks the pipeline once a
+ * tick. Handlers return quickly; state lives in struct daemon, nowhere else.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "rqbalance.h"
+
+static void apply_opts(const struct daemon_opts *o, struct rqb_conf *c)
+{
+	if (o->dry_run)
+		c->dry_run = true;
+	if (o->topology)
+		snprintf(c->topology, sizeof(c->topology), "%s", o->topology);
+	if (o->replay) {
+		c->sampler = CONF_SAMPLER_REPLAY;
+		snprintf(c->replay_file, sizeof(c->replay_file), "%s", o->replay);
+	}
+	if (o->log_level >= 0)
+		c->log_level = o->log_level;
+}
+
+int daemon_load_config(const struct daemon_opts *o, FILE *err, struct rqb_conf *ret)
+{
+	struct rqb_conf c;
+	int r;
+
+	if (!o->config_explicit && access(o->config_path, F_OK) < 0 && errno == ENOENT) {
+		conf_defaults(&c);
+	} else {
+		r = conf_load(o->config_path, err, &c);
+		if (r < 0)
+			return r;
+	}
+	apply_opts(o, &c);
+	if (c.sampler == CONF_SAMPLER_REPLAY && !c.replay_file[0]) {
+		if (err)
+			fprintf(err, "%s: [daemon] sampler: replay needs replay_file\n", o->config_path);
+		return -EINVAL;
+	}
+	*ret = c;
+	return 0;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	/* The proc sampler keeps a stat file open per busy task, the actuator a pidfd. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int make_sampler(struct daemon *d)
+{
+	struct proc_sampler_opts po = {
+		.root = "",
+		.self_tgid = getpid(),
+		.rescan_ns = d->conf.proc_rescan_ms * NSEC_PER_MSEC,
+		.max_tracked = d->conf.proc_max_tracked,
+	};
+
+	if (d->conf.sampler == CONF_SAMPLER_REPLAY)
+		return sampler_replay_new(d->conf.replay_file, d->topo, &d->sampler);
+	return sampler_proc_new(&po, &d->sampler);
+}
+
+static void on_dropped(void *ctx, pid_t tid, uint64_t start_time)
+{
+	struct daemon *d = ctx;
+
+	pol_forget(&d->pol, tid, start_time);
+}
+
+static void notify_status(struct daemon *d)
+{
+	char status[sizeof(d->status)];
+	size_t n = act_managed(&d->act);
+
+	snprintf(status, sizeof(status), "sampler %s, %zu task%s managed, %" PRIu64 " move%s%s",
+		 d->sampler->ops->name, n, n == 1 ? "" : "s", d->act.cnt.moves,
+		 d->act.cnt.moves == 1 ? "" : "s", d->conf.dry_run ? " (dry run)" : "");
+	if (strcmp(status, d->status) == 0)
+		return;
+	strcpy(d->status, status);
+	sd_notifyf(0, "STATUS=%s", status);
+}
+
+int daemon_tick(struct daemon *d, uint64_t now_ns)
+{
+	int r;
+
+	snap_reset(d->snap);
+	d->snap->seq = ++d->ticks;
+	d->snap->now_ns = now_ns;
+	r = sampler_sample(d->sampler, now_ns, d->snap);
+	if (r < 0) {
+		if (d->sample_errors++ == 0)
+			log_warn("%s sampler failed: %s; skipping ticks until it recovers",
+				 d->sampler->ops->name, strerror(-r));
+		return r;
+	}
+	if (d->sample_errors) {
+		log_notice("%s sampler recovered after %" PRIu64 " failed tick%s",
+			   d->sampler->ops->name, d->sample_errors, d->sample_errors == 1 ? "" : "s");
+		d->sample_errors = 0;
+	}
+	if (d->record && snap_write(d->snap, d->record) < 0)
+		log_warn("--record %s: write failed", d->opts.record);
+	act_verify(&d->act, on_dropped, d);
+	plan_clear(&d->plan);
+	r = pol_decide(d->snap, &d->conf, &d->pol, &d->plan);
+	if (r < 0) {
+		log_err("policy: %s", strerror(-r));
+		return r;
+	}
+	if (d->plan.n)
+		act_apply(&d->act, &d->plan, on_dropped, d);
+	notify_status(d);
+	return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	uint64_t now = rqb_now_ns(), interval = d->conf.interval_ms * NSEC_PER_MSEC;
+
+	daemon_tick(d, now);
+	/* Keep the cadence; after a stall, start again from now rather than catch up. */
+	d->next_tick_ns += interval;
+	if (d->next_tick_ns <= now)
+		d->next_tick_ns = now + interval;
+	return sd_event_source_set_time(s, d->next_tick_ns / NSEC_PER_USEC);
+}
+
+/* Keys that name resources made at start: a reload cannot change them. */
+static void keep_restart_keys(const struct rqb_conf *old, struct rqb_conf *c)
+{
+	static const struct {
+		const char *key;
+		size_t off, len;
+	} keys[] = {
+		{ "sampler", offsetof(struct rqb_conf, sampler), sizeof(int) },
+		{ "replay_file", offsetof(struct rqb_conf, replay_file), CONF_MAX_STR },
+		{ "journal_dir", offsetof(struct rqb_conf, journal_dir), CONF_MAX_STR },
+		{ "topology", offsetof(struct rqb_conf, topology), CONF_MAX_STR },
+		{ "dry_run", offsetof(struct rqb_conf, dry_run), sizeof(bool) },
+		{ "rescan_ms", offsetof(struct rqb_conf, proc_rescan_ms), sizeof(uint32_t) },
+		{ "max_tracked", offsetof(struct rqb_conf, proc_max_tracked), sizeof(uint32_t) },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		const char *o = (const char *)old + keys[i].off;
+		char *n = (char *)c + keys[i].off;
+
+		if (memcmp(o, n, keys[i].len) == 0)
+			continue;
+		log_warn("reload: %s changed, which takes a restart: keeping the running value",
+			 keys[i].key);
+		memcpy(n, o, keys[i].len);
+	}
+}
+
+int daemon_reload(struct daemon *d)
+{
+	struct rqb_conf c;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *err = open_memstream(&buf, &len);
+	int r;
+
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, (uint64_t)(rqb_now_ns() / NSEC_PER_USEC));
+	r = daemon_load_config(&d->opts, err, &c);
+	if (err)
+		fclose(err);
+	if (r < 0) {
+		/* Each error line already names file:line: key: reason. */
+		for (char *line = buf ? strtok(buf, "\n") : NULL; line; line = strtok(NULL, "\n"))
+			log_err("reload: %s", line);
+		log_err("reload failed: keeping the running configuration");
+		sd_notify(0, "READY=1\nSTATUS=reload failed: kept the running configuration");
+		d->status[0] = '\0';
+		free(buf);
+		return -EINVAL;
+	}
+	free(buf);
+	keep_restart_keys(&d->conf, &c);
+	d->conf = c;
+	log_set_level(c.log_level);
+	log_notice("reloaded %s", d->opts.config_path);
+	sd_notify(0, "READY=1");
+	d->status[0] = '\0';
+	notify_status(d);
+	return 0;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	if (si->ssi_signo == SIGHUP) {
+		daemon_reload(d);
+		return 0;
+	}
+	log_notice("%s: stopping", strsignal((int)si->ssi_signo));
+	return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+static int setup_loop(struct daemon *d)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	sigset_t mask;
+	int r;
+
+	r = sd_event_new(&d->event);
+	if (r < 0)
+		return r;
+	sigemptyset(&mask);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		sigaddset(&mask, sigs[i]);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+		return -errno;
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
+		r = sd_event_add_signal(d->event, NULL, sigs[i], on_signal, d);
+		if (r < 0)
+			return r;
+	}
+	/* Sends WATCHDOG=1 at half of WATCHDOG_USEC, when the service manager set it. */
+	r = sd_event_set_watchdog(d->event, true);
+	if (r < 0)
+		return r;
+	d->next_tick_ns = rqb_now_ns();
+	return sd_event_add_time(d->event, &d->timer, CLOCK_MONOTONIC,
+				 d->next_tick_ns / NSEC_PER_USEC, 1000, on_timer, d);
+}
+
+int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_conf *c)
+{
+	struct topo_opts to = { .filter_online = true, .root = "" };
+	char desc[512];
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	d->opts = *o;
+	d->conf = *c;
+	pol_init(&d->pol);
+	plan_init(&d->plan);
+	raise_nofile();
+	to.xml = d->conf.topology[0] ? d->conf.topology : NULL;
+	r = topo_load(&to, &d->topo);
+	if (r < 0) {
+		log_err("topology%s%s: cannot load: %s", to.xml ? " " : "", to.xml ? to.xml : "",
+			strerror(-r));
+		return r;
+	}
+	topo_describe(d->topo, desc, sizeof(desc));
+	log_info("topology: %s", desc);
+	d->snap = snap_new(d->topo);
+	if (!d->snap)
+		return -ENOMEM;
+	r = make_sampler(d);
+	if (r < 0) {
+		log_err("%s sampler: cannot start: %s", conf_sampler_name(d->conf.sampler),
+			strerror(-r));
+		return r;
+	}
+	if (o->record) {
+		d->record = fopen(o->record, "we");
+		if (!d->record) {
+			r = -errno;
+			log_err("--record %s: %s", o->record, strerror(-r));
+			return r;
+		}
+	}
+	r = act_init(&d->act, d->conf.dry_run ? &act_dryrun_ops : &act_linux_ops,
+		     d->conf.journal_dir, d->conf.dry_run);
+	if (r < 0) {
+		log_err("journal in %s: %s", d->conf.journal_dir,
+			r == -EBUSY ? "locked by another rqbalanced" : strerror(-r));
+		return r;
+	}
+	r = setup_loop(d);
+	if (r < 0)
+		log_err("event loop: %s", strerror(-r));
+	return r;
+}
+
+int daemon_run(struct daemon *d)
+{
+	int r;
+
+	log_info("running: sampler %s, tick %u ms%s", d->sampler->ops->name, d->conf.interval_ms,
+		 d->conf.dry_run ? ", dry run" : "");
+	sd_notify(0, "READY=1");
+	notify_status(d);
+	r = sd_event_loop(d->event);
+	sd_notify(0, "STOPPING=1\nSTATUS=stopping: restoring tasks");
+	return r;
+}
+
+void daemon_fini(struct daemon *d)
+{
+	if (d->act.ops) {
+		uint64_t before = d->act.cnt.restores;
+
+		act_fini(&d->act);
+		log_info("stopped: %" PRIu64 " task%s restored", d->act.cnt.restores - before,
+			 d->act.cnt.restores - before == 1 ? "" : "s");
+	}
+	sd_event_source_unref(d->timer);
+	sd_event_unref(d->event);
+	if (d->record)
+		fclose(d->record);
+	sampler_free(d->sampler);
+	snap_free(d->snap);
+	plan_fini(&d->plan);
+	pol_fini(&d->pol);
+	topo_free(d->topo);
+	memset(d, 0, sizeof(*d));
+}

@@ -1,0 +1,511 @@
+/*
+ * Policy stage: the LLC spread policy. Pure: a snapshot, the config and the
+ * policy's own memory in, a plan out. No I/O, no clock, no randomness.
+ *
+ * Rules, each from a kernel patch that the stock scheduler argued over:
+ *  (a) While some LLC has an idle CPU, count runnable tasks, not utilization: an LLC
+ *      with more runnable tasks than CPUs sends work to the least-loaded LLC that has an
+ *      idle CPU ("sched/fair: ensure tasks spreading in LLC during LB").
+ *  (b) Never take a task from a CPU that runs only that task, whatever its
+ *      utilization ("sched/fair: improve spreading of utilization").
+ *  (c) Move only if the target, after the move, is clearly less loaded per CPU than
+ *      the source now: src * 100 > dst_after * imbalance_pct ("sched: use load_avg for
+ *      selecting idlest group").
+ *  (d) No churn: a moved task is not moved again within min_residency_ms; at most
+ *      max_moves_per_tick actions a tick; and hysteresis: a pin is made when its LLC
+ *      has at least one task more than CPUs, and released early only when that LLC
+ *      could take the task back without exceeding its CPUs.
+ *  (e) Never touch kernel threads, tasks with narrowed affinity, excluded comms or
+ *      cgroups, or the daemon.
+ * Cost: O(tasks + CPUs + moves * (LLCs + CPUs per LLC)) a tick.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpumask.h"
+#include "policy.h"
+#include "rqbalance.h"
+
+void pol_init(struct pol_state *st)
+{
+	memset(st, 0, sizeof(*st));
+}
+
+static void free_scratch(struct pol_state *st)
+{
+	free(st->cpu_nr);
+	free(st->llc_nr);
+	free(st->llc_idle);
+	free(st->bucket_start);
+	free(st->bucket);
+	free(st->llc_done);
+	st->cpu_nr = st->llc_nr = st->llc_idle = st->bucket_start = st->bucket = NULL;
+	st->llc_done = NULL;
+}
+
+void pol_fini(struct pol_state *st)
+{
+	free(st->pins);
+	free(st->recent);
+	free_scratch(st);
+	memset(st, 0, sizeof(*st));
+}
+
+/* ---- the policy's memory: pins and recent moves, sorted by tid ---- */
+
+static size_t lower_bound(const void *base, size_t n, size_t size, size_t tid_off, pid_t tid)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		pid_t t = *(const pid_t *)((const char *)base + mid * size + tid_off);
+
+		if (t < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static ssize_t find_pin_idx(const struct pol_state *st, pid_t tid, uint64_t start)
+{
+	size_t i = lower_bound(st->pins, st->npins, sizeof(*st->pins),
+			       offsetof(struct pol_pin, tid), tid);
+
+	for (; i < st->npins && st->pins[i].tid == tid; i++)
+		if (st->pins[i].start_time == start)
+			return (ssize_t)i;
+	return -1;
+}
+
+const struct pol_pin *pol_find_pin(const struct pol_state *st, pid_t tid, uint64_t start_time)
+{
+	ssize_t i = find_pin_idx(st, tid, start_time);
+
+	return i < 0 ? NULL : &st->pins[i];
+}
+
+static int grow(void **arr, size_t *cap, size_t n, size_t size)
+{
+	size_t c;
+	void *a;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 16;
+	a = realloc(*arr, c * size);
+	if (!a)
+		return -ENOMEM;
+	*arr = a;
+	*cap = c;
+	return 0;
+}
+
+static int add_pin(struct pol_state *st, const struct pol_pin *p)
+{
+	size_t i;
+
+	if (grow((void **)&st->pins, &st->pins_cap, st->npins, sizeof(*st->pins)) < 0)
+		return -ENOMEM;
+	i = lower_bound(st->pins, st->npins, sizeof(*st->pins), offsetof(struct pol_pin, tid),
+			p->tid);
+	memmove(&st->pins[i + 1], &st->pins[i], (st->npins - i) * sizeof(*st->pins));
+	st->pins[i] = *p;
+	st->npins++;
+	return 0;
+}
+
+static void del_pin(struct pol_state *st, size_t i)
+{
+	memmove(&st->pins[i], &st->pins[i + 1], (st->npins - i - 1) * sizeof(*st->pins));
+	st->npins--;
+}
+
+static bool recently_moved(const struct pol_state *st, pid_t tid, uint64_t start)
+{
+	size_t i = lower_bound(st->recent, st->nrecent, sizeof(*st->recent),
+			       offsetof(struct pol_recent, tid), tid);
+
+	for (; i < st->nrecent && st->recent[i].tid == tid; i++)
+		if (st->recent[i].start_time == start)
+			return true;
+	return false;
+}
+
+static int note_move(struct pol_state *st, pid_t tid, uint64_t start, uint64_t now_ns)
+{
+	size_t i = lower_bound(st->recent, st->nrecent, sizeof(*st->recent),
+			       offsetof(struct pol_recent, tid), tid);
+
+	for (size_t j = i; j < st->nrecent && st->recent[j].tid == tid; j++)
+		if (st->recent[j].start_time == start) {
+			st->recent[j].moved_ns = now_ns;
+			return 0;
+		}
+	if (grow((void **)&st->recent, &st->recent_cap, st->nrecent, sizeof(*st->recent)) < 0)
+		return -ENOMEM;
+	memmove(&st->recent[i + 1], &st->recent[i], (st->nrecent - i) * sizeof(*st->recent));
+	st->recent[i] = (struct pol_recent){ tid, start, now_ns };
+	st->nrecent++;
+	st->moves++;
+	return 0;
+}
+
+static void expire_recent(struct pol_state *st, uint64_t now_ns, uint64_t residency_ns)
+{
+	size_t out = 0;
+
+	for (size_t i = 0; i < st->nrecent; i++)
+		if (now_ns - st->recent[i].moved_ns < residency_ns)
+			st->recent[out++] = st->recent[i];
+	st->nrecent = out;
+}
+
+void pol_forget(struct pol_state *st, pid_t tid, uint64_t start_time)
+{
+	ssize_t i = find_pin_idx(st, tid, start_time);
+
+	if (i >= 0)
+		del_pin(st, (size_t)i);
+}
+
+/* ---- rule (e) ---- */
+
+static bool cgroup_under(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	while (n > 1 && prefix[n - 1] == '/')
+		n--;
+	if (strncmp(path, prefix, n) != 0)
+		return false;
+	return path[n] == '\0' || path[n] == '/' || (n == 1 && prefix[0] == '/');
+}
+
+const char *pol_ineligible(const struct snapshot *s, const struct rqb_conf *c,
+			   const struct snap_task *t)
+{
+	if (t->flags & SNAP_TASK_KTHREAD)
+		return "kernel thread";
+	if (t->tgid == s->self_tgid)
+		return "rqbalanced itself";
+	if (!cpumask_subset(&s->topo->online, &t->allowed))
+		return "affinity narrowed";
+	for (unsigned i = 0; i < c->exclude_comms.n; i++)
+		if (fnmatch(c->exclude_comms.v[i], t->comm, 0) == 0)
+			return "excluded comm";
+	for (unsigned i = 0; t->cgroup && i < c->exclude_cgroups.n; i++)
+		if (cgroup_under(t->cgroup, c->exclude_cgroups.v[i]))
+			return "excluded cgroup";
+	return NULL;
+}
+
+/* ---- counting ---- */
+
+static int size_scratch(struct pol_state *st, const struct snapshot *s)
+{
+	int ncpu = s->nr_cpu_ids, nllc = s->topo->nllcs;
+
+	if (ncpu > st->nscratch_cpus || nllc > st->nscratch_llcs || s->ntasks > st->scratch_tasks) {
+		free_scratch(st);
+		st->nscratch_cpus = ncpu;
+		st->nscratch_llcs = nllc;
+		st->scratch_tasks = s->ntasks > 64 ? s->ntasks * 2 : 128;
+		st->cpu_nr = calloc((size_t)ncpu, sizeof(int));
+		st->bucket_start = calloc((size_t)ncpu + 1, sizeof(int));
+		st->llc_nr = calloc((size_t)nllc, sizeof(int));
+		st->llc_idle = calloc((size_t)nllc, sizeof(int));
+		st->llc_done = calloc((size_t)nllc, 1);
+		st->bucket = calloc(st->scratch_tasks, sizeof(int));
+		if (!st->cpu_nr || !st->bucket_start || !st->llc_nr || !st->llc_idle ||
+		    !st->llc_done || !st->bucket) {
+			free_scratch(st);
+			st->nscratch_cpus = st->nscratch_llcs = 0;
+			st->scratch_tasks = 0;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/*
+ * A pinned task sampled outside its pin is stale (sched_setaffinity moves it at once):
+ * it is counted on its pin's LLC, and on no CPU.
+ */
+static const struct pol_pin *stale_pin(const struct pol_state *st, const struct snap_task *t)
+{
+	const struct pol_pin *p = pol_find_pin(st, t->tid, t->start_time);
+
+	return p && !CPU_ISSET(t->cpu, &p->mask) ? p : NULL;
+}
+
+static bool on_topology(const struct snapshot *s, int cpu)
+{
+	return cpu >= 0 && cpu < s->nr_cpu_ids && s->topo->cpus[cpu].present;
+}
+
+/* Per-CPU and per-LLC runnable counts, idle CPUs per LLC, tasks bucketed by CPU. */
+static void count(const struct snapshot *s, struct pol_state *st)
+{
+	const struct topo *tp = s->topo;
+	int *listed = st->bucket_start; /* reused: counts first, then bucket offsets */
+
+	memset(listed, 0, ((size_t)s->nr_cpu_ids + 1) * sizeof(int));
+	memset(st->llc_nr, 0, (size_t)tp->nllcs * sizeof(int));
+	memset(st->llc_idle, 0, (size_t)tp->nllcs * sizeof(int));
+	memset(st->llc_done, 0, (size_t)tp->nllcs);
+	memset(st->cpu_nr, 0, (size_t)s->nr_cpu_ids * sizeof(int));
+	for (size_t i = 0; i < s->ntasks; i++) {
+		const struct snap_task *t = &s->tasks[i];
+		const struct pol_pin *p;
+
+		if (!on_topology(s, t->cpu))
+			continue;
+		p = stale_pin(st, t);
+		if (p) {
+			st->llc_nr[p->to_llc]++;
+			st->llc_idle[p->to_llc]--;
+			st->cpu_nr[t->cpu]--; /* the sampler counted it where it no longer is */
+			continue;
+		}
+		listed[t->cpu]++;
+	}
+	for (int c = 0; c < s->nr_cpu_ids; c++) {
+		int nr;
+
+		if (!tp->cpus[c].present)
+			continue;
+		nr = (int)s->cpus[c].nr_running + st->cpu_nr[c];
+		st->cpu_nr[c] = nr > listed[c] ? nr : listed[c];
+		st->llc_nr[tp->cpus[c].llc] += st->cpu_nr[c];
+		if (st->cpu_nr[c] == 0)
+			st->llc_idle[tp->cpus[c].llc]++;
+	}
+	/* Bucket the tasks not stale by CPU: prefix sums, then fill. */
+	for (int c = 0, sum = 0; c <= s->nr_cpu_ids; c++) {
+		int n = c < s->nr_cpu_ids ? listed[c] : 0;
+
+		listed[c] = sum;
+		sum += n;
+	}
+	for (size_t i = 0; i < s->ntasks; i++) {
+		const struct snap_task *t = &s->tasks[i];
+
+		if (on_topology(s, t->cpu) && !stale_pin(st, t))
+			st->bucket[listed[t->cpu]++] = (int)i;
+	}
+	/* listed[c] now ends CPU c's bucket; it starts where CPU c-1's ended. */
+}
+
+static int bucket_begin(const struct pol_state *st, int cpu)
+{
+	return cpu == 0 ? 0 : st->bucket_start[cpu - 1];
+}
+
+/* ---- rules (a), (c): choosing source and target LLCs ---- */
+
+/* a/b < c/d for loads per CPU, without division. */
+static bool load_less(int a, int b, int c, int d)
+{
+	return (long long)a * d < (long long)c * b;
+}
+
+static int pick_source(const struct snapshot *s, const struct pol_state *st)
+{
+	const struct topo *tp = s->topo;
+	int best = -1;
+
+	for (int l = 0; l < tp->nllcs; l++) {
+		if (st->llc_done[l] || st->llc_nr[l] <= tp->llcs[l].ncpus)
+			continue;
+		if (best < 0 || load_less(st->llc_nr[best], tp->llcs[best].ncpus, st->llc_nr[l],
+					  tp->llcs[l].ncpus))
+			best = l;
+	}
+	return best;
+}
+
+static int closeness(const struct topo *tp, int a, int b)
+{
+	return (tp->llcs[a].numa == tp->llcs[b].numa) + (tp->llcs[a].package == tp->llcs[b].package);
+}
+
+static int pick_target(const struct snapshot *s, const struct pol_state *st, int src)
+{
+	const struct topo *tp = s->topo;
+	int best = -1;
+
+	for (int l = 0; l < tp->nllcs; l++) {
+		if (l == src || st->llc_idle[l] <= 0)
+			continue;
+		if (best < 0)
+			best = l;
+		else if (load_less(st->llc_nr[l], tp->llcs[l].ncpus, st->llc_nr[best],
+				   tp->llcs[best].ncpus))
+			best = l;
+		else if (!load_less(st->llc_nr[best], tp->llcs[best].ncpus, st->llc_nr[l],
+				    tp->llcs[l].ncpus) &&
+			 closeness(tp, src, l) > closeness(tp, src, best))
+			best = l;
+	}
+	return best;
+}
+
+static bool clearly_less_loaded(const struct snapshot *s, const struct pol_state *st,
+				const struct rqb_conf *c, int src, int dst)
+{
+	const struct topo *tp = s->topo;
+
+	return (long long)st->llc_nr[src] * tp->llcs[dst].ncpus * 100 >
+	       (long long)(st->llc_nr[dst] + 1) * tp->llcs[src].ncpus * c->imbalance_pct;
+}
+
+/* ---- rules (b), (d), (e): choosing the task ---- */
+
+static bool movable(const struct snapshot *s, const struct rqb_conf *c,
+		    const struct pol_state *st, const struct snap_task *t)
+{
+	return !pol_ineligible(s, c, t) && !pol_find_pin(st, t->tid, t->start_time) &&
+	       !recently_moved(st, t->tid, t->start_time);
+}
+
+/*
+ * On the CPUs of src that run two or more tasks (b), busiest CPU first, the eligible
+ * task with the highest tid: the youngest thread, likely the least cache in the LLC.
+ * Returns the bucket slot, or -1.
+ */
+static int pick_task(const struct snapshot *s, const struct rqb_conf *c,
+		     const struct pol_state *st, int src)
+{
+	const struct topo *tp = s->topo;
+	int best_slot = -1, best_nr = 1;
+
+	for (int cpu = 0; cpu < s->nr_cpu_ids; cpu++) {
+		int slot = -1;
+
+		if (!tp->cpus[cpu].present || tp->cpus[cpu].llc != src || st->cpu_nr[cpu] <= best_nr)
+			continue;
+		for (int b = bucket_begin(st, cpu); b < st->bucket_start[cpu]; b++) {
+			const struct snap_task *t;
+
+			if (st->bucket[b] < 0)
+				continue;
+			t = &s->tasks[st->bucket[b]];
+			if (movable(s, c, st, t) && (slot < 0 || t->tid > s->tasks[st->bucket[slot]].tid))
+				slot = b;
+		}
+		if (slot >= 0) {
+			best_slot = slot;
+			best_nr = st->cpu_nr[cpu];
+		}
+	}
+	return best_slot;
+}
+
+/* ---- the tick ---- */
+
+static int release(const struct snapshot *s, const struct rqb_conf *c, struct pol_state *st,
+		   struct plan *plan, unsigned *budget)
+{
+	const uint64_t min_ns = c->min_residency_ms * NSEC_PER_MSEC;
+	const uint64_t max_ns = (uint64_t)c->max_pin_ms * NSEC_PER_MSEC;
+
+	for (size_t i = 0; i < st->npins && *budget > 0;) {
+		const struct pol_pin *p = &st->pins[i];
+		uint64_t age = s->now_ns - p->since_ns;
+		const char *why = NULL;
+		struct plan_action a;
+
+		if (age >= max_ns)
+			why = "max_pin";
+		else if (age >= min_ns &&
+			 st->llc_nr[p->from_llc] + 1 <= s->topo->llcs[p->from_llc].ncpus)
+			why = "balanced";
+		if (!why) {
+			i++;
+			continue;
+		}
+		a = (struct plan_action){ .op = PLAN_UNPIN, .tid = p->tid, .tgid = p->tgid,
+					  .start_time = p->start_time, .from_llc = p->to_llc,
+					  .to_llc = -1, .mask = p->orig, .why = why };
+		memcpy(a.comm, p->comm, sizeof(a.comm));
+		if (plan_add(plan, &a) < 0 || note_move(st, p->tid, p->start_time, s->now_ns) < 0)
+			return -ENOMEM;
+		del_pin(st, i);
+		(*budget)--;
+	}
+	return 0;
+}
+
+static int pin(const struct snapshot *s, struct pol_state *st, struct plan *plan, int slot,
+	       int src, int dst)
+{
+	const struct snap_task *t = &s->tasks[st->bucket[slot]];
+	struct pol_pin p = { .tid = t->tid, .tgid = t->tgid, .start_time = t->start_time,
+			     .from_llc = src, .to_llc = dst, .orig = t->allowed,
+			     .since_ns = s->now_ns };
+	struct plan_action a = { .op = PLAN_PIN, .tid = t->tid, .tgid = t->tgid,
+				 .start_time = t->start_time, .from_llc = src, .to_llc = dst,
+				 .why = "overload" };
+
+	CPU_AND(&p.mask, &s->topo->llcs[dst].cpus, &t->allowed);
+	a.mask = p.mask;
+	memcpy(p.comm, t->comm, sizeof(p.comm));
+	memcpy(a.comm, t->comm, sizeof(a.comm));
+	if (plan_add(plan, &a) < 0 || add_pin(st, &p) < 0 ||
+	    note_move(st, t->tid, t->start_time, s->now_ns) < 0)
+		return -ENOMEM;
+	st->cpu_nr[t->cpu]--;
+	st->llc_nr[src]--;
+	st->llc_nr[dst]++;
+	st->llc_idle[dst]--;
+	st->bucket[slot] = -1;
+	return 0;
+}
+
+static int spread(const struct snapshot *s, const struct rqb_conf *c, struct pol_state *st,
+		  struct plan *plan, unsigned *budget)
+{
+	while (*budget > 0) {
+		int src = pick_source(s, st), dst, slot;
+
+		if (src < 0)
+			break;
+		dst = pick_target(s, st, src);
+		if (dst < 0)
+			break; /* no LLC has an idle CPU: nothing to spread to for anyone */
+		slot = clearly_less_loaded(s, st, c, src, dst) ? pick_task(s, c, st, src) : -1;
+		if (slot < 0) {
+			st->llc_done[src] = 1;
+			continue;
+		}
+		if (pin(s, st, plan, slot, src, dst) < 0)
+			return -ENOMEM;
+		(*budget)--;
+	}
+	return 0;
+}
+
+int pol_decide(const struct snapshot *s, const struct rqb_conf *c, struct pol_state *st,
+	       struct plan *plan)
+{
+	unsigned budget = c->max_moves_per_tick;
+	size_t before = plan->n;
+	int r;
+
+	if (size_scratch(st, s) < 0)
+		return -ENOMEM;
+	expire_recent(st, s->now_ns, c->min_residency_ms * NSEC_PER_MSEC);
+	count(s, st);
+	r = release(s, c, st, plan, &budget);
+	if (r == 0)
+		r = spread(s, c, st, plan, &budget);
+	if (r < 0)
+		return r;
+	plan_finish(plan);
+	return (int)(plan->n - before);
+}

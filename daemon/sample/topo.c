@@ -1,0 +1,191 @@
+/*
+ * Sample stage: the machine's shape from hwloc (or a fake XML/synthetic one that maps
+ * onto real CPU numbers). Reads only; offline CPUs are left out.
+ */
+#include <errno.h>
+#include <hwloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpumask.h"
+#include "log.h"
+#include "rqbalance.h"
+#include "topo.h"
+
+static int read_online(const char *root, cpu_set_t *ret)
+{
+	char path[512], buf[CPUMASK_STRLEN];
+	FILE *f;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online", root ? root : "");
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	r = cpumask_parse(buf, ret);
+	return r;
+}
+
+static int open_hwloc(const struct topo_opts *o, hwloc_topology_t *ret)
+{
+	hwloc_topology_t h;
+	int r = 0;
+
+	if (hwloc_topology_init(&h) < 0)
+		return -errno ? -errno : -ENOMEM;
+	if (o->xml && o->xml[0])
+		r = hwloc_topology_set_xml(h, o->xml);
+	else if (o->synthetic && o->synthetic[0])
+		r = hwloc_topology_set_synthetic(h, o->synthetic);
+	if (r < 0) {
+		r = errno ? -errno : -EINVAL;
+		hwloc_topology_destroy(h);
+		return r;
+	}
+	/* A fake topology stands for this machine: its CPU numbers are the real ones. */
+	if (o->filter_online)
+		hwloc_topology_set_flags(h, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM);
+	if (hwloc_topology_load(h) < 0) {
+		r = errno ? -errno : -EINVAL;
+		hwloc_topology_destroy(h);
+		return r;
+	}
+	*ret = h;
+	return 0;
+}
+
+/* The LLC object above a PU: the deepest-level cache that is a data/unified cache. */
+static hwloc_obj_t llc_of(hwloc_topology_t h, hwloc_obj_t pu)
+{
+	hwloc_obj_t best = NULL;
+
+	for (hwloc_obj_t o = pu->parent; o; o = o->parent)
+		if (hwloc_obj_type_is_dcache(o->type))
+			best = o; /* keep climbing: the outermost cache wins */
+	(void)h;
+	return best;
+}
+
+static int fill(hwloc_topology_t h, const cpu_set_t *online, struct topo *t)
+{
+	int npu = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_PU);
+	int nllc_objs = 0;
+	hwloc_obj_t *llc_objs;
+
+	t->nr_cpu_ids = 0;
+	for (int i = 0; i < npu; i++) {
+		hwloc_obj_t pu = hwloc_get_obj_by_type(h, HWLOC_OBJ_PU, i);
+
+		if ((int)pu->os_index >= RQB_MAX_CPUS)
+			return -ERANGE;
+		if ((int)pu->os_index + 1 > t->nr_cpu_ids)
+			t->nr_cpu_ids = (int)pu->os_index + 1;
+	}
+	t->cpus = calloc((size_t)(t->nr_cpu_ids ? t->nr_cpu_ids : 1), sizeof(*t->cpus));
+	llc_objs = calloc((size_t)(npu ? npu : 1), sizeof(*llc_objs));
+	t->llcs = calloc((size_t)(npu ? npu : 1), sizeof(*t->llcs));
+	if (!t->cpus || !llc_objs || !t->llcs) {
+		free(llc_objs);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < npu; i++) {
+		hwloc_obj_t pu = hwloc_get_obj_by_type(h, HWLOC_OBJ_PU, i);
+		int cpu = (int)pu->os_index, l;
+		hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(h, HWLOC_OBJ_CORE, pu);
+		hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(h, HWLOC_OBJ_PACKAGE, pu);
+		hwloc_obj_t llc = llc_of(h, pu);
+		hwloc_obj_t numa = NULL;
+		struct topo_cpu *c = &t->cpus[cpu];
+
+		if (online && !CPU_ISSET(cpu, online))
+			continue;
+		/* No cache described: each package (or the machine) is one LLC. */
+		if (!llc)
+			llc = pkg ? pkg : hwloc_get_root_obj(h);
+		for (l = 0; l < nllc_objs && llc_objs[l] != llc; l++)
+			;
+		if (l == nllc_objs) {
+			llc_objs[nllc_objs++] = llc;
+			CPU_ZERO(&t->llcs[l].cpus);
+		}
+		for (hwloc_obj_t o = pu; o && !numa; o = o->parent)
+			if (o->memory_arity)
+				numa = o->memory_first_child;
+		c->present = true;
+		c->core = core ? (int)core->logical_index : cpu;
+		c->package = pkg ? (int)pkg->logical_index : 0;
+		c->numa = numa ? (int)numa->logical_index : 0;
+		c->llc = l;
+		CPU_SET(cpu, &t->llcs[l].cpus);
+		CPU_SET(cpu, &t->online);
+		t->llcs[l].ncpus++;
+		t->ncpus++;
+	}
+	t->nllcs = nllc_objs;
+	for (int l = 0; l < t->nllcs; l++) {
+		int first = cpumask_first(&t->llcs[l].cpus);
+
+		t->llcs[l].numa = t->cpus[first].numa;
+		t->llcs[l].package = t->cpus[first].package;
+	}
+	t->ncores = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE);
+	t->nnuma = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_NUMANODE);
+	free(llc_objs);
+	return t->ncpus > 0 ? 0 : -ENODEV;
+}
+
+int topo_load(const struct topo_opts *o, struct topo **ret)
+{
+	hwloc_topology_t h = NULL;
+	cpu_set_t online;
+	struct topo *t;
+	int r;
+
+	if (o->filter_online) {
+		r = read_online(o->root, &online);
+		if (r < 0)
+			return r;
+	}
+	r = open_hwloc(o, &h);
+	if (r < 0)
+		return r;
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		hwloc_topology_destroy(h);
+		return -ENOMEM;
+	}
+	CPU_ZERO(&t->online);
+	r = fill(h, o->filter_online ? &online : NULL, t);
+	hwloc_topology_destroy(h);
+	if (r < 0) {
+		topo_free(t);
+		return r;
+	}
+	snprintf(t->source, sizeof(t->source), "%s",
+		 o->xml && o->xml[0] ? o->xml : o->synthetic && o->synthetic[0] ? o->synthetic
+										   : "this system");
+	*ret = t;
+	return 0;
+}
+
+void topo_free(struct topo *t)
+{
+	if (!t)
+		return;
+	free(t->cpus);
+	free(t->llcs);
+	free(t);
+}
+
+void topo_describe(const struct topo *t, char *buf, size_t len)
+{
+	snprintf(buf, len, "%d CPU%s, %d core%s, %d LLC%s, %d NUMA node%s (%s)", t->ncpus,
+		 t->ncpus == 1 ? "" : "s", t->ncores, t->ncores == 1 ? "" : "s", t->nllcs,
+		 t->nllcs == 1 ? "" : "s", t->nnuma, t->nnuma == 1 ? "" : "s", t->source);
+}

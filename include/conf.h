@@ -1,0 +1,76 @@
+/* Configuration: one table of keys drives parsing, range checks, --dump-config and tests. */
+#ifndef RQB_CONF_H
+#define RQB_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum conf_sampler { CONF_SAMPLER_PROC, CONF_SAMPLER_REPLAY };
+
+#define CONF_MAX_LIST 64     /* entries in a list value */
+#define CONF_MAX_STR 256     /* bytes in a string or list entry */
+
+struct conf_list {
+	unsigned n;
+	char v[CONF_MAX_LIST][CONF_MAX_STR];
+};
+
+struct rqb_conf {
+	/* [daemon] */
+	uint32_t interval_ms;           /* tick: sample, decide, act */
+	int sampler;                    /* enum conf_sampler */
+	char replay_file[CONF_MAX_STR]; /* snapshots for sampler = replay */
+	char journal_dir[CONF_MAX_STR]; /* where the restore journal lives */
+	char topology[CONF_MAX_STR];    /* hwloc XML file; "" = this machine */
+	bool dry_run;                   /* plan and log, change nothing */
+	int log_level;                  /* syslog level */
+	/* [balance] */
+	uint32_t imbalance_pct;         /* target must be this much less loaded, 117 = 17 % */
+	uint32_t max_moves_per_tick;    /* pins plus releases per tick */
+	uint32_t min_residency_ms;      /* no task moves again sooner than this */
+	uint32_t max_pin_ms;            /* a pin is released at this age at the latest */
+	/* [exclude] */
+	struct conf_list exclude_comms;   /* fnmatch(3) patterns on comm */
+	struct conf_list exclude_cgroups; /* cgroup path prefixes */
+	/* [proc] */
+	uint32_t proc_rescan_ms;        /* full /proc walk at most this far apart */
+	uint32_t proc_max_tracked;      /* tasks whose stat file stays open */
+};
+
+enum conf_type { CONF_INT, CONF_BOOL, CONF_STR, CONF_ENUM, CONF_LIST, CONF_LOGLEVEL };
+
+struct conf_key {
+	const char *section;
+	const char *key;
+	enum conf_type type;
+	long long min, max;        /* CONF_INT range, inclusive */
+	const char *const *names;  /* CONF_ENUM values, NULL-terminated; index = value */
+	const char *def;           /* default, as it is written in the file */
+	size_t offset;             /* into struct rqb_conf */
+	const char *help;
+};
+
+/* The table: every key the daemon knows. */
+extern const struct conf_key conf_keys[];
+extern const size_t conf_nkeys;
+
+/* Fills c with every default. */
+void conf_defaults(struct rqb_conf *c);
+/*
+ * Parses path into a fresh struct. Every error goes to err as "file:line: key: reason"
+ * (err may be NULL). Returns 0, -EINVAL when any key was bad (ret untouched), or
+ * -errno when the file cannot be read.
+ */
+int conf_load(const char *path, FILE *err, struct rqb_conf *ret);
+/* Same, from a string; name stands for the file in messages. */
+int conf_load_string(const char *name, const char *text, FILE *err, struct rqb_conf *ret);
+/* Prints the effective config as an INI file that conf_load accepts. */
+void conf_dump(const struct rqb_conf *c, FILE *out);
+/* Sets one key from its text form, as the file would; 0 or -EINVAL with reason. */
+int conf_set(struct rqb_conf *c, const char *section, const char *key, const char *value,
+	     const char **ret_reason);
+const char *conf_sampler_name(int sampler);
+
+#endif

@@ -1,0 +1,59 @@
+/* The daemon: one struct holds the state of every stage, passed explicitly. */
+#ifndef RQB_DAEMON_H
+#define RQB_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <systemd/sd-event.h>
+
+#include "act.h"
+#include "conf.h"
+#include "plan.h"
+#include "policy.h"
+#include "sampler.h"
+#include "snapshot.h"
+#include "topo.h"
+
+/* What the command line asked for; it wins over the config file, on reload too. */
+struct daemon_opts {
+	const char *config_path;
+	bool config_explicit;       /* -c given: a missing file is an error */
+	bool dry_run;               /* --dry-run */
+	const char *topology;       /* --topology */
+	const char *replay;         /* --replay */
+	const char *record;         /* --record */
+	int log_level;              /* --log-level, or -1 */
+};
+
+struct daemon {
+	struct daemon_opts opts;
+	struct rqb_conf conf;
+	struct topo *topo;
+	struct sampler *sampler;
+	struct snapshot *snap;
+	struct pol_state pol;
+	struct plan plan;
+	struct act act;
+	FILE *record;
+	sd_event *event;
+	sd_event_source *timer;
+	uint64_t next_tick_ns;
+	uint64_t ticks;
+	uint64_t sample_errors;
+	char status[256];            /* last STATUS= sent */
+};
+
+/* Loads the config the options name; missing default file means defaults. */
+int daemon_load_config(const struct daemon_opts *o, FILE *err, struct rqb_conf *ret);
+int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_conf *c);
+/* Runs the event loop until SIGTERM or SIGINT. */
+int daemon_run(struct daemon *d);
+/* Restores every task, then frees everything. */
+void daemon_fini(struct daemon *d);
+/* One pass of sample -> snapshot -> policy -> plan -> actuate. */
+int daemon_tick(struct daemon *d, uint64_t now_ns);
+/* SIGHUP: re-reads the config; on error keeps the old one. 0 or -EINVAL. */
+int daemon_reload(struct daemon *d);
+
+#endif

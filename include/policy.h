@@ -1,0 +1,66 @@
+/*
+ * The spread policy: pure. A snapshot, the config and the policy's own memory in,
+ * a plan out. No I/O, no clock (time comes in the snapshot), no randomness.
+ */
+#ifndef RQB_POLICY_H
+#define RQB_POLICY_H
+
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "conf.h"
+#include "plan.h"
+#include "snapshot.h"
+
+/* A task the policy has pinned to an LLC. */
+struct pol_pin {
+	pid_t tid;
+	pid_t tgid;
+	uint64_t start_time;
+	int from_llc, to_llc;
+	cpu_set_t mask;          /* what it was pinned to */
+	cpu_set_t orig;          /* what it was allowed before */
+	uint64_t since_ns;       /* when the pin was planned */
+	char comm[SNAP_COMM_LEN];
+};
+
+/* A task moved recently: not moved again before min_residency. */
+struct pol_recent {
+	pid_t tid;
+	uint64_t start_time;
+	uint64_t moved_ns;
+};
+
+struct pol_state {
+	size_t npins, pins_cap;
+	struct pol_pin *pins;         /* sorted by tid */
+	size_t nrecent, recent_cap;
+	struct pol_recent *recent;    /* sorted by tid */
+	uint64_t moves;               /* pins and releases planned so far */
+	/* Scratch reused across ticks, sized to the topology and the snapshot. */
+	size_t scratch_tasks;
+	int nscratch_cpus, nscratch_llcs;
+	int *cpu_nr, *llc_nr, *llc_idle, *bucket_start, *bucket;
+	unsigned char *llc_done;
+};
+
+void pol_init(struct pol_state *st);
+void pol_fini(struct pol_state *st);
+
+/*
+ * Decides one tick: appends to plan (which the caller cleared) and updates st as if the
+ * plan is carried out. Returns the number of actions, or -ENOMEM.
+ */
+int pol_decide(const struct snapshot *s, const struct rqb_conf *c, struct pol_state *st,
+	       struct plan *plan);
+/* The actuator could not carry out, or has given up, the pin of this task: forget it. */
+void pol_forget(struct pol_state *st, pid_t tid, uint64_t start_time);
+const struct pol_pin *pol_find_pin(const struct pol_state *st, pid_t tid, uint64_t start_time);
+
+/* Rule (e), exposed for tests: why a task may not be touched, or NULL if it may. */
+const char *pol_ineligible(const struct snapshot *s, const struct rqb_conf *c,
+			   const struct snap_task *t);
+
+#endif

@@ -1,0 +1,73 @@
+/* The sampler interface: every way of reading the world fills the same snapshot. */
+#ifndef RQB_SAMPLER_H
+#define RQB_SAMPLER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "snapshot.h"
+
+struct sampler;
+
+struct sampler_ops {
+	const char *name;
+	/* Fills s (already reset) for the tick at now_ns. 0 or -errno. */
+	int (*sample)(struct sampler *sm, uint64_t now_ns, struct snapshot *s);
+	void (*free)(struct sampler *sm);
+};
+
+struct sampler {
+	const struct sampler_ops *ops;
+	void *priv;
+};
+
+struct proc_sampler_opts {
+	const char *root;          /* prefix for /proc, "" for the real one */
+	pid_t self_tgid;           /* left out of every count */
+	uint64_t rescan_ns;        /* full walk at most this far apart */
+	unsigned max_tracked;      /* open stat files at most */
+};
+
+int sampler_proc_new(const struct proc_sampler_opts *o, struct sampler **ret);
+/*
+ * Replays the snapshots in path, one a tick; after the last, keeps returning the last
+ * one. The whole file is read and checked against the topology first: a bad record
+ * fails here, with "path:line: reason" logged.
+ */
+int sampler_replay_new(const char *path, const struct topo *t, struct sampler **ret);
+
+static inline int sampler_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
+{
+	return sm->ops->sample(sm, now_ns, s);
+}
+void sampler_free(struct sampler *sm);
+
+/* Counters of the proc sampler, for tests and the bench. */
+struct proc_stats {
+	uint64_t rescans;       /* full walks of /proc */
+	uint64_t stat_reads;    /* per-task stat reads in ticks */
+	unsigned tracked;       /* tasks being followed now */
+};
+void sampler_proc_stats(const struct sampler *sm, struct proc_stats *ret);
+
+/* Parsers, exposed for unit tests and fuzzing. */
+struct proc_stat_line {
+	char state;
+	uint32_t flags;
+	uint64_t utime, stime;  /* clock ticks */
+	uint64_t start_time;    /* clock ticks after boot */
+	int cpu;
+	char comm[SNAP_COMM_LEN];
+};
+/* Parses one /proc/TID/stat line. 0 or -EINVAL. */
+int proc_parse_stat(const char *buf, struct proc_stat_line *ret);
+/*
+ * Parses /proc/stat: per-CPU busy and idle jiffies into arrays of n entries (CPUs not
+ * listed stay 0) and procs_running. Returns 0 or -EINVAL.
+ */
+int proc_parse_cpustat(const char *buf, int n, uint64_t *busy, uint64_t *total,
+		       unsigned *ret_procs_running);
+/* Picks the cpu controller's path, else the unified one, from /proc/PID/cgroup. */
+int proc_parse_cgroup(const char *buf, char *ret_path, size_t len);
+
+#endif

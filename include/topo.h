@@ -1,0 +1,57 @@
+/* Topology: CPUs, cores, SMT siblings, LLC groups and NUMA nodes, from hwloc. */
+#ifndef RQB_TOPO_H
+#define RQB_TOPO_H
+
+#include <sched.h>
+#include <stdbool.h>
+
+struct topo_cpu {
+	bool present;   /* in the topology and online */
+	int core;       /* index into the core numbering, SMT siblings share it */
+	int llc;        /* index into topo.llcs */
+	int numa;       /* NUMA node logical index, 0 where none */
+	int package;    /* package logical index */
+};
+
+struct topo_llc {
+	cpu_set_t cpus; /* online CPUs sharing this last-level cache */
+	int ncpus;
+	int numa;       /* NUMA node of its first CPU */
+	int package;
+};
+
+struct topo {
+	int nr_cpu_ids;          /* highest OS CPU number + 1 */
+	int ncpus;               /* online CPUs in the topology */
+	int ncores;
+	int nnuma;
+	int nllcs;
+	cpu_set_t online;        /* the CPUs rqbalance may place work on */
+	struct topo_cpu *cpus;   /* indexed by OS CPU number, nr_cpu_ids entries */
+	struct topo_llc *llcs;   /* nllcs entries */
+	char source[256];        /* "this system", the XML file, or the synthetic string */
+};
+
+struct topo_opts {
+	const char *xml;         /* hwloc XML file, or NULL */
+	const char *synthetic;   /* hwloc synthetic description, or NULL */
+	/*
+	 * Keep only CPUs that are online on the machine that runs us, read from
+	 * root/sys/devices/system/cpu/online. The daemon sets it; unit tests and
+	 * the simulator, which describe machines that are not this one, do not.
+	 */
+	bool filter_online;
+	const char *root;        /* path prefix for /sys, "" or NULL for / */
+};
+
+/* Loads a topology; 0 or -errno, and on failure *ret is untouched. */
+int topo_load(const struct topo_opts *o, struct topo **ret);
+void topo_free(struct topo *t);
+/* One line: "2 CPUs, 2 cores, 2 LLCs, 1 NUMA node (source)". */
+void topo_describe(const struct topo *t, char *buf, size_t len);
+static inline int topo_llc_of(const struct topo *t, int cpu)
+{
+	return (cpu >= 0 && cpu < t->nr_cpu_ids && t->cpus[cpu].present) ? t->cpus[cpu].llc : -1;
+}
+
+#endif
