@@ -1,0 +1,131 @@
+/* Topology from hwloc: synthetic machines, the shipped fake XML, offline CPUs left out. */
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+static void two_llcs_one_cpu_each(void **state)
+{
+	struct topo *t = unit_topo("package:1 l3cache:2 core:1 pu:1");
+
+	assert_int_equal(t->ncpus, 2);
+	assert_int_equal(t->nllcs, 2);
+	assert_int_equal(topo_llc_of(t, 0), 0);
+	assert_int_equal(topo_llc_of(t, 1), 1);
+	assert_int_equal(topo_llc_of(t, 2), -1);
+	assert_int_equal(t->llcs[1].ncpus, 1);
+	topo_free(t);
+}
+
+static void smt_siblings_share_a_core(void **state)
+{
+	struct topo *t = unit_topo("package:2 l3cache:4 core:4 pu:2");
+	char buf[256];
+
+	assert_int_equal(t->ncpus, 64);
+	assert_int_equal(t->ncores, 32);
+	assert_int_equal(t->nllcs, 8);
+	for (int l = 0; l < t->nllcs; l++)
+		assert_int_equal(t->llcs[l].ncpus, 8);
+	/* PUs 0 and 1 are the two threads of core 0; 2 is another core, same LLC. */
+	assert_int_equal(t->cpus[0].core, t->cpus[1].core);
+	assert_int_not_equal(t->cpus[0].core, t->cpus[2].core);
+	assert_int_equal(t->cpus[0].llc, t->cpus[7].llc);
+	assert_int_not_equal(t->cpus[7].llc, t->cpus[8].llc);
+	assert_int_equal(t->cpus[0].package, 0);
+	assert_int_equal(t->cpus[63].package, 1);
+	topo_describe(t, buf, sizeof(buf));
+	assert_string_equal(buf, "64 CPUs, 32 cores, 8 LLCs, 1 NUMA node "
+				 "(package:2 l3cache:4 core:4 pu:2)");
+	topo_free(t);
+}
+
+static void big_numa_machine(void **state)
+{
+	struct topo *t =
+		unit_topo("package:2 [numa(memory=64GB)] l3cache:8(size=32MB) core:8 pu:2");
+
+	assert_int_equal(t->ncpus, 256);
+	assert_int_equal(t->nllcs, 16);
+	assert_int_equal(t->nnuma, 2);
+	assert_int_equal(t->llcs[0].numa, 0);
+	assert_int_equal(t->llcs[15].numa, 1);
+	assert_int_equal(t->cpus[255].numa, 1);
+	topo_free(t);
+}
+
+static void no_cache_means_one_llc_per_package(void **state)
+{
+	struct topo *t = unit_topo("package:2 core:2 pu:1");
+
+	assert_int_equal(t->nllcs, 2);
+	assert_int_equal(t->cpus[0].llc, t->cpus[1].llc);
+	assert_int_not_equal(t->cpus[1].llc, t->cpus[2].llc);
+	topo_free(t);
+}
+
+static void fake_xml_maps_real_cpus(void **state)
+{
+	struct topo_opts o = { .xml = UNIT_DATA("topo-2llc.xml") };
+	struct topo *t = NULL;
+
+	assert_int_equal(topo_load(&o, &t), 0);
+	assert_int_equal(t->nllcs, 2);
+	assert_int_equal(topo_llc_of(t, 0), 0);
+	assert_int_equal(topo_llc_of(t, 1), 1);
+	topo_free(t);
+}
+
+static void missing_xml_is_an_error(void **state)
+{
+	struct topo_opts o = { .xml = "/nonexistent/topo.xml" };
+	struct topo *t = (struct topo *)0x1;
+
+	assert_true(topo_load(&o, &t) < 0);
+	assert_ptr_equal(t, (struct topo *)0x1);
+}
+
+static void offline_cpus_left_out(void **state)
+{
+	char root[] = "/tmp/rqb-topo.XXXXXX", path[PATH_MAX];
+	struct topo_opts o = { .synthetic = "package:1 l3cache:2 core:4 pu:1",
+			       .filter_online = true, .root = root };
+	struct topo *t = NULL;
+	FILE *f;
+
+	assert_non_null(mkdtemp(root));
+	snprintf(path, sizeof(path), "mkdir -p %s/sys/devices/system/cpu", root);
+	assert_int_equal(system(path), 0);
+	snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online", root);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("0-2,5\n", f);
+	fclose(f);
+	assert_int_equal(topo_load(&o, &t), 0);
+	assert_int_equal(t->ncpus, 4);
+	assert_false(t->cpus[3].present);
+	assert_false(t->cpus[4].present);
+	assert_true(t->cpus[5].present);
+	assert_int_equal(t->llcs[0].ncpus, 3);
+	assert_int_equal(t->llcs[1].ncpus, 1);
+	assert_int_equal(topo_llc_of(t, 4), -1);
+	topo_free(t);
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	assert_int_equal(system(path), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(two_llcs_one_cpu_each),
+		cmocka_unit_test(smt_siblings_share_a_core),
+		cmocka_unit_test(big_numa_machine),
+		cmocka_unit_test(no_cache_means_one_llc_per_package),
+		cmocka_unit_test(fake_xml_maps_real_cpus),
+		cmocka_unit_test(missing_xml_is_an_error),
+		cmocka_unit_test(offline_cpus_left_out),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
