@@ -136,13 +136,16 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
 	uint64_t now = rqb_now_ns(), interval = d->conf.interval_ms * NSEC_PER_MSEC;
+	int r;
 
 	daemon_tick(d, now);
 	/* Keep the cadence; after a stall, start again from now rather than catch up. */
 	d->next_tick_ns += interval;
 	if (d->next_tick_ns <= now)
 		d->next_tick_ns = now + interval;
-	return sd_event_source_set_time(s, d->next_tick_ns / NSEC_PER_USEC);
+	/* Time sources are one-shot: re-arm. */
+	r = sd_event_source_set_time(s, d->next_tick_ns / NSEC_PER_USEC);
+	return r < 0 ? r : sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 }
 
 /* Keys that name resources made at start: a reload cannot change them. */
