@@ -1,0 +1,219 @@
+"""Helpers for the integration tests: the real rqbalanced on the real kernel, acting
+only on processes the test starts. A test exits 0 to pass, 77 to skip (the last line
+printed says why), anything else to fail."""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("RQB_BUILD", "build")
+DAEMON = os.path.join(ROOT, BUILD, "rqbalanced")
+TOPO_2LLC = os.path.join(ROOT, "tests", "data", "topo-2llc.xml")
+
+
+def skip(why):
+    print(why)
+    sys.exit(77)
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("ok:", what)
+
+
+def require(ncpus=2):
+    if os.geteuid() != 0:
+        skip("needs root: the daemon changes other processes' affinity")
+    if not os.path.exists(DAEMON):
+        skip(f"{DAEMON} is not built")
+    cpus = allowed(os.getpid())
+    if not {0, 1} <= cpus:
+        skip(f"needs CPUs 0 and 1, this test may use {sorted(cpus)}")
+
+
+def parse_list(text):
+    out = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
+def status_field(pid, name):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return line.split(":", 1)[1].strip()
+    raise KeyError(name)
+
+
+def allowed(pid):
+    return parse_list(status_field(pid, "Cpus_allowed_list"))
+
+
+def stat_fields(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        data = f.read()
+    # Fields after the last ')': index 0 is field 3 (state).
+    return data[data.rindex(")") + 2:].split()
+
+
+def start_time(pid):
+    return int(stat_fields(pid)[22 - 3])
+
+
+def last_cpu(pid):
+    return int(stat_fields(pid)[39 - 3])
+
+
+class Hogs:
+    """CPU-bound processes, each allowed every CPU of the test."""
+
+    def __init__(self, n, cpus=None):
+        self.procs = []
+        for _ in range(n):
+            pre = ["taskset", "-c", cpus] if cpus else []
+            self.procs.append(subprocess.Popen(pre + ["sh", "-c", "while :; do :; done"]))
+        time.sleep(0.05)
+
+    @property
+    def pids(self):
+        return [p.pid for p in self.procs]
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def task_line(pid, cpu, allowed_list="0-1", comm="sh", cgroup="/", flags=0):
+    return f"task {pid} {pid} {cpu} {start_time(pid)} {flags} {allowed_list} {comm} {cgroup}"
+
+
+def write_replay(path, snapshots):
+    """snapshots: list of (cpus, tasks); cpus is [(cpu, nr_running, busy_pct)],
+    tasks a list of task_line() strings."""
+    with open(path, "w") as f:
+        f.write("# written by an rqbalance integration test\n")
+        for seq, (cpus, tasks) in enumerate(snapshots, 1):
+            f.write(f"snapshot {seq} {seq * 100000000} 1\n")
+            for c, nr, busy in cpus:
+                f.write(f"cpu {c} {nr} {busy}\n")
+            for t in tasks:
+                f.write(t + "\n")
+            f.write("end\n")
+
+
+class Daemon:
+    """rqbalanced in the foreground, with its own journal dir and a log file."""
+
+    def __init__(self, tmp, args=(), conf="", env=None, journal=None):
+        self.tmp = tmp
+        self.journal = journal or os.path.join(tmp, "run")
+        self.conf = os.path.join(tmp, "rqbalance.conf")
+        self.log = os.path.join(tmp, f"daemon-{time.monotonic_ns()}.log")
+        with open(self.conf, "w") as f:
+            f.write(f"[daemon]\njournal_dir = {self.journal}\nlog_level = debug\n{conf}")
+        e = dict(os.environ)
+        e.pop("NOTIFY_SOCKET", None)
+        e.pop("JOURNAL_STREAM", None)
+        e.update(env or {})
+        self.logf = open(self.log, "w")
+        self.proc = subprocess.Popen([DAEMON, "-f", "-c", self.conf, *args],
+                                     stdout=self.logf, stderr=subprocess.STDOUT, env=e)
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def wait_for(self, pattern, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = re.search(pattern, self.text())
+            if m:
+                return m
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"log never matched {pattern!r}; log:\n{self.text()}")
+
+    def stop(self, sig=signal.SIGTERM, timeout=10.0):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+            raise AssertionError("daemon did not stop in time")
+        self.logf.close()
+        return rc
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.stop()
+        print("--- daemon log ---")
+        print(self.text())
+
+
+def tmpdir():
+    return tempfile.TemporaryDirectory(prefix="rqb-it-")
+
+
+class NotifySocket:
+    """A datagram socket standing in for the service manager's NOTIFY_SOCKET."""
+
+    def __init__(self, tmp):
+        self.path = os.path.join(tmp, "notify.sock")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.sock.settimeout(0.1)
+        self.messages = []
+
+    def drain(self, timeout=0.5):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                self.messages.append(self.sock.recv(4096).decode())
+            except socket.timeout:
+                pass
+        return self.messages
+
+    def wait_for(self, line, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for m in self.messages:
+                if line in m.split("\n"):
+                    return m
+            self.drain(0.1)
+        raise AssertionError(f"no notify message with {line!r}; got {self.messages}")
+
+
+def main(fn):
+    try:
+        fn()
+    except AssertionError as e:
+        print("FAIL:", e)
+        sys.exit(1)

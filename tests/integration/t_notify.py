@@ -1,0 +1,36 @@
+"""sd_notify: READY=1, a one-line STATUS= naming sampler, managed tasks and moves,
+WATCHDOG=1 when WATCHDOG_USEC is set, RELOADING=1 then READY=1 around SIGHUP,
+STOPPING=1 on SIGTERM."""
+import os
+import signal
+
+from rqb import (Daemon, Hogs, NotifySocket, TOPO_2LLC, check, main, require, task_line,
+                 tmpdir, write_replay)
+
+
+def test():
+    require()
+    with tmpdir() as tmp, Hogs(2) as hogs:
+        a, b = sorted(hogs.pids)
+        replay = os.path.join(tmp, "overload.replay")
+        write_replay(replay, [([(0, 2, 100), (1, 0, 0)], [task_line(a, 0), task_line(b, 0)])])
+        n = NotifySocket(tmp)
+        env = {"NOTIFY_SOCKET": n.path, "WATCHDOG_USEC": "200000"}
+        with Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", replay], env=env) as d:
+            n.wait_for("READY=1")
+            n.wait_for("STATUS=sampler replay, 1 task managed, 1 move")
+            n.wait_for("WATCHDOG=1")
+            n.messages.clear()
+            d.proc.send_signal(signal.SIGHUP)
+            n.wait_for("RELOADING=1")
+            n.wait_for("READY=1")
+            order = [m for m in n.messages if "RELOADING=1" in m or "READY=1" in m]
+            check("RELOADING=1" in order[0], "RELOADING=1 comes before READY=1")
+            d.proc.send_signal(signal.SIGTERM)
+            n.wait_for("STOPPING=1")
+            check(d.stop() == 0, "clean stop")
+        statuses = [m for m in n.messages if m.startswith("STATUS=")]
+        check(all("\n" not in s for s in statuses), "STATUS= is one line")
+
+
+main(test)

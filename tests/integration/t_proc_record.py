@@ -1,0 +1,39 @@
+"""The live proc sampler, through the real daemon: a busy task the test pinned to a CPU
+shows up on that CPU in the snapshots --record writes (the replay format)."""
+import os
+import time
+
+from rqb import Daemon, Hogs, check, main, require, start_time, tmpdir
+
+
+def tasks_in(record, pid):
+    out = []
+    with open(record) as f:
+        for line in f:
+            w = line.split()
+            if w[:2] == ["task", str(pid)]:
+                out.append(w)
+    return out
+
+
+def test():
+    require()
+    with tmpdir() as tmp:
+        for cpu in (1, 0):
+            with Hogs(1, cpus=str(cpu)) as hogs:
+                (pid,) = hogs.pids
+                record = os.path.join(tmp, f"record-{cpu}")
+                with Daemon(tmp, ["--dry-run", "--record", record]) as d:
+                    d.wait_for(r"running: sampler proc")
+                    time.sleep(1.0)
+                    check(d.stop() == 0, "clean stop")
+                seen = tasks_in(record, pid)
+                check(len(seen) >= 3, f"the busy task was seen in {len(seen)} snapshots")
+                check(all(w[3] == str(cpu) for w in seen), f"always on CPU {cpu}")
+                check(all(w[4] == str(start_time(pid)) for w in seen), "with its start time")
+                check(all(w[6] == str(cpu) for w in seen), "and its allowed list")
+                mine = tasks_in(record, d.proc.pid)
+                check(not mine, "the daemon never lists itself")
+
+
+main(test)
