@@ -141,6 +141,39 @@ static int parse_args(int argc, char **argv, struct cli *cli)
 	return 0;
 }
 
+/* daemon(3) moves to /: make the paths still to be opened absolute first. */
+static int absolutize(const char **path)
+{
+	static char bufs[4][4096];
+	static int used;
+	char cwd[2048];
+
+	if (!*path || (*path)[0] == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd)) || used == (int)(sizeof(bufs) / sizeof(bufs[0])))
+		return -ENAMETOOLONG;
+	snprintf(bufs[used], sizeof(bufs[used]), "%s/%s", cwd, *path);
+	*path = bufs[used++];
+	return 0;
+}
+
+static int absolutize_all(struct cli *cli, struct rqb_conf *c)
+{
+	const char *topo = c->topology, *replay = c->replay_file;
+
+	if (absolutize(&cli->o.config_path) < 0 || absolutize(&cli->o.record) < 0 ||
+	    absolutize(&topo) < 0 || absolutize(&replay) < 0)
+		return -ENAMETOOLONG;
+	snprintf(c->topology, sizeof(c->topology), "%s", topo);
+	snprintf(c->replay_file, sizeof(c->replay_file), "%s", replay);
+	/* A reload re-applies the command line: it must name the same files. */
+	if (cli->o.topology)
+		cli->o.topology = c->topology;
+	if (cli->o.replay)
+		cli->o.replay = c->replay_file;
+	return 0;
+}
+
 static int show_topology(const struct rqb_conf *c)
 {
 	struct topo_opts to = { .xml = c->topology[0] ? c->topology : NULL,
@@ -190,12 +223,21 @@ int main(int argc, char **argv)
 	if (cli.action == SHOW_TOPO)
 		return show_topology(&conf);
 
-	if (!cli.foreground && daemon(0, 0) < 0) {
-		fprintf(stderr, "rqbalanced: cannot go to the background: %s\n", strerror(errno));
-		return EXIT_FAILURE;
+	if (!cli.foreground) {
+		if (absolutize_all(&cli, &conf) < 0) {
+			fprintf(stderr, "rqbalanced: a relative path is too long to resolve\n");
+			return EXIT_FAILURE;
+		}
+		if (daemon(0, 0) < 0) {
+			fprintf(stderr, "rqbalanced: cannot go to the background: %s\n",
+				strerror(errno));
+			return EXIT_FAILURE;
+		}
 	}
 	log_init("rqbalanced", !cli.foreground);
 	log_set_level(conf.log_level);
+	if (!cli.o.config_explicit && access(cli.o.config_path, F_OK) < 0)
+		log_notice("no config file at %s: running on built-in defaults", cli.o.config_path);
 
 	r = daemon_init(&d, &cli.o, &conf);
 	if (r == 0)
