@@ -59,7 +59,8 @@ void plan_finish(struct plan *p)
 {
 	size_t out = 0;
 
-	qsort(p->a, p->n, sizeof(*p->a), cmp_action);
+	if (p->n > 1)
+		qsort(p->a, p->n, sizeof(*p->a), cmp_action);
 	for (size_t i = 0; i < p->n; i++) {
 		if (out && p->a[out - 1].tid == p->a[i].tid &&
 		    p->a[out - 1].start_time == p->a[i].start_time)

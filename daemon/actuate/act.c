@@ -242,8 +242,11 @@ static int pin(struct act *a, const struct plan_action *pa)
 		r = journal_entry(a, &e);
 	}
 	if (r < 0) {
+		/* Put the journal back in step with what the task still has. */
 		if (i < 0 && a->journal)
 			journal_clear(a->journal, e.task.tid, e.task.start_time);
+		else if (i >= 0 && a->journal)
+			journal_entry(a, &a->e[i]);
 		goto out;
 	}
 	a->cnt.moves++;

@@ -53,6 +53,7 @@ struct proc_sampler {
 	size_t nseen;
 	uint64_t last_walk_ns;
 	bool walked;
+	unsigned excess_ticks;      /* ticks in a row with more running than followed */
 	struct proc_stats stats;
 };
 
@@ -116,7 +117,9 @@ int proc_parse_cpustat(const char *buf, int n, uint64_t *busy, uint64_t *total,
 		unsigned long long u, ni, sy, id, io, irq, sirq, st;
 		int cpu;
 
-		if (sscanf(p, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &u, &ni, &sy,
+		/* "cpu  ..." is the sum of all CPUs: %d would skip the blanks and misread it. */
+		if (strncmp(p, "cpu", 3) == 0 && isdigit((unsigned char)p[3]) &&
+		    sscanf(p, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &u, &ni, &sy,
 			   &id, &io, &irq, &sirq, &st) == 9) {
 			if (cpu >= 0 && cpu < n) {
 				busy[cpu] = u + ni + sy + irq + sirq + st;
@@ -360,10 +363,14 @@ static void walk_merge(struct proc_sampler *ps, struct walk *w, uint64_t now_ns)
 			ps->cap = cap;
 		}
 	}
-	memcpy(ps->t + ps->n, w->add, w->nadd * sizeof(*w->add));
+	/* Empty arrays may be NULL, which memcpy and qsort must not be given. */
+	if (w->nadd)
+		memcpy(ps->t + ps->n, w->add, w->nadd * sizeof(*w->add));
 	ps->n += w->nadd;
-	qsort(ps->t, ps->n, sizeof(*ps->t), cmp_ptask);
-	qsort(w->seen, w->n, sizeof(*w->seen), cmp_seen);
+	if (ps->n > 1)
+		qsort(ps->t, ps->n, sizeof(*ps->t), cmp_ptask);
+	if (w->n > 1)
+		qsort(w->seen, w->n, sizeof(*w->seen), cmp_seen);
 	free(ps->seen);
 	ps->seen = w->seen;
 	ps->nseen = w->n;
@@ -472,7 +479,8 @@ static int read_tracked(struct proc_sampler *ps, uint64_t now_ns, struct snapsho
 		i++;
 	}
 	/* untrack_at() moves the last entry into the hole: restore the order. */
-	qsort(ps->t, ps->n, sizeof(*ps->t), cmp_ptask);
+	if (ps->n > 1)
+		qsort(ps->t, ps->n, sizeof(*ps->t), cmp_ptask);
 	return 0;
 }
 
@@ -495,14 +503,17 @@ static int proc_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 	if (r < 0)
 		return r;
 	/*
-	 * procs_running counts us too. When more run than we follow, someone new is busy:
-	 * walk again now, but no more often than a quarter of rescan_ms, and read just
-	 * the tasks that walk added.
+	 * procs_running counts us too. When, two ticks in a row, more run than we follow,
+	 * someone new is busy (a task that ran for an instant is not worth a walk): walk
+	 * again now, but no more often than a quarter of rescan_ms, and read just the
+	 * tasks that walk added.
 	 */
-	if (running > found + 1 && now_ns - ps->last_walk_ns >= ps->o.rescan_ns / 4) {
+	ps->excess_ticks = running > found + 1 ? ps->excess_ticks + 1 : 0;
+	if (ps->excess_ticks >= 2 && now_ns - ps->last_walk_ns >= ps->o.rescan_ns / 4) {
 		r = walk(ps, now_ns);
 		if (r == 0)
 			r = read_tracked(ps, now_ns, s, true, &found);
+		ps->excess_ticks = 0;
 	}
 	return r;
 }
