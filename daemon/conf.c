@@ -238,6 +238,7 @@ struct parse_ctx {
 	struct rqb_conf conf;
 	unsigned lineno;          /* line the reader handed out last */
 	unsigned nerrors;
+	bool after_key;           /* inih takes an indented line as the key's continuation */
 	unsigned err_lines[64];   /* lines whose error we reported, to tell inih's own apart */
 	unsigned seen_line[64];   /* per key index: line of first assignment */
 	FILE *in;                 /* file source, or NULL */
@@ -261,6 +262,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	char what[CONF_MAX_STR * 2];
 	size_t idx;
 
+	p->after_key = true;
 	snprintf(what, sizeof(what), "[%s] %s", section, name);
 	if (!k) {
 		report(p, what, known_section(section) ? "unknown key" : "unknown section");
@@ -283,6 +285,22 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (set_value(&p->conf, k, value, &reason) < 0)
 		report(p, what, reason);
 	return 1;
+}
+
+/* inih returns only the first line it cannot parse: spot every one as it is read. */
+static bool bad_syntax(struct parse_ctx *p, const char *line)
+{
+	const char *s = line + strspn(line, " \t\r");
+
+	if (*s == '\0' || *s == '\n' || *s == ';' || *s == '#')
+		return false;
+	if (s > line && p->after_key)
+		return false;
+	if (*s == '[') {
+		p->after_key = false;
+		return !strchr(s, ']');
+	}
+	return !strpbrk(s, "=:");
 }
 
 /* An fgets for inih that counts lines and refuses lines longer than inih takes. */
@@ -318,6 +336,8 @@ static char *reader(char *str, int num, void *stream)
 	}
 	str[n++] = '\n';
 	str[n] = '\0';
+	if (bad_syntax(p, str))
+		report(p, "line", "syntax error (expected [section] or key = value)");
 	return str;
 }
 

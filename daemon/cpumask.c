@@ -56,7 +56,7 @@ int cpumask_parse(const char *s, cpu_set_t *ret_set)
 	const char *p = s;
 
 	CPU_ZERO(&set);
-	if (*p == '\n' || *p == '\0') {
+	if (*p == '\0' || (*p == '\n' && p[1] == '\0')) {
 		*ret_set = set;
 		return 0;
 	}

@@ -46,6 +46,49 @@ static int mkdir_p(const char *dir)
 	return 0;
 }
 
+/* A crash can cut the last record short: end it, so that the next append stands alone. */
+static int end_last_line(int fd)
+{
+	struct stat st;
+	char c;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size == 0)
+		return 0;
+	if (pread(fd, &c, 1, st.st_size - 1) != 1)
+		return -EIO;
+	if (c != '\n' && write(fd, "\n", 1) != 1)
+		return -EIO;
+	return 0;
+}
+
+/*
+ * Opens and locks the file at path. A rewrite renames a new file over the old one:
+ * if the lock was taken on a file that has just lost its name, try again.
+ */
+static int open_locked(const char *path)
+{
+	for (int tries = 0; tries < 3; tries++) {
+		struct stat fst, pst;
+		int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+		int r;
+
+		if (fd < 0)
+			return -errno;
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+			close(fd);
+			return r;
+		}
+		if (fstat(fd, &fst) == 0 && stat(path, &pst) == 0 && fst.st_ino == pst.st_ino &&
+		    fst.st_dev == pst.st_dev)
+			return fd;
+		close(fd);
+	}
+	return -EBUSY;
+}
+
 int journal_open(const char *dir, struct journal **ret)
 {
 	struct journal *j;
@@ -62,15 +105,11 @@ int journal_open(const char *dir, struct journal **ret)
 		free(j);
 		return -ENAMETOOLONG;
 	}
-	j->fd = open(j->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (j->fd < 0) {
-		r = -errno;
-		free(j);
-		return r;
-	}
-	if (flock(j->fd, LOCK_EX | LOCK_NB) < 0) {
-		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		close(j->fd);
+	j->fd = open_locked(j->path);
+	r = j->fd < 0 ? j->fd : end_last_line(j->fd);
+	if (r < 0) {
+		if (j->fd >= 0)
+			close(j->fd);
 		free(j);
 		return r;
 	}
