@@ -73,7 +73,7 @@ static int make_sampler(struct daemon *d)
 	};
 
 	if (d->conf.sampler == CONF_SAMPLER_REPLAY)
-		return sampler_replay_new(d->conf.replay_file, d->topo, &d->sampler);
+		return sampler_replay_new(d->conf.replay_file, d->topo, po.self_tgid, &d->sampler);
 	return sampler_proc_new(&po, &d->sampler);
 }
 
@@ -189,7 +189,7 @@ int daemon_reload(struct daemon *d)
 	if (err)
 		fclose(err);
 	if (r < 0) {
-		/* Each error line already names file:line: key: reason. */
+		/* Each error line already names file:line: [section] key: reason. */
 		for (char *line = buf ? strtok(buf, "\n") : NULL; line; line = strtok(NULL, "\n"))
 			log_err("reload: %s", line);
 		log_err("reload failed: keeping the running configuration");

@@ -3,6 +3,7 @@
  * stages; main only decides which of them to start.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ static void usage(FILE *out)
 		"  -n, --dry-run            log what would be done each tick, change nothing\n"
 		"      --check-config [FILE]\n"
 		"                           check FILE (default: the config) and exit 0 or 1;\n"
-		"                           errors print as file:line: key: reason\n"
+		"                           errors print as file:line: [section] key: reason\n"
 		"      --dump-config        print the effective configuration and exit\n"
 		"      --show-topology      print the CPUs and LLC groups found and exit\n"
 		"      --topology FILE.xml  use an hwloc XML topology whose CPU numbers are\n"
@@ -136,41 +137,69 @@ static int parse_args(int argc, char **argv, struct cli *cli)
 		fprintf(stderr, "rqbalanced: unexpected argument '%s'\n", argv[optind]);
 		return -EINVAL;
 	}
-	if (!cli->o.topology)
+	if (!cli->o.topology && getenv("HWLOC_XMLFILE") && *getenv("HWLOC_XMLFILE"))
 		cli->o.topology = getenv("HWLOC_XMLFILE");
 	return 0;
 }
 
-/* daemon(3) moves to /: make the paths still to be opened absolute first. */
-static int absolutize(const char **path)
+/*
+ * Without --foreground: fork, and let the parent wait until the child has started
+ * (exit 0) or failed (exit 1), so that a failed start is never reported as success
+ * and its errors still reach the terminal. Returns the pipe the child reports on.
+ */
+static int detach_begin(void)
 {
-	static char bufs[4][4096];
-	static int used;
-	char cwd[2048];
+	int fds[2];
+	char ok = 0;
+	pid_t pid;
 
-	if (!*path || (*path)[0] == '/')
-		return 0;
-	if (!getcwd(cwd, sizeof(cwd)) || used == (int)(sizeof(bufs) / sizeof(bufs[0])))
-		return -ENAMETOOLONG;
-	snprintf(bufs[used], sizeof(bufs[used]), "%s/%s", cwd, *path);
-	*path = bufs[used++];
-	return 0;
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(fds[1]);
+		if (read(fds[0], &ok, 1) != 1)
+			ok = 0;
+		_exit(ok == '1' ? EXIT_SUCCESS : EXIT_FAILURE);
+	}
+	close(fds[0]);
+	setsid();
+	return fds[1];
 }
 
-static int absolutize_all(struct cli *cli, struct rqb_conf *c)
+/* The child has started: leave the terminal and the working directory, tell the parent. */
+static void detach_end(int fd)
 {
-	const char *topo = c->topology, *replay = c->replay_file;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-	if (absolutize(&cli->o.config_path) < 0 || absolutize(&cli->o.record) < 0 ||
-	    absolutize(&topo) < 0 || absolutize(&replay) < 0)
-		return -ENAMETOOLONG;
-	snprintf(c->topology, sizeof(c->topology), "%s", topo);
-	snprintf(c->replay_file, sizeof(c->replay_file), "%s", replay);
-	/* A reload re-applies the command line: it must name the same files. */
-	if (cli->o.topology)
-		cli->o.topology = c->topology;
-	if (cli->o.replay)
-		cli->o.replay = c->replay_file;
+	if (chdir("/") < 0)
+		log_warn("chdir /: %s", strerror(errno));
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		close(null);
+	}
+	log_init("rqbalanced", 1);
+	if (write(fd, "1", 1) != 1)
+		log_warn("cannot tell the parent process that the start succeeded");
+	close(fd);
+}
+
+/* A reload after chdir("/") must still find a relative config path. */
+static int absolute_config(struct cli *cli)
+{
+	static char path[4096];
+	char cwd[2048];
+
+	if (cli->o.config_path[0] == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	snprintf(path, sizeof(path), "%s/%s", cwd, cli->o.config_path);
+	cli->o.config_path = path;
 	return 0;
 }
 
@@ -204,7 +233,7 @@ int main(int argc, char **argv)
 	struct daemon d;
 	struct rqb_conf conf;
 	struct cli cli = { 0 };
-	int r;
+	int r, detach_fd = -1;
 
 	if (parse_args(argc, argv, &cli) < 0)
 		return 2;
@@ -224,22 +253,20 @@ int main(int argc, char **argv)
 		return show_topology(&conf);
 
 	if (!cli.foreground) {
-		if (absolutize_all(&cli, &conf) < 0) {
-			fprintf(stderr, "rqbalanced: a relative path is too long to resolve\n");
-			return EXIT_FAILURE;
-		}
-		if (daemon(0, 0) < 0) {
+		if (absolute_config(&cli) < 0 || (detach_fd = detach_begin()) < 0) {
 			fprintf(stderr, "rqbalanced: cannot go to the background: %s\n",
 				strerror(errno));
 			return EXIT_FAILURE;
 		}
 	}
-	log_init("rqbalanced", !cli.foreground);
+	log_init("rqbalanced", 0);
 	log_set_level(conf.log_level);
 	if (!cli.o.config_explicit && access(cli.o.config_path, F_OK) < 0)
 		log_notice("no config file at %s: running on built-in defaults", cli.o.config_path);
 
 	r = daemon_init(&d, &cli.o, &conf);
+	if (r == 0 && detach_fd >= 0)
+		detach_end(detach_fd);
 	if (r == 0)
 		r = daemon_run(&d);
 	daemon_fini(&d);

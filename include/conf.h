@@ -59,7 +59,7 @@ extern const size_t conf_nkeys;
 /* Fills c with every default. */
 void conf_defaults(struct rqb_conf *c);
 /*
- * Parses path into a fresh struct. Every error goes to err as "file:line: key: reason"
+ * Parses path into a fresh struct. Every error goes to err as "file:line: [section] key: reason"
  * (err may be NULL). Returns 0, -EINVAL when any key was bad (ret untouched), or
  * -errno when the file cannot be read.
  */

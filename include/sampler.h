@@ -32,9 +32,11 @@ int sampler_proc_new(const struct proc_sampler_opts *o, struct sampler **ret);
 /*
  * Replays the snapshots in path, one a tick; after the last, keeps returning the last
  * one. The whole file is read and checked against the topology first: a bad record
- * fails here, with "path:line: reason" logged.
+ * fails here, with "path:line: reason" logged. Whatever the file says, self_tgid (the
+ * running daemon) is the snapshot's "itself".
  */
-int sampler_replay_new(const char *path, const struct topo *t, struct sampler **ret);
+int sampler_replay_new(const char *path, const struct topo *t, pid_t self_tgid,
+		       struct sampler **ret);
 
 static inline int sampler_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 {

@@ -58,7 +58,8 @@ struct snap_task *snap_add_task(struct snapshot *s, const struct snap_task *t, c
  *   cpu CPU NR_RUNNING BUSY_PCT
  *   task TID TGID CPU START_TIME FLAGS ALLOWED COMM CGROUP
  *   end
- * COMM and CGROUP are escaped (\xHH for bytes <= 0x20, 0x7f, '\\'); "-" is an empty cgroup.
+ * COMM and CGROUP are escaped (\xHH for bytes <= 0x20, 0x7f, '\\' and a leading '-');
+ * "-" alone is an empty cgroup.
  * Lines starting with '#' and blank lines are ignored.
  */
 int snap_write(const struct snapshot *s, FILE *out);

@@ -5,7 +5,8 @@
  * Rules, each from a kernel patch that the stock scheduler argued over:
  *  (a) While some LLC has an idle CPU, count runnable tasks, not utilization: an LLC
  *      with more runnable tasks than CPUs sends work to the least-loaded LLC that has an
- *      idle CPU ("sched/fair: ensure tasks spreading in LLC during LB").
+ *      idle CPU, the nearest of equals (same NUMA node, package) first ("sched/fair:
+ *      ensure tasks spreading in LLC during LB").
  *  (b) Never take a task from a CPU that runs only that task, whatever its
  *      utilization ("sched/fair: improve spreading of utilization").
  *  (c) Move only if the target, after the move, is clearly less loaded per CPU than

@@ -12,6 +12,7 @@
 #include "sampler.h"
 
 struct replay {
+	pid_t self_tgid;
 	struct snapshot **snaps;
 	size_t n;
 	size_t next;
@@ -20,7 +21,6 @@ struct replay {
 static int copy_snap(const struct snapshot *from, struct snapshot *to)
 {
 	to->seq = from->seq;
-	to->self_tgid = from->self_tgid;
 	memcpy(to->cpus, from->cpus, (size_t)from->nr_cpu_ids * sizeof(*to->cpus));
 	for (size_t i = 0; i < from->ntasks; i++)
 		if (!snap_add_task(to, &from->tasks[i], from->tasks[i].cgroup))
@@ -37,6 +37,7 @@ static int replay_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s
 		rp->next++;
 	/* Time is the tick's: the file's clock is for the simulator. */
 	s->now_ns = now_ns;
+	s->self_tgid = rp->self_tgid;
 	return copy_snap(from, s);
 }
 
@@ -87,7 +88,8 @@ static int load(struct replay *rp, const char *path, FILE *f, const struct topo 
 	}
 }
 
-int sampler_replay_new(const char *path, const struct topo *t, struct sampler **ret)
+int sampler_replay_new(const char *path, const struct topo *t, pid_t self_tgid,
+		       struct sampler **ret)
 {
 	struct sampler *sm = calloc(1, sizeof(*sm));
 	struct replay *rp = calloc(1, sizeof(*rp));
@@ -101,6 +103,7 @@ int sampler_replay_new(const char *path, const struct topo *t, struct sampler **
 	}
 	sm->ops = &replay_ops;
 	sm->priv = rp;
+	rp->self_tgid = self_tgid;
 	f = fopen(path, "re");
 	if (!f) {
 		r = -errno;
