@@ -270,8 +270,8 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 	}
 	topo_describe(d->topo, desc, sizeof(desc));
 	log_info("topology: %s", desc);
-	if (d->topo->nllcs < 2)
-		log_notice("one LLC: there is nothing to spread across, so no task will be moved");
+	features_probe("", d->topo, &d->features);
+	features_log(&d->features);
 	d->snap = snap_new(d->topo);
 	if (!d->snap)
 		return -ENOMEM;

@@ -13,6 +13,7 @@
 #include "conf.h"
 #include "cpumask.h"
 #include "daemon.h"
+#include "kfeatures.h"
 #include "log.h"
 #include "rqbalance.h"
 #include "topo.h"
@@ -33,6 +34,8 @@ static void usage(FILE *out)
 		"                           errors print as file:line: [section] key: reason\n"
 		"      --dump-config        print the effective configuration and exit\n"
 		"      --show-topology      print the CPUs and LLC groups found and exit\n"
+		"      --features           print which kernel features were found, which are\n"
+		"                           used, and why the missing ones cannot be, and exit\n"
 		"      --topology FILE.xml  use an hwloc XML topology whose CPU numbers are\n"
 		"                           this machine's (also HWLOC_XMLFILE)\n"
 		"      --replay FILE        take snapshots from FILE instead of /proc\n"
@@ -46,7 +49,8 @@ static void usage(FILE *out)
 		"See rqbalanced(8) and rqbalance.conf(5).\n");
 }
 
-enum { OPT_CHECK = 256, OPT_DUMP, OPT_SHOW_TOPO, OPT_TOPOLOGY, OPT_REPLAY, OPT_RECORD };
+enum { OPT_CHECK = 256, OPT_DUMP, OPT_SHOW_TOPO, OPT_FEATURES, OPT_TOPOLOGY, OPT_REPLAY,
+       OPT_RECORD };
 
 static const struct option long_opts[] = {
 	{ "config", required_argument, NULL, 'c' },
@@ -55,6 +59,7 @@ static const struct option long_opts[] = {
 	{ "check-config", optional_argument, NULL, OPT_CHECK },
 	{ "dump-config", no_argument, NULL, OPT_DUMP },
 	{ "show-topology", no_argument, NULL, OPT_SHOW_TOPO },
+	{ "features", no_argument, NULL, OPT_FEATURES },
 	{ "topology", required_argument, NULL, OPT_TOPOLOGY },
 	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ "record", required_argument, NULL, OPT_RECORD },
@@ -64,7 +69,7 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-enum action { RUN, CHECK, DUMP, SHOW_TOPO };
+enum action { RUN, CHECK, DUMP, SHOW_TOPO, FEATURES };
 
 struct cli {
 	struct daemon_opts o;
@@ -105,6 +110,9 @@ static int parse_args(int argc, char **argv, struct cli *cli)
 			break;
 		case OPT_SHOW_TOPO:
 			cli->action = SHOW_TOPO;
+			break;
+		case OPT_FEATURES:
+			cli->action = FEATURES;
 			break;
 		case OPT_TOPOLOGY:
 			cli->o.topology = optarg;
@@ -203,10 +211,11 @@ static int absolute_config(struct cli *cli)
 	return 0;
 }
 
-static int show_topology(const struct rqb_conf *c)
+static int show_topology(const struct rqb_conf *c, bool features)
 {
 	struct topo_opts to = { .xml = c->topology[0] ? c->topology : NULL,
 				.filter_online = true, .root = "" };
+	struct features f;
 	struct topo *t;
 	char buf[512];
 	int r = topo_load(&to, &t);
@@ -214,6 +223,12 @@ static int show_topology(const struct rqb_conf *c)
 	if (r < 0) {
 		fprintf(stderr, "rqbalanced: topology: %s\n", strerror(-r));
 		return EXIT_FAILURE;
+	}
+	if (features) {
+		features_probe("", t, &f);
+		features_print(&f, stdout);
+		topo_free(t);
+		return EXIT_SUCCESS;
 	}
 	topo_describe(t, buf, sizeof(buf));
 	printf("%s\n", buf);
@@ -249,8 +264,8 @@ int main(int argc, char **argv)
 		conf_dump(&conf, stdout);
 		return EXIT_SUCCESS;
 	}
-	if (cli.action == SHOW_TOPO)
-		return show_topology(&conf);
+	if (cli.action == SHOW_TOPO || cli.action == FEATURES)
+		return show_topology(&conf, cli.action == FEATURES);
 
 	if (!cli.foreground) {
 		if (absolute_config(&cli) < 0 || (detach_fd = detach_begin()) < 0) {

@@ -9,6 +9,7 @@
 
 #include "act.h"
 #include "conf.h"
+#include "kfeatures.h"
 #include "plan.h"
 #include "policy.h"
 #include "sampler.h"
@@ -30,6 +31,7 @@ struct daemon {
 	struct daemon_opts opts;
 	struct rqb_conf conf;
 	struct topo *topo;
+	struct features features;    /* probed once at start */
 	struct sampler *sampler;
 	struct snapshot *snap;
 	struct pol_state pol;

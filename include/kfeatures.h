@@ -1,0 +1,55 @@
+/*
+ * Kernel features: what this kernel offers, and what rqbalance can use of it.
+ * (Not "features.h": that name would shadow glibc's own header.)
+ */
+#ifndef RQB_KFEATURES_H
+#define RQB_KFEATURES_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "topo.h"
+
+enum feat_id {
+	FEAT_LLC_GROUPS,     /* two or more LLCs: something to spread across */
+	FEAT_PIDFD_THREAD,   /* pidfd_open(PIDFD_THREAD), 6.9+ */
+	FEAT_EEVDF_SLICE,    /* sched_attr.sched_runtime as the EEVDF slice, 6.12+ */
+	FEAT_UCLAMP,         /* CONFIG_UCLAMP_TASK */
+	FEAT_CGROUP_V1_CPU,  /* a v1 hierarchy with the cpu controller */
+	FEAT_CGROUP_V2_CPU,  /* a cgroup2 mount with the cpu controller enabled */
+	FEAT_BTF,            /* /sys/kernel/btf/vmlinux, for BPF CO-RE */
+	FEAT_SCHEDSTATS,     /* /proc/schedstat */
+	FEAT_AUTOGROUP,      /* autogroup on: nice competes only inside a session */
+	FEAT_COUNT
+};
+
+enum feat_state {
+	FEAT_MISSING, /* the kernel does not offer it (detail says why) */
+	FEAT_FOUND,   /* offered; no part of rqbalance relies on it yet */
+	FEAT_USED,    /* offered and in use */
+};
+
+struct feature {
+	enum feat_state state;
+	char detail[192];
+};
+
+struct features {
+	char kernel[160];                 /* uname: release and machine */
+	struct feature f[FEAT_COUNT];
+};
+
+/*
+ * Probes the running kernel. root prefixes /proc and /sys (tests point it at a fake
+ * tree); the syscall probes act on the calling process only.
+ */
+void features_probe(const char *root, const struct topo *t, struct features *ret);
+const char *features_name(enum feat_id id);
+/* A table, one feature a line: name, state, detail. */
+void features_print(const struct features *f, FILE *out);
+/* One log line each: what was found, what could not be used and why. */
+void features_log(const struct features *f);
+/* Parses /proc/mounts text: where the v1 cpu hierarchy and the cgroup2 mount are. */
+void features_parse_mounts(const char *text, char *ret_v1cpu, char *ret_v2, size_t len);
+
+#endif

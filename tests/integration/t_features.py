@@ -1,0 +1,64 @@
+"""--features and the start-up log name what this kernel offers and what rqbalance
+cannot use, and agree with what the test finds out for itself."""
+import ctypes
+import os
+import platform
+import subprocess
+
+from rqb import DAEMON, TOPO_2LLC, Daemon, check, main, require, tmpdir
+
+
+def report(*args):
+    out = subprocess.run([DAEMON, "--features", *args], capture_output=True, text=True,
+                         check=True).stdout
+    lines = out.splitlines()
+    check(lines[0] == f"kernel: Linux {platform.release()} {platform.machine()}",
+          "the report names the kernel")
+    return {w[0]: w[1] for w in (l.split(None, 2) for l in lines[1:])}
+
+
+def uclamp_settable():
+    """sched_setattr on this test process, keeping everything and re-setting its clamps."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint8 * 56)()
+    if libc.syscall(315, 0, attr, 56, 0) < 0:  # sched_getattr
+        return False
+    flags = 0x08 | 0x10 | 0x20 | 0x40
+    ctypes.c_uint64.from_buffer(attr, 8).value = flags
+    return libc.syscall(314, 0, attr, 0) == 0  # sched_setattr
+
+
+def test():
+    require()
+    major, minor = (int(x) for x in platform.release().split(".")[:2])
+    f = report()
+    check(f["pidfd-thread"] == ("used" if (major, minor) >= (6, 9) else "missing"),
+          "pidfd-thread follows the kernel version (6.9+)")
+    check(f["eevdf-slice"] == ("found" if (major, minor) >= (6, 12) else "missing"),
+          "eevdf-slice follows the kernel version (6.12+)")
+    check(f["btf"] == ("found" if os.path.exists("/sys/kernel/btf/vmlinux") else "missing"),
+          "btf agrees with /sys/kernel/btf/vmlinux")
+    check(f["schedstats"] == ("found" if os.path.exists("/proc/schedstat") else "missing"),
+          "schedstats agrees with /proc/schedstat")
+    check(f["uclamp"] == ("found" if uclamp_settable() else "missing"),
+          "uclamp agrees with a sched_setattr util-clamp probe")
+    v1cpu = any(l.split()[2] == "cgroup" and "cpu" in l.split()[3].split(",")
+                for l in open("/proc/mounts"))
+    check(f["cgroup-v1-cpu"] == ("found" if v1cpu else "missing"),
+          "cgroup-v1-cpu agrees with /proc/mounts")
+    check(report("--topology", TOPO_2LLC)["llc-groups"] == "used",
+          "two LLCs in the fake topology are used")
+
+    with tmpdir() as tmp:
+        with Daemon(tmp, ["--dry-run"]) as d:
+            d.wait_for(r"running: sampler")
+            log = d.text()
+            check("features: Linux" in log, "the start-up log names the kernel's features")
+            for name, state in f.items():
+                if state == "missing":
+                    check(f"features: cannot use {name}: " in log,
+                          f"the log says why {name} cannot be used")
+            check(d.stop() == 0, "clean stop")
+
+
+main(test)
