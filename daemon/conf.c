@@ -47,7 +47,7 @@ const struct conf_key conf_keys[] = {
 	  "Never move tasks whose comm matches one of these fnmatch(3) patterns." },
 	{ "exclude", "cgroups", CONF_LIST, 0, 0, NULL, "", OFF(exclude_cgroups),
 	  "Never move tasks in these cgroups or below (absolute cgroup paths)." },
-	INT("proc", "rescan_ms", 100, 600000, "2000", proc_rescan_ms,
+	INT("proc", "rescan_ms", 100, 600000, "10000", proc_rescan_ms,
 	    "The proc sampler walks all of /proc at most this far apart (sooner when "
 	    "more tasks run than it follows)."),
 	INT("proc", "max_tracked", 16, 65536, "4096", proc_max_tracked,

@@ -21,6 +21,8 @@
 #include "sampler.h"
 
 #define PF_KTHREAD 0x00200000u
+/* An early walk (more running than followed) comes at most this often: ~17 ms each. */
+#define EARLY_WALK_GAP_NS NSEC_PER_SEC
 
 /* A task the sampler follows between walks. */
 struct ptask {
@@ -505,11 +507,11 @@ static int proc_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 	/*
 	 * procs_running counts us too. When, two ticks in a row, more run than we follow,
 	 * someone new is busy (a task that ran for an instant is not worth a walk): walk
-	 * again now, but no more often than a quarter of rescan_ms, and read just the
+	 * again now, but no more often than once a second, and read just the
 	 * tasks that walk added.
 	 */
 	ps->excess_ticks = running > found + 1 ? ps->excess_ticks + 1 : 0;
-	if (ps->excess_ticks >= 2 && now_ns - ps->last_walk_ns >= ps->o.rescan_ns / 4) {
+	if (ps->excess_ticks >= 2 && now_ns - ps->last_walk_ns >= EARLY_WALK_GAP_NS) {
 		r = walk(ps, now_ns);
 		if (r == 0)
 			r = read_tracked(ps, now_ns, s, true, &found);
