@@ -67,11 +67,17 @@ run: deps
 unit: $(UNIT_BIN)
 
 # The README's test command: unit and integration tests on the normal build,
-# then the same again on an ASan+UBSan build.
+# then the same again on an ASan+UBSan build, then the qemu tier (Debian's stock
+# kernel on a two-LLC guest; about half a minute here).
 check: deps-test
 	@$(MAKE) --no-print-directory all unit $(BENCH_BIN)
 	@$(MAKE) --no-print-directory SANITIZE=1 all unit $(BENCH_BIN)
-	@tests/run build build-asan
+	@tests/run --vm build build-asan
+
+# The qemu tier alone.
+check-vm: deps-test
+	@$(MAKE) --no-print-directory all
+	@tests/vm/run
 
 bench: deps-test
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
@@ -80,4 +86,4 @@ bench: deps-test
 clean:
 	rm -rf build build-asan
 
-.PHONY: all deps deps-test run unit check bench clean
+.PHONY: all deps deps-test run unit check check-vm bench clean

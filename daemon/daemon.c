@@ -221,21 +221,31 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
+static const int handled_signals[] = { SIGTERM, SIGINT, SIGHUP };
+
+/*
+ * Blocked from the very start, so that a signal that comes during start-up waits for
+ * the loop and is handled in order, instead of killing a half-started daemon.
+ */
+static int block_signals(void)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	for (size_t i = 0; i < ARRAY_SIZE(handled_signals); i++)
+		sigaddset(&mask, handled_signals[i]);
+	return sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ? -errno : 0;
+}
+
 static int setup_loop(struct daemon *d)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
-	sigset_t mask;
+	const int *sigs = handled_signals;
 	int r;
 
 	r = sd_event_new(&d->event);
 	if (r < 0)
 		return r;
-	sigemptyset(&mask);
-	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
-		sigaddset(&mask, sigs[i]);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-		return -errno;
-	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(handled_signals); i++) {
 		r = sd_event_add_signal(d->event, NULL, sigs[i], on_signal, d);
 		if (r < 0)
 			return r;
@@ -256,6 +266,9 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 	int r;
 
 	memset(d, 0, sizeof(*d));
+	r = block_signals();
+	if (r < 0)
+		return r;
 	d->opts = *o;
 	d->conf = *c;
 	pol_init(&d->pol);
