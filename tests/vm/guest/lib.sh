@@ -69,11 +69,36 @@ wait_log() {
 	return 1
 }
 
-# on_llc1 pid: the task runs on CPU 2 or 3 and may only run there.
-on_llc1() { [ "$(allowed "$1")" = "2-3" ] && [ "$(lastcpu "$1")" -ge 2 ]; }
-on_llc0() { c=$(lastcpu "$1"); [ "$c" -le 1 ]; }
+# The machine as the kernel describes it: all CPUs, and the L3 group of a CPU.
+ALL=$(cat /sys/devices/system/cpu/online)
+llc_of() { cat "/sys/devices/system/cpu/cpu$1/cache/index3/shared_cpu_list"; }
+LLC0=$(llc_of 0)
+# in_list cpu list: is cpu in a kernel CPU list such as "0-1,4"?
+in_list() {
+	echo "$2" | awk -v c="$1" -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-");
+		lo = r[1]; hi = n > 1 ? r[2] : r[1]; if (c >= lo && c <= hi) f = 1 } }
+		END { exit !f }'
+}
+list_len() { echo "$1" | awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-");
+		s += n > 1 ? r[2] - r[1] + 1 : 1 } print s }'; }
+NLLC0=$(list_len "$LLC0")
+
+on_llc0() { in_list "$(lastcpu "$1")" "$LLC0"; }
+# pinned_away pid: narrowed to exactly one other LLC's CPUs, and running there.
+pinned_away() {
+	a=$(allowed "$1")
+	c=$(lastcpu "$1")
+	[ "$a" != "$ALL" ] && [ "$a" = "$(llc_of "$c")" ] && [ "$a" != "$LLC0" ]
+}
 count_pinned() {
 	n=0
-	for p in $HOGS; do on_llc1 "$p" && n=$((n + 1)); done
+	for p in $HOGS; do pinned_away "$p" && n=$((n + 1)); done
 	echo $n
+}
+# Two LLCs or more, each of two CPUs or more, or the test cannot say anything.
+need_llcs() {
+	if [ "$(llc_of 0)" = "$ALL" ] || [ "$NLLC0" -lt 2 ]; then
+		echo "needs two LLCs of two CPUs or more (this guest: LLC0 $LLC0 of $ALL)"
+		exit 77
+	fi
 }
