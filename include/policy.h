@@ -39,10 +39,21 @@ struct pol_state {
 	size_t nrecent, recent_cap;
 	struct pol_recent *recent;    /* sorted by tid */
 	uint64_t moves;               /* pins and releases planned so far */
+	/*
+	 * The last tick's runnable and idle counts per LLC, after its moves: a sample is
+	 * one instant, so an overload or an idle CPU counts only when two ticks in a row
+	 * show it (a short task caught running is not load). nprev_llcs is 0 until then.
+	 */
+	int nprev_llcs;
+	int *prev_nr, *prev_idle;
 	/* Scratch reused across ticks, sized to the topology and the snapshot. */
 	size_t scratch_tasks;
 	int nscratch_cpus, nscratch_llcs;
-	int *cpu_nr, *llc_nr, *llc_idle, *bucket_start, *bucket;
+	int *cpu_nr, *bucket_start, *bucket;
+	int *raw_nr, *raw_idle;  /* this tick's counts per LLC, moves applied */
+	int *llc_nr;             /* runnable as a source: the lower of this and last tick */
+	int *llc_load;           /* runnable as a target: the higher of the two */
+	int *llc_idle;           /* CPUs idle in both ticks */
 	unsigned char *llc_done;
 };
 

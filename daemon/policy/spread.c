@@ -15,7 +15,9 @@
  *  (d) No churn: a moved task is not moved again within min_residency_ms; at most
  *      max_moves_per_tick actions a tick; and hysteresis: a pin is made when its LLC
  *      has at least one task more than CPUs, and released early only when that LLC
- *      could take the task back without exceeding its CPUs.
+ *      could take the task back without exceeding its CPUs. Over time too: an
+ *      overload, or an idle CPU, counts only when two ticks in a row show it, so a
+ *      short task caught running in one sample moves nothing.
  *  (e) Never touch kernel threads, tasks with narrowed affinity, excluded comms or
  *      cgroups, or the daemon.
  * Cost: O(tasks + CPUs + moves * (LLCs + CPUs per LLC)) a tick.
@@ -37,12 +39,16 @@ void pol_init(struct pol_state *st)
 static void free_scratch(struct pol_state *st)
 {
 	free(st->cpu_nr);
+	free(st->raw_nr);
+	free(st->raw_idle);
 	free(st->llc_nr);
+	free(st->llc_load);
 	free(st->llc_idle);
 	free(st->bucket_start);
 	free(st->bucket);
 	free(st->llc_done);
 	st->cpu_nr = st->llc_nr = st->llc_idle = st->bucket_start = st->bucket = NULL;
+	st->raw_nr = st->raw_idle = st->llc_load = NULL;
 	st->llc_done = NULL;
 }
 
@@ -50,6 +56,8 @@ void pol_fini(struct pol_state *st)
 {
 	free(st->pins);
 	free(st->recent);
+	free(st->prev_nr);
+	free(st->prev_idle);
 	free_scratch(st);
 	memset(st, 0, sizeof(*st));
 }
@@ -218,12 +226,16 @@ static int size_scratch(struct pol_state *st, const struct snapshot *s)
 		st->scratch_tasks = s->ntasks > 64 ? s->ntasks * 2 : 128;
 		st->cpu_nr = calloc((size_t)ncpu, sizeof(int));
 		st->bucket_start = calloc((size_t)ncpu + 1, sizeof(int));
+		st->raw_nr = calloc((size_t)nllc, sizeof(int));
+		st->raw_idle = calloc((size_t)nllc, sizeof(int));
 		st->llc_nr = calloc((size_t)nllc, sizeof(int));
+		st->llc_load = calloc((size_t)nllc, sizeof(int));
 		st->llc_idle = calloc((size_t)nllc, sizeof(int));
 		st->llc_done = calloc((size_t)nllc, 1);
 		st->bucket = calloc(st->scratch_tasks, sizeof(int));
 		if (!st->cpu_nr || !st->bucket_start || !st->llc_nr || !st->llc_idle ||
-		    !st->llc_done || !st->bucket) {
+		    !st->llc_done || !st->bucket || !st->raw_nr || !st->raw_idle ||
+		    !st->llc_load) {
 			free_scratch(st);
 			st->nscratch_cpus = st->nscratch_llcs = 0;
 			st->scratch_tasks = 0;
@@ -256,8 +268,8 @@ static void count(const struct snapshot *s, struct pol_state *st)
 	int *listed = st->bucket_start; /* reused: counts first, then bucket offsets */
 
 	memset(listed, 0, ((size_t)s->nr_cpu_ids + 1) * sizeof(int));
-	memset(st->llc_nr, 0, (size_t)tp->nllcs * sizeof(int));
-	memset(st->llc_idle, 0, (size_t)tp->nllcs * sizeof(int));
+	memset(st->raw_nr, 0, (size_t)tp->nllcs * sizeof(int));
+	memset(st->raw_idle, 0, (size_t)tp->nllcs * sizeof(int));
 	memset(st->llc_done, 0, (size_t)tp->nllcs);
 	memset(st->cpu_nr, 0, (size_t)s->nr_cpu_ids * sizeof(int));
 	for (size_t i = 0; i < s->ntasks; i++) {
@@ -268,8 +280,8 @@ static void count(const struct snapshot *s, struct pol_state *st)
 			continue;
 		p = stale_pin(st, t);
 		if (p) {
-			st->llc_nr[p->to_llc]++;
-			st->llc_idle[p->to_llc]--;
+			st->raw_nr[p->to_llc]++;
+			st->raw_idle[p->to_llc]--;
 			st->cpu_nr[t->cpu]--; /* the sampler counted it where it no longer is */
 			continue;
 		}
@@ -282,9 +294,9 @@ static void count(const struct snapshot *s, struct pol_state *st)
 			continue;
 		nr = (int)s->cpus[c].nr_running + st->cpu_nr[c];
 		st->cpu_nr[c] = nr > listed[c] ? nr : listed[c];
-		st->llc_nr[tp->cpus[c].llc] += st->cpu_nr[c];
+		st->raw_nr[tp->cpus[c].llc] += st->cpu_nr[c];
 		if (st->cpu_nr[c] == 0)
-			st->llc_idle[tp->cpus[c].llc]++;
+			st->raw_idle[tp->cpus[c].llc]++;
 	}
 	/* Bucket the tasks not stale by CPU: prefix sums, then fill. */
 	for (int c = 0, sum = 0; c <= s->nr_cpu_ids; c++) {
@@ -300,6 +312,45 @@ static void count(const struct snapshot *s, struct pol_state *st)
 			st->bucket[listed[t->cpu]++] = (int)i;
 	}
 	/* listed[c] now ends CPU c's bucket; it starts where CPU c-1's ended. */
+}
+
+/*
+ * What a decision may trust: a source's load is the lower of this tick's and the
+ * last one's, a target's the higher, an idle CPU one idle in both. On the first tick
+ * nothing is trusted yet.
+ */
+static void persist(const struct snapshot *s, struct pol_state *st)
+{
+	bool have_prev = st->nprev_llcs == s->topo->nllcs;
+
+	for (int l = 0; l < s->topo->nllcs; l++) {
+		int pn = have_prev ? st->prev_nr[l] : 0, pi = have_prev ? st->prev_idle[l] : 0;
+
+		st->llc_nr[l] = st->raw_nr[l] < pn ? st->raw_nr[l] : pn;
+		st->llc_load[l] = st->raw_nr[l] > pn ? st->raw_nr[l] : pn;
+		st->llc_idle[l] = st->raw_idle[l] < pi ? st->raw_idle[l] : pi;
+	}
+}
+
+/* Keeps this tick's counts, moves applied, for the next tick. 0 or -ENOMEM. */
+static int remember(const struct snapshot *s, struct pol_state *st)
+{
+	int n = s->topo->nllcs;
+
+	if (st->nprev_llcs != n) {
+		int *a = realloc(st->prev_nr, (size_t)n * sizeof(int));
+		int *b = a ? realloc(st->prev_idle, (size_t)n * sizeof(int)) : NULL;
+
+		if (a)
+			st->prev_nr = a;
+		if (!b)
+			return -ENOMEM;
+		st->prev_idle = b;
+		st->nprev_llcs = n;
+	}
+	memcpy(st->prev_nr, st->raw_nr, (size_t)n * sizeof(int));
+	memcpy(st->prev_idle, st->raw_idle, (size_t)n * sizeof(int));
+	return 0;
 }
 
 static int bucket_begin(const struct pol_state *st, int cpu)
@@ -345,10 +396,10 @@ static int pick_target(const struct snapshot *s, const struct pol_state *st, int
 			continue;
 		if (best < 0)
 			best = l;
-		else if (load_less(st->llc_nr[l], tp->llcs[l].ncpus, st->llc_nr[best],
+		else if (load_less(st->llc_load[l], tp->llcs[l].ncpus, st->llc_load[best],
 				   tp->llcs[best].ncpus))
 			best = l;
-		else if (!load_less(st->llc_nr[best], tp->llcs[best].ncpus, st->llc_nr[l],
+		else if (!load_less(st->llc_load[best], tp->llcs[best].ncpus, st->llc_load[l],
 				    tp->llcs[l].ncpus) &&
 			 closeness(tp, src, l) > closeness(tp, src, best))
 			best = l;
@@ -362,7 +413,7 @@ static bool clearly_less_loaded(const struct snapshot *s, const struct pol_state
 	const struct topo *tp = s->topo;
 
 	return (long long)st->llc_nr[src] * tp->llcs[dst].ncpus * 100 >
-	       (long long)(st->llc_nr[dst] + 1) * tp->llcs[src].ncpus * c->imbalance_pct;
+	       (long long)(st->llc_load[dst] + 1) * tp->llcs[src].ncpus * c->imbalance_pct;
 }
 
 /* ---- rules (b), (d), (e): choosing the task ---- */
@@ -424,7 +475,7 @@ static int release(const struct snapshot *s, const struct rqb_conf *c, struct po
 		if (age >= max_ns)
 			why = "max_pin";
 		else if (age >= min_ns &&
-			 st->llc_nr[p->from_llc] + 1 <= s->topo->llcs[p->from_llc].ncpus)
+			 st->llc_load[p->from_llc] + 1 <= s->topo->llcs[p->from_llc].ncpus)
 			why = "balanced";
 		if (!why) {
 			i++;
@@ -463,7 +514,12 @@ static int pin(const struct snapshot *s, struct pol_state *st, struct plan *plan
 	st->cpu_nr[t->cpu]--;
 	st->llc_nr[src]--;
 	st->llc_nr[dst]++;
+	st->llc_load[src]--;
+	st->llc_load[dst]++;
 	st->llc_idle[dst]--;
+	st->raw_nr[src]--;
+	st->raw_nr[dst]++;
+	st->raw_idle[dst]--;
 	st->bucket[slot] = -1;
 	return 0;
 }
@@ -502,9 +558,12 @@ int pol_decide(const struct snapshot *s, const struct rqb_conf *c, struct pol_st
 		return -ENOMEM;
 	expire_recent(st, s->now_ns, c->min_residency_ms * NSEC_PER_MSEC);
 	count(s, st);
+	persist(s, st);
 	r = release(s, c, st, plan, &budget);
 	if (r == 0)
 		r = spread(s, c, st, plan, &budget);
+	if (r == 0)
+		r = remember(s, st);
 	if (r < 0)
 		return r;
 	plan_finish(plan);

@@ -68,6 +68,16 @@ static const char *tick(struct fx *f, uint64_t now_ms)
 	return unit_plan_dump(&f->plan);
 }
 
+/*
+ * The same snapshot two ticks in a row, at now_ms - 100 and now_ms: a load counts only
+ * when two ticks show it, so the first must plan nothing. Returns the second's dump.
+ */
+static const char *decide(struct fx *f, uint64_t now_ms)
+{
+	assert_string_equal(tick(f, now_ms - 100), "");
+	return tick(f, now_ms);
+}
+
 /* (a) Two tasks on CPU0, CPU1 idle: the younger one goes to LLC 1. */
 static void spreads_to_idle_llc(void **state)
 {
@@ -75,7 +85,7 @@ static void spreads_to_idle_llc(void **state)
 
 	add(f, 100, 0);
 	add(f, 101, 0);
-	assert_string_equal(tick(f, 0),
+	assert_string_equal(decide(f, 100),
 			    "pin tid=101 tgid=101 comm=\"t101\" llc=0->1 cpus=1 why=overload\n");
 	fx_free(f);
 }
@@ -89,7 +99,7 @@ static void counts_tasks_not_utilization(void **state)
 	add(f, 101, 0);
 	f->s->cpus[0].busy_pct = 40; /* two light tasks */
 	f->s->cpus[1].busy_pct = 95; /* irq time, but nothing runnable */
-	assert_string_equal(tick(f, 0),
+	assert_string_equal(decide(f, 100),
 			    "pin tid=101 tgid=101 comm=\"t101\" llc=0->1 cpus=1 why=overload\n");
 	fx_free(f);
 }
@@ -103,7 +113,7 @@ static void no_idle_cpu_no_move(void **state)
 	add(f, 101, 0);
 	add(f, 102, 0);
 	add(f, 103, 1);
-	assert_string_equal(tick(f, 0), "");
+	assert_string_equal(decide(f, 100), "");
 	fx_free(f);
 }
 
@@ -131,7 +141,7 @@ static void takes_only_from_shared_cpu(void **state)
 	for (int c = 0; c < 8; c++)
 		add(f, 200 + c, c);
 	add(f, 150, 3);
-	assert_string_equal(tick(f, 0),
+	assert_string_equal(decide(f, 100),
 			    "pin tid=203 tgid=203 comm=\"t203\" llc=0->1 cpus=8-15 why=overload\n");
 	fx_free(f);
 
@@ -140,7 +150,7 @@ static void takes_only_from_shared_cpu(void **state)
 		add(f, 200 + c, c);
 	add(f, 150, 3)->flags |= SNAP_TASK_KTHREAD;
 	f->s->tasks[3].flags |= SNAP_TASK_KTHREAD; /* tid 203 */
-	assert_string_equal(tick(f, 0), "");
+	assert_string_equal(decide(f, 100), "");
 	fx_free(f);
 }
 
@@ -159,7 +169,7 @@ static void moves_only_when_clearly_less_loaded(void **state)
 		add(f, 20, 4);
 		add(f, 21, 5);
 		add(f, 22, 6);
-		assert_string_equal(tick(f, 0),
+		assert_string_equal(decide(f, 100),
 				    pct == 117 ? "pin tid=11 tgid=11 comm=\"t11\" llc=0->1 cpus=4-7 "
 						 "why=overload\n"
 					       : "");
@@ -177,7 +187,23 @@ static void keeps_local_when_close(void **state)
 	add(f, 30, 0);
 	for (int c = 8; c < 15; c++)
 		add(f, 40 + c, c);
-	assert_string_equal(tick(f, 0), "");
+	assert_string_equal(decide(f, 100), "");
+	fx_free(f);
+}
+
+/* (d) An overload seen in one sample only (a short task caught running) moves nothing. */
+static void one_sample_overload_moves_nothing(void **state)
+{
+	struct fx *f = fx_new(T2);
+
+	add(f, 100, 0);
+	for (uint64_t t = 0; t < 1000; t += 200) {
+		snap_reset(f->s);
+		add(f, 100, 0);
+		assert_string_equal(tick(f, t), "");
+		add(f, 999, 0); /* here for this one tick */
+		assert_string_equal(tick(f, t + 100), "");
+	}
 	fx_free(f);
 }
 
@@ -188,14 +214,15 @@ static void residency_and_release(void **state)
 
 	add(f, 100, 0);
 	add(f, 101, 0);
-	tick(f, 0);
+	assert_string_equal(decide(f, 100),
+			    "pin tid=101 tgid=101 comm=\"t101\" llc=0->1 cpus=1 why=overload\n");
 	/* The sample is stale: 101 still shows on CPU 0. It counts on LLC 1: no more moves. */
-	assert_string_equal(tick(f, 100), "");
+	assert_string_equal(tick(f, 200), "");
 	/* 100 exits; LLC 0 could take 101 back, but not before min_residency. */
 	snap_reset(f->s);
 	add(f, 101, 1);
-	assert_string_equal(tick(f, 500), "");
-	assert_string_equal(tick(f, 1000),
+	assert_string_equal(tick(f, 600), "");
+	assert_string_equal(tick(f, 1100),
 			    "unpin tid=101 tgid=101 comm=\"t101\" llc=1->any cpus=0-1 "
 			    "why=balanced\n");
 	assert_null(pol_find_pin(&f->st, 101, 1101));
@@ -209,13 +236,13 @@ static void pin_released_at_max_age(void **state)
 
 	add(f, 100, 0);
 	add(f, 101, 0);
-	tick(f, 0);
+	decide(f, 100);
 	snap_reset(f->s);
 	add(f, 100, 0);
 	add(f, 101, 1);
-	for (uint64_t t = 100; t < 10000; t += 100)
+	for (uint64_t t = 200; t < 10100; t += 100)
 		assert_string_equal(tick(f, t), "");
-	assert_string_equal(tick(f, 10000),
+	assert_string_equal(tick(f, 10100),
 			    "unpin tid=101 tgid=101 comm=\"t101\" llc=1->any cpus=0-1 "
 			    "why=max_pin\n");
 	fx_free(f);
@@ -231,7 +258,7 @@ static void moves_capped_per_tick(void **state)
 	for (int i = 0; i < 32; i++)
 		add(f, 300 + i, i % 8); /* 32 tasks on LLC 0's 8 CPUs */
 	f->c.max_moves_per_tick = 3;
-	dump = tick(f, 0);
+	dump = decide(f, 100);
 	for (const char *p = dump; *p; p++)
 		lines += *p == '\n';
 	assert_int_equal(lines, 3);
@@ -271,7 +298,7 @@ static void never_touches_ineligible(void **state)
 	assert_null(pol_ineligible(f->s, &f->c, t));
 	t->cgroup[strlen(t->cgroup) - 1] = '\0';
 	/* Only 100 is eligible and movable: it is pinned, nothing else. */
-	assert_string_equal(tick(f, 0),
+	assert_string_equal(decide(f, 100),
 			    "pin tid=100 tgid=100 comm=\"t100\" llc=0->1 cpus=1 why=overload\n");
 	fx_free(f);
 }
@@ -286,7 +313,7 @@ static void big_machine_prefers_near_llcs(void **state)
 
 	for (int i = 0; i < 40; i++)
 		add(f, 500 + i, 48 + i % 16); /* LLC 3: CPUs 48-63, NUMA node 0 */
-	assert_string_equal(tick(f, 0),
+	assert_string_equal(decide(f, 100),
 			    "pin tid=532 tgid=532 comm=\"t532\" llc=3->0 cpus=0-15 why=overload\n"
 			    "pin tid=533 tgid=533 comm=\"t533\" llc=3->1 cpus=16-31 why=overload\n"
 			    "pin tid=534 tgid=534 comm=\"t534\" llc=3->2 cpus=32-47 why=overload\n"
@@ -391,6 +418,7 @@ int main(void)
 		cmocka_unit_test(takes_only_from_shared_cpu),
 		cmocka_unit_test(moves_only_when_clearly_less_loaded),
 		cmocka_unit_test(keeps_local_when_close),
+		cmocka_unit_test(one_sample_overload_moves_nothing),
 		cmocka_unit_test(residency_and_release),
 		cmocka_unit_test(pin_released_at_max_age),
 		cmocka_unit_test(moves_capped_per_tick),
