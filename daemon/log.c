@@ -1,6 +1,7 @@
 /*
- * Logging for every stage. Writes to stderr (with <N> level prefixes when journald
- * reads it) or to syslog; it never decides anything and never exits.
+ * Logging for every stage, and the two helpers every stage shares (the clock, array
+ * growth). Writes to stderr (with <N> level prefixes when journald reads it) or to
+ * syslog; it never decides anything and never exits.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -85,6 +86,20 @@ void log_msg(int level, const char *fmt, ...)
 			fprintf(stderr, "%s: %s\n", log_ident, msg);
 	}
 	va_end(ap);
+}
+
+void *rqb_grow(void *arr, size_t *cap, size_t n, size_t size)
+{
+	size_t c;
+	void *a;
+
+	if (n < *cap)
+		return arr;
+	c = *cap ? *cap * 2 : 16;
+	a = realloc(arr, c * size);
+	if (a)
+		*cap = c;
+	return a;
 }
 
 uint64_t rqb_now_ns(void)

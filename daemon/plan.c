@@ -9,6 +9,7 @@
 
 #include "cpumask.h"
 #include "plan.h"
+#include "rqbalance.h"
 
 void plan_init(struct plan *p)
 {
@@ -28,15 +29,11 @@ void plan_clear(struct plan *p)
 
 int plan_add(struct plan *p, const struct plan_action *a)
 {
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 16;
-		struct plan_action *n = realloc(p->a, cap * sizeof(*n));
+	struct plan_action *arr = rqb_grow(p->a, &p->cap, p->n, sizeof(*arr));
 
-		if (!n)
-			return -ENOMEM;
-		p->a = n;
-		p->cap = cap;
-	}
+	if (!arr)
+		return -ENOMEM;
+	p->a = arr;
 	p->a[p->n] = *a;
 	p->a[p->n].order = (unsigned)p->n;
 	p->n++;

@@ -52,15 +52,11 @@ struct snap_task *snap_add_task(struct snapshot *s, const struct snap_task *t, c
 {
 	struct snap_task *n;
 
-	if (s->ntasks == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		struct snap_task *a = realloc(s->tasks, cap * sizeof(*a));
+	struct snap_task *tasks = rqb_grow(s->tasks, &s->cap, s->ntasks, sizeof(*tasks));
 
-		if (!a)
-			return NULL;
-		s->tasks = a;
-		s->cap = cap;
-	}
+	if (!tasks)
+		return NULL;
+	s->tasks = tasks;
 	n = &s->tasks[s->ntasks];
 	*n = *t;
 	n->cgroup = NULL;

@@ -2,6 +2,7 @@
 #ifndef RQB_RQBALANCE_H
 #define RQB_RQBALANCE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifndef RQB_VERSION
@@ -27,5 +28,12 @@
 
 /* Monotonic time in ns: the one clock inside the daemon. */
 uint64_t rqb_now_ns(void);
+
+/*
+ * Makes room for one more element in a growing array of n elements of size bytes:
+ * doubles *cap (from 16) when n has reached it. Returns the array to use from now on,
+ * or NULL (the old array and *cap intact) when out of memory.
+ */
+void *rqb_grow(void *arr, size_t *cap, size_t n, size_t size);
 
 #endif

@@ -12,6 +12,7 @@
 #include "cpumask.h"
 #include "journal.h"
 #include "log.h"
+#include "rqbalance.h"
 
 /* Compact the journal when it holds this many more lines than live entries. */
 #define JOURNAL_SLACK 1024
@@ -43,15 +44,11 @@ static int insert(struct act *a, const struct act_entry *e)
 {
 	size_t i = 0;
 
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 32;
-		struct act_entry *n = realloc(a->e, cap * sizeof(*n));
+	struct act_entry *arr = rqb_grow(a->e, &a->cap, a->n, sizeof(*arr));
 
-		if (!n)
-			return -ENOMEM;
-		a->e = n;
-		a->cap = cap;
-	}
+	if (!arr)
+		return -ENOMEM;
+	a->e = arr;
 	while (i < a->n && a->e[i].task.tid <= e->task.tid)
 		i++;
 	memmove(&a->e[i + 1], &a->e[i], (a->n - i) * sizeof(*a->e));

@@ -17,6 +17,7 @@
 #include "cpumask.h"
 #include "journal.h"
 #include "log.h"
+#include "rqbalance.h"
 
 #define JOURNAL_HEADER "# rqbalance affinity journal v1\n"
 
@@ -215,15 +216,11 @@ static int active_add(struct active *a, const struct journal_rec *r)
 			a->r[i].set = r->set;
 			return 0;
 		}
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 32;
-		struct journal_rec *n = realloc(a->r, cap * sizeof(*n));
+	struct journal_rec *arr = rqb_grow(a->r, &a->cap, a->n, sizeof(*arr));
 
-		if (!n)
-			return -ENOMEM;
-		a->r = n;
-		a->cap = cap;
-	}
+	if (!arr)
+		return -ENOMEM;
+	a->r = arr;
 	a->r[a->n++] = *r;
 	return 0;
 }

@@ -98,28 +98,15 @@ const struct pol_pin *pol_find_pin(const struct pol_state *st, pid_t tid, uint64
 	return i < 0 ? NULL : &st->pins[i];
 }
 
-static int grow(void **arr, size_t *cap, size_t n, size_t size)
-{
-	size_t c;
-	void *a;
-
-	if (n < *cap)
-		return 0;
-	c = *cap ? *cap * 2 : 16;
-	a = realloc(*arr, c * size);
-	if (!a)
-		return -ENOMEM;
-	*arr = a;
-	*cap = c;
-	return 0;
-}
-
 static int add_pin(struct pol_state *st, const struct pol_pin *p)
 {
 	size_t i;
 
-	if (grow((void **)&st->pins, &st->pins_cap, st->npins, sizeof(*st->pins)) < 0)
+	struct pol_pin *pins = rqb_grow(st->pins, &st->pins_cap, st->npins, sizeof(*pins));
+
+	if (!pins)
 		return -ENOMEM;
+	st->pins = pins;
 	i = lower_bound(st->pins, st->npins, sizeof(*st->pins), offsetof(struct pol_pin, tid),
 			p->tid);
 	memmove(&st->pins[i + 1], &st->pins[i], (st->npins - i) * sizeof(*st->pins));
@@ -155,8 +142,11 @@ static int note_move(struct pol_state *st, pid_t tid, uint64_t start, uint64_t n
 			st->recent[j].moved_ns = now_ns;
 			return 0;
 		}
-	if (grow((void **)&st->recent, &st->recent_cap, st->nrecent, sizeof(*st->recent)) < 0)
+	struct pol_recent *rec = rqb_grow(st->recent, &st->recent_cap, st->nrecent, sizeof(*rec));
+
+	if (!rec)
 		return -ENOMEM;
+	st->recent = rec;
 	memmove(&st->recent[i + 1], &st->recent[i], (st->nrecent - i) * sizeof(*st->recent));
 	st->recent[i] = (struct pol_recent){ tid, start, now_ns };
 	st->nrecent++;

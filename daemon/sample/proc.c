@@ -258,26 +258,13 @@ struct walk {
 	size_t nadd, addcap;
 };
 
-static int walk_grow(void **arr, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : 256;
-	void *a = realloc(*arr, c * size);
-
-	if (!a)
-		return -ENOMEM;
-	*arr = a;
-	*cap = c;
-	return 0;
-}
-
 static void walk_task(struct proc_sampler *ps, struct walk *w, int taskdir, pid_t tgid,
 		      const char *name, uint64_t now_ns)
 {
 	struct proc_stat_line l;
 	const struct seen *old;
-	struct ptask *tr;
+	struct seen *seen;
+	struct ptask *tr, *add;
 	char path[64], buf[1024];
 	pid_t tid = (pid_t)atoi(name);
 	uint64_t cpu_ticks;
@@ -293,8 +280,11 @@ static void walk_task(struct proc_sampler *ps, struct walk *w, int taskdir, pid_
 		return;
 	}
 	cpu_ticks = l.utime + l.stime;
-	if (walk_grow((void **)&w->seen, &w->cap, w->n, sizeof(*w->seen)) == 0)
+	seen = rqb_grow(w->seen, &w->cap, w->n, sizeof(*seen));
+	if (seen) {
+		w->seen = seen;
 		w->seen[w->n++] = (struct seen){ tid, l.start_time, cpu_ticks };
+	}
 	old = find_seen(ps, tid);
 	active = l.state == 'R' ||
 		 (old && old->start_time == l.start_time && cpu_ticks > old->cputime);
@@ -305,11 +295,14 @@ static void walk_task(struct proc_sampler *ps, struct walk *w, int taskdir, pid_
 		close(fd);
 		return;
 	}
-	if (!active || ps->n + w->nadd >= ps->o.max_tracked ||
-	    walk_grow((void **)&w->add, &w->addcap, w->nadd, sizeof(*w->add)) < 0) {
+	add = active && ps->n + w->nadd < ps->o.max_tracked
+		      ? rqb_grow(w->add, &w->addcap, w->nadd, sizeof(*add))
+		      : NULL;
+	if (!add) {
 		close(fd);
 		return;
 	}
+	w->add = add;
 	w->add[w->nadd++] = (struct ptask){ .tid = tid, .tgid = tgid, .start_time = l.start_time,
 					     .fd = fd, .cputime = cpu_ticks, .active_ns = now_ns,
 					     .fresh = true, .cgroup = read_cgroup(ps, tgid, tid) };
