@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "policy.h"
+#include "rqbalance.h"
 #include "unit.h"
 
 #define MS 1000000ULL
@@ -408,6 +409,99 @@ static void converges_without_ping_pong(void **state)
 	fx_free(f);
 }
 
+/*
+ * Rules (a) to (e) on each of the three machines the issue names: 2 LLCs x 1 CPU,
+ * 2 sockets x 4 LLCs x 4 cores x 2 SMT, and 256 CPUs in 16 LLCs. The scenarios are
+ * built from the topology, so one test body serves all three.
+ */
+static const char *const RULE_TOPOS[] = { T2, T64, T256 };
+
+/* The CPUs of LLC l, in order, into cpus[]; returns how many. */
+static int llc_cpus(const struct topo *t, int l, int *cpus)
+{
+	int n = 0;
+
+	for (int c = 0; c < t->nr_cpu_ids; c++)
+		if (t->cpus[c].present && t->cpus[c].llc == l)
+			cpus[n++] = c;
+	return n;
+}
+
+/* Counts plan lines that start with op. */
+static int count_ops(const char *dump, const char *op)
+{
+	int n = 0;
+
+	for (const char *p = dump; (p = strstr(p, op)); p++)
+		n += p == dump || p[-1] == '\n';
+	return n;
+}
+
+static void rules_on_each_machine(void **state)
+{
+	int cpus[RQB_MAX_CPUS];
+
+	for (size_t k = 0; k < ARRAY_SIZE(RULE_TOPOS); k++) {
+		struct fx *f = fx_new(RULE_TOPOS[k]);
+		int cap = llc_cpus(f->topo, 0, cpus);
+		char expect[256];
+		const char *dump;
+
+		/* (a), (b), (c): LLC 0's CPUs run one task each, its first CPU one more; every
+		 * other LLC runs one task fewer than it has CPUs. The extra task (the youngest
+		 * on the shared CPU) may go to LLC 1's idle CPU only if that is clearly less
+		 * loaded: (cap + 1) / cap against cap / cap after the move. */
+		for (int i = 0; i < cap; i++)
+			add(f, 100 + i, cpus[i]);
+		add(f, 900, cpus[0]);
+		for (int l = 1, tid = 10000; l < f->topo->nllcs; l++) {
+			int n = llc_cpus(f->topo, l, cpus + cap);
+
+			for (int i = 0; i < n - 1; i++)
+				add(f, tid++, cpus[cap + i]);
+		}
+		dump = decide(f, 100);
+		if ((cap + 1) * 100 > cap * 117) {
+			char list[CPUMASK_STRLEN];
+
+			cpumask_format(&f->topo->llcs[1].cpus, list, sizeof(list));
+			snprintf(expect, sizeof(expect),
+				 "pin tid=900 tgid=900 comm=\"t900\" llc=0->1 cpus=%s why=overload\n",
+				 list);
+			assert_string_equal(dump, expect);
+		} else {
+			/* (c) 1.125 (8 CPUs) or 1.0625 (16) is not 17 % more than 1.0: stay. */
+			assert_string_equal(dump, "");
+		}
+		fx_free(f);
+
+		/* (a), (b), (d), (e): twice as many tasks as CPUs on LLC 0, two per CPU, one
+		 * of each pair ineligible. Only eligible tasks move, never the last task of a
+		 * CPU, at most max_moves_per_tick a tick, and none twice within residency. */
+		f = fx_new(RULE_TOPOS[k]);
+		cap = llc_cpus(f->topo, 0, cpus);
+		for (int i = 0; i < cap; i++) {
+			add(f, 1000 + i, cpus[i]);
+			add(f, 2000 + i, cpus[i])->flags |= SNAP_TASK_KTHREAD;
+		}
+		dump = decide(f, 100);
+		assert_int_equal(count_ops(dump, "pin "), cap < 4 ? cap : 4);
+		assert_null(strstr(dump, "tid=2"));
+		for (uint64_t t = 200; t < 1000; t += 100) {
+			dump = tick(f, t);
+			assert_null(strstr(dump, "tid=2"));
+			for (size_t i = 0; i < f->st.npins; i++) {
+				char tid[32];
+
+				snprintf(tid, sizeof(tid), "tid=%d ", (int)f->st.pins[i].tid);
+				if (f->st.pins[i].since_ns < t * MS)
+					assert_null(strstr(dump, tid));
+			}
+		}
+		fx_free(f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -425,6 +519,7 @@ int main(void)
 		cmocka_unit_test(never_touches_ineligible),
 		cmocka_unit_test(big_machine_prefers_near_llcs),
 		cmocka_unit_test(converges_without_ping_pong),
+		cmocka_unit_test(rules_on_each_machine),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
