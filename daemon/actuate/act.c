@@ -231,20 +231,23 @@ static int pin(struct act *a, const struct plan_action *pa)
 		goto out;
 	}
 	r = journal_entry(a, &e);
-	if (r == 0)
-		r = a->ops->set_affinity(&e.task, &pa->mask);
-	/* The kernel may narrow the mask further (cpusets): keep what it holds now. */
-	if (r == 0 && a->ops->get_affinity(&e.task, &cur) == 0 && !CPU_EQUAL(&cur, &e.set)) {
-		e.set = cur;
-		r = journal_entry(a, &e);
-	}
+	if (r < 0)
+		goto out; /* nothing written: what the journal held before still holds */
+	r = a->ops->set_affinity(&e.task, &pa->mask);
 	if (r < 0) {
-		/* Put the journal back in step with what the task still has. */
-		if (i < 0 && a->journal)
+		/* Not changed: put the journal back in step with what the task still has. */
+		if (i < 0)
 			journal_clear(a->journal, e.task.tid, e.task.start_time);
-		else if (i >= 0 && a->journal)
+		else
 			journal_entry(a, &a->e[i]);
 		goto out;
+	}
+	/* The kernel may narrow the mask further (cpusets): keep what it holds now. */
+	if (a->ops->get_affinity(&e.task, &cur) == 0 && !CPU_EQUAL(&cur, &e.set)) {
+		e.set = cur;
+		if (journal_entry(a, &e) < 0)
+			log_warn("journal %s: cannot record what tid %d holds after the write",
+				 journal_path(a->journal), (int)e.task.tid);
 	}
 	a->cnt.moves++;
 	if (i >= 0) {
@@ -254,6 +257,9 @@ static int pin(struct act *a, const struct plan_action *pa)
 	r = insert(a, &e);
 	if (r == 0)
 		return 0;
+	/* A change that cannot be tracked must not stand: undo it. */
+	a->ops->set_affinity(&e.task, &e.prev);
+	journal_clear(a->journal, e.task.tid, e.task.start_time);
 out:
 	if (i < 0)
 		a->ops->close(&e.task);
