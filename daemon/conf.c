@@ -37,12 +37,15 @@ const struct conf_key conf_keys[] = {
 	INT("balance", "imbalance_pct", 101, 1000, "117", imbalance_pct,
 	    "Move a task only if its LLC is this much more loaded per CPU than the target "
 	    "would be after the move; 117 means 17 %, the kernel's imbalance_pct."),
-	INT("balance", "max_moves_per_tick", 1, 1024, "4", max_moves_per_tick,
+	INT("balance", "max_moves_per_tick", 1, 1024, "32", max_moves_per_tick,
 	    "Pins and releases per tick, at most."),
 	INT("balance", "min_residency_ms", 0, 3600000, "1000", min_residency_ms,
 	    "A task that was moved is not moved again sooner than this."),
 	INT("balance", "max_pin_ms", 100, 86400000, "10000", max_pin_ms,
 	    "A pin is released at this age even if the imbalance remains."),
+	{ "balance", "keep_pairs", CONF_BOOL, 0, 0, NULL, "no", OFF(keep_pairs),
+	  "Keep tasks that wake each other in one LLC: move such a pair only together, "
+	  "to an LLC with two idle CPUs." },
 	{ "exclude", "comms", CONF_LIST, 0, 0, NULL, "", OFF(exclude_comms),
 	  "Never move tasks whose comm matches one of these fnmatch(3) patterns." },
 	{ "exclude", "cgroups", CONF_LIST, 0, 0, NULL, "", OFF(exclude_cgroups),

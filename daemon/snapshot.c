@@ -101,6 +101,8 @@ int snap_write(const struct snapshot *s, FILE *out)
 		put_escaped(out, t->comm);
 		fputc(' ', out);
 		put_escaped(out, t->cgroup);
+		if (t->partner)
+			fprintf(out, " partner=%d", (int)t->partner);
 		fputc('\n', out);
 	}
 	fputs("end\n", out);
@@ -145,13 +147,16 @@ static int parse_task(struct snapshot *s, char *line, char *err, size_t errlen)
 {
 	struct snap_task t = { 0 };
 	char mask[CPUMASK_STRLEN], comm[64], cg[4096], ecomm[256];
-	int tid, tgid, cpu, n = 0;
+	int tid, tgid, cpu, partner = 0, n = 0, m = 0;
 	unsigned flags;
 	uint64_t start;
 
 	if (sscanf(line, "task %d %d %d %" SCNu64 " %u %4095s %255s %4095s%n", &tid, &tgid, &cpu,
-		   &start, &flags, mask, ecomm, cg, &n) != 8 || line[n] != '\0')
-		FAIL("task: expected TID TGID CPU START_TIME FLAGS ALLOWED COMM CGROUP");
+		   &start, &flags, mask, ecomm, cg, &n) != 8 ||
+	    (line[n] != '\0' && (sscanf(line + n, " partner=%d%n", &partner, &m) != 1 ||
+				   line[n + m] != '\0' || partner <= 0)))
+		FAIL("task: expected TID TGID CPU START_TIME FLAGS ALLOWED COMM CGROUP "
+		     "[partner=TID]");
 	if (tid <= 0 || tgid <= 0)
 		FAIL("task: tid and tgid must be positive");
 	if (cpu < 0 || cpu >= s->nr_cpu_ids)
@@ -167,6 +172,7 @@ static int parse_task(struct snapshot *s, char *line, char *err, size_t errlen)
 	t.cpu = cpu;
 	t.start_time = start;
 	t.flags = flags;
+	t.partner = partner;
 	strcpy(t.comm, comm);
 	if (!snap_add_task(s, &t, cg))
 		return -ENOMEM;

@@ -41,8 +41,9 @@ struct pol_state {
 	uint64_t moves;               /* pins and releases planned so far */
 	/*
 	 * The last tick's runnable and idle counts per LLC, after its moves: a sample is
-	 * one instant, so an overload or an idle CPU counts only when two ticks in a row
-	 * show it (a short task caught running is not load). nprev_llcs is 0 until then.
+	 * one instant, so an overload of one task, or an idle CPU, counts only when two
+	 * ticks in a row show it (a short task caught running is not load). nprev_llcs
+	 * is 0 until then.
 	 */
 	int nprev_llcs;
 	int *prev_nr, *prev_idle;
@@ -51,10 +52,12 @@ struct pol_state {
 	int nscratch_cpus, nscratch_llcs;
 	int *cpu_nr, *bucket_start, *bucket;
 	int *raw_nr, *raw_idle;  /* this tick's counts per LLC, moves applied */
-	int *llc_nr;             /* runnable as a source: the lower of this and last tick */
+	int *llc_nr;             /* runnable as a source (see persist() in spread.c) */
 	int *llc_load;           /* runnable as a target: the higher of the two */
 	int *llc_idle;           /* CPUs idle in both ticks */
 	unsigned char *llc_done;
+	struct pol_slot { pid_t tid; int slot; } *byid; /* keep_pairs: tid -> bucket slot */
+	size_t nbyid;
 };
 
 void pol_init(struct pol_state *st);

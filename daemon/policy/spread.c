@@ -16,10 +16,14 @@
  *      max_moves_per_tick actions a tick; and hysteresis: a pin is made when its LLC
  *      has at least one task more than CPUs, and released early only when that LLC
  *      could take the task back without exceeding its CPUs. Over time too: an
- *      overload, or an idle CPU, counts only when two ticks in a row show it, so a
- *      short task caught running in one sample moves nothing.
+ *      overload of one task, or an idle CPU, counts only when two ticks in a row show
+ *      it, so a short task caught running in one sample moves nothing; an overload
+ *      of two or more tasks is acted on at once.
  *  (e) Never touch kernel threads, tasks with narrowed affinity, excluded comms or
  *      cgroups, or the daemon.
+ * With keep_pairs, two tasks that wake each other and share an LLC leave it only
+ * together, for an LLC with two idle CPUs ("don't depend on wake_wide if waker and
+ * wakee are already in same LLC"); the simulator measures what that gains and costs.
  * Cost: O(tasks + CPUs + moves * (LLCs + CPUs per LLC)) a tick.
  */
 #include <errno.h>
@@ -47,6 +51,8 @@ static void free_scratch(struct pol_state *st)
 	free(st->bucket_start);
 	free(st->bucket);
 	free(st->llc_done);
+	free(st->byid);
+	st->byid = NULL;
 	st->cpu_nr = st->llc_nr = st->llc_idle = st->bucket_start = st->bucket = NULL;
 	st->raw_nr = st->raw_idle = st->llc_load = NULL;
 	st->llc_done = NULL;
@@ -223,9 +229,10 @@ static int size_scratch(struct pol_state *st, const struct snapshot *s)
 		st->llc_idle = calloc((size_t)nllc, sizeof(int));
 		st->llc_done = calloc((size_t)nllc, 1);
 		st->bucket = calloc(st->scratch_tasks, sizeof(int));
+		st->byid = calloc(st->scratch_tasks, sizeof(*st->byid));
 		if (!st->cpu_nr || !st->bucket_start || !st->llc_nr || !st->llc_idle ||
 		    !st->llc_done || !st->bucket || !st->raw_nr || !st->raw_idle ||
-		    !st->llc_load) {
+		    !st->llc_load || !st->byid) {
 			free_scratch(st);
 			st->nscratch_cpus = st->nscratch_llcs = 0;
 			st->scratch_tasks = 0;
@@ -305,19 +312,23 @@ static void count(const struct snapshot *s, struct pol_state *st)
 }
 
 /*
- * What a decision may trust: a source's load is the lower of this tick's and the
- * last one's, a target's the higher, an idle CPU one idle in both. On the first tick
- * nothing is trusted yet.
+ * What a decision may trust. One task more than CPUs could be a short task caught
+ * running: as a source, such an LLC counts the lower of this tick's and the last
+ * one's runnable tasks; two or more over its CPUs is load at once. A target counts
+ * the higher of the two, and an idle CPU is one idle in both. With no last tick (at
+ * start) an overload of one task is not trusted yet, and idle CPUs are.
  */
 static void persist(const struct snapshot *s, struct pol_state *st)
 {
 	bool have_prev = st->nprev_llcs == s->topo->nllcs;
 
 	for (int l = 0; l < s->topo->nllcs; l++) {
-		int pn = have_prev ? st->prev_nr[l] : 0, pi = have_prev ? st->prev_idle[l] : 0;
+		int raw = st->raw_nr[l], cap = s->topo->llcs[l].ncpus;
+		int pn = have_prev ? st->prev_nr[l] : 0;
+		int pi = have_prev ? st->prev_idle[l] : st->raw_idle[l];
 
-		st->llc_nr[l] = st->raw_nr[l] < pn ? st->raw_nr[l] : pn;
-		st->llc_load[l] = st->raw_nr[l] > pn ? st->raw_nr[l] : pn;
+		st->llc_nr[l] = raw - cap >= 2 || raw < pn ? raw : pn;
+		st->llc_load[l] = raw > pn ? raw : pn;
 		st->llc_idle[l] = st->raw_idle[l] < pi ? st->raw_idle[l] : pi;
 	}
 }
@@ -415,13 +426,69 @@ static bool movable(const struct snapshot *s, const struct rqb_conf *c,
 	       !recently_moved(st, t->tid, t->start_time);
 }
 
+/* ---- keep_pairs: tasks that wake each other move together or not at all ---- */
+
+static int cmp_slot(const void *a, const void *b)
+{
+	const struct pol_slot *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* Indexes the bucketed tasks by tid, so a task's partner is found in O(log n). */
+static void index_tasks(const struct snapshot *s, struct pol_state *st)
+{
+	int nslots = s->nr_cpu_ids ? st->bucket_start[s->nr_cpu_ids - 1] : 0;
+
+	st->nbyid = 0;
+	for (int b = 0; b < nslots; b++)
+		st->byid[st->nbyid++] = (struct pol_slot){ s->tasks[st->bucket[b]].tid, b };
+	if (st->nbyid > 1)
+		qsort(st->byid, st->nbyid, sizeof(*st->byid), cmp_slot);
+}
+
+/* The bucket slot of t's partner when it is runnable and bucketed in LLC l, else -1. */
+static int partner_slot(const struct snapshot *s, const struct pol_state *st,
+			const struct snap_task *t, int l)
+{
+	struct pol_slot key = { .tid = t->partner }, *hit;
+	const struct snap_task *p;
+
+	if (!t->partner || !st->nbyid)
+		return -1;
+	hit = bsearch(&key, st->byid, st->nbyid, sizeof(key), cmp_slot);
+	if (!hit || st->bucket[hit->slot] < 0)
+		return -1;
+	p = &s->tasks[st->bucket[hit->slot]];
+	return s->topo->cpus[p->cpu].llc == l ? hit->slot : -1;
+}
+
+/*
+ * With keep_pairs, a task whose partner runs in the same LLC may leave only with it:
+ * the target needs two idle CPUs, the budget two moves, the partner must be movable,
+ * and its CPU must keep a task after both go (rule b holds for the partner too).
+ */
+static bool pair_may_leave(const struct snapshot *s, const struct rqb_conf *c,
+			   const struct pol_state *st, const struct snap_task *t, int src, int dst,
+			   unsigned budget)
+{
+	const struct snap_task *p;
+	int ps;
+
+	if (!c->keep_pairs || (ps = partner_slot(s, st, t, src)) < 0)
+		return true;
+	p = &s->tasks[st->bucket[ps]];
+	return st->llc_idle[dst] >= 2 && budget >= 2 && movable(s, c, st, p) &&
+	       st->cpu_nr[p->cpu] - (p->cpu == t->cpu) >= 2;
+}
+
 /*
  * On the CPUs of src that run two or more tasks (b), busiest CPU first, the eligible
  * task with the highest tid: the youngest thread, likely the least cache in the LLC.
  * Returns the bucket slot, or -1.
  */
 static int pick_task(const struct snapshot *s, const struct rqb_conf *c,
-		     const struct pol_state *st, int src)
+		     const struct pol_state *st, int src, int dst, unsigned budget)
 {
 	const struct topo *tp = s->topo;
 	int best_slot = -1, best_nr = 1;
@@ -437,7 +504,8 @@ static int pick_task(const struct snapshot *s, const struct rqb_conf *c,
 			if (st->bucket[b] < 0)
 				continue;
 			t = &s->tasks[st->bucket[b]];
-			if (movable(s, c, st, t) && (slot < 0 || t->tid > s->tasks[st->bucket[slot]].tid))
+			if (movable(s, c, st, t) && pair_may_leave(s, c, st, t, src, dst, budget) &&
+			    (slot < 0 || t->tid > s->tasks[st->bucket[slot]].tid))
 				slot = b;
 		}
 		if (slot >= 0) {
@@ -518,21 +586,29 @@ static int spread(const struct snapshot *s, const struct rqb_conf *c, struct pol
 		  struct plan *plan, unsigned *budget)
 {
 	while (*budget > 0) {
-		int src = pick_source(s, st), dst, slot;
+		int src = pick_source(s, st), dst, slot, pslot;
 
 		if (src < 0)
 			break;
 		dst = pick_target(s, st, src);
 		if (dst < 0)
 			break; /* no LLC has an idle CPU: nothing to spread to for anyone */
-		slot = clearly_less_loaded(s, st, c, src, dst) ? pick_task(s, c, st, src) : -1;
+		slot = clearly_less_loaded(s, st, c, src, dst)
+			       ? pick_task(s, c, st, src, dst, *budget)
+			       : -1;
 		if (slot < 0) {
 			st->llc_done[src] = 1;
 			continue;
 		}
+		pslot = c->keep_pairs ? partner_slot(s, st, &s->tasks[st->bucket[slot]], src) : -1;
 		if (pin(s, st, plan, slot, src, dst) < 0)
 			return -ENOMEM;
 		(*budget)--;
+		if (pslot >= 0) {
+			if (pin(s, st, plan, pslot, src, dst) < 0)
+				return -ENOMEM;
+			(*budget)--;
+		}
 	}
 	return 0;
 }
@@ -548,6 +624,8 @@ int pol_decide(const struct snapshot *s, const struct rqb_conf *c, struct pol_st
 		return -ENOMEM;
 	expire_recent(st, s->now_ns, c->min_residency_ms * NSEC_PER_MSEC);
 	count(s, st);
+	if (c->keep_pairs)
+		index_tasks(s, st);
 	persist(s, st);
 	r = release(s, c, st, plan, &budget);
 	if (r == 0)

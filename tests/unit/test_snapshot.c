@@ -85,6 +85,7 @@ static void assert_task_equal(const struct snap_task *a, const struct snap_task 
 	assert_int_equal(a->cpu, b->cpu);
 	assert_int_equal(a->start_time, b->start_time);
 	assert_int_equal(a->flags, b->flags);
+	assert_int_equal(a->partner, b->partner);
 	assert_true(CPU_EQUAL(&a->allowed, &b->allowed));
 	assert_string_equal(a->comm, b->comm);
 	if (!a->cgroup || !b->cgroup)
@@ -314,6 +315,32 @@ static void task_fields_missing_or_extra(void **state)
 
 	expect_bad(fx->s, "snapshot 1 2 3\ntask 5 5 0 1 0 0 a\nend\n", 2, "task: expected");
 	expect_bad(fx->s, "snapshot 1 2 3\ntask 5 5 0 1 0 0 a - x\nend\n", 2, "task: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\ntask 5 5 0 1 0 0 a - partner=0\nend\n", 2,
+		   "task: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\ntask 5 5 0 1 0 0 a - partner=7 x\nend\n", 2,
+		   "task: expected");
+}
+
+/* The optional partner= field survives a write and a read. */
+static void partner_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	char buf[4096];
+	unsigned lineno = 0;
+	char err[256];
+	FILE *f;
+
+	add_task(fx->s, 7, 1, "0-1", "a", "/x");
+	fx->s->tasks[0].partner = 8;
+	f = fmemopen(buf, sizeof(buf), "w");
+	assert_non_null(f);
+	assert_int_equal(snap_write(fx->s, f), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, " /x partner=8\n"));
+	f = fmemopen(buf, strlen(buf), "r");
+	assert_int_equal(snap_read(f, fx->back, &lineno, err, sizeof(err)), 1);
+	fclose(f);
+	assert_int_equal(fx->back->tasks[0].partner, 8);
 }
 
 static void missing_end(void **state)
@@ -390,6 +417,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(task_bad_cpu_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(task_ids_positive, setup, teardown),
 		cmocka_unit_test_setup_teardown(task_fields_missing_or_extra, setup, teardown),
+		cmocka_unit_test_setup_teardown(partner_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(missing_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(missing_end_after_good_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_escape, setup, teardown),
