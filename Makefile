@@ -33,7 +33,9 @@ MAIN_OBJ   = $(B)/daemon/main.o
 UNIT_TESTS = conf cpumask topo snapshot policy plan proc journal act kfeatures
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
-BENCH_BIN  = $(B)/bench/spinner
+SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
+SIM_OBJ    = $(SIM_SRC:%.c=$(B)/%.o)
+BENCH_BIN  = $(B)/bench/spinner $(B)/bench/sim/sim
 
 all: $(B)/rqbalanced
 
@@ -48,6 +50,14 @@ $(B)/tests/unit/test_%: tests/unit/test_%.c tests/unit/unit.h $(DAEMON_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< \
 		$(DAEMON_OBJ) $(PKG_LIBS) -lcmocka
+
+# The simulator links the daemon's real policy: every daemon object but main.o.
+$(B)/bench/sim/sim: $(SIM_OBJ) $(DAEMON_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(B)/bench/sim/%.o: bench/sim/%.c bench/sim/sim.h bench/sim/plot.h $(wildcard include/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) -Ibench/sim $(CFLAGS) -c -o $@ $<
 
 $(B)/bench/%: bench/%.c
 	@mkdir -p $(@D)
@@ -83,7 +93,12 @@ bench: deps-test
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	bench/overhead
 
+# The simulator's table and plots, kept in the tree for the README.
+bench-sim: deps
+	@$(MAKE) --no-print-directory $(B)/bench/sim/sim
+	./$(B)/bench/sim/sim --out bench/sim/out
+
 clean:
 	rm -rf build build-asan
 
-.PHONY: all deps deps-test run unit check check-vm bench clean
+.PHONY: all deps deps-test run unit check check-vm bench bench-sim clean
