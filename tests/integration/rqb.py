@@ -120,6 +120,12 @@ def write_replay(path, snapshots):
             f.write("end\n")
 
 
+def write_overload(path, a, b, comm="sh"):
+    """Both tasks runnable on CPU 0 (LLC 0 of the fake topology), CPU 1 idle."""
+    write_replay(path, [([(0, 2, 100), (1, 0, 0)],
+                         [task_line(a, 0, comm=comm), task_line(b, 0, comm=comm)])])
+
+
 class Daemon:
     """rqbalanced in the foreground, with its own journal dir and a log file."""
 

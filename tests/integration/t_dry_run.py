@@ -3,8 +3,8 @@ import os
 import signal
 import time
 
-from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, require, task_line,
-                 tmpdir, write_replay)
+from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, require, tmpdir,
+                 write_overload)
 
 
 def test():
@@ -12,7 +12,7 @@ def test():
     with tmpdir() as tmp, Hogs(2) as hogs:
         a, b = sorted(hogs.pids)
         replay = os.path.join(tmp, "overload.replay")
-        write_replay(replay, [([(0, 2, 100), (1, 0, 0)], [task_line(a, 0), task_line(b, 0)])])
+        write_overload(replay, a, b)
         with Daemon(tmp, ["--dry-run", "--topology", TOPO_2LLC, "--replay", replay]) as d:
             d.wait_for(rf"dry-run: pin tid={b} .* llc=0->1 cpus=1")
             time.sleep(0.5)

@@ -3,8 +3,8 @@ while LLC 0 holds one fully busy task and LLC 1 idles."""
 import os
 import time
 
-from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, require, task_line,
-                 tmpdir, write_replay)
+from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, require, task_line, tmpdir,
+                 write_replay)
 
 
 def test():

@@ -4,8 +4,8 @@ STOPPING=1 on SIGTERM."""
 import os
 import signal
 
-from rqb import (Daemon, Hogs, NotifySocket, TOPO_2LLC, check, main, require, task_line,
-                 tmpdir, write_replay)
+from rqb import (Daemon, Hogs, NotifySocket, TOPO_2LLC, check, main, require, tmpdir,
+                 write_overload)
 
 
 def test():
@@ -13,7 +13,7 @@ def test():
     with tmpdir() as tmp, Hogs(2) as hogs:
         a, b = sorted(hogs.pids)
         replay = os.path.join(tmp, "overload.replay")
-        write_replay(replay, [([(0, 2, 100), (1, 0, 0)], [task_line(a, 0), task_line(b, 0)])])
+        write_overload(replay, a, b)
         n = NotifySocket(tmp)
         env = {"NOTIFY_SOCKET": n.path, "WATCHDOG_USEC": "200000"}
         with Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", replay], env=env) as d:

@@ -6,7 +6,7 @@ import signal
 import time
 
 from rqb import (Daemon, Hogs, NotifySocket, TOPO_2LLC, allowed, check, main, require,
-                 task_line, tmpdir, write_replay)
+                 tmpdir, write_overload)
 
 
 def test():
@@ -14,8 +14,7 @@ def test():
     with tmpdir() as tmp, Hogs(2) as hogs:
         a, b = sorted(hogs.pids)
         replay = os.path.join(tmp, "overload.replay")
-        write_replay(replay, [([(0, 2, 100), (1, 0, 0)],
-                               [task_line(a, 0, comm="busy"), task_line(b, 0, comm="busy")])])
+        write_overload(replay, a, b, comm="busy")
         notify = NotifySocket(tmp)
         d = Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", replay],
                    conf="[exclude]\ncomms = busy\n", env={"NOTIFY_SOCKET": notify.path})

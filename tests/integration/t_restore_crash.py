@@ -4,8 +4,8 @@ import os
 import signal
 import subprocess
 
-from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, require, task_line,
-                 tmpdir, write_replay)
+from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, require, task_line, tmpdir,
+                 write_overload, write_replay)
 
 
 def pin_then_kill(tmp, journal, overload, b):
@@ -24,7 +24,7 @@ def test():
         journal = os.path.join(tmp, "run")
         overload = os.path.join(tmp, "overload.replay")
         balanced = os.path.join(tmp, "balanced.replay")
-        write_replay(overload, [([(0, 2, 100), (1, 0, 0)], [task_line(a, 0), task_line(b, 0)])])
+        write_overload(overload, a, b)
         write_replay(balanced, [([(0, 1, 100), (1, 1, 100)],
                                  [task_line(a, 0), task_line(b, 1, allowed_list="0-1")])])
 

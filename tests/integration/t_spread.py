@@ -2,8 +2,8 @@
 the daemon soft-pins one task to the idle LLC, and SIGTERM gives its affinity back."""
 import os
 
-from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, require, task_line,
-                 tmpdir, write_replay)
+from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, require, tmpdir,
+                 write_overload)
 
 
 def test():
@@ -11,8 +11,7 @@ def test():
     with tmpdir() as tmp, Hogs(2) as hogs:
         a, b = sorted(hogs.pids)
         replay = os.path.join(tmp, "overload.replay")
-        write_replay(replay, [([(0, 2, 100), (1, 0, 0)],
-                               [task_line(a, 0), task_line(b, 0)])])
+        write_overload(replay, a, b)
         with Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", replay]) as d:
             d.wait_for(rf"pin tid={b} .* llc=0->1 cpus=1 why=overload")
             check(allowed(b) == {1}, f"the younger task {b} is pinned to LLC 1 (CPU 1)")

@@ -95,6 +95,15 @@ count_pinned() {
 	for p in $HOGS; do pinned_away "$p" && n=$((n + 1)); done
 	echo $n
 }
+# 2 x |LLC 0| hogs on LLC 0, then allowed every CPU: with the kernel's balancing off
+# they stay piled there until something moves them.
+pile_on_llc0() {
+	i=0
+	while [ $i -lt $((2 * NLLC0)) ]; do hog "$LLC0"; i=$((i + 1)); done
+	sleep 1
+	release "$ALL"
+}
+
 # Two LLCs or more, each of two CPUs or more, or the test cannot say anything.
 need_llcs() {
 	if [ "$(llc_of 0)" = "$ALL" ] || [ "$NLLC0" -lt 2 ]; then

@@ -3,11 +3,7 @@
 . /tests/lib.sh
 need_llcs
 lb_off
-n=$((2 * NLLC0))
-i=0
-while [ $i -lt $n ]; do hog "$LLC0"; i=$((i + 1)); done
-sleep 1
-release "$ALL"
+pile_on_llc0
 start_daemon
 check "pins planned" wait_log "pin tid=.*llc=0->" 30
 i=0

@@ -4,11 +4,7 @@
 . /tests/lib.sh
 need_llcs
 lb_off
-n=$((2 * NLLC0))
-i=0
-while [ $i -lt $n ]; do hog "$LLC0"; i=$((i + 1)); done
-sleep 1
-release "$ALL"
+pile_on_llc0
 sleep 1
 for p in $HOGS; do
 	check "hog $p still on LLC 0 without the daemon (cpu $(lastcpu "$p"))" on_llc0 "$p"
