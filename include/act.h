@@ -32,7 +32,17 @@ struct act_ops {
 	int (*get_affinity)(const struct act_task *t, cpu_set_t *ret);
 	int (*set_affinity)(const struct act_task *t, const cpu_set_t *mask);
 	void (*close)(struct act_task *t);
+	/*
+	 * Calls fn for every thread of process tgid, and every thread of its child
+	 * processes, started at or after since (clock ticks after boot): the tasks that
+	 * inherited what rqbalance set on a thread of tgid. 0 or -errno.
+	 */
+	int (*offspring)(pid_t tgid, uint64_t since,
+			 void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start), void *ctx);
 };
+
+/* Clock ticks after boot now: the unit of start times in /proc. */
+uint64_t act_boot_ticks(void);
 
 extern const struct act_ops act_linux_ops;
 extern const struct act_ops act_dryrun_ops;
@@ -43,11 +53,13 @@ struct act_entry {
 	pid_t tgid;
 	cpu_set_t prev;
 	cpu_set_t set;
+	uint64_t since;          /* clock ticks after boot of the first change */
 };
 
 struct act_counters {
 	uint64_t moves;          /* affinity writes that took */
 	uint64_t restores;       /* affinities given back */
+	uint64_t inherited;      /* of those, to threads and children that inherited a pin */
 	uint64_t left_alone;     /* entries dropped because the task changed it itself */
 	uint64_t gone;           /* entries dropped because the task exited */
 	uint64_t transient;      /* errors worth a retry next tick */

@@ -1,8 +1,10 @@
 /*
  * The restore journal: before rqbalance changes a task it appends what the task had,
  * so that a stop, or a start after a crash, can give it back. Text, one record a line:
- *   set TID TGID START_TIME PREV_CPUS SET_CPUS
+ *   set TID TGID START_TIME PREV_CPUS SET_CPUS [SINCE]
  *   clear TID START_TIME
+ * SINCE (clock ticks after boot, as START_TIME) is when the task was first changed:
+ * threads and children it started since then inherited the change.
  */
 #ifndef RQB_JOURNAL_H
 #define RQB_JOURNAL_H
@@ -20,6 +22,7 @@ struct journal_rec {
 	uint64_t start_time;
 	cpu_set_t prev;   /* what the task had */
 	cpu_set_t set;    /* what rqbalance wrote */
+	uint64_t since;   /* clock ticks after boot of the first change; 0 if unknown */
 };
 
 struct journal;

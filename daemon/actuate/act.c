@@ -57,7 +57,47 @@ static int insert(struct act *a, const struct act_entry *e)
 	return 0;
 }
 
-/* Forgets entry i: closes the task, clears its journal record. */
+/* What restore_offspring() hands to each task it finds. */
+struct offspring {
+	struct act *a;
+	pid_t pinned;            /* the task rqbalance changed */
+	const cpu_set_t *prev, *set;
+};
+
+static void restore_one(void *ctx, pid_t tid, pid_t tgid, uint64_t start)
+{
+	struct offspring *o = ctx;
+	struct act *a = o->a;
+	struct act_task t;
+	cpu_set_t cur;
+
+	/* The pinned task itself, and tasks with an entry of their own, are not offspring. */
+	if (tid == o->pinned || find(a, tid, start) >= 0 || a->ops->open(tid, tgid, start, &t) < 0)
+		return;
+	if (a->ops->get_affinity(&t, &cur) == 0 && CPU_EQUAL(&cur, o->set) &&
+	    a->ops->set_affinity(&t, o->prev) == 0) {
+		a->cnt.restores++;
+		a->cnt.inherited++;
+		log_info("restored tid %d, which inherited the affinity set on tid %d", (int)tid,
+			 (int)o->pinned);
+	}
+	a->ops->close(&t);
+}
+
+/*
+ * Threads and child processes that a changed task started since the change inherited
+ * rqbalance's mask: give back those that still have exactly that mask.
+ */
+static void restore_offspring(struct act *a, pid_t tid, pid_t tgid, uint64_t since,
+			      const cpu_set_t *prev, const cpu_set_t *set)
+{
+	struct offspring o = { a, tid, prev, set };
+
+	if (since && !a->dry_run && a->ops->offspring)
+		a->ops->offspring(tgid, since, restore_one, &o);
+}
+
+/* Forgets entry i: restores what its task passed on, closes it, clears its record. */
 static void remove_at(struct act *a, size_t i, act_dropped_fn dropped, void *ctx)
 {
 	struct act_entry e = a->e[i];
@@ -65,6 +105,7 @@ static void remove_at(struct act *a, size_t i, act_dropped_fn dropped, void *ctx
 
 	memmove(&a->e[i], &a->e[i + 1], (a->n - i - 1) * sizeof(*a->e));
 	a->n--;
+	restore_offspring(a, e.task.tid, e.tgid, e.since, &e.prev, &e.set);
 	if (a->journal) {
 		r = journal_clear(a->journal, e.task.tid, e.task.start_time);
 		if (r < 0)
@@ -119,15 +160,18 @@ static void restore_record(void *ctx, const struct journal_rec *rec)
 
 	if (r < 0) {
 		a->cnt.gone++;
-		log_debug("journal: tid %d is gone: nothing to restore", (int)rec->tid);
-		return;
+		log_debug("journal: tid %d is gone", (int)rec->tid);
+	} else {
+		r = restore(a, &t, &rec->prev, &rec->set);
+		if (r < 0) {
+			count_error(a, r);
+			log_warn("journal: cannot restore tid %d: %s", (int)rec->tid,
+				 strerror(-r));
+		}
+		a->ops->close(&t);
 	}
-	r = restore(a, &t, &rec->prev, &rec->set);
-	if (r < 0) {
-		count_error(a, r);
-		log_warn("journal: cannot restore tid %d: %s", (int)rec->tid, strerror(-r));
-	}
-	a->ops->close(&t);
+	/* Whatever became of the task, what it passed on may still be there. */
+	restore_offspring(a, rec->tid, rec->tgid, rec->since, &rec->prev, &rec->set);
 }
 
 int act_init(struct act *a, const struct act_ops *ops, const char *journal_dir, bool dry_run)
@@ -202,7 +246,8 @@ void act_fini(struct act *a)
 static int journal_entry(struct act *a, const struct act_entry *e)
 {
 	struct journal_rec rec = { .tid = e->task.tid, .tgid = e->tgid,
-				   .start_time = e->task.start_time, .prev = e->prev, .set = e->set };
+				   .start_time = e->task.start_time, .prev = e->prev, .set = e->set,
+				   .since = e->since };
 
 	return journal_set(a->journal, &rec);
 }
@@ -222,8 +267,10 @@ static int pin(struct act *a, const struct plan_action *pa)
 	r = a->ops->get_affinity(&e.task, &cur);
 	if (r < 0 || CPU_EQUAL(&cur, &pa->mask))
 		goto out;
-	if (i < 0)
+	if (i < 0) {
 		e.prev = cur;
+		e.since = act_boot_ticks();
+	}
 	e.tgid = pa->tgid;
 	e.set = pa->mask;
 	if (a->dry_run) {
@@ -307,7 +354,8 @@ static void compact(struct act *a)
 	for (size_t i = 0; i < a->n; i++)
 		recs[i] = (struct journal_rec){ .tid = a->e[i].task.tid, .tgid = a->e[i].tgid,
 						.start_time = a->e[i].task.start_time,
-						.prev = a->e[i].prev, .set = a->e[i].set };
+						.prev = a->e[i].prev, .set = a->e[i].set,
+						.since = a->e[i].since };
 	r = journal_rewrite(a->journal, recs, a->n);
 	if (r < 0)
 		log_warn("journal %s: cannot compact: %s", journal_path(a->journal), strerror(-r));

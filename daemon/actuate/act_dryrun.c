@@ -32,6 +32,12 @@ static void dry_close(struct act_task *t)
 	act_linux_ops.close(t);
 }
 
+static int dry_offspring(pid_t tgid, uint64_t since,
+			 void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start), void *ctx)
+{
+	return act_linux_ops.offspring(tgid, since, fn, ctx);
+}
+
 const struct act_ops act_dryrun_ops = {
 	.name = "dry-run",
 	.open = dry_open,
@@ -39,4 +45,5 @@ const struct act_ops act_dryrun_ops = {
 	.get_affinity = dry_get,
 	.set_affinity = dry_set,
 	.close = dry_close,
+	.offspring = dry_offspring,
 };

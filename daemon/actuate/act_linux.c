@@ -3,14 +3,17 @@
  * so that a reused pid is never touched, then reads and writes affinity. It acts only
  * on what act.c asks, and only on the task it opened.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "act.h"
@@ -124,6 +127,78 @@ static void linux_close(struct act_task *t)
 	t->pidfd = -1;
 }
 
+uint64_t act_boot_ticks(void)
+{
+	struct timespec ts;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) /
+	       (1000000000ULL / (uint64_t)(hz > 0 ? hz : 100));
+}
+
+/* Threads of tgid started at or after since. */
+static void threads_since(pid_t tgid, uint64_t since,
+			  void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start), void *ctx)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)tgid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		uint64_t start;
+
+		if (tid > 0 && read_start_time(tid, &start) == 0 && start >= since)
+			fn(ctx, tid, tgid, start);
+	}
+	closedir(d);
+}
+
+static int linux_offspring(pid_t tgid, uint64_t since,
+			   void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start), void *ctx)
+{
+	struct dirent *de;
+	DIR *d;
+
+	threads_since(tgid, since, fn, ctx);
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		pid_t pid = (pid_t)atoi(de->d_name);
+		struct proc_stat_line l;
+		char path[64], buf[1024];
+		unsigned long ppid;
+		const char *p;
+		ssize_t n;
+		int fd;
+
+		if (pid <= 0 || pid == tgid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		p = strrchr(buf, ')');
+		if (!p || sscanf(p, ") %*c %lu", &ppid) != 1 || (pid_t)ppid != tgid ||
+		    proc_parse_stat(buf, &l) < 0 || l.start_time < since)
+			continue;
+		threads_since(pid, since, fn, ctx);
+	}
+	closedir(d);
+	return 0;
+}
+
 const struct act_ops act_linux_ops = {
 	.name = "linux",
 	.open = linux_open,
@@ -131,4 +206,5 @@ const struct act_ops act_linux_ops = {
 	.get_affinity = linux_get,
 	.set_affinity = linux_set,
 	.close = linux_close,
+	.offspring = linux_offspring,
 };

@@ -152,9 +152,9 @@ static int format_set(const struct journal_rec *r, char *buf, size_t len)
 {
 	char prev[CPUMASK_STRLEN], set[CPUMASK_STRLEN];
 
-	return snprintf(buf, len, "set %d %d %" PRIu64 " %s %s\n", (int)r->tid, (int)r->tgid,
-			r->start_time, cpumask_format(&r->prev, prev, sizeof(prev)),
-			cpumask_format(&r->set, set, sizeof(set)));
+	return snprintf(buf, len, "set %d %d %" PRIu64 " %s %s %" PRIu64 "\n", (int)r->tid,
+			(int)r->tgid, r->start_time, cpumask_format(&r->prev, prev, sizeof(prev)),
+			cpumask_format(&r->set, set, sizeof(set)), r->since);
 }
 
 int journal_set(struct journal *j, const struct journal_rec *r)
@@ -179,8 +179,13 @@ int journal_parse_line(const char *line, char *ret_op, struct journal_rec *ret)
 	char prev[CPUMASK_STRLEN], set[CPUMASK_STRLEN];
 	int tid, tgid, n = 0;
 
+	int m = 0;
+
 	if (sscanf(line, "set %d %d %" SCNu64 " %4095s %4095s%n", &tid, &tgid, &r.start_time,
-		   prev, set, &n) == 5 && (line[n] == '\0' || line[n] == '\n')) {
+		   prev, set, &n) == 5 &&
+	    (line[n] == '\0' || line[n] == '\n' ||
+	     (sscanf(line + n, " %" SCNu64 "%n", &r.since, &m) == 1 &&
+	      (line[n + m] == '\0' || line[n + m] == '\n')))) {
 		if (tid <= 0 || tgid <= 0 || cpumask_parse(prev, &r.prev) < 0 ||
 		    cpumask_parse(set, &r.set) < 0 || CPU_COUNT(&r.prev) == 0 ||
 		    CPU_COUNT(&r.set) == 0)

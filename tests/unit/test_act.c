@@ -57,7 +57,34 @@ static void *kid_thread(void *arg)
  * tid) and spins or sleeps until killed; with exit_on_byte it instead exits once the
  * parent writes a byte.
  */
-enum kid_kind { KID_SLEEP, KID_SPIN, KID_THREAD, KID_EXIT_ON_BYTE };
+enum kid_kind { KID_SLEEP, KID_SPIN, KID_THREAD, KID_EXIT_ON_BYTE, KID_SPAWN_ON_BYTE };
+
+static void *idle_thread(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* On a byte from the parent: a new thread and a new child process (the test finds them). */
+static void __attribute__((noreturn)) spawn_on_byte(pid_t self, int rfd)
+{
+	pthread_t th;
+	char c;
+
+	while (read(rfd, &c, 1) < 0 && errno == EINTR)
+		;
+	if (pthread_create(&th, NULL, idle_thread, NULL) != 0)
+		_exit(5);
+	if (fork() == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != self)
+			_exit(6);
+	}
+	for (;;)
+		pause();
+}
 
 static void __attribute__((noreturn)) kid_main(pid_t parent, int wfd, int rfd, enum kid_kind k)
 {
@@ -82,6 +109,8 @@ static void __attribute__((noreturn)) kid_main(pid_t parent, int wfd, int rfd, e
 	}
 	if (write(wfd, &self, sizeof(self)) != (ssize_t)sizeof(self))
 		_exit(3);
+	if (k == KID_SPAWN_ON_BYTE)
+		spawn_on_byte(self, rfd);
 	if (k == KID_EXIT_ON_BYTE) {
 		while (read(rfd, &c, 1) < 0 && errno == EINTR)
 			;
@@ -372,7 +401,7 @@ static void test_pin(void **state)
 	assert_int_equal(act_managed(&f->a), 1);
 	assert_int_equal(f->a.cnt.moves, 1);
 	assert_int_equal(f->dropped, 0);
-	snprintf(line, sizeof(line), "set %d %d %" PRIu64 " 0-1 1\n", (int)kid, (int)kid, st);
+	snprintf(line, sizeof(line), "set %d %d %" PRIu64 " 0-1 1 ", (int)kid, (int)kid, st);
 	assert_non_null(strstr(journal_text(f, buf, sizeof(buf)), line));
 	assert_int_equal(journal_count(f, "set "), 1);
 	/* The test process itself is untouched. */
@@ -552,6 +581,92 @@ static void test_pin_thread(void **state)
 	assert_mask(tid, "0-1");
 }
 
+/* A thread of tgid other than tgid itself, or 0. */
+static pid_t other_thread(pid_t tgid)
+{
+	char path[64];
+	struct dirent *de;
+	pid_t found = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)tgid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		if (atoi(de->d_name) > 0 && atoi(de->d_name) != tgid)
+			found = atoi(de->d_name);
+	closedir(d);
+	return found;
+}
+
+/* A process whose parent is ppid, or 0. */
+static pid_t child_of(pid_t ppid)
+{
+	struct dirent *de;
+	pid_t found = 0;
+	DIR *d = opendir("/proc");
+
+	assert_non_null(d);
+	while ((de = readdir(d)) && !found) {
+		char path[64], buf[512];
+		const char *p;
+		unsigned long pp;
+		FILE *fp;
+
+		if (atoi(de->d_name) <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		fp = fopen(path, "re");
+		if (!fp)
+			continue;
+		if (fgets(buf, sizeof(buf), fp) && (p = strrchr(buf, ')')) &&
+		    sscanf(p, ") %*c %lu", &pp) == 1 && (pid_t)pp == ppid)
+			found = atoi(de->d_name);
+		fclose(fp);
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * A pinned task that starts a thread and a child process after the pin passes the pin
+ * on; at the stop both get back what the task had, except one that chose otherwise.
+ */
+static void test_offspring_restored(void **state)
+{
+	struct fix *f = *state;
+	pid_t kid, thread = 0, child = 0;
+	int go;
+
+	for (int chose = 0; chose < 2; chose++) {
+		kid = spawn_kind(f, KID_SPAWN_ON_BYTE, NULL, &go);
+		init_a(f);
+		assert_int_equal(pin(f, &f->a, kid, kid, "1"), 1);
+		assert_int_equal(write(go, "x", 1), 1);
+		close(go);
+		/* The kid's report pipe is closed on our side: look the two up in /proc. */
+		for (int tries = 0; tries < 300 && !(thread && child); tries++) {
+			usleep(10000);
+			thread = other_thread(kid);
+			child = child_of(kid);
+		}
+		assert_true(thread > 0 && child > 0);
+		assert_mask(thread, "1");
+		assert_mask(child, "1");
+		if (chose)
+			set_mask(child, "0");
+		act_fini(&f->a);
+		f->a_live = false;
+		assert_mask(kid, "0-1");
+		assert_mask(thread, "0-1");
+		assert_mask(child, chose ? "0" : "0-1");
+		assert_int_equal(f->a.cnt.inherited, chose ? 1 : 2);
+		reap(f, kid);
+		thread = child = 0;
+	}
+}
+
 static void test_crash_recovery(void **state)
 {
 	struct fix *f = *state;
@@ -692,6 +807,7 @@ int main(void)
 		T(test_pin_wrong_start_time),
 		T(test_pin_exited),
 		T(test_pin_thread),
+		T(test_offspring_restored),
 		T(test_crash_recovery),
 		T(test_journal_locked),
 		T(test_failed_repin_keeps_journal_true),

@@ -74,6 +74,7 @@ static void assert_rec_equal(const struct journal_rec *a, const struct journal_r
 	assert_int_equal(a->start_time, b->start_time);
 	assert_true(CPU_EQUAL(&a->prev, &b->prev));
 	assert_true(CPU_EQUAL(&a->set, &b->set));
+	assert_int_equal(a->since, b->since);
 }
 
 static void collect(void *ctx, const struct journal_rec *r)
@@ -371,6 +372,9 @@ static void parse_set_and_clear(void **state)
 	op = '?';
 	assert_int_equal(journal_parse_line("set 42 40 123456789012 0-3,8 8", &op, &r), 0);
 	assert_int_equal(op, 's');
+	assert_int_equal(r.since, 0); /* written before SINCE existed: unknown */
+	assert_int_equal(journal_parse_line("set 42 40 123456789012 0-3,8 8 5555\n", &op, &r), 0);
+	assert_int_equal(r.since, 5555);
 	assert_int_equal(journal_parse_line("clear 42 123456789012\n", &op, &r), 0);
 	assert_int_equal(op, 'c');
 	assert_int_equal(r.tid, 42);
@@ -391,7 +395,8 @@ static void parse_rejects(void **state)
 		"set -1 40 1 0-3 8\n",
 		"set 42 40 1  8\n",
 		"set 42 40 1 0-3\n",
-		"set 42 40 1 0-3 8 9\n",
+		"set 42 40 1 0-3 8 9 10\n",
+		"set 42 40 1 0-3 8 x\n",
 		"set 42 40 1 x 8\n",
 		"set 42 40 1 0-3 1024\n",
 		"set 42 40 1 0-3 8junk\n",
