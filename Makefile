@@ -76,12 +76,15 @@ run: deps
 
 unit: $(UNIT_BIN)
 
+# The bench programs of this build ($(B) is the sub-make's own).
+benches: $(BENCH_BIN)
+
 # The README's test command: unit and integration tests on the normal build,
 # then the same again on an ASan+UBSan build, then the qemu tier (Debian's stock
 # kernel on a two-LLC guest; about half a minute here).
 check: deps-test
-	@$(MAKE) --no-print-directory all unit $(BENCH_BIN)
-	@$(MAKE) --no-print-directory SANITIZE=1 all unit $(BENCH_BIN)
+	@$(MAKE) --no-print-directory all unit benches
+	@$(MAKE) --no-print-directory SANITIZE=1 all unit benches
 	@tests/run --vm build build-asan
 
 # The qemu tier alone.
@@ -90,7 +93,7 @@ check-vm: deps-test
 	@tests/vm/run
 
 bench: deps-test
-	@$(MAKE) --no-print-directory all $(BENCH_BIN)
+	@$(MAKE) --no-print-directory all benches
 	bench/overhead
 
 # The simulator's table and plots, kept in the tree for the README.
@@ -101,4 +104,4 @@ bench-sim: deps
 clean:
 	rm -rf build build-asan
 
-.PHONY: all deps deps-test run unit check check-vm bench bench-sim clean
+.PHONY: all deps deps-test run unit benches check check-vm bench bench-sim clean

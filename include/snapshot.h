@@ -16,6 +16,8 @@
 
 #define SNAP_COMM_LEN 16
 #define SNAP_TASK_KTHREAD 0x1u /* a kernel thread: never touched */
+/* Used no CPU time since the last sample: caught runnable for an instant, not load to move. */
+#define SNAP_TASK_NO_CPU 0x2u
 
 struct snap_cpu {
 	uint32_t nr_running; /* runnable tasks on its run queue, the daemon's own excluded */

@@ -76,6 +76,8 @@ static void snapshot(struct sim *s)
 						.start_time = (uint64_t)t->tid, .allowed = t->allowed };
 
 			st.partner = t->partner >= 0 ? s->t[t->partner].tid : 0;
+			if (!t->ran_ms)
+				st.flags |= SNAP_TASK_NO_CPU;
 			snprintf(st.comm, sizeof(st.comm), "%s",
 				 t->kind == SIM_HOG ? "hog" : t->kind == SIM_REQ ? "req" : "pair");
 			if (!snap_add_task(sn, &st, NULL))

@@ -20,7 +20,9 @@
  *      it, so a short task caught running in one sample moves nothing; an overload
  *      of two or more tasks is acted on at once.
  *  (e) Never touch kernel threads, tasks with narrowed affinity, excluded comms or
- *      cgroups, or the daemon.
+ *      cgroups, or the daemon; and move only tasks that used CPU time since the last
+ *      sample (one caught runnable for an instant counts as load, but is no load to
+ *      move).
  * With keep_pairs, two tasks that wake each other and share an LLC leave it only
  * together, for an LLC with two idle CPUs ("don't depend on wake_wide if waker and
  * wakee are already in same LLC"); the simulator measures what that gains and costs.
@@ -422,8 +424,9 @@ static bool clearly_less_loaded(const struct snapshot *s, const struct pol_state
 static bool movable(const struct snapshot *s, const struct rqb_conf *c,
 		    const struct pol_state *st, const struct snap_task *t)
 {
-	return !pol_ineligible(s, c, t) && !pol_find_pin(st, t->tid, t->start_time) &&
-	       !recently_moved(st, t->tid, t->start_time);
+	/* A task that used no CPU since the last sample was caught running for an instant. */
+	return !(t->flags & SNAP_TASK_NO_CPU) && !pol_ineligible(s, c, t) &&
+	       !pol_find_pin(st, t->tid, t->start_time) && !recently_moved(st, t->tid, t->start_time);
 }
 
 /* ---- keep_pairs: tasks that wake each other move together or not at all ---- */

@@ -428,12 +428,15 @@ static int read_task(struct proc_sampler *ps, struct ptask *t, uint64_t now_ns,
 	struct proc_stat_line l;
 	struct snap_task st = { 0 };
 	char buf[1024];
+	uint64_t used;
 
 	ps->stats.stat_reads++;
 	if (read_fd(t->fd, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &l) < 0 ||
 	    l.start_time != t->start_time)
 		return -ESRCH;
-	if (l.state == 'R' || l.utime + l.stime > t->cputime)
+	/* CPU time since the last read; for a task just found, since it started. */
+	used = t->fresh ? l.utime + l.stime : l.utime + l.stime - t->cputime;
+	if (l.state == 'R' || used)
 		t->active_ns = now_ns;
 	t->cputime = l.utime + l.stime;
 	if (l.state != 'R')
@@ -447,6 +450,8 @@ static int read_task(struct proc_sampler *ps, struct ptask *t, uint64_t now_ns,
 	st.cpu = l.cpu;
 	st.start_time = l.start_time;
 	st.flags = (l.flags & PF_KTHREAD) ? SNAP_TASK_KTHREAD : 0;
+	if (!used)
+		st.flags |= SNAP_TASK_NO_CPU;
 	memcpy(st.comm, l.comm, sizeof(st.comm));
 	if (!snap_add_task(s, &st, t->cgroup))
 		return -ENOMEM;

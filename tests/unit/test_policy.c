@@ -309,6 +309,21 @@ static void never_touches_ineligible(void **state)
 }
 
 /*
+ * (e) A task that used no CPU since the last sample (a short command caught running)
+ * counts as load but is not moved: the hog beside it on the same CPU goes instead.
+ */
+static void moves_no_task_that_used_no_cpu(void **state)
+{
+	struct fx *f = fx_new(T2);
+
+	add(f, 100, 0);
+	add(f, 200, 0)->flags |= SNAP_TASK_NO_CPU;
+	assert_string_equal(decide(f, 100),
+			    "pin tid=100 tgid=100 comm=\"t100\" llc=0->1 cpus=1 why=overload\n");
+	fx_free(f);
+}
+
+/*
  * 256 CPUs: 40 tasks on LLC 3 (CPUs 48-55 run three each). Each pick takes the youngest
  * task of the busiest CPU; targets are idle LLCs of the same NUMA node (0-7) first.
  */
@@ -562,6 +577,7 @@ int main(void)
 		cmocka_unit_test(pin_released_at_max_age),
 		cmocka_unit_test(moves_capped_per_tick),
 		cmocka_unit_test(never_touches_ineligible),
+		cmocka_unit_test(moves_no_task_that_used_no_cpu),
 		cmocka_unit_test(big_machine_prefers_near_llcs),
 		cmocka_unit_test(converges_without_ping_pong),
 		cmocka_unit_test(rules_on_each_machine),
