@@ -23,6 +23,7 @@ struct pol_pin {
 	cpu_set_t mask;          /* what it was pinned to */
 	cpu_set_t orig;          /* what it was allowed before */
 	uint64_t since_ns;       /* when the pin was planned */
+	uint64_t room_ns;        /* since when its LLC of origin could take it back; 0: not now */
 	char comm[SNAP_COMM_LEN];
 };
 
@@ -55,6 +56,7 @@ struct pol_state {
 	int *llc_nr;             /* runnable as a source (see persist() in spread.c) */
 	int *llc_load;           /* runnable as a target: the higher of the two */
 	int *llc_idle;           /* CPUs idle in both ticks */
+	int *llc_away;           /* pins that took a task away from each LLC */
 	unsigned char *llc_done;
 	struct pol_slot { pid_t tid; int slot; } *byid; /* keep_pairs: tid -> bucket slot */
 	size_t nbyid;

@@ -15,7 +15,8 @@
  *  (d) No churn: a moved task is not moved again within min_residency_ms; at most
  *      max_moves_per_tick actions a tick; and hysteresis: a pin is made when its LLC
  *      has at least one task more than CPUs, and released early only when that LLC
- *      could take the task back without exceeding its CPUs. Over time too: an
+ *      could take back every task pinned away from it without exceeding its CPUs,
+ *      and has been able to for min_residency_ms. Over time too: an
  *      overload of one task, or an idle CPU, counts only when two ticks in a row show
  *      it, so a short task caught running in one sample moves nothing; an overload
  *      of two or more tasks is acted on at once.
@@ -53,6 +54,8 @@ static void free_scratch(struct pol_state *st)
 	free(st->bucket_start);
 	free(st->bucket);
 	free(st->llc_done);
+	free(st->llc_away);
+	st->llc_away = NULL;
 	free(st->byid);
 	st->byid = NULL;
 	st->cpu_nr = st->llc_nr = st->llc_idle = st->bucket_start = st->bucket = NULL;
@@ -229,12 +232,13 @@ static int size_scratch(struct pol_state *st, const struct snapshot *s)
 		st->llc_nr = calloc((size_t)nllc, sizeof(int));
 		st->llc_load = calloc((size_t)nllc, sizeof(int));
 		st->llc_idle = calloc((size_t)nllc, sizeof(int));
+		st->llc_away = calloc((size_t)nllc, sizeof(int));
 		st->llc_done = calloc((size_t)nllc, 1);
 		st->bucket = calloc(st->scratch_tasks, sizeof(int));
 		st->byid = calloc(st->scratch_tasks, sizeof(*st->byid));
 		if (!st->cpu_nr || !st->bucket_start || !st->llc_nr || !st->llc_idle ||
 		    !st->llc_done || !st->bucket || !st->raw_nr || !st->raw_idle ||
-		    !st->llc_load || !st->byid) {
+		    !st->llc_load || !st->byid || !st->llc_away) {
 			free_scratch(st);
 			st->nscratch_cpus = st->nscratch_llcs = 0;
 			st->scratch_tasks = 0;
@@ -526,17 +530,30 @@ static int release(const struct snapshot *s, const struct rqb_conf *c, struct po
 {
 	const uint64_t min_ns = c->min_residency_ms * NSEC_PER_MSEC;
 	const uint64_t max_ns = (uint64_t)c->max_pin_ms * NSEC_PER_MSEC;
+	int *away = st->llc_away;
 
+	memset(away, 0, (size_t)s->topo->nllcs * sizeof(int));
+	for (size_t i = 0; i < st->npins; i++)
+		away[st->pins[i].from_llc]++;
 	for (size_t i = 0; i < st->npins && *budget > 0;) {
-		const struct pol_pin *p = &st->pins[i];
+		struct pol_pin *p = &st->pins[i];
 		uint64_t age = s->now_ns - p->since_ns;
 		const char *why = NULL;
 		struct plan_action a;
 
+		/*
+		 * Room means the LLC of origin could take back every task pinned away from it,
+		 * not just this one (else they return one by one and are pinned again), and
+		 * for min_residency: a bursty LLC that dips for a tick has no room.
+		 */
+		if (st->llc_load[p->from_llc] + away[p->from_llc] >
+		    s->topo->llcs[p->from_llc].ncpus)
+			p->room_ns = 0;
+		else if (!p->room_ns)
+			p->room_ns = s->now_ns;
 		if (age >= max_ns)
 			why = "max_pin";
-		else if (age >= min_ns &&
-			 st->llc_load[p->from_llc] + 1 <= s->topo->llcs[p->from_llc].ncpus)
+		else if (age >= min_ns && p->room_ns && s->now_ns - p->room_ns >= min_ns)
 			why = "balanced";
 		if (!why) {
 			i++;
@@ -548,6 +565,8 @@ static int release(const struct snapshot *s, const struct rqb_conf *c, struct po
 		memcpy(a.comm, p->comm, sizeof(a.comm));
 		if (plan_add(plan, &a) < 0 || note_move(st, p->tid, p->start_time, s->now_ns) < 0)
 			return -ENOMEM;
+		away[p->from_llc]--;
+		st->llc_load[p->from_llc]++; /* it may well go back */
 		del_pin(st, i);
 		(*budget)--;
 	}

@@ -212,7 +212,10 @@ static void one_sample_overload_moves_nothing(void **state)
 	fx_free(f);
 }
 
-/* (d) A pin holds for min_residency, is released once its LLC could take it back. */
+/*
+ * (d) A pin holds for min_residency, and is released once its LLC of origin could take
+ * back every task pinned away from it, and could for min_residency without a break.
+ */
 static void residency_and_release(void **state)
 {
 	struct fx *f = fx_new(T2);
@@ -223,11 +226,19 @@ static void residency_and_release(void **state)
 			    "pin tid=101 tgid=101 comm=\"t101\" llc=0->1 cpus=1 why=overload\n");
 	/* The sample is stale: 101 still shows on CPU 0. It counts on LLC 1: no more moves. */
 	assert_string_equal(tick(f, 200), "");
-	/* 100 exits; LLC 0 could take 101 back, but not before min_residency. */
+	/* 100 exits: LLC 0 has room from 700 on (600 still remembers 100)... */
 	snap_reset(f->s);
 	add(f, 101, 1);
-	assert_string_equal(tick(f, 600), "");
-	assert_string_equal(tick(f, 1100),
+	for (uint64_t t = 600; t <= 1100; t += 100)
+		assert_string_equal(tick(f, t), "");
+	/* ...but a task there for one tick breaks it: the room starts again at 1400. */
+	add(f, 102, 0);
+	assert_string_equal(tick(f, 1200), "");
+	snap_reset(f->s);
+	add(f, 101, 1);
+	for (uint64_t t = 1300; t < 2400; t += 100)
+		assert_string_equal(tick(f, t), "");
+	assert_string_equal(tick(f, 2400),
 			    "unpin tid=101 tgid=101 comm=\"t101\" llc=1->any cpus=0-1 "
 			    "why=balanced\n");
 	assert_null(pol_find_pin(&f->st, 101, 1101));
