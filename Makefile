@@ -26,21 +26,25 @@ DAEMON_SRC = \
 	daemon/plan.c \
 	daemon/actuate/journal.c daemon/actuate/act.c \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c \
-	daemon/daemon.c
+	daemon/ctl_proto.c daemon/ctl.c daemon/daemon.c
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/main.o
 
-UNIT_TESTS = conf cpumask topo snapshot policy plan proc journal act kfeatures
+UNIT_TESTS = conf cpumask topo snapshot policy plan proc journal act kfeatures ctl
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
 SIM_OBJ    = $(SIM_SRC:%.c=$(B)/%.o)
 BENCH_BIN  = $(B)/bench/spinner $(B)/bench/sim/sim
 
-all: $(B)/rqbalanced
+all: $(B)/rqbalanced $(B)/rqctl
 
 $(B)/rqbalanced: $(DAEMON_OBJ) $(MAIN_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# rqctl needs only the protocol, not the daemon.
+$(B)/rqctl: $(B)/client/rqctl.o $(B)/daemon/ctl_proto.o
+	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/%.o: %.c $(wildcard include/*.h)
 	@mkdir -p $(@D)

@@ -30,6 +30,11 @@ const struct conf_key conf_keys[] = {
 	  "Directory of the restore journal; must be absolute." },
 	{ "daemon", "topology", CONF_STR, 0, 0, NULL, "", OFF(topology),
 	  "hwloc XML file describing this machine; empty asks hwloc." },
+	{ "daemon", "ctl_socket", CONF_STR, 0, 0, NULL, RQB_RUNDIR "/ctl.sock", OFF(ctl_socket),
+	  "The ctl socket rqctl talks to; must be absolute (a socket passed by the service "
+	  "manager takes its place)." },
+	{ "daemon", "ctl_group", CONF_STR, 0, 0, NULL, "", OFF(ctl_group),
+	  "Members of this group may ask for a reload through rqctl; empty: root only." },
 	{ "daemon", "dry_run", CONF_BOOL, 0, 0, NULL, "no", OFF(dry_run),
 	  "Log the plan each tick and change nothing." },
 	{ "daemon", "log_level", CONF_LOGLEVEL, 0, 0, NULL, "info", OFF(log_level),
@@ -173,7 +178,8 @@ static int parse_str(const struct conf_key *k, const char *v, char *ret, const c
 		*reason = "too long";
 		return -EINVAL;
 	}
-	if (strcmp(k->key, "journal_dir") == 0 && v[0] != '/') {
+	if ((strcmp(k->key, "journal_dir") == 0 || strcmp(k->key, "ctl_socket") == 0) &&
+	    v[0] != '/') {
 		*reason = "must be an absolute path";
 		return -EINVAL;
 	}

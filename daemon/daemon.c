@@ -159,6 +159,7 @@ static void keep_restart_keys(const struct rqb_conf *old, struct rqb_conf *c)
 		{ "replay_file", offsetof(struct rqb_conf, replay_file), CONF_MAX_STR },
 		{ "journal_dir", offsetof(struct rqb_conf, journal_dir), CONF_MAX_STR },
 		{ "topology", offsetof(struct rqb_conf, topology), CONF_MAX_STR },
+		{ "ctl_socket", offsetof(struct rqb_conf, ctl_socket), CONF_MAX_STR },
 		{ "dry_run", offsetof(struct rqb_conf, dry_run), sizeof(bool) },
 		{ "rescan_ms", offsetof(struct rqb_conf, proc_rescan_ms), sizeof(uint32_t) },
 		{ "max_tracked", offsetof(struct rqb_conf, proc_max_tracked), sizeof(uint32_t) },
@@ -176,7 +177,7 @@ static void keep_restart_keys(const struct rqb_conf *old, struct rqb_conf *c)
 	}
 }
 
-int daemon_reload(struct daemon *d)
+int daemon_reload(struct daemon *d, char **ret_errors)
 {
 	struct rqb_conf c;
 	char *buf = NULL;
@@ -190,12 +191,16 @@ int daemon_reload(struct daemon *d)
 		fclose(err);
 	if (r < 0) {
 		/* Each error line already names file:line: [section] key: reason. */
+		char *copy = buf && ret_errors ? strdup(buf) : NULL;
+
 		for (char *line = buf ? strtok(buf, "\n") : NULL; line; line = strtok(NULL, "\n"))
 			log_err("reload: %s", line);
 		log_err("reload failed: keeping the running configuration");
 		sd_notify(0, "READY=1\nSTATUS=reload failed: kept the running configuration");
 		d->status[0] = '\0';
 		free(buf);
+		if (ret_errors)
+			*ret_errors = copy;
 		return -EINVAL;
 	}
 	free(buf);
@@ -214,7 +219,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	struct daemon *d = userdata;
 
 	if (si->ssi_signo == SIGHUP) {
-		daemon_reload(d);
+		daemon_reload(d, NULL);
 		return 0;
 	}
 	log_notice("%s: stopping", strsignal((int)si->ssi_signo));
@@ -310,8 +315,14 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 		return r;
 	}
 	r = setup_loop(d);
-	if (r < 0)
+	if (r < 0) {
 		log_err("event loop: %s", strerror(-r));
+		return r;
+	}
+	r = ctl_init(&d->ctl, d->event, d->conf.ctl_socket, d);
+	if (r < 0)
+		log_err("ctl socket %s: %s", d->conf.ctl_socket,
+			r == -EADDRINUSE ? "another rqbalanced serves it" : strerror(-r));
 	return r;
 }
 
@@ -337,6 +348,8 @@ void daemon_fini(struct daemon *d)
 		log_info("stopped: %" PRIu64 " task%s restored", d->act.cnt.restores - before,
 			 d->act.cnt.restores - before == 1 ? "" : "s");
 	}
+	if (d->ctl.d)
+		ctl_fini(&d->ctl);
 	sd_event_source_unref(d->timer);
 	sd_event_unref(d->event);
 	if (d->record)

@@ -24,6 +24,8 @@ struct rqb_conf {
 	char replay_file[CONF_MAX_STR]; /* snapshots for sampler = replay */
 	char journal_dir[CONF_MAX_STR]; /* where the restore journal lives */
 	char topology[CONF_MAX_STR];    /* hwloc XML file; "" = this machine */
+	char ctl_socket[CONF_MAX_STR];  /* where rqctl connects */
+	char ctl_group[CONF_MAX_STR];   /* a group whose members may control it; "" = root only */
 	bool dry_run;                   /* plan and log, change nothing */
 	int log_level;                  /* syslog level */
 	/* [balance] */

@@ -9,6 +9,7 @@
 
 #include "act.h"
 #include "conf.h"
+#include "ctl_server.h"
 #include "kfeatures.h"
 #include "plan.h"
 #include "policy.h"
@@ -37,6 +38,7 @@ struct daemon {
 	struct pol_state pol;
 	struct plan plan;
 	struct act act;
+	struct ctl_server ctl;
 	FILE *record;
 	sd_event *event;
 	sd_event_source *timer;
@@ -55,7 +57,11 @@ int daemon_run(struct daemon *d);
 void daemon_fini(struct daemon *d);
 /* One pass of sample -> snapshot -> policy -> plan -> actuate. */
 int daemon_tick(struct daemon *d, uint64_t now_ns);
-/* SIGHUP: re-reads the config; on error keeps the old one. 0 or -EINVAL. */
-int daemon_reload(struct daemon *d);
+/*
+ * SIGHUP or rqctl reload: re-reads the config; on error keeps the old one and returns
+ * -EINVAL, with the reasons (one "file:line: key: reason" a line) in *ret_errors when
+ * ret_errors is not NULL (free it).
+ */
+int daemon_reload(struct daemon *d, char **ret_errors);
 
 #endif

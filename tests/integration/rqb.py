@@ -133,9 +133,11 @@ class Daemon:
         self.tmp = tmp
         self.journal = journal or os.path.join(tmp, "run")
         self.conf = os.path.join(tmp, "rqbalance.conf")
+        self.ctl = os.path.join(tmp, "ctl.sock")
         self.log = os.path.join(tmp, f"daemon-{time.monotonic_ns()}.log")
         with open(self.conf, "w") as f:
-            f.write(f"[daemon]\njournal_dir = {self.journal}\nlog_level = debug\n{conf}")
+            f.write(f"[daemon]\njournal_dir = {self.journal}\nctl_socket = {self.ctl}\n"
+                    f"log_level = debug\n{conf}")
         e = dict(os.environ)
         e.pop("NOTIFY_SOCKET", None)
         e.pop("JOURNAL_STREAM", None)

@@ -22,13 +22,13 @@ def test():
             notify.wait_for("READY=1")
             time.sleep(0.5)
             check("pin tid=" not in d.text(), "the excluded comm is not moved")
-            journal_line = f"journal_dir = {d.journal}\n"
+            journal_line = f"journal_dir = {d.journal}\nctl_socket = {d.ctl}\n"
 
             with open(d.conf, "w") as f:
                 f.write(f"[daemon]\n{journal_line}[balance]\nimbalance_pct = 2\n")
             d.proc.send_signal(signal.SIGHUP)
             d.wait_for(r"reload failed: keeping the running configuration")
-            check(":4: [balance] imbalance_pct: 2 is out of range" in d.text(),
+            check(":5: [balance] imbalance_pct: 2 is out of range" in d.text(),
                   "the failed reload says file:line: key: reason")
             notify.wait_for("RELOADING=1")
             notify.wait_for("STATUS=reload failed: kept the running configuration")

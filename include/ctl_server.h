@@ -1,0 +1,36 @@
+/* The ctl socket in the daemon: accepts rqctl connections and answers them. */
+#ifndef RQB_CTL_SERVER_H
+#define RQB_CTL_SERVER_H
+
+#include <stdbool.h>
+#include <systemd/sd-event.h>
+
+#define CTL_MAX_CONNS 64      /* connections at once; more are closed at accept */
+#define CTL_MAX_REQUEST 4096  /* payload bytes a request may carry */
+#define CTL_MAX_MSGS 16       /* requests on one connection */
+#define CTL_CONN_TIMEOUT_USEC (2 * 1000000ULL) /* a connection's whole life */
+
+struct daemon;
+struct conn;
+
+struct ctl_server {
+	int fd;                 /* listening socket, -1 if none */
+	bool activated;         /* passed in by the service manager: not ours to unlink */
+	char path[108];
+	sd_event_source *src;
+	unsigned nconns;
+	unsigned long refused;  /* connections closed for being over CTL_MAX_CONNS */
+	unsigned long bad;      /* messages refused as malformed */
+	struct conn *conns;     /* open connections */
+	struct daemon *d;
+};
+
+/*
+ * Serves path: takes a socket from the service manager (sd_listen_fds) if one was
+ * passed, else creates it (mode 0666: every user may ask for status; what a request
+ * may do is checked against the peer's credentials). 0 or -errno.
+ */
+int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon *d);
+void ctl_fini(struct ctl_server *s);
+
+#endif

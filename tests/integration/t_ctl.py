@@ -1,0 +1,138 @@
+"""The ctl socket and rqctl: status as text and JSON, reload and its refusal with the
+reasons, malformed messages (short, long, wrong magic or version, unknown or reply
+type) each answered with an error or a close while the daemon keeps serving, more
+connections than it takes at once, and who may reload: root, or ctl_group, not any
+user (a real unprivileged user the test creates)."""
+import grp
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import time
+
+from rqb import (BUILD, ROOT, TOPO_2LLC, Daemon, check, main, require, tmpdir)
+
+RQCTL = os.path.join(ROOT, BUILD, "rqctl")
+MAGIC, VERSION, STATUS, RELOAD, OK, ERR = 0x43425152, 1, 1, 2, 100, 101
+HDR = struct.Struct("=IHHII")
+
+
+def rqctl(sock, *args, user=None):
+    pre = ["runuser", "-u", user, "--"] if user else []
+    return subprocess.run(pre + [RQCTL, "-s", sock, *args], capture_output=True, text=True,
+                          timeout=30)
+
+
+def raw(sock, data, expect_reply=True):
+    """Sends bytes, returns (type, payload) of the reply, or None if closed without one."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(sock)
+    s.sendall(data)
+    got = b""
+    try:
+        while len(got) < HDR.size or len(got) < HDR.size + HDR.unpack(got[:HDR.size])[3]:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+    except socket.timeout:
+        pass
+    s.close()
+    if len(got) < HDR.size:
+        return None
+    magic, version, typ, length, seq = HDR.unpack(got[:HDR.size])
+    return typ, got[HDR.size:HDR.size + length].decode()
+
+
+def malformed(sock):
+    cases = {
+        "a short header": HDR.pack(MAGIC, VERSION, STATUS, 0, 1)[:7],
+        "a wrong magic": HDR.pack(MAGIC ^ 1, VERSION, STATUS, 0, 1),
+        "a wrong version": HDR.pack(MAGIC, VERSION + 1, STATUS, 0, 1),
+        "an unknown type": HDR.pack(MAGIC, VERSION, 77, 0, 1),
+        "a reply sent as a request": HDR.pack(MAGIC, VERSION, OK, 0, 1),
+        "a request too long": HDR.pack(MAGIC, VERSION, STATUS, 4097, 1) + b"x" * 100,
+    }
+    for what, data in cases.items():
+        r = raw(sock, data)
+        if what == "a short header":
+            check(r is None, f"{what}: no answer until the rest comes (then a timeout)")
+        else:
+            check(r is not None and r[0] == ERR, f"{what}: an error reply")
+        check(rqctl(sock, "status").returncode == 0, f"after {what} the daemon still serves")
+
+
+def test():
+    require()
+    if not os.path.exists(RQCTL):
+        from rqb import skip
+        skip(f"{RQCTL} is not built")
+    with tmpdir() as tmp:
+        os.chmod(tmp, 0o755)  # the unprivileged user must reach the socket
+        with Daemon(tmp, ["--dry-run", "--topology", TOPO_2LLC]) as d:
+            d.wait_for(r"running: sampler")
+            p = rqctl(d.ctl, "status")
+            check(p.returncode == 0 and "sampler proc\n" in p.stdout, "rqctl status")
+            check("llc 1 cpus 1 runnable " in p.stdout, "status has the load per LLC")
+            j = json.loads(rqctl(d.ctl, "--json", "status").stdout)
+            check(j["sampler"] == "proc" and isinstance(j["ticks"], int),
+                  "rqctl --json status is JSON with numbers as numbers")
+            check([l["cpus"] for l in j["llcs"]] == ["0", "1"], "and the LLCs as an array")
+
+            p = rqctl(d.ctl, "reload")
+            check(p.returncode == 0 and p.stdout == "reloaded\n", "rqctl reload")
+            good = open(d.conf).read()
+            with open(d.conf, "a") as f:
+                f.write("[daemon]\nbogus = 1\n")
+            p = rqctl(d.ctl, "reload")
+            check(p.returncode == 1, "a reload of a bad config fails with exit 1")
+            check("[daemon] bogus: unknown key" in p.stderr, f"and says why: {p.stderr!r}")
+            check(rqctl(d.ctl, "status").returncode == 0, "the daemon keeps running")
+            with open(d.conf, "w") as f:
+                f.write(good)
+
+            check(rqctl(d.ctl, "frob").returncode == 2, "an unknown command is bad usage")
+            malformed(d.ctl)
+
+            held = []
+            for _ in range(80):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(d.ctl)
+                held.append(s)
+            time.sleep(0.3)
+            for s in held:
+                s.close()
+            time.sleep(0.2)
+            check(rqctl(d.ctl, "status").returncode == 0,
+                  "after 80 connections at once (64 taken) it still serves")
+
+            permissions(tmp, d)
+            check(d.stop() == 0, "clean stop")
+
+
+def permissions(tmp, d):
+    if not shutil.which("useradd") or not shutil.which("runuser"):
+        print("(useradd or runuser missing: permission checks not run)")
+        return
+    user = f"rqbt{os.getpid() % 100000}"
+    subprocess.run(["useradd", "-M", "-N", "-g", "nogroup", "-s", "/usr/sbin/nologin", user],
+                   check=True)
+    try:
+        p = rqctl(d.ctl, "status", user=user)
+        check(p.returncode == 0, "any user may ask for status")
+        p = rqctl(d.ctl, "reload", user=user)
+        check(p.returncode == 1 and "permission denied" in p.stderr,
+              "an unprivileged user may not reload")
+        with open(d.conf, "a") as f:
+            f.write("[daemon]\nctl_group = nogroup\n")
+        check(rqctl(d.ctl, "reload").returncode == 0, "root may (and sets ctl_group)")
+        p = rqctl(d.ctl, "reload", user=user)
+        check(p.returncode == 0, "a member of ctl_group may reload")
+    finally:
+        subprocess.run(["userdel", user], check=False)
+
+
+main(test)
