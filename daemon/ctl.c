@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -161,8 +162,10 @@ static int serve(struct conn *c)
 
 	while ((n = ctl_decode(c->buf, c->have, &m)) != 0) {
 		if (n < 0 || !ctl_is_request(m.hdr.type) || m.hdr.len > CTL_MAX_REQUEST) {
-			c->srv->bad++;
-			log_info("ctl: malformed message from pid %d: closing", c->cred.pid);
+			/* A flood of bad clients must not flood the log: 1st, 2nd, 4th, 8th... */
+			if ((++c->srv->bad & (c->srv->bad - 1)) == 0)
+				log_info("ctl: malformed message from pid %d, closing (%lu so far)",
+					 c->cred.pid, c->srv->bad);
 			reply_err(c, 0, EPROTO, "malformed message");
 			return -EPROTO;
 		}
@@ -255,6 +258,9 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		return 0;
 	}
 	peer_groups(c);
+	/* Replies are written blocking: a client that does not read must not stall us. */
+	setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){ .tv_sec = 1 },
+		   sizeof(struct timeval));
 	sd_event_now(e, CLOCK_MONOTONIC, &now);
 	if (sd_event_add_io(e, &c->io, cfd, EPOLLIN, on_conn_io, c) < 0 ||
 	    sd_event_add_time(e, &c->timer, CLOCK_MONOTONIC, now + CTL_CONN_TIMEOUT_USEC, 0,
