@@ -163,7 +163,9 @@ static int serve(struct conn *c)
 	while ((n = ctl_decode(c->buf, c->have, &m)) != 0) {
 		if (n < 0 || !ctl_is_request(m.hdr.type) || m.hdr.len > CTL_MAX_REQUEST) {
 			/* A flood of bad clients must not flood the log: 1st, 2nd, 4th, 8th... */
-			if ((++c->srv->bad & (c->srv->bad - 1)) == 0)
+			unsigned long bad = ++c->srv->bad;
+
+			if ((bad & (bad - 1)) == 0)
 				log_info("ctl: malformed message from pid %d, closing (%lu so far)",
 					 c->cred.pid, c->srv->bad);
 			reply_err(c, 0, EPROTO, "malformed message");
