@@ -19,9 +19,9 @@ MAGIC, VERSION, STATUS, RELOAD, OK, ERR = 0x43425152, 1, 1, 2, 100, 101
 HDR = struct.Struct("=IHHII")
 
 
-def rqctl(sock, *args, user=None):
+def rqctl(sock, *args, user=None, prog=RQCTL):
     pre = ["runuser", "-u", user, "--"] if user else []
-    return subprocess.run(pre + [RQCTL, "-s", sock, *args], capture_output=True, text=True,
+    return subprocess.run(pre + [prog, "-s", sock, *args], capture_output=True, text=True,
                           timeout=30)
 
 
@@ -118,18 +118,22 @@ def permissions(tmp, d):
         print("(useradd or runuser missing: permission checks not run)")
         return
     user = f"rqbt{os.getpid() % 100000}"
+    # The checkout may sit where the user cannot reach: run a copy from the test's dir.
+    prog = os.path.join(tmp, "rqctl")
+    shutil.copy(RQCTL, prog)
+    os.chmod(prog, 0o755)
     subprocess.run(["useradd", "-M", "-N", "-g", "nogroup", "-s", "/usr/sbin/nologin", user],
                    check=True)
     try:
-        p = rqctl(d.ctl, "status", user=user)
-        check(p.returncode == 0, "any user may ask for status")
-        p = rqctl(d.ctl, "reload", user=user)
+        p = rqctl(d.ctl, "status", user=user, prog=prog)
+        check(p.returncode == 0, f"any user may ask for status {p.stderr!r}")
+        p = rqctl(d.ctl, "reload", user=user, prog=prog)
         check(p.returncode == 1 and "permission denied" in p.stderr,
               "an unprivileged user may not reload")
         with open(d.conf, "a") as f:
             f.write("[daemon]\nctl_group = nogroup\n")
         check(rqctl(d.ctl, "reload").returncode == 0, "root may (and sets ctl_group)")
-        p = rqctl(d.ctl, "reload", user=user)
+        p = rqctl(d.ctl, "reload", user=user, prog=prog)
         check(p.returncode == 0, "a member of ctl_group may reload")
     finally:
         subprocess.run(["userdel", user], check=False)
