@@ -35,7 +35,7 @@ UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
 SIM_OBJ    = $(SIM_SRC:%.c=$(B)/%.o)
-BENCH_BIN  = $(B)/bench/spinner $(B)/bench/sim/sim
+BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/sim/sim
 
 all: $(B)/rqbalanced $(B)/rqctl
 
