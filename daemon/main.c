@@ -254,7 +254,10 @@ int main(int argc, char **argv)
 		return 2;
 	r = daemon_load_config(&cli.o, stderr, &conf);
 	if (cli.action == CHECK) {
-		if (r == 0)
+		if (r == 0 && !cli.o.config_explicit && access(cli.o.config_path, F_OK) < 0)
+			printf("%s: no such file: the built-in defaults are used, and valid\n",
+			       cli.o.config_path);
+		else if (r == 0)
 			printf("%s: ok\n", cli.o.config_path);
 		return r == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 	}
