@@ -288,6 +288,10 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 	}
 	topo_describe(d->topo, desc, sizeof(desc));
 	log_info("topology: %s", desc);
+	if (d->topo->noffline)
+		log_notice("topology: %d CPU%s it names %s not online here: left out",
+			   d->topo->noffline, d->topo->noffline == 1 ? "" : "s",
+			   d->topo->noffline == 1 ? "is" : "are");
 	features_probe("", d->topo, &d->features);
 	features_log(&d->features);
 	d->snap = snap_new(d->topo);

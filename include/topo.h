@@ -26,6 +26,7 @@ struct topo {
 	int ncores;
 	int nnuma;
 	int nllcs;
+	int noffline;            /* CPUs the topology names that are not online here */
 	cpu_set_t online;        /* the CPUs rqbalance may place work on */
 	struct topo_cpu *cpus;   /* indexed by OS CPU number, nr_cpu_ids entries */
 	struct topo_llc *llcs;   /* nllcs entries */

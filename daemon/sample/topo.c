@@ -72,6 +72,29 @@ static hwloc_obj_t llc_of(hwloc_topology_t h, hwloc_obj_t pu)
 	return best;
 }
 
+/* Cores with at least one online CPU. */
+static int count_cores(const struct topo *t, int hwloc_cores)
+{
+	unsigned char *seen;
+	int n = 0;
+
+	if (hwloc_cores <= 0)
+		return t->ncpus; /* no cores described: each CPU stands alone */
+	seen = calloc((size_t)hwloc_cores, 1);
+	if (!seen)
+		return hwloc_cores;
+	for (int c = 0; c < t->nr_cpu_ids; c++) {
+		int core = t->cpus[c].core;
+
+		if (t->cpus[c].present && core >= 0 && core < hwloc_cores && !seen[core]) {
+			seen[core] = 1;
+			n++;
+		}
+	}
+	free(seen);
+	return n;
+}
+
 static int fill(hwloc_topology_t h, const cpu_set_t *online, struct topo *t)
 {
 	int npu = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_PU);
@@ -103,8 +126,10 @@ static int fill(hwloc_topology_t h, const cpu_set_t *online, struct topo *t)
 		hwloc_obj_t numa = NULL;
 		struct topo_cpu *c = &t->cpus[cpu];
 
-		if (online && !CPU_ISSET(cpu, online))
+		if (online && !CPU_ISSET(cpu, online)) {
+			t->noffline++;
 			continue;
+		}
 		/* No cache described: each package (or the machine) is one LLC. */
 		if (!llc)
 			llc = pkg ? pkg : hwloc_get_root_obj(h);
@@ -134,7 +159,7 @@ static int fill(hwloc_topology_t h, const cpu_set_t *online, struct topo *t)
 		t->llcs[l].numa = t->cpus[first].numa;
 		t->llcs[l].package = t->cpus[first].package;
 	}
-	t->ncores = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE);
+	t->ncores = count_cores(t, hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE));
 	t->nnuma = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_NUMANODE);
 	free(llc_objs);
 	return t->ncpus > 0 ? 0 : -ENODEV;

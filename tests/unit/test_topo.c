@@ -104,6 +104,7 @@ static void offline_cpus_left_out(void **state)
 	fclose(f);
 	assert_int_equal(topo_load(&o, &t), 0);
 	assert_int_equal(t->ncpus, 4);
+	assert_int_equal(t->noffline, 4);
 	assert_false(t->cpus[3].present);
 	assert_false(t->cpus[4].present);
 	assert_true(t->cpus[5].present);
