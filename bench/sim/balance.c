@@ -41,13 +41,9 @@ static void set_affinity(struct sim *s, int i, const cpu_set_t *mask, int to_llc
 	}
 	t->allowed = *mask;
 	if (t->queued && !CPU_ISSET(t->cpu, mask)) {
-		int cpu, best = -1;
-
 		/* Like the kernel's migration on an affinity change: the least busy allowed CPU. */
-		for (cpu = 0; cpu < s->topo->nr_cpu_ids; cpu++)
-			if (s->topo->cpus[cpu].present && CPU_ISSET(cpu, mask) &&
-			    (best < 0 || s->cpu[cpu].n < s->cpu[best].n))
-				best = cpu;
+		int best = sim_least_loaded(s, i, -1);
+
 		if (best >= 0)
 			sim_migrate(s, i, best);
 	}

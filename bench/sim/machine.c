@@ -155,8 +155,7 @@ static int idle_in_llc(const struct sim *s, int i, int l, int start)
 	return -1;
 }
 
-/* The allowed CPU with the shortest queue, LLC l first when l >= 0. */
-static int least_loaded(const struct sim *s, int i, int l)
+int sim_least_loaded(const struct sim *s, int i, int l)
 {
 	int best = -1;
 
@@ -183,7 +182,7 @@ static int place(const struct sim *s, int i, int target_llc, int prefer)
 		return c;
 	if (prefer >= 0 && cpu_ok(s, i, prefer))
 		return prefer;
-	return least_loaded(s, i, target_llc);
+	return sim_least_loaded(s, i, target_llc);
 }
 
 void sim_arrive(struct sim *s, int i, int llc)

@@ -106,6 +106,8 @@ void sim_depart(struct sim *s, int i);
 void sim_wake(struct sim *s, int i, int waker_cpu);
 /* Advances one millisecond; every tick_ms the balancer runs. */
 void sim_step(struct sim *s);
+/* The CPU task i may run on with the shortest queue, LLC l first when l >= 0; -1 if none. */
+int sim_least_loaded(const struct sim *s, int i, int l);
 /* Moves a queued task to another CPU's queue, as a migration. */
 void sim_migrate(struct sim *s, int i, int cpu);
 /* The balancer's tick (balance.c): metrics, then the balancer under test. */
