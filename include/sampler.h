@@ -55,6 +55,7 @@ void sampler_proc_stats(const struct sampler *sm, struct proc_stats *ret);
 /* Parsers, exposed for unit tests and fuzzing. */
 struct proc_stat_line {
 	char state;
+	pid_t ppid;             /* parent's tgid */
 	uint32_t flags;
 	uint64_t utime, stime;  /* clock ticks */
 	uint64_t start_time;    /* clock ticks after boot */

@@ -35,9 +35,8 @@ static int pidfd_open_thread(pid_t tid, pid_t tgid)
 	return fd < 0 ? -errno : fd;
 }
 
-static int read_start_time(pid_t tid, uint64_t *ret)
+static int read_stat(pid_t tid, struct proc_stat_line *ret)
 {
-	struct proc_stat_line l;
 	char path[64], buf[1024];
 	ssize_t n;
 	int fd;
@@ -51,8 +50,16 @@ static int read_start_time(pid_t tid, uint64_t *ret)
 	if (n <= 0)
 		return -ESRCH;
 	buf[n] = '\0';
-	if (proc_parse_stat(buf, &l) < 0)
-		return -EIO;
+	return proc_parse_stat(buf, ret) < 0 ? -EIO : 0;
+}
+
+static int read_start_time(pid_t tid, uint64_t *ret)
+{
+	struct proc_stat_line l;
+	int r = read_stat(tid, &l);
+
+	if (r < 0)
+		return r;
 	*ret = l.start_time;
 	return 0;
 }
@@ -172,28 +179,10 @@ static int linux_offspring(pid_t tgid, uint64_t since,
 	while ((de = readdir(d))) {
 		pid_t pid = (pid_t)atoi(de->d_name);
 		struct proc_stat_line l;
-		char path[64], buf[1024];
-		unsigned long ppid;
-		const char *p;
-		ssize_t n;
-		int fd;
 
-		if (pid <= 0 || pid == tgid)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		p = strrchr(buf, ')');
-		if (!p || sscanf(p, ") %*c %lu", &ppid) != 1 || (pid_t)ppid != tgid ||
-		    proc_parse_stat(buf, &l) < 0 || l.start_time < since)
-			continue;
-		threads_since(pid, since, fn, ctx);
+		if (pid > 0 && pid != tgid && read_stat(pid, &l) == 0 && l.ppid == tgid &&
+		    l.start_time >= since)
+			threads_since(pid, since, fn, ctx);
 	}
 	closedir(d);
 	return 0;

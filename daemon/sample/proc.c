@@ -94,6 +94,7 @@ int proc_parse_stat(const char *buf, struct proc_stat_line *ret)
 			return -EINVAL;
 		p = end;
 	}
+	l.ppid = (pid_t)v[4];
 	l.flags = (uint32_t)v[9];
 	l.utime = v[14];
 	l.stime = v[15];

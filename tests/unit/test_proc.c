@@ -62,6 +62,7 @@ static void test_stat_comm_with_paren_and_space(void **state)
 	assert_int_equal(proc_parse_stat(buf, &l), 0);
 	assert_string_equal(l.comm, "(a) b)");
 	assert_int_equal(l.state, 'R');
+	assert_int_equal(l.ppid, 1);
 	assert_int_equal(l.flags, 4194560);
 	assert_int_equal(l.utime, 57);
 	assert_int_equal(l.stime, 13);
