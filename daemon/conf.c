@@ -17,28 +17,29 @@
 static const char *const sampler_names[] = { "proc", "replay", NULL };
 
 #define OFF(f) offsetof(struct rqb_conf, f)
-#define INT(s, k, lo, hi, d, f, h) { s, k, CONF_INT, lo, hi, NULL, d, OFF(f), h }
+#define INT(s, k, lo, hi, d, f, h) { s, k, CONF_INT, lo, hi, NULL, d, OFF(f), h, false }
+#define INTR(s, k, lo, hi, d, f, h) { s, k, CONF_INT, lo, hi, NULL, d, OFF(f), h, true }
 
 const struct conf_key conf_keys[] = {
 	INT("daemon", "interval_ms", 10, 60000, "100", interval_ms,
 	    "Tick: how often to sample, decide and act, in milliseconds."),
 	{ "daemon", "sampler", CONF_ENUM, 0, 0, sampler_names, "proc", OFF(sampler),
-	  "Where samples come from: proc (live, from /proc) or replay (replay_file)." },
+	  "Where samples come from: proc (live, from /proc) or replay (replay_file).", true },
 	{ "daemon", "replay_file", CONF_STR, 0, 0, NULL, "", OFF(replay_file),
-	  "Snapshot file that sampler = replay reads." },
+	  "Snapshot file that sampler = replay reads.", true },
 	{ "daemon", "journal_dir", CONF_STR, 0, 0, NULL, RQB_RUNDIR, OFF(journal_dir),
-	  "Directory of the restore journal; must be absolute." },
+	  "Directory of the restore journal; must be absolute.", true },
 	{ "daemon", "topology", CONF_STR, 0, 0, NULL, "", OFF(topology),
-	  "hwloc XML file describing this machine; empty asks hwloc." },
+	  "hwloc XML file describing this machine; empty asks hwloc.", true },
 	{ "daemon", "ctl_socket", CONF_STR, 0, 0, NULL, RQB_RUNDIR "/ctl.sock", OFF(ctl_socket),
 	  "The ctl socket rqctl talks to; must be absolute (a socket passed by the service "
-	  "manager takes its place)." },
+	  "manager takes its place).", true },
 	{ "daemon", "ctl_group", CONF_STR, 0, 0, NULL, "", OFF(ctl_group),
-	  "Members of this group may ask for a reload through rqctl; empty: root only." },
+	  "Members of this group may ask for a reload through rqctl; empty: root only.", false },
 	{ "daemon", "dry_run", CONF_BOOL, 0, 0, NULL, "no", OFF(dry_run),
-	  "Log the plan each tick and change nothing." },
+	  "Log the plan each tick and change nothing.", true },
 	{ "daemon", "log_level", CONF_LOGLEVEL, 0, 0, NULL, "info", OFF(log_level),
-	  "Least important message logged: err, warning, notice, info or debug." },
+	  "Least important message logged: err, warning, notice, info or debug.", false },
 	INT("balance", "imbalance_pct", 101, 1000, "117", imbalance_pct,
 	    "Move a task only if its LLC is this much more loaded per CPU than the target "
 	    "would be after the move; 117 means 17 %, the kernel's imbalance_pct."),
@@ -50,15 +51,15 @@ const struct conf_key conf_keys[] = {
 	    "A pin is released at this age even if the imbalance remains."),
 	{ "balance", "keep_pairs", CONF_BOOL, 0, 0, NULL, "no", OFF(keep_pairs),
 	  "Keep tasks that wake each other in one LLC: move such a pair only together, "
-	  "to an LLC with two idle CPUs." },
+	  "to an LLC with two idle CPUs.", false },
 	{ "exclude", "comms", CONF_LIST, 0, 0, NULL, "", OFF(exclude_comms),
-	  "Never move tasks whose comm matches one of these fnmatch(3) patterns." },
+	  "Never move tasks whose comm matches one of these fnmatch(3) patterns.", false },
 	{ "exclude", "cgroups", CONF_LIST, 0, 0, NULL, "", OFF(exclude_cgroups),
-	  "Never move tasks in these cgroups or below (absolute cgroup paths)." },
-	INT("proc", "rescan_ms", 100, 600000, "10000", proc_rescan_ms,
+	  "Never move tasks in these cgroups or below (absolute cgroup paths).", false },
+	INTR("proc", "rescan_ms", 100, 600000, "10000", proc_rescan_ms,
 	    "The proc sampler walks all of /proc at most this far apart (sooner when "
 	    "more tasks run than it follows)."),
-	INT("proc", "max_tracked", 16, 65536, "4096", proc_max_tracked,
+	INTR("proc", "max_tracked", 16, 65536, "4096", proc_max_tracked,
 	    "Busy tasks the proc sampler follows between walks, at most."),
 };
 const size_t conf_nkeys = ARRAY_SIZE(conf_keys);
@@ -445,6 +446,24 @@ static void dump_value(const struct rqb_conf *c, const struct conf_key *k, FILE 
 			fprintf(out, "%s%s", i ? " " : "", l->v[i]);
 		break;
 	}
+}
+
+size_t conf_key_size(const struct conf_key *k)
+{
+	switch (k->type) {
+	case CONF_INT:
+		return sizeof(uint32_t);
+	case CONF_BOOL:
+		return sizeof(bool);
+	case CONF_ENUM:
+	case CONF_LOGLEVEL:
+		return sizeof(int);
+	case CONF_STR:
+		return CONF_MAX_STR;
+	case CONF_LIST:
+		return sizeof(struct conf_list);
+	}
+	return 0;
 }
 
 void conf_dump(const struct rqb_conf *c, FILE *out)

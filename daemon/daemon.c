@@ -148,32 +148,19 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	return r < 0 ? r : sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 }
 
-/* Keys that name resources made at start: a reload cannot change them. */
+/* Keys that name resources made at start (the table marks them): a reload keeps them. */
 static void keep_restart_keys(const struct rqb_conf *old, struct rqb_conf *c)
 {
-	static const struct {
-		const char *key;
-		size_t off, len;
-	} keys[] = {
-		{ "sampler", offsetof(struct rqb_conf, sampler), sizeof(int) },
-		{ "replay_file", offsetof(struct rqb_conf, replay_file), CONF_MAX_STR },
-		{ "journal_dir", offsetof(struct rqb_conf, journal_dir), CONF_MAX_STR },
-		{ "topology", offsetof(struct rqb_conf, topology), CONF_MAX_STR },
-		{ "ctl_socket", offsetof(struct rqb_conf, ctl_socket), CONF_MAX_STR },
-		{ "dry_run", offsetof(struct rqb_conf, dry_run), sizeof(bool) },
-		{ "rescan_ms", offsetof(struct rqb_conf, proc_rescan_ms), sizeof(uint32_t) },
-		{ "max_tracked", offsetof(struct rqb_conf, proc_max_tracked), sizeof(uint32_t) },
-	};
+	for (size_t i = 0; i < conf_nkeys; i++) {
+		const struct conf_key *k = &conf_keys[i];
+		const char *o = (const char *)old + k->offset;
+		char *n = (char *)c + k->offset;
 
-	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-		const char *o = (const char *)old + keys[i].off;
-		char *n = (char *)c + keys[i].off;
-
-		if (memcmp(o, n, keys[i].len) == 0)
+		if (!k->restart || memcmp(o, n, conf_key_size(k)) == 0)
 			continue;
 		log_warn("reload: %s changed, which takes a restart: keeping the running value",
-			 keys[i].key);
-		memcpy(n, o, keys[i].len);
+			 k->key);
+		memcpy(n, o, conf_key_size(k));
 	}
 }
 

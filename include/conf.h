@@ -53,6 +53,7 @@ struct conf_key {
 	const char *def;           /* default, as it is written in the file */
 	size_t offset;             /* into struct rqb_conf */
 	const char *help;
+	bool restart;              /* names what is set up at start: a reload keeps it */
 };
 
 /* The table: every key the daemon knows. */
@@ -69,6 +70,8 @@ void conf_defaults(struct rqb_conf *c);
 int conf_load(const char *path, FILE *err, struct rqb_conf *ret);
 /* Same, from a string; name stands for the file in messages. */
 int conf_load_string(const char *name, const char *text, FILE *err, struct rqb_conf *ret);
+/* Bytes the key's value takes in struct rqb_conf. */
+size_t conf_key_size(const struct conf_key *k);
 /* Prints the effective config as an INI file that conf_load accepts. */
 void conf_dump(const struct rqb_conf *c, FILE *out);
 /* Sets one key from its text form, as the file would; 0 or -EINVAL with reason. */

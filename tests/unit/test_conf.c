@@ -651,23 +651,35 @@ static void shipped_conf_lists_every_key(void **state)
 static void man_page_documents_every_key(void **state)
 {
 	char line[1024];
-	bool found[64] = { false };
+	bool found[64] = { false }, restart[64] = { false };
+	int cur = -1; /* the key whose entry the lines belong to */
 	FILE *f = fopen("man/rqbalance.conf.5", "re");
 
 	assert_non_null(f);
 	assert_true(conf_nkeys <= ARRAY_SIZE(found));
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, ".It ", 4) == 0 || strncmp(line, ".Ss ", 4) == 0)
+			cur = -1;
 		for (size_t i = 0; i < conf_nkeys; i++)
 			if (strncmp(line, ".It Cm ", 7) == 0 &&
 			    strncmp(line + 7, conf_keys[i].key, strlen(conf_keys[i].key)) == 0 &&
-			    strchr(" ", line[7 + strlen(conf_keys[i].key)]))
+			    strchr(" ", line[7 + strlen(conf_keys[i].key)])) {
 				found[i] = true;
+				cur = (int)i;
+			}
+		if (cur >= 0 && strstr(line, "Takes a restart"))
+			restart[cur] = true;
 	}
 	fclose(f);
-	for (size_t i = 0; i < conf_nkeys; i++)
+	for (size_t i = 0; i < conf_nkeys; i++) {
 		if (!found[i])
 			fail_msg("man/rqbalance.conf.5 lacks \".It Cm %s ...\"", conf_keys[i].key);
+		/* The page says "Takes a restart" for exactly the keys a reload keeps. */
+		if (restart[i] != conf_keys[i].restart)
+			fail_msg("man/rqbalance.conf.5: %s %s say it takes a restart", conf_keys[i].key,
+				 conf_keys[i].restart ? "does not" : "should not");
+	}
 }
 
 int main(void)
