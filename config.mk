@@ -10,7 +10,7 @@ RUNDIR     = /run/rqbalance
 
 CC      = cc
 PKG_CONFIG = pkg-config
-PKGS    = libsystemd hwloc inih
+PKGS    = libsystemd hwloc inih libnl-3.0 libnl-genl-3.0 libcgroup
 
 # Paths are built with snprintf into PATH_MAX buffers; a cut path fails to open.
 WARN    = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
