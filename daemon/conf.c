@@ -15,6 +15,7 @@
 #include "rqbalance.h"
 
 static const char *const sampler_names[] = { "proc", "replay", NULL };
+static const char *const class_names[] = { "auto", "yes", "no", NULL };
 
 #define OFF(f) offsetof(struct rqb_conf, f)
 #define INT(s, k, lo, hi, d, f, h) { s, k, CONF_INT, lo, hi, NULL, d, OFF(f), h, false }
@@ -56,6 +57,23 @@ const struct conf_key conf_keys[] = {
 	  "Never move tasks whose comm matches one of these fnmatch(3) patterns.", false },
 	{ "exclude", "cgroups", CONF_LIST, 0, 0, NULL, "", OFF(exclude_cgroups),
 	  "Never move tasks in these cgroups or below (absolute cgroup paths).", false },
+	{ "latency", "class_cgroups", CONF_ENUM, 0, 0, class_names, "auto", OFF(lat_class),
+	  "Give a task with a negative latency-nice the weight of that nice value through a "
+	  "class cgroup of rqbalance's own: yes, no, or auto (yes where systemd is not the "
+	  "init system and a cpu controller is mounted).", true },
+	{ "latency", "cgroup_root", CONF_STR, 0, 0, NULL, "", OFF(lat_cgroup_root),
+	  "Directory of rqbalance's class cgroups; empty: rqbalance in the v1 cpu hierarchy, "
+	  "or in cgroup2 where it has the cpu controller.", true },
+	INT("latency", "boost_cpu_pct", 0, 100, "50", lat_boost_cpu_pct,
+	    "All tasks with a negative value together get at most this share of the "
+	    "machine's CPU while they are in class cgroups; 0 = no cap."),
+	INT("latency", "batch_from", 1, 20, "10", lat_batch_from,
+	    "Tasks at this value or above run SCHED_BATCH; 20 = never."),
+	{ "latency", "idle_at_19", CONF_BOOL, 0, 0, NULL, "no", OFF(lat_idle_at_19),
+	  "At 19 a task runs SCHED_IDLE and a cgroup gets cpu.idle.", false },
+	{ "latency", "uclamp", CONF_BOOL, 0, 0, NULL, "yes", OFF(lat_uclamp),
+	  "Set uclamp min (negative values) and max (positive values) where the kernel has it.",
+	  false },
 	INTR("proc", "rescan_ms", 100, 600000, "10000", proc_rescan_ms,
 	    "The proc sampler walks all of /proc at most this far apart (sooner when "
 	    "more tasks run than it follows)."),

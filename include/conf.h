@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 enum conf_sampler { CONF_SAMPLER_PROC, CONF_SAMPLER_REPLAY };
+enum conf_class { CONF_CLASS_AUTO, CONF_CLASS_YES, CONF_CLASS_NO };
 
 #define CONF_MAX_LIST 64     /* entries in a list value */
 #define CONF_MAX_STR 256     /* bytes in a string or list entry */
@@ -37,6 +38,13 @@ struct rqb_conf {
 	/* [exclude] */
 	struct conf_list exclude_comms;   /* fnmatch(3) patterns on comm */
 	struct conf_list exclude_cgroups; /* cgroup path prefixes */
+	/* [latency] */
+	int lat_class;                  /* enum conf_class */
+	char lat_cgroup_root[CONF_MAX_STR]; /* class cgroups' directory; "" = find one */
+	uint32_t lat_boost_cpu_pct;     /* cap on the negative classes together, % of the machine */
+	uint32_t lat_batch_from;        /* SCHED_BATCH from this value up */
+	bool lat_idle_at_19;            /* SCHED_IDLE / cpu.idle at 19 */
+	bool lat_uclamp;                /* uclamp where the kernel has it */
 	/* [proc] */
 	uint32_t proc_rescan_ms;        /* full /proc walk at most this far apart */
 	uint32_t proc_max_tracked;      /* tasks whose stat file stays open */

@@ -1,0 +1,48 @@
+/*
+ * Latency-nice (-20 … 19) and what a stock kernel offers for it: the one mapping
+ * table, pure (policy layer). Measured on 6.18 (KERNEL-NOTES): only weight buys wakeup
+ * latency against CPU hogs, and a task's nice only competes inside its autogroup, so a
+ * negative value moves the task into a class cgroup of rqbalance's own whose weight is
+ * the one the kernel gives that nice value; the EEVDF slice follows the value in both
+ * directions; SCHED_BATCH and SCHED_IDLE only on the positive side.
+ */
+#ifndef RQB_LATENCY_H
+#define RQB_LATENCY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define LAT_MIN (-20)
+#define LAT_MAX 19
+#define LAT_NONE 127 /* "not managed": no value set */
+
+#define LAT_SLICE_MIN_NS 100000ULL     /* the kernel clamps to 0.1 ms … 100 ms */
+#define LAT_SLICE_MAX_NS 100000000ULL
+
+struct lat_conf {
+	int batch_from;     /* SCHED_BATCH from this value up; 20 = never */
+	bool idle_at_19;    /* SCHED_IDLE for a task, cpu.idle for a cgroup, at 19 */
+	bool uclamp;        /* use uclamp where the kernel has it */
+	bool class_cgroups; /* negative values move tasks into rqbalance's class cgroups */
+};
+
+struct lat_knobs {
+	int policy;          /* SCHED_OTHER, SCHED_BATCH or SCHED_IDLE */
+	uint64_t slice_ns;   /* EEVDF sched_runtime; 0 = the kernel's default slice */
+	int uclamp_min;      /* 0…1024, -1 = leave as it is */
+	int uclamp_max;      /* 0…1024, -1 = leave as it is */
+	bool use_class;      /* per task: belongs in the class cgroup for this value */
+	uint32_t shares;     /* weight of that class, or of a cgroup target (1024 = default) */
+	bool cg_idle;        /* a cgroup target gets cpu.idle = 1 */
+};
+
+/* The knobs for value v (LAT_MIN…LAT_MAX) under c. */
+void lat_map(const struct lat_conf *c, int v, struct lat_knobs *ret);
+/* The kernel's nice → weight table, nice -20…19 (1024 at 0). */
+uint32_t lat_nice_weight(int nice);
+/* v1 cpu.shares → cgroup2 cpu.weight (and systemd CPUWeight=), 1…10000. */
+uint32_t lat_shares_to_weight(uint32_t shares);
+/* A value given as text: -20…19, with a reason on error. 0 or -EINVAL. */
+int lat_parse(const char *s, int *ret, const char **ret_reason);
+
+#endif
