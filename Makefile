@@ -22,7 +22,7 @@ DAEMON_SRC = \
 	daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
 	daemon/sample/sampler.c daemon/sample/kfeatures.c \
 	daemon/snapshot.c \
-	daemon/policy/spread.c \
+	daemon/policy/spread.c daemon/policy/latency.c \
 	daemon/plan.c \
 	daemon/actuate/journal.c daemon/actuate/act.c \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c \
@@ -30,7 +30,7 @@ DAEMON_SRC = \
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/main.o
 
-UNIT_TESTS = conf cpumask topo snapshot policy plan proc journal act kfeatures ctl
+UNIT_TESTS = conf latency cpumask topo snapshot policy plan proc journal act kfeatures ctl
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
