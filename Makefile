@@ -20,7 +20,7 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 DAEMON_SRC = \
 	daemon/log.c daemon/cpumask.c daemon/conf.c \
 	daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
-	daemon/sample/sampler.c daemon/sample/kfeatures.c \
+	daemon/sample/sampler.c daemon/sample/kfeatures.c daemon/sample/procconn.c \
 	daemon/snapshot.c \
 	daemon/policy/spread.c daemon/policy/latency.c \
 	daemon/plan.c \
@@ -30,7 +30,7 @@ DAEMON_SRC = \
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/main.o
 
-UNIT_TESTS = conf latency cpumask topo snapshot policy plan proc journal act kfeatures ctl
+UNIT_TESTS = conf latency cpumask topo snapshot policy plan proc journal act kfeatures ctl procconn
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c

@@ -1,0 +1,61 @@
+/*
+ * The proc connector (netlink, CN_IDX_PROC) through libnl-3: fork, exec and exit
+ * events as they happen, so that a managed process's new threads and children, and a
+ * process that a rule matches at exec, are seen within milliseconds. A sample source:
+ * it only reads. When the socket overflows, events are lost: the owner is told, counts
+ * it, and rescans /proc.
+ */
+#ifndef RQB_PROCCONN_H
+#define RQB_PROCCONN_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+enum pc_event_kind { PC_FORK = 1, PC_EXEC, PC_EXIT };
+
+struct pc_event {
+	enum pc_event_kind kind;
+	pid_t tid;          /* FORK: the new task; EXEC/EXIT: the task */
+	pid_t tgid;         /* its process */
+	/*
+	 * FORK only: the kernel's real_parent. For a new process that is the forking
+	 * task; for a new thread it is its process's parent, not the cloning thread.
+	 */
+	pid_t parent_tid;
+	pid_t parent_tgid;
+	uint64_t ts_ns;     /* kernel timestamp (CLOCK_MONOTONIC ns) */
+};
+
+struct pc_callbacks {
+	void (*event)(void *ctx, const struct pc_event *ev);
+	/* Events were lost (ENOBUFS): the owner must rescan /proc. */
+	void (*overflow)(void *ctx);
+};
+
+struct procconn;
+
+/*
+ * Opens the connector socket, subscribes (PROC_CN_MCAST_LISTEN) and makes it
+ * non-blocking. 0 or -errno (-EPROTONOSUPPORT: no connector in this kernel;
+ * -EPERM: not the initial network, user or pid namespace, or not allowed). Waits for the kernel's
+ * ack; events from before it returns are not delivered: scan /proc after it.
+ */
+int pc_open(const struct pc_callbacks *cb, void *ctx, struct procconn **ret);
+/* Unsubscribes and closes; NULL is fine. */
+void pc_close(struct procconn *pc);
+/* The fd to poll for input (sd_event_add_io with EPOLLIN). */
+int pc_fd(const struct procconn *pc);
+/*
+ * Reads every event queued now and calls the callbacks; never blocks. Returns the
+ * number of events delivered, or -errno on a socket error other than overflow.
+ */
+int pc_dispatch(struct procconn *pc);
+
+struct pc_counters {
+	uint64_t events;     /* fork/exec/exit delivered */
+	uint64_t overflows;  /* times the socket overflowed */
+	uint64_t ignored;    /* other connector messages (uid, comm, ack...) */
+};
+void pc_counters(const struct procconn *pc, struct pc_counters *ret);
+
+#endif
