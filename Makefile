@@ -26,11 +26,12 @@ DAEMON_SRC = \
 	daemon/plan.c \
 	daemon/actuate/journal.c daemon/actuate/act.c \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c \
+	daemon/actuate/cg_systemd.c \
 	daemon/ctl_proto.c daemon/ctl.c daemon/daemon.c
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/main.o
 
-UNIT_TESTS = conf latency cpumask topo snapshot policy plan proc journal act kfeatures ctl procconn
+UNIT_TESTS = conf latency cpumask topo snapshot policy plan proc journal act kfeatures ctl cgsd procconn
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
