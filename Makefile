@@ -19,10 +19,10 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 # The pipeline, in the order data walks it each tick.
 DAEMON_SRC = \
 	daemon/log.c daemon/cpumask.c daemon/conf.c \
-	daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
+	daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c daemon/sample/ident.c \
 	daemon/sample/sampler.c daemon/sample/kfeatures.c daemon/sample/procconn.c \
 	daemon/snapshot.c \
-	daemon/policy/spread.c daemon/policy/latency.c \
+	daemon/policy/spread.c daemon/policy/rules.c daemon/policy/latency.c \
 	daemon/plan.c \
 	daemon/actuate/journal.c daemon/actuate/act.c \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c \
@@ -31,7 +31,8 @@ DAEMON_SRC = \
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/main.o
 
-UNIT_TESTS = conf latency cpumask topo snapshot policy plan proc journal act kfeatures ctl cgsd procconn
+UNIT_TESTS = conf latency cpumask topo snapshot policy plan proc journal act kfeatures ctl cgsd procconn \
+	rules ident
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c

@@ -2,13 +2,16 @@
  * Config stage: turns the INI file into a struct rqb_conf through one key table.
  * It never touches the running daemon: callers swap in a new struct only when valid.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <ini.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "conf.h"
 #include "log.h"
@@ -41,6 +44,10 @@ const struct conf_key conf_keys[] = {
 	  "Log the plan each tick and change nothing.", true },
 	{ "daemon", "log_level", CONF_LOGLEVEL, 0, 0, NULL, "info", OFF(log_level),
 	  "Least important message logged: err, warning, notice, info or debug.", false },
+	{ "daemon", "rules_dir", CONF_STR, 0, 0, NULL, RQB_SYSCONFDIR "/rqbalance/rules.d",
+	  OFF(rules_dir),
+	  "Directory whose *.conf files hold more [rule NAME] sections, read in byte order "
+	  "of name after this file; must be absolute; empty: none.", false },
 	INT("balance", "imbalance_pct", 101, 1000, "117", imbalance_pct,
 	    "Move a task only if its LLC is this much more loaded per CPU than the target "
 	    "would be after the move; 117 means 17 %, the kernel's imbalance_pct."),
@@ -202,6 +209,10 @@ static int parse_str(const struct conf_key *k, const char *v, char *ret, const c
 		*reason = "must be an absolute path";
 		return -EINVAL;
 	}
+	if (strcmp(k->key, "rules_dir") == 0 && v[0] && v[0] != '/') {
+		*reason = "must be an absolute path, or empty";
+		return -EINVAL;
+	}
 	strcpy(ret, v);
 	return 0;
 }
@@ -259,27 +270,76 @@ void conf_defaults(struct rqb_conf *c)
 	}
 }
 
+/* inih's section buffer (MAX_SECTION): a longer name would be cut, silently. */
+#define INI_SECTION_MAX 50
+#define FOREIGN "a rules_dir file holds only [rule NAME] sections"
+
 /* Parser state: inih hands lines to the handler; our reader counts them. */
 struct parse_ctx {
-	const char *name;
+	const char *name;         /* the file being read */
 	FILE *err;
 	struct rqb_conf conf;
 	unsigned lineno;          /* line the reader handed out last */
 	unsigned nerrors;
+	unsigned file_errors;     /* nerrors when this file began */
 	bool after_key;           /* inih takes an indented line as the key's continuation */
+	bool rules_only;          /* a rules_dir file: [rule NAME] sections only */
+	bool foreign;             /* in such a file, in another section (reported once) */
+	unsigned empty_rule;      /* line of a [rule NAME] no key has followed yet, or 0 */
+	char empty_name[INI_SECTION_MAX];
 	unsigned err_lines[64];   /* lines whose error we reported, to tell inih's own apart */
 	unsigned seen_line[64];   /* per key index: line of first assignment */
 	FILE *in;                 /* file source, or NULL */
 	const char *text;         /* string source */
 };
 
-static void report(struct parse_ctx *p, const char *what, const char *reason)
+static void report_at(struct parse_ctx *p, unsigned line, const char *what, const char *reason)
 {
 	if (p->err)
-		fprintf(p->err, "%s:%u: %s: %s\n", p->name, p->lineno, what, reason);
+		fprintf(p->err, "%s:%u: %s: %s\n", p->name, line, what, reason);
 	if (p->nerrors < ARRAY_SIZE(p->err_lines))
-		p->err_lines[p->nerrors] = p->lineno;
+		p->err_lines[p->nerrors] = line;
 	p->nerrors++;
+}
+
+static void report(struct parse_ctx *p, const char *what, const char *reason)
+{
+	report_at(p, p->lineno, what, reason);
+}
+
+/* An error of a whole file, which has no line. */
+static void report_file(struct parse_ctx *p, const char *path, const char *what,
+			const char *reason)
+{
+	if (p->err)
+		fprintf(p->err, "%s: %s: %s\n", path, what, reason);
+	p->nerrors++;
+}
+
+/* A [rule NAME] header no key followed would silently define nothing. */
+static void end_section(struct parse_ctx *p)
+{
+	char what[INI_SECTION_MAX + 2];
+
+	if (p->empty_rule) {
+		snprintf(what, sizeof(what), "[%s]", p->empty_name);
+		report_at(p, p->empty_rule, what,
+			  "no keys: a rule needs latency_nice and a match key");
+	}
+	p->empty_rule = 0;
+}
+
+static bool rule_key(struct parse_ctx *p, const char *section, const char *key,
+		     const char *value, const char *what)
+{
+	const char *rule, *reason = NULL;
+
+	if (!rules_is_section(section, &rule))
+		return false;
+	p->empty_rule = 0;
+	if (rules_set_key(&p->conf.rules, rule, key, value, p->name, p->lineno, &reason) < 0)
+		report(p, what, reason);
+	return true;
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value)
@@ -292,6 +352,14 @@ static int handler(void *user, const char *section, const char *name, const char
 
 	p->after_key = true;
 	snprintf(what, sizeof(what), "[%s] %s", section, name);
+	if (rule_key(p, section, name, value, what))
+		return 1;
+	/* Keys before any section; those of another section were reported with it. */
+	if (p->rules_only) {
+		if (!p->foreign)
+			report(p, what, FOREIGN);
+		return 1;
+	}
 	if (!k) {
 		report(p, what, known_section(section) ? "unknown key" : "unknown section");
 		return 1;
@@ -315,6 +383,31 @@ static int handler(void *user, const char *section, const char *name, const char
 	return 1;
 }
 
+/* A section header as inih will read it: closes the one before, and checks the name. */
+static void new_section(struct parse_ctx *p, const char *s)
+{
+	size_t n = (size_t)(strchr(s, ']') - s - 1);
+	const char *rule;
+
+	end_section(p);
+	p->foreign = false;
+	if (n >= INI_SECTION_MAX) {
+		report(p, "line", "section name too long (at most 49 bytes)");
+		return;
+	}
+	memcpy(p->empty_name, s + 1, n);
+	p->empty_name[n] = '\0';
+	if (rules_is_section(p->empty_name, &rule)) {
+		p->empty_rule = p->lineno;
+	} else if (p->rules_only) {
+		char what[INI_SECTION_MAX + 2];
+
+		snprintf(what, sizeof(what), "[%s]", p->empty_name);
+		report(p, what, FOREIGN);
+		p->foreign = true;
+	}
+}
+
 /* inih returns only the first line it cannot parse: spot every one as it is read. */
 static bool bad_syntax(struct parse_ctx *p, const char *line)
 {
@@ -326,7 +419,10 @@ static bool bad_syntax(struct parse_ctx *p, const char *line)
 		return false;
 	if (*s == '[') {
 		p->after_key = false;
-		return !strchr(s, ']');
+		if (!strchr(s, ']'))
+			return true;
+		new_section(p, s);
+		return false;
 	}
 	return !strpbrk(s, "=:");
 }
@@ -371,18 +467,23 @@ static char *reader(char *str, int num, void *stream)
 
 static bool reported(const struct parse_ctx *p, unsigned line)
 {
-	for (unsigned i = 0; i < p->nerrors && i < ARRAY_SIZE(p->err_lines); i++)
+	for (unsigned i = p->file_errors; i < p->nerrors && i < ARRAY_SIZE(p->err_lines); i++)
 		if (p->err_lines[i] == line)
 			return true;
 	return false;
 }
 
-static int parse(struct parse_ctx *p, struct rqb_conf *ret)
+/* Parses one file (or the string) into p->conf, on top of what is there. */
+static void parse(struct parse_ctx *p)
 {
 	int r;
 
-	conf_defaults(&p->conf);
+	p->lineno = 0;
+	p->after_key = false;
+	p->foreign = false;
+	p->file_errors = p->nerrors;
 	r = ini_parse_stream(reader, p, handler, p);
+	end_section(p);
 	if (r > 0 && !reported(p, (unsigned)r)) {
 		p->lineno = (unsigned)r;
 		report(p, "line", "syntax error (expected [section] or key = value)");
@@ -390,10 +491,94 @@ static int parse(struct parse_ctx *p, struct rqb_conf *ret)
 		p->lineno = 0;
 		report(p, "file", "cannot parse");
 	}
+}
+
+static void parse_dropin(struct parse_ctx *p, const char *path)
+{
+	struct stat st;
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		report_file(p, path, "cannot open", strerror(errno));
+		return;
+	}
+	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+		report_file(p, path, "cannot read", "not a regular file");
+		fclose(f);
+		return;
+	}
+	p->name = path;
+	p->in = f;
+	parse(p);
+	if (ferror(f))
+		report_file(p, path, "cannot read", strerror(EIO));
+	fclose(f);
+	p->in = NULL;
+}
+
+static int dropin_name(const struct dirent *de)
+{
+	size_t n = strlen(de->d_name);
+
+	/* Hidden files are editors' and package managers' leftovers. */
+	return de->d_name[0] != '.' && n > 5 && strcmp(de->d_name + n - 5, ".conf") == 0;
+}
+
+/* Byte order, whatever the locale (alphasort follows LC_COLLATE). */
+static int by_bytes(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* The rules in rules_dir's *.conf files; a directory that does not exist holds none. */
+static void parse_rules_dir(struct parse_ctx *p)
+{
+	const char *dir = p->conf.rules_dir, *main_name = p->name;
+	struct dirent **names;
+	int n;
+
+	if (!dir[0])
+		return;
+	n = scandir(dir, &names, dropin_name, by_bytes);
+	if (n < 0) {
+		if (errno != ENOENT)
+			report_file(p, dir, "cannot read", strerror(errno));
+		return;
+	}
+	p->rules_only = true;
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+		parse_dropin(p, path);
+		free(names[i]);
+	}
+	free(names);
+	p->rules_only = false;
+	p->name = main_name;
+}
+
+/* The rules are checked as a whole only once every file is read without an error. */
+static int finish(struct parse_ctx *p, struct rqb_conf *ret)
+{
+	if (!p->nerrors && rules_check(&p->conf.rules, p->err) < 0)
+		p->nerrors++;
 	if (p->nerrors)
 		return -EINVAL;
 	*ret = p->conf;
 	return 0;
+}
+
+static struct parse_ctx *parse_new(const char *name, FILE *err)
+{
+	struct parse_ctx *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->name = name;
+	p->err = err;
+	conf_defaults(&p->conf);
+	return p;
 }
 
 int conf_load(const char *path, FILE *err, struct rqb_conf *ret)
@@ -408,31 +593,44 @@ int conf_load(const char *path, FILE *err, struct rqb_conf *ret)
 			fprintf(err, "%s: cannot open: %s\n", path, strerror(-r));
 		return r;
 	}
-	p = calloc(1, sizeof(*p));
+	p = parse_new(path, err);
 	if (!p) {
 		fclose(f);
 		return -ENOMEM;
 	}
-	p->name = path;
-	p->err = err;
 	p->in = f;
-	r = parse(p, ret);
+	parse(p);
 	fclose(f);
+	p->in = NULL;
+	parse_rules_dir(p);
+	r = finish(p, ret);
 	free(p);
 	return r;
 }
 
 int conf_load_string(const char *name, const char *text, FILE *err, struct rqb_conf *ret)
 {
-	struct parse_ctx *p = calloc(1, sizeof(*p));
+	struct parse_ctx *p = parse_new(name, err);
 	int r;
 
 	if (!p)
 		return -ENOMEM;
-	p->name = name;
-	p->err = err;
 	p->text = text;
-	r = parse(p, ret);
+	parse(p);
+	r = finish(p, ret);
+	free(p);
+	return r;
+}
+
+int conf_load_defaults(FILE *err, struct rqb_conf *ret)
+{
+	struct parse_ctx *p = parse_new("(defaults)", err);
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	parse_rules_dir(p);
+	r = finish(p, ret);
 	free(p);
 	return r;
 }
@@ -498,5 +696,9 @@ void conf_dump(const struct rqb_conf *c, FILE *out)
 		fprintf(out, "%s = ", k->key);
 		dump_value(c, k, out);
 		fputc('\n', out);
+	}
+	if (c->rules.n) {
+		fputc('\n', out);
+		rules_dump(&c->rules, out);
 	}
 }

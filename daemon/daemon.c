@@ -35,13 +35,13 @@ int daemon_load_config(const struct daemon_opts *o, FILE *err, struct rqb_conf *
 	struct rqb_conf c;
 	int r;
 
-	if (!o->config_explicit && access(o->config_path, F_OK) < 0 && errno == ENOENT) {
-		conf_defaults(&c);
-	} else {
+	/* Without the file, rules_dir (its default) may still hold rules. */
+	if (!o->config_explicit && access(o->config_path, F_OK) < 0 && errno == ENOENT)
+		r = conf_load_defaults(err, &c);
+	else
 		r = conf_load(o->config_path, err, &c);
-		if (r < 0)
-			return r;
-	}
+	if (r < 0)
+		return r;
 	apply_opts(o, &c);
 	if (c.sampler == CONF_SAMPLER_REPLAY && !c.replay_file[0]) {
 		if (err)

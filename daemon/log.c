@@ -1,8 +1,10 @@
 /*
- * Logging for every stage, and the two helpers every stage shares (the clock, array
- * growth). Writes to stderr (with <N> level prefixes when journald reads it) or to
- * syslog; it never decides anything and never exits.
+ * Logging for every stage, and the helpers every stage shares (the clock, array
+ * growth, reading a small file). Writes to stderr (with <N> level prefixes when
+ * journald reads it) or to syslog; it never decides anything and never exits.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "rqbalance.h"
@@ -100,6 +103,33 @@ void *rqb_grow(void *arr, size_t *cap, size_t n, size_t size)
 	if (a)
 		*cap = c;
 	return a;
+}
+
+ssize_t rqb_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+
+	if (fd < 0)
+		return -errno;
+	/* /proc files may come in several reads (seq_file hands out a page at a time). */
+	while (n < len - 1) {
+		ssize_t r = read(fd, buf + n, len - 1 - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			r = -errno;
+			close(fd);
+			return r;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return (ssize_t)n;
 }
 
 uint64_t rqb_now_ns(void)

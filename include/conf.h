@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "rules.h"
+
 enum conf_sampler { CONF_SAMPLER_PROC, CONF_SAMPLER_REPLAY };
 enum conf_class { CONF_CLASS_AUTO, CONF_CLASS_YES, CONF_CLASS_NO };
 
@@ -29,6 +31,7 @@ struct rqb_conf {
 	char ctl_group[CONF_MAX_STR];   /* a group whose members may control it; "" = root only */
 	bool dry_run;                   /* plan and log, change nothing */
 	int log_level;                  /* syslog level */
+	char rules_dir[CONF_MAX_STR];   /* drop-ins of [rule NAME] sections; "" = none */
 	/* [balance] */
 	uint32_t imbalance_pct;         /* target must be this much less loaded, 117 = 17 % */
 	uint32_t max_moves_per_tick;    /* pins plus releases per tick */
@@ -48,6 +51,8 @@ struct rqb_conf {
 	/* [proc] */
 	uint32_t proc_rescan_ms;        /* full /proc walk at most this far apart */
 	uint32_t proc_max_tracked;      /* tasks whose stat file stays open */
+	/* [rule NAME] sections, the main file's then rules_dir's */
+	struct rule_set rules;
 };
 
 enum conf_type { CONF_INT, CONF_BOOL, CONF_STR, CONF_ENUM, CONF_LIST, CONF_LOGLEVEL };
@@ -71,13 +76,16 @@ extern const size_t conf_nkeys;
 /* Fills c with every default. */
 void conf_defaults(struct rqb_conf *c);
 /*
- * Parses path into a fresh struct. Every error goes to err as "file:line: [section] key: reason"
- * (err may be NULL). Returns 0, -EINVAL when any key was bad (ret untouched), or
- * -errno when the file cannot be read.
+ * Parses path into a fresh struct, then the rules in rules_dir/NAME.conf (in byte order
+ * of NAME; a missing directory is none). Every error goes to err as
+ * "file:line: [section] key: reason" (err may be NULL). Returns 0, -EINVAL when any key
+ * or rule was bad (ret untouched), or -errno when the main file cannot be read.
  */
 int conf_load(const char *path, FILE *err, struct rqb_conf *ret);
-/* Same, from a string; name stands for the file in messages. */
+/* Same, from a string, without rules_dir; name stands for the file in messages. */
 int conf_load_string(const char *name, const char *text, FILE *err, struct rqb_conf *ret);
+/* The defaults and the rules of the default rules_dir: for when there is no main file. */
+int conf_load_defaults(FILE *err, struct rqb_conf *ret);
 /* Bytes the key's value takes in struct rqb_conf. */
 size_t conf_key_size(const struct conf_key *k);
 /* Prints the effective config as an INI file that conf_load accepts. */

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifndef RQB_VERSION
 #define RQB_VERSION "0.0.0"
@@ -35,5 +36,11 @@ uint64_t rqb_now_ns(void);
  * or NULL (the old array and *cap intact) when out of memory.
  */
 void *rqb_grow(void *arr, size_t *cap, size_t n, size_t size);
+
+/*
+ * Reads the file at path into buf, at most len - 1 bytes, and ends it with a NUL
+ * (the bytes read may hold NULs of their own). The byte count, or -errno.
+ */
+ssize_t rqb_read_file(const char *path, char *buf, size_t len);
 
 #endif

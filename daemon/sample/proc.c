@@ -194,24 +194,12 @@ static ssize_t read_fd(int fd, char *buf, size_t len)
 	return n;
 }
 
-static ssize_t read_path(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read_fd(fd, buf, len);
-	close(fd);
-	return n;
-}
-
 static char *read_cgroup(const struct proc_sampler *ps, pid_t tgid, pid_t tid)
 {
 	char path[PATH_MAX], buf[8192], cg[4096];
 
 	snprintf(path, sizeof(path), "%s/proc/%d/task/%d/cgroup", ps->root, (int)tgid, (int)tid);
-	if (read_path(path, buf, sizeof(buf)) < 0 || proc_parse_cgroup(buf, cg, sizeof(cg)) < 0)
+	if (rqb_read_file(path, buf, sizeof(buf)) < 0 || proc_parse_cgroup(buf, cg, sizeof(cg)) < 0)
 		return NULL;
 	return strdup(cg);
 }
@@ -404,7 +392,7 @@ static int read_cpustat(struct proc_sampler *ps, struct snapshot *s, unsigned *r
 	int r;
 
 	snprintf(path, sizeof(path), "%s/proc/stat", ps->root);
-	n = read_path(path, buf, sizeof(buf));
+	n = rqb_read_file(path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
 	r = proc_parse_cpustat(buf, ps->nr_cpus, ps->nbusy, ps->ntotal, ret_running);

@@ -1,7 +1,10 @@
 /* Config: defaults from the key table, every value type, every error with its line, dump. */
 #include <errno.h>
+#include <ftw.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "unit.h"
@@ -583,6 +586,242 @@ static void set_refuses_long_values(void **state)
 	assert_string_equal(c.topology, value);
 }
 
+/* ---- [rule NAME] sections and rules_dir ---- */
+
+static void rule_sections(void **state)
+{
+	struct rqb_conf c;
+
+	expect_ok("[daemon]\n"
+		  "rules_dir =\n"
+		  "[rule db]\n"
+		  "latency_nice = -10\n"
+		  "exe = /usr/sbin/mysqld\n"
+		  "uid = 0\n"
+		  "[balance]\n"
+		  "imbalance_pct = 150\n"
+		  "[rule batch]\n"
+		  "latency_nice = 15\n"
+		  "cgroup = /batch.slice\n",
+		  &c);
+	assert_int_equal(c.rules.n, 2);
+	assert_string_equal(c.rules.r[0].name, "db");
+	assert_int_equal(c.rules.r[0].latency_nice, -10);
+	assert_string_equal(c.rules.r[0].file, "t.conf");
+	assert_int_equal(c.rules.r[0].line, 4);
+	assert_string_equal(c.rules.r[1].name, "batch");
+	assert_string_equal(c.rules.r[1].cgroup, "/batch.slice");
+	assert_int_equal(c.imbalance_pct, 150);
+	dump_round_trip(&c);
+}
+
+static void rule_errors(void **state)
+{
+	expect_error("[rule db]\nlatency_nice = 30\nexe = /usr/sbin/mysqld\n",
+		     "t.conf:2: [rule db] latency_nice: out of range -20…19\n");
+	expect_error("[rule db]\nnice = 3\n", "t.conf:2: [rule db] nice: unknown key\n");
+	expect_error("[rule]\ncomm = x\n",
+		     "t.conf:2: [rule] comm: a rule needs a name: [rule NAME]\n");
+	expect_error("[rule db]\nlatency_nice = 1\ncomm = a\ncomm = b\n",
+		     "t.conf:4: [rule db] comm: set twice in this rule\n");
+	/* The checks of a whole rule come only when every line was fine. */
+	expect_error("[rule db]\n\nlatency_nice = -5\ncomm = mysqld\n",
+		     "t.conf:3: [rule db] latency_nice: a negative value needs exe or uid, since "
+		     "any process can set its own comm and cmdline (or say spoofable = yes)\n");
+	expect_error("[rule all]\nlatency_nice = 5\n",
+		     "t.conf:2: [rule all]: no match key (comm, exe, cmdline, cgroup or uid): it "
+		     "would match every process\n");
+	expect_error("[rule half]\ncomm = x\n",
+		     "t.conf:2: [rule half] latency_nice: missing: every rule needs a value\n");
+}
+
+/* A rule section with nothing in it would be dropped without a word: it is an error. */
+static void empty_rule_section(void **state)
+{
+	static const char msg[] = ": no keys: a rule needs latency_nice and a match key\n";
+	char want[256];
+
+	snprintf(want, sizeof(want), "t.conf:1: [rule db]%s", msg);
+	expect_error("[rule db]\n# latency_nice = 5\n[daemon]\ndry_run = no\n", want);
+	snprintf(want, sizeof(want), "t.conf:3: [rule last]%s", msg);
+	expect_error("[daemon]\ndry_run = no\n[rule last]\n", want);
+}
+
+/* inih cuts a section name at 49 bytes, which would merge two long rule names. */
+static void long_section_name(void **state)
+{
+	struct rqb_conf c;
+	char text[256];
+
+	snprintf(text, sizeof(text), "[rule %045d]\n", 7);
+	expect_error(text, "t.conf:1: line: section name too long (at most 49 bytes)\n");
+	snprintf(text, sizeof(text), "[rule %044d]\nlatency_nice = 1\ncomm = x\n", 7);
+	expect_ok(text, &c);
+	assert_int_equal(strlen(c.rules.r[0].name), 44);
+}
+
+static void rules_dir_must_be_absolute(void **state)
+{
+	struct rqb_conf c;
+
+	expect_error("[daemon]\nrules_dir = rules.d\n",
+		     "t.conf:2: [daemon] rules_dir: must be an absolute path, or empty\n");
+	expect_ok("[daemon]\nrules_dir =\n", &c);
+	assert_string_equal(c.rules_dir, "");
+}
+
+/* A temporary rules_dir, and the main file that names it. */
+struct dropins {
+	char dir[64];
+	char main[PATH_MAX];
+};
+
+static void put_file(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static int dropins_setup(void **state)
+{
+	struct dropins *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -1;
+	snprintf(d->dir, sizeof(d->dir), "/tmp/rqb-test-rules.XXXXXX");
+	if (!mkdtemp(d->dir)) {
+		free(d);
+		return -1;
+	}
+	/* The main file lives elsewhere: the directory holds only what it reads. */
+	snprintf(d->main, sizeof(d->main), "%s.conf", d->dir);
+	*state = d;
+	return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int dropins_teardown(void **state)
+{
+	struct dropins *d = *state;
+
+	nftw(d->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	unlink(d->main);
+	free(d);
+	return 0;
+}
+
+/* Writes the main file: rules_dir = the directory, then body. */
+static void put_main(const struct dropins *d, const char *body)
+{
+	FILE *f = fopen(d->main, "w");
+
+	assert_non_null(f);
+	fprintf(f, "[daemon]\nrules_dir = %s\n%s", d->dir, body);
+	fclose(f);
+}
+
+static int load_file(const char *path, struct rqb_conf *c, char *msg, size_t len)
+{
+	FILE *err = open_buf(msg, len);
+	int r = conf_load(path, err, c);
+
+	close_buf(err, msg, len);
+	return r;
+}
+
+static void rules_dir_two_dropins(void **state)
+{
+	struct dropins *d = *state;
+	char msg[1024], file[PATH_MAX];
+	struct rqb_conf c;
+
+	put_main(d, "[rule first]\nlatency_nice = 1\ncomm = a\n"
+		    "[rule second]\nlatency_nice = 2\ncomm = b\n");
+	/* Written out of order: they are read in byte order of name. */
+	put_file(d->dir, "20-b.conf", "[rule third]\nlatency_nice = 4\ncomm = c2\n"
+				      "\n[rule fourth]\nlatency_nice = 5\nuid = 0\n");
+	put_file(d->dir, "10-a.conf",
+		 "# replaces second, and adds third\n"
+		 "[rule second]\nlatency_nice = -3\nexe = /usr/bin/b\nuid = 0\n"
+		 "[rule third]\nlatency_nice = 3\ncomm = c\n");
+	/* Not rule files: no .conf ending, hidden, an editor's backup. */
+	put_file(d->dir, "README", "not an INI file\n");
+	put_file(d->dir, ".10-a.conf.swp.conf", "junk\n");
+	put_file(d->dir, "10-a.conf~", "junk\n");
+	assert_int_equal(load_file(d->main, &c, msg, sizeof(msg)), 0);
+	assert_string_equal(msg, "");
+	assert_int_equal(c.rules.n, 4);
+	assert_string_equal(c.rules.r[0].name, "first");
+	assert_string_equal(c.rules.r[0].file, d->main);
+	assert_string_equal(c.rules.r[1].name, "second");
+	assert_int_equal(c.rules.r[1].latency_nice, -3);
+	assert_string_equal(c.rules.r[1].comm, "");
+	snprintf(file, sizeof(file), "%s/10-a.conf", d->dir);
+	assert_string_equal(c.rules.r[1].file, file);
+	assert_int_equal(c.rules.r[1].line, 3);
+	assert_string_equal(c.rules.r[2].name, "third");
+	assert_string_equal(c.rules.r[2].comm, "c2");
+	assert_string_equal(c.rules.r[3].name, "fourth");
+	snprintf(file, sizeof(file), "%s/20-b.conf", d->dir);
+	assert_string_equal(c.rules.r[3].file, file);
+	assert_int_equal(c.rules.r[3].line, 6);
+	dump_round_trip(&c);
+}
+
+static void rules_dir_errors(void **state)
+{
+	struct dropins *d = *state;
+	char msg[2048], want[2048], path[PATH_MAX];
+	struct rqb_conf c;
+
+	put_main(d, "");
+	put_file(d->dir, "30-c.conf", "[rule ok]\nlatency_nice = 1\ncomm = x\n"
+				      "[daemon]\ninterval_ms = 100\n[balance]\n");
+	put_file(d->dir, "31-nosection.conf", "latency_nice = 1\n");
+	put_file(d->dir, "35-syntax.conf", "[rule s]\nlatency_nice = 1\ncomm x\n");
+	snprintf(path, sizeof(path), "%s/40-d.conf", d->dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/50-e.conf", d->dir);
+	assert_int_equal(symlink("/nonexistent/rqb-test.conf", path), 0);
+	fill_sentinel(&c);
+	assert_int_equal(load_file(d->main, &c, msg, sizeof(msg)), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "%1$s/30-c.conf:4: [daemon]: a rules_dir file holds only [rule NAME] sections\n"
+		 "%1$s/30-c.conf:6: [balance]: a rules_dir file holds only [rule NAME] sections\n"
+		 "%1$s/31-nosection.conf:1: [] latency_nice: a rules_dir file holds only "
+		 "[rule NAME] sections\n"
+		 "%1$s/35-syntax.conf:3: line: syntax error (expected [section] or key = value)\n"
+		 "%1$s/40-d.conf: cannot read: not a regular file\n"
+		 "%1$s/50-e.conf: cannot open: No such file or directory\n",
+		 d->dir);
+	assert_string_equal(msg, want);
+	assert_sentinel(&c);
+}
+
+static void rules_dir_missing(void **state)
+{
+	struct dropins *d = *state;
+	char msg[256];
+	struct rqb_conf c;
+
+	put_main(d, "[rule only]\nlatency_nice = 2\ncomm = x\n");
+	assert_int_equal(rmdir(d->dir), 0);
+	assert_int_equal(load_file(d->main, &c, msg, sizeof(msg)), 0);
+	assert_string_equal(msg, "");
+	assert_int_equal(c.rules.n, 1);
+	assert_int_equal(mkdir(d->dir, 0700), 0);
+}
+
 static void sampler_names(void **state)
 {
 	assert_string_equal(conf_sampler_name(CONF_SAMPLER_PROC), "proc");
@@ -715,6 +954,15 @@ int main(void)
 		cmocka_unit_test(sampler_names),
 		cmocka_unit_test(shipped_conf_lists_every_key),
 		cmocka_unit_test(man_page_documents_every_key),
+		cmocka_unit_test(rule_sections),
+		cmocka_unit_test(rule_errors),
+		cmocka_unit_test(empty_rule_section),
+		cmocka_unit_test(long_section_name),
+		cmocka_unit_test(rules_dir_must_be_absolute),
+		cmocka_unit_test_setup_teardown(rules_dir_two_dropins, dropins_setup,
+						dropins_teardown),
+		cmocka_unit_test_setup_teardown(rules_dir_errors, dropins_setup, dropins_teardown),
+		cmocka_unit_test_setup_teardown(rules_dir_missing, dropins_setup, dropins_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

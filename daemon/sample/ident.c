@@ -1,0 +1,196 @@
+/*
+ * Sample stage: a process's identity for the latency rules, read from one proc root
+ * that tests can point at a fake tree. It only reads, and decides nothing: which rule
+ * matches is the policy's (policy/rules.c).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ident.h"
+#include "rqbalance.h"
+
+int ident_parse_uid(const char *status, uid_t *ret)
+{
+	const char *p = status;
+
+	while (*p) {
+		const char *eol = strchrnul(p, '\n');
+
+		if (strncmp(p, "Uid:", 4) == 0) {
+			unsigned long long uid;
+			char *end;
+
+			errno = 0;
+			uid = strtoull(p + 4, &end, 10);
+			if (end == p + 4 || errno || uid >= (uid_t)-1)
+				return -EINVAL;
+			*ret = (uid_t)uid;
+			return 0;
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+	return -EINVAL;
+}
+
+/* Whether the comma-separated list [s, end) holds word. */
+static bool has_word(const char *s, const char *end, const char *word)
+{
+	size_t wl = strlen(word);
+
+	while (s < end) {
+		const char *comma = memchr(s, ',', (size_t)(end - s));
+		size_t l = (size_t)((comma ? comma : end) - s);
+
+		if (l == wl && strncmp(s, word, l) == 0)
+			return true;
+		s += l + 1;
+	}
+	return false;
+}
+
+int ident_parse_cgroup(const char *text, char *ret_path, size_t len)
+{
+	const char *p = text, *path = NULL;
+	size_t plen = 0;
+	bool unified = false;
+
+	while (*p) {
+		const char *eol = strchrnul(p, '\n');
+		const char *c1 = memchr(p, ':', (size_t)(eol - p));
+		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(eol - c1 - 1)) : NULL;
+
+		/* "0::/path" is cgroup2's; "4:cpu,cpuacct:/path" a v1 hierarchy's. */
+		if (c2 && c2 + 1 < eol) {
+			if (c1 == p + 1 && p[0] == '0' && c2 == c1 + 1) {
+				path = c2 + 1;
+				plen = (size_t)(eol - path);
+				unified = true;
+			} else if (!unified && has_word(c1 + 1, c2, "cpu")) {
+				path = c2 + 1;
+				plen = (size_t)(eol - path);
+			}
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+	if (!path)
+		return -ENOENT;
+	if (plen >= len)
+		return -ENAMETOOLONG;
+	memcpy(ret_path, path, plen);
+	ret_path[plen] = '\0';
+	return 0;
+}
+
+void ident_join_cmdline(char *buf, size_t n, bool full)
+{
+	if (full) {
+		size_t keep = n;
+
+		/* Back up over continuation bytes to the lead byte, then see if all came. */
+		while (keep > 0 && ((unsigned char)buf[keep - 1] & 0xc0) == 0x80)
+			keep--;
+		if (keep > 0 && (unsigned char)buf[keep - 1] >= 0xc0) {
+			unsigned char lead = (unsigned char)buf[keep - 1];
+			size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+
+			n = n - (keep - 1) >= need ? n : keep - 1;
+		}
+	}
+	/* argv ends with a NUL; between arguments each NUL becomes one space. */
+	while (n > 0 && buf[n - 1] == '\0')
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	buf[n] = '\0';
+}
+
+/* A string field: "" when unreadable, with a trailing newline cut. */
+static void read_line(const char *dir, const char *name, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (rqb_read_file(path, buf, len) < 0)
+		buf[0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static void read_exe(const char *dir, char *exe, size_t len)
+{
+	struct stat runs, named;
+	char path[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/exe", dir);
+	n = readlink(path, exe, len);
+	/* A kernel thread has no exe; a path that fills the buffer may have been cut. */
+	if (n <= 0 || (size_t)n >= len) {
+		exe[0] = '\0';
+		return;
+	}
+	exe[n] = '\0';
+	/*
+	 * The text is the path in the process's own mount namespace, which an
+	 * unprivileged user namespace can fill at will: believe it only if it leads here
+	 * to the very file the process runs.
+	 */
+	if (stat(path, &runs) < 0 || stat(exe, &named) < 0 || runs.st_dev != named.st_dev ||
+	    runs.st_ino != named.st_ino)
+		exe[0] = '\0';
+}
+
+static void read_cmdline(const char *dir, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/cmdline", dir);
+	n = rqb_read_file(path, buf, len);
+	if (n < 0) {
+		buf[0] = '\0';
+		return;
+	}
+	ident_join_cmdline(buf, (size_t)n, (size_t)n == len - 1);
+}
+
+static void read_cgroup(const char *dir, char *buf, size_t len)
+{
+	char path[PATH_MAX], text[8192];
+
+	snprintf(path, sizeof(path), "%s/cgroup", dir);
+	if (rqb_read_file(path, text, sizeof(text)) < 0 || ident_parse_cgroup(text, buf, len) < 0)
+		buf[0] = '\0';
+}
+
+int ident_read(const char *proc_root, pid_t pid, struct ident_buf *buf, struct proc_ident *ret)
+{
+	char dir[PATH_MAX], path[PATH_MAX], status[4096];
+	uid_t uid;
+	ssize_t n;
+
+	snprintf(dir, sizeof(dir), "%s/%d", proc_root, (int)pid);
+	snprintf(path, sizeof(path), "%s/status", dir);
+	n = rqb_read_file(path, status, sizeof(status));
+	if (n == -ENOENT || n == -ESRCH)
+		return -ESRCH;
+	if (n < 0)
+		return (int)n;
+	if (ident_parse_uid(status, &uid) < 0)
+		return -EINVAL;
+	read_line(dir, "comm", buf->comm, sizeof(buf->comm));
+	read_exe(dir, buf->exe, sizeof(buf->exe));
+	read_cmdline(dir, buf->cmdline, sizeof(buf->cmdline));
+	read_cgroup(dir, buf->cgroup, sizeof(buf->cgroup));
+	/* Gone half-way, it may have left some strings empty: not an identity to match. */
+	if (access(dir, F_OK) < 0)
+		return -ESRCH;
+	*ret = (struct proc_ident){ .pid = pid, .uid = uid, .comm = buf->comm, .exe = buf->exe,
+				    .cmdline = buf->cmdline, .cgroup = buf->cgroup };
+	return 0;
+}

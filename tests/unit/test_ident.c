@@ -1,0 +1,259 @@
+/*
+ * Reading a process's identity: the parsers on fixed text, ident_read on a fake proc
+ * tree written into a temporary directory, and once on the real /proc/self.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+#include "ident.h"
+#include "rqbalance.h"
+
+#define STATUS_1000 "Name:\tfake\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t1234\n" \
+		    "Pid:\t1234\nPPid:\t1\nUid:\t1000\t0\t0\t0\nGid:\t1000\t1000\t1000\t1000\n"
+
+struct tree {
+	char root[64];           /* the mkdtemp directory, and the proc root */
+	char target[PATH_MAX];   /* a real file for exe links to lead to */
+};
+
+static void put(const struct tree *t, const char *name, const char *text, size_t len)
+{
+	char p[PATH_MAX];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", t->root, name);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	fclose(f);
+}
+
+static void link_to(const struct tree *t, const char *name, const char *target)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s", t->root, name);
+	assert_int_equal(symlink(target, p), 0);
+}
+
+static void mkdir_in(const struct tree *t, const char *name)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s", t->root, name);
+	assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static int setup(void **state)
+{
+	struct tree *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -1;
+	snprintf(t->root, sizeof(t->root), "/tmp/rqb-test-ident.XXXXXX");
+	if (!mkdtemp(t->root)) {
+		free(t);
+		return -1;
+	}
+	snprintf(t->target, sizeof(t->target), "%s/mysqld", t->root);
+	put(t, "mysqld", "#!/bin/false\n", 13);
+	*state = t;
+	return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int teardown(void **state)
+{
+	struct tree *t = *state;
+
+	nftw(t->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(t);
+	return 0;
+}
+
+static void parse_uid(void **state)
+{
+	uid_t uid = 77;
+
+	assert_int_equal(ident_parse_uid(STATUS_1000, &uid), 0);
+	assert_int_equal(uid, 1000);
+	assert_int_equal(ident_parse_uid("Name:\tx\nGid:\t0\t0\t0\t0\n", &uid), -EINVAL);
+	assert_int_equal(ident_parse_uid("Uid:\tx\n", &uid), -EINVAL);
+	assert_int_equal(uid, 1000);
+}
+
+static void parse_cgroup(void **state)
+{
+	char cg[64];
+
+	assert_int_equal(ident_parse_cgroup("0::/user.slice/a.scope\n", cg, sizeof(cg)), 0);
+	assert_string_equal(cg, "/user.slice/a.scope");
+	/* v1: the cpu controller's line, whatever else shares its hierarchy. */
+	assert_int_equal(ident_parse_cgroup("5:cpuset:/s\n"
+					    "4:cpu,cpuacct:/foo\n"
+					    "3:cpuacct:/acct\n"
+					    "1:name=systemd:/sd\n",
+					    cg, sizeof(cg)),
+			 0);
+	assert_string_equal(cg, "/foo");
+	/* Hybrid: the unified line comes first, wherever it is in the file. */
+	assert_int_equal(ident_parse_cgroup("4:cpu,cpuacct:/v1\n0::/v2\n", cg, sizeof(cg)), 0);
+	assert_string_equal(cg, "/v2");
+	/* An empty unified line gives way to the cpu controller's. */
+	assert_int_equal(ident_parse_cgroup("0::\n7:cpuacct,cpu:/v1", cg, sizeof(cg)), 0);
+	assert_string_equal(cg, "/v1");
+	assert_int_equal(ident_parse_cgroup("5:cpuset:/s\n3:cpuacct:/a\n", cg, sizeof(cg)),
+			 -ENOENT);
+	assert_int_equal(ident_parse_cgroup("", cg, sizeof(cg)), -ENOENT);
+	assert_int_equal(ident_parse_cgroup("0::/abcdefgh\n", cg, 9), -ENAMETOOLONG);
+	assert_int_equal(ident_parse_cgroup("0::/abcdefg\n", cg, 9), 0);
+}
+
+static void join_cmdline(void **state)
+{
+	char a[] = "python3\0-m\0http.server\0";
+	char b[] = "\0";
+	/* "é" is 0xc3 0xa9: a read that ends between them cut it. */
+	char c[] = "ab\0\xc3\xa9\xc3";
+	char d[] = "ab\0\xe2\x82\xac";
+
+	ident_join_cmdline(a, sizeof(a) - 1, false);
+	assert_string_equal(a, "python3 -m http.server");
+	ident_join_cmdline(b, sizeof(b) - 1, false);
+	assert_string_equal(b, "");
+	ident_join_cmdline(c, sizeof(c) - 1, true);
+	assert_string_equal(c, "ab \xc3\xa9");
+	/* A whole sequence at the very end stays. */
+	ident_join_cmdline(d, sizeof(d) - 1, true);
+	assert_string_equal(d, "ab \xe2\x82\xac");
+}
+
+static void fake_process(void **state)
+{
+	static const char cmdline[] = "/usr/sbin/mysqld\0--user=mysql\0";
+	struct tree *t = *state;
+	struct proc_ident id, none;
+	struct ident_buf *buf = calloc(1, sizeof(*buf));
+
+	assert_non_null(buf);
+	mkdir_in(t, "1234");
+	put(t, "1234/status", STATUS_1000, strlen(STATUS_1000));
+	put(t, "1234/comm", "mysqld\n", 7);
+	put(t, "1234/cmdline", cmdline, sizeof(cmdline) - 1);
+	put(t, "1234/cgroup", "0::/system.slice/mysql.service\n", 31);
+	link_to(t, "1234/exe", t->target);
+	assert_int_equal(ident_read(t->root, 1234, buf, &id), 0);
+	assert_int_equal(id.pid, 1234);
+	assert_int_equal(id.uid, 1000);
+	assert_string_equal(id.comm, "mysqld");
+	assert_string_equal(id.exe, t->target);
+	assert_string_equal(id.cmdline, "/usr/sbin/mysqld --user=mysql");
+	assert_string_equal(id.cgroup, "/system.slice/mysql.service");
+	/* A pid that is not there is gone, and ret stays as it was. */
+	memset(&none, 0x5a, sizeof(none));
+	id = none;
+	assert_int_equal(ident_read(t->root, 999, buf, &id), -ESRCH);
+	assert_memory_equal(&id, &none, sizeof(id));
+	free(buf);
+}
+
+/* A kernel thread: no exe, no cmdline; and a process whose exe path leads nowhere here. */
+static void missing_and_unverified(void **state)
+{
+	struct tree *t = *state;
+	struct proc_ident id;
+	struct ident_buf *buf = calloc(1, sizeof(*buf));
+
+	assert_non_null(buf);
+	mkdir_in(t, "2");
+	put(t, "2/status", STATUS_1000, strlen(STATUS_1000));
+	put(t, "2/comm", "kthreadd\n", 9);
+	put(t, "2/cmdline", "", 0);
+	assert_int_equal(ident_read(t->root, 2, buf, &id), 0);
+	assert_string_equal(id.comm, "kthreadd");
+	assert_string_equal(id.exe, "");
+	assert_string_equal(id.cmdline, "");
+	assert_string_equal(id.cgroup, "");
+	/* As another mount namespace, or a deleted binary, would show it. */
+	mkdir_in(t, "3");
+	put(t, "3/status", STATUS_1000, strlen(STATUS_1000));
+	link_to(t, "3/exe", "/nonexistent/rqb-test/usr/sbin/mysqld");
+	assert_int_equal(ident_read(t->root, 3, buf, &id), 0);
+	assert_string_equal(id.exe, "");
+	/* status is the one file that must be readable and make sense. */
+	mkdir_in(t, "4");
+	put(t, "4/status", "Name:\tx\n", 8);
+	assert_int_equal(ident_read(t->root, 4, buf, &id), -EINVAL);
+	free(buf);
+}
+
+static void long_cmdline_is_cut(void **state)
+{
+	struct tree *t = *state;
+	struct proc_ident id;
+	struct ident_buf *buf = calloc(1, sizeof(*buf));
+	char *text = malloc(IDENT_CMDLINE_MAX * 2);
+
+	assert_non_null(buf);
+	assert_non_null(text);
+	/* "jav" then arguments "x" until well past the buffer, whose last byte is an x. */
+	memcpy(text, "jav", 3);
+	for (size_t i = 3; i < IDENT_CMDLINE_MAX * 2; i++)
+		text[i] = i % 2 ? '\0' : 'x';
+	mkdir_in(t, "5");
+	put(t, "5/status", STATUS_1000, strlen(STATUS_1000));
+	put(t, "5/cmdline", text, IDENT_CMDLINE_MAX * 2);
+	assert_int_equal(ident_read(t->root, 5, buf, &id), 0);
+	assert_int_equal(strlen(id.cmdline), IDENT_CMDLINE_MAX - 1);
+	assert_memory_equal(id.cmdline, "jav x x x", 9);
+	assert_int_equal(id.cmdline[IDENT_CMDLINE_MAX - 2], 'x');
+	free(text);
+	free(buf);
+}
+
+static void real_self(void **state)
+{
+	char comm[IDENT_COMM_MAX] = "", exe[PATH_MAX];
+	struct ident_buf *buf = calloc(1, sizeof(*buf));
+	struct proc_ident id;
+	ssize_t n;
+
+	assert_non_null(buf);
+	assert_int_equal(prctl(PR_GET_NAME, comm), 0);
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	assert_int_equal(ident_read("/proc", getpid(), buf, &id), 0);
+	assert_int_equal(id.uid, getuid());
+	assert_string_equal(id.comm, comm);
+	assert_string_equal(id.exe, exe);
+	/* This program runs under its own name. */
+	assert_non_null(strstr(id.cmdline, "test_ident"));
+	assert_true(id.cgroup[0] == '/');
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(parse_uid),
+		cmocka_unit_test(parse_cgroup),
+		cmocka_unit_test(join_cmdline),
+		cmocka_unit_test_setup_teardown(fake_process, setup, teardown),
+		cmocka_unit_test_setup_teardown(missing_and_unverified, setup, teardown),
+		cmocka_unit_test_setup_teardown(long_cmdline_is_cut, setup, teardown),
+		cmocka_unit_test(real_self),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
