@@ -32,7 +32,16 @@ struct journal;
  * -EBUSY when another rqbalanced holds it.
  */
 int journal_open(const char *dir, struct journal **ret);
+/* The same for another journal file in dir, with records of its owner's own format. */
+int journal_open_named(const char *dir, const char *name, struct journal **ret);
 void journal_close(struct journal *j);
+/* Appends one line (with its newline) in one write(2). */
+int journal_append(struct journal *j, const char *line);
+/* Calls fn for every line but comments and blank ones, newline cut, with its number. */
+int journal_each_line(struct journal *j, void (*fn)(void *ctx, unsigned lineno, char *line),
+		      void *ctx);
+/* Replaces the file with text, atomically (rename). */
+int journal_rewrite_text(struct journal *j, const char *text);
 /*
  * Calls fn for every record set and not cleared since, in file order. Malformed lines
  * are logged with their line number and skipped; ret_bad counts them (may be NULL).

@@ -92,6 +92,11 @@ static int open_locked(const char *path)
 
 int journal_open(const char *dir, struct journal **ret)
 {
+	return journal_open_named(dir, JOURNAL_NAME, ret);
+}
+
+int journal_open_named(const char *dir, const char *name, struct journal **ret)
+{
 	struct journal *j;
 	int r;
 
@@ -102,7 +107,7 @@ int journal_open(const char *dir, struct journal **ret)
 	if (!j)
 		return -ENOMEM;
 	snprintf(j->dir, sizeof(j->dir), "%s", dir);
-	if (snprintf(j->path, sizeof(j->path), "%s/%s", dir, JOURNAL_NAME) >= (int)sizeof(j->path)) {
+	if (snprintf(j->path, sizeof(j->path), "%s/%s", dir, name) >= (int)sizeof(j->path)) {
 		free(j);
 		return -ENAMETOOLONG;
 	}
@@ -146,6 +151,11 @@ static int append(struct journal *j, const char *line, size_t len)
 		return -EIO;
 	j->lines++;
 	return 0;
+}
+
+int journal_append(struct journal *j, const char *line)
+{
+	return append(j, line, strlen(line));
 }
 
 static int format_set(const struct journal_rec *r, char *buf, size_t len)
@@ -317,6 +327,64 @@ int journal_rewrite(struct journal *j, const struct journal_rec *recs, size_t n)
 	close(j->fd);
 	j->fd = fd;
 	/* Appends go to the end: reopen flags cannot change, so seek there explicitly. */
+	if (fcntl(fd, F_SETFL, O_APPEND) < 0)
+		return -errno;
+	j->lines = 0;
+	return 0;
+}
+
+int journal_each_line(struct journal *j, void (*fn)(void *ctx, unsigned lineno, char *line),
+		      void *ctx)
+{
+	unsigned lineno = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	int fd;
+	FILE *f;
+
+	fd = open(j->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		lineno++;
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		fn(ctx, lineno, line);
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+int journal_rewrite_text(struct journal *j, const char *text)
+{
+	char tmp[PATH_MAX + 8];
+	size_t len = strlen(text);
+	int fd, r = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", j->path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, len) != (ssize_t)len)
+		r = -EIO;
+	if (r == 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, j->path) < 0)
+		r = -errno;
+	if (r < 0) {
+		close(fd);
+		unlink(tmp);
+		return r;
+	}
+	close(j->fd);
+	j->fd = fd;
 	if (fcntl(fd, F_SETFL, O_APPEND) < 0)
 		return -errno;
 	j->lines = 0;

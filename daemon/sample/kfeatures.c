@@ -18,28 +18,11 @@
 #include "kfeatures.h"
 #include "log.h"
 #include "rqbalance.h"
+#include "schedattr.h"
 
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD O_EXCL
 #endif
-#define SCHED_FLAG_KEEP_POLICY 0x08
-#define SCHED_FLAG_KEEP_PARAMS 0x10
-#define SCHED_FLAG_UTIL_CLAMP_MIN 0x20
-#define SCHED_FLAG_UTIL_CLAMP_MAX 0x40
-
-/* glibc 2.36 has no sched_attr: the kernel's layout (VER1, 56 bytes). */
-struct rqb_sched_attr {
-	uint32_t size;
-	uint32_t sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime;
-	uint64_t sched_deadline;
-	uint64_t sched_period;
-	uint32_t sched_util_min;
-	uint32_t sched_util_max;
-};
 
 static const char *const names[FEAT_COUNT] = {
 	[FEAT_LLC_GROUPS] = "llc-groups",     [FEAT_PIDFD_THREAD] = "pidfd-thread",
