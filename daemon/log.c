@@ -139,3 +139,18 @@ uint64_t rqb_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
+
+int rqb_word_in(const char *list, const char *word, char sep)
+{
+	size_t wl = strlen(word);
+
+	for (const char *p = list; p && *p;) {
+		const char *end = strchr(p, sep);
+		size_t l = end ? (size_t)(end - p) : strcspn(p, "\n");
+
+		if (l == wl && strncmp(p, word, wl) == 0)
+			return 1;
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}

@@ -37,6 +37,9 @@ uint64_t rqb_now_ns(void);
  */
 void *rqb_grow(void *arr, size_t *cap, size_t n, size_t size);
 
+/* True if word is one of the sep-separated entries of list ("cpu" in "cpu,cpuacct"). */
+int rqb_word_in(const char *list, const char *word, char sep);
+
 /*
  * Reads the file at path into buf, at most len - 1 bytes, and ends it with a NUL
  * (the bytes read may hold NULs of their own). The byte count, or -errno.

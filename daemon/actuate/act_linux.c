@@ -35,7 +35,7 @@ static int pidfd_open_thread(pid_t tid, pid_t tgid)
 	return fd < 0 ? -errno : fd;
 }
 
-static int read_stat(pid_t tid, struct proc_stat_line *ret)
+int act_read_stat(pid_t tid, struct proc_stat_line *ret)
 {
 	char path[64], buf[1024];
 	ssize_t n;
@@ -56,7 +56,7 @@ static int read_stat(pid_t tid, struct proc_stat_line *ret)
 static int read_start_time(pid_t tid, uint64_t *ret)
 {
 	struct proc_stat_line l;
-	int r = read_stat(tid, &l);
+	int r = act_read_stat(tid, &l);
 
 	if (r < 0)
 		return r;
@@ -180,7 +180,7 @@ static int linux_offspring(pid_t tgid, uint64_t since,
 		pid_t pid = (pid_t)atoi(de->d_name);
 		struct proc_stat_line l;
 
-		if (pid > 0 && pid != tgid && read_stat(pid, &l) == 0 && l.ppid == tgid &&
+		if (pid > 0 && pid != tgid && act_read_stat(pid, &l) == 0 && l.ppid == tgid &&
 		    l.start_time >= since)
 			threads_since(pid, since, fn, ctx);
 	}

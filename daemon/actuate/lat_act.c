@@ -1,0 +1,1019 @@
+/*
+ * Actuate stage, latency: the only code that changes a task's policy, slice, uclamp
+ * or class cgroup, or a cgroup's weight. It journals before it writes and restores a
+ * knob only while it still holds what rqbalance wrote; it never acts on a task whose
+ * identity (pid and start time) it has not checked.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libcgroup.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "journal.h"
+#include "kfeatures.h"
+#include "lat_act.h"
+#include "log.h"
+#include "rqbalance.h"
+#include "schedattr.h"
+
+#define CLASS_PREFIX "rqbalance-lat"
+#define CFS_PERIOD_US 100000
+
+const char *latact_policy_name(int policy)
+{
+	switch (policy) {
+	case SCHED_OTHER: return "other";
+	case SCHED_FIFO: return "fifo";
+	case SCHED_RR: return "rr";
+	case SCHED_BATCH: return "batch";
+	case SCHED_IDLE: return "idle";
+	case 6: return "deadline";
+	default: return "?";
+	}
+}
+
+static bool policy_is_rt(int policy)
+{
+	return policy == SCHED_FIFO || policy == SCHED_RR || policy == 6;
+}
+
+/* ---- small file helpers, rooted at paths the caller built ---- */
+
+static int write_small(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n, len = (ssize_t)strlen(text);
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, (size_t)len);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	return n == len ? 0 : -EIO;
+}
+
+static int read_u64(const char *path, uint64_t *ret)
+{
+	char buf[64], *end;
+	ssize_t r = rqb_read_file(path, buf, sizeof(buf));
+
+	if (r < 0)
+		return (int)r;
+	errno = 0;
+	*ret = strtoull(buf, &end, 10);
+	return errno || end == buf ? -EINVAL : 0;
+}
+
+/* ---- the class hierarchy ---- */
+
+/* The task's cgroup in the class hierarchy, from /proc/TGID/task/TID/cgroup. */
+static int read_task_cgroup(const struct latact *la, pid_t tid, char *ret, size_t size)
+{
+	char path[PATH_MAX], buf[4096];
+	int r;
+
+	ret[0] = '\0';
+	if (!la->cls.on)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%d/cgroup", la->proc_root, (int)tid);
+	r = rqb_read_file(path, buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		char *ctl = strchr(line, ':'), *p;
+
+		if (!ctl || !(p = strchr(ctl + 1, ':')))
+			continue;
+		*p++ = '\0';
+		ctl++;
+		if (la->cls.v2 ? strcmp(ctl, "") == 0 : rqb_word_in(ctl, "cpu", ',')) {
+			snprintf(ret, size, "%s", p);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int cg_attach(const char *rel, pid_t tid)
+{
+	struct cgroup *cg = cgroup_new_cgroup(rel);
+	int r;
+
+	if (!cg)
+		return -ENOMEM;
+	if (!cgroup_add_controller(cg, "cpu")) {
+		cgroup_free(&cg);
+		return -ENOMEM;
+	}
+	r = cgroup_attach_task_pid(cg, tid);
+	cgroup_free(&cg);
+	if (r == 0)
+		return 0;
+	return r == ECGROUPNOTEXIST ? -ENOENT : r == ECGROUPNOTOWNER ? -EPERM : -EIO;
+}
+
+static int cg_create(const char *rel, const char *key, uint64_t value)
+{
+	struct cgroup *cg = cgroup_new_cgroup(rel);
+	struct cgroup_controller *c;
+	int r;
+
+	if (!cg)
+		return -ENOMEM;
+	c = cgroup_add_controller(cg, "cpu");
+	if (!c || (key && cgroup_add_value_uint64(c, key, value) != 0)) {
+		cgroup_free(&cg);
+		return -ENOMEM;
+	}
+	r = cgroup_create_cgroup(cg, 0);
+	cgroup_free(&cg);
+	return r == 0 ? 0 : -EIO;
+}
+
+static void cg_delete(const char *rel)
+{
+	struct cgroup *cg = cgroup_new_cgroup(rel);
+
+	if (!cg)
+		return;
+	if (cgroup_add_controller(cg, "cpu"))
+		cgroup_delete_cgroup(cg, 0);
+	cgroup_free(&cg);
+}
+
+/* A class's path relative to the mount: PARENT/rqbalance-latN, or rqbalance-latN at the top. */
+static void class_rel(const struct latact *la, int v, char *ret, size_t size)
+{
+	snprintf(ret, size, "%s%s" CLASS_PREFIX "%d", la->cls.root, la->cls.root[0] ? "/" : "", v);
+}
+
+static void class_path(const struct latact *la, int v, char *ret, size_t size)
+{
+	char rel[LAT_PATH_MAX];
+
+	class_rel(la, v, rel, sizeof(rel));
+	snprintf(ret, size, "/%s", rel);
+}
+
+/* The class's CPU cap: boost_cpu_pct of the machine; -1 (none) when 0. */
+static int class_cap(const struct latact *la, const char *rel)
+{
+	char path[PATH_MAX], text[64];
+	uint64_t quota = 0;
+
+	if (la->o.boost_cpu_pct)
+		quota = (uint64_t)CFS_PERIOD_US * (uint64_t)la->cls.ncpus * la->o.boost_cpu_pct / 100;
+	if (la->cls.v2) {
+		snprintf(path, sizeof(path), "%s/%s/cpu.max", la->cls.mount, rel);
+		if (quota)
+			snprintf(text, sizeof(text), "%" PRIu64 " %d", quota, CFS_PERIOD_US);
+		else
+			snprintf(text, sizeof(text), "max %d", CFS_PERIOD_US);
+	} else {
+		snprintf(path, sizeof(path), "%s/%s/cpu.cfs_quota_us", la->cls.mount, rel);
+		snprintf(text, sizeof(text), "%" PRId64, quota ? (int64_t)quota : (int64_t)-1);
+	}
+	return write_small(path, text);
+}
+
+/*
+ * The class group for v, made on first use with the kernel's weight for nice v. It
+ * sits beside the groups it competes with: a weight only counts among siblings.
+ */
+static int class_ensure(struct latact *la, int v, char *ret, size_t size)
+{
+	char rel[LAT_PATH_MAX];
+	uint64_t w = lat_nice_weight(v);
+	int r;
+
+	class_path(la, v, ret, size);
+	if (la->cls.made[v - LAT_MIN])
+		return 0;
+	class_rel(la, v, rel, sizeof(rel));
+	if (la->cls.v2)
+		r = cg_create(rel, "cpu.weight", lat_shares_to_weight((uint32_t)w));
+	else
+		r = cg_create(rel, "cpu.shares", w);
+	if (r == 0)
+		r = class_cap(la, rel);
+	if (r < 0) {
+		log_warn("latency: cannot create class cgroup \"%s\": %s", rel, strerror(-r));
+		return r;
+	}
+	la->cls.made[v - LAT_MIN] = true;
+	return 0;
+}
+
+/* The classes' parent, when it is not the top; cgroup2 needs cpu enabled down to it. */
+static int classes_root_setup(struct latact *la)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int r;
+
+	if (la->cls.root[0]) {
+		snprintf(path, sizeof(path), "%s/%s", la->cls.mount, la->cls.root);
+		la->cls.made_root = stat(path, &st) < 0;
+		r = cg_create(la->cls.root, NULL, 0);
+		if (r < 0)
+			return r;
+	}
+	if (!la->cls.v2)
+		return 0;
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", la->cls.mount);
+	r = write_small(path, "+cpu");
+	if (r == 0 && la->cls.root[0]) {
+		snprintf(path, sizeof(path), "%s/%s/cgroup.subtree_control", la->cls.mount,
+			 la->cls.root);
+		r = write_small(path, "+cpu");
+	}
+	return r;
+}
+
+/* Finds the cpu hierarchy: v1 cpu controller first, else cgroup2 with cpu available. */
+static void classes_find(struct latact *la)
+{
+	char buf[65536], v1[PATH_MAX] = "", v2[PATH_MAX] = "", path[PATH_MAX];
+	const char *mounts = la->o.mounts_file && *la->o.mounts_file ? la->o.mounts_file :
+										 "/proc/self/mounts";
+	int ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int r;
+
+	la->cls.on = false;
+	if (!la->o.class_cgroups)
+		return;
+	if (rqb_read_file(mounts, buf, sizeof(buf)) < 0)
+		return;
+	features_parse_mounts(buf, v1, v2, sizeof(v1));
+	if (v1[0]) {
+		snprintf(la->cls.mount, sizeof(la->cls.mount), "%s", v1);
+	} else if (v2[0]) {
+		snprintf(path, sizeof(path), "%s/cgroup.controllers", v2);
+		if (rqb_read_file(path, buf, sizeof(buf)) < 0 || !rqb_word_in(buf, "cpu", ' '))
+			goto none;
+		snprintf(la->cls.mount, sizeof(la->cls.mount), "%s", v2);
+		la->cls.v2 = true;
+	} else {
+		goto none;
+	}
+	if (cgroup_init() != 0) {
+		log_warn("latency: libcgroup cannot read the mounts: class cgroups off");
+		return;
+	}
+	la->cls.ncpus = ncpus > 0 ? ncpus : 1;
+	r = classes_root_setup(la);
+	if (r < 0) {
+		log_warn("latency: cannot set up class cgroups in %s/%s: %s; negative values "
+			 "only shorten the slice", la->cls.mount, la->cls.root, strerror(-r));
+		return;
+	}
+	la->cls.on = true;
+	log_info("latency: class cgroups in %s/%s (%s), each capped at %u%% of the machine",
+		 la->cls.mount, la->cls.root, la->cls.v2 ? "cgroup2" : "v1 cpu",
+		 la->o.boost_cpu_pct);
+	return;
+none:
+	log_warn("latency: no cpu controller mounted: negative values only shorten the slice");
+}
+
+/* Moves every task left in a class group to the hierarchy's root, then removes it. */
+static void classes_remove(struct latact *la)
+{
+	char path[PATH_MAX], rel[LAT_PATH_MAX], buf[65536];
+
+	if (!la->cls.on)
+		return;
+	for (int v = LAT_MIN; v <= LAT_MAX; v++) {
+		if (!la->cls.made[v - LAT_MIN])
+			continue;
+		class_rel(la, v, rel, sizeof(rel));
+		snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel,
+			 la->cls.v2 ? "cgroup.procs" : "tasks");
+		if (rqb_read_file(path, buf, sizeof(buf)) > 0)
+			for (char *t = strtok(buf, "\n"); t; t = strtok(NULL, "\n"))
+				if (cg_attach("/", (pid_t)atoi(t)) == 0)
+					log_info("latency: task %s left in %s moved to /", t, rel);
+		cg_delete(rel);
+		la->cls.made[v - LAT_MIN] = false;
+	}
+	if (la->cls.made_root)
+		cg_delete(la->cls.root);
+}
+
+/* ---- tasks ---- */
+
+int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret)
+{
+	struct rqb_sched_attr a;
+	struct lat_state s = { .umin = -1, .umax = -1 };
+	int r = rqb_sched_getattr(tid, &a);
+
+	if (r < 0)
+		return r;
+	s.policy = (int)a.sched_policy;
+	s.nice = a.sched_nice;
+	s.slice_ns = la->o.slices ? a.sched_runtime : 0;
+	if (la->o.uclamp) {
+		s.umin = (int)a.sched_util_min;
+		s.umax = (int)a.sched_util_max;
+	}
+	r = read_task_cgroup(la, tid, s.cgroup, sizeof(s.cgroup));
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	*ret = s;
+	return 0;
+}
+
+static bool sched_differs(const struct lat_state *a, const struct lat_state *b)
+{
+	return a->policy != b->policy || a->slice_ns != b->slice_ns || a->umin != b->umin ||
+	       a->umax != b->umax;
+}
+
+/* Writes policy, slice and uclamp of want, keeping the task's nice. */
+static int write_sched(const struct latact *la, pid_t tid, const struct lat_state *want,
+		       int nice)
+{
+	struct rqb_sched_attr a = { .size = sizeof(a) };
+
+	a.sched_policy = (uint32_t)want->policy;
+	a.sched_nice = nice;
+	a.sched_runtime = la->o.slices ? want->slice_ns : 0;
+	if (la->o.uclamp && want->umin >= 0 && want->umax >= 0) {
+		a.sched_flags |= SCHED_FLAG_UTIL_CLAMP_MIN | SCHED_FLAG_UTIL_CLAMP_MAX;
+		a.sched_util_min = (uint32_t)want->umin;
+		a.sched_util_max = (uint32_t)want->umax;
+	}
+	return rqb_sched_setattr(tid, &a);
+}
+
+/* What value v asks of a task that had prev. */
+static void want_for(struct latact *la, int v, pid_t tid, pid_t tgid,
+		     const struct lat_state *prev, struct lat_state *ret)
+{
+	struct lat_knobs k;
+
+	lat_map(&la->lc, v, &k);
+	*ret = *prev;
+	if (v < 0)
+		ret->policy = SCHED_OTHER;
+	else if (v > 0 && k.policy != SCHED_OTHER)
+		ret->policy = k.policy;
+	if (k.slice_ns && la->o.slices)
+		ret->slice_ns = k.slice_ns;
+	if (la->o.uclamp) {
+		if (k.uclamp_min >= 0)
+			ret->umin = k.uclamp_min;
+		if (k.uclamp_max >= 0)
+			ret->umax = k.uclamp_max;
+	}
+	/* cgroup2 moves whole processes: a lone thread keeps its process's group. */
+	if (k.use_class && la->cls.on && (!la->cls.v2 || tid == tgid) && !la->o.dry_run &&
+	    class_ensure(la, v, ret->cgroup, sizeof(ret->cgroup)) < 0)
+		snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", prev->cgroup);
+}
+
+static void format_state(const struct lat_state *s, char *buf, size_t size)
+{
+	snprintf(buf, size, "%d %d %" PRIu64 " %d %d %s", s->policy, s->nice, s->slice_ns, s->umin,
+		 s->umax, s->cgroup[0] ? s->cgroup : "-");
+}
+
+static int journal_task(struct latact *la, const struct lat_entry *e)
+{
+	char p[LAT_PATH_MAX + 96], s[LAT_PATH_MAX + 96], line[2 * LAT_PATH_MAX + 256];
+
+	if (!la->journal)
+		return 0;
+	format_state(&e->prev, p, sizeof(p));
+	format_state(&e->set, s, sizeof(s));
+	snprintf(line, sizeof(line), "lat %d %d %" PRIu64 " %d %s %s\n", (int)e->task.tid,
+		 (int)e->tgid, e->task.start_time, e->value, p, s);
+	return journal_append(la->journal, line);
+}
+
+static void journal_untask(struct latact *la, pid_t tid, uint64_t start)
+{
+	char line[64];
+
+	if (!la->journal)
+		return;
+	snprintf(line, sizeof(line), "unlat %d %" PRIu64 "\n", (int)tid, start);
+	journal_append(la->journal, line);
+}
+
+static size_t find_index(const struct latact *la, pid_t tid, bool *found)
+{
+	size_t lo = 0, hi = la->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (la->e[mid].task.tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < la->n && la->e[lo].task.tid == tid;
+	return lo;
+}
+
+const struct lat_entry *latact_find(const struct latact *la, pid_t tid)
+{
+	bool found;
+	size_t i = find_index(la, tid, &found);
+
+	return found ? &la->e[i] : NULL;
+}
+
+static struct lat_entry *entry_add(struct latact *la, const struct lat_entry *e)
+{
+	bool found;
+	size_t i = find_index(la, e->task.tid, &found);
+	struct lat_entry *arr;
+
+	if (found) {
+		la->e[i] = *e;
+		return &la->e[i];
+	}
+	arr = rqb_grow(la->e, &la->cap, la->n, sizeof(*arr));
+	if (!arr)
+		return NULL;
+	la->e = arr;
+	memmove(&la->e[i + 1], &la->e[i], (la->n - i) * sizeof(*la->e));
+	la->e[i] = *e;
+	la->n++;
+	return &la->e[i];
+}
+
+static void entry_del(struct latact *la, pid_t tid)
+{
+	bool found;
+	size_t i = find_index(la, tid, &found);
+
+	if (!found)
+		return;
+	la->ops->close(&la->e[i].task);
+	memmove(&la->e[i], &la->e[i + 1], (la->n - i - 1) * sizeof(*la->e));
+	la->n--;
+}
+
+/* Writes want over cur: the sched knobs in one call, then the cgroup. */
+static int write_state(struct latact *la, pid_t tid, const struct lat_state *cur,
+		       const struct lat_state *want)
+{
+	int r = 0;
+
+	if (sched_differs(cur, want))
+		r = write_sched(la, tid, want, cur->nice);
+	if (r == 0 && la->cls.on && want->cgroup[0] && strcmp(cur->cgroup, want->cgroup) != 0)
+		r = cg_attach(want->cgroup, tid);
+	return r;
+}
+
+int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, int v,
+		const char *source, const struct lat_state *inherit, const char **ret_why)
+{
+	const struct lat_entry *old = latact_find(la, tid);
+	struct lat_entry e = { .tgid = tgid, .value = v };
+
+	snprintf(e.source, sizeof(e.source), "%s", source ? source : "");
+	struct lat_state cur, want;
+	int r;
+
+	*ret_why = NULL;
+	if (old && old->task.start_time != start_time) {
+		latact_task_gone(la, tid);
+		old = NULL;
+	}
+	r = old ? 0 : la->ops->open(tid, tgid, start_time, &e.task);
+	if (r < 0) {
+		*ret_why = r == -ESRCH ? "no such task (or its pid was reused)" : strerror(-r);
+		return r;
+	}
+	if (old)
+		e.task = old->task;
+	r = latact_read(la, tid, &cur);
+	if (r == 0 && policy_is_rt(cur.policy) && !old) {
+		*ret_why = "the task has a real-time policy";
+		r = -EPERM;
+	}
+	if (r < 0)
+		goto fail;
+	e.prev = old ? old->prev : inherit ? *inherit : cur;
+	want_for(la, v, tid, tgid, &e.prev, &want);
+	e.set = want;
+	if (la->o.dry_run) {
+		log_info("latency: would give task %d value %d", (int)tid, v);
+		goto fail;
+	}
+	r = journal_task(la, &e);
+	if (r == 0)
+		r = write_state(la, tid, &cur, &want);
+	if (r == 0)
+		r = latact_read(la, tid, &e.set);
+	if (r == 0)
+		r = la->ops->alive(&e.task);
+	if (r < 0) {
+		*ret_why = strerror(-r);
+		la->cnt.errors++;
+		goto fail;
+	}
+	if (!entry_add(la, &e)) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	la->cnt.applied++;
+	return 0;
+fail:
+	if (!old)
+		la->ops->close(&e.task);
+	return la->o.dry_run ? 0 : r;
+}
+
+/* Gives back each knob that is still what rqbalance set. */
+static void restore_entry(struct latact *la, const struct lat_entry *e)
+{
+	struct lat_state cur, want;
+	pid_t tid = e->task.tid;
+
+	if (la->ops->alive(&e->task) < 0 || latact_read(la, tid, &cur) < 0) {
+		la->cnt.gone++;
+		return;
+	}
+	want = cur;
+	if (cur.policy == e->set.policy)
+		want.policy = e->prev.policy;
+	if (cur.slice_ns == e->set.slice_ns)
+		want.slice_ns = e->prev.slice_ns;
+	if (cur.umin == e->set.umin && cur.umax == e->set.umax) {
+		want.umin = e->prev.umin;
+		want.umax = e->prev.umax;
+	}
+	if (strcmp(cur.cgroup, e->set.cgroup) == 0)
+		snprintf(want.cgroup, sizeof(want.cgroup), "%s", e->prev.cgroup);
+	if (sched_differs(&cur, &e->set) || strcmp(cur.cgroup, e->set.cgroup) != 0)
+		la->cnt.left_alone++;
+	if (write_state(la, tid, &cur, &want) == 0) {
+		if (sched_differs(&cur, &want) || strcmp(cur.cgroup, want.cgroup) != 0)
+			la->cnt.restored++;
+	} else if (want.cgroup[0] && strcmp(cur.cgroup, want.cgroup) != 0 &&
+		   cg_attach("/", tid) == 0) {
+		log_warn("latency: task %d: cgroup \"%s\" is gone; moved to /", (int)tid,
+			 want.cgroup);
+	} else {
+		la->cnt.errors++;
+	}
+	if (la->ops->alive(&e->task) < 0)
+		log_debug("latency: task %d exited while being restored", (int)tid);
+}
+
+int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time)
+{
+	const struct lat_entry *e = latact_find(la, tid);
+
+	if (!e || (start_time && e->task.start_time != start_time))
+		return -ENOENT;
+	restore_entry(la, e);
+	journal_untask(la, tid, e->task.start_time);
+	entry_del(la, tid);
+	return 0;
+}
+
+void latact_task_gone(struct latact *la, pid_t tid)
+{
+	const struct lat_entry *e = latact_find(la, tid);
+
+	if (!e)
+		return;
+	journal_untask(la, tid, e->task.start_time);
+	entry_del(la, tid);
+	la->cnt.gone++;
+}
+
+void latact_verify(struct latact *la)
+{
+	for (size_t i = la->n; i-- > 0;)
+		if (la->ops->alive(&la->e[i].task) < 0)
+			latact_task_gone(la, la->e[i].task.tid);
+}
+
+/* ---- cgroup targets ---- */
+
+static bool path_ok(const char *path)
+{
+	return path[0] == '/' && !strstr(path, "/../") && !strstr(path, "/./") &&
+	       strcspn(path, " \t\n") == strlen(path) && strlen(path) < LAT_PATH_MAX &&
+	       !(strlen(path) >= 3 && strcmp(path + strlen(path) - 3, "/..") == 0);
+}
+
+static void cg_file(const struct latact *la, const char *path, const char *name, char *ret,
+		    size_t size)
+{
+	snprintf(ret, size, "%s%s/%s", la->cls.mount, strcmp(path, "/") ? path : "", name);
+}
+
+static int cg_read(const struct latact *la, const char *path, uint64_t *ret_w, int *ret_idle)
+{
+	char f[PATH_MAX];
+	uint64_t idle;
+	int r;
+
+	cg_file(la, path, la->cls.v2 ? "cpu.weight" : "cpu.shares", f, sizeof(f));
+	r = read_u64(f, ret_w);
+	if (r < 0)
+		return r;
+	cg_file(la, path, "cpu.idle", f, sizeof(f));
+	*ret_idle = read_u64(f, &idle) == 0 ? (int)idle : -1;
+	return 0;
+}
+
+static int cg_write(const struct latact *la, const char *path, uint64_t w, int idle)
+{
+	char f[PATH_MAX], text[32];
+	int r;
+
+	if (idle >= 0) {
+		cg_file(la, path, "cpu.idle", f, sizeof(f));
+		snprintf(text, sizeof(text), "%d", idle);
+		r = write_small(f, text);
+		if (r < 0)
+			return r;
+	}
+	if (idle == 1)
+		return 0; /* an idle group's weight is not writable */
+	cg_file(la, path, la->cls.v2 ? "cpu.weight" : "cpu.shares", f, sizeof(f));
+	snprintf(text, sizeof(text), "%" PRIu64, w);
+	return write_small(f, text);
+}
+
+static size_t cg_index(const struct latact *la, const char *path)
+{
+	for (size_t i = 0; i < la->ncg; i++)
+		if (strcmp(la->cg[i].path, path) == 0)
+			return i;
+	return SIZE_MAX;
+}
+
+const struct lat_cg_entry *latact_find_cgroup(const struct latact *la, const char *path)
+{
+	size_t i = cg_index(la, path);
+
+	return i == SIZE_MAX ? NULL : &la->cg[i];
+}
+
+static int journal_cg(struct latact *la, const struct lat_cg_entry *c)
+{
+	char line[LAT_PATH_MAX * 2 + 128];
+
+	if (!la->journal)
+		return 0;
+	snprintf(line, sizeof(line), "cg %d %s %s %" PRIu64 " %d %" PRIu64 " %d\n", c->value,
+		 c->path, c->unit[0] ? c->unit : "-", c->prev_weight, c->prev_idle, c->set_weight,
+		 c->set_idle);
+	return journal_append(la->journal, line);
+}
+
+int latact_cgroup(struct latact *la, const char *path, int v, const char *source,
+		  const char **ret_why)
+{
+	size_t i = cg_index(la, path);
+	struct lat_cg_entry c = { .value = v };
+
+	snprintf(c.source, sizeof(c.source), "%s", source ? source : "");
+	struct lat_knobs k;
+	struct stat st;
+	char dir[PATH_MAX];
+	uint64_t w;
+	int idle, r;
+
+	*ret_why = NULL;
+	if (!path_ok(path)) {
+		*ret_why = "not an absolute cgroup path without . or .. components or spaces";
+		return -EINVAL;
+	}
+	if (!la->cls.mount[0]) {
+		*ret_why = "no cpu controller is mounted";
+		return -EOPNOTSUPP;
+	}
+	cg_file(la, path, "", dir, sizeof(dir));
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		*ret_why = "no such cgroup in the cpu hierarchy";
+		return -ENOENT;
+	}
+	r = cg_read(la, path, &w, &idle);
+	if (r < 0) {
+		*ret_why = "cannot read its weight";
+		return r;
+	}
+	snprintf(c.path, sizeof(c.path), "%s", path);
+	c.prev_weight = i == SIZE_MAX ? w : la->cg[i].prev_weight;
+	c.prev_idle = i == SIZE_MAX ? idle : la->cg[i].prev_idle;
+	lat_map(&la->lc, v, &k);
+	c.set_weight = la->cls.v2 ? lat_shares_to_weight(k.shares) : k.shares;
+	c.set_idle = idle < 0 ? -1 : k.cg_idle ? 1 : 0;
+	if (la->o.dry_run)
+		return 0;
+	r = journal_cg(la, &c);
+	if (r == 0)
+		r = cg_write(la, path, c.set_weight, c.set_idle);
+	if (r == 0)
+		r = cg_read(la, path, &c.set_weight, &c.set_idle);
+	if (r < 0) {
+		*ret_why = "cannot write its weight";
+		la->cnt.errors++;
+		return r;
+	}
+	if (i == SIZE_MAX) {
+		struct lat_cg_entry *arr = rqb_grow(la->cg, &la->capcg, la->ncg, sizeof(*arr));
+
+		if (!arr)
+			return -ENOMEM;
+		la->cg = arr;
+		i = la->ncg++;
+	}
+	la->cg[i] = c;
+	la->cnt.applied++;
+	return 0;
+}
+
+static void restore_cg(struct latact *la, const struct lat_cg_entry *c)
+{
+	uint64_t w;
+	int idle;
+
+	if (cg_read(la, c->path, &w, &idle) < 0) {
+		log_info("latency: cgroup \"%s\" is gone: nothing to give back", c->path);
+		la->cnt.gone++;
+		return;
+	}
+	if (idle != c->set_idle || (c->set_idle != 1 && w != c->set_weight)) {
+		log_info("latency: cgroup \"%s\" was changed since: left as it is", c->path);
+		la->cnt.left_alone++;
+		return;
+	}
+	if (cg_write(la, c->path, c->prev_weight, c->prev_idle) == 0)
+		la->cnt.restored++;
+	else
+		la->cnt.errors++;
+}
+
+int latact_cgroup_reset(struct latact *la, const char *path)
+{
+	size_t i = cg_index(la, path);
+	char line[LAT_PATH_MAX + 16];
+
+	if (i == SIZE_MAX)
+		return -ENOENT;
+	restore_cg(la, &la->cg[i]);
+	if (la->journal) {
+		snprintf(line, sizeof(line), "uncg %s\n", path);
+		journal_append(la->journal, line);
+	}
+	memmove(&la->cg[i], &la->cg[i + 1], (la->ncg - i - 1) * sizeof(*la->cg));
+	la->ncg--;
+	return 0;
+}
+
+/* ---- journal replay: what a crashed run left ---- */
+
+static int parse_state(char **save, struct lat_state *s)
+{
+	char *f[6];
+
+	for (int i = 0; i < 6; i++)
+		if (!(f[i] = strtok_r(NULL, " ", save)))
+			return -EINVAL;
+	s->policy = atoi(f[0]);
+	s->nice = atoi(f[1]);
+	s->slice_ns = strtoull(f[2], NULL, 10);
+	s->umin = atoi(f[3]);
+	s->umax = atoi(f[4]);
+	snprintf(s->cgroup, sizeof(s->cgroup), "%s", strcmp(f[5], "-") ? f[5] : "");
+	return 0;
+}
+
+static int parse_task_line(char *line, struct lat_entry *e)
+{
+	char *save = NULL, *f[4];
+
+	memset(e, 0, sizeof(*e));
+	for (int i = 0; i < 4; i++)
+		if (!(f[i] = strtok_r(i ? NULL : line, " ", &save)))
+			return -EINVAL;
+	e->task.tid = atoi(f[0]);
+	e->tgid = atoi(f[1]);
+	e->task.start_time = strtoull(f[2], NULL, 10);
+	e->value = atoi(f[3]);
+	e->task.pidfd = -1;
+	if (e->task.tid <= 0 || parse_state(&save, &e->prev) < 0 ||
+	    parse_state(&save, &e->set) < 0 || strtok_r(NULL, " ", &save))
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_cg_line(char *line, struct lat_cg_entry *c)
+{
+	char unit[LAT_PATH_MAX];
+
+	memset(c, 0, sizeof(*c));
+	if (sscanf(line, "%d %255s %255s %" SCNu64 " %d %" SCNu64 " %d", &c->value, c->path, unit,
+		   &c->prev_weight, &c->prev_idle, &c->set_weight, &c->set_idle) != 7 ||
+	    c->path[0] != '/')
+		return -EINVAL;
+	snprintf(c->unit, sizeof(c->unit), "%s", strcmp(unit, "-") ? unit : "");
+	return 0;
+}
+
+struct replay {
+	struct latact *la;
+	struct lat_entry *t;
+	size_t nt, capt;
+	struct lat_cg_entry *c;
+	size_t nc, capc;
+	unsigned bad;
+};
+
+static void replay_task(struct replay *rp, const struct lat_entry *e)
+{
+	for (size_t i = 0; i < rp->nt; i++)
+		if (rp->t[i].task.tid == e->task.tid && rp->t[i].task.start_time == e->task.start_time) {
+			rp->t[i].set = e->set;
+			return;
+		}
+	struct lat_entry *arr = rqb_grow(rp->t, &rp->capt, rp->nt, sizeof(*arr));
+
+	if (arr) {
+		rp->t = arr;
+		rp->t[rp->nt++] = *e;
+	}
+}
+
+static void replay_untask(struct replay *rp, pid_t tid, uint64_t start)
+{
+	for (size_t i = 0; i < rp->nt; i++)
+		if (rp->t[i].task.tid == tid && rp->t[i].task.start_time == start) {
+			rp->t[i] = rp->t[--rp->nt];
+			return;
+		}
+}
+
+static void replay_cg(struct replay *rp, const struct lat_cg_entry *c, bool set)
+{
+	for (size_t i = 0; i < rp->nc; i++)
+		if (strcmp(rp->c[i].path, c->path) == 0) {
+			if (set) {
+				rp->c[i].set_weight = c->set_weight;
+				rp->c[i].set_idle = c->set_idle;
+			} else {
+				rp->c[i] = rp->c[--rp->nc];
+			}
+			return;
+		}
+	if (!set)
+		return;
+	struct lat_cg_entry *arr = rqb_grow(rp->c, &rp->capc, rp->nc, sizeof(*arr));
+
+	if (arr) {
+		rp->c = arr;
+		rp->c[rp->nc++] = *c;
+	}
+}
+
+static void replay_line(void *ctx, unsigned lineno, char *line)
+{
+	struct replay *rp = ctx;
+	struct lat_entry e;
+	struct lat_cg_entry c;
+	int tid;
+	uint64_t start;
+	char path[LAT_PATH_MAX];
+
+	if (strncmp(line, "lat ", 4) == 0 && parse_task_line(line + 4, &e) == 0)
+		replay_task(rp, &e);
+	else if (sscanf(line, "unlat %d %" SCNu64, &tid, &start) == 2)
+		replay_untask(rp, tid, start);
+	else if (strncmp(line, "cg ", 3) == 0 && parse_cg_line(line + 3, &c) == 0)
+		replay_cg(rp, &c, true);
+	else if (sscanf(line, "uncg %255s", path) == 1 && path[0] == '/') {
+		snprintf(c.path, sizeof(c.path), "%s", path);
+		replay_cg(rp, &c, false);
+	} else {
+		log_warn("%s:%u: malformed latency journal record skipped",
+			 journal_path(rp->la->journal), lineno);
+		rp->bad++;
+	}
+}
+
+/* Restores what the journal says a previous run left, then starts it afresh. */
+static void recover(struct latact *la)
+{
+	struct replay rp = { .la = la };
+	unsigned restored = 0;
+
+	journal_each_line(la->journal, replay_line, &rp);
+	for (size_t i = 0; i < rp.nt; i++) {
+		struct lat_entry *e = &rp.t[i];
+
+		if (la->ops->open(e->task.tid, e->tgid, e->task.start_time, &e->task) < 0)
+			continue;
+		restore_entry(la, e);
+		la->ops->close(&e->task);
+		restored++;
+	}
+	for (size_t i = 0; i < rp.nc; i++) {
+		restore_cg(la, &rp.c[i]);
+		restored++;
+	}
+	if (rp.nt || rp.nc)
+		log_notice("latency: a previous run left %zu tasks and %zu cgroups; %u still "
+			   "there were given back where unchanged", rp.nt, rp.nc, restored);
+	free(rp.t);
+	free(rp.c);
+	journal_rewrite_text(la->journal, "# rqbalance latency journal v1\n");
+}
+
+/* Groups a previous run made and did not remove: empty them and take them away. */
+static void remove_stale_classes(struct latact *la)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	for (int v = LAT_MIN; v <= LAT_MAX; v++) {
+		char rel[LAT_PATH_MAX];
+
+		class_rel(la, v, rel, sizeof(rel));
+		snprintf(path, sizeof(path), "%s/%s", la->cls.mount, rel);
+		if (stat(path, &st) == 0)
+			la->cls.made[v - LAT_MIN] = true;
+	}
+}
+
+int latact_init(struct latact *la, const struct act_ops *ops, const struct latact_opts *o,
+		const struct lat_conf *lc)
+{
+	int r;
+
+	memset(la, 0, sizeof(*la));
+	la->ops = ops;
+	la->o = *o;
+	la->lc = *lc;
+	snprintf(la->proc_root, sizeof(la->proc_root), "%s",
+		 o->proc_root && *o->proc_root ? o->proc_root : "/proc");
+	snprintf(la->cls.root, sizeof(la->cls.root), "%s",
+		 o->cgroup_root ? o->cgroup_root : "");
+	while (la->cls.root[0] == '/')
+		memmove(la->cls.root, la->cls.root + 1, strlen(la->cls.root));
+	if (!o->dry_run) {
+		r = journal_open_named(o->journal_dir, LAT_JOURNAL_NAME, &la->journal);
+		if (r < 0)
+			return r;
+	}
+	classes_find(la);
+	if (la->cls.on)
+		remove_stale_classes(la);
+	if (la->journal)
+		recover(la);
+	return 0;
+}
+
+void latact_set_conf(struct latact *la, const struct lat_conf *lc)
+{
+	la->lc = *lc;
+}
+
+int latact_restore_all(struct latact *la)
+{
+	uint64_t before = la->cnt.restored;
+
+	for (size_t i = 0; i < la->n; i++) {
+		restore_entry(la, &la->e[i]);
+		journal_untask(la, la->e[i].task.tid, la->e[i].task.start_time);
+		la->ops->close(&la->e[i].task);
+	}
+	la->n = 0;
+	while (la->ncg)
+		latact_cgroup_reset(la, la->cg[la->ncg - 1].path);
+	return (int)(la->cnt.restored - before);
+}
+
+void latact_fini(struct latact *la)
+{
+	latact_restore_all(la);
+	if (!la->o.dry_run)
+		classes_remove(la);
+	if (la->journal) {
+		journal_rewrite_text(la->journal, "# rqbalance latency journal v1\n");
+		journal_close(la->journal);
+	}
+	free(la->e);
+	free(la->cg);
+	memset(la, 0, sizeof(*la));
+}

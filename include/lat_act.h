@@ -1,0 +1,137 @@
+/*
+ * The latency actuator: gives tasks and cgroups what the mapping (latency.h) says a
+ * latency-nice value is, and gives it back. Like the affinity actuator it checks a
+ * task's identity before it acts, journals before it writes (latency.journal), reads
+ * back, and restores a knob only where it still has the value rqbalance set.
+ */
+#ifndef RQB_LAT_ACT_H
+#define RQB_LAT_ACT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "act.h"
+#include "latency.h"
+
+#define LAT_JOURNAL_NAME "latency.journal"
+#define LAT_PATH_MAX 256
+
+/* What a task has, of the knobs the mapping sets. */
+struct lat_state {
+	int policy;                 /* SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, … */
+	int nice;
+	uint64_t slice_ns;          /* sched_runtime; 0 = the kernel's default */
+	int umin, umax;             /* uclamp, 0…1024; -1 where the kernel has none */
+	char cgroup[LAT_PATH_MAX];  /* in the class hierarchy; "" without one */
+};
+
+struct lat_entry {
+	struct act_task task;
+	pid_t tgid;
+	int value;
+	char source[48];            /* who asked: "ctl uid N", "rule NAME", "inherited" */
+	struct lat_state prev;      /* what it had before rqbalance */
+	struct lat_state set;       /* what rqbalance gave it, read back */
+};
+
+struct lat_cg_entry {
+	char path[LAT_PATH_MAX];    /* cgroup path in the cpu hierarchy */
+	char unit[LAT_PATH_MAX];    /* the systemd unit that owns it; "" = cgroupfs */
+	int value;
+	char source[48];
+	uint64_t prev_weight, set_weight; /* v1 shares, v2 / systemd weight */
+	int prev_idle, set_idle;    /* cpu.idle; -1 where there is none */
+};
+
+/* Where the class cgroups are, if anywhere. */
+struct lat_classes {
+	bool on;
+	bool v2;
+	char mount[PATH_MAX];       /* the cpu hierarchy's mount point */
+	char root[LAT_PATH_MAX];    /* the classes' parent, relative to mount; "" = the top */
+	bool made_root;             /* rqbalance made that parent: it removes it */
+	int ncpus;                  /* for the cap */
+	bool made[LAT_MAX - LAT_MIN + 1];
+};
+
+struct latact_opts {
+	const char *journal_dir;
+	const char *cgroup_root;     /* the classes' parent; "" = the top of the hierarchy */
+	bool class_cgroups;          /* resolved: use them if a cpu hierarchy is there */
+	uint32_t boost_cpu_pct;      /* cap on each class, % of the machine; 0 = none */
+	bool slices;                 /* the kernel takes sched_runtime as the slice */
+	bool uclamp;                 /* the kernel has uclamp */
+	bool dry_run;
+	const char *proc_root;       /* "" = "/proc"; for the cgroup of a task */
+	const char *mounts_file;     /* "" = /proc/self/mounts */
+};
+
+struct latact_counters {
+	uint64_t applied;      /* tasks and cgroups given a value */
+	uint64_t restored;     /* knobs given back */
+	uint64_t left_alone;   /* knobs not restored: changed since by someone else */
+	uint64_t gone;         /* entries dropped because the task exited */
+	uint64_t refused;      /* real-time tasks and the like */
+	uint64_t errors;
+};
+
+struct latact {
+	const struct act_ops *ops;
+	struct journal *journal;     /* NULL in dry-run */
+	struct latact_opts o;
+	char proc_root[PATH_MAX];
+	struct lat_classes cls;
+	struct lat_conf lc;
+	size_t n, cap;
+	struct lat_entry *e;         /* sorted by tid */
+	size_t ncg, capcg;
+	struct lat_cg_entry *cg;
+	struct latact_counters cnt;
+	void *bus;                   /* sd_bus * for systemd units, NULL off systemd */
+	char bus_address[PATH_MAX];  /* "" = the system bus */
+};
+
+/*
+ * Opens the journal, gives back what a previous run left in it, and finds the class
+ * hierarchy. 0 or -errno (-EBUSY: another daemon holds the journal).
+ */
+int latact_init(struct latact *la, const struct act_ops *ops, const struct latact_opts *o,
+		const struct lat_conf *lc);
+/* Restores everything still as rqbalance set it, removes its class cgroups, closes. */
+void latact_fini(struct latact *la);
+/* The mapping's settings changed (reload). */
+void latact_set_conf(struct latact *la, const struct lat_conf *lc);
+
+/*
+ * Gives task tid (of process tgid, started at start_time) value v. inherit, if not
+ * NULL, is what the task had before it inherited rqbalance's settings from its
+ * parent. 0, or -errno with *ret_why set to a reason for the caller.
+ */
+int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, int v,
+		const char *source, const struct lat_state *inherit, const char **ret_why);
+/* Gives a task back what it had (where still as set); -ENOENT if not managed. */
+int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time);
+/* The task exited: forget it. */
+void latact_task_gone(struct latact *la, pid_t tid);
+const struct lat_entry *latact_find(const struct latact *la, pid_t tid);
+
+/* A cgroup target (path in the cpu hierarchy, or a systemd unit's cgroup). */
+int latact_cgroup(struct latact *la, const char *path, int v, const char *source,
+		  const char **ret_why);
+int latact_cgroup_reset(struct latact *la, const char *path);
+const struct lat_cg_entry *latact_find_cgroup(const struct latact *la, const char *path);
+
+/* Drops entries whose task is gone. */
+void latact_verify(struct latact *la);
+/* Gives back everything. Returns the knobs restored. */
+int latact_restore_all(struct latact *la);
+
+/* Reads what task tid has now. 0 or -errno. */
+int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret);
+/* A policy's name: "other", "batch", "idle", "fifo", "rr", "deadline". */
+const char *latact_policy_name(int policy);
+
+#endif
