@@ -84,6 +84,17 @@ static void on_dropped(void *ctx, pid_t tid, uint64_t start_time)
 	pol_forget(&d->pol, tid, start_time);
 }
 
+/* The mapping's settings from the config; class cgroups resolved against this host. */
+static void lat_conf_from(const struct daemon *d, struct lat_conf *ret)
+{
+	ret->batch_from = (int)d->conf.lat_batch_from;
+	ret->idle_at_19 = d->conf.lat_idle_at_19;
+	ret->uclamp = d->conf.lat_uclamp;
+	/* On a systemd host the cgroups are systemd's: moving tasks between them is not ours. */
+	ret->class_cgroups = d->conf.lat_class == CONF_CLASS_YES ||
+			     (d->conf.lat_class == CONF_CLASS_AUTO && sd_booted() <= 0);
+}
+
 static void notify_status(struct daemon *d)
 {
 	char status[sizeof(d->status)];
@@ -120,6 +131,8 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	if (d->record && snap_write(d->snap, d->record) < 0)
 		log_warn("--record %s: write failed", d->opts.record);
 	act_verify(&d->act, on_dropped, d);
+	if (d->lat.ops)
+		lm_tick(&d->lm);
 	plan_clear(&d->plan);
 	r = pol_decide(d->snap, &d->conf, &d->pol, &d->plan);
 	if (r < 0) {
@@ -193,12 +206,47 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 	free(buf);
 	keep_restart_keys(&d->conf, &c);
 	d->conf = c;
+	if (d->lat.ops) {
+		struct lat_conf lc;
+
+		lat_conf_from(d, &lc);
+		latact_set_conf(&d->lat, &lc);
+		lm_rules_changed(&d->lm);
+	}
 	log_set_level(c.log_level);
 	log_notice("reloaded %s", d->opts.config_path);
 	sd_notify(0, "READY=1");
 	d->status[0] = '\0';
 	notify_status(d);
 	return 0;
+}
+
+static int start_latency(struct daemon *d)
+{
+	struct latact_opts o = {
+		.journal_dir = d->conf.journal_dir,
+		.cgroup_root = d->conf.lat_cgroup_root,
+		.boost_cpu_pct = d->conf.lat_boost_cpu_pct,
+		.slices = d->features.f[FEAT_EEVDF_SLICE].state != FEAT_MISSING,
+		.uclamp = d->features.f[FEAT_UCLAMP].state != FEAT_MISSING && d->conf.lat_uclamp,
+		.dry_run = d->conf.dry_run,
+	};
+	struct lat_conf lc;
+	int r;
+
+	lat_conf_from(d, &lc);
+	o.class_cgroups = lc.class_cgroups;
+	if (d->conf.lat_uclamp && !o.uclamp)
+		log_info("latency: no uclamp in this kernel: values set no util clamps");
+	if (!o.slices)
+		log_info("latency: no EEVDF slices in this kernel: values set no slice");
+	r = latact_init(&d->lat, d->conf.dry_run ? &act_dryrun_ops : &act_linux_ops, &o, &lc);
+	if (r < 0) {
+		log_err("latency journal in %s: %s", d->conf.journal_dir,
+			r == -EBUSY ? "locked by another rqbalanced" : strerror(-r));
+		return r;
+	}
+	return lm_init(&d->lm, &d->lat, &d->conf, d->event, "/proc");
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -310,6 +358,9 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 		log_err("event loop: %s", strerror(-r));
 		return r;
 	}
+	r = start_latency(d);
+	if (r < 0)
+		return r;
 	r = ctl_init(&d->ctl, d->event, d->conf.ctl_socket, d);
 	if (r < 0)
 		log_err("ctl socket %s: %s", d->conf.ctl_socket,
@@ -341,6 +392,14 @@ void daemon_fini(struct daemon *d)
 	}
 	if (d->ctl.d)
 		ctl_fini(&d->ctl);
+	if (d->lat.ops) {
+		int n;
+
+		lm_fini(&d->lm);
+		n = latact_restore_all(&d->lat);
+		latact_fini(&d->lat);
+		log_info("stopped: %d latency setting%s given back", n, n == 1 ? "" : "s");
+	}
 	sd_event_source_unref(d->timer);
 	sd_event_unref(d->event);
 	if (d->record)

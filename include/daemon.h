@@ -11,6 +11,8 @@
 #include "conf.h"
 #include "ctl_server.h"
 #include "kfeatures.h"
+#include "lat_act.h"
+#include "latmgr.h"
 #include "plan.h"
 #include "policy.h"
 #include "sampler.h"
@@ -38,6 +40,8 @@ struct daemon {
 	struct pol_state pol;
 	struct plan plan;
 	struct act act;
+	struct latact lat;           /* latency knobs: the second actuator's state */
+	struct latmgr lm;            /* who has a latency value, followed through fork/exec */
 	struct ctl_server ctl;
 	FILE *record;
 	sd_event *event;

@@ -1,0 +1,478 @@
+/*
+ * Latency management: keeps the set of processes and threads that have a value, and
+ * follows them through fork, exec and exit. It decides whom; the latency actuator is
+ * what changes a task. It never gives a value to the daemon itself or a kernel thread.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "act.h"
+#include "ident.h"
+#include "latmgr.h"
+#include "log.h"
+#include "procconn.h"
+#include "rqbalance.h"
+#include "rules.h"
+#include "sampler.h"
+
+#define PF_KTHREAD 0x00200000u
+
+static size_t proc_index(const struct latmgr *m, pid_t tgid, bool *found)
+{
+	size_t lo = 0, hi = m->np;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (m->p[mid].tgid < tgid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < m->np && m->p[lo].tgid == tgid;
+	return lo;
+}
+
+const struct lm_proc *lm_find_process(const struct latmgr *m, pid_t tgid)
+{
+	bool found;
+	size_t i = proc_index(m, tgid, &found);
+
+	return found ? &m->p[i] : NULL;
+}
+
+static int proc_put(struct latmgr *m, const struct lm_proc *p)
+{
+	bool found;
+	size_t i = proc_index(m, p->tgid, &found);
+	struct lm_proc *arr;
+
+	if (found) {
+		m->p[i] = *p;
+		return 0;
+	}
+	arr = rqb_grow(m->p, &m->capp, m->np, sizeof(*arr));
+	if (!arr)
+		return -ENOMEM;
+	m->p = arr;
+	memmove(&m->p[i + 1], &m->p[i], (m->np - i) * sizeof(*m->p));
+	m->p[i] = *p;
+	m->np++;
+	return 0;
+}
+
+static void proc_del(struct latmgr *m, pid_t tgid)
+{
+	bool found;
+	size_t i = proc_index(m, tgid, &found);
+
+	if (!found)
+		return;
+	memmove(&m->p[i], &m->p[i + 1], (m->np - i - 1) * sizeof(*m->p));
+	m->np--;
+}
+
+int lm_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret)
+{
+	char path[PATH_MAX], buf[2048], *p;
+
+	snprintf(path, sizeof(path), "%s/%d/status", m->proc_root, (int)tid);
+	if (rqb_read_file(path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	p = strstr(buf, "\nTgid:");
+	if (!p)
+		return -ESRCH;
+	*ret = (pid_t)atoi(p + 6);
+	return *ret > 0 ? 0 : -ESRCH;
+}
+
+/* Start time and kernel-thread flag of a task; -ESRCH when it is gone. */
+static int task_info(pid_t tid, uint64_t *ret_start, bool *ret_kthread)
+{
+	struct proc_stat_line l;
+	int r = act_read_stat(tid, &l);
+
+	if (r < 0)
+		return r;
+	*ret_start = l.start_time;
+	*ret_kthread = (l.flags & PF_KTHREAD) != 0;
+	return 0;
+}
+
+static int set_task(struct latmgr *m, pid_t tid, pid_t tgid, int v, const char *source,
+		    const struct lat_state *inherit, const char **ret_why)
+{
+	uint64_t start;
+	bool kthread;
+	int r = task_info(tid, &start, &kthread);
+
+	if (r < 0) {
+		*ret_why = "no such task";
+		return r;
+	}
+	if (kthread || tgid == m->self) {
+		*ret_why = kthread ? "a kernel thread" : "rqbalanced itself";
+		return -EPERM;
+	}
+	return latact_task(m->la, tid, tgid, start, v, source, inherit, ret_why);
+}
+
+/* Gives every thread of tgid value v; inherit is the prev of the thread they came from. */
+static int set_threads(struct latmgr *m, pid_t tgid, int v, const char *source,
+		       const struct lat_state *inherit, const char **ret_why)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	int done = 0, r = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/%d/task", m->proc_root, (int)tgid);
+	d = opendir(path);
+	if (!d) {
+		*ret_why = "no such process";
+		return -ESRCH;
+	}
+	while ((de = readdir(d))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		const struct lat_entry *e;
+		int rr;
+
+		if (tid <= 0)
+			continue;
+		e = latact_find(m->la, tid);
+		if (e && e->value == v && strcmp(e->source, source) == 0)
+			continue;
+		rr = set_task(m, tid, tgid, v, source, inherit, ret_why);
+		if (rr == 0)
+			done++;
+		else if (rr != -ESRCH && r == 0)
+			r = rr; /* a thread that exits meanwhile is no failure */
+	}
+	closedir(d);
+	if (r < 0 && done == 0)
+		return r;
+	return done;
+}
+
+int lm_set_process(struct latmgr *m, pid_t tgid, int v, const char *source, bool from_rule,
+		   const char **ret_why)
+{
+	struct lm_proc p = { .tgid = tgid, .value = v, .from_rule = from_rule };
+	bool kthread;
+	int n, r;
+
+	*ret_why = NULL;
+	r = task_info(tgid, &p.start_time, &kthread);
+	if (r < 0) {
+		*ret_why = "no such process";
+		return r;
+	}
+	snprintf(p.source, sizeof(p.source), "%s", source);
+	n = set_threads(m, tgid, v, source, NULL, ret_why);
+	if (n < 0)
+		return n;
+	r = proc_put(m, &p);
+	return r < 0 ? r : n;
+}
+
+int lm_set_thread(struct latmgr *m, pid_t tid, int v, const char *source, const char **ret_why)
+{
+	pid_t tgid;
+
+	*ret_why = NULL;
+	if (lm_tgid_of(m, tid, &tgid) < 0) {
+		*ret_why = "no such task";
+		return -ESRCH;
+	}
+	return set_task(m, tid, tgid, v, source, NULL, ret_why);
+}
+
+int lm_reset_thread(struct latmgr *m, pid_t tid)
+{
+	return latact_task_reset(m->la, tid, 0);
+}
+
+int lm_reset_process(struct latmgr *m, pid_t tgid)
+{
+	bool had = lm_find_process(m, tgid) != NULL;
+	int n = 0;
+
+	proc_del(m, tgid);
+	for (size_t i = m->la->n; i-- > 0;)
+		if (m->la->e[i].tgid == tgid && latact_task_reset(m->la, m->la->e[i].task.tid, 0) == 0)
+			n++;
+	return had || n ? n : -ENOENT;
+}
+
+int lm_value_of(const struct latmgr *m, pid_t tid, pid_t tgid)
+{
+	const struct lat_entry *e = latact_find(m->la, tid);
+	const struct lm_proc *p;
+
+	if (e)
+		return e->value;
+	p = lm_find_process(m, tgid);
+	return p ? p->value : LAT_NONE;
+}
+
+/* ---- rules ---- */
+
+static int rule_for(const struct latmgr *m, pid_t pid)
+{
+	struct ident_buf *buf;
+	struct proc_ident id;
+	int i = -1;
+
+	if (!m->conf->rules.n)
+		return -1;
+	buf = malloc(sizeof(*buf));
+	if (!buf)
+		return -1;
+	if (ident_read(m->proc_root, pid, buf, &id) == 0)
+		i = rules_match(&m->conf->rules, &id);
+	free(buf);
+	return i;
+}
+
+/* Applies the rules to process pid; a ctl value is left as it is. */
+static void apply_rules(struct latmgr *m, pid_t pid)
+{
+	const struct lm_proc *p = lm_find_process(m, pid);
+	const struct rule *rule;
+	char source[48];
+	const char *why;
+	int i;
+
+	if (pid == m->self || (p && !p->from_rule))
+		return;
+	i = rule_for(m, pid);
+	if (i < 0) {
+		if (p) {
+			log_info("latency: process %d no longer matches rule %s: given back",
+				 (int)pid, p->source + 5);
+			lm_reset_process(m, pid);
+		}
+		return;
+	}
+	rule = &m->conf->rules.r[i];
+	snprintf(source, sizeof(source), "rule %s", rule->name);
+	if (p && p->value == rule->latency_nice && strcmp(p->source, source) == 0)
+		return;
+	if (lm_set_process(m, pid, rule->latency_nice, source, true, &why) < 0) {
+		log_info("latency: rule %s matches process %d, not applied: %s", rule->name,
+			 (int)pid, why ? why : "failed");
+		return;
+	}
+	m->cnt.rule_matches++;
+	log_debug("latency: rule %s gives process %d value %d", rule->name, (int)pid,
+		  rule->latency_nice);
+}
+
+/* ---- fork, exec, exit ---- */
+
+static const struct lat_state *prev_of(const struct latmgr *m, pid_t tid, pid_t tgid)
+{
+	const struct lat_entry *e = latact_find(m->la, tid);
+
+	if (!e)
+		e = latact_find(m->la, tgid);
+	return e ? &e->prev : NULL;
+}
+
+/*
+ * A new thread (tid != tgid) of a managed process gets the process's value; a new
+ * process whose parent is managed is managed as its parent. The connector names a
+ * thread's process's parent, not the thread that cloned it: what the new task had
+ * before rqbalance is taken from its process's (or its parent's) first thread.
+ */
+static void on_fork(struct latmgr *m, const struct pc_event *ev)
+{
+	const struct lm_proc *p;
+	struct lm_proc child;
+	const char *why;
+	uint64_t start;
+	bool kthread;
+
+	if (ev->tid != ev->tgid) {
+		p = lm_find_process(m, ev->tgid);
+		if (p && set_task(m, ev->tid, ev->tgid, p->value, p->source,
+				  prev_of(m, ev->tgid, ev->tgid), &why) == 0)
+			m->cnt.threads++;
+		return;
+	}
+	p = lm_find_process(m, ev->parent_tgid);
+	if (!p || task_info(ev->tgid, &start, &kthread) < 0)
+		return;
+	child = *p;
+	child.tgid = ev->tgid;
+	child.start_time = start;
+	if (set_task(m, ev->tid, ev->tgid, p->value, p->source,
+		     prev_of(m, ev->parent_tid, ev->parent_tgid), &why) == 0) {
+		proc_put(m, &child);
+		m->cnt.threads++;
+	}
+}
+
+static void on_exit_event(struct latmgr *m, const struct pc_event *ev)
+{
+	latact_task_gone(m->la, ev->tid);
+	if (ev->tid == ev->tgid)
+		proc_del(m, ev->tgid);
+}
+
+static void on_event(void *ctx, const struct pc_event *ev)
+{
+	struct latmgr *m = ctx;
+
+	m->cnt.events++;
+	switch (ev->kind) {
+	case PC_FORK:
+		on_fork(m, ev);
+		break;
+	case PC_EXEC:
+		if (ev->tid == ev->tgid)
+			apply_rules(m, ev->tgid);
+		break;
+	case PC_EXIT:
+		on_exit_event(m, ev);
+		break;
+	}
+}
+
+static void on_overflow(void *ctx)
+{
+	struct latmgr *m = ctx;
+
+	if (m->cnt.overflows++ == 0)
+		log_warn("latency: proc connector overflowed: events lost, rescanning /proc "
+			 "(counted in rqctl status)");
+	m->resync = true;
+}
+
+static int on_pc_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct latmgr *m = userdata;
+	int r = pc_dispatch(m->pc);
+
+	(void)s;
+	(void)fd;
+	(void)revents;
+	if (r < 0 && r != -EAGAIN)
+		log_debug("latency: proc connector: %s", strerror(-r));
+	return 0;
+}
+
+static const struct pc_callbacks callbacks = { .event = on_event, .overflow = on_overflow };
+
+/* ---- walking /proc ---- */
+
+/* New threads and children of managed processes, missed while events were lost. */
+static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
+{
+	const struct lm_proc *p = lm_find_process(m, pid);
+	const char *why;
+
+	if (!p && (p = lm_find_process(m, ppid)) != NULL) {
+		struct lm_proc child = *p;
+		uint64_t start;
+		bool kthread;
+
+		if (task_info(pid, &start, &kthread) < 0 || start < p->start_time)
+			return;
+		child.tgid = pid;
+		child.start_time = start;
+		if (proc_put(m, &child) < 0)
+			return;
+		p = lm_find_process(m, pid);
+		if (set_threads(m, pid, p->value, p->source, prev_of(m, ppid, ppid), &why) > 0)
+			m->cnt.threads++;
+		return;
+	}
+	if (p) {
+		if (set_threads(m, pid, p->value, p->source, prev_of(m, pid, pid), &why) > 0)
+			m->cnt.threads++;
+		return;
+	}
+	apply_rules(m, pid);
+}
+
+void lm_rescan(struct latmgr *m)
+{
+	struct dirent *de;
+	DIR *d = opendir(m->proc_root);
+
+	if (!d)
+		return;
+	m->cnt.rescans++;
+	while ((de = readdir(d))) {
+		pid_t pid = (pid_t)atoi(de->d_name);
+		struct proc_stat_line l;
+
+		if (pid <= 0 || pid == m->self || act_read_stat(pid, &l) < 0 ||
+		    (l.flags & PF_KTHREAD))
+			continue;
+		rescan_process(m, pid, l.ppid);
+	}
+	closedir(d);
+	m->resync = false;
+}
+
+void lm_rules_changed(struct latmgr *m)
+{
+	lm_rescan(m);
+}
+
+void lm_tick(struct latmgr *m)
+{
+	latact_verify(m->la);
+	for (size_t i = m->np; i-- > 0;) {
+		uint64_t start;
+		bool kthread;
+
+		if (task_info(m->p[i].tgid, &start, &kthread) < 0 || start != m->p[i].start_time)
+			proc_del(m, m->p[i].tgid);
+	}
+	/* Without the connector, new threads are found by walking; with it, after losses. */
+	if (m->resync || (!m->pc && m->np))
+		lm_rescan(m);
+}
+
+int lm_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, sd_event *e,
+	    const char *proc_root)
+{
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	m->la = la;
+	m->conf = c;
+	m->self = getpid();
+	snprintf(m->proc_root, sizeof(m->proc_root), "%s",
+		 proc_root && *proc_root ? proc_root : "/proc");
+	r = pc_open(&callbacks, m, &m->pc);
+	if (r == 0)
+		r = sd_event_add_io(e, &m->pc_src, pc_fd(m->pc), EPOLLIN, on_pc_io, m);
+	if (r < 0) {
+		pc_close(m->pc);
+		m->pc = NULL;
+		snprintf(m->pc_state, sizeof(m->pc_state), "none (%s): walking /proc each tick",
+			 strerror(-r));
+		log_warn("latency: no proc connector: %s; new threads are found by walking /proc "
+			 "each tick, and rules apply only at start and reload", strerror(-r));
+	} else {
+		snprintf(m->pc_state, sizeof(m->pc_state), "connector");
+	}
+	lm_rescan(m);
+	return 0;
+}
+
+void lm_fini(struct latmgr *m)
+{
+	sd_event_source_disable_unref(m->pc_src);
+	pc_close(m->pc);
+	free(m->p);
+	memset(m, 0, sizeof(*m));
+}

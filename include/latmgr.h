@@ -1,0 +1,82 @@
+/*
+ * Latency management: who has a latency-nice value and why. It turns ctl requests,
+ * rules and proc connector events into calls on the latency actuator: a process
+ * target covers its threads now and later, and the child processes it starts; a rule
+ * applies at exec and to what already runs at start and at reload.
+ */
+#ifndef RQB_LATMGR_H
+#define RQB_LATMGR_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "conf.h"
+#include "lat_act.h"
+
+struct procconn;
+
+/* A process given a value: all its threads, now and later. */
+struct lm_proc {
+	pid_t tgid;
+	uint64_t start_time;
+	int value;
+	bool from_rule;         /* a rule's: re-checked at exec and reload; ctl's win over it */
+	char source[48];
+};
+
+struct lm_counters {
+	uint64_t events;        /* connector events handled */
+	uint64_t overflows;     /* connector overflows, each followed by a rescan */
+	uint64_t rescans;       /* full /proc walks */
+	uint64_t rule_matches;  /* processes a rule gave a value */
+	uint64_t threads;       /* threads and children that joined a managed process */
+};
+
+struct latmgr {
+	struct latact *la;
+	const struct rqb_conf *conf;   /* the daemon's; its rules */
+	struct procconn *pc;           /* NULL without the connector */
+	sd_event_source *pc_src;
+	bool resync;                   /* events were lost: rescan at the next tick */
+	pid_t self;
+	char proc_root[PATH_MAX];
+	struct lm_proc *p;             /* sorted by tgid */
+	size_t np, capp;
+	struct lm_counters cnt;
+	char pc_state[96];             /* "connector", or why there is none */
+};
+
+/*
+ * Starts the connector on e (if it can: without it, managed processes are rescanned
+ * every tick) and adopts what the rules match among the running processes.
+ */
+int lm_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, sd_event *e,
+	    const char *proc_root);
+void lm_fini(struct latmgr *m);
+
+/* A whole process (all threads now and later). 0 or -errno with *ret_why. */
+int lm_set_process(struct latmgr *m, pid_t tgid, int v, const char *source, bool from_rule,
+		   const char **ret_why);
+/* One thread only. */
+int lm_set_thread(struct latmgr *m, pid_t tid, int v, const char *source, const char **ret_why);
+/* Gives back what the process (or thread) had. -ENOENT if it was not managed. */
+int lm_reset_process(struct latmgr *m, pid_t tgid);
+int lm_reset_thread(struct latmgr *m, pid_t tid);
+const struct lm_proc *lm_find_process(const struct latmgr *m, pid_t tgid);
+/* The value a task has from rqbalance (thread entry, else its process), or LAT_NONE. */
+int lm_value_of(const struct latmgr *m, pid_t tid, pid_t tgid);
+
+/* Once a tick: rescans after an overflow, drops what exited. */
+void lm_tick(struct latmgr *m);
+/* The rules changed: undo rule values that no longer match, apply new matches. */
+void lm_rules_changed(struct latmgr *m);
+/* Walks /proc: threads of managed processes, and processes the rules match. */
+void lm_rescan(struct latmgr *m);
+
+/* A task's process id from /proc/TID/status. 0 or -ESRCH. */
+int lm_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret);
+
+#endif
