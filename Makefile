@@ -25,13 +25,13 @@ DAEMON_SRC = \
 	daemon/policy/spread.c daemon/policy/rules.c daemon/policy/latency.c \
 	daemon/plan.c \
 	daemon/actuate/journal.c daemon/actuate/act.c \
-	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c \
+	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c daemon/actuate/lat_act.c \
 	daemon/actuate/cg_systemd.c \
-	daemon/ctl_proto.c daemon/ctl.c daemon/daemon.c
+	daemon/latmgr.c daemon/ctl_perm.c daemon/ctl_proto.c daemon/ctl.c daemon/daemon.c
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/main.o
 
-UNIT_TESTS = conf latency cpumask topo snapshot policy plan proc journal act kfeatures ctl cgsd procconn \
+UNIT_TESTS = conf latency perm cpumask topo snapshot policy plan proc journal act kfeatures ctl cgsd procconn \
 	rules ident
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 

@@ -25,8 +25,19 @@ static void usage(FILE *out)
 		"Talk to rqbalanced.\n"
 		"\n"
 		"Commands:\n"
-		"  status   the sampler, per-LLC load, tasks managed, moves and errors\n"
-		"  reload   re-read the config file; prints why if it is refused\n"
+		"  status                 the sampler, per-LLC load, tasks managed, moves, errors\n"
+		"  reload                 re-read the config file; prints why if it is refused\n"
+		"  set -l N TARGET        give TARGET latency-nice N (-20 most latency-sensitive,\n"
+		"                         19 least); without CAP_SYS_NICE only upwards\n"
+		"  get TARGET             the value TARGET has from rqbalance, and its knobs\n"
+		"  reset TARGET           give TARGET back what it had\n"
+		"  list                   every task and cgroup with a value\n"
+		"  run -l N -- CMD [ARG]  run CMD with latency-nice N (it and what it starts)\n"
+		"\n"
+		"TARGET is one of:\n"
+		"  -p, --pid PID          a process: all its threads, now and later\n"
+		"  -t, --tid TID          one thread\n"
+		"  -g, --cgroup PATH      a cgroup, by its path in the cpu hierarchy\n"
 		"\n"
 		"  -s, --socket PATH  the ctl socket (default " RQB_RUNDIR "/ctl.sock)\n"
 		"  -j, --json         print the answer as JSON\n"
@@ -57,13 +68,18 @@ static int connect_to(const char *path)
 }
 
 /* Sends one request and reads its reply into buf; returns the payload length or -1. */
-static ssize_t ask(int fd, uint16_t type, struct ctl_msg *m, char *buf, size_t len)
+static ssize_t ask(int fd, uint16_t type, const char *payload, struct ctl_msg *m, char *buf,
+		   size_t len)
 {
-	uint8_t out[sizeof(struct ctl_hdr)];
-	size_t have = 0;
+	uint8_t out[sizeof(struct ctl_hdr) + 1024];
+	size_t have = 0, plen = strlen(payload);
 	ssize_t n;
 
-	n = (ssize_t)ctl_encode(out, type, 1, NULL, 0);
+	if (plen > 1024) {
+		fprintf(stderr, "rqctl: request too long\n");
+		return -1;
+	}
+	n = (ssize_t)ctl_encode(out, type, 1, payload, (uint32_t)plen);
 	if (send(fd, out, (size_t)n, MSG_NOSIGNAL) != n) {
 		fprintf(stderr, "rqctl: send: %s\n", strerror(errno));
 		return -1;
@@ -109,6 +125,10 @@ static void json_string(const char *s, size_t n)
 
 static bool all_digits(const char *s, size_t n)
 {
+	if (n > 1 && s[0] == '-') {
+		s++;
+		n--;
+	}
 	if (!n)
 		return false;
 	for (size_t i = 0; i < n; i++)
@@ -210,6 +230,166 @@ static void print_error(const char *cmd, const char *p, size_t len, bool json)
 		fputc('\n', stderr);
 }
 
+struct req {
+	const char *cmd;
+	uint16_t type;
+	char payload[1024];
+	char **run_argv;     /* run: the command to exec once the value is set */
+};
+
+static int add_kv(struct req *q, const char *key, const char *value)
+{
+	size_t off = strlen(q->payload);
+
+	if (strchr(value, '\n') ||
+	    snprintf(q->payload + off, sizeof(q->payload) - off, "%s %s\n", key, value) >=
+		    (int)(sizeof(q->payload) - off)) {
+		fprintf(stderr, "rqctl: %s: bad argument\n", key);
+		return -1;
+	}
+	return 0;
+}
+
+/* The options of set, get, reset and run: a value and one target. */
+static int parse_target_args(int argc, char **argv, struct req *q, bool need_value,
+			     bool need_target)
+{
+	static const struct option lo[] = {
+		{ "latency", required_argument, NULL, 'l' }, { "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },     { "cgroup", required_argument, NULL, 'g' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch, targets = 0;
+	bool value = false;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+l:p:t:g:", lo, NULL)) != -1) {
+		const char *key = ch == 'l' ? "value" : ch == 'p' ? "pid" : ch == 't' ? "tid" :
+			ch == 'g' ? "cgroup" : NULL;
+
+		if (!key)
+			return -1;
+		if (ch == 'l')
+			value = true;
+		else
+			targets++;
+		if (add_kv(q, key, optarg) < 0)
+			return -1;
+	}
+	if (need_value != value) {
+		fprintf(stderr, "rqctl: %s: %s\n", q->cmd,
+			value ? "takes no -l" : "needs -l N (-20 to 19)");
+		return -1;
+	}
+	if (need_target ? targets != 1 : targets != 0) {
+		fprintf(stderr, "rqctl: %s: %s\n", q->cmd,
+			need_target ? "needs one of -p PID, -t TID, -g PATH" : "takes no target");
+		return -1;
+	}
+	if (!strcmp(q->cmd, "run")) {
+		if (optind >= argc) {
+			fprintf(stderr, "rqctl: run: needs a command after --\n");
+			return -1;
+		}
+		q->run_argv = argv + optind;
+		return add_kv(q, "self", "1");
+	}
+	if (optind != argc) {
+		fprintf(stderr, "rqctl: %s: unexpected '%s'\n", q->cmd, argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_command(int argc, char **argv, struct req *q)
+{
+	static const struct {
+		const char *name;
+		uint16_t type;
+		bool value, target;
+	} cmds[] = {
+		{ "status", CTL_STATUS, false, false }, { "reload", CTL_RELOAD, false, false },
+		{ "list", CTL_LIST, false, false },     { "set", CTL_SET, true, true },
+		{ "get", CTL_GET, false, true },        { "reset", CTL_RESET, false, true },
+		{ "run", CTL_SET, true, false },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cmds); i++) {
+		if (strcmp(argv[0], cmds[i].name))
+			continue;
+		q->cmd = cmds[i].name;
+		q->type = cmds[i].type;
+		return parse_target_args(argc, argv, q, cmds[i].value, cmds[i].target);
+	}
+	fprintf(stderr, "rqctl: unknown command '%s'\n", argv[0]);
+	return -1;
+}
+
+static const char *field(char **p)
+{
+	char *f = strsep(p, "\t");
+
+	return f ? f : "";
+}
+
+/* list: tab-separated lines, as a table or a JSON array. */
+static void print_list(char *p, size_t len, bool json)
+{
+	bool first = true;
+
+	p[len] = '\0';
+	if (json)
+		printf("[");
+	else
+		printf("%-8s %-8s %5s %-8s %-7s %10s  %-20s %-16s %s\n", "TID", "PID", "VALUE",
+		       "SCOPE", "POLICY", "SLICE_US", "CGROUP", "COMM", "SOURCE");
+	for (char *line = strtok(p, "\n"); line; line = strtok(NULL, "\n")) {
+		const char *kind = field(&line);
+
+		if (!strcmp(kind, "task")) {
+			const char *tid = field(&line), *pid = field(&line), *v = field(&line),
+				   *src = field(&line), *scope = field(&line), *pol = field(&line),
+				   *slice = field(&line), *cg = field(&line), *comm = field(&line);
+
+			if (!json) {
+				printf("%-8s %-8s %5s %-8s %-7s %10llu  %-20s %-16s %s\n", tid, pid, v,
+				       scope, pol, strtoull(slice, NULL, 10) / 1000, cg, comm, src);
+				continue;
+			}
+			printf("%s{\"kind\": \"task\", \"tid\": %s, \"pid\": %s, \"value\": %s, "
+			       "\"source\": ", first ? "" : ", ", tid, pid, v);
+			json_string(src, strlen(src));
+			printf(", \"scope\": \"%s\", \"policy\": \"%s\", \"slice_ns\": %s, \"cgroup\": ",
+			       scope, pol, slice);
+			json_string(cg, strlen(cg));
+			printf(", \"comm\": ");
+			json_string(comm, strlen(comm));
+			printf("}");
+		} else if (!strcmp(kind, "cgroup")) {
+			const char *path = field(&line), *v = field(&line), *src = field(&line),
+				   *w = field(&line), *idle = field(&line);
+
+			if (!json) {
+				printf("%-8s %-8s %5s %-8s %-7s %10s  %-20s %-16s %s (weight %s%s)\n", "-",
+				       "-", v, "cgroup", "-", "-", path, "-", src, w,
+				       !strcmp(idle, "1") ? ", idle" : "");
+				continue;
+			}
+			printf("%s{\"kind\": \"cgroup\", \"path\": ", first ? "" : ", ");
+			json_string(path, strlen(path));
+			printf(", \"value\": %s, \"source\": ", v);
+			json_string(src, strlen(src));
+			printf(", \"weight\": %s, \"idle\": %s}", w, idle);
+		} else if (!strcmp(kind, "truncated")) {
+			fprintf(stderr, "rqctl: list: cut short; %s entries in all\n", field(&line));
+			continue;
+		}
+		first = false;
+	}
+	if (json)
+		printf("]\n");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -217,15 +397,15 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },         { "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = RQB_RUNDIR "/ctl.sock", *cmd;
-	static char buf[sizeof(struct ctl_hdr) + CTL_MAX_PAYLOAD];
+	const char *path = RQB_RUNDIR "/ctl.sock";
+	static char buf[sizeof(struct ctl_hdr) + CTL_MAX_PAYLOAD + 1];
+	struct req q = { 0 };
 	struct ctl_msg m;
 	bool json = false;
-	uint16_t type;
 	ssize_t n;
 	int ch, fd;
 
-	while ((ch = getopt_long(argc, argv, "s:jhV", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+s:jhV", lo, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			path = optarg;
@@ -244,34 +424,35 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind + 1 != argc) {
+	if (optind >= argc) {
 		usage(stderr);
 		return 2;
 	}
-	cmd = argv[optind];
-	if (!strcmp(cmd, "status")) {
-		type = CTL_STATUS;
-	} else if (!strcmp(cmd, "reload")) {
-		type = CTL_RELOAD;
-	} else {
-		fprintf(stderr, "rqctl: unknown command '%s'\n", cmd);
-		usage(stderr);
+	if (parse_command(argc - optind, argv + optind, &q) < 0) {
+		fprintf(stderr, "Try 'rqctl --help'.\n");
 		return 2;
 	}
 	fd = connect_to(path);
 	if (fd < 0)
 		return 1;
-	n = ask(fd, type, &m, buf, sizeof(buf));
+	n = ask(fd, q.type, q.payload, &m, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n < 0)
 		return 1;
 	if (m.hdr.type == CTL_ERR) {
-		print_error(cmd, m.payload, (size_t)n, json);
+		print_error(q.cmd, m.payload, (size_t)n, json);
 		return 1;
 	}
-	if (json)
+	if (q.run_argv) {
+		execvp(q.run_argv[0], q.run_argv);
+		fprintf(stderr, "rqctl: run: %s: %s\n", q.run_argv[0], strerror(errno));
+		return 1;
+	}
+	if (q.type == CTL_LIST)
+		print_list((char *)m.payload, (size_t)n, json);
+	else if (json)
 		print_json(m.payload, (size_t)n);
-	else if (type == CTL_RELOAD)
+	else if (q.type == CTL_RELOAD)
 		printf("reloaded\n");
 	else
 		print_text(m.payload, (size_t)n);

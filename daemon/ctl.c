@@ -11,15 +11,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "cpumask.h"
 #include "ctl.h"
+#include "ctl_perm.h"
 #include "ctl_server.h"
 #include "daemon.h"
 #include "log.h"
@@ -31,6 +34,7 @@ struct conn {
 	int fd;
 	sd_event_source *io, *timer;
 	struct ucred cred;
+	int pidfd;              /* SO_PEERPIDFD: pins the peer process; -1 without */
 	gid_t groups[64];
 	int ngroups;
 	unsigned msgs;
@@ -45,6 +49,8 @@ static void conn_close(struct conn *c)
 		c->next->pprev = c->pprev;
 	sd_event_source_disable_unref(c->io);
 	sd_event_source_disable_unref(c->timer);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
 	close(c->fd);
 	c->srv->nconns--;
 	free(c);
@@ -115,6 +121,14 @@ static void status_text(const struct daemon *d, char *out, size_t len)
 	    "\nsample_errors %" PRIu64 "\n",
 	    act_managed(&d->act), k->moves, k->restores, k->left_alone, k->gone, k->transient,
 	    k->permanent, d->sample_errors);
+	PUT("latency_tasks %zu\nlatency_cgroups %zu\nlatency_processes %zu\n"
+	    "latency_events %s\nlatency_overflows %" PRIu64 "\nlatency_rescans %" PRIu64
+	    "\nlatency_rule_matches %" PRIu64 "\nlatency_restored %" PRIu64
+	    "\nlatency_errors %" PRIu64 "\nlatency_class_cgroups %s%s%s\n",
+	    d->lat.n, d->lat.ncg, d->lm.np, d->lm.pc_state, d->lm.cnt.overflows,
+	    d->lm.cnt.rescans, d->lm.cnt.rule_matches, d->lat.cnt.restored, d->lat.cnt.errors,
+	    d->lat.cls.on ? d->lat.cls.mount : "off", d->lat.cls.on ? "/" : "",
+	    d->lat.cls.on ? d->lat.cls.root : "");
 	for (int l = 0; l < d->topo->nllcs; l++) {
 		char cpus[CPUMASK_STRLEN];
 		unsigned nr = 0;
@@ -126,6 +140,331 @@ static void status_text(const struct daemon *d, char *out, size_t len)
 		    cpumask_format(&d->topo->llcs[l].cpus, cpus, sizeof(cpus)), nr);
 	}
 #undef PUT
+}
+
+/* ---- latency requests ---- */
+
+enum target_kind { TGT_PID, TGT_TID, TGT_CGROUP };
+
+struct target {
+	enum target_kind kind;
+	pid_t pid;                /* TGT_PID: a process; TGT_TID: a thread */
+	pid_t tgid;               /* TGT_TID: its process */
+	char path[LAT_PATH_MAX];  /* TGT_CGROUP */
+};
+
+static int parse_pid(const char *s, pid_t *ret)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v <= 0 || v > INT32_MAX)
+		return -EINVAL;
+	*ret = (pid_t)v;
+	return 0;
+}
+
+/* The peer is still the process that connected: its pidfd has not reported an exit. */
+static bool peer_alive(const struct conn *c)
+{
+	return c->pidfd < 0 || syscall(SYS_pidfd_send_signal, c->pidfd, 0, NULL, 0) == 0;
+}
+
+static int parse_target(struct conn *c, const struct ctl_msg *m, struct target *t,
+			const char **why)
+{
+	const char *p = m->payload;
+	size_t len = m->hdr.len;
+	char v[LAT_PATH_MAX];
+	int found = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (ctl_kv(p, len, "pid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
+		t->kind = TGT_PID;
+	if (ctl_kv(p, len, "tid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
+		t->kind = TGT_TID;
+	if (ctl_kv(p, len, "self", v, sizeof(v)) == 0 && ++found) {
+		t->kind = TGT_PID;
+		t->pid = c->cred.pid;
+		if (!peer_alive(c)) {
+			*why = "the calling process is gone";
+			return -ESRCH;
+		}
+	}
+	if (ctl_kv(p, len, "cgroup", v, sizeof(v)) == 0 && ++found) {
+		t->kind = TGT_CGROUP;
+		snprintf(t->path, sizeof(t->path), "%s", v);
+	}
+	if (found != 1 || (t->kind != TGT_CGROUP && t->pid <= 0)) {
+		*why = "name one target: pid N, tid N, cgroup PATH or self";
+		return -EINVAL;
+	}
+	if (t->kind == TGT_TID && lm_tgid_of(&c->srv->d->lm, t->pid, &t->tgid) < 0) {
+		*why = "no such thread";
+		return -ESRCH;
+	}
+	if (t->kind == TGT_PID)
+		t->tgid = t->pid;
+	return 0;
+}
+
+static int status_field(pid_t pid, const char *key, char *ret, size_t size)
+{
+	char path[64], buf[4096], *p;
+	size_t kl = strlen(key);
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (rqb_read_file(path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, key, kl) == 0 && p[kl] == ':') {
+			snprintf(ret, size, "%.*s", (int)strcspn(p + kl + 1, "\n"), p + kl + 1);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* CAP_SYS_NICE in the peer's effective set, and only in the initial user namespace. */
+static bool peer_cap_sys_nice(const struct conn *c)
+{
+	char capeff[64], ns[PATH_MAX];
+	struct stat peer_ns, init_ns;
+
+	if (status_field(c->cred.pid, "CapEff", capeff, sizeof(capeff)) < 0)
+		return false;
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/user", (int)c->cred.pid);
+	if (stat(ns, &peer_ns) < 0 || stat("/proc/1/ns/user", &init_ns) < 0 ||
+	    peer_ns.st_ino != init_ns.st_ino || peer_ns.st_dev != init_ns.st_dev)
+		return false;
+	/* Read by pid: the pidfd says the pid still names the process that connected. */
+	return (strtoull(capeff, NULL, 16) & (1ULL << 23)) && peer_alive(c);
+}
+
+static int target_facts(struct conn *c, const struct target *t, struct perm_facts *f)
+{
+	struct daemon *d = c->srv->d;
+	char uids[128], file[PATH_MAX];
+	unsigned ruid, euid;
+	struct rlimit rl;
+	struct stat st;
+
+	if (t->kind == TGT_CGROUP) {
+		const struct lat_cg_entry *e = latact_find_cgroup(&d->lat, t->path);
+
+		snprintf(file, sizeof(file), "%s%s/%s", d->lat.cls.mount, t->path,
+			 d->lat.cls.v2 ? "cpu.weight" : "cpu.shares");
+		if (stat(file, &st) < 0)
+			return -ENOENT;
+		f->target_ruid = f->target_euid = st.st_uid;
+		f->cur = e ? e->value : 0;
+		return 0;
+	}
+	if (status_field(t->pid, "Uid", uids, sizeof(uids)) < 0 ||
+	    sscanf(uids, "%u %u", &ruid, &euid) != 2)
+		return -ESRCH;
+	f->target_ruid = ruid;
+	f->target_euid = euid;
+	if (prlimit(t->pid, RLIMIT_NICE, NULL, &rl) == 0)
+		f->rlim_nice = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 40 ? 40 :
+										  (long)rl.rlim_cur;
+	f->cur = lm_value_of(&d->lm, t->pid, t->tgid);
+	if (f->cur == LAT_NONE)
+		f->cur = 0;
+	return 0;
+}
+
+static int permitted(struct conn *c, const struct target *t, int want, const char **why)
+{
+	struct perm_facts f = { .peer_euid = c->cred.uid, .want = want };
+
+	f.admin = may_control(c, &c->srv->d->conf);
+	if (!f.admin)
+		f.cap_sys_nice = peer_cap_sys_nice(c);
+	if (target_facts(c, t, &f) < 0) {
+		*why = t->kind == TGT_CGROUP ? "no such cgroup in the cpu hierarchy" : "no such task";
+		return t->kind == TGT_CGROUP ? -ENOENT : -ESRCH;
+	}
+	return perm_check(&f, why);
+}
+
+static int do_set(struct conn *c, const struct target *t, int v, char *out, size_t size,
+		  const char **why)
+{
+	struct daemon *d = c->srv->d;
+	char source[48];
+	int r;
+
+	snprintf(source, sizeof(source), "ctl uid %u", c->cred.uid);
+	switch (t->kind) {
+	case TGT_PID:
+		r = lm_set_process(&d->lm, t->pid, v, source, false, why);
+		break;
+	case TGT_TID:
+		r = lm_set_thread(&d->lm, t->pid, v, source, why);
+		r = r == 0 ? 1 : r;
+		break;
+	default:
+		r = latact_cgroup(&d->lat, t->path, v, source, why);
+		if (r == 0)
+			snprintf(out, size, "cgroup %s\n", t->path);
+		return r;
+	}
+	if (r >= 0)
+		snprintf(out, size, "tasks %d\n", r);
+	return r < 0 ? r : 0;
+}
+
+static void knobs_text(const struct lat_state *s, char *out, size_t size)
+{
+	snprintf(out, size, "policy %s\nslice_ns %" PRIu64 "\nuclamp %d %d\ncgroup %s\n",
+		 latact_policy_name(s->policy), s->slice_ns, s->umin, s->umax,
+		 s->cgroup[0] ? s->cgroup : "-");
+}
+
+static int do_get(struct conn *c, const struct target *t, char *out, size_t size)
+{
+	struct daemon *d = c->srv->d;
+	const struct lm_proc *p = t->kind == TGT_PID ? lm_find_process(&d->lm, t->pid) : NULL;
+	const struct lat_entry *e = t->kind == TGT_CGROUP ? NULL : latact_find(&d->lat, t->pid);
+	const struct lat_cg_entry *g;
+	char knobs[LAT_PATH_MAX + 128] = "";
+	size_t ntasks = 0;
+
+	if (t->kind == TGT_CGROUP) {
+		g = latact_find_cgroup(&d->lat, t->path);
+		if (!g)
+			return -ENOENT;
+		snprintf(out, size, "value %d\nsource %s\nweight %" PRIu64 "\nidle %d\n", g->value,
+			 g->source, g->set_weight, g->set_idle);
+		return 0;
+	}
+	if (!p && !e)
+		return -ENOENT;
+	for (size_t i = 0; i < d->lat.n; i++)
+		ntasks += t->kind == TGT_PID ? d->lat.e[i].tgid == t->pid : d->lat.e[i].task.tid == t->pid;
+	if (e)
+		knobs_text(&e->set, knobs, sizeof(knobs));
+	snprintf(out, size, "value %d\nsource %s\nscope %s\ntasks %zu\n%s", p ? p->value : e->value,
+		 p ? p->source : e->source, p ? "process" : "thread", ntasks, knobs);
+	return 0;
+}
+
+static void comm_of(pid_t tid, char *ret, size_t size)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)tid);
+	if (rqb_read_file(path, ret, size) < 0)
+		snprintf(ret, size, "?");
+	for (char *p = ret; *p; p++)
+		if (*p == '\t' || *p == '\n')
+			*p = *p == '\n' ? '\0' : ' ';
+}
+
+static char *list_text(const struct daemon *d)
+{
+	char *buf = NULL, comm[32];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < d->lat.n && len < CTL_MAX_PAYLOAD - 512; i++) {
+		const struct lat_entry *e = &d->lat.e[i];
+		const struct lm_proc *p = lm_find_process(&d->lm, e->tgid);
+
+		comm_of(e->task.tid, comm, sizeof(comm));
+		fprintf(f, "task\t%d\t%d\t%d\t%s\t%s\t%s\t%" PRIu64 "\t%s\t%s\n", (int)e->task.tid,
+			(int)e->tgid, e->value, e->source, p ? "process" : "thread",
+			latact_policy_name(e->set.policy), e->set.slice_ns,
+			e->set.cgroup[0] ? e->set.cgroup : "-", comm);
+		fflush(f);
+	}
+	for (size_t i = 0; i < d->lat.ncg && len < CTL_MAX_PAYLOAD - 512; i++) {
+		const struct lat_cg_entry *g = &d->lat.cg[i];
+
+		fprintf(f, "cgroup\t%s\t%d\t%s\t%" PRIu64 "\t%d\n", g->path, g->value, g->source,
+			g->set_weight, g->set_idle);
+		fflush(f);
+	}
+	if (len >= CTL_MAX_PAYLOAD - 512)
+		fprintf(f, "truncated\t%zu\n", d->lat.n + d->lat.ncg);
+	fclose(f);
+	return buf;
+}
+
+static int reset_target(struct conn *c, const struct target *t, char *out, size_t size)
+{
+	struct daemon *d = c->srv->d;
+	int r;
+
+	switch (t->kind) {
+	case TGT_PID:
+		r = lm_reset_process(&d->lm, t->pid);
+		break;
+	case TGT_TID:
+		r = lm_reset_thread(&d->lm, t->pid);
+		r = r == 0 ? 1 : r;
+		break;
+	default:
+		r = latact_cgroup_reset(&d->lat, t->path);
+		r = r == 0 ? 1 : r;
+		break;
+	}
+	if (r >= 0)
+		snprintf(out, size, "tasks %d\n", r);
+	return r;
+}
+
+static int handle_latency(struct conn *c, const struct ctl_msg *m)
+{
+	struct daemon *d = c->srv->d;
+	const char *why = NULL;
+	char text[1024], v[32];
+	struct target t;
+	int value = 0, r;
+
+	if (m->hdr.type == CTL_LIST) {
+		char *list = list_text(d);
+		r = list ? reply(c, CTL_OK, m->hdr.seq, list) : reply_err(c, m->hdr.seq, ENOMEM, "out of memory");
+		free(list);
+		return r;
+	}
+	r = parse_target(c, m, &t, &why);
+	if (r < 0)
+		return reply_err(c, m->hdr.seq, -r, why);
+	if (m->hdr.type == CTL_GET) {
+		r = do_get(c, &t, text, sizeof(text));
+		return r < 0 ? reply_err(c, m->hdr.seq, -r, "not managed by rqbalance")
+			     : reply(c, CTL_OK, m->hdr.seq, text);
+	}
+	if (m->hdr.type == CTL_SET &&
+	    (ctl_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
+	     lat_parse(v, &value, &why) < 0))
+		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "a value is needed: value N");
+	r = permitted(c, &t, m->hdr.type == CTL_SET ? value : 0, &why);
+	if (r < 0) {
+		log_notice("ctl: %s refused to uid %u (pid %d): %s", ctl_type_name(m->hdr.type),
+			   c->cred.uid, c->cred.pid, why);
+		return reply_err(c, m->hdr.seq, -r, why);
+	}
+	if (m->hdr.type == CTL_RESET) {
+		r = reset_target(c, &t, text, sizeof(text));
+		return r < 0 ? reply_err(c, m->hdr.seq, -r, "not managed by rqbalance")
+			     : reply(c, CTL_OK, m->hdr.seq, text);
+	}
+	r = do_set(c, &t, value, text, sizeof(text), &why);
+	if (r < 0)
+		return reply_err(c, m->hdr.seq, -r, why ? why : strerror(-r));
+	if (t.kind == TGT_CGROUP)
+		snprintf(v, sizeof(v), "cgroup");
+	else
+		snprintf(v, sizeof(v), "%s %d", t.kind == TGT_PID ? "process" : "thread", (int)t.pid);
+	log_info("ctl: uid %u gave %s%s%s value %d", c->cred.uid, v,
+		 t.kind == TGT_CGROUP ? " " : "", t.kind == TGT_CGROUP ? t.path : "", value);
+	return reply(c, CTL_OK, m->hdr.seq, text);
 }
 
 static int handle(struct conn *c, const struct ctl_msg *m)
@@ -150,6 +489,11 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 			  : reply(c, CTL_OK, m->hdr.seq, "");
 		free(errors);
 		return r;
+	case CTL_SET:
+	case CTL_GET:
+	case CTL_LIST:
+	case CTL_RESET:
+		return handle_latency(c, m);
 	}
 	return reply_err(c, m->hdr.seq, EPROTO, "not a request");
 }
@@ -229,6 +573,18 @@ static void peer_groups(struct conn *c)
 		c->ngroups = (int)(len / sizeof(gid_t));
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+static void peer_pidfd(struct conn *c)
+{
+	socklen_t len = sizeof(c->pidfd);
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &c->pidfd, &len) < 0)
+		c->pidfd = -1;
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct ctl_server *srv = userdata;
@@ -249,6 +605,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	}
 	c->srv = srv;
 	c->fd = cfd;
+	c->pidfd = -1;
 	c->next = srv->conns;
 	c->pprev = &srv->conns;
 	if (c->next)
@@ -260,6 +617,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		return 0;
 	}
 	peer_groups(c);
+	peer_pidfd(c);
 	/* Replies are written blocking: a client that does not read must not stall us. */
 	setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){ .tv_sec = 1 },
 		   sizeof(struct timeval));

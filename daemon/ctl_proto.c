@@ -9,7 +9,8 @@
 
 int ctl_is_request(uint16_t type)
 {
-	return type == CTL_STATUS || type == CTL_RELOAD;
+	return type == CTL_STATUS || type == CTL_RELOAD || type == CTL_SET || type == CTL_GET ||
+	       type == CTL_LIST || type == CTL_RESET;
 }
 
 static int known_type(uint16_t type)
@@ -24,6 +25,14 @@ const char *ctl_type_name(uint16_t type)
 		return "status";
 	case CTL_RELOAD:
 		return "reload";
+	case CTL_SET:
+		return "set";
+	case CTL_GET:
+		return "get";
+	case CTL_LIST:
+		return "list";
+	case CTL_RESET:
+		return "reset";
 	case CTL_OK:
 		return "ok";
 	case CTL_ERR:
@@ -58,4 +67,24 @@ size_t ctl_encode(void *out, uint16_t type, uint32_t seq, const void *payload, u
 	if (len)
 		memcpy((char *)out + sizeof(h), payload, len);
 	return sizeof(h) + len;
+}
+
+int ctl_kv(const char *payload, size_t len, const char *key, char *ret, size_t size)
+{
+	size_t kl = strlen(key), off = 0;
+
+	while (off < len) {
+		const char *line = payload + off, *nl = memchr(line, '\n', len - off);
+		size_t ll = nl ? (size_t)(nl - line) : len - off;
+
+		off += ll + 1;
+		if (ll <= kl || memcmp(line, key, kl) != 0 || line[kl] != ' ')
+			continue;
+		if (ll - kl - 1 >= size)
+			return -E2BIG;
+		memcpy(ret, line + kl + 1, ll - kl - 1);
+		ret[ll - kl - 1] = '\0';
+		return 0;
+	}
+	return -ENOENT;
 }

@@ -17,6 +17,15 @@
 enum ctl_type {
 	CTL_STATUS = 1,  /* request: no payload; reply: status lines */
 	CTL_RELOAD = 2,  /* request: no payload; reply: ok, or the reasons it failed */
+	/*
+	 * The latency requests name one target in their payload: "pid N" (a process:
+	 * its threads now and later), "tid N" (one thread), "cgroup PATH", or "self 1"
+	 * (the peer process itself, pinned by SO_PEERPIDFD where the kernel has it).
+	 */
+	CTL_SET = 3,     /* request: target and "value N"; reply: "tasks N" or "cgroup PATH" */
+	CTL_GET = 4,     /* request: target; reply: "value", "source", "tasks", knobs */
+	CTL_LIST = 5,    /* request: none; reply: one tab-separated line per task and cgroup */
+	CTL_RESET = 6,   /* request: target; reply: "tasks N" given back */
 	CTL_OK = 100,    /* reply: success, payload as the request defines */
 	CTL_ERR = 101,   /* reply: failure, payload "errno N" then "message ..." lines */
 };
@@ -45,5 +54,10 @@ size_t ctl_encode(void *out, uint16_t type, uint32_t seq, const void *payload, u
 /* A request type the daemon serves (replies are not requests). */
 int ctl_is_request(uint16_t type);
 const char *ctl_type_name(uint16_t type);
+/*
+ * Finds "key value" in a payload of len bytes and copies value (to the end of its
+ * line) into ret. 0, -ENOENT, or -E2BIG when it does not fit in size.
+ */
+int ctl_kv(const char *payload, size_t len, const char *key, char *ret, size_t size);
 
 #endif
