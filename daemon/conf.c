@@ -69,11 +69,12 @@ const struct conf_key conf_keys[] = {
 	  "class cgroup of rqbalance's own: yes, no, or auto (yes where systemd is not the "
 	  "init system and a cpu controller is mounted).", true },
 	{ "latency", "cgroup_root", CONF_STR, 0, 0, NULL, "", OFF(lat_cgroup_root),
-	  "Directory of rqbalance's class cgroups; empty: rqbalance in the v1 cpu hierarchy, "
-	  "or in cgroup2 where it has the cpu controller.", true },
+	  "Where the class cgroups are made, as a path in the cpu hierarchy; empty: its top. "
+	  "A weight counts only against siblings, so a class below a parent of default "
+	  "weight gains nothing against tasks outside it.", true },
 	INT("latency", "boost_cpu_pct", 0, 100, "50", lat_boost_cpu_pct,
-	    "All tasks with a negative value together get at most this share of the "
-	    "machine's CPU while they are in class cgroups; 0 = no cap."),
+	    "The tasks of one negative class together get at most this share of the "
+	    "machine's CPU; 0 = no cap."),
 	INT("latency", "batch_from", 1, 20, "10", lat_batch_from,
 	    "Tasks at this value or above run SCHED_BATCH; 20 = never."),
 	{ "latency", "idle_at_19", CONF_BOOL, 0, 0, NULL, "no", OFF(lat_idle_at_19),

@@ -230,12 +230,15 @@ static int start_latency(struct daemon *d)
 		.slices = d->features.f[FEAT_EEVDF_SLICE].state != FEAT_MISSING,
 		.uclamp = d->features.f[FEAT_UCLAMP].state != FEAT_MISSING && d->conf.lat_uclamp,
 		.dry_run = d->conf.dry_run,
+		/* RQB_SYSTEMD_BUS: a private bus with a stand-in for systemd, for tests. */
+		.bus_address = getenv("RQB_SYSTEMD_BUS"),
 	};
 	struct lat_conf lc;
 	int r;
 
 	lat_conf_from(d, &lc);
 	o.class_cgroups = lc.class_cgroups;
+	o.systemd = sd_booted() > 0 || (o.bus_address && *o.bus_address);
 	if (d->conf.lat_uclamp && !o.uclamp)
 		log_info("latency: no uclamp in this kernel: values set no util clamps");
 	if (!o.slices)

@@ -65,6 +65,8 @@ struct latact_opts {
 	bool slices;                 /* the kernel takes sched_runtime as the slice */
 	bool uclamp;                 /* the kernel has uclamp */
 	bool dry_run;
+	bool systemd;                /* systemd owns the cgroups: units are set over D-Bus */
+	const char *bus_address;     /* "" = the system bus */
 	const char *proc_root;       /* "" = "/proc"; for the cgroup of a task */
 	const char *mounts_file;     /* "" = /proc/self/mounts */
 };
@@ -90,8 +92,7 @@ struct latact {
 	size_t ncg, capcg;
 	struct lat_cg_entry *cg;
 	struct latact_counters cnt;
-	void *bus;                   /* sd_bus * for systemd units, NULL off systemd */
-	char bus_address[PATH_MAX];  /* "" = the system bus */
+	void *bus;                   /* sd_bus *, opened at the first unit target */
 };
 
 /*

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cg_systemd.h"
 #include "journal.h"
 #include "kfeatures.h"
 #include "lat_act.h"
@@ -24,6 +25,7 @@
 
 #define CLASS_PREFIX "rqbalance-lat"
 #define CFS_PERIOD_US 100000
+#define JOURNAL_HEAD "# rqbalance latency journal v1\n"
 
 const char *latact_policy_name(int policy)
 {
@@ -681,13 +683,75 @@ static int journal_cg(struct latact *la, const struct lat_cg_entry *c)
 	return journal_append(la->journal, line);
 }
 
+/* A systemd unit's weight, over D-Bus: its cgroup files are systemd's, not ours. */
+static int unit_read(struct latact *la, const char *unit, uint64_t *ret_w, int *ret_idle)
+{
+	char err[256];
+	uint64_t w;
+	int r = cgsd_get_weight(la->bus, unit, &w, err, sizeof(err));
+
+	if (r < 0) {
+		log_info("latency: unit %s: CPUWeight: %s", unit, err);
+		return r;
+	}
+	*ret_idle = w == CGSD_WEIGHT_IDLE;
+	*ret_w = w;
+	return 0;
+}
+
+static int unit_write(struct latact *la, const char *unit, uint64_t w, int idle)
+{
+	char err[256];
+	int r = idle == 1 ? cgsd_set_idle(la->bus, unit, err, sizeof(err))
+			  : cgsd_set_weight(la->bus, unit, w, err, sizeof(err));
+
+	if (r < 0)
+		log_warn("latency: unit %s: setting CPUWeight: %s", unit, err);
+	return r;
+}
+
+static int target_read(struct latact *la, const struct lat_cg_entry *c, uint64_t *w, int *idle)
+{
+	return c->unit[0] ? unit_read(la, c->unit, w, idle) : cg_read(la, c->path, w, idle);
+}
+
+static int target_write(struct latact *la, const struct lat_cg_entry *c, uint64_t w, int idle)
+{
+	return c->unit[0] ? unit_write(la, c->unit, w, idle) : cg_write(la, c->path, w, idle);
+}
+
+/*
+ * On a systemd host a cgroup that a unit owns is set through the unit; one inside a
+ * unit's delegated subtree belongs to that unit's payload and is refused.
+ */
+static int owner_of(struct latact *la, struct lat_cg_entry *c, const char **ret_why)
+{
+	int r;
+
+	if (!la->o.systemd)
+		return 0;
+	r = cgsd_unit_for_cgroup(c->path, c->unit, sizeof(c->unit));
+	if (r == -EPERM) {
+		*ret_why = "inside a unit's delegated subtree: that is the unit's own to set";
+		return r;
+	}
+	if (r < 0) {
+		c->unit[0] = '\0';
+		return 0;
+	}
+	if (!la->bus && cgsd_open(la->o.bus_address && *la->o.bus_address ? la->o.bus_address :
+				  NULL, (sd_bus **)&la->bus) < 0) {
+		*ret_why = "cannot reach systemd over D-Bus";
+		return -EHOSTUNREACH;
+	}
+	return 0;
+}
+
 int latact_cgroup(struct latact *la, const char *path, int v, const char *source,
 		  const char **ret_why)
 {
 	size_t i = cg_index(la, path);
 	struct lat_cg_entry c = { .value = v };
-
-	snprintf(c.source, sizeof(c.source), "%s", source ? source : "");
 	struct lat_knobs k;
 	struct stat st;
 	char dir[PATH_MAX];
@@ -695,37 +759,45 @@ int latact_cgroup(struct latact *la, const char *path, int v, const char *source
 	int idle, r;
 
 	*ret_why = NULL;
+	snprintf(c.source, sizeof(c.source), "%s", source ? source : "");
 	if (!path_ok(path)) {
 		*ret_why = "not an absolute cgroup path without . or .. components or spaces";
 		return -EINVAL;
 	}
-	if (!la->cls.mount[0]) {
-		*ret_why = "no cpu controller is mounted";
-		return -EOPNOTSUPP;
+	snprintf(c.path, sizeof(c.path), "%s", path);
+	r = owner_of(la, &c, ret_why);
+	if (r < 0)
+		return r;
+	if (!c.unit[0]) {
+		if (!la->cls.mount[0]) {
+			*ret_why = "no cpu controller is mounted";
+			return -EOPNOTSUPP;
+		}
+		cg_file(la, path, "", dir, sizeof(dir));
+		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			*ret_why = "no such cgroup in the cpu hierarchy";
+			return -ENOENT;
+		}
 	}
-	cg_file(la, path, "", dir, sizeof(dir));
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		*ret_why = "no such cgroup in the cpu hierarchy";
-		return -ENOENT;
-	}
-	r = cg_read(la, path, &w, &idle);
+	r = target_read(la, &c, &w, &idle);
 	if (r < 0) {
-		*ret_why = "cannot read its weight";
+		*ret_why = c.unit[0] ? "cannot read the unit's CPUWeight" : "cannot read its weight";
 		return r;
 	}
-	snprintf(c.path, sizeof(c.path), "%s", path);
 	c.prev_weight = i == SIZE_MAX ? w : la->cg[i].prev_weight;
 	c.prev_idle = i == SIZE_MAX ? idle : la->cg[i].prev_idle;
 	lat_map(&la->lc, v, &k);
-	c.set_weight = la->cls.v2 ? lat_shares_to_weight(k.shares) : k.shares;
+	c.set_weight = la->cls.v2 || c.unit[0] ? lat_shares_to_weight(k.shares) : k.shares;
 	c.set_idle = idle < 0 ? -1 : k.cg_idle ? 1 : 0;
+	if (c.set_idle == 1 && c.unit[0])
+		c.set_weight = CGSD_WEIGHT_IDLE;
 	if (la->o.dry_run)
 		return 0;
 	r = journal_cg(la, &c);
 	if (r == 0)
-		r = cg_write(la, path, c.set_weight, c.set_idle);
+		r = target_write(la, &c, c.set_weight, c.set_idle);
 	if (r == 0)
-		r = cg_read(la, path, &c.set_weight, &c.set_idle);
+		r = target_read(la, &c, &c.set_weight, &c.set_idle);
 	if (r < 0) {
 		*ret_why = "cannot write its weight";
 		la->cnt.errors++;
@@ -749,7 +821,14 @@ static void restore_cg(struct latact *la, const struct lat_cg_entry *c)
 	uint64_t w;
 	int idle;
 
-	if (cg_read(la, c->path, &w, &idle) < 0) {
+	if (c->unit[0] && !la->bus &&
+	    cgsd_open(la->o.bus_address && *la->o.bus_address ? la->o.bus_address : NULL,
+		      (sd_bus **)&la->bus) < 0) {
+		log_warn("latency: unit %s: cannot reach systemd to give its weight back", c->unit);
+		la->cnt.errors++;
+		return;
+	}
+	if (target_read(la, c, &w, &idle) < 0) {
 		log_info("latency: cgroup \"%s\" is gone: nothing to give back", c->path);
 		la->cnt.gone++;
 		return;
@@ -759,7 +838,7 @@ static void restore_cg(struct latact *la, const struct lat_cg_entry *c)
 		la->cnt.left_alone++;
 		return;
 	}
-	if (cg_write(la, c->path, c->prev_weight, c->prev_idle) == 0)
+	if (target_write(la, c, c->prev_weight, c->prev_idle) == 0)
 		la->cnt.restored++;
 	else
 		la->cnt.errors++;
@@ -902,6 +981,8 @@ static void replay_line(void *ctx, unsigned lineno, char *line)
 		replay_untask(rp, tid, start);
 	else if (strncmp(line, "cg ", 3) == 0 && parse_cg_line(line + 3, &c) == 0)
 		replay_cg(rp, &c, true);
+	else if (strcmp(line, "root") == 0)
+		rp->la->cls.made_root = true;
 	else if (sscanf(line, "uncg %255s", path) == 1 && path[0] == '/') {
 		snprintf(c.path, sizeof(c.path), "%s", path);
 		replay_cg(rp, &c, false);
@@ -910,6 +991,12 @@ static void replay_line(void *ctx, unsigned lineno, char *line)
 			 journal_path(rp->la->journal), lineno);
 		rp->bad++;
 	}
+}
+
+/* A fresh journal; it keeps saying that the classes' parent is rqbalance's to remove. */
+static void rewrite_empty(struct latact *la)
+{
+	journal_rewrite_text(la->journal, la->cls.made_root ? JOURNAL_HEAD "root\n" : JOURNAL_HEAD);
 }
 
 /* Restores what the journal says a previous run left, then starts it afresh. */
@@ -937,7 +1024,7 @@ static void recover(struct latact *la)
 			   "there were given back where unchanged", rp.nt, rp.nc, restored);
 	free(rp.t);
 	free(rp.c);
-	journal_rewrite_text(la->journal, "# rqbalance latency journal v1\n");
+	rewrite_empty(la);
 }
 
 /* Groups a previous run made and did not remove: empty them and take them away. */
@@ -1010,10 +1097,11 @@ void latact_fini(struct latact *la)
 	if (!la->o.dry_run)
 		classes_remove(la);
 	if (la->journal) {
-		journal_rewrite_text(la->journal, "# rqbalance latency journal v1\n");
+		journal_rewrite_text(la->journal, JOURNAL_HEAD);
 		journal_close(la->journal);
 	}
 	free(la->e);
 	free(la->cg);
+	cgsd_close(la->bus);
 	memset(la, 0, sizeof(*la));
 }

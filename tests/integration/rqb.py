@@ -15,6 +15,8 @@ ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("RQB_BUILD", "build")
 DAEMON = os.path.join(ROOT, BUILD, "rqbalanced")
 TOPO_2LLC = os.path.join(ROOT, "tests", "data", "topo-2llc.xml")
+RQCTL = os.path.join(ROOT, BUILD, "rqctl")
+CGROUP_ROOT = f"rqb-it-{os.getpid()}"
 
 
 def skip(why):
@@ -136,8 +138,9 @@ class Daemon:
         self.ctl = os.path.join(tmp, "ctl.sock")
         self.log = os.path.join(tmp, f"daemon-{time.monotonic_ns()}.log")
         with open(self.conf, "w") as f:
+            # Class cgroups below a parent of the test's own, not beside a real daemon's.
             f.write(f"[daemon]\njournal_dir = {self.journal}\nctl_socket = {self.ctl}\n"
-                    f"log_level = debug\n{conf}")
+                    f"log_level = debug\n[latency]\ncgroup_root = {CGROUP_ROOT}\n{conf}")
         e = dict(os.environ)
         e.pop("NOTIFY_SOCKET", None)
         e.pop("JOURNAL_STREAM", None)

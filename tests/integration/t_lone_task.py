@@ -14,7 +14,7 @@ def test():
         replay = os.path.join(tmp, "lone.replay")
         write_replay(replay, [([(0, 1, 100), (1, 0, 0)], [task_line(a, 0)])])
         with Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", replay],
-                    conf="interval_ms = 20\n") as d:
+                    conf="[daemon]\ninterval_ms = 20\n") as d:
             d.wait_for(r"running: sampler replay")
             time.sleep(1.0)  # about 50 ticks
             check(d.alive(), "the daemon is running")

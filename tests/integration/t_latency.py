@@ -1,0 +1,225 @@
+"""Latency-nice end to end on the real kernel: rqctl run gives a command, its threads
+started later and its children the value; a rule applies within milliseconds of exec
+and a copy of the binary under another path (same comm) does not match; stopping gives
+every task back its slice, policy and cgroup; a SIGKILLed daemon's settings are given
+back by the next start; a task that changes its own policy keeps its choice; a cgroup
+target gets its weight back, and one removed while managed is no trouble."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from rqb import (CGROUP_ROOT, RQCTL, Daemon, check, main, require, tmpdir)
+
+CPU_V1 = "/sys/fs/cgroup/cpu"
+
+# A process that starts a thread and a child process only after rqctl run has exec'd it.
+LATE = """
+import os, threading, time
+time.sleep(0.4)
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+if os.fork() == 0:
+    time.sleep(60)
+    os._exit(0)
+time.sleep(60)
+"""
+
+
+def sched_field(tid, name):
+    with open(f"/proc/{tid}/sched") as f:
+        for line in f:
+            if line.startswith(name):
+                return int(line.split(":")[1].split(".")[0])
+    raise KeyError(name)
+
+
+def cpu_cgroup(tid):
+    with open(f"/proc/{tid}/cgroup") as f:
+        for line in f:
+            _, ctl, path = line.rstrip("\n").split(":", 2)
+            if "cpu" in ctl.split(","):
+                return path
+    return None
+
+
+def threads(pid):
+    return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+
+
+def children(pid):
+    out = []
+    for t in threads(pid):
+        try:
+            with open(f"/proc/{pid}/task/{t}/children") as f:
+                out += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def wait_until(fn, timeout=3.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if fn():
+            return True
+        time.sleep(0.01)
+    return fn()
+
+
+def rqctl(d, *args):
+    return subprocess.run([RQCTL, "-s", d.ctl, *args], capture_output=True, text=True,
+                          timeout=30)
+
+
+def state(tid):
+    return (sched_field(tid, "policy"), sched_field(tid, "se.slice"), cpu_cgroup(tid))
+
+
+def class_of(v):
+    return f"/{CGROUP_ROOT}/rqbalance-lat{v}"
+
+
+def run_threads_children_and_stop(tmp, before):
+    with Daemon(tmp) as d:
+        d.wait_for("ctl: serving")
+        p = subprocess.Popen([RQCTL, "-s", d.ctl, "run", "-l", "-8", "--", sys.executable, "-c",
+                              LATE])
+        try:
+            check(wait_until(lambda: len(threads(p.pid)) >= 2 and children(p.pid), 5),
+                  "the command started a thread and a child after rqctl run exec'd it")
+            tasks = threads(p.pid) + [c for c in children(p.pid)]
+            check(wait_until(lambda: all(cpu_cgroup(t) == class_of(-8) for t in tasks)),
+                  f"every task, later ones too, is in {class_of(-8)}")
+            slices = {sched_field(t, "se.slice") for t in tasks}
+            check(slices == {528000}, f"every task has the -8 slice of 0.528 ms ({slices})")
+            listed = rqctl(d, "list").stdout
+            check(all(f"\n{t} " in "\n" + listed for t in tasks),
+                  "rqctl list names every task")
+            d.stop()
+            check(all(state(t) == before for t in tasks),
+                  "after stop every task has its policy, slice and cgroup back")
+            check(not os.path.exists(f"{CPU_V1}{class_of(-8)}"), "the class cgroup is gone")
+            check(not os.path.exists(f"{CPU_V1}/{CGROUP_ROOT}"), "and the test's parent")
+        finally:
+            for c in children(p.pid):
+                os.kill(c, signal.SIGKILL)
+            p.kill()
+            p.wait()
+
+
+def rule_at_exec(tmp):
+    sleep = shutil.which("sleep")
+    sleep = os.path.realpath(sleep)
+    fake_dir = os.path.join(tmp, "bin")
+    os.makedirs(fake_dir, exist_ok=True)
+    fake = os.path.join(fake_dir, "sleep")
+    shutil.copy(sleep, fake)
+    conf = f"[rule napper]\nlatency_nice = -5\nexe = {sleep}\nuid = 0\n"
+    with Daemon(tmp, conf=conf) as d:
+        d.wait_for("ctl: serving")
+        delays, procs = [], []
+        try:
+            for _ in range(20):
+                t0 = time.monotonic()
+                p = subprocess.Popen([sleep, "30"])
+                procs.append(p)
+                ok = wait_until(lambda: cpu_cgroup(p.pid) == class_of(-5), 2)
+                delays.append(time.monotonic() - t0)
+                check(ok, f"the rule gave sleep {p.pid} its value")
+            delays.sort()
+            print(f"spawn to applied: p50 {delays[10] * 1e3:.1f} ms, max {delays[-1] * 1e3:.1f} ms")
+            check(delays[-1] < 1.0, "every spawn had its value within a second")
+            spoof = subprocess.Popen([fake, "30"])
+            procs.append(spoof)
+            time.sleep(0.3)
+            check(open(f"/proc/{spoof.pid}/comm").read().strip() == "sleep",
+                  "the copy has the same comm")
+            check(cpu_cgroup(spoof.pid) == "/", "a copy under another path does not match")
+            out = rqctl(d, "get", "-p", str(procs[0].pid)).stdout
+            check("source rule napper" in out, "get names the rule as the source")
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+
+
+def crash_then_restart(tmp, before):
+    journal = os.path.join(tmp, "crash")
+    p = subprocess.Popen(["sleep", "60"])
+    try:
+        with Daemon(tmp, journal=journal) as d:
+            d.wait_for("ctl: serving")
+            r = rqctl(d, "set", "-l", "-10", "-p", str(p.pid))
+            check(r.returncode == 0, "set -l -10 on a sleeper")
+            check(d.stop(signal.SIGKILL) == -signal.SIGKILL, "the daemon was killed")
+        check(cpu_cgroup(p.pid) == class_of(-10), "after SIGKILL the task is still in its class")
+        with Daemon(tmp, journal=journal) as d:
+            d.wait_for("a previous run left 1 tasks")
+            check(state(p.pid) == before, "the restart gave the task back what it had")
+            d.stop()
+        check(not os.path.exists(f"{CPU_V1}{class_of(-10)}"),
+              "the class the killed daemon made is gone after the next stop")
+    finally:
+        p.kill()
+        p.wait()
+
+
+def own_choice_stands(tmp):
+    p = subprocess.Popen(["sleep", "60"])
+    try:
+        with Daemon(tmp) as d:
+            d.wait_for("ctl: serving")
+            check(rqctl(d, "set", "-l", "-10", "-p", str(p.pid)).returncode == 0, "set -l -10")
+            subprocess.run(["chrt", "-b", "-p", "0", str(p.pid)], check=True)
+            d.stop()
+        check(sched_field(p.pid, "policy") == 3, "the task's own SCHED_BATCH stands")
+        check(cpu_cgroup(p.pid) == "/", "its class cgroup, still rqbalance's, was given back")
+    finally:
+        p.kill()
+        p.wait()
+
+
+def cgroup_target(tmp):
+    cg = f"{CPU_V1}/{CGROUP_ROOT}-target"
+    gone = f"{CPU_V1}/{CGROUP_ROOT}-gone"
+    os.mkdir(cg)
+    os.mkdir(gone)
+    try:
+        with Daemon(tmp) as d:
+            d.wait_for("ctl: serving")
+            r = rqctl(d, "set", "-l", "-10", "-g", f"/{CGROUP_ROOT}-target")
+            check(r.returncode == 0, "set -l -10 on a cgroup")
+            check(open(f"{cg}/cpu.shares").read().strip() == "9548", "its shares are 9548")
+            check(rqctl(d, "set", "-l", "-3", "-g", f"/{CGROUP_ROOT}-gone").returncode == 0,
+                  "set on a second cgroup")
+            os.rmdir(gone)
+            check(rqctl(d, "status").returncode == 0, "the daemon serves after its removal")
+            d.stop()
+            check("is gone: nothing to give back" in d.text(), "the removal is logged at stop")
+        check(open(f"{cg}/cpu.shares").read().strip() == "1024", "the weight is given back")
+    finally:
+        os.rmdir(cg)
+        if os.path.exists(gone):
+            os.rmdir(gone)
+
+
+def test():
+    require()
+    if not os.path.exists(f"{CPU_V1}/cpu.shares"):
+        print("needs the v1 cpu controller at /sys/fs/cgroup/cpu (this machine's layout)")
+        sys.exit(77)
+    ref = subprocess.Popen(["sleep", "60"])
+    before = state(ref.pid)
+    ref.kill()
+    ref.wait()
+    with tmpdir() as tmp:
+        run_threads_children_and_stop(tmp, before)
+        rule_at_exec(tmp)
+        crash_then_restart(tmp, before)
+        own_choice_stands(tmp)
+        cgroup_target(tmp)
+
+
+main(test)
