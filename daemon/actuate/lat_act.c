@@ -277,8 +277,9 @@ static void classes_find(struct latact *la)
 		return;
 	}
 	la->cls.on = true;
-	log_info("latency: class cgroups in %s/%s (%s), each capped at %u%% of the machine",
-		 la->cls.mount, la->cls.root, la->cls.v2 ? "cgroup2" : "v1 cpu",
+	log_info("latency: class cgroups in %s%s%s (%s), each capped at %u%% of the machine",
+		 la->cls.mount, la->cls.root[0] ? "/" : "", la->cls.root,
+		 la->cls.v2 ? "cgroup2" : "v1 cpu",
 		 la->o.boost_cpu_pct);
 	return;
 none:

@@ -1,0 +1,49 @@
+# Latency-nice on pure cgroup2, on Debian's stock kernel: a negative value moves the
+# process into rqbalance-latN with the cgroup2 weight of that nice value and a CPU
+# cap; uclamp min is set where the kernel has it; a stop gives all of it back.
+# The guest's v1 cpu hierarchy is unmounted for the test and mounted again after.
+. /tests/lib.sh
+V2=/sys/fs/cgroup/unified
+umount /sys/fs/cgroup/cpu || fail "cannot unmount the v1 cpu hierarchy"
+mkdir -p $V2
+mount -t cgroup2 none $V2 || fail "cannot mount cgroup2"
+restore_v1() {
+	umount $V2
+	mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu
+}
+trap restore_v1 EXIT
+# A v1 hierarchy lets its controllers go only once it is destroyed, a moment later.
+i=0
+while ! grep -qw cpu $V2/cgroup.controllers && [ $i -lt 50 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+grep -qw cpu $V2/cgroup.controllers || {
+	echo "cgroup2 has no cpu controller here: $(cat $V2/cgroup.controllers)"
+	exit 77
+}
+start_daemon
+check "the daemon runs" wait_log "running: sampler proc" 30
+check "it found the classes' place in cgroup2" grep -q "class cgroups in $V2 (cgroup2)" "$LOG"
+sleep 600 &
+S=$!
+HOGS="$S"
+before=$(cat /proc/$S/cgroup)
+check "rqctl set -l -10" rqctl set -l -10 -p $S
+check "the process is in rqbalance-lat-10" grep -q '^0::/rqbalance-lat-10$' /proc/$S/cgroup
+check "with the cgroup2 weight of nice -10" [ "$(cat $V2/rqbalance-lat-10/cpu.weight)" = 932 ]
+check "and a cap of half the machine" \
+	[ "$(cat $V2/rqbalance-lat-10/cpu.max)" = "$(($(nproc) * 50000)) 100000" ]
+if grep -q '^uclamp.min' /proc/$S/sched; then
+	check "uclamp min 512" grep -q '^uclamp.min .*: *512$' /proc/$S/sched
+else
+	ok "this kernel has no uclamp: skipped"
+fi
+rqctl list
+check "clean stop" stop_daemon TERM
+check "the process is back in its cgroup" [ "$(cat /proc/$S/cgroup)" = "$before" ]
+check "the class is gone" [ ! -d $V2/rqbalance-lat-10 ]
+if grep -q '^uclamp.min' /proc/$S/sched; then
+	check "uclamp min back to 0" grep -q '^uclamp.min .*: *0$' /proc/$S/sched
+fi
+cleanup
