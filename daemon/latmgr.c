@@ -423,6 +423,16 @@ void lm_rescan(struct latmgr *m)
 
 void lm_rules_changed(struct latmgr *m)
 {
+	/* The mapping's settings may have changed too: every task gets its value anew. */
+	for (size_t i = 0; i < m->la->n; i++) {
+		struct lat_entry e = m->la->e[i];
+		const char *why;
+
+		if (latact_task(m->la, e.task.tid, e.tgid, e.task.start_time, e.value, e.source,
+				NULL, &why) < 0)
+			log_debug("latency: task %d kept its settings at reload: %s",
+				  (int)e.task.tid, why ? why : "failed");
+	}
 	lm_rescan(m);
 }
 

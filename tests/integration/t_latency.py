@@ -181,6 +181,25 @@ def own_choice_stands(tmp):
         p.wait()
 
 
+def reload_reapplies(tmp):
+    p = subprocess.Popen(["sleep", "60"])
+    try:
+        with Daemon(tmp) as d:
+            d.wait_for("ctl: serving")
+            check(rqctl(d, "set", "-l", "15", "-p", str(p.pid)).returncode == 0, "set -l 15")
+            check(sched_field(p.pid, "policy") == 3, "15 is SCHED_BATCH by default")
+            with open(d.conf, "a") as f:
+                f.write("[latency]\nbatch_from = 20\n")
+            check(rqctl(d, "reload").returncode == 0, "reload with batch_from = 20")
+            check(sched_field(p.pid, "policy") == 0, "the managed task is SCHED_OTHER again")
+            check(sched_field(p.pid, "se.slice") == 12800000, "and keeps the slice of 15")
+            d.stop()
+        check(sched_field(p.pid, "policy") == 0, "stop leaves it SCHED_OTHER, as it was")
+    finally:
+        p.kill()
+        p.wait()
+
+
 def cgroup_target(tmp):
     cg = f"{CPU_V1}/{CGROUP_ROOT}-target"
     gone = f"{CPU_V1}/{CGROUP_ROOT}-gone"
@@ -219,6 +238,7 @@ def test():
         rule_at_exec(tmp)
         crash_then_restart(tmp, before)
         own_choice_stands(tmp)
+        reload_reapplies(tmp)
         cgroup_target(tmp)
 
 
