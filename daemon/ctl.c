@@ -127,8 +127,8 @@ static void status_text(const struct daemon *d, char *out, size_t len)
 	    "\nlatency_errors %" PRIu64 "\nlatency_class_cgroups %s%s%s\n",
 	    d->lat.n, d->lat.ncg, d->lm.np, d->lm.pc_state, d->lm.cnt.overflows,
 	    d->lm.cnt.rescans, d->lm.cnt.rule_matches, d->lat.cnt.restored, d->lat.cnt.errors,
-	    d->lat.cls.on ? d->lat.cls.mount : "off", d->lat.cls.on ? "/" : "",
-	    d->lat.cls.on ? d->lat.cls.root : "");
+	    d->lat.cls.on ? d->lat.cls.mount : "off",
+	    d->lat.cls.on && d->lat.cls.root[0] ? "/" : "", d->lat.cls.on ? d->lat.cls.root : "");
 	for (int l = 0; l < d->topo->nllcs; l++) {
 		char cpus[CPUMASK_STRLEN];
 		unsigned nr = 0;
