@@ -20,6 +20,7 @@
 #include "sampler.h"
 
 #define PF_KTHREAD 0x00200000u
+#define LM_SWEEP_TICKS 50 /* ticks between sweeps for exits when events arrive */
 
 static size_t proc_index(const struct latmgr *m, pid_t tgid, bool *found)
 {
@@ -438,6 +439,9 @@ void lm_rules_changed(struct latmgr *m)
 
 void lm_tick(struct latmgr *m)
 {
+	/* With the connector, exits arrive as events: a sweep now and then is enough. */
+	if (m->pc && !m->resync && ++m->ticks % LM_SWEEP_TICKS != 0)
+		return;
 	latact_verify(m->la);
 	for (size_t i = m->np; i-- > 0;) {
 		uint64_t start;

@@ -41,6 +41,7 @@ struct latmgr {
 	struct procconn *pc;           /* NULL without the connector */
 	sd_event_source *pc_src;
 	bool resync;                   /* events were lost: rescan at the next tick */
+	uint64_t ticks;
 	pid_t self;
 	char proc_root[PATH_MAX];
 	struct lm_proc *p;             /* sorted by tgid */

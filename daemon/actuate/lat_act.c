@@ -474,7 +474,8 @@ static int write_state(struct latact *la, pid_t tid, const struct lat_state *cur
 {
 	int r = 0;
 
-	if (sched_differs(cur, want))
+	/* A task that made itself real-time since: its policy and parameters are its own. */
+	if (sched_differs(cur, want) && !policy_is_rt(cur->policy))
 		r = write_sched(la, tid, want, cur->nice);
 	if (r == 0 && la->cls.on && want->cgroup[0] && strcmp(cur->cgroup, want->cgroup) != 0)
 		r = cg_attach(want->cgroup, tid);
