@@ -166,6 +166,22 @@ static int parse_pid(const char *s, pid_t *ret)
 	return 0;
 }
 
+/* Lines of the payload that give key: one given twice is refused, not guessed at. */
+static int kv_count(const char *p, size_t len, const char *key)
+{
+	size_t kl = strlen(key), off = 0;
+	int n = 0;
+
+	while (off < len) {
+		const char *line = p + off, *nl = memchr(line, '\n', len - off);
+		size_t ll = nl ? (size_t)(nl - line) : len - off;
+
+		off += ll + 1;
+		n += ll > kl && memcmp(line, key, kl) == 0 && line[kl] == ' ';
+	}
+	return n;
+}
+
 /* The peer is still the process that connected: its pidfd has not reported an exit. */
 static bool peer_alive(const struct conn *c)
 {
@@ -178,7 +194,7 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct target *
 	const char *p = m->payload;
 	size_t len = m->hdr.len;
 	char v[LAT_PATH_MAX];
-	int found = 0;
+	int found = 0, lines;
 
 	memset(t, 0, sizeof(*t));
 	if (ctl_kv(p, len, "pid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
@@ -197,13 +213,21 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct target *
 		t->kind = TGT_CGROUP;
 		snprintf(t->path, sizeof(t->path), "%s", v);
 	}
-	if (found != 1 || (t->kind != TGT_CGROUP && t->pid <= 0)) {
+	lines = kv_count(p, len, "pid") + kv_count(p, len, "tid") + kv_count(p, len, "self") +
+		kv_count(p, len, "cgroup");
+	if (found != 1 || lines != 1 || (t->kind != TGT_CGROUP && t->pid <= 0)) {
 		*why = "name one target: pid N, tid N, cgroup PATH or self";
 		return -EINVAL;
 	}
 	if (t->kind == TGT_TID && lm_tgid_of(&c->srv->d->lm, t->pid, &t->tgid) < 0) {
 		*why = "no such thread";
 		return -ESRCH;
+	}
+	/* /proc/TID exists for any thread: taken for a process, it would stand for its group. */
+	if (t->kind == TGT_PID && lm_tgid_of(&c->srv->d->lm, t->pid, &t->tgid) == 0 &&
+	    t->tgid != t->pid) {
+		*why = "a thread, not a process: name it with tid";
+		return -EINVAL;
 	}
 	if (t->kind == TGT_PID)
 		t->tgid = t->pid;
@@ -441,9 +465,10 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 			     : reply(c, CTL_OK, m->hdr.seq, text);
 	}
 	if (m->hdr.type == CTL_SET &&
-	    (ctl_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
+	    (kv_count(m->payload, m->hdr.len, "value") != 1 ||
+	     ctl_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
 	     lat_parse(v, &value, &why) < 0))
-		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "a value is needed: value N");
+		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");
 	r = permitted(c, &t, m->hdr.type == CTL_SET ? value : 0, &why);
 	if (r < 0) {
 		log_notice("ctl: %s refused to uid %u (pid %d): %s", ctl_type_name(m->hdr.type),
