@@ -104,15 +104,18 @@ static int task_info(pid_t tid, uint64_t *ret_start, bool *ret_kthread)
 	return 0;
 }
 
-static int set_task(struct latmgr *m, pid_t tid, pid_t tgid, int v, const char *source,
-		    const struct lat_state *inherit, const char **ret_why)
+/* expect: the start time the decision was made on; 0 takes the task as it is now. */
+static int set_task_as(struct latmgr *m, pid_t tid, pid_t tgid, uint64_t expect, int v,
+		       const char *source, const struct lat_state *inherit, const char **ret_why)
 {
 	uint64_t start;
 	bool kthread;
 	int r = task_info(tid, &start, &kthread);
 
+	if (r == 0 && expect && start != expect)
+		r = -ESRCH;
 	if (r < 0) {
-		*ret_why = "no such task";
+		*ret_why = "no such task (or its pid was reused)";
 		return r;
 	}
 	if (kthread || tgid == m->self) {
@@ -122,15 +125,32 @@ static int set_task(struct latmgr *m, pid_t tid, pid_t tgid, int v, const char *
 	return latact_task(m->la, tid, tgid, start, v, source, inherit, ret_why);
 }
 
-/* Gives every thread of tgid value v; inherit is the prev of the thread they came from. */
-static int set_threads(struct latmgr *m, pid_t tgid, int v, const char *source,
+static int set_task(struct latmgr *m, pid_t tid, pid_t tgid, int v, const char *source,
+		    const struct lat_state *inherit, const char **ret_why)
+{
+	return set_task_as(m, tid, tgid, 0, v, source, inherit, ret_why);
+}
+
+/*
+ * Gives every thread of tgid value v; inherit is the prev of the thread they came
+ * from. The first thread goes first, checked against expect (its start time when
+ * the decision was made): if the pid now names another process, nothing is done.
+ */
+static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
 		       const struct lat_state *inherit, const char **ret_why)
 {
+	const struct lat_entry *e = latact_find(m->la, tgid);
 	char path[PATH_MAX];
 	struct dirent *de;
 	int done = 0, r = 0;
 	DIR *d;
 
+	if (!e || e->value != v || strcmp(e->source, source) != 0) {
+		r = set_task_as(m, tgid, tgid, expect, v, source, inherit, ret_why);
+		if (r < 0 && (r == -ESRCH || r == -EPERM))
+			return r;
+		done += r == 0;
+	}
 	snprintf(path, sizeof(path), "%s/%d/task", m->proc_root, (int)tgid);
 	d = opendir(path);
 	if (!d) {
@@ -139,10 +159,9 @@ static int set_threads(struct latmgr *m, pid_t tgid, int v, const char *source,
 	}
 	while ((de = readdir(d))) {
 		pid_t tid = (pid_t)atoi(de->d_name);
-		const struct lat_entry *e;
 		int rr;
 
-		if (tid <= 0)
+		if (tid <= 0 || tid == tgid)
 			continue;
 		e = latact_find(m->la, tid);
 		if (e && e->value == v && strcmp(e->source, source) == 0)
@@ -159,8 +178,8 @@ static int set_threads(struct latmgr *m, pid_t tgid, int v, const char *source,
 	return done;
 }
 
-int lm_set_process(struct latmgr *m, pid_t tgid, int v, const char *source, bool from_rule,
-		   const char **ret_why)
+static int set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
+		       bool from_rule, const char **ret_why)
 {
 	struct lm_proc p = { .tgid = tgid, .value = v, .from_rule = from_rule };
 	bool kthread;
@@ -168,16 +187,24 @@ int lm_set_process(struct latmgr *m, pid_t tgid, int v, const char *source, bool
 
 	*ret_why = NULL;
 	r = task_info(tgid, &p.start_time, &kthread);
+	if (r == 0 && expect && p.start_time != expect)
+		r = -ESRCH;
 	if (r < 0) {
-		*ret_why = "no such process";
+		*ret_why = "no such process (or its pid was reused)";
 		return r;
 	}
 	snprintf(p.source, sizeof(p.source), "%s", source);
-	n = set_threads(m, tgid, v, source, NULL, ret_why);
+	n = set_threads(m, tgid, p.start_time, v, source, NULL, ret_why);
 	if (n < 0)
 		return n;
 	r = proc_put(m, &p);
 	return r < 0 ? r : n;
+}
+
+int lm_set_process(struct latmgr *m, pid_t tgid, int v, const char *source, bool from_rule,
+		   const char **ret_why)
+{
+	return set_process(m, tgid, 0, v, source, from_rule, ret_why);
 }
 
 int lm_set_thread(struct latmgr *m, pid_t tid, int v, const char *source, const char **ret_why)
@@ -222,13 +249,15 @@ int lm_value_of(const struct latmgr *m, pid_t tid, pid_t tgid)
 
 /* ---- rules ---- */
 
-static int rule_for(const struct latmgr *m, pid_t pid)
+/* The first rule process pid matches, or -1. ret_start: its start time before the read. */
+static int rule_for(const struct latmgr *m, pid_t pid, uint64_t *ret_start)
 {
+	bool kthread;
 	struct ident_buf *buf;
 	struct proc_ident id;
 	int i = -1;
 
-	if (!m->conf->rules.n)
+	if (!m->conf->rules.n || task_info(pid, ret_start, &kthread) < 0 || kthread)
 		return -1;
 	buf = malloc(sizeof(*buf));
 	if (!buf)
@@ -246,11 +275,12 @@ static void apply_rules(struct latmgr *m, pid_t pid)
 	const struct rule *rule;
 	char source[48];
 	const char *why;
+	uint64_t start = 0;
 	int i;
 
 	if (pid == m->self || (p && !p->from_rule))
 		return;
-	i = rule_for(m, pid);
+	i = rule_for(m, pid, &start);
 	if (i < 0) {
 		if (p) {
 			log_info("latency: process %d no longer matches rule %s: given back",
@@ -263,7 +293,7 @@ static void apply_rules(struct latmgr *m, pid_t pid)
 	snprintf(source, sizeof(source), "rule %s", rule->name);
 	if (p && p->value == rule->latency_nice && strcmp(p->source, source) == 0)
 		return;
-	if (lm_set_process(m, pid, rule->latency_nice, source, true, &why) < 0) {
+	if (set_process(m, pid, start, rule->latency_nice, source, true, &why) < 0) {
 		log_info("latency: rule %s matches process %d, not applied: %s", rule->name,
 			 (int)pid, why ? why : "failed");
 		return;
@@ -389,12 +419,13 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 		if (proc_put(m, &child) < 0)
 			return;
 		p = lm_find_process(m, pid);
-		if (set_threads(m, pid, p->value, p->source, prev_of(m, ppid, ppid), &why) > 0)
+		if (set_threads(m, pid, start, p->value, p->source, prev_of(m, ppid, ppid), &why) > 0)
 			m->cnt.threads++;
 		return;
 	}
 	if (p) {
-		if (set_threads(m, pid, p->value, p->source, prev_of(m, pid, pid), &why) > 0)
+		if (set_threads(m, pid, p->start_time, p->value, p->source, prev_of(m, pid, pid),
+				&why) > 0)
 			m->cnt.threads++;
 		return;
 	}
