@@ -130,6 +130,21 @@ void latact_verify(struct latact *la);
 /* Gives back everything. Returns the knobs restored. */
 int latact_restore_all(struct latact *la);
 
+/* The records of the latency journal, as latact_parse_line names them. */
+enum latact_rec {
+	LATACT_REC_TASK = 1, /* "lat TID TGID START VALUE PREV... SET...": all of *ret_e */
+	LATACT_REC_UNTASK,   /* "unlat TID START": ret_e's task.tid and task.start_time only */
+	LATACT_REC_CG,       /* "cg VALUE PATH UNIT PREV_W PREV_IDLE SET_W SET_IDLE": *ret_c */
+	LATACT_REC_UNCG,     /* "uncg PATH": ret_c->path only */
+	LATACT_REC_ROOT,     /* "root": rqbalance made the classes' parent */
+};
+/*
+ * Parses one latency journal line (its newline cut; a "lat" line is cut into tokens in
+ * place). Pure, for the journal replay and the fuzzer. Returns its enum latact_rec,
+ * or -EINVAL for a malformed line (ret_e and ret_c then untouched).
+ */
+int latact_parse_line(char *line, struct lat_entry *ret_e, struct lat_cg_entry *ret_c);
+
 /* Reads what task tid has now. 0 or -errno. */
 int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret);
 /* A policy's name: "other", "batch", "idle", "fifo", "rr", "deadline". */

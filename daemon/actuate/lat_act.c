@@ -913,6 +913,36 @@ static int parse_cg_line(char *line, struct lat_cg_entry *c)
 	return 0;
 }
 
+int latact_parse_line(char *line, struct lat_entry *ret_e, struct lat_cg_entry *ret_c)
+{
+	struct lat_entry e;
+	struct lat_cg_entry c;
+	int tid;
+	uint64_t start;
+	char path[LAT_PATH_MAX];
+
+	if (strncmp(line, "lat ", 4) == 0 && parse_task_line(line + 4, &e) == 0) {
+		*ret_e = e;
+		return LATACT_REC_TASK;
+	}
+	if (sscanf(line, "unlat %d %" SCNu64, &tid, &start) == 2) {
+		ret_e->task.tid = tid;
+		ret_e->task.start_time = start;
+		return LATACT_REC_UNTASK;
+	}
+	if (strncmp(line, "cg ", 3) == 0 && parse_cg_line(line + 3, &c) == 0) {
+		*ret_c = c;
+		return LATACT_REC_CG;
+	}
+	if (strcmp(line, "root") == 0)
+		return LATACT_REC_ROOT;
+	if (sscanf(line, "uncg %255s", path) == 1 && path[0] == '/') {
+		snprintf(ret_c->path, sizeof(ret_c->path), "%s", path);
+		return LATACT_REC_UNCG;
+	}
+	return -EINVAL;
+}
+
 struct replay {
 	struct latact *la;
 	struct lat_entry *t;
@@ -973,22 +1003,24 @@ static void replay_line(void *ctx, unsigned lineno, char *line)
 	struct replay *rp = ctx;
 	struct lat_entry e;
 	struct lat_cg_entry c;
-	int tid;
-	uint64_t start;
-	char path[LAT_PATH_MAX];
 
-	if (strncmp(line, "lat ", 4) == 0 && parse_task_line(line + 4, &e) == 0)
+	switch (latact_parse_line(line, &e, &c)) {
+	case LATACT_REC_TASK:
 		replay_task(rp, &e);
-	else if (sscanf(line, "unlat %d %" SCNu64, &tid, &start) == 2)
-		replay_untask(rp, tid, start);
-	else if (strncmp(line, "cg ", 3) == 0 && parse_cg_line(line + 3, &c) == 0)
+		break;
+	case LATACT_REC_UNTASK:
+		replay_untask(rp, e.task.tid, e.task.start_time);
+		break;
+	case LATACT_REC_CG:
 		replay_cg(rp, &c, true);
-	else if (strcmp(line, "root") == 0)
-		rp->la->cls.made_root = true;
-	else if (sscanf(line, "uncg %255s", path) == 1 && path[0] == '/') {
-		snprintf(c.path, sizeof(c.path), "%s", path);
+		break;
+	case LATACT_REC_UNCG:
 		replay_cg(rp, &c, false);
-	} else {
+		break;
+	case LATACT_REC_ROOT:
+		rp->la->cls.made_root = true;
+		break;
+	default:
 		log_warn("%s:%u: malformed latency journal record skipped",
 			 journal_path(rp->la->journal), lineno);
 		rp->bad++;
