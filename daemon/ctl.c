@@ -219,6 +219,10 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct target *
 		*why = "name one target: pid N, tid N, cgroup PATH or self";
 		return -EINVAL;
 	}
+	if (t->kind == TGT_CGROUP && !latact_cgroup_path_ok(t->path)) {
+		*why = "not an absolute cgroup path without . or .. components or blanks";
+		return -EINVAL;
+	}
 	if (t->kind == TGT_TID && lm_tgid_of(&c->srv->d->lm, t->pid, &t->tgid) < 0) {
 		*why = "no such thread";
 		return -ESRCH;

@@ -11,7 +11,7 @@ int perm_check(const struct perm_facts *f, const char **ret_why)
 	if (f->admin)
 		return 0;
 	if (!f->cap_sys_nice && f->peer_euid != f->target_ruid && f->peer_euid != f->target_euid) {
-		*ret_why = "permission denied: not your task (needs the same uid or CAP_SYS_NICE)";
+		*ret_why = "permission denied: not yours (needs the same uid or CAP_SYS_NICE)";
 		return -EPERM;
 	}
 	if (f->want >= f->cur || f->cap_sys_nice)

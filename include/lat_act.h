@@ -87,6 +87,7 @@ struct latact {
 	char proc_root[PATH_MAX];
 	struct lat_classes cls;
 	struct lat_conf lc;
+	uint64_t default_slice_ns;   /* what sched_getattr says for "no slice of its own" */
 	size_t n, cap;
 	struct lat_entry *e;         /* sorted by tid */
 	size_t ncg, capcg;
@@ -123,6 +124,8 @@ const struct lat_entry *latact_find(const struct latact *la, pid_t tid);
 int latact_cgroup(struct latact *la, const char *path, int v, const char *source,
 		  const char **ret_why);
 int latact_cgroup_reset(struct latact *la, const char *path);
+/* An absolute path, no . or .. components, no blanks, short enough. */
+bool latact_cgroup_path_ok(const char *path);
 const struct lat_cg_entry *latact_find_cgroup(const struct latact *la, const char *path);
 
 /* Drops entries whose task is gone. */

@@ -269,6 +269,10 @@ static void classes_find(struct latact *la)
 		log_warn("latency: libcgroup cannot read the mounts: class cgroups off");
 		return;
 	}
+	if (la->o.dry_run) {
+		log_info("latency: dry run: no class cgroups are made");
+		return;
+	}
 	la->cls.ncpus = ncpus > 0 ? ncpus : 1;
 	r = classes_root_setup(la);
 	if (r < 0) {
@@ -322,7 +326,8 @@ int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret)
 		return r;
 	s.policy = (int)a.sched_policy;
 	s.nice = a.sched_nice;
-	s.slice_ns = la->o.slices ? a.sched_runtime : 0;
+	/* The kernel reports its default as a number: 0 says "the default" and follows it. */
+	s.slice_ns = la->o.slices && a.sched_runtime != la->default_slice_ns ? a.sched_runtime : 0;
 	if (la->o.uclamp) {
 		s.umin = (int)a.sched_util_min;
 		s.umax = (int)a.sched_util_max;
@@ -611,7 +616,7 @@ void latact_verify(struct latact *la)
 
 /* ---- cgroup targets ---- */
 
-static bool path_ok(const char *path)
+bool latact_cgroup_path_ok(const char *path)
 {
 	return path[0] == '/' && !strstr(path, "/../") && !strstr(path, "/./") &&
 	       strcspn(path, " \t\n") == strlen(path) && strlen(path) < LAT_PATH_MAX &&
@@ -762,7 +767,7 @@ int latact_cgroup(struct latact *la, const char *path, int v, const char *source
 
 	*ret_why = NULL;
 	snprintf(c.source, sizeof(c.source), "%s", source ? source : "");
-	if (!path_ok(path)) {
+	if (!latact_cgroup_path_ok(path)) {
 		*ret_why = "not an absolute cgroup path without . or .. components or spaces";
 		return -EINVAL;
 	}
@@ -1077,6 +1082,24 @@ static void remove_stale_classes(struct latact *la)
 	}
 }
 
+/*
+ * The kernel's default slice, as sched_getattr reports it for a task without its own:
+ * the daemon asks for the default on itself (runtime 0) and reads what that is.
+ */
+static uint64_t default_slice(void)
+{
+	struct rqb_sched_attr a;
+
+	if (rqb_sched_getattr(0, &a) < 0 || (a.sched_policy != SCHED_OTHER &&
+					     a.sched_policy != SCHED_BATCH))
+		return 0;
+	a.sched_runtime = 0;
+	a.sched_flags = 0;
+	if (rqb_sched_setattr(0, &a) < 0 || rqb_sched_getattr(0, &a) < 0)
+		return 0;
+	return a.sched_runtime;
+}
+
 int latact_init(struct latact *la, const struct act_ops *ops, const struct latact_opts *o,
 		const struct lat_conf *lc)
 {
@@ -1097,6 +1120,8 @@ int latact_init(struct latact *la, const struct act_ops *ops, const struct latac
 		if (r < 0)
 			return r;
 	}
+	if (o->slices)
+		la->default_slice_ns = default_slice();
 	classes_find(la);
 	if (la->cls.on)
 		remove_stale_classes(la);
