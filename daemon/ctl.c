@@ -185,7 +185,7 @@ static int kv_count(const char *p, size_t len, const char *key)
 /* The peer is still the process that connected: its pidfd has not reported an exit. */
 static bool peer_alive(const struct conn *c)
 {
-	return c->pidfd < 0 || syscall(SYS_pidfd_send_signal, c->pidfd, 0, NULL, 0) == 0;
+	return c->pidfd < 0 || rqb_pidfd_alive(c->pidfd) == 0;
 }
 
 static int parse_target(struct conn *c, const struct ctl_msg *m, struct target *t,

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -138,6 +139,18 @@ uint64_t rqb_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+int rqb_pidfd_alive(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	int n = poll(&p, 1, 0);
+
+	if (n < 0)
+		return -errno;
+	if (p.revents & POLLNVAL)
+		return -EBADF;
+	return p.revents & (POLLIN | POLLHUP) ? -ESRCH : 0;
 }
 
 int rqb_word_in(const char *list, const char *word, char sep)

@@ -37,6 +37,13 @@ uint64_t rqb_now_ns(void);
  */
 void *rqb_grow(void *arr, size_t *cap, size_t n, size_t size);
 
+/*
+ * 0 while the process (or thread) of a pidfd runs, -ESRCH once it has exited, or
+ * -errno. A pidfd turns readable at the exit: unlike signal 0, asking needs no
+ * CAP_KILL over another user's task, which the service's capability set leaves out.
+ */
+int rqb_pidfd_alive(int pidfd);
+
 /* True if word is one of the sep-separated entries of list ("cpu" in "cpu,cpuacct"). */
 int rqb_word_in(const char *list, const char *word, char sep);
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "act.h"
+#include "rqbalance.h"
 #include "sampler.h"
 
 #ifndef PIDFD_THREAD
@@ -69,11 +70,8 @@ static int linux_alive(const struct act_task *t)
 	uint64_t start;
 	int r;
 
-	if (t->pidfd >= 0) {
-		if (syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0) < 0)
-			return errno == ESRCH ? -ESRCH : -errno;
-		return 0;
-	}
+	if (t->pidfd >= 0)
+		return rqb_pidfd_alive(t->pidfd);
 	r = read_start_time(t->tid, &start);
 	if (r < 0)
 		return r;
