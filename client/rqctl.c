@@ -446,7 +446,7 @@ int main(int argc, char **argv)
 	if (q.run_argv) {
 		execvp(q.run_argv[0], q.run_argv);
 		fprintf(stderr, "rqctl: run: %s: %s\n", q.run_argv[0], strerror(errno));
-		return 1;
+		return errno == ENOENT ? 127 : 126; /* as the shell says it */
 	}
 	if (q.type == CTL_LIST)
 		print_list((char *)m.payload, (size_t)n, json);

@@ -339,6 +339,12 @@ static int do_set(struct conn *c, const struct target *t, int v, char *out, size
 			snprintf(out, size, "cgroup %s\n", t->path);
 		return r;
 	}
+	if (r >= 0 && t->kind == TGT_PID) {
+		/* How many have the value now, not how many changed: a repeat says the same. */
+		r = 0;
+		for (size_t i = 0; i < d->lat.n; i++)
+			r += d->lat.e[i].tgid == t->pid;
+	}
 	if (r >= 0)
 		snprintf(out, size, "tasks %d\n", r);
 	return r < 0 ? r : 0;

@@ -423,13 +423,13 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 			m->cnt.threads++;
 		return;
 	}
-	if (p) {
-		if (set_threads(m, pid, p->start_time, p->value, p->source, prev_of(m, pid, pid),
-				&why) > 0)
-			m->cnt.threads++;
-		return;
-	}
-	apply_rules(m, pid);
+	/* A rule's value is checked again: the rules, or the process, may have changed. */
+	if (!p || p->from_rule)
+		apply_rules(m, pid);
+	p = lm_find_process(m, pid);
+	if (p && set_threads(m, pid, p->start_time, p->value, p->source, prev_of(m, pid, pid),
+			     &why) > 0)
+		m->cnt.threads++;
 }
 
 void lm_rescan(struct latmgr *m)

@@ -249,8 +249,6 @@ static void classes_find(struct latact *la)
 	int r;
 
 	la->cls.on = false;
-	if (!la->o.class_cgroups)
-		return;
 	if (rqb_read_file(mounts, buf, sizeof(buf)) < 0)
 		return;
 	features_parse_mounts(buf, v1, v2, sizeof(v1));
@@ -265,6 +263,9 @@ static void classes_find(struct latact *la)
 	} else {
 		goto none;
 	}
+	/* The mount serves cgroup targets too; the classes only where asked for. */
+	if (!la->o.class_cgroups)
+		return;
 	if (cgroup_init() != 0) {
 		log_warn("latency: libcgroup cannot read the mounts: class cgroups off");
 		return;
@@ -473,8 +474,11 @@ static void entry_del(struct latact *la, pid_t tid)
 	la->n--;
 }
 
-/* Writes want over cur: the sched knobs in one call, then the cgroup. */
-static int write_state(struct latact *la, pid_t tid, const struct lat_state *cur,
+/*
+ * Writes want over cur: the sched knobs in one call, then the cgroup. On cgroup2 a
+ * move takes the whole process: only its first thread (tid == tgid) moves it.
+ */
+static int write_state(struct latact *la, pid_t tid, pid_t tgid, const struct lat_state *cur,
 		       const struct lat_state *want)
 {
 	int r = 0;
@@ -482,7 +486,8 @@ static int write_state(struct latact *la, pid_t tid, const struct lat_state *cur
 	/* A task that made itself real-time since: its policy and parameters are its own. */
 	if (sched_differs(cur, want) && !policy_is_rt(cur->policy))
 		r = write_sched(la, tid, want, cur->nice);
-	if (r == 0 && la->cls.on && want->cgroup[0] && strcmp(cur->cgroup, want->cgroup) != 0)
+	if (r == 0 && la->cls.on && want->cgroup[0] && strcmp(cur->cgroup, want->cgroup) != 0 &&
+	    (!la->cls.v2 || tid == tgid))
 		r = cg_attach(want->cgroup, tid);
 	return r;
 }
@@ -525,7 +530,7 @@ int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, i
 	}
 	r = journal_task(la, &e);
 	if (r == 0)
-		r = write_state(la, tid, &cur, &want);
+		r = write_state(la, tid, tgid, &cur, &want);
 	if (r == 0)
 		r = latact_read(la, tid, &e.set);
 	if (r == 0)
@@ -570,7 +575,7 @@ static void restore_entry(struct latact *la, const struct lat_entry *e)
 		snprintf(want.cgroup, sizeof(want.cgroup), "%s", e->prev.cgroup);
 	if (sched_differs(&cur, &e->set) || strcmp(cur.cgroup, e->set.cgroup) != 0)
 		la->cnt.left_alone++;
-	if (write_state(la, tid, &cur, &want) == 0) {
+	if (write_state(la, tid, e->tgid, &cur, &want) == 0) {
 		if (sched_differs(&cur, &want) || strcmp(cur.cgroup, want.cgroup) != 0)
 			la->cnt.restored++;
 	} else if (want.cgroup[0] && strcmp(cur.cgroup, want.cgroup) != 0 &&
