@@ -87,6 +87,11 @@ const struct conf_key conf_keys[] = {
 	    "more tasks run than it follows)."),
 	INTR("proc", "max_tracked", 16, 65536, "4096", proc_max_tracked,
 	    "Busy tasks the proc sampler follows between walks, at most."),
+	{ "metrics", "path", CONF_STR, 0, 0, NULL, "", OFF(metrics_path),
+	  "Prometheus text file the counters are written to, whole, every interval_ms; "
+	  "must be absolute; empty: none.", false },
+	INT("metrics", "interval_ms", 1000, 3600000, "10000", metrics_interval_ms,
+	    "How often the metrics file is written, in milliseconds."),
 };
 const size_t conf_nkeys = ARRAY_SIZE(conf_keys);
 
@@ -210,7 +215,8 @@ static int parse_str(const struct conf_key *k, const char *v, char *ret, const c
 		*reason = "must be an absolute path";
 		return -EINVAL;
 	}
-	if (strcmp(k->key, "rules_dir") == 0 && v[0] && v[0] != '/') {
+	if ((strcmp(k->key, "rules_dir") == 0 || strcmp(k->section, "metrics") == 0) && v[0] &&
+	    v[0] != '/') {
 		*reason = "must be an absolute path, or empty";
 		return -EINVAL;
 	}

@@ -118,6 +118,7 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	d->snap->now_ns = now_ns;
 	r = sampler_sample(d->sampler, now_ns, d->snap);
 	if (r < 0) {
+		d->sample_failures++;
 		if (d->sample_errors++ == 0)
 			log_warn("%s sampler failed: %s; skipping ticks until it recovers",
 				 d->sampler->ops->name, strerror(-r));
@@ -159,6 +160,28 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	/* Time sources are one-shot: re-arm. */
 	r = sd_event_source_set_time(s, d->next_tick_ns / NSEC_PER_USEC);
 	return r < 0 ? r : sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+/* The metrics file has a timer of its own: the file is written far less often than a tick. */
+static int arm_metrics(struct daemon *d, uint64_t delay_ns)
+{
+	int r;
+
+	if (!d->conf.metrics_path[0]) {
+		metrics_fini(&d->metrics);
+		return sd_event_source_set_enabled(d->metrics_timer, SD_EVENT_OFF);
+	}
+	r = sd_event_source_set_time_relative(d->metrics_timer, delay_ns / NSEC_PER_USEC);
+	return r < 0 ? r : sd_event_source_set_enabled(d->metrics_timer, SD_EVENT_ONESHOT);
+}
+
+static int on_metrics(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	/* A failure is logged and counted there; the next interval tries again. */
+	metrics_write(&d->metrics, d, d->conf.metrics_path);
+	return arm_metrics(d, d->conf.metrics_interval_ms * NSEC_PER_MSEC);
 }
 
 /* Keys that name resources made at start (the table marks them): a reload keeps them. */
@@ -214,6 +237,9 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 		lm_rules_changed(&d->lm);
 	}
 	log_set_level(c.log_level);
+	/* A new path or interval counts from now; an empty path removes the old file. */
+	if (arm_metrics(d, d->conf.interval_ms * NSEC_PER_MSEC) < 0)
+		log_warn("reload: metrics timer: cannot re-arm");
 	log_notice("reloaded %s", d->opts.config_path);
 	sd_notify(0, "READY=1");
 	d->status[0] = '\0';
@@ -298,8 +324,13 @@ static int setup_loop(struct daemon *d)
 	if (r < 0)
 		return r;
 	d->next_tick_ns = rqb_now_ns();
-	return sd_event_add_time(d->event, &d->timer, CLOCK_MONOTONIC,
-				 d->next_tick_ns / NSEC_PER_USEC, 1000, on_timer, d);
+	r = sd_event_add_time(d->event, &d->timer, CLOCK_MONOTONIC,
+			      d->next_tick_ns / NSEC_PER_USEC, 1000, on_timer, d);
+	if (r < 0)
+		return r;
+	/* Armed below; the first file comes after the first tick, not before. */
+	r = sd_event_add_time(d->event, &d->metrics_timer, CLOCK_MONOTONIC, 0, 0, on_metrics, d);
+	return r < 0 ? r : arm_metrics(d, d->conf.interval_ms * NSEC_PER_MSEC);
 }
 
 int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_conf *c)
@@ -316,6 +347,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 	d->conf = *c;
 	pol_init(&d->pol);
 	plan_init(&d->plan);
+	metrics_init(&d->metrics);
 	raise_nofile();
 	to.xml = d->conf.topology[0] ? d->conf.topology : NULL;
 	r = topo_load(&to, &d->topo);
@@ -403,6 +435,8 @@ void daemon_fini(struct daemon *d)
 		latact_fini(&d->lat);
 		log_info("stopped: %d latency setting%s given back", n, n == 1 ? "" : "s");
 	}
+	metrics_fini(&d->metrics);
+	sd_event_source_unref(d->metrics_timer);
 	sd_event_source_unref(d->timer);
 	sd_event_unref(d->event);
 	if (d->record)

@@ -51,6 +51,9 @@ struct rqb_conf {
 	/* [proc] */
 	uint32_t proc_rescan_ms;        /* full /proc walk at most this far apart */
 	uint32_t proc_max_tracked;      /* tasks whose stat file stays open */
+	/* [metrics] */
+	char metrics_path[CONF_MAX_STR]; /* Prometheus text file; "" = none */
+	uint32_t metrics_interval_ms;   /* how often it is written */
 	/* [rule NAME] sections, the main file's then rules_dir's */
 	struct rule_set rules;
 };

@@ -13,6 +13,7 @@
 #include "kfeatures.h"
 #include "lat_act.h"
 #include "latmgr.h"
+#include "metrics.h"
 #include "plan.h"
 #include "policy.h"
 #include "sampler.h"
@@ -49,6 +50,9 @@ struct daemon {
 	uint64_t next_tick_ns;
 	uint64_t ticks;
 	uint64_t sample_errors;
+	uint64_t sample_failures;    /* ticks whose sample failed, ever: sample_errors resets */
+	struct metrics metrics;
+	sd_event_source *metrics_timer;
 	char status[256];            /* last STATUS= sent */
 };
 

@@ -346,6 +346,22 @@ static void relative_journal_dir(void **state)
 		     "t.conf:2: [daemon] journal_dir: must be an absolute path\n");
 }
 
+/* The metrics file is off when empty; a relative path would follow the working directory. */
+static void metrics_path(void **state)
+{
+	struct rqb_conf c;
+
+	expect_error("[metrics]\npath = rqbalance.prom\n",
+		     "t.conf:2: [metrics] path: must be an absolute path, or empty\n");
+	expect_error("[metrics]\ninterval_ms = 999\n",
+		     "t.conf:2: [metrics] interval_ms: 999 is out of range 1000..3600000\n");
+	assert_int_equal(conf_load_string("t.conf", "[metrics]\npath =\n", NULL, &c), 0);
+	assert_string_equal(c.metrics_path, "");
+	assert_int_equal(conf_load_string("t.conf", "[metrics]\npath = /run/m.prom\n", NULL, &c), 0);
+	assert_string_equal(c.metrics_path, "/run/m.prom");
+	assert_int_equal(c.metrics_interval_ms, 10000);
+}
+
 static void too_many_list_entries(void **state)
 {
 	char text[2048], msg[128];
@@ -938,6 +954,7 @@ int main(void)
 		cmocka_unit_test(bad_log_level),
 		cmocka_unit_test(key_set_twice),
 		cmocka_unit_test(relative_journal_dir),
+		cmocka_unit_test(metrics_path),
 		cmocka_unit_test(too_many_list_entries),
 		cmocka_unit_test(line_too_long),
 		cmocka_unit_test(syntax_error),

@@ -1,0 +1,225 @@
+/*
+ * Metrics: reads the counters the stages keep and writes them out as a Prometheus
+ * text file. It only reports: it never changes a counter or anything it reads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cpumask.h"
+#include "daemon.h"
+#include "log.h"
+#include "metrics.h"
+#include "rqbalance.h"
+
+/* One metric without labels. */
+struct scalar {
+	const char *name;
+	const char *type;   /* "counter" or "gauge" */
+	const char *help;
+	uint64_t value;
+};
+
+void metrics_init(struct metrics *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+void metrics_fini(struct metrics *m)
+{
+	if (m->path[0] && unlink(m->path) < 0 && errno != ENOENT)
+		log_warn("metrics: cannot remove %s: %s", m->path, strerror(errno));
+	m->path[0] = '\0';
+}
+
+static void header(FILE *out, const char *name, const char *type, const char *help)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value as the format quotes it: backslash, double quote and newline escaped. */
+static void label_value(FILE *out, const char *v)
+{
+	fputc('"', out);
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(out, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*v, out);
+	}
+	fputc('"', out);
+}
+
+static void labelled(FILE *out, const char *name, const char *label, const char *v,
+		     uint64_t value)
+{
+	fprintf(out, "%s{%s=", name, label);
+	label_value(out, v);
+	fprintf(out, "} %" PRIu64 "\n", value);
+}
+
+static void scalars(const struct daemon *d, FILE *out)
+{
+	const struct scalar s[] = {
+		{ "rqbalance_dry_run", "gauge", "1 if the daemon plans and logs but changes nothing.",
+		  d->conf.dry_run },
+		{ "rqbalance_ticks_total", "counter", "Ticks: passes of sample, decide and act.",
+		  d->ticks },
+		{ "rqbalance_managed_tasks", "gauge", "Tasks whose affinity rqbalance set now.",
+		  act_managed(&d->act) },
+		{ "rqbalance_moves_total", "counter", "Affinity changes that took.",
+		  d->act.cnt.moves },
+		{ "rqbalance_restores_total", "counter", "Affinities given back.",
+		  d->act.cnt.restores },
+		{ "rqbalance_latency_tasks", "gauge", "Tasks that have a latency value from rqbalance.",
+		  d->lat.n },
+		{ "rqbalance_latency_cgroups", "gauge",
+		  "Cgroups and units that have a latency value from rqbalance.", d->lat.ncg },
+		{ "rqbalance_latency_processes", "gauge",
+		  "Processes whose threads and children follow a latency value.", d->lm.np },
+		{ "rqbalance_latency_applied_total", "counter",
+		  "Tasks and cgroups given a latency value.", d->lat.cnt.applied },
+		{ "rqbalance_latency_restored_total", "counter",
+		  "Scheduling settings given back after a latency value.", d->lat.cnt.restored },
+		{ "rqbalance_connector_up", "gauge",
+		  "1 if the proc connector reports forks and execs; 0: rescans instead.",
+		  d->lm.pc != NULL },
+		{ "rqbalance_connector_events_total", "counter", "Proc connector events handled.",
+		  d->lm.cnt.events },
+		{ "rqbalance_connector_overflows_total", "counter",
+		  "Times proc connector events were lost; each is followed by a rescan.",
+		  d->lm.cnt.overflows },
+		{ "rqbalance_latency_rescans_total", "counter",
+		  "Walks of /proc for the threads of managed processes and rule matches.",
+		  d->lm.cnt.rescans },
+		{ "rqbalance_rule_matches_total", "counter", "Processes a rule gave a latency value.",
+		  d->lm.cnt.rule_matches },
+		{ "rqbalance_metrics_write_failures_total", "counter",
+		  "Writes of this file that failed.", d->metrics.failures },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(s); i++) {
+		header(out, s[i].name, s[i].type, s[i].help);
+		fprintf(out, "%s %" PRIu64 "\n", s[i].name, s[i].value);
+	}
+}
+
+/* Counters of one kind of event, split by a label. */
+static void by_kind(const struct daemon *d, FILE *out)
+{
+	const struct act_counters *k = &d->act.cnt;
+
+	header(out, "rqbalance_dropped_total", "counter",
+	       "Affinities rqbalance stopped managing without giving them back, by reason.");
+	labelled(out, "rqbalance_dropped_total", "reason", "gone", k->gone);
+	labelled(out, "rqbalance_dropped_total", "reason", "left_alone", k->left_alone);
+	header(out, "rqbalance_errors_total", "counter", "Errors, by kind.");
+	labelled(out, "rqbalance_errors_total", "kind", "affinity_transient", k->transient);
+	labelled(out, "rqbalance_errors_total", "kind", "affinity_permanent", k->permanent);
+	labelled(out, "rqbalance_errors_total", "kind", "latency", d->lat.cnt.errors);
+	labelled(out, "rqbalance_errors_total", "kind", "sample", d->sample_failures);
+	header(out, "rqbalance_refusals_total", "counter",
+	       "Requests refused by rule, such as a latency value for a real-time task.");
+	labelled(out, "rqbalance_refusals_total", "kind", "latency", d->lat.cnt.refused);
+}
+
+static void per_llc(const struct daemon *d, FILE *out, const char *name, bool runnable)
+{
+	const struct topo *t = d->topo;
+
+	for (int l = 0; l < t->nllcs; l++) {
+		char cpus[CPUMASK_STRLEN];
+		uint64_t v = (uint64_t)t->llcs[l].ncpus;
+
+		if (runnable) {
+			v = 0;
+			for (int c = 0; c < t->nr_cpu_ids && c < d->snap->nr_cpu_ids; c++)
+				if (t->cpus[c].present && t->cpus[c].llc == l)
+					v += d->snap->cpus[c].nr_running;
+		}
+		fprintf(out, "%s{llc=\"%d\",cpus=", name, l);
+		label_value(out, cpumask_format(&t->llcs[l].cpus, cpus, sizeof(cpus)));
+		fprintf(out, "} %" PRIu64 "\n", v);
+	}
+}
+
+int metrics_format(const struct daemon *d, FILE *out)
+{
+	header(out, "rqbalance_build_info", "gauge", "The version of rqbalanced, as a label.");
+	labelled(out, "rqbalance_build_info", "version", RQB_VERSION, 1);
+	header(out, "rqbalance_sampler", "gauge", "The sampler in use, as a label.");
+	labelled(out, "rqbalance_sampler", "name", d->sampler->ops->name, 1);
+	header(out, "rqbalance_tick_interval_seconds", "gauge", "The configured tick.");
+	fprintf(out, "rqbalance_tick_interval_seconds %u.%03u\n", d->conf.interval_ms / 1000,
+		d->conf.interval_ms % 1000);
+	scalars(d, out);
+	by_kind(d, out);
+	header(out, "rqbalance_llc_cpus", "gauge", "Online CPUs of each last-level cache.");
+	per_llc(d, out, "rqbalance_llc_cpus", false);
+	header(out, "rqbalance_llc_runnable", "gauge",
+	       "Runnable tasks on the CPUs of each last-level cache at the last tick.");
+	per_llc(d, out, "rqbalance_llc_runnable", true);
+	fflush(out);
+	return ferror(out) ? -EIO : 0;
+}
+
+/* Writes the file at tmp whole; the reader's user (node_exporter) needs it readable. */
+static int write_tmp(const struct daemon *d, const char *tmp)
+{
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	FILE *f;
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, 0644) < 0 || !(f = fdopen(fd, "w"))) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	r = metrics_format(d, f);
+	if (fclose(f) != 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+static void note_failure(struct metrics *m, const char *path, int r)
+{
+	m->failures++;
+	if (!m->failing)
+		log_warn("metrics: cannot write %s: %s; trying again each interval", path,
+			 strerror(-r));
+	m->failing = true;
+}
+
+int metrics_write(struct metrics *m, const struct daemon *d, const char *path)
+{
+	char tmp[CONF_MAX_STR + 8];
+	int r;
+
+	if (strcmp(m->path, path) != 0)
+		metrics_fini(m);
+	if (!path[0])
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	r = write_tmp(d, tmp);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		note_failure(m, path, r);
+		return r;
+	}
+	if (m->failing)
+		log_notice("metrics: %s written again", path);
+	m->failing = false;
+	m->writes++;
+	snprintf(m->path, sizeof(m->path), "%s", path);
+	return 0;
+}
