@@ -108,6 +108,66 @@ bench-sim: deps
 	@$(MAKE) --no-print-directory $(B)/bench/sim/sim
 	./$(B)/bench/sim/sim --out bench/sim/out
 
+# The systemd units, from their templates with this build's paths: made every time,
+# since a different PREFIX on the command line must not leave old paths behind.
+UNITS = $(B)/systemd/rqbalance.service $(B)/systemd/rqbalance.socket
+
+all: units
+
+units: $(UNITS)
+
+$(B)/systemd/%: systemd/%.in FORCE
+	@mkdir -p $(@D)
+	@sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
+		-e 's|@RUNDIR@|$(RUNDIR)|g' -e 's|@RUNTIMEDIR@|$(RUNDIR:/run/%=%)|g' $< >$@.tmp
+	@mv $@.tmp $@
+
+FORCE:
+
+# PREFIX, DESTDIR and the directories of config.mk. An existing configuration file is
+# never replaced; uninstall removes it only if it is still the shipped one.
+INSTALL = install
+CONFFILE = $(DESTDIR)$(SYSCONFDIR)/rqbalance/rqbalance.conf
+EXAMPLES = systemd/rqbalance-bpf.conf systemd/rqbalance-cgroupfs.conf \
+	contrib/kubernetes/rqbalance-daemonset.yaml
+
+install: all
+	$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)/examples \
+		$(DESTDIR)$(SYSCONFDIR)/rqbalance/rules.d
+	$(INSTALL) -m 0755 $(B)/rqbalanced $(DESTDIR)$(SBINDIR)/rqbalanced
+	$(INSTALL) -m 0755 $(B)/rqctl $(DESTDIR)$(BINDIR)/rqctl
+	$(INSTALL) -m 0644 $(UNITS) $(DESTDIR)$(UNITDIR)/
+	$(INSTALL) -m 0644 man/rqctl.1 $(DESTDIR)$(MANDIR)/man1/rqctl.1
+	$(INSTALL) -m 0644 man/rqbalance.conf.5 $(DESTDIR)$(MANDIR)/man5/rqbalance.conf.5
+	$(INSTALL) -m 0644 man/rqbalanced.8 $(DESTDIR)$(MANDIR)/man8/rqbalanced.8
+	$(INSTALL) -m 0644 client/rqctl.bash $(DESTDIR)$(BASHCOMPDIR)/rqctl
+	$(INSTALL) -m 0644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/
+	@if [ -e $(CONFFILE) ]; then \
+		echo "install: keeping the existing $(CONFFILE)"; \
+	else \
+		echo "$(INSTALL) -m 0644 conf/rqbalance.conf $(CONFFILE)"; \
+		$(INSTALL) -m 0644 conf/rqbalance.conf $(CONFFILE); \
+	fi
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/rqbalanced $(DESTDIR)$(BINDIR)/rqctl \
+		$(DESTDIR)$(UNITDIR)/rqbalance.service $(DESTDIR)$(UNITDIR)/rqbalance.socket \
+		$(DESTDIR)$(MANDIR)/man1/rqctl.1 $(DESTDIR)$(MANDIR)/man5/rqbalance.conf.5 \
+		$(DESTDIR)$(MANDIR)/man8/rqbalanced.8 $(DESTDIR)$(BASHCOMPDIR)/rqctl \
+		$(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES)))
+	@rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+	@if [ -e $(CONFFILE) ] && ! cmp -s conf/rqbalance.conf $(CONFFILE); then \
+		echo "uninstall: keeping $(CONFFILE), which was changed"; \
+	else \
+		rm -f $(CONFFILE); \
+	fi
+	@rmdir $(DESTDIR)$(SYSCONFDIR)/rqbalance/rules.d $(DESTDIR)$(SYSCONFDIR)/rqbalance \
+		2>/dev/null || true
+
+.PHONY: units install uninstall FORCE
+
 clean:
 	rm -rf build build-asan
 

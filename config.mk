@@ -6,7 +6,13 @@ SBINDIR    = $(PREFIX)/sbin
 BINDIR     = $(PREFIX)/bin
 MANDIR     = $(PREFIX)/share/man
 SYSCONFDIR = /etc
+# Under /run: the systemd unit's RuntimeDirectory= is this path without /run/.
 RUNDIR     = /run/rqbalance
+# systemd units; a distribution package passes what
+# pkg-config --variable=systemdsystemunitdir systemd says.
+UNITDIR    = $(PREFIX)/lib/systemd/system
+BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
+DOCDIR     = $(PREFIX)/share/doc/rqbalance
 
 CC      = cc
 PKG_CONFIG = pkg-config
