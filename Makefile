@@ -40,6 +40,17 @@ SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/
 SIM_OBJ    = $(SIM_SRC:%.c=$(B)/%.o)
 BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/sim/sim
 
+# Fuzz targets, one per parser: each builds with libFuzzer and clang (make fuzz: into
+# $(B)/fuzz/, on daemon objects of its own in build-fuzz/) and as a plain program
+# that replays its stored corpus, tests/fuzz/corpus/NAME, which tests/run runs.
+FUZZ_TARGETS = conf rules ctl proc journal replay
+FUZZ_CC      = clang
+FUZZ_CFLAGS  = -std=gnu11 -O1 -g $(filter-out -Wno-format-truncation,$(WARN)) \
+               -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_OBJ     = $(DAEMON_SRC:%.c=build-fuzz/%.o)
+FUZZ_BIN     = $(FUZZ_TARGETS:%=$(B)/fuzz/fuzz_%)
+FUZZ_REPLAY  = $(FUZZ_TARGETS:%=$(B)/tests/fuzz/fuzz_%)
+
 all: $(B)/rqbalanced $(B)/rqctl
 
 $(B)/rqbalanced: $(DAEMON_OBJ) $(MAIN_OBJ)
@@ -57,6 +68,23 @@ $(B)/tests/unit/test_%: tests/unit/test_%.c tests/unit/unit.h $(DAEMON_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< \
 		$(DAEMON_OBJ) $(PKG_LIBS) -lcmocka
+
+$(B)/tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c tests/fuzz/fuzz.h $(DAEMON_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/fuzz $(CFLAGS) $(LDFLAGS) -o $@ $< \
+		tests/fuzz/replay_main.c $(DAEMON_OBJ) $(PKG_LIBS)
+
+build-fuzz/%.o: %.c $(wildcard include/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS) $(PKG_CFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+# Named only through the pattern rule below, they would be deleted as intermediates.
+.SECONDARY: $(FUZZ_OBJ)
+
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< \
+		$(FUZZ_OBJ) $(PKG_LIBS)
 
 # The simulator links the daemon's real policy: every daemon object but main.o.
 $(B)/bench/sim/sim: $(SIM_OBJ) $(DAEMON_OBJ)
@@ -81,7 +109,11 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	./$(B)/rqbalanced --foreground --config conf/rqbalance.conf
 
-unit: $(UNIT_BIN)
+unit: $(UNIT_BIN) $(FUZZ_REPLAY)
+
+# The libFuzzer programs, and the corpus replayers of this build. Run one with e.g.
+#   $(B)/fuzz/fuzz_conf -max_total_time=600 NEW_DIR tests/fuzz/corpus/conf
+fuzz: $(FUZZ_BIN) $(FUZZ_REPLAY)
 
 # The bench programs of this build ($(B) is the sub-make's own).
 benches: $(BENCH_BIN)
@@ -169,6 +201,6 @@ uninstall:
 .PHONY: units install uninstall FORCE
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
-.PHONY: all deps deps-test run unit benches check check-vm bench bench-sim clean
+.PHONY: all deps deps-test run unit fuzz benches check check-vm bench bench-sim clean

@@ -1,0 +1,120 @@
+/*
+ * Fuzz target: the /proc parsers. The first byte picks one (its value mod 6; the
+ * digits '0'…'5' pick them in this order) and a variant (its value / 6: the buffer
+ * size handed to the parser); the rest is the file's text:
+ *   0 proc_parse_stat      /proc/TID/stat
+ *   1 proc_parse_cpustat   /proc/stat
+ *   2 proc_parse_cgroup    /proc/PID/cgroup, for the sampler
+ *   3 ident_parse_uid      /proc/PID/status
+ *   4 ident_parse_cgroup   /proc/PID/cgroup, for the rules
+ *   5 ident_join_cmdline   /proc/PID/cmdline (bytes, NULs and all)
+ * There is no schedstat parser: the daemon only checks that /proc/schedstat exists.
+ */
+#include <errno.h>
+#include <limits.h>
+
+#include "fuzz.h"
+#include "ident.h"
+#include "rqbalance.h"
+#include "sampler.h"
+
+/* Printable first bytes get the daemon's own sizes; bytes from 192 up small ones. */
+static size_t variant_size(unsigned variant, size_t full)
+{
+	return variant < 32 ? full : variant - 31;
+}
+
+static void stat_line(const char *text)
+{
+	struct proc_stat_line l;
+
+	if (proc_parse_stat(text, &l) == 0) {
+		FUZZ_CHECK(l.cpu >= 0 && l.cpu < RQB_MAX_CPUS);
+		FUZZ_CHECK(strnlen(l.comm, sizeof(l.comm)) < sizeof(l.comm));
+	}
+}
+
+static void cpustat(const char *text, unsigned variant)
+{
+	int n = (int)variant_size(variant, RQB_MAX_CPUS);
+	uint64_t *busy = malloc((size_t)n * sizeof(*busy));
+	uint64_t *total = malloc((size_t)n * sizeof(*total));
+	unsigned running;
+
+	if (!busy || !total)
+		abort();
+	proc_parse_cpustat(text, n, busy, total, &running);
+	free(busy);
+	free(total);
+}
+
+static void cgroup(const char *text, unsigned variant, bool for_rules)
+{
+	size_t len = variant_size(variant, PATH_MAX);
+	char *path = malloc(len);
+	int r;
+
+	if (!path)
+		abort();
+	r = for_rules ? ident_parse_cgroup(text, path, len) : proc_parse_cgroup(text, path, len);
+	if (r == 0)
+		FUZZ_CHECK(strlen(path) < len);
+	else
+		FUZZ_CHECK(r == -ENOENT || r == -ENAMETOOLONG);
+	free(path);
+}
+
+static void status(const char *text)
+{
+	uid_t uid;
+
+	if (ident_parse_uid(text, &uid) == 0)
+		FUZZ_CHECK(uid != (uid_t)-1);
+}
+
+/* cmdline is bytes: NULs are its separators, so the text is not cut at them. */
+static void cmdline(const uint8_t *data, size_t n, unsigned variant)
+{
+	char *buf = malloc(n + 1);
+
+	if (!buf)
+		abort();
+	memcpy(buf, data, n);
+	buf[n] = '\0';
+	ident_join_cmdline(buf, n, variant & 1);
+	FUZZ_CHECK(strlen(buf) <= n);
+	free(buf);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	unsigned which, variant;
+	char *text;
+
+	if (size < 1)
+		return 0;
+	which = data[0] % 6;
+	variant = data[0] / 6;
+	if (which == 5) {
+		cmdline(data + 1, size - 1, variant);
+		return 0;
+	}
+	text = fuzz_strdup(data + 1, size - 1);
+	switch (which) {
+	case 0:
+		stat_line(text);
+		break;
+	case 1:
+		cpustat(text, variant);
+		break;
+	case 2:
+	case 4:
+		cgroup(text, variant, which == 4);
+		break;
+	case 3:
+		status(text);
+		break;
+	}
+	free(text);
+	return 0;
+}
