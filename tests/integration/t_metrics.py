@@ -173,10 +173,17 @@ def test():
         write_overload(replay, a, b)
         prom = os.path.join(tmp, "rqbalance.prom")
         conf = f"[metrics]\npath = {prom}\ninterval_ms = 1000\n"
-        with Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", replay], conf=conf) as d:
+        # The service's UMask=0077: node_exporter, another user, must still read the file.
+        old_umask = os.umask(0o077)
+        try:
+            d = Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", replay], conf=conf)
+        finally:
+            os.umask(old_umask)
+        with d:
             m = wait_for_file(prom, lambda m: sample(m, "rqbalance_moves_total") >= 1)
             print(open(prom).read())
-            check(stat.S_IMODE(os.stat(prom).st_mode) == 0o644, "the file is mode 0644")
+            check(stat.S_IMODE(os.stat(prom).st_mode) == 0o644,
+                  "the file is mode 0644 under umask 0077")
             check(not os.path.exists(prom + ".tmp"), "no temporary file is left")
             check(sample(m, "rqbalance_sampler", name="replay") == 1,
                   'rqbalance_sampler{name="replay"} 1')
