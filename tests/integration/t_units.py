@@ -119,7 +119,8 @@ def test():
                 f.write(open(service).read().replace("Also=rqbalance.socket\n", ""))
                 f.write(open(os.path.join(ROOT, "systemd", name)).read())
             check(verify([merged], manpath), f"the unit with {name} verifies")
-            print(f"with {name}: exposure {exposure(analyze('security', '--offline=true', merged)[1])}")
+            score = exposure(analyze("security", "--offline=true", merged)[1])
+            print(f"with {name}: exposure {score}")
         check_daemonset(unit)
 
 
