@@ -57,7 +57,7 @@ const struct conf_key conf_keys[] = {
 	    "A task that was moved is not moved again sooner than this."),
 	INT("balance", "max_pin_ms", 100, 86400000, "10000", max_pin_ms,
 	    "A pin is released at this age even if the imbalance remains."),
-	{ "balance", "keep_pairs", CONF_BOOL, 0, 0, NULL, "no", OFF(keep_pairs),
+	{ "balance", "keep_pairs", CONF_BOOL, 0, 0, NULL, "yes", OFF(keep_pairs),
 	  "Keep tasks that wake each other in one LLC: move such a pair only together, "
 	  "to an LLC with two idle CPUs.", false },
 	{ "exclude", "comms", CONF_LIST, 0, 0, NULL, "", OFF(exclude_comms),

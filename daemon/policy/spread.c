@@ -442,12 +442,21 @@ static int cmp_slot(const void *a, const void *b)
 	return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
-/* Indexes the bucketed tasks by tid, so a task's partner is found in O(log n). */
+/*
+ * Indexes the bucketed tasks by tid, so a task's partner is found in O(log n). When no
+ * task names a partner (the proc sampler never does) the index stays empty: the sort
+ * would cost more than all the rest of the tick.
+ */
 static void index_tasks(const struct snapshot *s, struct pol_state *st)
 {
 	int nslots = s->nr_cpu_ids ? st->bucket_start[s->nr_cpu_ids - 1] : 0;
+	bool partners = false;
 
 	st->nbyid = 0;
+	for (size_t i = 0; i < s->ntasks && !partners; i++)
+		partners = s->tasks[i].partner != 0;
+	if (!partners)
+		return;
 	for (int b = 0; b < nslots; b++)
 		st->byid[st->nbyid++] = (struct pol_slot){ s->tasks[st->bucket[b]].tid, b };
 	if (st->nbyid > 1)
