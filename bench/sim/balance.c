@@ -156,6 +156,7 @@ static void measure(struct sim *s)
 	const struct topo *tp = s->topo;
 	int nr[RQB_MAX_CPUS], idle[RQB_MAX_CPUS], mx = 0, mn = 1 << 30;
 	bool over = false, spare = false;
+	long local, cross;
 
 	memset(nr, 0, sizeof(int) * (size_t)tp->nllcs);
 	memset(idle, 0, sizeof(int) * (size_t)tp->nllcs);
@@ -178,6 +179,9 @@ static void measure(struct sim *s)
 		spare |= idle[l] > 0;
 	}
 	s->st.spread_sum += mx - mn;
+	/* What the balancer sees now decides how the waste until the next tick counts. */
+	sim_waste(s, &local, &cross);
+	s->imb_seen = cross > 0;
 	if (over && spare) {
 		if (s->episode_len++ == 0)
 			s->st.episodes++;

@@ -1,12 +1,13 @@
 /*
  * The simulated machine and the kernel model: 1 ms steps; round-robin run queues with
- * a 4 ms slice; wakeups placed as the kernel does, simply (wake affine toward the
- * waker's LLC, then an idle sibling in that LLC); an idle CPU pulls waiting work from
- * its own LLC at once; across LLCs, a periodic balance moves one waiting task every
- * kernel_lb_ms, from the LLC with the highest utilization to the lowest. A task that
- * changes LLC runs COLD_MS without progress (its cache is elsewhere); a pair's burst
- * run away from its waker's LLC costs cross_llc_penalty_pct more. Only the balancer
- * under test changes affinities, and never outside a plan.
+ * a 4 ms slice; wakeups placed as the kernel does, simply (wake_wide() from the wakee
+ * flips of waker and wakee; if not wide, wake affine toward the waker's LLC, else the
+ * wakee's previous LLC; then an idle sibling in that LLC); an idle CPU pulls waiting
+ * work from its own LLC at once; across LLCs, a periodic balance moves one waiting task
+ * every kernel_lb_ms, from the LLC with the highest utilization to the lowest. A task
+ * that changes LLC runs COLD_MS without progress (its cache is elsewhere); a pair's
+ * burst run away from its waker's LLC costs cross_llc_penalty_pct more. Only the
+ * balancer under test changes affinities, and never outside a plan.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,8 +20,10 @@
 
 #define SLICE_MS 4
 #define COLD_MS 2
-#define PAIR_BURST_MS 4
+#define PAIR_BURST_MS 4   /* a pair's burst, on average: 3, 4 or 5 ms, drawn from the seed */
 #define PAIR_OVERLAP_MS 2 /* a pair's task wakes its partner this long before it sleeps */
+#define FLIP_DECAY_MS 1000 /* record_wakee() halves the flips once per HZ jiffies */
+#define LISTENERS 64      /* distinct listeners a pair's task may wake besides its partner */
 
 uint64_t sim_rand(struct sim *s)
 {
@@ -50,9 +53,12 @@ int sim_init(struct sim *s, const struct topo *t, enum sim_balancer bal, uint64_
 	conf_defaults(&s->conf);
 	pol_init(&s->pol);
 	plan_init(&s->plan);
+	s->disp.last_wakee = SIM_NO_WAKEE;
 	s->cpu = calloc((size_t)t->nr_cpu_ids, sizeof(*s->cpu));
+	s->llc_waiting = calloc((size_t)t->nllcs, sizeof(long));
+	s->llc_idle = calloc((size_t)t->nllcs, sizeof(long));
 	s->snap = snap_new(t);
-	if (!s->cpu || !s->snap)
+	if (!s->cpu || !s->snap || !s->llc_waiting || !s->llc_idle)
 		return -ENOMEM;
 	return 0;
 }
@@ -62,6 +68,8 @@ void sim_fini(struct sim *s)
 	for (int c = 0; s->cpu && c < s->topo->nr_cpu_ids; c++)
 		free(s->cpu[c].q);
 	free(s->cpu);
+	free(s->llc_waiting);
+	free(s->llc_idle);
 	free(s->t);
 	free(s->series);
 	snap_free(s->snap);
@@ -89,6 +97,7 @@ int sim_add(struct sim *s, enum sim_kind kind)
 	t->partner = -1;
 	t->cpu = -1;
 	t->moved_from_llc = -1;
+	t->wf.last_wakee = SIM_NO_WAKEE;
 	t->allowed = s->topo->online;
 	t->orig = s->topo->online;
 	return s->nt++;
@@ -185,13 +194,13 @@ static int place(const struct sim *s, int i, int target_llc, int prefer)
 	return sim_least_loaded(s, i, target_llc);
 }
 
+/* A fork: an idle CPU of the parent's LLC, else the least loaded one there. */
 void sim_arrive(struct sim *s, int i, int llc)
 {
-	struct sim_task *t = &s->t[i];
-	int first = cpumask_first(&s->topo->llcs[llc].cpus);
+	int c = idle_in_llc(s, i, llc, cpumask_first(&s->topo->llcs[llc].cpus));
 
-	t->alive = true;
-	enqueue(s, i, place(s, i, llc, first));
+	s->t[i].alive = true;
+	enqueue(s, i, c >= 0 ? c : sim_least_loaded(s, i, llc));
 }
 
 void sim_depart(struct sim *s, int i)
@@ -201,16 +210,56 @@ void sim_depart(struct sim *s, int i)
 	s->t[i].alive = false;
 }
 
-void sim_wake(struct sim *s, int i, int waker_cpu)
+/* record_wakee(): a waker that wakes another task than last time flips once more. */
+static void record_wakee(const struct sim *s, struct sim_flips *w, int wakee)
+{
+	if (s->now_ms - w->decay_ms > FLIP_DECAY_MS) {
+		w->flips >>= 1;
+		w->decay_ms = s->now_ms;
+	}
+	if (w->last_wakee != wakee) {
+		w->last_wakee = wakee;
+		w->flips++;
+	}
+}
+
+/*
+ * wake_wide(): the relation is M:N, so not worth packing into one LLC, when one side
+ * flips at least llc_size times and the other at least llc_size times more often.
+ */
+static bool wake_wide(const struct sim *s, const struct sim_flips *waker,
+		      const struct sim_flips *wakee, int waker_cpu)
+{
+	unsigned factor = (unsigned)s->topo->llcs[s->topo->cpus[waker_cpu].llc].ncpus;
+	unsigned master = waker->flips, slave = wakee->flips;
+
+	if (master < slave) {
+		master = wakee->flips;
+		slave = waker->flips;
+	}
+	return slave >= factor && master >= slave * factor;
+}
+
+void sim_wake(struct sim *s, int i, struct sim_flips *waker, int waker_cpu)
 {
 	struct sim_task *t = &s->t[i];
 	int prev = t->cpu >= 0 ? t->cpu : 0;
-	int llc;
+	int llc = s->topo->cpus[prev].llc;
 
 	if (!t->alive || t->queued)
 		return;
-	/* Wake affine: toward the waker's LLC when there is a waker. */
-	llc = s->topo->cpus[waker_cpu >= 0 ? waker_cpu : prev].llc;
+	if (waker) {
+		record_wakee(s, waker, i);
+		s->st.wakes++;
+		/*
+		 * Not wide: wake affine, toward the waker's LLC. Wide: the fast path from
+		 * the previous CPU, since no domain sets SD_BALANCE_WAKE by default.
+		 */
+		if (wake_wide(s, waker, &t->wf, waker_cpu))
+			s->st.wide_wakes++;
+		else
+			llc = s->topo->cpus[waker_cpu].llc;
+	}
 	enqueue(s, i, place(s, i, llc, prev));
 }
 
@@ -291,10 +340,17 @@ static void kernel_lb(struct sim *s)
 
 /* ---- one millisecond ---- */
 
+/* A pair's next burst: its length varies, or pairs would run in step with the tick. */
+static int pair_burst_ms(struct sim *s)
+{
+	return PAIR_BURST_MS - 1 + (int)(sim_rand(s) % 3);
+}
+
 /* A pair's task hands work to its partner, which then overlaps it for a while. */
 static void wake_partner(struct sim *s, int i)
 {
 	struct sim_task *t = &s->t[i], *p;
+	int burst;
 
 	if (t->partner < 0)
 		return;
@@ -303,11 +359,12 @@ static void wake_partner(struct sim *s, int i)
 		p->handed = true;
 		return;
 	}
-	sim_wake(s, t->partner, t->cpu);
+	sim_wake(s, t->partner, &t->wf, t->cpu);
 	/* Away from the waker's LLC the data it hands over is cold: the burst costs more. */
+	burst = pair_burst_ms(s);
 	p->left_ms = s->topo->cpus[p->cpu].llc != s->topo->cpus[t->cpu].llc
-			     ? PAIR_BURST_MS + PAIR_BURST_MS * s->cross_llc_penalty_pct / 100
-			     : PAIR_BURST_MS;
+			     ? burst + burst * s->cross_llc_penalty_pct / 100
+			     : burst;
 }
 
 static void finish_burst(struct sim *s, int i)
@@ -315,10 +372,14 @@ static void finish_burst(struct sim *s, int i)
 	struct sim_task *t = &s->t[i];
 
 	s->st.bursts++;
+	t->nbursts++;
+	/* A wake of a listener that does no work of its own: it only adds a flip. */
+	if (t->side_every && t->nbursts % (unsigned)t->side_every == 0)
+		record_wakee(s, &t->wf, -2 - (int)(t->nbursts % LISTENERS));
 	if (t->handed) {
 		/* Work arrived while it ran: it goes on with the next burst, no sleep. */
 		t->handed = false;
-		t->left_ms = PAIR_BURST_MS;
+		t->left_ms = pair_burst_ms(s);
 		return;
 	}
 	dequeue(s, i);
@@ -327,11 +388,57 @@ static void finish_burst(struct sim *s, int i)
 		t->wake_ms = s->now_ms + 1 + sim_rand(s) % 40;
 }
 
+/* Splits min(waiting, idle) into its part within LLCs and its part across them. */
+static void split_waste(const struct sim *s, long *ret_local, long *ret_cross)
+{
+	long waiting = 0, idle = 0, local = 0;
+
+	for (int l = 0; l < s->topo->nllcs; l++) {
+		waiting += s->llc_waiting[l];
+		idle += s->llc_idle[l];
+		local += s->llc_waiting[l] < s->llc_idle[l] ? s->llc_waiting[l] : s->llc_idle[l];
+	}
+	*ret_local = local;
+	*ret_cross = (waiting < idle ? waiting : idle) - local;
+}
+
+void sim_waste(struct sim *s, long *ret_local, long *ret_cross)
+{
+	const struct topo *tp = s->topo;
+
+	memset(s->llc_waiting, 0, (size_t)tp->nllcs * sizeof(long));
+	memset(s->llc_idle, 0, (size_t)tp->nllcs * sizeof(long));
+	for (int c = 0; c < tp->nr_cpu_ids; c++) {
+		if (!tp->cpus[c].present)
+			continue;
+		if (s->cpu[c].n)
+			s->llc_waiting[tp->cpus[c].llc] += s->cpu[c].n - 1;
+		else
+			s->llc_idle[tp->cpus[c].llc]++;
+	}
+	split_waste(s, ret_local, ret_cross);
+}
+
+/* Adds this millisecond's waste to its share: local, or across LLCs seen or unseen. */
+static void account_waste(struct sim *s)
+{
+	long local, cross;
+
+	split_waste(s, &local, &cross);
+	s->st.wasted_ms += (uint64_t)(local + cross);
+	s->st.wasted_local_ms += (uint64_t)local;
+	if (s->imb_seen)
+		s->st.wasted_seen_ms += (uint64_t)cross;
+	else
+		s->st.wasted_unseen_ms += (uint64_t)cross;
+}
+
 static void run_cpus(struct sim *s)
 {
 	const struct topo *tp = s->topo;
-	long waiting = 0, idle = 0;
 
+	memset(s->llc_waiting, 0, (size_t)tp->nllcs * sizeof(long));
+	memset(s->llc_idle, 0, (size_t)tp->nllcs * sizeof(long));
 	for (int c = 0; c < tp->nr_cpu_ids; c++) {
 		struct sim_cpu *cpu = &s->cpu[c];
 		struct sim_task *t;
@@ -341,10 +448,10 @@ static void run_cpus(struct sim *s)
 			continue;
 		if (!cpu->n) {
 			cpu->idle_ms++;
-			idle++;
+			s->llc_idle[tp->cpus[c].llc]++;
 			continue;
 		}
-		waiting += cpu->n - 1;
+		s->llc_waiting[tp->cpus[c].llc] += cpu->n - 1;
 		cpu->busy_ms++;
 		i = cpu->q[0];
 		t = &s->t[i];
@@ -354,6 +461,7 @@ static void run_cpus(struct sim *s)
 			t->cold_ms--;
 		} else {
 			s->st.work_ms++;
+			t->work_ms++;
 			if (t->kind != SIM_HOG)
 				t->left_ms--;
 			if (t->kind == SIM_PAIR && t->left_ms == PAIR_OVERLAP_MS)
@@ -369,7 +477,7 @@ static void run_cpus(struct sim *s)
 			s->t[cpu->q[0]].slice_ms = 0;
 		}
 	}
-	s->st.wasted_ms += (uint64_t)(waiting < idle ? waiting : idle);
+	account_waste(s);
 }
 
 static void wake_requests(struct sim *s)
@@ -381,7 +489,7 @@ static void wake_requests(struct sim *s)
 
 		if (t->kind == SIM_REQ && t->alive && !t->queued && t->wake_ms == s->now_ms) {
 			t->left_ms = 2 + (int)(sim_rand(s) % 7);
-			sim_wake(s, i, dispatcher);
+			sim_wake(s, i, &s->disp, dispatcher);
 		}
 	}
 }

@@ -29,6 +29,15 @@ enum sim_balancer {
 	SIM_NBALANCERS
 };
 
+/* The kernel's record_wakee() state for one waker: how often it switches wakees. */
+struct sim_flips {
+	unsigned flips;         /* wakee switches, halved at most once a second */
+	int last_wakee;         /* task index, a listener's negative id, or SIM_NO_WAKEE */
+	uint64_t decay_ms;      /* when flips was last halved */
+};
+
+#define SIM_NO_WAKEE (-1)
+
 struct sim_task {
 	enum sim_kind kind;
 	pid_t tid;
@@ -44,6 +53,10 @@ struct sim_task {
 	unsigned ran_ms;        /* ran in the current tick: the task's utilization */
 	int cold_ms;            /* run time still lost to a cold cache after leaving an LLC */
 	bool handed;            /* SIM_PAIR: woken while still running: go on when done */
+	int side_every;         /* SIM_PAIR: also wakes a listener every this many bursts; 0 never */
+	unsigned nbursts;       /* bursts completed */
+	unsigned work_ms;       /* CPU time spent on progress */
+	struct sim_flips wf;    /* as a waker, for wake_wide() */
 	cpu_set_t allowed;      /* affinity, as the balancer left it */
 	cpu_set_t orig;         /* affinity before any balancer touched it */
 	int moved_from_llc;     /* ping-pong: LLC the balancer last took it from */
@@ -59,12 +72,18 @@ struct sim_cpu {
 
 struct sim_stats {
 	uint64_t wasted_ms;      /* sum over ms of min(tasks waiting, CPUs idle) */
+	/* wasted_ms split three ways (they add up to it): */
+	uint64_t wasted_unseen_ms; /* across LLCs, while the last tick saw no imbalance */
+	uint64_t wasted_seen_ms;   /* across LLCs, after a tick saw an imbalance */
+	uint64_t wasted_local_ms;  /* within an LLC: waiting beside an idle sibling */
 	uint64_t migrations;     /* a task queued on another CPU than it ran on last */
 	uint64_t moves;          /* balancer actions that narrowed an affinity */
 	uint64_t single_pulls;   /* of those, from a CPU that ran only that task */
 	uint64_t pingpong;       /* a task sent back to an LLC it was taken from < 1 s ago */
 	uint64_t work_ms;        /* CPU time spent on useful work (not refilling a cache) */
 	uint64_t bursts;         /* request and pair bursts completed */
+	uint64_t wakes;          /* wakeups by a waker (a task or the dispatcher) */
+	uint64_t wide_wakes;     /* of those, placed wide: wake_wide() said not affine */
 	uint64_t episodes;       /* imbalances seen (an LLC over its CPUs, another idle) */
 	uint64_t episode_ticks;  /* ticks spent imbalanced, summed */
 	uint64_t episode_max;    /* longest imbalance, in ticks */
@@ -90,6 +109,9 @@ struct sim {
 	uint64_t decide_ns;      /* time spent in the balancer's decisions */
 	bool check;              /* assert the invariants every ms */
 	int episode_len;         /* current imbalance, in ticks */
+	bool imb_seen;           /* the last tick saw an LLC overloaded while another idled */
+	struct sim_flips disp;   /* the request dispatcher on LLC 0, as a waker */
+	long *llc_waiting, *llc_idle; /* scratch: per LLC, for the waste split */
 	float *series;           /* ticks x nllcs runnable per LLC, for the plot */
 	int nseries, series_cap;
 	struct sim_stats st;
@@ -102,8 +124,11 @@ int sim_add(struct sim *s, enum sim_kind kind);
 /* A task arrives now: placed as a fork from a parent on the given LLC would be. */
 void sim_arrive(struct sim *s, int i, int llc);
 void sim_depart(struct sim *s, int i);
-/* Wakes task i; waker_cpu < 0 means no waker (a timer). */
-void sim_wake(struct sim *s, int i, int waker_cpu);
+/*
+ * Wakes task i from waker, which runs on waker_cpu; a NULL waker is a timer. With a
+ * waker, wake_wide() decides between its LLC (affine) and the task's previous one.
+ */
+void sim_wake(struct sim *s, int i, struct sim_flips *waker, int waker_cpu);
 /* Advances one millisecond; every tick_ms the balancer runs. */
 void sim_step(struct sim *s);
 /* The CPU task i may run on with the shortest queue, LLC l first when l >= 0; -1 if none. */
@@ -113,6 +138,11 @@ void sim_migrate(struct sim *s, int i, int cpu);
 /* The balancer's tick (balance.c): metrics, then the balancer under test. */
 void sim_balance(struct sim *s);
 uint64_t sim_rand(struct sim *s);
+/*
+ * Of the wasted idle now (min of tasks waiting and CPUs idle), the part within LLCs
+ * (a task waits beside an idle CPU of its own LLC) and the part across LLCs.
+ */
+void sim_waste(struct sim *s, long *ret_local, long *ret_cross);
 /* Checks the invariants; returns NULL or what broke. */
 const char *sim_invariants(const struct sim *s);
 const char *sim_balancer_name(enum sim_balancer b);
