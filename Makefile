@@ -38,7 +38,7 @@ UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
 SIM_OBJ    = $(SIM_SRC:%.c=$(B)/%.o)
-BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/sim/sim
+BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/execlat $(B)/bench/sim/sim
 
 # Fuzz targets, one per parser: each builds with libFuzzer and clang (make fuzz: into
 # $(B)/fuzz/, on daemon objects of its own in build-fuzz/) and as a plain program
@@ -135,6 +135,11 @@ bench: deps-test
 	@$(MAKE) --no-print-directory all benches
 	bench/overhead
 
+# Wakeup latency beside CPU hogs, without and with the daemon, and exec-to-applied delay.
+bench-latency: deps-test
+	@$(MAKE) --no-print-directory all benches
+	bench/latency
+
 # The simulator's table and plots, kept in the tree for the README.
 bench-sim: deps
 	@$(MAKE) --no-print-directory $(B)/bench/sim/sim
@@ -203,4 +208,4 @@ uninstall:
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all deps deps-test run unit fuzz benches check check-vm bench bench-sim clean
+.PHONY: all deps deps-test run unit fuzz benches check check-vm bench bench-latency bench-sim clean
