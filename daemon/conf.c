@@ -175,7 +175,13 @@ static int parse_enum(const struct conf_key *k, const char *v, int *ret, const c
 	return -EINVAL;
 }
 
-static int parse_list(const char *v, struct conf_list *ret, const char **reason)
+/* The longest line the reader hands inih whole: its buffer also holds "\n\0". */
+#define INI_LINE_MAX (INI_MAX_LINE - 2)
+/* What inih strips from either end of a value, so never part of a list entry. */
+#define BLANKS " \t\n\v\f\r"
+
+static int parse_list(const struct conf_key *k, const char *v, struct conf_list *ret,
+		      const char **reason)
 {
 	struct conf_list l = *ret;
 	const char *p = v;
@@ -183,11 +189,12 @@ static int parse_list(const char *v, struct conf_list *ret, const char **reason)
 	while (*p) {
 		size_t n;
 
-		p += strspn(p, " \t");
-		n = strcspn(p, " \t");
+		p += strspn(p, BLANKS);
+		n = strcspn(p, BLANKS);
 		if (n == 0)
 			break;
-		if (n >= CONF_MAX_STR) {
+		/* The dump writes each entry back on a line with its key: "key=entry" must fit. */
+		if (n >= CONF_MAX_STR || strlen(k->key) + 1 + n > INI_LINE_MAX) {
 			*reason = "list entry too long";
 			return -EINVAL;
 		}
@@ -238,7 +245,7 @@ static int set_value(struct rqb_conf *c, const struct conf_key *k, const char *v
 	case CONF_ENUM:
 		return parse_enum(k, v, (int *)field, reason);
 	case CONF_LIST:
-		return parse_list(v, (struct conf_list *)field, reason);
+		return parse_list(k, v, (struct conf_list *)field, reason);
 	case CONF_STR:
 		return parse_str(k, v, field, reason);
 	case CONF_LOGLEVEL:
@@ -642,33 +649,65 @@ int conf_load_defaults(FILE *err, struct rqb_conf *ret)
 	return r;
 }
 
+void conf_dump_line(FILE *out, const char *key, const char *value)
+{
+	bool tight = value[0] == ';' || strlen(key) + 3 + strlen(value) > INI_LINE_MAX;
+
+	fprintf(out, "%s%s%s\n", key, tight ? "=" : " = ", value);
+}
+
+/* A list on as few lines as fit; each line after the first adds to what it holds. */
+static void dump_list(const char *key, const struct conf_list *l, FILE *out)
+{
+	char line[CONF_MAX_STR + INI_LINE_MAX];
+	size_t n = 0;
+
+	for (unsigned i = 0; i < l->n; i++) {
+		const char *e = l->v[i];
+		size_t el = strnlen(e, CONF_MAX_STR - 1);
+
+		/* After a blank, ';' starts a comment: such an entry opens a line of its own. */
+		if (n && (e[0] == ';' || strlen(key) + 3 + n + 1 + el > INI_LINE_MAX)) {
+			line[n] = '\0';
+			conf_dump_line(out, key, line);
+			n = 0;
+		}
+		if (n)
+			line[n++] = ' ';
+		memcpy(line + n, e, el);
+		n += el;
+	}
+	line[n] = '\0';
+	if (n || l->n == 0)
+		conf_dump_line(out, key, line);
+}
+
 static void dump_value(const struct rqb_conf *c, const struct conf_key *k, FILE *out)
 {
 	const char *field = (const char *)c + k->offset;
-	const struct conf_list *l;
+	char v[CONF_MAX_STR];
 
 	switch (k->type) {
 	case CONF_INT:
-		fprintf(out, "%u", *(const uint32_t *)field);
+		snprintf(v, sizeof(v), "%u", *(const uint32_t *)field);
 		break;
 	case CONF_BOOL:
-		fputs(*(const bool *)field ? "yes" : "no", out);
+		snprintf(v, sizeof(v), "%s", *(const bool *)field ? "yes" : "no");
 		break;
 	case CONF_ENUM:
-		fputs(k->names[*(const int *)field], out);
+		snprintf(v, sizeof(v), "%s", k->names[*(const int *)field]);
 		break;
 	case CONF_STR:
-		fputs(field, out);
+		snprintf(v, sizeof(v), "%s", field);
 		break;
 	case CONF_LOGLEVEL:
-		fputs(log_level_name(*(const int *)field), out);
+		snprintf(v, sizeof(v), "%s", log_level_name(*(const int *)field));
 		break;
 	case CONF_LIST:
-		l = (const struct conf_list *)field;
-		for (unsigned i = 0; i < l->n; i++)
-			fprintf(out, "%s%s", i ? " " : "", l->v[i]);
-		break;
+		dump_list(k->key, (const struct conf_list *)field, out);
+		return;
 	}
+	conf_dump_line(out, k->key, v);
 }
 
 size_t conf_key_size(const struct conf_key *k)
@@ -700,9 +739,7 @@ void conf_dump(const struct rqb_conf *c, FILE *out)
 			fprintf(out, "%s[%s]\n", section ? "\n" : "", k->section);
 			section = k->section;
 		}
-		fprintf(out, "%s = ", k->key);
 		dump_value(c, k, out);
-		fputc('\n', out);
 	}
 	if (c->rules.n) {
 		fputc('\n', out);

@@ -93,6 +93,11 @@ int conf_load_defaults(FILE *err, struct rqb_conf *ret);
 size_t conf_key_size(const struct conf_key *k);
 /* Prints the effective config as an INI file that conf_load accepts. */
 void conf_dump(const struct rqb_conf *c, FILE *out);
+/*
+ * Prints one "key = value" line of it, as the reader takes it back: "key=value" when
+ * value starts with ';' (a comment after a blank) or the blanks would make it too long.
+ */
+void conf_dump_line(FILE *out, const char *key, const char *value);
 /* Sets one key from its text form, as the file would; 0 or -EINVAL with reason. */
 int conf_set(struct rqb_conf *c, const char *section, const char *key, const char *value,
 	     const char **ret_reason);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "conf.h"
 #include "latency.h"
 #include "rqbalance.h"
 #include "rules.h"
@@ -289,13 +290,13 @@ void rules_dump(const struct rule_set *rs, FILE *out)
 		if (r->latency_nice != LAT_NONE)
 			fprintf(out, "latency_nice = %d\n", r->latency_nice);
 		if (r->comm[0])
-			fprintf(out, "comm = %s\n", r->comm);
+			conf_dump_line(out, "comm", r->comm);
 		if (r->exe[0])
-			fprintf(out, "exe = %s\n", r->exe);
+			conf_dump_line(out, "exe", r->exe);
 		if (r->cmdline[0])
-			fprintf(out, "cmdline = %s\n", r->cmdline);
+			conf_dump_line(out, "cmdline", r->cmdline);
 		if (r->cgroup[0])
-			fprintf(out, "cgroup = %s\n", r->cgroup);
+			conf_dump_line(out, "cgroup", r->cgroup);
 		if (r->has_uid)
 			fprintf(out, "uid = %u\n", (unsigned)r->uid);
 		fprintf(out, "spoofable = %s\n", r->spoofable ? "yes" : "no");
