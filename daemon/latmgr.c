@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "act.h"
@@ -315,10 +316,52 @@ static const struct lat_state *prev_of(const struct latmgr *m, pid_t tid, pid_t 
 }
 
 /*
+ * An event's time in the clock ticks after boot that /proc/PID/stat gives start times
+ * in: the event has CLOCK_MONOTONIC, start times count CLOCK_BOOTTIME (which runs on
+ * through suspend). 0 when the event has no time.
+ */
+static uint64_t event_ticks(const struct pc_event *ev)
+{
+	struct timespec mono, boot;
+	long hz = sysconf(_SC_CLK_TCK);
+	uint64_t off;
+
+	if (!ev->ts_ns || hz <= 0 || clock_gettime(CLOCK_MONOTONIC, &mono) < 0 ||
+	    clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
+		return 0;
+	off = ((uint64_t)boot.tv_sec - (uint64_t)mono.tv_sec) * NSEC_PER_SEC +
+	      (uint64_t)boot.tv_nsec - (uint64_t)mono.tv_nsec;
+	return (ev->ts_ns + off) / (NSEC_PER_SEC / (uint64_t)hz);
+}
+
+/*
+ * Whether the task that has the event's pid now is the one the event is about. An
+ * event read late (a busy or descheduled daemon, a backlog after a fork storm) may
+ * name a pid whose task has exited and whose pid went to another since; a start time
+ * within a tick of the event's time says it is the same. Two tasks that share a pid
+ * within one tick cannot be told apart this way (nor by pid and start time anywhere).
+ */
+static bool event_is_about(const struct pc_event *ev, uint64_t start)
+{
+	uint64_t t = event_ticks(ev);
+
+	return !t || (start + 1 >= t && start <= t + 1);
+}
+
+/* A task that started after the event: a late exit event is about a pid's last owner. */
+static bool started_after(const struct pc_event *ev, uint64_t start)
+{
+	uint64_t t = event_ticks(ev);
+
+	return t && start > t + 1;
+}
+
+/*
  * A new thread (tid != tgid) of a managed process gets the process's value; a new
  * process whose parent is managed is managed as its parent. The connector names a
  * thread's process's parent, not the thread that cloned it: what the new task had
- * before rqbalance is taken from its process's (or its parent's) first thread.
+ * before rqbalance is taken from its process's (or its parent's) first thread. The
+ * task is acted on only if it is still the one the event is about.
  */
 static void on_fork(struct latmgr *m, const struct pc_event *ev)
 {
@@ -328,21 +371,20 @@ static void on_fork(struct latmgr *m, const struct pc_event *ev)
 	uint64_t start;
 	bool kthread;
 
+	p = lm_find_process(m, ev->tid != ev->tgid ? ev->tgid : ev->parent_tgid);
+	if (!p || task_info(ev->tid, &start, &kthread) < 0 || !event_is_about(ev, start))
+		return;
 	if (ev->tid != ev->tgid) {
-		p = lm_find_process(m, ev->tgid);
-		if (p && set_task(m, ev->tid, ev->tgid, p->value, p->source,
-				  prev_of(m, ev->tgid, ev->tgid), &why) == 0)
+		if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source,
+				prev_of(m, ev->tgid, ev->tgid), &why) == 0)
 			m->cnt.threads++;
 		return;
 	}
-	p = lm_find_process(m, ev->parent_tgid);
-	if (!p || task_info(ev->tgid, &start, &kthread) < 0)
-		return;
 	child = *p;
 	child.tgid = ev->tgid;
 	child.start_time = start;
-	if (set_task(m, ev->tid, ev->tgid, p->value, p->source,
-		     prev_of(m, ev->parent_tid, ev->parent_tgid), &why) == 0) {
+	if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source,
+			prev_of(m, ev->parent_tid, ev->parent_tgid), &why) == 0) {
 		proc_put(m, &child);
 		m->cnt.threads++;
 	}
@@ -350,8 +392,12 @@ static void on_fork(struct latmgr *m, const struct pc_event *ev)
 
 static void on_exit_event(struct latmgr *m, const struct pc_event *ev)
 {
-	latact_task_gone(m->la, ev->tid);
-	if (ev->tid == ev->tgid)
+	const struct lat_entry *e = latact_find(m->la, ev->tid);
+	const struct lm_proc *p = lm_find_process(m, ev->tgid);
+
+	if (e && !started_after(ev, e->task.start_time))
+		latact_task_gone(m->la, ev->tid);
+	if (ev->tid == ev->tgid && p && !started_after(ev, p->start_time))
 		proc_del(m, ev->tgid);
 }
 
