@@ -21,6 +21,7 @@ DAEMON_SRC = \
 	daemon/log.c daemon/cpumask.c daemon/conf.c \
 	daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c daemon/sample/ident.c \
 	daemon/sample/sampler.c daemon/sample/kfeatures.c daemon/sample/procconn.c \
+	daemon/sample/bpf.c daemon/caps.c \
 	daemon/snapshot.c \
 	daemon/policy/spread.c daemon/policy/rules.c daemon/policy/latency.c \
 	daemon/plan.c \
@@ -33,7 +34,7 @@ DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/main.o
 
 UNIT_TESTS = conf latency perm cpumask topo snapshot policy plan proc journal act kfeatures ctl cgsd procconn \
-	rules ident
+	rules ident bpf
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
@@ -63,6 +64,46 @@ $(B)/rqctl: $(B)/client/rqctl.o $(B)/daemon/ctl_proto.o
 $(B)/%.o: %.c $(wildcard include/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+# BPF: CO-RE objects from daemon/sample/bpf/*.bpf.c, compiled by clang for the BPF
+# target (never with the sanitizer's flags), stripped of DWARF (BTF stays), and turned
+# into skeleton headers that embed them. vmlinux.h comes from the BTF of the kernel
+# that builds, or, on a build machine without BTF, from the hand-written
+# vmlinux_min.h: only the types and fields the programs use, marked
+# preserve_access_index, so CO-RE relocates them against the running kernel's BTF
+# at load either way.
+BPF_SRC  = $(wildcard daemon/sample/bpf/*.bpf.c)
+BPF_SKEL = $(BPF_SRC:daemon/sample/bpf/%.bpf.c=$(B)/bpf/%.skel.h)
+
+$(B)/bpf/vmlinux.h: daemon/sample/bpf/vmlinux_min.h
+	@mkdir -p $(@D)
+	@if [ -r $(BTF_VMLINUX) ]; then \
+		$(BPFTOOL) btf dump file $(BTF_VMLINUX) format c >$@.tmp; \
+	else \
+		echo "bpf: no $(BTF_VMLINUX): using daemon/sample/bpf/vmlinux_min.h"; \
+		cp daemon/sample/bpf/vmlinux_min.h $@.tmp; \
+	fi && mv $@.tmp $@
+
+$(B)/bpf/%.bpf.o: daemon/sample/bpf/%.bpf.c daemon/sample/bpf/%.h $(B)/bpf/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -I$(B)/bpf -Idaemon/sample/bpf -c -o $@.dbg $<
+	$(LLVM_STRIP) -g -o $@ $@.dbg
+	@rm -f $@.dbg
+
+$(B)/bpf/%.skel.h: $(B)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $(notdir $(basename $(basename $<))) >$@.tmp && mv $@.tmp $@
+
+# The fallback header must keep compiling: make check builds the objects on it too.
+$(B)/bpf/min/vmlinux.h: daemon/sample/bpf/vmlinux_min.h
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(B)/bpf/min/%.bpf.o: daemon/sample/bpf/%.bpf.c daemon/sample/bpf/%.h $(B)/bpf/min/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -I$(B)/bpf/min -Idaemon/sample/bpf -c -o $@ $<
+
+bpf-fallback: $(BPF_SRC:daemon/sample/bpf/%.bpf.c=$(B)/bpf/min/%.bpf.o)
+
+$(B)/daemon/sample/bpf.o build-fuzz/daemon/sample/bpf.o: CPPFLAGS += -I$(B)/bpf -Idaemon/sample/bpf
+$(B)/daemon/sample/bpf.o build-fuzz/daemon/sample/bpf.o: $(BPF_SKEL) daemon/sample/bpf/rqsample.h
 
 $(B)/tests/unit/test_%: tests/unit/test_%.c tests/unit/unit.h $(DAEMON_OBJ)
 	@mkdir -p $(@D)
@@ -122,7 +163,7 @@ benches: $(BENCH_BIN)
 # then the same again on an ASan+UBSan build, then the qemu tier (Debian's stock
 # kernel on a two-LLC guest; about half a minute here).
 check: deps-test
-	@$(MAKE) --no-print-directory all unit benches
+	@$(MAKE) --no-print-directory all unit benches bpf-fallback
 	@$(MAKE) --no-print-directory SANITIZE=1 all unit benches
 	@tests/run --vm build build-asan
 
@@ -208,4 +249,4 @@ uninstall:
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all deps deps-test run unit fuzz benches check check-vm bench bench-latency bench-sim clean
+.PHONY: all bpf-fallback deps deps-test run unit fuzz benches check check-vm bench bench-latency bench-sim clean

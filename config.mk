@@ -16,7 +16,7 @@ DOCDIR     = $(PREFIX)/share/doc/rqbalance
 
 CC      = cc
 PKG_CONFIG = pkg-config
-PKGS    = libsystemd hwloc inih libnl-3.0 libnl-genl-3.0 libcgroup
+PKGS    = libsystemd hwloc inih libnl-3.0 libnl-genl-3.0 libcgroup libbpf
 
 # Paths are built with snprintf into PATH_MAX buffers; a cut path fails to open.
 WARN    = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
@@ -26,6 +26,14 @@ CPPFLAGS = -D_GNU_SOURCE -Iinclude -DRQB_VERSION=\"$(VERSION)\" \
            -DRQB_SYSCONFDIR=\"$(SYSCONFDIR)\" -DRQB_RUNDIR=\"$(RUNDIR)\"
 CFLAGS  = -std=gnu11 -O2 -g $(WARN)
 LDFLAGS =
+
+# The BPF programs: clang for the BPF target, bpftool for vmlinux.h and skeletons.
+CLANG       = clang
+LLVM_STRIP  = llvm-strip
+BPFTOOL     = bpftool
+BTF_VMLINUX = /sys/kernel/btf/vmlinux
+BPF_CFLAGS  = -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall \
+              -I/usr/include/$(shell $(CC) -dumpmachine 2>/dev/null)
 
 # make SANITIZE=1 builds with AddressSanitizer and UBSan into build-asan/
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all

@@ -17,7 +17,7 @@
 #include "log.h"
 #include "rqbalance.h"
 
-static const char *const sampler_names[] = { "proc", "replay", NULL };
+static const char *const sampler_names[] = { "auto", "bpf", "proc", "replay", NULL };
 static const char *const class_names[] = { "auto", "yes", "no", NULL };
 
 #define OFF(f) offsetof(struct rqb_conf, f)
@@ -27,8 +27,9 @@ static const char *const class_names[] = { "auto", "yes", "no", NULL };
 const struct conf_key conf_keys[] = {
 	INT("daemon", "interval_ms", 10, 60000, "100", interval_ms,
 	    "Tick: how often to sample, decide and act, in milliseconds."),
-	{ "daemon", "sampler", CONF_ENUM, 0, 0, sampler_names, "proc", OFF(sampler),
-	  "Where samples come from: proc (live, from /proc) or replay (replay_file).", true },
+	{ "daemon", "sampler", CONF_ENUM, 0, 0, sampler_names, "auto", OFF(sampler),
+	  "Where samples come from: bpf (live, from BPF programs), proc (live, from /proc), "
+	  "auto (bpf where it loads, else proc) or replay (replay_file).", true },
 	{ "daemon", "replay_file", CONF_STR, 0, 0, NULL, "", OFF(replay_file),
 	  "Snapshot file that sampler = replay reads.", true },
 	{ "daemon", "journal_dir", CONF_STR, 0, 0, NULL, RQB_RUNDIR, OFF(journal_dir),

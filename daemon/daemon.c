@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "daemon.h"
 #include "log.h"
 #include "rqbalance.h"
@@ -71,10 +73,66 @@ static int make_sampler(struct daemon *d)
 		.rescan_ns = d->conf.proc_rescan_ms * NSEC_PER_MSEC,
 		.max_tracked = d->conf.proc_max_tracked,
 	};
+	char why[256] = "";
+	struct bpf_sampler_opts bo = {
+		.self_tgid = po.self_tgid,
+		.interval_ns = d->conf.interval_ms * NSEC_PER_MSEC,
+		.walk_gap_ns = NSEC_PER_SEC,
+		.forget_ns = d->conf.proc_rescan_ms * NSEC_PER_MSEC,
+		.root = "",
+		.why = why,
+		.why_len = sizeof(why),
+	};
+	int r;
 
 	if (d->conf.sampler == CONF_SAMPLER_REPLAY)
-		return sampler_replay_new(d->conf.replay_file, d->topo, po.self_tgid, &d->sampler);
-	return sampler_proc_new(&po, &d->sampler);
+		r = sampler_replay_new(d->conf.replay_file, d->topo, po.self_tgid, &d->sampler);
+	else if (d->conf.sampler == CONF_SAMPLER_PROC)
+		r = sampler_proc_new(&po, &d->sampler);
+	else if ((r = sampler_bpf_new(&bo, &d->sampler)) < 0 &&
+		 d->conf.sampler == CONF_SAMPLER_AUTO) {
+		log_notice("bpf sampler unavailable: %s; using the proc sampler", why);
+		r = sampler_proc_new(&po, &d->sampler);
+	}
+	if (r < 0)
+		log_err("%s sampler: cannot start: %s", conf_sampler_name(d->conf.sampler),
+			why[0] && d->conf.sampler == CONF_SAMPLER_BPF ? why : strerror(-r));
+	return r;
+}
+
+/*
+ * Loading BPF and opening perf events are done: CAP_BPF, CAP_PERFMON and
+ * CAP_SYS_ADMIN go. What stays is what the ticks use on other users' tasks:
+ * CAP_SYS_NICE (affinity, sched_setattr), CAP_SYS_PTRACE (/proc/PID/exe),
+ * CAP_SYS_RESOURCE (their RLIMIT_NICE), CAP_NET_ADMIN (the proc connector before 6.6).
+ */
+static void drop_caps(struct daemon *d)
+{
+	uint64_t drop = CAPS_BIT(CAP_BPF) | CAPS_BIT(CAP_PERFMON) | CAPS_BIT(CAP_SYS_ADMIN);
+	uint64_t eff, perm, forever;
+	char names[128];
+	int r;
+
+	if (caps_get(&eff, &perm) < 0 || !((eff | perm) & drop))
+		return;
+	forever = drop & perm;
+	/* Lowered first, to learn whether a task walk still works without them. */
+	r = caps_drop(drop, 0);
+	if (r == 0 && strcmp(d->sampler->ops->name, "bpf") == 0 &&
+	    !sampler_bpf_walks_unprivileged(d->sampler))
+		forever &= ~CAPS_BIT(CAP_BPF);
+	if (r == 0)
+		r = caps_drop(drop, forever);
+	if (r < 0) {
+		log_warn("capabilities: cannot drop: %s; keeping them", strerror(-r));
+		return;
+	}
+	caps_format(drop & (eff | perm), names, sizeof(names));
+	log_info("capabilities: dropped %s%s", names,
+		 (perm & ~forever & CAPS_BIT(CAP_BPF))
+			 ? "; cap_bpf stays permitted, raised only to start a task walk "
+			   "(this kernel checks it on every bpf() call)"
+			 : "");
 }
 
 static void on_dropped(void *ctx, pid_t tid, uint64_t start_time)
@@ -368,11 +426,8 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 	if (!d->snap)
 		return -ENOMEM;
 	r = make_sampler(d);
-	if (r < 0) {
-		log_err("%s sampler: cannot start: %s", conf_sampler_name(d->conf.sampler),
-			strerror(-r));
+	if (r < 0)
 		return r;
-	}
 	if (o->record) {
 		d->record = fopen(o->record, "we");
 		if (!d->record) {
@@ -397,10 +452,13 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 	if (r < 0)
 		return r;
 	r = ctl_init(&d->ctl, d->event, d->conf.ctl_socket, d);
-	if (r < 0)
+	if (r < 0) {
 		log_err("ctl socket %s: %s", d->conf.ctl_socket,
 			r == -EADDRINUSE ? "another rqbalanced serves it" : strerror(-r));
-	return r;
+		return r;
+	}
+	drop_caps(d);
+	return 0;
 }
 
 int daemon_run(struct daemon *d)

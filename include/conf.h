@@ -9,7 +9,7 @@
 
 #include "rules.h"
 
-enum conf_sampler { CONF_SAMPLER_PROC, CONF_SAMPLER_REPLAY };
+enum conf_sampler { CONF_SAMPLER_AUTO, CONF_SAMPLER_BPF, CONF_SAMPLER_PROC, CONF_SAMPLER_REPLAY };
 enum conf_class { CONF_CLASS_AUTO, CONF_CLASS_YES, CONF_CLASS_NO };
 
 #define CONF_MAX_LIST 64     /* entries in a list value */

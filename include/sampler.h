@@ -2,6 +2,8 @@
 #ifndef RQB_SAMPLER_H
 #define RQB_SAMPLER_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -29,6 +31,39 @@ struct proc_sampler_opts {
 };
 
 int sampler_proc_new(const struct proc_sampler_opts *o, struct sampler **ret);
+
+struct bpf_sampler_opts {
+	pid_t self_tgid;           /* counted apart and never listed */
+	uint64_t interval_ns;      /* the tick, which sets the perf sample period */
+	uint64_t walk_gap_ns;      /* full task walks at most this often */
+	uint64_t forget_ns;        /* a task unseen this long loses its cached cgroup */
+	const char *root;          /* prefix for /proc and /sys, "" for the real ones */
+	char *why;                 /* on failure, one line saying why; may be NULL */
+	size_t why_len;
+};
+
+/*
+ * Loads rqsample.bpf.c, opens a cpu-clock perf event on every online CPU and waits
+ * for each to report. 0, or -errno with the reason in o->why.
+ */
+int sampler_bpf_new(const struct bpf_sampler_opts *o, struct sampler **ret);
+
+/* Counters of the bpf sampler, for tests and the bench. */
+struct bpf_stats {
+	const char *rq_path;    /* "runqueues ksym" or "current task" */
+	uint64_t period_ns;     /* the perf sample period */
+	uint64_t samples;       /* perf samples taken, all CPUs */
+	uint64_t stale;         /* CPU reads whose sample was too old: taken as idle */
+	uint64_t torn;          /* CPU reads that raced a write twice: last good one used */
+	uint64_t walks;         /* full task walks through the iterator */
+};
+void sampler_bpf_stats(const struct sampler *sm, struct bpf_stats *ret);
+/*
+ * Whether a task walk still works without CAP_BPF in the effective set (kernels
+ * before 6.5 ask for it on every bpf() call when unprivileged BPF is off). Call it
+ * with CAP_BPF lowered; false also for any sampler that is not bpf.
+ */
+bool sampler_bpf_walks_unprivileged(struct sampler *sm);
 /*
  * Replays the snapshots in path, one a tick; after the last, keeps returning the last
  * one. The whole file is read and checked against the topology first: a bad record

@@ -181,7 +181,7 @@ static void defaults_match_table(void **state)
 				 conf_keys[i].key, conf_keys[i].def);
 	/* A few by name, so that a table and a struct that drift together still show. */
 	assert_int_equal(c.interval_ms, 100);
-	assert_int_equal(c.sampler, CONF_SAMPLER_PROC);
+	assert_int_equal(c.sampler, CONF_SAMPLER_AUTO);
 	assert_string_equal(c.journal_dir, RQB_RUNDIR);
 	assert_false(c.dry_run);
 	assert_int_equal(c.log_level, LOG_INFO);
@@ -311,11 +311,11 @@ static void bad_bool(void **state)
 
 static void bad_enum(void **state)
 {
-	expect_error("[daemon]\nsampler = bpf\n",
-		     "t.conf:2: [daemon] sampler: must be one of: proc replay\n");
+	expect_error("[daemon]\nsampler = ebpf\n",
+		     "t.conf:2: [daemon] sampler: must be one of: auto bpf proc replay\n");
 	/* Enum names are exact, unlike booleans. */
 	expect_error("[daemon]\nsampler = Proc\n",
-		     "t.conf:2: [daemon] sampler: must be one of: proc replay\n");
+		     "t.conf:2: [daemon] sampler: must be one of: auto bpf proc replay\n");
 }
 
 static void bad_log_level(void **state)
@@ -840,9 +840,11 @@ static void rules_dir_missing(void **state)
 
 static void sampler_names(void **state)
 {
+	assert_string_equal(conf_sampler_name(CONF_SAMPLER_AUTO), "auto");
+	assert_string_equal(conf_sampler_name(CONF_SAMPLER_BPF), "bpf");
 	assert_string_equal(conf_sampler_name(CONF_SAMPLER_PROC), "proc");
 	assert_string_equal(conf_sampler_name(CONF_SAMPLER_REPLAY), "replay");
-	assert_string_equal(conf_sampler_name(2), "?");
+	assert_string_equal(conf_sampler_name(4), "?");
 	assert_string_equal(conf_sampler_name(-1), "?");
 }
 

@@ -1,0 +1,751 @@
+/*
+ * Sample stage, bpf sampler: per-CPU run queues as rqsample.bpf.c's perf event
+ * programs last saw them, read from an mmapped array with no system call, plus a
+ * full task walk through the BPF task iterator when the counts say someone is
+ * missing. It fills the same snapshot as the proc sampler; it never changes a task.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/perf_event.h>
+#include <linux/types.h>
+#include <malloc.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "cpumask.h"
+#include "log.h"
+#include "rqbalance.h"
+#include "rqsample.h"
+#include "rqsample.skel.h"
+#include "sampler.h"
+
+/* The perf period: half a tick, within these bounds. */
+#define PERIOD_MIN_NS (1 * NSEC_PER_MSEC)
+#define PERIOD_MAX_NS (10 * NSEC_PER_MSEC)
+/* Every CPU must report within this long of the start. */
+#define FIRST_SAMPLE_NS (2 * NSEC_PER_SEC)
+#define SCHED_CAPACITY 1024
+
+/* What the sampler remembers of a task it listed: its cgroup, its run time. */
+struct btask {
+	pid_t tid;
+	uint64_t start_ns;
+	uint64_t runtime_ns;
+	uint64_t seen_ns;        /* the last tick that listed it */
+	char *cgroup;
+};
+
+/* One listed task of this tick, before duplicates (a task seen on two CPUs) go. */
+struct cand {
+	const struct rqs_task *t;
+	uint64_t ts_ns;          /* when the sample that listed it was taken */
+};
+
+struct bpf_sampler {
+	struct bpf_sampler_opts o;
+	char root[PATH_MAX];
+	long clk_tck;
+	struct rqsample *skel;
+	const char *path_name;
+	uint64_t period_ns, stale_ns;
+	uint64_t used_ns;            /* CPU time a task must use between ticks to count as busy */
+	int ncpus;                   /* possible CPUs: slots in the array */
+	size_t stride;               /* bytes a slot takes */
+	void *map;                   /* the mmapped array */
+	size_t map_len;
+	cpu_set_t attached;          /* CPUs with a perf event */
+	int *perf_fds;               /* by CPU, -1 where none */
+	struct bpf_link **links;     /* by CPU */
+	struct bpf_link *iter;
+	struct rqs_cpu *recs;        /* this tick's copies, by CPU */
+	bool *have;                  /* by CPU: recs[c] is a whole record */
+	struct cand *cands;
+	size_t ncands, candcap;
+	struct rqs_task *walked;     /* the last walk's tasks */
+	size_t nwalked, walkcap;
+	struct btask *known;         /* sorted by tid */
+	size_t nknown, knowncap;
+	size_t nknown_sorted;        /* the sorted prefix; the rest were added this tick */
+	uint64_t prev_now_ns;
+	uint64_t last_walk_ns;
+	uint64_t last_forget_ns;
+	unsigned excess_ticks;
+	struct bpf_stats stats;
+};
+
+static char libbpf_first[256];
+
+static int on_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	static char text[1 << 17];
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	vsnprintf(text, sizeof(text), fmt, ap);
+	/* The verifier's log comes through here too: kept for debug, a line at a time. */
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		/* The first warning says what failed; the later ones, what gave up. */
+		if (level == LIBBPF_WARN && !libbpf_first[0])
+			snprintf(libbpf_first, sizeof(libbpf_first), "%s", line);
+		log_debug("%s", line);
+	}
+	return 0;
+}
+
+static int why(const struct bpf_sampler_opts *o, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (o->why && o->why_len) {
+		va_start(ap, fmt);
+		vsnprintf(o->why, o->why_len, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+static const char *perm_hint(int err)
+{
+	return err == -EPERM || err == -EACCES ? " (needs CAP_BPF and CAP_PERFMON)" : "";
+}
+
+static uint64_t clamp_period(uint64_t interval_ns)
+{
+	uint64_t p = interval_ns / 2;
+
+	return p < PERIOD_MIN_NS ? PERIOD_MIN_NS : p > PERIOD_MAX_NS ? PERIOD_MAX_NS : p;
+}
+
+/* Opens and loads the object with one of the two perf programs. */
+static int load(struct bpf_sampler *bs, bool ksym)
+{
+	struct rqsample *skel = rqsample__open();
+	int r;
+
+	if (!skel)
+		return -errno;
+	skel->rodata->self_tgid = (__u32)bs->o.self_tgid;
+	bpf_program__set_autoload(skel->progs.sample_ksym, ksym);
+	bpf_program__set_autoload(skel->progs.sample_task, !ksym);
+	r = bpf_map__set_max_entries(skel->maps.cpus, (__u32)bs->ncpus);
+	if (r == 0)
+		r = rqsample__load(skel);
+	if (r < 0) {
+		rqsample__destroy(skel);
+		return r;
+	}
+	bs->skel = skel;
+	bs->path_name = ksym ? "runqueues ksym" : "current task";
+	return 0;
+}
+
+static int load_any(struct bpf_sampler *bs)
+{
+	int r = load(bs, true);
+
+	if (r == 0)
+		return 0;
+	log_debug("bpf: the runqueues ksym does not load here (%s): trying the current task",
+		  strerror(-r));
+	libbpf_first[0] = '\0';
+	r = load(bs, false);
+	/* Refused, the hint says enough; otherwise libbpf's first warning says what broke. */
+	if (r == -EPERM || r == -EACCES)
+		return why(&bs->o, r, "loading the BPF programs: %s%s", strerror(-r), perm_hint(r));
+	if (r < 0)
+		return why(&bs->o, r, "loading the BPF programs: %s%s%s", strerror(-r),
+			   libbpf_first[0] ? "; " : "", libbpf_first);
+	return 0;
+}
+
+static int map_slots(struct bpf_sampler *bs)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len;
+
+	bs->stride = (sizeof(struct rqs_cpu) + 7) & ~(size_t)7;
+	len = bs->stride * (size_t)bs->ncpus;
+	len = (len + (size_t)page - 1) & ~((size_t)page - 1);
+	bs->map = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(bs->skel->maps.cpus), 0);
+	if (bs->map == MAP_FAILED) {
+		bs->map = NULL;
+		return why(&bs->o, -errno, "mapping the per-CPU array: %s", strerror(errno));
+	}
+	bs->map_len = len;
+	return 0;
+}
+
+static int open_cpu_clock(int cpu, uint64_t period_ns)
+{
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(a),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		/* A fixed period: in frequency mode an idle CPU may get no samples at all. */
+		.sample_period = period_ns,
+		.disabled = 1,
+	};
+	long fd = syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static int read_online(const char *root, cpu_set_t *ret)
+{
+	char path[PATH_MAX], buf[CPUMASK_STRLEN];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online", root);
+	n = rqb_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	buf[strcspn(buf, "\n")] = '\0';
+	return cpumask_parse(buf, ret);
+}
+
+static struct bpf_program *perf_prog(const struct bpf_sampler *bs)
+{
+	return bpf_program__autoload(bs->skel->progs.sample_ksym) ? bs->skel->progs.sample_ksym
+								  : bs->skel->progs.sample_task;
+}
+
+/* The kernel's id of a loaded program, which bpftool shows; 0 if unknown. */
+static unsigned prog_id(const struct bpf_program *prog)
+{
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) < 0 ? 0 : info.id;
+}
+
+static int attach(struct bpf_sampler *bs)
+{
+	struct bpf_program *prog = perf_prog(bs);
+	cpu_set_t online;
+	int r = read_online(bs->root, &online);
+
+	if (r < 0)
+		return why(&bs->o, r, "reading the online CPUs: %s", strerror(-r));
+	CPU_ZERO(&bs->attached);
+	for (int c = 0; c < bs->ncpus && c < RQB_MAX_CPUS; c++) {
+		if (!CPU_ISSET(c, &online))
+			continue;
+		bs->perf_fds[c] = open_cpu_clock(c, bs->period_ns);
+		if (bs->perf_fds[c] < 0)
+			return why(&bs->o, bs->perf_fds[c], "perf_event_open(cpu-clock) on CPU %d: %s%s",
+				   c, strerror(-bs->perf_fds[c]),
+				   bs->perf_fds[c] == -EACCES || bs->perf_fds[c] == -EPERM
+					   ? " (needs CAP_PERFMON)" : "");
+		bs->links[c] = bpf_program__attach_perf_event(prog, bs->perf_fds[c]);
+		if (!bs->links[c])
+			return why(&bs->o, -errno, "attaching to CPU %d's perf event: %s", c,
+				   strerror(errno));
+		CPU_SET(c, &bs->attached);
+	}
+	bs->iter = bpf_program__attach_iter(bs->skel->progs.list_tasks, NULL);
+	if (!bs->iter)
+		return why(&bs->o, -errno, "attaching the task iterator: %s", strerror(errno));
+	return 0;
+}
+
+static const struct rqs_cpu *slot(const struct bpf_sampler *bs, int cpu)
+{
+	return (const struct rqs_cpu *)((const char *)bs->map + (size_t)cpu * bs->stride);
+}
+
+/*
+ * Copies CPU cpu's record, retrying once if it raced its writer: seq_head is read
+ * before the copy, seq_tail after (x86 keeps loads, and the writer's stores, in order).
+ */
+static bool copy_slot(struct bpf_sampler *bs, int cpu, struct rqs_cpu *ret)
+{
+	const struct rqs_cpu *src = slot(bs, cpu);
+
+	for (int tries = 0; tries < 2; tries++) {
+		uint64_t head = __atomic_load_n(&src->seq_head, __ATOMIC_ACQUIRE), tail;
+
+		if (!(head & 1)) {
+			memcpy(ret, src, sizeof(*ret));
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			tail = __atomic_load_n(&src->seq_tail, __ATOMIC_ACQUIRE);
+			if (head == tail && ret->seq_head == head)
+				return true;
+		}
+		sched_yield();
+	}
+	bs->stats.torn++;
+	return false;
+}
+
+static int wait_first_samples(struct bpf_sampler *bs)
+{
+	uint64_t deadline = rqb_now_ns() + FIRST_SAMPLE_NS;
+	struct timespec nap = { 0, (long)(bs->period_ns / 2) };
+
+	for (;;) {
+		int missing = -1;
+
+		for (int c = 0; c < bs->ncpus && c < RQB_MAX_CPUS; c++) {
+			const struct rqs_cpu *r = slot(bs, c);
+
+			if (!CPU_ISSET(c, &bs->attached))
+				continue;
+			if (__atomic_load_n(&r->samples, __ATOMIC_ACQUIRE) == 0) {
+				missing = c;
+				continue;
+			}
+			if (__atomic_load_n(&r->path, __ATOMIC_ACQUIRE) == RQS_PATH_BROKEN)
+				return why(&bs->o, -EOPNOTSUPP,
+					   "no way to the run queues: the runqueues ksym needs "
+					   "CONFIG_KALLSYMS_ALL and current->se.cfs_rq->rq needs "
+					   "CONFIG_FAIR_GROUP_SCHED");
+		}
+		if (missing < 0)
+			return 0;
+		if (rqb_now_ns() > deadline) {
+			uint64_t counted = 0;
+
+			/* Whether the event ran at all tells a stopped timer from a skipped program. */
+			if (read(bs->perf_fds[missing], &counted, sizeof(counted)) != sizeof(counted))
+				counted = 0;
+			return why(&bs->o, -ETIME,
+				   "no perf sample from CPU %d within %" PRIu64 " ms (its cpu-clock "
+				   "event counted %" PRIu64 " ms)", missing,
+				   (uint64_t)(FIRST_SAMPLE_NS / NSEC_PER_MSEC),
+				   (uint64_t)(counted / NSEC_PER_MSEC));
+		}
+		nanosleep(&nap, NULL);
+	}
+}
+
+/* Reads every runnable task the iterator emits into bs->walked. */
+static int walk(struct bpf_sampler *bs)
+{
+	int fd = bpf_iter_create(bpf_link__fd(bs->iter)), err;
+	size_t have = 0, cap = bs->walkcap * sizeof(*bs->walked);
+	char *buf = (char *)bs->walked;
+
+	/* Before 6.5 every bpf() call wants CAP_BPF when unprivileged BPF is off. */
+	if (fd < 0 && (errno == EPERM || errno == EACCES) && caps_raise(CAP_BPF) == 0) {
+		fd = bpf_iter_create(bpf_link__fd(bs->iter));
+		err = errno;
+		caps_lower(CAP_BPF);
+		errno = err;
+	}
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n;
+
+		if (cap - have < 4096) {
+			char *b = realloc(buf, cap ? cap * 2 : 16384);
+
+			if (!b) {
+				close(fd);
+				return -ENOMEM;
+			}
+			buf = b;
+			cap = cap ? cap * 2 : 16384;
+			bs->walked = (struct rqs_task *)buf;
+			bs->walkcap = cap / sizeof(*bs->walked);
+		}
+		n = read(fd, buf + have, cap - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : 0;
+			break;
+		}
+		have += (size_t)n;
+	}
+	close(fd);
+	bs->nwalked = have / sizeof(*bs->walked);
+	bs->stats.walks++;
+	return err;
+}
+
+static int cmp_known(const void *a, const void *b)
+{
+	const struct btask *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static struct btask *find_known(struct bpf_sampler *bs, pid_t tid)
+{
+	struct btask key = { .tid = tid }, *k;
+
+	k = bs->nknown_sorted ? bsearch(&key, bs->known, bs->nknown_sorted, sizeof(key), cmp_known)
+			      : NULL;
+	for (size_t i = bs->nknown_sorted; !k && i < bs->nknown; i++)
+		if (bs->known[i].tid == tid)
+			k = &bs->known[i];
+	return k;
+}
+
+static char *read_cgroup(const struct bpf_sampler *bs, pid_t tgid, pid_t tid)
+{
+	char path[PATH_MAX], buf[8192], cg[4096];
+
+	snprintf(path, sizeof(path), "%s/proc/%d/task/%d/cgroup", bs->root, (int)tgid, (int)tid);
+	if (rqb_read_file(path, buf, sizeof(buf)) < 0 || proc_parse_cgroup(buf, cg, sizeof(cg)) < 0)
+		return NULL;
+	return strdup(cg);
+}
+
+/*
+ * The sampler's memory of t: found, or made (its cgroup read once, as the proc
+ * sampler does). *ret_runtime and *ret_seen are its run time and the tick when it
+ * was last listed, UINT64_MAX and 0 if it is new. NULL on ENOMEM.
+ */
+static struct btask *remember(struct bpf_sampler *bs, const struct rqs_task *t, uint64_t now_ns,
+			      uint64_t *ret_runtime, uint64_t *ret_seen)
+{
+	struct btask *k = find_known(bs, (pid_t)t->tid);
+
+	if (k && k->start_ns != t->start_ns) {
+		free(k->cgroup);
+		k->cgroup = read_cgroup(bs, (pid_t)t->tgid, (pid_t)t->tid);
+		k->start_ns = t->start_ns;
+		k->runtime_ns = UINT64_MAX;
+		k->seen_ns = 0;
+	}
+	if (!k) {
+		struct btask *a = rqb_grow(bs->known, &bs->knowncap, bs->nknown, sizeof(*a));
+
+		if (!a)
+			return NULL;
+		bs->known = a;
+		k = &bs->known[bs->nknown++];
+		*k = (struct btask){ .tid = (pid_t)t->tid, .start_ns = t->start_ns,
+				     .runtime_ns = UINT64_MAX,
+				     .cgroup = read_cgroup(bs, (pid_t)t->tgid, (pid_t)t->tid) };
+	}
+	*ret_runtime = k->runtime_ns;
+	*ret_seen = k->seen_ns;
+	k->runtime_ns = t->runtime_ns;
+	k->seen_ns = now_ns;
+	return k;
+}
+
+/* Sorts what this tick added in; once a second, forgets tasks not listed for a while. */
+static void tidy_known(struct bpf_sampler *bs, uint64_t now_ns)
+{
+	size_t j = 0;
+
+	if (bs->nknown > bs->nknown_sorted)
+		qsort(bs->known, bs->nknown, sizeof(*bs->known), cmp_known);
+	bs->nknown_sorted = bs->nknown;
+	if (now_ns - bs->last_forget_ns < NSEC_PER_SEC)
+		return;
+	bs->last_forget_ns = now_ns;
+	for (size_t i = 0; i < bs->nknown; i++) {
+		if (now_ns - bs->known[i].seen_ns >= bs->o.forget_ns)
+			free(bs->known[i].cgroup);
+		else
+			bs->known[j++] = bs->known[i];
+	}
+	bs->nknown = bs->nknown_sorted = j;
+}
+
+/*
+ * The proc sampler's SNAP_TASK_NO_CPU, "caught runnable for an instant": there, CPU
+ * time that did not grow by a clock tick between two reads. Here, a task that was
+ * not listed last tick (it woke or started since) or that ran less than used_ns
+ * since: the short tasks of a shell script are never load worth moving.
+ */
+static bool used_cpu(const struct bpf_sampler *bs, const struct rqs_task *t,
+		     uint64_t old_seen_ns, uint64_t old_runtime)
+{
+	if (old_runtime == UINT64_MAX || old_seen_ns != bs->prev_now_ns)
+		return false;
+	return t->runtime_ns >= old_runtime && t->runtime_ns - old_runtime >= bs->used_ns;
+}
+
+/* Adds t to s; 1 if added, 0 if it is gone or off the snapshot's CPUs, or -ENOMEM. */
+static int add_task(struct bpf_sampler *bs, struct snapshot *s, const struct rqs_task *t,
+		    uint64_t now_ns)
+{
+	struct snap_task st = { 0 };
+	uint64_t old_runtime, old_seen;
+	struct btask *k;
+
+	if (t->cpu < 0 || t->cpu >= s->nr_cpu_ids)
+		return 0;
+	if (sched_getaffinity((pid_t)t->tid, sizeof(st.allowed), &st.allowed) < 0)
+		return 0;
+	k = remember(bs, t, now_ns, &old_runtime, &old_seen);
+	if (!k)
+		return -ENOMEM;
+	st.tid = (pid_t)t->tid;
+	st.tgid = (pid_t)t->tgid;
+	st.cpu = t->cpu;
+	st.start_time = t->start_ns / (NSEC_PER_SEC / (uint64_t)bs->clk_tck);
+	st.flags = (t->flags & RQS_F_KTHREAD) ? SNAP_TASK_KTHREAD : 0;
+	if (!used_cpu(bs, t, old_seen, old_runtime))
+		st.flags |= SNAP_TASK_NO_CPU;
+	memcpy(st.comm, t->comm, sizeof(st.comm));
+	st.comm[sizeof(st.comm) - 1] = '\0';
+	return snap_add_task(s, &st, k->cgroup) ? 1 : -ENOMEM;
+}
+
+static int cmp_cand(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->t->tid != y->t->tid)
+		return (x->t->tid > y->t->tid) - (x->t->tid < y->t->tid);
+	/* The newer sample first: a task that moved is where it was seen last. */
+	return (x->ts_ns < y->ts_ns) - (x->ts_ns > y->ts_ns);
+}
+
+static int find_cand(const void *key, const void *elem)
+{
+	const pid_t *tid = key;
+	const struct cand *c = elem;
+
+	return (*tid > (pid_t)c->t->tid) - (*tid < (pid_t)c->t->tid);
+}
+
+/* This CPU's record as a snap_cpu, its tasks as candidates. False if it is stale. */
+static bool read_cpu(struct bpf_sampler *bs, int c, uint64_t now_ns, struct snapshot *s,
+		     unsigned *counted, bool *complete)
+{
+	struct rqs_cpu *r = &bs->recs[c];
+	uint32_t nr;
+
+	if (copy_slot(bs, c, r))
+		bs->have[c] = true;
+	if (!bs->have[c] || (r->path != RQS_PATH_KSYM && r->path != RQS_PATH_TASK) ||
+	    (int64_t)(now_ns - r->ts_ns) > (int64_t)bs->stale_ns) {
+		bs->stats.stale++;
+		return false;
+	}
+	nr = r->cfs_runnable + r->rt + r->dl;
+	s->cpus[c].nr_running = nr > r->self ? nr - r->self : 0;
+	s->cpus[c].busy_pct = r->util >= SCHED_CAPACITY ? 100 : r->util * 100 / SCHED_CAPACITY;
+	*counted += s->cpus[c].nr_running;
+	if (!r->complete)
+		*complete = false;
+	for (uint32_t i = 0; i < r->ntasks && i < RQS_MAX_TASKS; i++) {
+		struct cand *a = rqb_grow(bs->cands, &bs->candcap, bs->ncands, sizeof(*a));
+
+		if (!a)
+			return true;
+		bs->cands = a;
+		bs->cands[bs->ncands++] = (struct cand){ &r->tasks[i], r->ts_ns };
+	}
+	return true;
+}
+
+/* Adds the tasks of the walk that no CPU sample listed. */
+static int add_walked(struct bpf_sampler *bs, struct snapshot *s, uint64_t now_ns)
+{
+	int r = walk(bs);
+
+	if (r < 0) {
+		log_debug("bpf: task walk failed: %s", strerror(-r));
+		return 0;
+	}
+	for (size_t i = 0; i < bs->nwalked; i++) {
+		pid_t tid = (pid_t)bs->walked[i].tid;
+
+		if (bs->ncands && bsearch(&tid, bs->cands, bs->ncands, sizeof(*bs->cands), find_cand))
+			continue;
+		r = add_task(bs, s, &bs->walked[i], now_ns);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int bpf_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
+{
+	struct bpf_sampler *bs = sm->priv;
+	unsigned counted = 0, listed = 0;
+	bool complete = true;
+	size_t kept = 0;
+	int r = 0;
+
+	s->self_tgid = bs->o.self_tgid;
+	bs->ncands = 0;
+	for (int c = 0; c < bs->ncpus && c < s->nr_cpu_ids; c++)
+		if (CPU_ISSET(c, &bs->attached))
+			read_cpu(bs, c, now_ns, s, &counted, &complete);
+	if (bs->ncands > 1)
+		qsort(bs->cands, bs->ncands, sizeof(*bs->cands), cmp_cand);
+	for (size_t i = 0; i < bs->ncands && r >= 0; i++) {
+		if (kept && bs->cands[kept - 1].t->tid == bs->cands[i].t->tid)
+			continue;
+		bs->cands[kept++] = bs->cands[i];
+		r = add_task(bs, s, bs->cands[i].t, now_ns);
+		listed += r > 0;
+	}
+	bs->ncands = kept;
+	/*
+	 * More runnable than listed, two ticks in a row: a queued RT task, or a queue
+	 * longer than a sample lists. Walk every task then, at most every walk_gap_ns.
+	 */
+	bs->excess_ticks = counted > listed || !complete ? bs->excess_ticks + 1 : 0;
+	if (r >= 0 && bs->excess_ticks >= 2 && now_ns - bs->last_walk_ns >= bs->o.walk_gap_ns) {
+		r = add_walked(bs, s, now_ns);
+		bs->last_walk_ns = now_ns;
+		bs->excess_ticks = 0;
+	}
+	tidy_known(bs, now_ns);
+	bs->prev_now_ns = now_ns;
+	return r < 0 ? r : 0;
+}
+
+static void bpf_free(struct sampler *sm)
+{
+	struct bpf_sampler *bs = sm->priv;
+
+	for (int c = 0; c < bs->ncpus; c++) {
+		if (bs->links && bs->links[c])
+			bpf_link__destroy(bs->links[c]); /* closes the perf event too */
+		else if (bs->perf_fds && bs->perf_fds[c] >= 0)
+			close(bs->perf_fds[c]);
+	}
+	bpf_link__destroy(bs->iter);
+	if (bs->map)
+		munmap(bs->map, bs->map_len);
+	rqsample__destroy(bs->skel);
+	for (size_t i = 0; i < bs->nknown; i++)
+		free(bs->known[i].cgroup);
+	free(bs->known);
+	free(bs->cands);
+	free(bs->walked);
+	free(bs->recs);
+	free(bs->have);
+	free(bs->links);
+	free(bs->perf_fds);
+	free(bs);
+	free(sm);
+}
+
+static const struct sampler_ops bpf_ops = {
+	.name = "bpf",
+	.sample = bpf_sample,
+	.free = bpf_free,
+};
+
+static int alloc_cpus(struct bpf_sampler *bs)
+{
+	bs->perf_fds = malloc((size_t)bs->ncpus * sizeof(*bs->perf_fds));
+	bs->links = calloc((size_t)bs->ncpus, sizeof(*bs->links));
+	bs->recs = calloc((size_t)bs->ncpus, sizeof(*bs->recs));
+	bs->have = calloc((size_t)bs->ncpus, sizeof(*bs->have));
+	if (!bs->perf_fds || !bs->links || !bs->recs || !bs->have)
+		return -ENOMEM;
+	for (int c = 0; c < bs->ncpus; c++)
+		bs->perf_fds[c] = -1;
+	return 0;
+}
+
+static int start(struct bpf_sampler *bs)
+{
+	char btf[PATH_MAX];
+	int r;
+
+	snprintf(btf, sizeof(btf), "%s/sys/kernel/btf/vmlinux", bs->root);
+	if (access(btf, R_OK) < 0)
+		return why(&bs->o, -EOPNOTSUPP, "no kernel BTF (%s): CO-RE cannot relocate", btf);
+	bs->ncpus = libbpf_num_possible_cpus();
+	if (bs->ncpus <= 0)
+		return why(&bs->o, bs->ncpus ? bs->ncpus : -EINVAL, "counting the possible CPUs");
+	r = alloc_cpus(bs);
+	if (r < 0)
+		return why(&bs->o, r, "%s", strerror(-r));
+	libbpf_set_print(on_libbpf);
+	libbpf_first[0] = '\0';
+	r = load_any(bs);
+	if (r == 0)
+		r = map_slots(bs);
+	if (r == 0)
+		r = attach(bs);
+	if (r == 0)
+		r = wait_first_samples(bs);
+	return r;
+}
+
+int sampler_bpf_new(const struct bpf_sampler_opts *o, struct sampler **ret)
+{
+	struct sampler *sm = calloc(1, sizeof(*sm));
+	struct bpf_sampler *bs = calloc(1, sizeof(*bs));
+	int r;
+
+	if (!sm || !bs) {
+		free(sm);
+		free(bs);
+		return why(o, -ENOMEM, "out of memory");
+	}
+	bs->o = *o;
+	snprintf(bs->root, sizeof(bs->root), "%s", o->root ? o->root : "");
+	bs->clk_tck = sysconf(_SC_CLK_TCK);
+	bs->period_ns = clamp_period(o->interval_ns);
+	/* About two periods, and a little for a sample that is being taken. */
+	bs->stale_ns = 2 * bs->period_ns + NSEC_PER_MSEC;
+	/* A clock tick, as /proc counts CPU time, but at most a quarter of a tick. */
+	bs->used_ns = bs->clk_tck > 0 ? NSEC_PER_SEC / (uint64_t)bs->clk_tck : 0;
+	if (bs->used_ns > o->interval_ns / 4)
+		bs->used_ns = o->interval_ns / 4;
+	sm->ops = &bpf_ops;
+	sm->priv = bs;
+	r = bs->clk_tck > 0 ? start(bs) : why(o, -EINVAL, "no clock tick rate");
+	if (r < 0) {
+		bpf_free(sm);
+		return r;
+	}
+	/* Parsing the kernel's BTF took megabytes that the heap would otherwise keep. */
+	malloc_trim(0);
+	bs->stats.period_ns = bs->period_ns;
+	bs->stats.rq_path = bs->path_name;
+	log_info("bpf: rq via %s, a sample every %" PRIu64 " us on %d CPU%s (BPF programs %u, %u)",
+		 bs->path_name, (uint64_t)(bs->period_ns / NSEC_PER_USEC), CPU_COUNT(&bs->attached),
+		 CPU_COUNT(&bs->attached) == 1 ? "" : "s", prog_id(perf_prog(bs)),
+		 prog_id(bs->skel->progs.list_tasks));
+	*ret = sm;
+	return 0;
+}
+
+void sampler_bpf_stats(const struct sampler *sm, struct bpf_stats *ret)
+{
+	const struct bpf_sampler *bs = sm->priv;
+
+	if (sm->ops != &bpf_ops) {
+		*ret = (struct bpf_stats){ 0 };
+		return;
+	}
+	*ret = bs->stats;
+	ret->samples = 0;
+	for (int c = 0; c < bs->ncpus; c++)
+		if (CPU_ISSET(c, &bs->attached))
+			ret->samples += __atomic_load_n(&slot(bs, c)->samples, __ATOMIC_RELAXED);
+}
+
+bool sampler_bpf_walks_unprivileged(struct sampler *sm)
+{
+	struct bpf_sampler *bs = sm->priv;
+	int fd;
+
+	if (sm->ops != &bpf_ops)
+		return false;
+	fd = bpf_iter_create(bpf_link__fd(bs->iter));
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}

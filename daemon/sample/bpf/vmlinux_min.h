@@ -1,0 +1,93 @@
+/*
+ * The kernel types rqsample.bpf.c reads, for a build machine without
+ * /sys/kernel/btf/vmlinux (the Makefile prefers a vmlinux.h that bpftool dumps from
+ * the building kernel's BTF). Only the fields the programs use, with the kernel's
+ * names and types; preserve_access_index makes every access a CO-RE relocation, so
+ * libbpf finds the real offsets in the running kernel's BTF at load, and the field
+ * order and the fields left out here do not matter. Fields that a kernel between
+ * 6.1 and 6.18 may lack are tested with bpf_core_field_exists() in the program.
+ * The BPF uapi (map types, helpers' types) comes from the system's linux/ headers.
+ */
+#ifndef RQB_VMLINUX_MIN_H
+#define RQB_VMLINUX_MIN_H
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <linux/bpf_perf_event.h>
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct list_head {
+	struct list_head *next;
+	struct list_head *prev;
+};
+
+struct sched_avg {
+	unsigned long util_avg;
+};
+
+struct cfs_rq;
+
+struct sched_entity {
+	struct list_head group_node;  /* on rq->cfs_tasks while queued */
+	unsigned char sched_delayed;  /* 6.12+: blocked, dequeue delayed */
+	__u64 sum_exec_runtime;
+	struct cfs_rq *cfs_rq;        /* CONFIG_FAIR_GROUP_SCHED */
+};
+
+struct thread_info {
+	__u32 cpu;                    /* 5.16+ with THREAD_INFO_IN_TASK */
+};
+
+struct task_struct {
+	struct thread_info thread_info;
+	unsigned int __state;
+	unsigned int flags;
+	int on_rq;
+	struct sched_entity se;
+	int pid;
+	int tgid;
+	__u64 start_boottime;
+	char comm[16];
+};
+
+struct rq;
+
+struct cfs_rq {
+	unsigned int h_nr_queued;     /* 6.14+; h_nr_running before */
+	unsigned int h_nr_runnable;   /* 6.14+ */
+	struct sched_avg avg;
+	struct rq *rq;                /* CONFIG_FAIR_GROUP_SCHED */
+};
+
+struct rt_rq {
+	unsigned int rt_nr_running;
+};
+
+struct rq {
+	unsigned int nr_running;
+	struct cfs_rq cfs;
+	struct rt_rq rt;
+	struct task_struct *curr;
+	int cpu;
+	struct list_head cfs_tasks;
+	struct sched_avg avg_rt;
+	struct sched_avg avg_dl;
+};
+
+struct seq_file;
+
+struct bpf_iter_meta {
+	struct seq_file *seq;
+	__u64 session_id;
+	__u64 seq_num;
+};
+
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
+};
+
+#pragma clang attribute pop
+
+#endif
