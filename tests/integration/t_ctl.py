@@ -72,7 +72,8 @@ def test():
         skip(f"{RQCTL} is not built")
     with tmpdir() as tmp:
         os.chmod(tmp, 0o755)  # the unprivileged user must reach the socket
-        with Daemon(tmp, ["--dry-run", "--topology", TOPO_2LLC]) as d:
+        with Daemon(tmp, ["--dry-run", "--topology", TOPO_2LLC],
+                    conf="[daemon]\nsampler = proc\n") as d:
             d.wait_for(r"running: sampler")
             p = rqctl(d.ctl, "status")
             check(p.returncode == 0 and "sampler proc\n" in p.stdout, "rqctl status")

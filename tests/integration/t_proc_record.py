@@ -23,7 +23,8 @@ def test():
             with Hogs(1, cpus=str(cpu)) as hogs:
                 (pid,) = hogs.pids
                 record = os.path.join(tmp, f"record-{cpu}")
-                with Daemon(tmp, ["--dry-run", "--record", record]) as d:
+                with Daemon(tmp, ["--dry-run", "--record", record],
+                            conf="[daemon]\nsampler = proc\n") as d:
                     d.wait_for(r"running: sampler proc")
                     time.sleep(1.0)
                     check(d.stop() == 0, "clean stop")

@@ -8,7 +8,7 @@ i=0
 while [ $i -lt $n ]; do hog "$LLC0"; i=$((i + 1)); done
 sleep 1
 start_daemon
-check "the daemon runs" wait_log "running: sampler proc" 30
+check "the daemon runs" wait_log "running: sampler" 30
 release "$ALL"
 sleep 5
 on0=0

@@ -23,7 +23,7 @@ grep -qw cpu $V2/cgroup.controllers || {
 	exit 77
 }
 start_daemon
-check "the daemon runs" wait_log "running: sampler proc" 30
+check "the daemon runs" wait_log "running: sampler" 30
 check "it found the classes' place in cgroup2" grep -q "class cgroups in $V2 (cgroup2)" "$LOG"
 sleep 600 &
 S=$!

@@ -5,7 +5,7 @@ hog 0
 sleep 0.5
 release "$ALL"
 start_daemon
-check "the daemon runs" wait_log "running: sampler proc" 30
+check "the daemon runs" wait_log "running: sampler" 30
 sleep 3
 p=$(echo $HOGS)
 check "no pin planned" sh -c "! grep -q ' pin tid=' '$LOG'"

@@ -1,0 +1,200 @@
+/*
+ * Unit tests for the bpf sampler, on the real kernel: a thread of this test, busy and
+ * pinned to a CPU, is listed there with its identity, and counts as busy from its
+ * second tick. Each test skips (with the reason printed) where BPF cannot load.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+#include "caps.h"
+#include "rqbalance.h"
+#include "sampler.h"
+
+#define TICK_NS (100 * NSEC_PER_MSEC)
+
+struct fix {
+	struct topo *topo;
+	struct snapshot *snap;
+	struct sampler *sm;
+	pthread_t spin;
+	atomic_int stop;
+	atomic_int tid;
+	int cpu;
+};
+
+static void *spin(void *arg)
+{
+	struct fix *f = arg;
+
+	atomic_store(&f->tid, (int)syscall(SYS_gettid));
+	while (!atomic_load(&f->stop))
+		;
+	return NULL;
+}
+
+static int setup(void **state)
+{
+	struct topo_opts to = { .filter_online = true, .root = "" };
+	struct fix *f = calloc(1, sizeof(*f));
+	char why[256] = "";
+	struct bpf_sampler_opts o = {
+		/* Not this process: its spinning thread is what the tests look for. */
+		.self_tgid = getppid(),
+		.interval_ns = TICK_NS,
+		.walk_gap_ns = NSEC_PER_SEC,
+		.forget_ns = 10 * NSEC_PER_SEC,
+		.root = "",
+		.why = why,
+		.why_len = sizeof(why),
+	};
+
+	assert_non_null(f);
+	assert_int_equal(topo_load(&to, &f->topo), 0);
+	f->snap = snap_new(f->topo);
+	assert_non_null(f->snap);
+	if (sampler_bpf_new(&o, &f->sm) < 0)
+		fprintf(stderr, "bpf sampler cannot load here: %s\n", why);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fix *f = *state;
+
+	sampler_free(f->sm);
+	snap_free(f->snap);
+	topo_free(f->topo);
+	free(f);
+	return 0;
+}
+
+/* Starts the spinning thread on the highest online CPU. */
+static void start_spin(struct fix *f)
+{
+	pthread_attr_t a;
+	cpu_set_t set;
+
+	f->cpu = -1;
+	for (int c = 0; c < f->topo->nr_cpu_ids; c++)
+		if (CPU_ISSET(c, &f->topo->online))
+			f->cpu = c;
+	assert_true(f->cpu >= 0);
+	CPU_ZERO(&set);
+	CPU_SET(f->cpu, &set);
+	assert_int_equal(pthread_attr_init(&a), 0);
+	assert_int_equal(pthread_attr_setaffinity_np(&a, sizeof(set), &set), 0);
+	assert_int_equal(pthread_create(&f->spin, &a, spin, f), 0);
+	pthread_attr_destroy(&a);
+	while (!atomic_load(&f->tid))
+		sched_yield();
+}
+
+static void stop_spin(struct fix *f)
+{
+	atomic_store(&f->stop, 1);
+	pthread_join(f->spin, NULL);
+}
+
+static void tick(struct fix *f)
+{
+	struct timespec nap = { 0, (long)TICK_NS };
+
+	nanosleep(&nap, NULL);
+	snap_reset(f->snap);
+	assert_int_equal(sampler_sample(f->sm, rqb_now_ns(), f->snap), 0);
+}
+
+static const struct snap_task *find(const struct snapshot *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->ntasks; i++)
+		if (s->tasks[i].tid == tid)
+			return &s->tasks[i];
+	return NULL;
+}
+
+static uint64_t start_time_of(pid_t tid)
+{
+	char path[64], buf[1024];
+	struct proc_stat_line l;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	assert_true(rqb_read_file(path, buf, sizeof(buf)) > 0);
+	assert_int_equal(proc_parse_stat(buf, &l), 0);
+	return l.start_time;
+}
+
+static void busy_thread_listed(void **state)
+{
+	struct fix *f = *state;
+	const struct snap_task *t;
+	struct bpf_stats st;
+
+	if (!f->sm)
+		skip();
+	start_spin(f);
+	for (int i = 0; i < 5; i++)
+		tick(f);
+	t = find(f->snap, atomic_load(&f->tid));
+	assert_non_null(t);
+	assert_int_equal(t->cpu, f->cpu);
+	assert_int_equal(t->tgid, getpid());
+	assert_true(t->start_time == start_time_of(t->tid));
+	assert_true(CPU_ISSET(f->cpu, &t->allowed) && CPU_COUNT(&t->allowed) == 1);
+	assert_int_equal(t->flags, 0); /* busy across ticks: not NO_CPU, not a kthread */
+	assert_true(f->snap->cpus[f->cpu].nr_running >= 1);
+	assert_true(f->snap->cpus[f->cpu].busy_pct > 0);
+	stop_spin(f);
+	sampler_bpf_stats(f->sm, &st);
+	assert_non_null(st.rq_path);
+	assert_true(st.samples >= 2 * 5);
+}
+
+/* A task the sampler lists for the first time is "caught runnable", not yet busy. */
+static void new_task_not_busy_yet(void **state)
+{
+	struct fix *f = *state;
+	const struct snap_task *t;
+
+	if (!f->sm)
+		skip();
+	start_spin(f);
+	tick(f);
+	t = find(f->snap, atomic_load(&f->tid));
+	assert_non_null(t);
+	assert_true(t->flags & SNAP_TASK_NO_CPU);
+	tick(f);
+	t = find(f->snap, atomic_load(&f->tid));
+	assert_non_null(t);
+	assert_false(t->flags & SNAP_TASK_NO_CPU);
+	stop_spin(f);
+}
+
+static void caps_format_names(void **state)
+{
+	char buf[128];
+
+	caps_format(CAPS_BIT(39) | CAPS_BIT(38) | CAPS_BIT(21) | CAPS_BIT(2), buf, sizeof(buf));
+	assert_string_equal(buf, "cap 2, cap_sys_admin, cap_perfmon, cap_bpf");
+	caps_format(0, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(busy_thread_listed, setup, teardown),
+		cmocka_unit_test_setup_teardown(new_task_not_busy_yet, setup, teardown),
+		cmocka_unit_test(caps_format_names),
+	};
+
+	return cmocka_run_group_tests_name("bpf", tests, NULL, NULL);
+}
