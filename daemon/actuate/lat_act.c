@@ -191,14 +191,21 @@ static int class_cap(const struct latact *la, const char *rel)
  */
 static int class_ensure(struct latact *la, int v, char *ret, size_t size)
 {
-	char rel[LAT_PATH_MAX];
+	char rel[LAT_PATH_MAX], path[PATH_MAX];
 	uint64_t w = lat_nice_weight(v);
+	struct stat st;
 	int r;
 
 	class_path(la, v, ret, size);
-	if (la->cls.made[v - LAT_MIN])
-		return 0;
 	class_rel(la, v, rel, sizeof(rel));
+	if (la->cls.made[v - LAT_MIN]) {
+		snprintf(path, sizeof(path), "%s/%s", la->cls.mount, rel);
+		if (stat(path, &st) == 0)
+			return 0;
+		/* Emptied by its tasks' exits, then removed by someone else. */
+		log_warn("latency: class cgroup \"%s\" was removed behind rqbalance: made anew", rel);
+		la->cls.made[v - LAT_MIN] = false;
+	}
 	if (la->cls.v2)
 		r = cg_create(rel, "cpu.weight", lat_shares_to_weight((uint32_t)w));
 	else
