@@ -59,9 +59,10 @@ struct bpf_stats {
 };
 void sampler_bpf_stats(const struct sampler *sm, struct bpf_stats *ret);
 /*
- * Whether a task walk still works without CAP_BPF in the effective set (kernels
- * before 6.5 ask for it on every bpf() call when unprivileged BPF is off). Call it
- * with CAP_BPF lowered; false also for any sampler that is not bpf.
+ * Whether a task walk still works without CAP_BPF in the effective set (older
+ * kernels ask for it on every bpf() call when unprivileged BPF is off; 6.1 and 6.18
+ * only to create maps and programs). Call it with CAP_BPF lowered; false also for
+ * any sampler that is not bpf.
  */
 bool sampler_bpf_walks_unprivileged(struct sampler *sm);
 /*

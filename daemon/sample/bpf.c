@@ -44,6 +44,7 @@ struct btask {
 	uint64_t start_ns;
 	uint64_t runtime_ns;
 	uint64_t seen_ns;        /* the last tick that listed it */
+	bool cgroup_read;        /* cgroup holds what /proc said (maybe NULL) */
 	char *cgroup;
 };
 
@@ -333,19 +334,18 @@ static int wait_first_samples(struct bpf_sampler *bs)
 /* Reads every runnable task the iterator emits into bs->walked. */
 static int walk(struct bpf_sampler *bs)
 {
-	int fd = bpf_iter_create(bpf_link__fd(bs->iter)), err;
+	int fd = bpf_iter_create(bpf_link__fd(bs->iter)), err = fd < 0 ? -errno : 0;
 	size_t have = 0, cap = bs->walkcap * sizeof(*bs->walked);
 	char *buf = (char *)bs->walked;
 
-	/* Before 6.5 every bpf() call wants CAP_BPF when unprivileged BPF is off. */
-	if (fd < 0 && (errno == EPERM || errno == EACCES) && caps_raise(CAP_BPF) == 0) {
+	/* Some kernels want CAP_BPF for every bpf() call when unprivileged BPF is off. */
+	if ((err == -EPERM || err == -EACCES) && caps_raise(CAP_BPF) == 0) {
 		fd = bpf_iter_create(bpf_link__fd(bs->iter));
-		err = errno;
+		err = fd < 0 ? -errno : 0;
 		caps_lower(CAP_BPF);
-		errno = err;
 	}
 	if (fd < 0)
-		return -errno;
+		return err;
 	for (;;) {
 		ssize_t n;
 
@@ -406,9 +406,9 @@ static char *read_cgroup(const struct bpf_sampler *bs, pid_t tgid, pid_t tid)
 }
 
 /*
- * The sampler's memory of t: found, or made (its cgroup read once, as the proc
- * sampler does). *ret_runtime and *ret_seen are its run time and the tick when it
- * was last listed, UINT64_MAX and 0 if it is new. NULL on ENOMEM.
+ * The sampler's memory of t: found, or made. *ret_runtime and *ret_seen are its run
+ * time and the tick when it was last listed, UINT64_MAX and 0 if it is new. NULL on
+ * ENOMEM.
  */
 static struct btask *remember(struct bpf_sampler *bs, const struct rqs_task *t, uint64_t now_ns,
 			      uint64_t *ret_runtime, uint64_t *ret_seen)
@@ -417,7 +417,8 @@ static struct btask *remember(struct bpf_sampler *bs, const struct rqs_task *t, 
 
 	if (k && k->start_ns != t->start_ns) {
 		free(k->cgroup);
-		k->cgroup = read_cgroup(bs, (pid_t)t->tgid, (pid_t)t->tid);
+		k->cgroup = NULL;
+		k->cgroup_read = false;
 		k->start_ns = t->start_ns;
 		k->runtime_ns = UINT64_MAX;
 		k->seen_ns = 0;
@@ -430,8 +431,7 @@ static struct btask *remember(struct bpf_sampler *bs, const struct rqs_task *t, 
 		bs->known = a;
 		k = &bs->known[bs->nknown++];
 		*k = (struct btask){ .tid = (pid_t)t->tid, .start_ns = t->start_ns,
-				     .runtime_ns = UINT64_MAX,
-				     .cgroup = read_cgroup(bs, (pid_t)t->tgid, (pid_t)t->tid) };
+				     .runtime_ns = UINT64_MAX };
 	}
 	*ret_runtime = k->runtime_ns;
 	*ret_seen = k->seen_ns;
@@ -496,6 +496,15 @@ static int add_task(struct bpf_sampler *bs, struct snapshot *s, const struct rqs
 	st.flags = (t->flags & RQS_F_KTHREAD) ? SNAP_TASK_KTHREAD : 0;
 	if (!used_cpu(bs, t, old_seen, old_runtime))
 		st.flags |= SNAP_TASK_NO_CPU;
+	/*
+	 * Its cgroup, read once, as the proc sampler does; but only once it is busy and
+	 * movable, when the policy may look at it: the short tasks of a fork storm would
+	 * otherwise cost a file read each.
+	 */
+	if (!st.flags && !k->cgroup_read) {
+		k->cgroup = read_cgroup(bs, (pid_t)t->tgid, (pid_t)t->tid);
+		k->cgroup_read = true;
+	}
 	memcpy(st.comm, t->comm, sizeof(st.comm));
 	st.comm[sizeof(st.comm) - 1] = '\0';
 	return snap_add_task(s, &st, k->cgroup) ? 1 : -ENOMEM;

@@ -4,11 +4,12 @@ journal and socket) record the same seconds side by side, and the test samples
 procs_running from /proc/stat meanwhile.
 
 Tolerance: per CPU, the median over the ticks of the bpf count is at least the
-pinned load and within 1 of the proc sampler's median (other tasks on this machine
-come and go between the two samplers' reads); the median total is within 2 of the
-median procs_running less the test's own reader (procs_running also counts the
-daemons while they run, and since 6.12 delayed-dequeue sleepers, which the bpf
-sampler leaves out)."""
+pinned load and within 1 of the proc sampler's median, or a quarter of it on a
+crowded machine (other tasks come and go between the two samplers' reads, and the
+proc sampler sees a new busy task only at its next walk); the median total is
+within 2, or a quarter, of the median procs_running less the test's own reader
+(procs_running also counts the daemons while they run, and since 6.12
+delayed-dequeue sleepers, which the bpf sampler leaves out)."""
 import os
 import statistics
 import time
@@ -56,8 +57,10 @@ def test():
               f"procs_running {total_r}")
         check(mb[0] >= 2 and mb[1] >= 1, "bpf counts at least the pinned hogs on each CPU")
         for c in (0, 1):
-            check(abs(mb[c] - mp[c]) <= 1, f"CPU {c}: bpf within 1 of the proc sampler")
-        check(abs(total_b - total_r) <= 2, "the bpf total is within 2 of procs_running")
+            tol = max(1, mp[c] / 4)
+            check(abs(mb[c] - mp[c]) <= tol, f"CPU {c}: bpf within {tol:g} of the proc sampler")
+        tol = max(2, total_r / 4)
+        check(abs(total_b - total_r) <= tol, f"the bpf total is within {tol:g} of procs_running")
 
 
 main(test)

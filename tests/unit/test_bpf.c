@@ -132,6 +132,23 @@ static uint64_t start_time_of(pid_t tid)
 	return l.start_time;
 }
 
+/*
+ * Ticks until the spinning thread is listed as busy (not NO_CPU), at most 30 times:
+ * on a crowded machine it may get less than a clock tick of CPU in some ticks.
+ */
+static const struct snap_task *tick_until_busy(struct fix *f)
+{
+	const struct snap_task *t = NULL;
+
+	for (int i = 0; i < 30; i++) {
+		tick(f);
+		t = find(f->snap, atomic_load(&f->tid));
+		if (t && !(t->flags & SNAP_TASK_NO_CPU))
+			return t;
+	}
+	return t;
+}
+
 static void busy_thread_listed(void **state)
 {
 	struct fix *f = *state;
@@ -141,9 +158,8 @@ static void busy_thread_listed(void **state)
 	if (!f->sm)
 		skip();
 	start_spin(f);
-	for (int i = 0; i < 5; i++)
-		tick(f);
-	t = find(f->snap, atomic_load(&f->tid));
+	tick(f);
+	t = tick_until_busy(f);
 	assert_non_null(t);
 	assert_int_equal(t->cpu, f->cpu);
 	assert_int_equal(t->tgid, getpid());
@@ -155,7 +171,7 @@ static void busy_thread_listed(void **state)
 	stop_spin(f);
 	sampler_bpf_stats(f->sm, &st);
 	assert_non_null(st.rq_path);
-	assert_true(st.samples >= 2 * 5);
+	assert_true(st.samples >= 2 * 2);
 }
 
 /* A task the sampler lists for the first time is "caught runnable", not yet busy. */
@@ -171,8 +187,7 @@ static void new_task_not_busy_yet(void **state)
 	t = find(f->snap, atomic_load(&f->tid));
 	assert_non_null(t);
 	assert_true(t->flags & SNAP_TASK_NO_CPU);
-	tick(f);
-	t = find(f->snap, atomic_load(&f->tid));
+	t = tick_until_busy(f);
 	assert_non_null(t);
 	assert_false(t->flags & SNAP_TASK_NO_CPU);
 	stop_spin(f);
