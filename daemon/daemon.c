@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "cpumask.h"
 #include "daemon.h"
 #include "log.h"
 #include "rqbalance.h"
@@ -167,10 +168,33 @@ static void notify_status(struct daemon *d)
 	sd_notifyf(0, "STATUS=%s", status);
 }
 
+/*
+ * CPU hotplug: a CPU that goes offline leaves the topology the tick's policy sees (no
+ * load counted, no pin made to it) until it is back. Pins made to it before are the
+ * kernel's to break; the verify pass then leaves those tasks as they are.
+ */
+static void follow_hotplug(struct daemon *d)
+{
+	char buf[CPUMASK_STRLEN];
+	cpu_set_t went, came;
+	int r = topo_follow_online(d->topo, "", &went, &came);
+
+	if (r < 0)
+		log_debug("topology: cannot read the online CPUs: %s", strerror(-r));
+	if (r <= 0)
+		return;
+	if (CPU_COUNT(&went))
+		log_notice("topology: CPU %s went offline: left out until it is back",
+			   cpumask_format(&went, buf, sizeof(buf)));
+	if (CPU_COUNT(&came))
+		log_notice("topology: CPU %s online again", cpumask_format(&came, buf, sizeof(buf)));
+}
+
 int daemon_tick(struct daemon *d, uint64_t now_ns)
 {
 	int r;
 
+	follow_hotplug(d);
 	snap_reset(d->snap);
 	d->snap->seq = ++d->ticks;
 	d->snap->now_ns = now_ns;

@@ -1,6 +1,7 @@
 /*
  * Sample stage: the machine's shape from hwloc (or a fake XML/synthetic one that maps
- * onto real CPU numbers). Reads only; offline CPUs are left out.
+ * onto real CPU numbers). Reads only; offline CPUs are left out, also those that go
+ * offline later.
  */
 #include <errno.h>
 #include <hwloc.h>
@@ -143,6 +144,7 @@ static int fill(hwloc_topology_t h, const cpu_set_t *online, struct topo *t)
 			if (o->memory_arity)
 				numa = o->memory_first_child;
 		c->present = true;
+		c->placed = true;
 		c->core = core ? (int)core->logical_index : cpu;
 		c->package = pkg ? (int)pkg->logical_index : 0;
 		c->numa = numa ? (int)numa->logical_index : 0;
@@ -197,6 +199,45 @@ int topo_load(const struct topo_opts *o, struct topo **ret)
 										   : "this system");
 	*ret = t;
 	return 0;
+}
+
+int topo_follow_online(struct topo *t, const char *root, cpu_set_t *ret_went,
+		       cpu_set_t *ret_came)
+{
+	cpu_set_t online, went, came;
+	int r = read_online(root, &online), n = 0;
+
+	if (r < 0)
+		return r;
+	CPU_ZERO(&went);
+	CPU_ZERO(&came);
+	for (int cpu = 0; cpu < t->nr_cpu_ids; cpu++) {
+		struct topo_cpu *c = &t->cpus[cpu];
+		bool on = CPU_ISSET(cpu, &online);
+		int d = on ? 1 : -1;
+
+		if (!c->placed || c->present == on)
+			continue;
+		c->present = on;
+		if (on) {
+			CPU_SET(cpu, &t->llcs[c->llc].cpus);
+			CPU_SET(cpu, &t->online);
+			CPU_SET(cpu, &came);
+		} else {
+			CPU_CLR(cpu, &t->llcs[c->llc].cpus);
+			CPU_CLR(cpu, &t->online);
+			CPU_SET(cpu, &went);
+		}
+		t->llcs[c->llc].ncpus += d;
+		t->ncpus += d;
+		t->noffline -= d;
+		n++;
+	}
+	if (ret_went)
+		*ret_went = went;
+	if (ret_came)
+		*ret_came = came;
+	return n;
 }
 
 void topo_free(struct topo *t)

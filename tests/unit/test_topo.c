@@ -1,4 +1,7 @@
-/* Topology from hwloc: synthetic machines, the shipped fake XML, offline CPUs left out. */
+/*
+ * Topology from hwloc: synthetic machines, the shipped fake XML, offline CPUs left out,
+ * and CPUs that go offline and come back after the load.
+ */
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -116,6 +119,63 @@ static void offline_cpus_left_out(void **state)
 	assert_int_equal(system(path), 0);
 }
 
+static void write_online(const char *root, const char *list)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online", root);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(list, f);
+	fclose(f);
+}
+
+/* CPUs going offline and back after the load: out of their LLC, then in again. */
+static void hotplug_followed(void **state)
+{
+	char root[] = "/tmp/rqb-topo.XXXXXX", path[PATH_MAX];
+	struct topo_opts o = { .synthetic = "package:1 l3cache:2 core:2 pu:1",
+			       .filter_online = true, .root = root };
+	struct topo *t = NULL;
+	cpu_set_t went, came;
+
+	assert_non_null(mkdtemp(root));
+	snprintf(path, sizeof(path), "mkdir -p %s/sys/devices/system/cpu", root);
+	assert_int_equal(system(path), 0);
+	write_online(root, "0-2\n");
+	assert_int_equal(topo_load(&o, &t), 0);
+	assert_int_equal(t->ncpus, 3);
+	assert_int_equal(topo_follow_online(t, root, &went, &came), 0);
+
+	write_online(root, "0,2-3\n");
+	assert_int_equal(topo_follow_online(t, root, &went, &came), 1);
+	assert_true(CPU_ISSET(1, &went) && CPU_COUNT(&went) == 1 && CPU_COUNT(&came) == 0);
+	assert_false(t->cpus[1].present);
+	assert_int_equal(topo_llc_of(t, 1), -1);
+	assert_false(CPU_ISSET(1, &t->online));
+	assert_false(CPU_ISSET(1, &t->llcs[0].cpus));
+	assert_int_equal(t->llcs[0].ncpus, 1);
+	assert_int_equal(t->ncpus, 2);
+	/* CPU 3 was offline at the load: never placed, it stays out. */
+	assert_false(t->cpus[3].present);
+	assert_int_equal(t->noffline, 2);
+
+	write_online(root, "0-3\n");
+	assert_int_equal(topo_follow_online(t, root, NULL, &came), 1);
+	assert_true(CPU_ISSET(1, &came) && CPU_COUNT(&came) == 1);
+	assert_int_equal(topo_llc_of(t, 1), 0);
+	assert_int_equal(t->llcs[0].ncpus, 2);
+	assert_int_equal(t->ncpus, 3);
+	assert_int_equal(t->noffline, 1);
+
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	assert_int_equal(system(path), 0);
+	assert_true(topo_follow_online(t, root, &went, &came) < 0);
+	assert_int_equal(t->ncpus, 3);
+	topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -126,6 +186,7 @@ int main(void)
 		cmocka_unit_test(fake_xml_maps_real_cpus),
 		cmocka_unit_test(missing_xml_is_an_error),
 		cmocka_unit_test(offline_cpus_left_out),
+		cmocka_unit_test(hotplug_followed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

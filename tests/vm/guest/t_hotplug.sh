@@ -1,0 +1,59 @@
+# A CPU going offline while the daemon runs (LLCs 0-1 and 2-3, CPU 3 unplugged): the
+# daemon leaves it out of its LLC, so it counts no idle CPU there and pins nothing to
+# it: one hog goes to CPU 2 alone. Back online, CPU 3 takes a second hog (2-3).
+. /tests/lib.sh
+need_llcs
+LAST=$(echo "$ALL" | awk -F- '{ print $NF }')
+OFF=/sys/devices/system/cpu/cpu$LAST/online
+if [ ! -w "$OFF" ]; then
+	echo "CPU $LAST cannot be taken offline in this guest"
+	exit 77
+fi
+LLCN=$(llc_of "$LAST")
+if [ "$(list_len "$LLCN")" -ne 2 ]; then
+	echo "needs two CPUs in CPU $LAST's LLC, not $LLCN"
+	exit 77
+fi
+FIRST=${LLCN%-*}
+trap 'echo 1 >"$OFF" 2>/dev/null' EXIT
+# pinned_to list: how many hogs have exactly that affinity.
+pinned_to() {
+	n=0
+	for p in $HOGS; do [ "$(allowed "$p")" = "$1" ] && n=$((n + 1)); done
+	echo $n
+}
+# wait_pinned list count seconds
+wait_pinned() {
+	i=0
+	while [ "$(pinned_to "$1")" -lt "$2" ] && [ $i -lt $(($3 * 10)) ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ "$(pinned_to "$1")" -eq "$2" ]
+}
+
+lb_off
+start_daemon
+check "the daemon runs" wait_log "running:" 30
+echo 0 >"$OFF"
+check "it sees CPU $LAST go offline" wait_log "CPU $LAST went offline" 10
+pile_on_llc0
+for p in $HOGS; do echo "hog $p: allowed $(allowed "$p")"; done
+check "a pin is planned" wait_log "pin tid=.*llc=0->" 30
+check "one hog is pinned to CPU $FIRST alone" wait_pinned "$FIRST" 1 10
+sleep 2
+for p in $HOGS; do echo "hog $p: allowed $(allowed "$p"), cpu $(lastcpu "$p")"; done
+check "and no more: CPU $LAST is not counted idle" [ "$(grep -c ' pin tid=' "$LOG")" -eq 1 ]
+check "no pin names CPU $LAST" sh -c "! grep ' pin tid=' '$LOG' | grep -q 'cpus=[^ ]*$LAST'"
+
+echo 1 >"$OFF"
+check "it sees CPU $LAST come back" wait_log "CPU $LAST online again" 10
+# The kernel narrowed the hogs' masks while CPU $LAST was away: give the others it back.
+for p in $HOGS; do
+	[ "$(allowed "$p")" = "$FIRST" ] || taskset -pc "$ALL" "$p" >/dev/null
+done
+check "a second hog is pinned, to $LLCN" wait_pinned "$LLCN" 1 30
+check "the first stays on CPU $FIRST" [ "$(pinned_to "$FIRST")" -eq 1 ]
+check "SIGTERM stops it cleanly" stop_daemon TERM
+check "every pin is given back" [ "$(pinned_to "$FIRST")" -eq 0 ] && [ "$(pinned_to "$LLCN")" -eq 0 ]
+cleanup
