@@ -110,6 +110,18 @@ int snap_write(const struct snapshot *s, FILE *out)
 	return ferror(out) ? -EIO : 0;
 }
 
+/*
+ * A cgroup path as the samplers read it, NUL included, and as put_escaped writes it:
+ * four bytes a byte at worst. The reader must take every line the writer makes.
+ */
+#define CG_MAX 4096
+#define CG_ESC_MAX 16380
+#define STR_(x) #x
+#define STR(x) STR_(x)
+_Static_assert(CG_ESC_MAX == 4 * (CG_MAX - 1), "an escaped cgroup is 4 bytes a byte");
+/* The longest line snap_write writes: a task line with every field at its widest. */
+#define LINE_MAX_LEN (128 + CPUMASK_STRLEN + 4 * SNAP_COMM_LEN + CG_ESC_MAX)
+
 static int unescape(const char *in, char *out, size_t len)
 {
 	size_t n = 0;
@@ -146,13 +158,13 @@ static int unescape(const char *in, char *out, size_t len)
 static int parse_task(struct snapshot *s, char *line, char *err, size_t errlen)
 {
 	struct snap_task t = { 0 };
-	char mask[CPUMASK_STRLEN], comm[64], cg[4096], ecomm[256];
+	char mask[CPUMASK_STRLEN], comm[64], cg[CG_ESC_MAX + 1], ecomm[256];
 	int tid, tgid, cpu, partner = 0, n = 0, m = 0;
 	unsigned flags;
 	uint64_t start;
 
-	if (sscanf(line, "task %d %d %d %" SCNu64 " %u %4095s %255s %4095s%n", &tid, &tgid, &cpu,
-		   &start, &flags, mask, ecomm, cg, &n) != 8 ||
+	if (sscanf(line, "task %d %d %d %" SCNu64 " %u %4095s %255s %" STR(CG_ESC_MAX) "s%n", &tid,
+		   &tgid, &cpu, &start, &flags, mask, ecomm, cg, &n) != 8 ||
 	    (line[n] != '\0' && (sscanf(line + n, " partner=%d%n", &partner, &m) != 1 ||
 				   line[n + m] != '\0' || partner <= 0)))
 		FAIL("task: expected TID TGID CPU START_TIME FLAGS ALLOWED COMM CGROUP "
@@ -165,7 +177,7 @@ static int parse_task(struct snapshot *s, char *line, char *err, size_t errlen)
 		FAIL("task %d: bad cpu list '%s'", tid, mask);
 	if (unescape(ecomm, comm, sizeof(comm)) < 0 || strlen(comm) >= SNAP_COMM_LEN)
 		FAIL("task %d: bad comm", tid);
-	if (unescape(cg, cg, sizeof(cg)) < 0)
+	if (unescape(cg, cg, CG_MAX) < 0)
 		FAIL("task %d: bad cgroup", tid);
 	t.tid = tid;
 	t.tgid = tgid;
@@ -197,7 +209,7 @@ static int parse_cpu(struct snapshot *s, const char *line, char *err, size_t err
 
 int snap_read(FILE *in, struct snapshot *s, unsigned *lineno, char *err, size_t errlen)
 {
-	char line[8192];
+	char line[LINE_MAX_LEN + 2]; /* and its newline and NUL */
 	bool open = false;
 
 	snap_reset(s);
