@@ -39,7 +39,8 @@ UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
 SIM_OBJ    = $(SIM_SRC:%.c=$(B)/%.o)
-BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/execlat $(B)/bench/sim/sim
+BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/execlat $(B)/bench/churn_load \
+             $(B)/bench/churn_child $(B)/bench/sim/sim
 
 # Fuzz targets, one per parser: each builds with libFuzzer and clang (make fuzz: into
 # $(B)/fuzz/, on daemon objects of its own in build-fuzz/) and as a plain program
@@ -181,6 +182,11 @@ bench-latency: deps-test
 	@$(MAKE) --no-print-directory all benches
 	bench/latency
 
+# The churn at full size: 10,000 threads, 1,000 execs a second for 60 s, a fork storm.
+bench-churn: deps-test
+	@$(MAKE) --no-print-directory all
+	bench/churn
+
 # The simulator's table and plots, kept in the tree for the README.
 bench-sim: deps
 	@$(MAKE) --no-print-directory $(B)/bench/sim/sim
@@ -249,4 +255,4 @@ uninstall:
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all bpf-fallback deps deps-test run unit fuzz benches check check-vm bench bench-latency bench-sim clean
+.PHONY: all bpf-fallback deps deps-test run unit fuzz benches check check-vm bench bench-latency bench-churn bench-sim clean
