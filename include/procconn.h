@@ -46,8 +46,9 @@ void pc_close(struct procconn *pc);
 /* The fd to poll for input (sd_event_add_io with EPOLLIN). */
 int pc_fd(const struct procconn *pc);
 /*
- * Reads every event queued now and calls the callbacks; never blocks. Returns the
- * number of events delivered, or -errno on a socket error other than overflow.
+ * Reads the events queued now, up to a bound (an event loop calls again while the fd
+ * stays readable), and calls the callbacks; never blocks. Returns the number of
+ * events delivered, or -errno on a socket error other than overflow.
  */
 int pc_dispatch(struct procconn *pc);
 

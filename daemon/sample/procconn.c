@@ -23,6 +23,12 @@
 #define PC_RCVBUF_BYTES (4 << 20)
 /* One connector message is under 100 bytes; a fixed buffer saves libnl's MSG_PEEK call. */
 #define PC_MSGBUF_BYTES 4096
+/*
+ * Datagrams read by one pc_dispatch: under a fork storm the socket refills as fast as it
+ * is read, and a handler that drained it would keep the loop from its tick, its ctl
+ * socket and its watchdog. What is left is read when the loop comes back to it.
+ */
+#define PC_DISPATCH_MAX 256
 /* The kernel acks in the sender's context; this only bounds a wait that should not happen. */
 #define PC_ACK_WAIT_NS (200 * NSEC_PER_MSEC)
 
@@ -340,12 +346,12 @@ int pc_fd(const struct procconn *pc)
 
 int pc_dispatch(struct procconn *pc)
 {
-	int r;
+	int r, n = 0;
 
 	pc->delivered = 0;
 	do
 		r = read_once(pc);
-	while (r > 0);
+	while (r > 0 && ++n < PC_DISPATCH_MAX);
 	return r < 0 ? r : pc->delivered;
 }
 
