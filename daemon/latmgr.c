@@ -76,6 +76,7 @@ static void proc_del(struct latmgr *m, pid_t tgid)
 		return;
 	memmove(&m->p[i], &m->p[i + 1], (m->np - i - 1) * sizeof(*m->p));
 	m->np--;
+	m->p = rqb_shrink(m->p, &m->capp, m->np, sizeof(*m->p));
 }
 
 int lm_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret)

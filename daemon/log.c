@@ -106,6 +106,20 @@ void *rqb_grow(void *arr, size_t *cap, size_t n, size_t size)
 	return a;
 }
 
+void *rqb_shrink(void *arr, size_t *cap, size_t n, size_t size)
+{
+	size_t c = *cap / 2;
+	void *a;
+
+	if (c < 16 || n >= *cap / 4)
+		return arr;
+	a = realloc(arr, c * size);
+	if (!a)
+		return arr;
+	*cap = c;
+	return a;
+}
+
 ssize_t rqb_read_file(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -48,6 +48,7 @@ struct daemon {
 	sd_event *event;
 	sd_event_source *timer;
 	uint64_t next_tick_ns;
+	uint64_t next_trim_ns;       /* CLOCK_MONOTONIC: when freed memory goes back next */
 	uint64_t ticks;
 	uint64_t sample_errors;
 	uint64_t sample_failures;    /* ticks whose sample failed, ever: sample_errors resets */

@@ -36,6 +36,12 @@ uint64_t rqb_now_ns(void);
  * or NULL (the old array and *cap intact) when out of memory.
  */
 void *rqb_grow(void *arr, size_t *cap, size_t n, size_t size);
+/*
+ * After a removal: halves *cap (not below 16) once n has fallen under a quarter of it,
+ * so that a burst of entries does not keep its memory. Returns the array to use from
+ * now on (the old one, intact, if realloc fails).
+ */
+void *rqb_shrink(void *arr, size_t *cap, size_t n, size_t size);
 
 /*
  * 0 while the process (or thread) of a pidfd runs, -ESRCH once it has exited, or

@@ -479,6 +479,7 @@ static void entry_del(struct latact *la, pid_t tid)
 	la->ops->close(&la->e[i].task);
 	memmove(&la->e[i], &la->e[i + 1], (la->n - i - 1) * sizeof(*la->e));
 	la->n--;
+	la->e = rqb_shrink(la->e, &la->cap, la->n, sizeof(*la->e));
 }
 
 /*
@@ -506,10 +507,15 @@ int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, i
 	struct lat_entry e = { .tgid = tgid, .value = v };
 
 	snprintf(e.source, sizeof(e.source), "%s", source ? source : "");
-	struct lat_state cur, want;
+	struct lat_state cur, want, inh;
 	int r;
 
 	*ret_why = NULL;
+	/* inherit may point into la->e, which dropping an entry below moves. */
+	if (inherit) {
+		inh = *inherit;
+		inherit = &inh;
+	}
 	if (old && old->task.start_time != start_time) {
 		latact_task_gone(la, tid);
 		old = NULL;
