@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -37,6 +38,11 @@
 /* Every CPU must report within this long of the start. */
 #define FIRST_SAMPLE_NS (2 * NSEC_PER_SEC)
 #define SCHED_CAPACITY 1024
+/*
+ * An online CPU whose event has not reported for this many periods has lost it (it
+ * went offline and came back) or never had one (it came online after the start).
+ */
+#define BLIND_PERIODS 10
 
 /* What the sampler remembers of a task it listed: its cgroup, its run time. */
 struct btask {
@@ -70,8 +76,10 @@ struct bpf_sampler {
 	int *perf_fds;               /* by CPU, -1 where none */
 	struct bpf_link **links;     /* by CPU */
 	struct bpf_link *iter;
-	struct rqs_cpu *recs;        /* this tick's copies, by CPU */
+	struct rqs_cpu *recs;        /* the last whole copies, by CPU */
 	bool *have;                  /* by CPU: recs[c] is a whole record */
+	struct rqs_cpu *scratch;     /* one copy being made */
+	cpu_set_t blind_seen;        /* blind CPUs already logged */
 	struct cand *cands;
 	size_t ncands, candcap;
 	struct rqs_task *walked;     /* the last walk's tasks */
@@ -535,8 +543,10 @@ static bool read_cpu(struct bpf_sampler *bs, int c, uint64_t now_ns, struct snap
 	struct rqs_cpu *r = &bs->recs[c];
 	uint32_t nr;
 
-	if (copy_slot(bs, c, r))
+	if (copy_slot(bs, c, bs->scratch)) {
+		*r = *bs->scratch;
 		bs->have[c] = true;
+	}
 	if (!bs->have[c] || (r->path != RQS_PATH_KSYM && r->path != RQS_PATH_TASK) ||
 	    (int64_t)(now_ns - r->ts_ns) > (int64_t)bs->stale_ns) {
 		bs->stats.stale++;
@@ -559,8 +569,36 @@ static bool read_cpu(struct bpf_sampler *bs, int c, uint64_t now_ns, struct snap
 	return true;
 }
 
-/* Adds the tasks of the walk that no CPU sample listed. */
-static int add_walked(struct bpf_sampler *bs, struct snapshot *s, uint64_t now_ns)
+/*
+ * True if c is online but its perf event is gone or never was. The first time, it
+ * tries to enable the event again (no capability needed on our own fd) and says so.
+ */
+static bool blind(struct bpf_sampler *bs, int c, uint64_t now_ns, const struct snapshot *s)
+{
+	bool attached = CPU_ISSET(c, &bs->attached);
+
+	if (!CPU_ISSET(c, &s->topo->online))
+		return false;
+	if (attached && (!bs->have[c] ||
+			 now_ns - bs->recs[c].ts_ns <= BLIND_PERIODS * bs->period_ns))
+		return false;
+	if (!CPU_ISSET(c, &bs->blind_seen)) {
+		CPU_SET(c, &bs->blind_seen);
+		if (attached)
+			ioctl(bs->perf_fds[c], PERF_EVENT_IOC_ENABLE, 0);
+		log_notice("bpf: CPU %d has no perf samples (%s): its tasks come from a task walk "
+			   "each tick while it lasts", c,
+			   attached ? "it went offline and back" : "it came online after the start");
+	}
+	return true;
+}
+
+/*
+ * Adds the tasks of the walk that no CPU sample listed, and counts the runnable
+ * tasks of the blind CPUs, which no sample counted.
+ */
+static int add_walked(struct bpf_sampler *bs, struct snapshot *s, uint64_t now_ns,
+		      const cpu_set_t *blinds)
 {
 	int r = walk(bs);
 
@@ -570,7 +608,10 @@ static int add_walked(struct bpf_sampler *bs, struct snapshot *s, uint64_t now_n
 	}
 	for (size_t i = 0; i < bs->nwalked; i++) {
 		pid_t tid = (pid_t)bs->walked[i].tid;
+		int cpu = bs->walked[i].cpu;
 
+		if (cpu >= 0 && cpu < s->nr_cpu_ids && CPU_ISSET(cpu, blinds))
+			s->cpus[cpu].nr_running++;
 		if (bs->ncands && bsearch(&tid, bs->cands, bs->ncands, sizeof(*bs->cands), find_cand))
 			continue;
 		r = add_task(bs, s, &bs->walked[i], now_ns);
@@ -585,14 +626,18 @@ static int bpf_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 	struct bpf_sampler *bs = sm->priv;
 	unsigned counted = 0, listed = 0;
 	bool complete = true;
+	cpu_set_t blinds;
 	size_t kept = 0;
 	int r = 0;
 
 	s->self_tgid = bs->o.self_tgid;
 	bs->ncands = 0;
+	CPU_ZERO(&blinds);
+	/* A stale CPU counts as idle; one that stays stale is blind, and walked. */
 	for (int c = 0; c < bs->ncpus && c < s->nr_cpu_ids; c++)
-		if (CPU_ISSET(c, &bs->attached))
-			read_cpu(bs, c, now_ns, s, &counted, &complete);
+		if (!(CPU_ISSET(c, &bs->attached) && read_cpu(bs, c, now_ns, s, &counted, &complete)) &&
+		    blind(bs, c, now_ns, s))
+			CPU_SET(c, &blinds);
 	if (bs->ncands > 1)
 		qsort(bs->cands, bs->ncands, sizeof(*bs->cands), cmp_cand);
 	for (size_t i = 0; i < bs->ncands && r >= 0; i++) {
@@ -608,8 +653,9 @@ static int bpf_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 	 * longer than a sample lists. Walk every task then, at most every walk_gap_ns.
 	 */
 	bs->excess_ticks = counted > listed || !complete ? bs->excess_ticks + 1 : 0;
-	if (r >= 0 && bs->excess_ticks >= 2 && now_ns - bs->last_walk_ns >= bs->o.walk_gap_ns) {
-		r = add_walked(bs, s, now_ns);
+	if (r >= 0 && (CPU_COUNT(&blinds) || (bs->excess_ticks >= 2 &&
+					      now_ns - bs->last_walk_ns >= bs->o.walk_gap_ns))) {
+		r = add_walked(bs, s, now_ns, &blinds);
 		bs->last_walk_ns = now_ns;
 		bs->excess_ticks = 0;
 	}
@@ -639,6 +685,7 @@ static void bpf_free(struct sampler *sm)
 	free(bs->walked);
 	free(bs->recs);
 	free(bs->have);
+	free(bs->scratch);
 	free(bs->links);
 	free(bs->perf_fds);
 	free(bs);
@@ -657,7 +704,8 @@ static int alloc_cpus(struct bpf_sampler *bs)
 	bs->links = calloc((size_t)bs->ncpus, sizeof(*bs->links));
 	bs->recs = calloc((size_t)bs->ncpus, sizeof(*bs->recs));
 	bs->have = calloc((size_t)bs->ncpus, sizeof(*bs->have));
-	if (!bs->perf_fds || !bs->links || !bs->recs || !bs->have)
+	bs->scratch = malloc(sizeof(*bs->scratch));
+	if (!bs->perf_fds || !bs->links || !bs->recs || !bs->have || !bs->scratch)
 		return -ENOMEM;
 	for (int c = 0; c < bs->ncpus; c++)
 		bs->perf_fds[c] = -1;

@@ -30,9 +30,11 @@
  * instant; the walk is bounded (RQS_MAX_VISIT entries, RQS_MAX_TASKS listed) and
  * says when it stopped short. Queued RT and deadline tasks other than the running
  * one are counted but not listed (the iterator finds them). A sample is up to one
- * period old. The sequence count relies on x86's store order (the target is x86).
- * Without CONFIG_FAIR_GROUP_SCHED and without the ksym, no path exists and every
- * sample says RQS_PATH_BROKEN.
+ * period old. A CPU that goes offline takes its event with it (userspace then counts
+ * that CPU through the iterator). The sequence count relies on x86's store order
+ * (the target is x86). The list walk needs bpf_loop() (5.17+). Without
+ * CONFIG_FAIR_GROUP_SCHED and without the ksym, no path exists and every sample
+ * says RQS_PATH_BROKEN.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
