@@ -118,6 +118,8 @@ static int cg_attach(const char *rel, pid_t tid)
 	cgroup_free(&cg);
 	if (r == 0)
 		return 0;
+	if (r == ECGOTHER && cgroup_get_last_errno() == ESRCH)
+		return -ESRCH;
 	return r == ECGROUPNOTEXIST ? -ENOENT : r == ECGROUPNOTOWNER ? -EPERM : -EIO;
 }
 
@@ -542,12 +544,24 @@ int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, i
 		goto fail;
 	}
 	r = journal_task(la, &e);
-	if (r == 0)
-		r = write_state(la, tid, tgid, &cur, &want);
+	if (r < 0) {
+		*ret_why = strerror(-r);
+		la->cnt.errors++;
+		goto fail;
+	}
+	r = write_state(la, tid, tgid, &cur, &want);
 	if (r == 0)
 		r = latact_read(la, tid, &e.set);
 	if (r == 0)
 		r = la->ops->alive(&e.task);
+	if (r == -ESRCH) {
+		/* It exited meanwhile, as short tasks do: no error, and its record is closed. */
+		*ret_why = "the task exited";
+		la->cnt.gone++;
+		if (!old)
+			journal_untask(la, tid, start_time);
+		goto fail;
+	}
 	if (r < 0) {
 		*ret_why = strerror(-r);
 		la->cnt.errors++;
