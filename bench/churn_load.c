@@ -309,7 +309,9 @@ static void run_burst(void)
 		usleep(200000);
 		kill(o.stop, SIGCONT);
 	}
-	waitpid(burst_pid, NULL, 0);
+	/* reap() may have had it already, and set burst_pid to 0: waitpid(0) would take any. */
+	if (burst_pid > 0)
+		waitpid(burst_pid, NULL, 0);
 	burst_pid = 0;
 	wait_until(churn_over, o.wait_ms + 10000);
 }

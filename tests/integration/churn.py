@@ -225,7 +225,7 @@ def read_list(path):
 def counters(d):
     s = status(d) or {}
     return {k: s.get(k, 0) for k in ("ticks", "latency_overflows", "latency_rescans",
-                                       "latency_rule_matches")}
+                                       "latency_rule_matches", "latency_errors")}
 
 
 def check_children(check, f, what):
@@ -324,6 +324,7 @@ def run(tmp, size, out=print, **over):
                    daemon_cpu_pct=round(100 * (cpu2 - cpu1) / (t_end - t1), 1),
                    loadavg=f"{load1:.1f} at the start, {load2:.1f} at the end",
                    rule_matches=c3["latency_rule_matches"] - c0["latency_rule_matches"],
+                   latency_errors=c3["latency_errors"] - c0["latency_errors"],
                    exec_rate=round((cf["match_spawned"] + cf["other_spawned"]) /
                                    max(cf.get("churn_seconds", 1), 0.001)))
         # 3. Memory back to rest.
@@ -361,6 +362,8 @@ def run(tmp, size, out=print, **over):
     check(not strays, f"each of the churn's {len(records)} journal records names a matching "
           f"process or a thread of one, by pid and start time ({cf['reused_pids']} pids were "
           f"reused among the children): {len(strays)} do not")
+    check(fig["latency_errors"] == 0, f"no write failed ({fig['latency_errors']} latency_errors; "
+          "a task that exits under a write is no error)")
     check(fig["netlink_drops"] == 0 or fig["overflows"] > 0,
           f"the kernel dropped {fig['netlink_drops']} connector messages; the daemon counted "
           f"{fig['overflows']} overflows")
