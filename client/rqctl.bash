@@ -54,7 +54,7 @@ _rqctl()
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W '--socket --json --help --version' -- "$cur"))
 		else
-			COMPREPLY=($(compgen -W 'status reload set get reset list run' -- "$cur"))
+			COMPREPLY=($(compgen -W 'status reload set get reset list run latency' -- "$cur"))
 		fi
 		return
 	fi
@@ -118,6 +118,7 @@ _rqctl()
 	case $cmd in
 	set) opts='-l --latency -p --pid -t --tid -g --cgroup' ;;
 	get | reset) opts='-p --pid -t --tid -g --cgroup' ;;
+	latency) opts='--json' ;;
 	run)
 		if [[ -n $has_value && $cur != -* ]]; then
 			COMPREPLY=($(compgen -c -- "$cur" | sort -u))

@@ -33,6 +33,8 @@ static void usage(FILE *out)
 		"  reset TARGET           give TARGET back what it had\n"
 		"  list                   every task and cgroup with a value\n"
 		"  run -l N -- CMD [ARG]  run CMD with latency-nice N (it and what it starts)\n"
+		"  latency [--json]       run-queue wait histograms per latency-nice class\n"
+		"                         and managed cgroup (\"none\": unmanaged tasks)\n"
 		"\n"
 		"TARGET is one of:\n"
 		"  -p, --pid PID          a process: all its threads, now and later\n"
@@ -235,6 +237,7 @@ struct req {
 	uint16_t type;
 	char payload[1024];
 	char **run_argv;     /* run: the command to exec once the value is set */
+	bool json;           /* latency --json */
 };
 
 static int add_kv(struct req *q, const char *key, const char *value)
@@ -311,9 +314,14 @@ static int parse_command(int argc, char **argv, struct req *q)
 		{ "status", CTL_STATUS, false, false }, { "reload", CTL_RELOAD, false, false },
 		{ "list", CTL_LIST, false, false },     { "set", CTL_SET, true, true },
 		{ "get", CTL_GET, false, true },        { "reset", CTL_RESET, false, true },
-		{ "run", CTL_SET, true, false },
+		{ "run", CTL_SET, true, false },        { "latency", CTL_LATENCY, false, false },
 	};
 
+	if (!strcmp(argv[0], "latency") && argc == 2 &&
+	    (!strcmp(argv[1], "--json") || !strcmp(argv[1], "-j"))) {
+		q->json = true;
+		argc = 1;
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(cmds); i++) {
 		if (strcmp(argv[0], cmds[i].name))
 			continue;
@@ -390,6 +398,116 @@ static void print_list(char *p, size_t len, bool json)
 		printf("]\n");
 }
 
+/* One class of a latency reply: its "class" line's numbers and its buckets. */
+struct lclass {
+	char name[300];
+	unsigned long long total, sum_us, max_us;
+	size_t nb;
+	unsigned long long lo[32], hi[32], count[32]; /* hi 0: open-ended */
+};
+
+/* Parses "class" and "hist" lines into classes; returns how many, at most max. */
+static size_t parse_latency(char *p, struct lclass *cls, size_t max)
+{
+	size_t n = 0;
+
+	for (char *line = strtok(p, "\n"); line; line = strtok(NULL, "\n")) {
+		char name[300], hi[32];
+		struct lclass *c;
+		unsigned long long lo, count;
+
+		if (n < max && sscanf(line, "class %299s total %llu sum_us %llu max_us %llu", name,
+				      &cls[n].total, &cls[n].sum_us, &cls[n].max_us) == 4) {
+			snprintf(cls[n].name, sizeof(cls[n].name), "%s", name);
+			cls[n++].nb = 0;
+			continue;
+		}
+		if (!n || sscanf(line, "hist %299s %llu %31s %llu", name, &lo, hi, &count) != 4)
+			continue;
+		c = &cls[n - 1];
+		if (strcmp(c->name, name) || c->nb >= ARRAY_SIZE(c->lo))
+			continue;
+		c->lo[c->nb] = lo;
+		c->hi[c->nb] = strcmp(hi, "inf") ? strtoull(hi, NULL, 10) : 0;
+		c->count[c->nb++] = count;
+	}
+	return n;
+}
+
+static void print_bar(unsigned long long count, unsigned long long max, int width)
+{
+	int stars = max ? (int)(count * (unsigned long long)width / max) : 0;
+
+	putchar('|');
+	for (int i = 0; i < width; i++)
+		putchar(i < stars ? '*' : ' ');
+	putchar('|');
+}
+
+/* runqlat's look: per class a block of "usecs : count |bars|" lines. */
+static void print_latency_text(const struct lclass *cls, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct lclass *c = &cls[i];
+		unsigned long long max = 0;
+
+		for (size_t b = 0; b < c->nb; b++)
+			max = c->count[b] > max ? c->count[b] : max;
+		printf("%sclass %s%s: %llu waits, mean %llu us, max %llu us\n", i ? "\n" : "",
+		       c->name, strcmp(c->name, "none") ? "" : " (unmanaged)", c->total,
+		       c->total ? c->sum_us / c->total : 0, c->max_us);
+		printf("%24s : %-10s %s\n", "usecs", "count", "distribution");
+		for (size_t b = 0; b < c->nb; b++) {
+			char range[48];
+
+			if (c->hi[b])
+				snprintf(range, sizeof(range), "%llu -> %llu", c->lo[b], c->hi[b] - 1);
+			else
+				snprintf(range, sizeof(range), "%llu -> ...", c->lo[b]);
+			printf("%24s : %-10llu ", range, c->count[b]);
+			print_bar(c->count[b], max, 40);
+			putchar('\n');
+		}
+	}
+}
+
+static void print_latency_json(const struct lclass *cls, size_t n)
+{
+	printf("{");
+	for (size_t i = 0; i < n; i++) {
+		const struct lclass *c = &cls[i];
+
+		printf("%s", i ? ", " : "");
+		json_string(c->name, strlen(c->name));
+		printf(": {\"total\": %llu, \"sum_us\": %llu, \"max_us\": %llu, \"buckets\": [",
+		       c->total, c->sum_us, c->max_us);
+		for (size_t b = 0; b < c->nb; b++) {
+			printf("%s{\"lo_us\": %llu, \"hi_us\": ", b ? ", " : "", c->lo[b]);
+			if (c->hi[b])
+				printf("%llu", c->hi[b]);
+			else
+				printf("null");
+			printf(", \"count\": %llu}", c->count[b]);
+		}
+		printf("]}");
+	}
+	printf("}\n");
+}
+
+static int print_latency(char *p, size_t len, bool json)
+{
+	static struct lclass cls[64];
+	size_t n;
+
+	p[len] = '\0';
+	n = parse_latency(p, cls, ARRAY_SIZE(cls));
+	if (json)
+		print_latency_json(cls, n);
+	else
+		print_latency_text(cls, n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -440,7 +558,7 @@ int main(int argc, char **argv)
 	if (n < 0)
 		return 1;
 	if (m.hdr.type == CTL_ERR) {
-		print_error(q.cmd, m.payload, (size_t)n, json);
+		print_error(q.cmd, m.payload, (size_t)n, json || q.json);
 		return 1;
 	}
 	if (q.run_argv) {
@@ -450,6 +568,8 @@ int main(int argc, char **argv)
 	}
 	if (q.type == CTL_LIST)
 		print_list((char *)m.payload, (size_t)n, json);
+	else if (q.type == CTL_LATENCY)
+		print_latency((char *)m.payload, (size_t)n, json || q.json);
 	else if (json)
 		print_json(m.payload, (size_t)n);
 	else if (q.type == CTL_RELOAD)

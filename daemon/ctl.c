@@ -502,6 +502,27 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 	return reply(c, CTL_OK, m->hdr.seq, text);
 }
 
+/* Like status, for anyone: how long tasks waited for a CPU, by class. */
+static int handle_histograms(struct conn *c, const struct ctl_msg *m)
+{
+	struct daemon *d = c->srv->d;
+	char why[512], *text;
+	int r;
+
+	if (!d->rqlat) {
+		snprintf(why, sizeof(why), "no run-queue histograms: the BPF programs did not load: %s",
+			 d->rqlat_why[0] ? d->rqlat_why : "unknown");
+		return reply_err(c, m->hdr.seq, EOPNOTSUPP, why);
+	}
+	daemon_rqlat_cgroups(d);
+	text = rqlat_text(d->rqlat);
+	if (!text)
+		return reply_err(c, m->hdr.seq, errno, strerror(errno));
+	r = reply(c, CTL_OK, m->hdr.seq, text);
+	free(text);
+	return r;
+}
+
 static int handle(struct conn *c, const struct ctl_msg *m)
 {
 	struct daemon *d = c->srv->d;
@@ -529,6 +550,8 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 	case CTL_LIST:
 	case CTL_RESET:
 		return handle_latency(c, m);
+	case CTL_LATENCY:
+		return handle_histograms(c, m);
 	}
 	return reply_err(c, m->hdr.seq, EPROTO, "not a request");
 }

@@ -139,6 +139,51 @@ static void drop_caps(struct daemon *d)
 			 : "");
 }
 
+/*
+ * The wait histograms load whichever sampler runs: they need CAP_BPF and CAP_PERFMON,
+ * so before drop_caps(). Without them the daemon runs on, and rqctl latency says why.
+ */
+static void start_rqlat(struct daemon *d)
+{
+	int r = rqlat_new(&d->rqlat, d->rqlat_why, sizeof(d->rqlat_why));
+
+	if (r < 0)
+		log_notice("run-queue wait histograms unavailable: %s", d->rqlat_why);
+	else
+		log_info("run-queue wait histograms: on (rqctl latency)");
+}
+
+static void on_lat_task(void *ctx, pid_t tid, int value, bool managed)
+{
+	struct daemon *d = ctx;
+
+	rqlat_task(d->rqlat, tid, value, managed);
+}
+
+/* From now on the histograms follow each value given or taken back; these are older. */
+static void follow_lat_tasks(struct daemon *d)
+{
+	if (!d->rqlat)
+		return;
+	d->lat.on_task = on_lat_task;
+	d->lat.on_task_ctx = d;
+	for (size_t i = 0; i < d->lat.n; i++)
+		rqlat_task(d->rqlat, d->lat.e[i].task.tid, d->lat.e[i].value, true);
+	daemon_rqlat_cgroups(d);
+}
+
+void daemon_rqlat_cgroups(struct daemon *d)
+{
+	const char *paths[RQB_RQLAT_MAX_CG];
+	size_t n = 0;
+
+	if (!d->rqlat || !d->lat.cls.mount[0])
+		return;
+	for (size_t i = 0; i < d->lat.ncg && n < RQB_RQLAT_MAX_CG; i++)
+		paths[n++] = d->lat.cg[i].path;
+	rqlat_cgroups(d->rqlat, d->lat.cls.mount, paths, n);
+}
+
 static void on_dropped(void *ctx, pid_t tid, uint64_t start_time)
 {
 	struct daemon *d = ctx;
@@ -233,6 +278,7 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	act_verify(&d->act, on_dropped, d);
 	if (d->lat.ops)
 		lm_tick(&d->lm);
+	daemon_rqlat_cgroups(d);
 	plan_clear(&d->plan);
 	r = pol_decide(d->snap, &d->conf, &d->pol, &d->plan);
 	if (r < 0) {
@@ -469,6 +515,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 	r = make_sampler(d);
 	if (r < 0)
 		return r;
+	start_rqlat(d);
 	if (o->record) {
 		d->record = fopen(o->record, "we");
 		if (!d->record) {
@@ -492,6 +539,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 	r = start_latency(d);
 	if (r < 0)
 		return r;
+	follow_lat_tasks(d);
 	r = ctl_init(&d->ctl, d->event, d->conf.ctl_socket, d);
 	if (r < 0) {
 		log_err("ctl socket %s: %s", d->conf.ctl_socket,
@@ -541,6 +589,7 @@ void daemon_fini(struct daemon *d)
 	if (d->record)
 		fclose(d->record);
 	sampler_free(d->sampler);
+	rqlat_free(d->rqlat);
 	snap_free(d->snap);
 	plan_fini(&d->plan);
 	pol_fini(&d->pol);

@@ -26,6 +26,7 @@ enum ctl_type {
 	CTL_GET = 4,     /* request: target; reply: "value", "source", "tasks", knobs */
 	CTL_LIST = 5,    /* request: none; reply: one tab-separated line per task and cgroup */
 	CTL_RESET = 6,   /* request: target; reply: "tasks N" given back */
+	CTL_LATENCY = 7, /* request: none; reply: run-queue wait histograms (rqlat.h) */
 	CTL_OK = 100,    /* reply: success, payload as the request defines */
 	CTL_ERR = 101,   /* reply: failure, payload "errno N" then "message ..." lines */
 };

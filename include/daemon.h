@@ -16,6 +16,7 @@
 #include "metrics.h"
 #include "plan.h"
 #include "policy.h"
+#include "rqlat.h"
 #include "sampler.h"
 #include "snapshot.h"
 #include "topo.h"
@@ -52,6 +53,8 @@ struct daemon {
 	uint64_t ticks;
 	uint64_t sample_errors;
 	uint64_t sample_failures;    /* ticks whose sample failed, ever: sample_errors resets */
+	struct rqlat_state *rqlat;   /* run-queue wait histograms; NULL where BPF cannot load */
+	char rqlat_why[256];         /* why not, for rqctl latency */
 	struct metrics metrics;
 	sd_event_source *metrics_timer;
 	char status[256];            /* last STATUS= sent */
@@ -64,6 +67,8 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 int daemon_run(struct daemon *d);
 /* Restores every task, then frees everything. */
 void daemon_fini(struct daemon *d);
+/* Tells the histograms which cgroups the latency actuator manages now. */
+void daemon_rqlat_cgroups(struct daemon *d);
 /* One pass of sample -> snapshot -> policy -> plan -> actuate. */
 int daemon_tick(struct daemon *d, uint64_t now_ns);
 /*

@@ -94,6 +94,9 @@ struct latact {
 	struct lat_cg_entry *cg;
 	struct latact_counters cnt;
 	void *bus;                   /* sd_bus *, opened at the first unit target */
+	/* Told of each task entry added or changed (managed) and dropped; may be NULL. */
+	void (*on_task)(void *ctx, pid_t tid, int value, bool managed);
+	void *on_task_ctx;
 };
 
 /*

@@ -459,7 +459,7 @@ static struct lat_entry *entry_add(struct latact *la, const struct lat_entry *e)
 
 	if (found) {
 		la->e[i] = *e;
-		return &la->e[i];
+		goto told;
 	}
 	arr = rqb_grow(la->e, &la->cap, la->n, sizeof(*arr));
 	if (!arr)
@@ -468,6 +468,9 @@ static struct lat_entry *entry_add(struct latact *la, const struct lat_entry *e)
 	memmove(&la->e[i + 1], &la->e[i], (la->n - i) * sizeof(*la->e));
 	la->e[i] = *e;
 	la->n++;
+told:
+	if (la->on_task)
+		la->on_task(la->on_task_ctx, e->task.tid, e->value, true);
 	return &la->e[i];
 }
 
@@ -479,6 +482,8 @@ static void entry_del(struct latact *la, pid_t tid)
 	if (!found)
 		return;
 	la->ops->close(&la->e[i].task);
+	if (la->on_task)
+		la->on_task(la->on_task_ctx, tid, 0, false);
 	memmove(&la->e[i], &la->e[i + 1], (la->n - i - 1) * sizeof(*la->e));
 	la->n--;
 	la->e = rqb_shrink(la->e, &la->cap, la->n, sizeof(*la->e));

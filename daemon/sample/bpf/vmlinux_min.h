@@ -1,5 +1,5 @@
 /*
- * The kernel types rqsample.bpf.c reads, for a build machine without
+ * The kernel types rqsample.bpf.c and rqlat.bpf.c read, for a build machine without
  * /sys/kernel/btf/vmlinux (the Makefile prefers a vmlinux.h that bpftool dumps from
  * the building kernel's BTF). Only the fields the programs use, with the kernel's
  * names and types; preserve_access_index makes every access a CO-RE relocation, so
@@ -15,6 +15,8 @@
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
 
+typedef _Bool bool;
+
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
 
 struct list_head {
@@ -27,6 +29,26 @@ struct sched_avg {
 };
 
 struct cfs_rq;
+
+struct kernfs_node {
+	__u64 id;                     /* a cgroup directory's inode number on 64-bit */
+};
+
+struct cgroup {
+	struct kernfs_node *kn;
+};
+
+struct cgroup_subsys_state {
+	struct cgroup *cgroup;
+};
+
+enum cgroup_subsys_id {
+	cpu_cgrp_id = 2,              /* the real value comes from the kernel's BTF */
+};
+
+struct css_set {
+	struct cgroup_subsys_state *subsys[14];
+};
 
 struct sched_entity {
 	struct list_head group_node;  /* on rq->cfs_tasks while queued */
@@ -47,6 +69,7 @@ struct task_struct {
 	struct sched_entity se;
 	int pid;
 	int tgid;
+	struct css_set *cgroups;
 	__u64 start_boottime;
 	char comm[16];
 };

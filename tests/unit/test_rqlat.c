@@ -1,0 +1,54 @@
+/* The run-queue histograms' buckets: the function the BPF program runs, against a loop. */
+#include <stdint.h>
+
+#include "unit.h"
+#include "rqlat.h"
+
+/* floor(log2(µs)) the slow way, 0 below 2 µs, capped at the last bucket (25). */
+static unsigned slow_bucket(uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	unsigned b = 0;
+
+	while (us > 1) {
+		us >>= 1;
+		b++;
+	}
+	return b > 25 ? 25 : b;
+}
+
+static void buckets_are_log2_of_microseconds(void **state)
+{
+	assert_int_equal(rqlat_bucket(0), 0);
+	assert_int_equal(rqlat_bucket(1999), 0);
+	assert_int_equal(rqlat_bucket(2000), 1);
+	assert_int_equal(rqlat_bucket(3999), 1);
+	assert_int_equal(rqlat_bucket(4000), 2);
+	assert_int_equal(rqlat_bucket(1024000), 10);
+	assert_int_equal(rqlat_bucket(UINT64_MAX), 25);
+	for (uint64_t ns = 1; ns && ns < UINT64_MAX / 3; ns = ns * 3 + 7) {
+		assert_int_equal(rqlat_bucket(ns), slow_bucket(ns));
+		assert_int_equal(rqlat_bucket(ns - 1), slow_bucket(ns - 1));
+	}
+}
+
+static void every_wait_falls_in_its_bucket_range(void **state)
+{
+	for (uint64_t us = 0; us < (1u << 26) + 5; us = us < 64 ? us + 1 : us * 5 / 4) {
+		uint64_t lo, hi;
+
+		rqlat_bucket_range(rqlat_bucket(us * 1000), &lo, &hi);
+		assert_true(us >= lo);
+		assert_true(hi == 0 || us < hi);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(buckets_are_log2_of_microseconds),
+		cmocka_unit_test(every_wait_falls_in_its_bucket_range),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
