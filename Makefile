@@ -41,6 +41,8 @@ SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/
 SIM_OBJ    = $(SIM_SRC:%.c=$(B)/%.o)
 BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/execlat $(B)/bench/churn_load \
              $(B)/bench/churn_child $(B)/bench/sim/sim
+# The samplers alone, on the daemon's own objects (bench/overhead runs it).
+BENCH_BIN += $(B)/bench/samplecost
 
 # Fuzz targets, one per parser: each builds with libFuzzer and clang (make fuzz: into
 # $(B)/fuzz/, on daemon objects of its own in build-fuzz/) and as a plain program
@@ -129,6 +131,10 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< \
 		$(FUZZ_OBJ) $(PKG_LIBS)
+
+$(B)/bench/samplecost: bench/samplecost.c $(DAEMON_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(DAEMON_OBJ) $(PKG_LIBS)
 
 # The simulator links the daemon's real policy: every daemon object but main.o.
 $(B)/bench/sim/sim: $(SIM_OBJ) $(DAEMON_OBJ)

@@ -89,7 +89,6 @@ struct bpf_sampler {
 	size_t nknown_sorted;        /* the sorted prefix; the rest were added this tick */
 	uint64_t prev_now_ns;
 	uint64_t last_walk_ns;
-	uint64_t last_forget_ns;
 	unsigned excess_ticks;
 	struct bpf_stats stats;
 };
@@ -448,24 +447,28 @@ static struct btask *remember(struct bpf_sampler *bs, const struct rqs_task *t, 
 	return k;
 }
 
-/* Sorts what this tick added in; once a second, forgets tasks not listed for a while. */
+/*
+ * Keeps only what a later tick can use: the tasks listed now (their run time, for the
+ * next tick's NO_CPU) and, for forget_ns, the cgroups read for busy tasks. A fork
+ * storm's short tasks thus cost nothing after their tick. Then sorts by tid.
+ */
 static void tidy_known(struct bpf_sampler *bs, uint64_t now_ns)
 {
+	bool added = bs->nknown > bs->nknown_sorted;
 	size_t j = 0;
 
-	if (bs->nknown > bs->nknown_sorted)
-		qsort(bs->known, bs->nknown, sizeof(*bs->known), cmp_known);
-	bs->nknown_sorted = bs->nknown;
-	if (now_ns - bs->last_forget_ns < NSEC_PER_SEC)
-		return;
-	bs->last_forget_ns = now_ns;
 	for (size_t i = 0; i < bs->nknown; i++) {
-		if (now_ns - bs->known[i].seen_ns >= bs->o.forget_ns)
-			free(bs->known[i].cgroup);
+		struct btask *k = &bs->known[i];
+
+		if (k->seen_ns == now_ns || (k->cgroup_read && now_ns - k->seen_ns < bs->o.forget_ns))
+			bs->known[j++] = *k;
 		else
-			bs->known[j++] = bs->known[i];
+			free(k->cgroup);
 	}
-	bs->nknown = bs->nknown_sorted = j;
+	bs->nknown = j;
+	if (added && j > 1)
+		qsort(bs->known, j, sizeof(*bs->known), cmp_known);
+	bs->nknown_sorted = j;
 }
 
 /*
