@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,6 +41,7 @@ static struct {
 	unsigned stopped_execs;     /* execs of each path while it is stopped */
 	unsigned max_alive;         /* churn children alive at once, at most */
 	const char *list;
+	const char *journal;        /* the daemon's: its size when the churn starts is printed */
 } o = { .rate = 100, .seconds = 10, .holders = 4, .wait_ms = 5000, .hold_ms = 20,
 	.max_alive = 4096 };
 
@@ -277,12 +279,15 @@ static bool holders_ready(void) { return st.holders_ready >= o.holders; }
 static bool holders_done(void) { return st.holders_done >= o.holders; }
 static bool churn_over(void) { return st.alive == 0; }
 
+static void start_holders(void);
+
 static bool burst_ready(void) { return st.burst_ready; }
 
 /*
  * A fork storm from a managed process; with o.stop, the daemon is stopped for it, as a
- * descheduled daemon would be, and execs made after it before the daemon goes on:
- * their events queue behind the storm's, or are lost with them.
+ * descheduled daemon would be; the thread holders start meanwhile, and execs are made
+ * after it before the daemon goes on: their events queue behind the storm's, or are
+ * lost with them.
  */
 static void run_burst(void)
 {
@@ -298,6 +303,9 @@ static void run_burst(void)
 		fprintf(stderr, "churn: the storm's parent did not start\n");
 	if (o.stop) {
 		kill(o.stop, SIGSTOP);
+		/* The holders' threads too: events that ask real work of the daemon. */
+		if (o.holders)
+			start_holders();
 		kill(burst_pid, SIGUSR1);
 	}
 	if (!wait_until(burst_over, 120000))
@@ -420,7 +428,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: churn_load --match PATH --other PATH --cgroup CG --slice NS [--rate N]\n"
 		"       [--seconds N] [--threads N] [--holders N] [--wait-ms N] [--hold-ms N]\n"
-		"       [--burst N [--stop PID --stopped-execs N]] [--max-alive N] [--list FILE]\n");
+		"       [--burst N [--stop PID --stopped-execs N]] [--max-alive N] [--list FILE]\n"
+		"       [--journal FILE]\n");
 	exit(2);
 }
 
@@ -432,7 +441,7 @@ static void parse(int argc, char **argv)
 		{ "threads", 1, 0, 'n' }, { "holders", 1, 0, 'H' }, { "wait-ms", 1, 0, 'w' },
 		{ "hold-ms", 1, 0, 'h' }, { "burst", 1, 0, 'b' },   { "max-alive", 1, 0, 'a' },
 		{ "list", 1, 0, 'l' },    { "stop", 1, 0, 'S' },    { "stopped-execs", 1, 0, 'x' },
-		{ 0, 0, 0, 0 },
+		{ "journal", 1, 0, 'j' }, { 0, 0, 0, 0 },
 	};
 	int c;
 
@@ -455,6 +464,7 @@ static void parse(int argc, char **argv)
 		case 'l': o.list = optarg; break;
 		case 'S': o.stop = (pid_t)v; break;
 		case 'x': o.stopped_execs = (unsigned)v; break;
+		case 'j': o.journal = optarg; break;
 		default: usage();
 		}
 	}
@@ -466,6 +476,7 @@ static void parse(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	struct stat jst;
 	int fds[2];
 	FILE *f;
 
@@ -499,7 +510,9 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (o.burst)
 		run_burst();
-	if (o.holders)
+	if (o.journal && stat(o.journal, &jst) == 0)
+		printf("journal_offset=%lld\n", (long long)jst.st_size);
+	if (o.holders && !st.holders_ready)
 		start_holders();
 	if (o.seconds)
 		churn();

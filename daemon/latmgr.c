@@ -22,6 +22,7 @@
 
 #define PF_KTHREAD 0x00200000u
 #define LM_SWEEP_TICKS 50 /* ticks between sweeps for exits when events arrive */
+#define LM_RESYNC_TICKS 10 /* a resync waits this long for the connector to empty */
 
 static size_t proc_index(const struct latmgr *m, pid_t tgid, bool *found)
 {
@@ -429,6 +430,7 @@ static void on_overflow(void *ctx)
 		log_warn("latency: proc connector overflowed: events lost, rescanning /proc "
 			 "(counted in rqctl status)");
 	m->resync = true;
+	m->drained = false;
 }
 
 static int on_pc_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
@@ -441,6 +443,8 @@ static int on_pc_io(sd_event_source *s, int fd, uint32_t revents, void *userdata
 	(void)revents;
 	if (r < 0 && r != -EAGAIN)
 		log_debug("latency: proc connector: %s", strerror(-r));
+	if (m->resync && pc_empty(m->pc))
+		m->drained = true;
 	return 0;
 }
 
@@ -515,10 +519,31 @@ void lm_rules_changed(struct latmgr *m)
 	lm_rescan(m);
 }
 
+/*
+ * Whether to rescan for lost events now. Until the connector has been read empty after
+ * the loss the kernel drops more without a word: the rescan waits for that point, so
+ * that it covers them too. A socket that never empties still gets one every
+ * LM_RESYNC_TICKS ticks, and the resync stays due.
+ */
+static bool resync_now(struct latmgr *m, bool *ret_again)
+{
+	*ret_again = false;
+	if (!m->resync)
+		return false;
+	if (m->drained || !m->pc) {
+		m->resync_wait = 0;
+		return true;
+	}
+	*ret_again = true;
+	return ++m->resync_wait % LM_RESYNC_TICKS == 0;
+}
+
 void lm_tick(struct latmgr *m)
 {
+	bool again, resync = resync_now(m, &again);
+
 	/* With the connector, exits arrive as events: a sweep now and then is enough. */
-	if (m->pc && !m->resync && ++m->ticks % LM_SWEEP_TICKS != 0)
+	if (m->pc && !resync && ++m->ticks % LM_SWEEP_TICKS != 0)
 		return;
 	latact_verify(m->la);
 	for (size_t i = m->np; i-- > 0;) {
@@ -529,8 +554,10 @@ void lm_tick(struct latmgr *m)
 			proc_del(m, m->p[i].tgid);
 	}
 	/* Without the connector, new threads are found by walking; with it, after losses. */
-	if (m->resync || (!m->pc && m->np))
+	if (resync || (!m->pc && m->np))
 		lm_rescan(m);
+	if (again)
+		m->resync = true;
 }
 
 int lm_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, sd_event *e,

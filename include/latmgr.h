@@ -40,7 +40,9 @@ struct latmgr {
 	const struct rqb_conf *conf;   /* the daemon's; its rules */
 	struct procconn *pc;           /* NULL without the connector */
 	sd_event_source *pc_src;
-	bool resync;                   /* events were lost: rescan at the next tick */
+	bool resync;                   /* events were lost: rescan */
+	bool drained;                  /* the connector was read empty since the last loss */
+	unsigned resync_wait;          /* ticks a resync has waited for that */
 	uint64_t ticks;
 	pid_t self;
 	char proc_root[PATH_MAX];

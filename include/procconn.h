@@ -51,6 +51,12 @@ int pc_fd(const struct procconn *pc);
  * events delivered, or -errno on a socket error other than overflow.
  */
 int pc_dispatch(struct procconn *pc);
+/*
+ * Whether the last pc_dispatch read the socket empty. After an overflow the kernel
+ * reports no further loss until the socket has been read empty (netlink's congested
+ * state): a resync meant to cover every loss must come after that.
+ */
+bool pc_empty(const struct procconn *pc);
 
 struct pc_counters {
 	uint64_t events;     /* fork/exec/exit delivered */

@@ -42,6 +42,7 @@ struct procconn {
 	int ack_err;              /* -1 until our ack arrives, then the kernel's errno (0: ok) */
 	bool subscribing;         /* inside pc_open: nothing is delivered yet */
 	int delivered;            /* events delivered by the current pc_dispatch */
+	bool empty;               /* the last pc_dispatch stopped at an empty socket */
 };
 
 /* libnl's codes back to errno, as far as nl_syserr2nlerr() keeps them apart. */
@@ -352,7 +353,13 @@ int pc_dispatch(struct procconn *pc)
 	do
 		r = read_once(pc);
 	while (r > 0 && ++n < PC_DISPATCH_MAX);
+	pc->empty = r == 0;
 	return r < 0 ? r : pc->delivered;
+}
+
+bool pc_empty(const struct procconn *pc)
+{
+	return pc->empty;
 }
 
 void pc_counters(const struct procconn *pc, struct pc_counters *ret)

@@ -250,9 +250,11 @@ static void test_overflow(void **state)
 	assert_true(pc_dispatch(pc) >= 0);
 	assert_true(s.overflows >= 1);
 	assert_true(s.events <= 256);
+	assert_false(pc_empty(pc));
 	while ((r = pc_dispatch(pc)) > 0)
 		;
 	assert_true(r >= 0);
+	assert_true(pc_empty(pc));
 	pc_counters(pc, &c);
 	assert_int_equal(c.overflows, s.overflows);
 	assert_int_equal(c.events, s.events);
