@@ -299,38 +299,22 @@ int journal_replay(struct journal *j, void (*fn)(void *ctx, const struct journal
 
 int journal_rewrite(struct journal *j, const struct journal_rec *recs, size_t n)
 {
-	char tmp[PATH_MAX + 8], line[2 * CPUMASK_STRLEN + 128];
-	int fd, r = 0;
+	char line[2 * CPUMASK_STRLEN + 128];
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int r;
 
-	snprintf(tmp, sizeof(tmp), "%s.new", j->path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, JOURNAL_HEADER, strlen(JOURNAL_HEADER)) < 0)
-		r = -errno;
-	for (size_t i = 0; r == 0 && i < n; i++) {
-		int len = format_set(&recs[i], line, sizeof(line));
-
-		if (write(fd, line, (size_t)len) != len)
-			r = -EIO;
+	if (!f)
+		return -ENOMEM;
+	fputs(JOURNAL_HEADER, f);
+	for (size_t i = 0; i < n; i++) {
+		format_set(&recs[i], line, sizeof(line));
+		fputs(line, f);
 	}
-	/* The new file takes the lock before it takes the name. */
-	if (r == 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, j->path) < 0)
-		r = -errno;
-	if (r < 0) {
-		close(fd);
-		unlink(tmp);
-		return r;
-	}
-	close(j->fd);
-	j->fd = fd;
-	/* Appends go to the end: reopen flags cannot change, so seek there explicitly. */
-	if (fcntl(fd, F_SETFL, O_APPEND) < 0)
-		return -errno;
-	j->lines = 0;
-	return 0;
+	r = fclose(f) == 0 && text ? journal_rewrite_text(j, text) : -ENOMEM;
+	free(text);
+	return r;
 }
 
 int journal_each_line(struct journal *j, void (*fn)(void *ctx, unsigned lineno, char *line),
@@ -374,6 +358,7 @@ int journal_rewrite_text(struct journal *j, const char *text)
 		return -errno;
 	if (write(fd, text, len) != (ssize_t)len)
 		r = -EIO;
+	/* The new file takes the lock before it takes the name. */
 	if (r == 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
 		r = -errno;
 	if (r == 0 && rename(tmp, j->path) < 0)
@@ -385,6 +370,7 @@ int journal_rewrite_text(struct journal *j, const char *text)
 	}
 	close(j->fd);
 	j->fd = fd;
+	/* Appends go to the end: reopen flags cannot change, so seek there explicitly. */
 	if (fcntl(fd, F_SETFL, O_APPEND) < 0)
 		return -errno;
 	j->lines = 0;
