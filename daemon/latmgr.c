@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,16 +27,9 @@
 
 static size_t proc_index(const struct latmgr *m, pid_t tgid, bool *found)
 {
-	size_t lo = 0, hi = m->np;
+	size_t lo = rqb_pid_lower_bound(m->p, m->np, sizeof(*m->p), offsetof(struct lm_proc, tgid),
+					tgid);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (m->p[mid].tgid < tgid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	*found = lo < m->np && m->p[lo].tgid == tgid;
 	return lo;
 }

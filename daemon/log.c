@@ -120,6 +120,23 @@ void *rqb_shrink(void *arr, size_t *cap, size_t n, size_t size)
 	return a;
 }
 
+size_t rqb_pid_lower_bound(const void *arr, size_t n, size_t size, size_t offset, pid_t key)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		pid_t v;
+
+		memcpy(&v, (const char *)arr + mid * size + offset, sizeof(v));
+		if (v < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 ssize_t rqb_read_file(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

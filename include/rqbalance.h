@@ -50,6 +50,12 @@ void *rqb_shrink(void *arr, size_t *cap, size_t n, size_t size);
  */
 int rqb_pidfd_alive(int pidfd);
 
+/*
+ * In an array of n elements of size bytes sorted by the pid_t at offset in each: the
+ * index of the first element whose pid is not below key (n if none).
+ */
+size_t rqb_pid_lower_bound(const void *arr, size_t n, size_t size, size_t offset, pid_t key);
+
 /* True if word is one of the sep-separated entries of list ("cpu" in "cpu,cpuacct"). */
 int rqb_word_in(const char *list, const char *word, char sep);
 

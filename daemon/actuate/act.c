@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "act.h"
@@ -24,16 +25,9 @@ bool act_error_is_transient(int err)
 
 static ssize_t find(const struct act *a, pid_t tid, uint64_t start)
 {
-	size_t lo = 0, hi = a->n;
+	size_t lo = rqb_pid_lower_bound(a->e, a->n, sizeof(*a->e),
+					offsetof(struct act_entry, task.tid), tid);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (a->e[mid].task.tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (; lo < a->n && a->e[lo].task.tid == tid; lo++)
 		if (a->e[lo].task.start_time == start)
 			return (ssize_t)lo;

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <libcgroup.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -429,16 +430,9 @@ static void journal_untask(struct latact *la, pid_t tid, uint64_t start)
 
 static size_t find_index(const struct latact *la, pid_t tid, bool *found)
 {
-	size_t lo = 0, hi = la->n;
+	size_t lo = rqb_pid_lower_bound(la->e, la->n, sizeof(*la->e),
+					offsetof(struct lat_entry, task.tid), tid);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (la->e[mid].task.tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	*found = lo < la->n && la->e[lo].task.tid == tid;
 	return lo;
 }
