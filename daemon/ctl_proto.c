@@ -84,6 +84,9 @@ int ctl_kv(const char *payload, size_t len, const char *key, char *ret, size_t s
 			continue;
 		if (ll - kl - 1 >= size)
 			return -E2BIG;
+		/* A NUL would cut the value short where the rest of the line says more. */
+		if (memchr(line + kl + 1, '\0', ll - kl - 1))
+			return -EINVAL;
 		memcpy(ret, line + kl + 1, ll - kl - 1);
 		ret[ll - kl - 1] = '\0';
 		return 0;

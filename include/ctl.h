@@ -57,7 +57,8 @@ int ctl_is_request(uint16_t type);
 const char *ctl_type_name(uint16_t type);
 /*
  * Finds "key value" in a payload of len bytes and copies value (to the end of its
- * line) into ret. 0, -ENOENT, or -E2BIG when it does not fit in size.
+ * line) into ret. 0, -ENOENT, -E2BIG when it does not fit in size, or -EINVAL when
+ * the value holds a NUL byte.
  */
 int ctl_kv(const char *payload, size_t len, const char *key, char *ret, size_t size);
 
