@@ -14,6 +14,7 @@
 #include <linux/types.h>
 #include <malloc.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,8 @@ struct bpf_sampler {
 	void *map;                   /* the mmapped array */
 	size_t map_len;
 	cpu_set_t attached;          /* CPUs with a perf event */
+	cpu_set_t online;            /* the online CPUs, read again once a second */
+	uint64_t online_read_ns;
 	int *perf_fds;               /* by CPU, -1 where none */
 	struct bpf_link **links;     /* by CPU */
 	struct bpf_link *iter;
@@ -247,6 +250,7 @@ static int attach(struct bpf_sampler *bs)
 	if (r < 0)
 		return why(&bs->o, r, "reading the online CPUs: %s", strerror(-r));
 	CPU_ZERO(&bs->attached);
+	bs->online = online;
 	for (int c = 0; c < bs->ncpus && c < RQB_MAX_CPUS; c++) {
 		if (!CPU_ISSET(c, &online))
 			continue;
@@ -274,8 +278,9 @@ static const struct rqs_cpu *slot(const struct bpf_sampler *bs, int cpu)
 }
 
 /*
- * Copies CPU cpu's record, retrying once if it raced its writer: seq_head is read
- * before the copy, seq_tail after (x86 keeps loads, and the writer's stores, in order).
+ * Copies CPU cpu's record (the header and the tasks it lists), retrying once if it
+ * raced its writer: seq_head is read before the copy, seq_tail after (x86 keeps
+ * loads, and the writer's stores, in order).
  */
 static bool copy_slot(struct bpf_sampler *bs, int cpu, struct rqs_cpu *ret)
 {
@@ -283,9 +288,12 @@ static bool copy_slot(struct bpf_sampler *bs, int cpu, struct rqs_cpu *ret)
 
 	for (int tries = 0; tries < 2; tries++) {
 		uint64_t head = __atomic_load_n(&src->seq_head, __ATOMIC_ACQUIRE), tail;
+		uint32_t n;
 
 		if (!(head & 1)) {
-			memcpy(ret, src, sizeof(*ret));
+			memcpy(ret, src, offsetof(struct rqs_cpu, tasks));
+			n = ret->ntasks < RQS_MAX_TASKS ? ret->ntasks : RQS_MAX_TASKS;
+			memcpy(ret->tasks, src->tasks, n * sizeof(*ret->tasks));
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
 			tail = __atomic_load_n(&src->seq_tail, __ATOMIC_ACQUIRE);
 			if (head == tail && ret->seq_head == head)
@@ -495,8 +503,10 @@ static int add_task(struct bpf_sampler *bs, struct snapshot *s, const struct rqs
 
 	if (t->cpu < 0 || t->cpu >= s->nr_cpu_ids)
 		return 0;
-	if (sched_getaffinity((pid_t)t->tid, sizeof(st.allowed), &st.allowed) < 0)
-		return 0;
+	/* What sched_getaffinity() would say: cpus_mask and the online CPUs. */
+	memcpy(&st.allowed, t->allowed, sizeof(st.allowed) < sizeof(t->allowed)
+						 ? sizeof(st.allowed) : sizeof(t->allowed));
+	CPU_AND(&st.allowed, &st.allowed, &bs->online);
 	k = remember(bs, t, now_ns, &old_runtime, &old_seen);
 	if (!k)
 		return -ENOMEM;
@@ -636,6 +646,8 @@ static int bpf_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 	s->self_tgid = bs->o.self_tgid;
 	bs->ncands = 0;
 	CPU_ZERO(&blinds);
+	if (now_ns - bs->online_read_ns >= NSEC_PER_SEC && read_online(bs->root, &bs->online) == 0)
+		bs->online_read_ns = now_ns;
 	/* A stale CPU counts as idle; one that stays stale is blind, and walked. */
 	for (int c = 0; c < bs->ncpus && c < s->nr_cpu_ids; c++)
 		if (!(CPU_ISSET(c, &bs->attached) && read_cpu(bs, c, now_ns, s, &counted, &complete)) &&

@@ -16,7 +16,7 @@
  *   - RT tasks: rt.rt_nr_running; the rest of rq->nr_running (deadline, stop, ext);
  *   - utilisation: the PELT util_avg of cfs, rt and dl, of 1024;
  *   - per listed task: tid, tgid, start_boottime, sum_exec_runtime, comm,
- *     PF_KTHREAD, and whether it is the one on the CPU.
+ *     PF_KTHREAD, cpus_mask (its first 1024 CPUs), and whether it is on the CPU.
  * The rq comes from the per-CPU variable runqueues through a weak __ksym
  * (sample_ksym) where the kernel can resolve it (it needs CONFIG_KALLSYMS_ALL), else
  * from the interrupted task, current->se.cfs_rq->rq (sample_task): every task,
@@ -99,6 +99,12 @@ static __always_inline void fill(struct rqs_task *e, struct task_struct *p, __u3
 	e->start_ns = BPF_CORE_READ(p, start_boottime);
 	e->runtime_ns = BPF_CORE_READ(p, se.sum_exec_runtime);
 	bpf_core_read(e->comm, sizeof(e->comm), &p->comm);
+	/* NR_CPUS bits, which may be fewer than the 1024 the record holds, or more. */
+	__builtin_memset(e->allowed, 0, sizeof(e->allowed));
+	if (bpf_core_field_size(p->cpus_mask) >= sizeof(e->allowed))
+		bpf_core_read(e->allowed, sizeof(e->allowed), &p->cpus_mask);
+	else
+		bpf_core_read(e->allowed, bpf_core_field_size(p->cpus_mask), &p->cpus_mask);
 }
 
 static __always_inline void read_counts(struct rqs_cpu *rec, struct rq *rq)

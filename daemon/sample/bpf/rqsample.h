@@ -11,6 +11,8 @@
 /* List entries one sample visits, delayed-dequeue sleepers included. */
 #define RQS_MAX_VISIT 64
 #define RQS_COMM_LEN 16
+/* Words of a task's allowed CPUs: 1024 CPUs, glibc's cpu_set_t. */
+#define RQS_MASK_WORDS 16
 
 /* How the perf_event program found its CPU's run queue (rqs_cpu.path). */
 enum rqs_path {
@@ -32,6 +34,8 @@ struct rqs_task {
 	__u64 start_ns;       /* start_boottime: ns after boot, suspend included */
 	__u64 runtime_ns;     /* se.sum_exec_runtime: CPU time used since it started */
 	char comm[RQS_COMM_LEN];
+	__u64 allowed[RQS_MASK_WORDS]; /* cpus_mask, as sched_getaffinity() before it ANDs
+					  the online CPUs */
 };
 
 /*

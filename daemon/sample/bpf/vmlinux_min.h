@@ -61,6 +61,12 @@ struct thread_info {
 	__u32 cpu;                    /* 5.16+ with THREAD_INFO_IN_TASK */
 };
 
+struct cpumask {
+	unsigned long bits[16];       /* NR_CPUS bits: CO-RE gives the real size */
+};
+
+typedef struct cpumask cpumask_t;
+
 struct task_struct {
 	struct thread_info thread_info;
 	unsigned int __state;
@@ -72,6 +78,7 @@ struct task_struct {
 	struct css_set *cgroups;
 	__u64 start_boottime;
 	char comm[16];
+	cpumask_t cpus_mask;
 };
 
 struct rq;
