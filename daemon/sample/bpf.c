@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -36,14 +35,9 @@
 /* The perf period: half a tick, within these bounds. */
 #define PERIOD_MIN_NS (1 * NSEC_PER_MSEC)
 #define PERIOD_MAX_NS (10 * NSEC_PER_MSEC)
-/* Every CPU must report within this long of the start. */
+/* Some CPU must report within this long of the start. */
 #define FIRST_SAMPLE_NS (2 * NSEC_PER_SEC)
 #define SCHED_CAPACITY 1024
-/*
- * An online CPU whose event has not reported for this many periods has lost it (it
- * went offline and came back) or never had one (it came online after the start).
- */
-#define BLIND_PERIODS 10
 
 /* What the sampler remembers of a task it listed: its cgroup, its run time. */
 struct btask {
@@ -53,6 +47,14 @@ struct btask {
 	uint64_t seen_ns;        /* the last tick that listed it */
 	bool cgroup_read;        /* cgroup holds what /proc said (maybe NULL) */
 	char *cgroup;
+};
+
+/* Whether a CPU's perf event still runs, from its count. */
+struct blindness {
+	uint64_t count;          /* the event's count (ns of cpu-clock) at the last check */
+	uint64_t checked_ns;
+	bool gone;               /* the count stood still for a second */
+	bool logged;
 };
 
 /* One listed task of this tick, before duplicates (a task seen on two CPUs) go. */
@@ -82,7 +84,7 @@ struct bpf_sampler {
 	struct rqs_cpu *recs;        /* the last whole copies, by CPU */
 	bool *have;                  /* by CPU: recs[c] is a whole record */
 	struct rqs_cpu *scratch;     /* one copy being made */
-	cpu_set_t blind_seen;        /* blind CPUs already logged */
+	struct blindness *blindness; /* by CPU */
 	struct cand *cands;
 	size_t ncands, candcap;
 	struct rqs_task *walked;     /* the last walk's tasks */
@@ -305,44 +307,36 @@ static bool copy_slot(struct bpf_sampler *bs, int cpu, struct rqs_cpu *ret)
 	return false;
 }
 
-static int wait_first_samples(struct bpf_sampler *bs)
+/*
+ * Waits for a first sample, from any CPU, and checks that it found its run queue.
+ * An idle CPU may take no samples at all (6.18 drops the cpu-clock samples that fall
+ * in idle), so this thread keeps its own CPU busy for a period at a time meanwhile.
+ */
+static int wait_first_sample(struct bpf_sampler *bs)
 {
 	uint64_t deadline = rqb_now_ns() + FIRST_SAMPLE_NS;
-	struct timespec nap = { 0, (long)(bs->period_ns / 2) };
 
 	for (;;) {
-		int missing = -1;
+		uint64_t until = rqb_now_ns() + bs->period_ns;
 
 		for (int c = 0; c < bs->ncpus && c < RQB_MAX_CPUS; c++) {
 			const struct rqs_cpu *r = slot(bs, c);
 
-			if (!CPU_ISSET(c, &bs->attached))
+			if (!CPU_ISSET(c, &bs->attached) ||
+			    __atomic_load_n(&r->samples, __ATOMIC_ACQUIRE) == 0)
 				continue;
-			if (__atomic_load_n(&r->samples, __ATOMIC_ACQUIRE) == 0) {
-				missing = c;
-				continue;
-			}
-			if (__atomic_load_n(&r->path, __ATOMIC_ACQUIRE) == RQS_PATH_BROKEN)
-				return why(&bs->o, -EOPNOTSUPP,
-					   "no way to the run queues: the runqueues ksym needs "
-					   "CONFIG_KALLSYMS_ALL and current->se.cfs_rq->rq needs "
-					   "CONFIG_FAIR_GROUP_SCHED");
+			if (__atomic_load_n(&r->path, __ATOMIC_ACQUIRE) != RQS_PATH_BROKEN)
+				return 0;
+			return why(&bs->o, -EOPNOTSUPP,
+				   "no way to the run queues: the runqueues ksym needs "
+				   "CONFIG_KALLSYMS_ALL and current->se.cfs_rq->rq needs "
+				   "CONFIG_FAIR_GROUP_SCHED");
 		}
-		if (missing < 0)
-			return 0;
-		if (rqb_now_ns() > deadline) {
-			uint64_t counted = 0;
-
-			/* Whether the event ran at all tells a stopped timer from a skipped program. */
-			if (read(bs->perf_fds[missing], &counted, sizeof(counted)) != sizeof(counted))
-				counted = 0;
-			return why(&bs->o, -ETIME,
-				   "no perf sample from CPU %d within %" PRIu64 " ms (its cpu-clock "
-				   "event counted %" PRIu64 " ms)", missing,
-				   (uint64_t)(FIRST_SAMPLE_NS / NSEC_PER_MSEC),
-				   (uint64_t)(counted / NSEC_PER_MSEC));
-		}
-		nanosleep(&nap, NULL);
+		if (rqb_now_ns() > deadline)
+			return why(&bs->o, -ETIME, "no perf sample from any CPU within %" PRIu64 " ms",
+				   (uint64_t)(FIRST_SAMPLE_NS / NSEC_PER_MSEC));
+		while (rqb_now_ns() < until)
+			;
 	}
 }
 
@@ -583,25 +577,33 @@ static bool read_cpu(struct bpf_sampler *bs, int c, uint64_t now_ns, struct snap
 }
 
 /*
- * True if c is online but its perf event is gone or never was. The first time, it
- * tries to enable the event again (no capability needed on our own fd) and says so.
+ * True if c is online but its perf event is gone (the CPU went offline, which takes
+ * it, and came back) or never was (it came online after the start). A silent event
+ * alone says nothing: an idle CPU takes no samples. A live event keeps counting
+ * time, idle or not; a gone one stops: once a second, the count tells them apart.
  */
 static bool blind(struct bpf_sampler *bs, int c, uint64_t now_ns, const struct snapshot *s)
 {
-	bool attached = CPU_ISSET(c, &bs->attached);
+	struct blindness *b = &bs->blindness[c];
+	uint64_t count = 0;
 
 	if (!CPU_ISSET(c, &s->topo->online))
 		return false;
-	if (attached && (!bs->have[c] ||
-			 now_ns - bs->recs[c].ts_ns <= BLIND_PERIODS * bs->period_ns))
+	if (CPU_ISSET(c, &bs->attached) && now_ns - b->checked_ns >= NSEC_PER_SEC) {
+		if (read(bs->perf_fds[c], &count, sizeof(count)) != sizeof(count))
+			count = b->count;
+		b->gone = count == b->count;
+		b->count = count;
+		b->checked_ns = now_ns;
+	}
+	if (CPU_ISSET(c, &bs->attached) && !b->gone)
 		return false;
-	if (!CPU_ISSET(c, &bs->blind_seen)) {
-		CPU_SET(c, &bs->blind_seen);
-		if (attached)
-			ioctl(bs->perf_fds[c], PERF_EVENT_IOC_ENABLE, 0);
-		log_notice("bpf: CPU %d has no perf samples (%s): its tasks come from a task walk "
-			   "each tick while it lasts", c,
-			   attached ? "it went offline and back" : "it came online after the start");
+	if (!b->logged) {
+		b->logged = true;
+		log_notice("bpf: CPU %d has no perf event (%s): a task walk counts its tasks each "
+			   "tick while it lasts", c,
+			   CPU_ISSET(c, &bs->attached) ? "it went offline and back"
+						       : "it came online after the start");
 	}
 	return true;
 }
@@ -648,11 +650,13 @@ static int bpf_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 	CPU_ZERO(&blinds);
 	if (now_ns - bs->online_read_ns >= NSEC_PER_SEC && read_online(bs->root, &bs->online) == 0)
 		bs->online_read_ns = now_ns;
-	/* A stale CPU counts as idle; one that stays stale is blind, and walked. */
-	for (int c = 0; c < bs->ncpus && c < s->nr_cpu_ids; c++)
-		if (!(CPU_ISSET(c, &bs->attached) && read_cpu(bs, c, now_ns, s, &counted, &complete)) &&
-		    blind(bs, c, now_ns, s))
+	/* A stale CPU counts as idle, unless its event is gone: then it is walked. */
+	for (int c = 0; c < bs->ncpus && c < s->nr_cpu_ids; c++) {
+		if (CPU_ISSET(c, &bs->attached) && read_cpu(bs, c, now_ns, s, &counted, &complete))
+			bs->blindness[c].gone = false;
+		else if (blind(bs, c, now_ns, s))
 			CPU_SET(c, &blinds);
+	}
 	if (bs->ncands > 1)
 		qsort(bs->cands, bs->ncands, sizeof(*bs->cands), cmp_cand);
 	for (size_t i = 0; i < bs->ncands && r >= 0; i++) {
@@ -701,6 +705,7 @@ static void bpf_free(struct sampler *sm)
 	free(bs->recs);
 	free(bs->have);
 	free(bs->scratch);
+	free(bs->blindness);
 	free(bs->links);
 	free(bs->perf_fds);
 	free(bs);
@@ -720,7 +725,9 @@ static int alloc_cpus(struct bpf_sampler *bs)
 	bs->recs = calloc((size_t)bs->ncpus, sizeof(*bs->recs));
 	bs->have = calloc((size_t)bs->ncpus, sizeof(*bs->have));
 	bs->scratch = malloc(sizeof(*bs->scratch));
-	if (!bs->perf_fds || !bs->links || !bs->recs || !bs->have || !bs->scratch)
+	bs->blindness = calloc((size_t)bs->ncpus, sizeof(*bs->blindness));
+	if (!bs->perf_fds || !bs->links || !bs->recs || !bs->have || !bs->scratch ||
+	    !bs->blindness)
 		return -ENOMEM;
 	for (int c = 0; c < bs->ncpus; c++)
 		bs->perf_fds[c] = -1;
@@ -749,7 +756,7 @@ static int start(struct bpf_sampler *bs)
 	if (r == 0)
 		r = attach(bs);
 	if (r == 0)
-		r = wait_first_samples(bs);
+		r = wait_first_sample(bs);
 	return r;
 }
 
