@@ -250,50 +250,45 @@ static void active_del(struct active *a, pid_t tid, uint64_t start)
 		}
 }
 
+struct replay_ctx {
+	struct journal *j;
+	struct active act;
+	unsigned bad;
+	int r;
+};
+
+static void replay_line(void *ctx, unsigned lineno, char *line)
+{
+	struct replay_ctx *c = ctx;
+	struct journal_rec rec;
+	char op;
+
+	if (c->r < 0)
+		return;
+	if (journal_parse_line(line, &op, &rec) < 0) {
+		log_warn("%s:%u: malformed journal record skipped", c->j->path, lineno);
+		c->bad++;
+		return;
+	}
+	if (op == 's')
+		c->r = active_add(&c->act, &rec);
+	else
+		active_del(&c->act, rec.tid, rec.start_time);
+}
+
 int journal_replay(struct journal *j, void (*fn)(void *ctx, const struct journal_rec *r),
 		   void *ctx, unsigned *ret_bad)
 {
-	struct active act = { 0 };
-	unsigned lineno = 0, bad = 0;
-	char *line = NULL;
-	size_t cap = 0;
-	int fd, r = 0;
-	FILE *f;
+	struct replay_ctx c = { .j = j };
+	int r = journal_each_line(j, replay_line, &c);
 
-	fd = open(j->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "r");
-	if (!f) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (getline(&line, &cap, f) > 0) {
-		struct journal_rec rec;
-		char op;
-
-		lineno++;
-		if (line[0] == '#' || line[0] == '\n')
-			continue;
-		if (journal_parse_line(line, &op, &rec) < 0) {
-			log_warn("%s:%u: malformed journal record skipped", j->path, lineno);
-			bad++;
-			continue;
-		}
-		if (op == 's')
-			r = active_add(&act, &rec);
-		else
-			active_del(&act, rec.tid, rec.start_time);
-		if (r < 0)
-			break;
-	}
-	free(line);
-	fclose(f);
-	for (size_t i = 0; r == 0 && i < act.n; i++)
-		fn(ctx, &act.r[i]);
-	free(act.r);
+	if (r == 0)
+		r = c.r;
+	for (size_t i = 0; r == 0 && i < c.act.n; i++)
+		fn(ctx, &c.act.r[i]);
+	free(c.act.r);
 	if (ret_bad)
-		*ret_bad = bad;
+		*ret_bad = c.bad;
 	return r;
 }
 
