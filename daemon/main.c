@@ -23,7 +23,9 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: rqbalanced [OPTION]...\n"
 		"Spread runnable tasks across last-level caches by soft-pinning them with\n"
-		"sched_setaffinity; every change is journalled and given back on stop.\n"
+		"sched_setaffinity, and turn latency-nice values (set with rqctl(1) or by\n"
+		"[rule] sections) into slices, policies and cgroup weights. Every change is\n"
+		"journalled and given back on stop.\n"
 		"\n"
 		"  -c, --config FILE        config file (default " RQB_DEFAULT_CONFIG ";\n"
 		"                           if that is missing, built-in defaults)\n"
