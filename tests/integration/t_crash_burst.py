@@ -110,8 +110,11 @@ def burst_then_kill(tmp, journal, replay, pids, cgroups, before, cg_before, rnd)
     print(f"round {rnd}: {moves} pins and releases and {sum(s.done for s in setters)} rqctl requests before the "
           f"kill; left behind: {len(pinned)} pins, {len(tasks)} tasks changed, "
           f"{len(cgs)} cgroup weights")
-    check(pinned and len(tasks) > len(pinned) and cgs,
-          f"round {rnd}: the kill left pins, latency settings and weights behind to give back")
+    check(pinned and len(tasks) > len(pinned),
+          f"round {rnd}: the kill left pins and latency settings behind to give back")
+    # A cgroup whose last request was a reset has its weight back already (p ~ 0.02
+    # for both): the weights are asked of the three rounds together, not of each.
+    return bool(cgs)
 
 
 def test():
@@ -137,8 +140,9 @@ def test():
             replay = os.path.join(tmp, "rotate.replay")
             write_replay(replay, pids)
 
-            for rnd in (1, 2, 3):
-                burst_then_kill(tmp, journal, replay, pids, cgroups, before, cg_before, rnd)
+            weights_left = [burst_then_kill(tmp, journal, replay, pids, cgroups, before,
+                                            cg_before, rnd) for rnd in (1, 2, 3)]
+            check(any(weights_left), "a kill left a cgroup weight behind to give back")
             with Daemon(tmp, journal=journal) as d:
                 d.wait_for("ctl: serving")
                 text = d.text()
