@@ -56,7 +56,10 @@ check "it sees CPU $LAST come back" wait_log "CPU $LAST online again" 10
 for p in $HOGS; do
 	[ "$(allowed "$p")" = "$FIRST" ] || taskset -pc "$ALL" "$p" >/dev/null
 done
-check "a second hog is pinned, to $LLCN" wait_pinned "$LLCN" 1 30
+# With the kernel's balancing off, a hog pinned to $LLCN may land beside the one on CPU
+# $FIRST while CPU $LAST idles, and the daemon may then send one more: at least one.
+wait_pinned "$LLCN" 1 30
+check "a second hog is pinned, to $LLCN" [ "$(pinned_to "$LLCN")" -ge 1 ]
 check "the first stays on CPU $FIRST" [ "$(pinned_to "$FIRST")" -eq 1 ]
 check "SIGTERM stops it cleanly" stop_daemon TERM
 check "every pin is given back" [ "$(pinned_to "$FIRST")" -eq 0 ] && [ "$(pinned_to "$LLCN")" -eq 0 ]
