@@ -104,6 +104,40 @@ class Hogs:
         self.stop()
 
 
+def sched_field(pid, name):
+    """A number from /proc/PID/sched ("policy", "se.slice"), its integer part."""
+    with open(f"/proc/{pid}/sched") as f:
+        for line in f:
+            if line.startswith(name):
+                return int(line.split(":")[1].split(".")[0])
+    raise KeyError(name)
+
+
+def cpu_cgroup(pid):
+    """The task's cgroup in the v1 cpu hierarchy, or None."""
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f:
+            _, ctl, path = line.rstrip("\n").split(":", 2)
+            if "cpu" in ctl.split(","):
+                return path
+    return None
+
+
+def wait_until(fn, timeout=3.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if fn():
+            return True
+        time.sleep(0.01)
+    return fn()
+
+
+def rqctl(d, *args):
+    """rqctl against Daemon d's socket."""
+    return subprocess.run([RQCTL, "-s", d.ctl, *args], capture_output=True, text=True,
+                          timeout=30)
+
+
 def task_line(pid, cpu, allowed_list="0-1", comm="sh", cgroup="/", flags=0):
     return f"task {pid} {pid} {cpu} {start_time(pid)} {flags} {allowed_list} {comm} {cgroup}"
 

@@ -11,43 +11,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
-from rqb import CGROUP_ROOT, RQCTL, Daemon, check, main, require, tmpdir
+from rqb import (CGROUP_ROOT, Daemon, check, cpu_cgroup, main, require, rqctl, tmpdir,
+                 wait_until)
+from rqb import sched_field as sched
 
 CPU_V1 = "/sys/fs/cgroup/cpu"
 IDLER = [sys.executable, "-c", "import time; time.sleep(600)"]
-
-
-def rqctl(d, *args):
-    return subprocess.run([RQCTL, "-s", d.ctl, *args], capture_output=True, text=True,
-                          timeout=30)
-
-
-def cpu_cgroup(pid):
-    with open(f"/proc/{pid}/cgroup") as f:
-        for line in f:
-            _, ctl, path = line.rstrip("\n").split(":", 2)
-            if "cpu" in ctl.split(","):
-                return path
-    return None
-
-
-def sched(pid, name):
-    with open(f"/proc/{pid}/sched") as f:
-        for line in f:
-            if line.startswith(name):
-                return int(line.split(":")[1].split(".")[0])
-    raise KeyError(name)
-
-
-def wait_until(fn, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if fn():
-            return True
-        time.sleep(0.02)
-    return fn()
 
 
 def class_removed(tmp):
@@ -61,7 +31,7 @@ def class_removed(tmp):
             check(cpu_cgroup(a.pid) == cls, f"a is in {cls}")
             a.kill()
             a.wait()
-            check(wait_until(lambda: "latency_tasks 0" in rqctl(d, "status").stdout),
+            check(wait_until(lambda: "latency_tasks 0" in rqctl(d, "status").stdout, 5.0),
                   "a's exit is seen")
             os.rmdir(CPU_V1 + cls)
             r = rqctl(d, "set", "-l", "-5", "-p", str(b.pid))

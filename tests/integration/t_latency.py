@@ -11,7 +11,8 @@ import subprocess
 import sys
 import time
 
-from rqb import (CGROUP_ROOT, RQCTL, Daemon, check, main, require, tmpdir)
+from rqb import (CGROUP_ROOT, RQCTL, Daemon, check, cpu_cgroup, main, require, rqctl, sched_field,
+                 tmpdir, wait_until)
 
 CPU_V1 = "/sys/fs/cgroup/cpu"
 
@@ -27,23 +28,6 @@ time.sleep(60)
 """
 
 
-def sched_field(tid, name):
-    with open(f"/proc/{tid}/sched") as f:
-        for line in f:
-            if line.startswith(name):
-                return int(line.split(":")[1].split(".")[0])
-    raise KeyError(name)
-
-
-def cpu_cgroup(tid):
-    with open(f"/proc/{tid}/cgroup") as f:
-        for line in f:
-            _, ctl, path = line.rstrip("\n").split(":", 2)
-            if "cpu" in ctl.split(","):
-                return path
-    return None
-
-
 def threads(pid):
     return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
 
@@ -57,20 +41,6 @@ def children(pid):
         except FileNotFoundError:
             pass
     return out
-
-
-def wait_until(fn, timeout=3.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if fn():
-            return True
-        time.sleep(0.01)
-    return fn()
-
-
-def rqctl(d, *args):
-    return subprocess.run([RQCTL, "-s", d.ctl, *args], capture_output=True, text=True,
-                          timeout=30)
 
 
 def state(tid):

@@ -16,8 +16,9 @@ import subprocess
 import sys
 import time
 
-from rqb import (CGROUP_ROOT, RQCTL, TOPO_2LLC, Daemon, Hogs, allowed, check, main, require,
-                 task_line, tmpdir, write_replay)
+from rqb import (CGROUP_ROOT, TOPO_2LLC, Daemon, Hogs, allowed, check, cpu_cgroup, main,
+                 require, rqctl, task_line, tmpdir, write_replay)
+from rqb import sched_field as sched
 
 CPU_V1 = "/sys/fs/cgroup/cpu"
 IDLER = [sys.executable, "-c", "import time; time.sleep(600)"]
@@ -38,28 +39,6 @@ def set_slice(pid, ns):
     a = SchedAttr(size=ctypes.sizeof(SchedAttr), policy=0, runtime=ns)
     if libc.syscall(314, pid, ctypes.byref(a), 0) != 0:
         raise OSError(ctypes.get_errno(), "sched_setattr")
-
-
-def sched(pid, name):
-    with open(f"/proc/{pid}/sched") as f:
-        for line in f:
-            if line.startswith(name):
-                return int(line.split(":")[1].split(".")[0])
-    raise KeyError(name)
-
-
-def cpu_cgroup(pid):
-    with open(f"/proc/{pid}/cgroup") as f:
-        for line in f:
-            _, ctl, path = line.rstrip("\n").split(":", 2)
-            if "cpu" in ctl.split(","):
-                return path
-    return None
-
-
-def rqctl(d, *args):
-    return subprocess.run([RQCTL, "-s", d.ctl, *args], capture_output=True, text=True,
-                          timeout=30)
 
 
 def affinity_live(tmp):
