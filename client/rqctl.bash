@@ -54,7 +54,7 @@ _rqctl()
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W '--socket --json --help --version' -- "$cur"))
 		else
-			COMPREPLY=($(compgen -W 'status reload set get reset list run latency' -- "$cur"))
+			COMPREPLY=($(compgen -W 'status reload set get reset list run latency sync' -- "$cur"))
 		fi
 		return
 	fi

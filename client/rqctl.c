@@ -35,6 +35,8 @@ static void usage(FILE *out)
 		"  run -l N -- CMD [ARG]  run CMD with latency-nice N (it and what it starts)\n"
 		"  latency [--json]       run-queue wait histograms per latency-nice class\n"
 		"                         and managed cgroup (\"none\": unmanaged tasks)\n"
+		"  sync                   wait until the daemon has handled every fork and exec\n"
+		"                         so far and ended a tick begun after the request\n"
 		"\n"
 		"TARGET is one of:\n"
 		"  -p, --pid PID          a process: all its threads, now and later\n"
@@ -315,6 +317,7 @@ static int parse_command(int argc, char **argv, struct req *q)
 		{ "list", CTL_LIST, false, false },     { "set", CTL_SET, true, true },
 		{ "get", CTL_GET, false, true },        { "reset", CTL_RESET, false, true },
 		{ "run", CTL_SET, true, false },        { "latency", CTL_LATENCY, false, false },
+		{ "sync", CTL_SYNC, false, false },
 	};
 
 	if (!strcmp(argv[0], "latency") && argc == 2 &&

@@ -38,6 +38,9 @@ struct conn {
 	gid_t groups[64];
 	int ngroups;
 	unsigned msgs;
+	uint64_t sync_tick;     /* a sync waits for this tick to end; 0: none waits */
+	uint64_t sync_reads;    /* ... and for the connector's empty_reads to reach this */
+	uint32_t sync_seq;
 	size_t have;
 	uint8_t buf[sizeof(struct ctl_hdr) + CTL_MAX_REQUEST];
 };
@@ -523,6 +526,25 @@ static int handle_histograms(struct conn *c, const struct ctl_msg *m)
 	return r;
 }
 
+/*
+ * A barrier: handles what the connector holds now, then parks the connection until a
+ * tick that begins after this one has ended (ctl_after_tick answers it). Nothing
+ * blocks: a connector that does not empty, or a slow tick, only delay the answer, and
+ * the connection's time limit still holds, stretched to cover two ticks.
+ */
+static int park_sync(struct conn *c, const struct ctl_msg *m)
+{
+	struct daemon *d = c->srv->d;
+	uint64_t deadline;
+
+	c->sync_reads = lm_barrier(&d->lm);
+	c->sync_tick = d->ticks + 1;
+	c->sync_seq = m->hdr.seq;
+	if (sd_event_source_get_time(c->timer, &deadline) >= 0)
+		sd_event_source_set_time(c->timer, deadline + 2ULL * d->conf.interval_ms * 1000);
+	return 0;
+}
+
 static int handle(struct conn *c, const struct ctl_msg *m)
 {
 	struct daemon *d = c->srv->d;
@@ -552,6 +574,8 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 		return handle_latency(c, m);
 	case CTL_LATENCY:
 		return handle_histograms(c, m);
+	case CTL_SYNC:
+		return park_sync(c, m);
 	}
 	return reply_err(c, m->hdr.seq, EPROTO, "not a request");
 }
@@ -562,7 +586,8 @@ static int serve(struct conn *c)
 	struct ctl_msg m;
 	ssize_t n;
 
-	while ((n = ctl_decode(c->buf, c->have, &m)) != 0) {
+	/* Requests after a parked sync wait for its answer, in order. */
+	while (!c->sync_tick && (n = ctl_decode(c->buf, c->have, &m)) != 0) {
 		if (n < 0 || !ctl_is_request(m.hdr.type) || m.hdr.len > CTL_MAX_REQUEST) {
 			/* A flood of bad clients must not flood the log: 1st, 2nd, 4th, 8th... */
 			unsigned long bad = ++c->srv->bad;
@@ -610,6 +635,22 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 	if (serve(c) < 0)
 		conn_close(c);
 	return 0;
+}
+
+void ctl_after_tick(struct ctl_server *s)
+{
+	const struct daemon *d = s->d;
+	char text[64];
+
+	for (struct conn *c = s->conns, *next; c; c = next) {
+		next = c->next;
+		if (!c->sync_tick || d->ticks < c->sync_tick || d->lm.empty_reads < c->sync_reads)
+			continue;
+		c->sync_tick = 0;
+		snprintf(text, sizeof(text), "ticks %" PRIu64 "\n", d->ticks);
+		if (reply(c, CTL_OK, c->sync_seq, text) < 0 || serve(c) < 0)
+			conn_close(c);
+	}
 }
 
 static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata)

@@ -298,6 +298,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	int r;
 
 	daemon_tick(d, now);
+	ctl_after_tick(&d->ctl);
 	/* Keep the cadence; after a stall, start again from now rather than catch up. */
 	d->next_tick_ns += interval;
 	if (d->next_tick_ns <= now)

@@ -427,19 +427,38 @@ static void on_overflow(void *ctx)
 	m->drained = false;
 }
 
-static int on_pc_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+/* One bounded batch of events; notes when the socket was read to empty. */
+static void dispatch(struct latmgr *m)
 {
-	struct latmgr *m = userdata;
 	int r = pc_dispatch(m->pc);
 
+	if (r < 0 && r != -EAGAIN)
+		log_debug("latency: proc connector: %s", strerror(-r));
+	if (!pc_empty(m->pc))
+		return;
+	m->empty_reads++;
+	if (m->resync)
+		m->drained = true;
+}
+
+static int on_pc_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
 	(void)s;
 	(void)fd;
 	(void)revents;
-	if (r < 0 && r != -EAGAIN)
-		log_debug("latency: proc connector: %s", strerror(-r));
-	if (m->resync && pc_empty(m->pc))
-		m->drained = true;
+	dispatch(userdata);
 	return 0;
+}
+
+uint64_t lm_barrier(struct latmgr *m)
+{
+	uint64_t want = m->empty_reads + 1;
+
+	/* Without the connector there is nothing queued: each tick walks /proc instead. */
+	if (!m->pc)
+		return m->empty_reads;
+	dispatch(m);
+	return want;
 }
 
 static const struct pc_callbacks callbacks = { .event = on_event, .overflow = on_overflow };

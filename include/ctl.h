@@ -27,6 +27,12 @@ enum ctl_type {
 	CTL_LIST = 5,    /* request: none; reply: one tab-separated line per task and cgroup */
 	CTL_RESET = 6,   /* request: target; reply: "tasks N" given back */
 	CTL_LATENCY = 7, /* request: none; reply: run-queue wait histograms (rqlat.h) */
+	/*
+	 * A barrier: the reply ("ticks N") comes once every proc connector event queued
+	 * before the request has been handled and a whole tick that began after it has
+	 * ended, so what the caller did before asking has been seen and acted on.
+	 */
+	CTL_SYNC = 8,
 	CTL_OK = 100,    /* reply: success, payload as the request defines */
 	CTL_ERR = 101,   /* reply: failure, payload "errno N" then "message ..." lines */
 };

@@ -32,5 +32,7 @@ struct ctl_server {
  */
 int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon *d);
 void ctl_fini(struct ctl_server *s);
+/* After each tick: answers the syncs that tick completed (CTL_SYNC). */
+void ctl_after_tick(struct ctl_server *s);
 
 #endif

@@ -43,6 +43,7 @@ struct latmgr {
 	bool resync;                   /* events were lost: rescan */
 	bool drained;                  /* the connector was read empty since the last loss */
 	unsigned resync_wait;          /* ticks a resync has waited for that */
+	uint64_t empty_reads;          /* times the connector was read to empty */
 	uint64_t ticks;
 	pid_t self;
 	char proc_root[PATH_MAX];
@@ -71,6 +72,13 @@ int lm_reset_thread(struct latmgr *m, pid_t tid);
 const struct lm_proc *lm_find_process(const struct latmgr *m, pid_t tgid);
 /* The value a task has from rqbalance (thread entry, else its process), or LAT_NONE. */
 int lm_value_of(const struct latmgr *m, pid_t tid, pid_t tgid);
+
+/*
+ * A barrier's first half: handles what the connector holds now (one bounded batch, so
+ * a fork storm cannot hold the loop) and returns the value empty_reads must reach
+ * before every event queued before this call is known to be handled.
+ */
+uint64_t lm_barrier(struct latmgr *m);
 
 /* Once a tick: rescans after an overflow, drops what exited. */
 void lm_tick(struct latmgr *m);

@@ -4,6 +4,7 @@ printed says why), anything else to fail."""
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,6 +16,9 @@ ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("RQB_BUILD", "build")
 DAEMON = os.path.join(ROOT, BUILD, "rqbalanced")
 TOPO_2LLC = os.path.join(ROOT, "tests", "data", "topo-2llc.xml")
+# CPUs 0 and 1 in one LLC: the spread policy finds nothing to move, so a daemon on a live
+# sampler touches no task the test did not name, whatever LLCs this machine shows.
+TOPO_1LLC = os.path.join(ROOT, "tests", "data", "topo-1llc.xml")
 RQCTL = os.path.join(ROOT, BUILD, "rqctl")
 CGROUP_ROOT = f"rqb-it-{os.getpid()}"
 
@@ -163,9 +167,13 @@ def write_overload(path, a, b, comm="sh"):
 
 
 class Daemon:
-    """rqbalanced in the foreground, with its own journal dir and a log file."""
+    """rqbalanced in the foreground, with its own journal dir, ctl socket, class cgroups
+    and a log file. Unless args name a topology, it runs on TOPO_1LLC (topology=None:
+    the machine's own), so that it never moves another run's or the machine's tasks."""
 
-    def __init__(self, tmp, args=(), conf="", env=None, journal=None):
+    def __init__(self, tmp, args=(), conf="", env=None, journal=None, topology=TOPO_1LLC):
+        if topology and "--topology" not in args:
+            args = ["--topology", topology, *args]
         self.tmp = tmp
         self.journal = journal or os.path.join(tmp, "run")
         self.conf = os.path.join(tmp, "rqbalance.conf")
@@ -198,6 +206,17 @@ class Daemon:
             time.sleep(0.05)
         raise AssertionError(f"log never matched {pattern!r}; log:\n{self.text()}")
 
+    def sync(self, ticks=1):
+        """Waits until the daemon has handled every fork, exec and exit so far and has
+        ended `ticks` ticks begun after the call (rqctl sync); returns its tick count.
+        What the test did before is then seen and acted on: check the outcome at once."""
+        for _ in range(ticks):
+            r = subprocess.run([RQCTL, "-s", self.ctl, "sync"], capture_output=True, text=True,
+                               timeout=60)
+            if r.returncode != 0:
+                raise AssertionError(f"rqctl sync failed: {r.stderr.strip()}; log:\n{self.text()}")
+        return int(r.stdout.split()[1])
+
     def stop(self, sig=signal.SIGTERM, timeout=10.0):
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
@@ -221,6 +240,20 @@ class Daemon:
             self.stop()
         print("--- daemon log ---")
         print(self.text())
+
+
+def private_copy(tmp, prog):
+    """A copy of prog (a name on PATH, or a path) in a directory of the test's own that
+    every user may enter: a rule naming its exe matches what this test runs and nothing
+    else, not another run's processes nor the machine's. Its comm stays prog's."""
+    src = os.path.realpath(shutil.which(prog) or prog)
+    d = os.path.join(tmp, "bin")
+    os.makedirs(d, exist_ok=True)
+    for p in (tmp, d):
+        os.chmod(p, 0o755)
+    dst = os.path.join(d, os.path.basename(src))
+    shutil.copy2(src, dst)
+    return dst
 
 
 def tmpdir():

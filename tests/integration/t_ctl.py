@@ -15,7 +15,7 @@ import time
 from rqb import (BUILD, ROOT, TOPO_2LLC, Daemon, check, main, require, tmpdir)
 
 RQCTL = os.path.join(ROOT, BUILD, "rqctl")
-MAGIC, VERSION, STATUS, RELOAD, OK, ERR = 0x43425152, 1, 1, 2, 100, 101
+MAGIC, VERSION, STATUS, RELOAD, SYNC, OK, ERR = 0x43425152, 1, 1, 2, 8, 100, 101
 HDR = struct.Struct("=IHHII")
 
 
@@ -65,6 +65,43 @@ def malformed(sock):
         check(rqctl(sock, "status").returncode == 0, f"after {what} the daemon still serves")
 
 
+def replies(sock, data, n):
+    """Sends bytes on one connection and reads n replies: [(type, seq, payload)]."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(sock)
+    s.sendall(data)
+    got, out = b"", []
+    while len(out) < n:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+        while len(got) >= HDR.size and len(got) >= HDR.size + HDR.unpack(got[:HDR.size])[3]:
+            _, _, typ, length, seq = HDR.unpack(got[:HDR.size])
+            out.append((typ, seq, got[HDR.size:HDR.size + length].decode()))
+            got = got[HDR.size + length:]
+    s.close()
+    return out
+
+
+def ticks_of(text):
+    return int(text.split("ticks ", 1)[1].split()[0])
+
+
+def sync(sock):
+    """rqctl sync answers after a tick that began after it; a request sent behind it on
+    the same connection is answered after it, in order."""
+    before = ticks_of(rqctl(sock, "status").stdout)
+    p = rqctl(sock, "sync")
+    check(p.returncode == 0 and ticks_of(p.stdout) > before,
+          f"rqctl sync answers once a later tick has ended ({before} -> {p.stdout.strip()})")
+    r = replies(sock, HDR.pack(MAGIC, VERSION, SYNC, 0, 1) + HDR.pack(MAGIC, VERSION, STATUS, 0, 2), 2)
+    check([(t, q) for t, q, _ in r] == [(OK, 1), (OK, 2)],
+          f"a status sent behind a sync is answered after it ({[(t, q) for t, q, _ in r]})")
+    check(ticks_of(r[1][2]) >= ticks_of(r[0][2]), "and sees the tick the sync waited for")
+
+
 def test():
     require()
     if not os.path.exists(RQCTL):
@@ -95,6 +132,7 @@ def test():
             with open(d.conf, "w") as f:
                 f.write(good)
 
+            sync(d.ctl)
             check(rqctl(d.ctl, "frob").returncode == 2, "an unknown command is bad usage")
             malformed(d.ctl)
 
