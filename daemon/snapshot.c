@@ -35,6 +35,8 @@ void snap_reset(struct snapshot *s)
 	for (size_t i = 0; i < s->ntasks; i++)
 		free(s->tasks[i].cgroup);
 	s->ntasks = 0;
+	s->uptime_ticks = 0;
+	s->tick_hz = 0;
 	memset(s->cpus, 0, (size_t)s->nr_cpu_ids * sizeof(*s->cpus));
 }
 
@@ -87,7 +89,10 @@ int snap_write(const struct snapshot *s, FILE *out)
 {
 	char mask[CPUMASK_STRLEN];
 
-	fprintf(out, "snapshot %" PRIu64 " %" PRIu64 " %d\n", s->seq, s->now_ns, (int)s->self_tgid);
+	fprintf(out, "snapshot %" PRIu64 " %" PRIu64 " %d", s->seq, s->now_ns, (int)s->self_tgid);
+	if (s->tick_hz)
+		fprintf(out, " uptime=%" PRIu64 " hz=%" PRIu32, s->uptime_ticks, s->tick_hz);
+	fputc('\n', out);
 	for (int c = 0; c < s->nr_cpu_ids; c++) {
 		if (s->topo && !CPU_ISSET(c, &s->topo->online))
 			continue;
@@ -207,6 +212,23 @@ static int parse_cpu(struct snapshot *s, const char *line, char *err, size_t err
 	return 0;
 }
 
+/* The header's optional end: nothing, or both uptime and a tick rate above 0. */
+static int parse_uptime(struct snapshot *s, const char *rest)
+{
+	uint64_t up;
+	uint32_t hz;
+	int n = 0;
+
+	if (*rest == '\0')
+		return 0;
+	if (sscanf(rest, " uptime=%" SCNu64 " hz=%" SCNu32 "%n", &up, &hz, &n) != 2 ||
+	    rest[n] != '\0' || hz == 0 || strchr(rest, '-'))
+		return -EINVAL;
+	s->uptime_ticks = up;
+	s->tick_hz = hz;
+	return 0;
+}
+
 int snap_read(FILE *in, struct snapshot *s, unsigned *lineno, char *err, size_t errlen)
 {
 	char line[LINE_MAX_LEN + 2]; /* and its newline and NUL */
@@ -226,8 +248,8 @@ int snap_read(FILE *in, struct snapshot *s, unsigned *lineno, char *err, size_t 
 			continue;
 		if (!open) {
 			if (sscanf(line, "snapshot %" SCNu64 " %" SCNu64 " %d%n", &s->seq, &s->now_ns,
-				   &self, &n) != 3 || line[n] != '\0')
-				FAIL("expected 'snapshot SEQ NOW_NS SELF_TGID'");
+				   &self, &n) != 3 || parse_uptime(s, line + n) < 0)
+				FAIL("expected 'snapshot SEQ NOW_NS SELF_TGID [uptime=TICKS hz=HZ]'");
 			s->self_tgid = self;
 			open = true;
 		} else if (strcmp(line, "end") == 0) {

@@ -79,6 +79,8 @@ static inline int sampler_sample(struct sampler *sm, uint64_t now_ns, struct sna
 	return sm->ops->sample(sm, now_ns, s);
 }
 void sampler_free(struct sampler *sm);
+/* Stamps s with the clock of the tasks' start times (uptime_ticks, tick_hz): live samplers. */
+void sampler_stamp_uptime(struct snapshot *s);
 
 /* Counters of the proc sampler, for tests and the bench. */
 struct proc_stats {

@@ -40,6 +40,13 @@ struct snapshot {
 	uint64_t seq;             /* tick number */
 	uint64_t now_ns;          /* CLOCK_MONOTONIC at the sample */
 	pid_t self_tgid;          /* the daemon: never touched */
+	/*
+	 * The sample's moment on the clock of start_time (clock ticks after boot, suspend
+	 * included) and that clock's ticks a second, so the policy knows a task's age;
+	 * both 0 where unknown (a replay written without them): no task is then too young.
+	 */
+	uint64_t uptime_ticks;
+	uint32_t tick_hz;
 	const struct topo *topo;  /* not owned */
 	int nr_cpu_ids;           /* entries in cpus */
 	struct snap_cpu *cpus;    /* indexed by OS CPU number */
@@ -57,7 +64,7 @@ struct snap_task *snap_add_task(struct snapshot *s, const struct snap_task *t, c
 
 /*
  * Text form, one record a line:
- *   snapshot SEQ NOW_NS SELF_TGID
+ *   snapshot SEQ NOW_NS SELF_TGID [uptime=TICKS hz=HZ]
  *   cpu CPU NR_RUNNING BUSY_PCT
  *   task TID TGID CPU START_TIME FLAGS ALLOWED COMM CGROUP [partner=TID]
  *   end

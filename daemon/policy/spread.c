@@ -12,7 +12,9 @@
  *  (c) Move only if the target, after the move, is clearly less loaded per CPU than
  *      the source now: src * 100 > dst_after * imbalance_pct ("sched: use load_avg for
  *      selecting idlest group").
- *  (d) No churn: a moved task is not moved again within min_residency_ms; at most
+ *  (d) No churn: a moved task is not moved again within min_residency_ms, and one that
+ *      started less than min_residency_ms ago (the kernel placed it then) moves only
+ *      when no older task can; at most
  *      max_moves_per_tick actions a tick; and hysteresis: a pin is made when its LLC
  *      has at least one task more than CPUs, and released early only when that LLC
  *      could take back every task pinned away from it without exceeding its CPUs,
@@ -433,6 +435,19 @@ static bool movable(const struct snapshot *s, const struct rqb_conf *c,
 	       !pol_find_pin(st, t->tid, t->start_time) && !recently_moved(st, t->tid, t->start_time);
 }
 
+/*
+ * Started at least min_residency_ms ago: the kernel placed a task when it started (fork
+ * and exec balancing), and such a task has stayed where it was put as long as a moved
+ * one must. Unknown ages (a replay written without them) count as settled.
+ */
+static bool settled(const struct snapshot *s, const struct rqb_conf *c,
+		    const struct snap_task *t)
+{
+	uint64_t min_ticks = (uint64_t)c->min_residency_ms * s->tick_hz / 1000;
+
+	return !s->tick_hz || t->start_time + min_ticks <= s->uptime_ticks;
+}
+
 /* ---- keep_pairs: tasks that wake each other move together or not at all ---- */
 
 static int cmp_slot(const void *a, const void *b)
@@ -499,34 +514,46 @@ static bool pair_may_leave(const struct snapshot *s, const struct rqb_conf *c,
 }
 
 /*
- * On the CPUs of src that run two or more tasks (b), busiest CPU first, the eligible
- * task with the highest tid: the youngest thread, likely the least cache in the LLC.
- * Returns the bucket slot, or -1.
+ * On the CPUs of src that run two or more tasks (b), the eligible task to move: a
+ * settled one before one that started less than min_residency_ms ago, so that a short
+ * command caught running beside lasting load stays put, while a wave of new tasks
+ * still spreads at once; then from the busiest CPU; then the highest tid: the youngest
+ * thread, likely the least cache in the LLC. Returns the bucket slot, or -1.
  */
 static int pick_task(const struct snapshot *s, const struct rqb_conf *c,
 		     const struct pol_state *st, int src, int dst, unsigned budget)
 {
 	const struct topo *tp = s->topo;
 	int best_slot = -1, best_nr = 1;
+	bool best_settled = false;
 
 	for (int cpu = 0; cpu < s->nr_cpu_ids; cpu++) {
 		int slot = -1;
+		bool ok = false;
 
-		if (!tp->cpus[cpu].present || tp->cpus[cpu].llc != src || st->cpu_nr[cpu] <= best_nr)
+		if (!tp->cpus[cpu].present || tp->cpus[cpu].llc != src || st->cpu_nr[cpu] < 2)
 			continue;
 		for (int b = bucket_begin(st, cpu); b < st->bucket_start[cpu]; b++) {
 			const struct snap_task *t;
+			bool set;
 
 			if (st->bucket[b] < 0)
 				continue;
 			t = &s->tasks[st->bucket[b]];
-			if (movable(s, c, st, t) && pair_may_leave(s, c, st, t, src, dst, budget) &&
-			    (slot < 0 || t->tid > s->tasks[st->bucket[slot]].tid))
+			if (!movable(s, c, st, t) || !pair_may_leave(s, c, st, t, src, dst, budget))
+				continue;
+			set = settled(s, c, t);
+			if (slot < 0 || set > ok ||
+			    (set == ok && t->tid > s->tasks[st->bucket[slot]].tid)) {
 				slot = b;
+				ok = set;
+			}
 		}
-		if (slot >= 0) {
+		if (slot >= 0 && (best_slot < 0 || ok > best_settled ||
+				  (ok == best_settled && st->cpu_nr[cpu] > best_nr))) {
 			best_slot = slot;
 			best_nr = st->cpu_nr[cpu];
+			best_settled = ok;
 		}
 	}
 	return best_slot;

@@ -646,6 +646,7 @@ static int bpf_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 	int r = 0;
 
 	s->self_tgid = bs->o.self_tgid;
+	sampler_stamp_uptime(s);
 	bs->ncands = 0;
 	CPU_ZERO(&blinds);
 	if (now_ns - bs->online_read_ns >= NSEC_PER_SEC && read_online(bs->root, &bs->online) == 0)

@@ -480,6 +480,7 @@ static int proc_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 	int r;
 
 	s->self_tgid = ps->o.self_tgid;
+	sampler_stamp_uptime(s);
 	r = read_cpustat(ps, s, &running);
 	if (r < 0)
 		return r;

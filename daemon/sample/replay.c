@@ -38,6 +38,9 @@ static int replay_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s
 	/* Time is the tick's: the file's clock is for the simulator. */
 	s->now_ns = now_ns;
 	s->self_tgid = rp->self_tgid;
+	/* Ages are the file's: its tasks' start times are of the moment it was written. */
+	s->uptime_ticks = from->uptime_ticks;
+	s->tick_hz = from->tick_hz;
 	return copy_snap(from, s);
 }
 

@@ -1,5 +1,21 @@
 /* Sample stage: what all samplers share. */
+#include <time.h>
+#include <unistd.h>
+
+#include "rqbalance.h"
 #include "sampler.h"
+
+void sampler_stamp_uptime(struct snapshot *s)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	struct timespec ts;
+
+	if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return;
+	s->tick_hz = (uint32_t)hz;
+	s->uptime_ticks = (uint64_t)ts.tv_sec * (uint64_t)hz +
+			  (uint64_t)ts.tv_nsec / (NSEC_PER_SEC / (uint64_t)hz);
+}
 
 void sampler_free(struct sampler *sm)
 {

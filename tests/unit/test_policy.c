@@ -335,6 +335,53 @@ static void moves_no_task_that_used_no_cpu(void **state)
 }
 
 /*
+ * (d) A task that started less than min_residency_ms (1 s) ago was placed by the kernel
+ * then: a short command busy two ticks in a row is passed over for a settled task, even
+ * on a busier CPU; a wave of new tasks alone still spreads at once. Start times are
+ * clock ticks (100 a second); the young ones started at tick 5000, uptime is 5050.
+ */
+static void prefers_settled_tasks(void **state)
+{
+	struct fx *f = fx_new(T2);
+
+	add(f, 100, 0);
+	add(f, 300, 0)->start_time = 5000;
+	f->s->tick_hz = 100;
+	f->s->uptime_ticks = 5050;
+	assert_string_equal(decide(f, 100),
+			    "pin tid=100 tgid=100 comm=\"t100\" llc=0->1 cpus=1 why=overload\n");
+	fx_free(f);
+
+	/*
+	 * LLC 0 is CPUs 0-3: CPU 0 runs three young tasks, CPU 1 a settled one and a young:
+	 * the settled one goes first, then the young ones from the busiest CPU.
+	 */
+	f = fx_new(T2x4);
+	for (pid_t t = 300; t < 303; t++)
+		add(f, t, 0)->start_time = 5000;
+	add(f, 100, 1);
+	add(f, 303, 1)->start_time = 5000;
+	add(f, 304, 2)->start_time = 5000;
+	add(f, 305, 3)->start_time = 5000;
+	f->s->tick_hz = 100;
+	f->s->uptime_ticks = 5050;
+	assert_string_equal(tick(f, 100),
+			    "pin tid=100 tgid=100 comm=\"t100\" llc=0->1 cpus=4-7 why=overload\n"
+			    "pin tid=301 tgid=301 comm=\"t301\" llc=0->1 cpus=4-7 why=overload\n"
+			    "pin tid=302 tgid=302 comm=\"t302\" llc=0->1 cpus=4-7 why=overload\n");
+	fx_free(f);
+
+	f = fx_new(T2);
+	add(f, 300, 0)->start_time = 5000;
+	add(f, 301, 0)->start_time = 5000;
+	f->s->tick_hz = 100;
+	f->s->uptime_ticks = 5050;
+	assert_string_equal(decide(f, 100),
+			    "pin tid=301 tgid=301 comm=\"t301\" llc=0->1 cpus=1 why=overload\n");
+	fx_free(f);
+}
+
+/*
  * 256 CPUs: 40 tasks on LLC 3 (CPUs 48-55 run three each). Each pick takes the youngest
  * task of the busiest CPU; targets are idle LLCs of the same NUMA node (0-7) first.
  */
@@ -589,6 +636,7 @@ int main(void)
 		cmocka_unit_test(moves_capped_per_tick),
 		cmocka_unit_test(never_touches_ineligible),
 		cmocka_unit_test(moves_no_task_that_used_no_cpu),
+		cmocka_unit_test(prefers_settled_tasks),
 		cmocka_unit_test(big_machine_prefers_near_llcs),
 		cmocka_unit_test(converges_without_ping_pong),
 		cmocka_unit_test(rules_on_each_machine),

@@ -99,6 +99,8 @@ static void assert_snap_equal(const struct snapshot *a, const struct snapshot *b
 	assert_int_equal(a->seq, b->seq);
 	assert_int_equal(a->now_ns, b->now_ns);
 	assert_int_equal(a->self_tgid, b->self_tgid);
+	assert_int_equal(a->uptime_ticks, b->uptime_ticks);
+	assert_int_equal(a->tick_hz, b->tick_hz);
 	assert_int_equal(a->nr_cpu_ids, b->nr_cpu_ids);
 	for (int c = 0; c < a->nr_cpu_ids; c++) {
 		assert_int_equal(a->cpus[c].nr_running, b->cpus[c].nr_running);
@@ -230,6 +232,8 @@ static void comments_and_blank_lines_ignored(void **state)
 	assert_int_equal(lineno, 10);
 }
 
+#define HDR_ERR "expected 'snapshot SEQ NOW_NS SELF_TGID [uptime=TICKS hz=HZ]'"
+
 /* text must fail on line with a message containing what. */
 static void expect_bad(struct snapshot *s, const char *text, unsigned line, const char *what)
 {
@@ -254,10 +258,10 @@ static void unknown_record(void **state)
 	expect_bad(fx->s, "snapshot 1 2 3\ncpu 0 0 0\nirq 5 0\nend\n", 3, "unknown record");
 	/* A second header inside an open snapshot is just as unknown. */
 	expect_bad(fx->s, "snapshot 1 2 3\nsnapshot 2 2 3\nend\n", 2, "unknown record");
-	expect_bad(fx->s, "# c\ncpu 0 0 0\n", 2, "expected 'snapshot SEQ NOW_NS SELF_TGID'");
-	expect_bad(fx->s, "snapshot 1 2\nend\n", 1, "expected 'snapshot SEQ NOW_NS SELF_TGID'");
+	expect_bad(fx->s, "# c\ncpu 0 0 0\n", 2, HDR_ERR);
+	expect_bad(fx->s, "snapshot 1 2\nend\n", 1, HDR_ERR);
 	expect_bad(fx->s, "snapshot 1 2 3 4\nend\n", 1,
-		   "expected 'snapshot SEQ NOW_NS SELF_TGID'");
+		   HDR_ERR);
 }
 
 static void cpu_outside_topology(void **state)
@@ -343,6 +347,24 @@ static void partner_round_trip(void **state)
 	assert_int_equal(fx->back->tasks[0].partner, 8);
 }
 
+/* The clock of the tasks' start times rides in the header, both fields or neither. */
+static void uptime_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	char err[256] = "";
+	unsigned lineno = 0;
+
+	fx->s->uptime_ticks = 123456;
+	fx->s->tick_hz = 100;
+	assert_non_null(strstr(written(fx, 0), "snapshot 0 0 0 uptime=123456 hz=100\n"));
+	assert_int_equal(snap_read(reading(fx, fx->text[0]), fx->back, &lineno, err, sizeof(err)), 1);
+	assert_snap_equal(fx->back, fx->s);
+	expect_bad(fx->s, "snapshot 1 2 3 uptime=5\nend\n", 1, HDR_ERR);
+	expect_bad(fx->s, "snapshot 1 2 3 uptime=5 hz=0\nend\n", 1, HDR_ERR);
+	expect_bad(fx->s, "snapshot 1 2 3 uptime=-5 hz=100\nend\n", 1, HDR_ERR);
+	expect_bad(fx->s, "snapshot 1 2 3 uptime=5 hz=100 x\nend\n", 1, HDR_ERR);
+}
+
 static void missing_end(void **state)
 {
 	struct fixture *fx = *state;
@@ -418,6 +440,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(task_ids_positive, setup, teardown),
 		cmocka_unit_test_setup_teardown(task_fields_missing_or_extra, setup, teardown),
 		cmocka_unit_test_setup_teardown(partner_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(uptime_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(missing_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(missing_end_after_good_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_escape, setup, teardown),
