@@ -4,6 +4,7 @@
  * anything is checked against the peer's credentials (SO_PEERCRED, SO_PEERGROUPS).
  * Each connection is bounded in size, time and number of requests.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -111,6 +112,20 @@ static bool may_control(const struct conn *c, const struct rqb_conf *conf)
 	return false;
 }
 
+/* The daemon's open file descriptors, this count's own left out; -1 if unknown. */
+static int open_fds(void)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	int n = -1; /* the directory's own */
+
+	if (!dir)
+		return -1;
+	while (readdir(dir))
+		n++;
+	closedir(dir);
+	return n - 2; /* . and .. */
+}
+
 static void status_text(const struct daemon *d, char *out, size_t len)
 {
 	const struct act_counters *k = &d->act.cnt;
@@ -124,6 +139,8 @@ static void status_text(const struct daemon *d, char *out, size_t len)
 	    "\nsample_errors %" PRIu64 "\n",
 	    act_managed(&d->act), k->moves, k->restores, k->left_alone, k->gone, k->transient,
 	    k->permanent, d->sample_errors);
+	/* Between handlers: only what the daemon holds, and the asker's own connection. */
+	PUT("ctl_connections %u\nopen_fds %d\n", d->ctl.nconns, open_fds());
 	PUT("latency_tasks %zu\nlatency_cgroups %zu\nlatency_processes %zu\n"
 	    "latency_events %s\nlatency_overflows %" PRIu64 "\nlatency_rescans %" PRIu64
 	    "\nlatency_rule_matches %" PRIu64 "\nlatency_restored %" PRIu64
