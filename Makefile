@@ -198,6 +198,11 @@ bench-churn: deps-test
 	@$(MAKE) --no-print-directory all
 	bench/churn
 
+# The loop under a ctl flood and a fork storm: the watchdog's longest gap, ticks kept.
+bench-flood: deps-test
+	@$(MAKE) --no-print-directory all
+	bench/flood
+
 # The simulator's table and plots, kept in the tree for the README.
 bench-sim: deps
 	@$(MAKE) --no-print-directory $(B)/bench/sim/sim
@@ -266,4 +271,4 @@ uninstall:
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all bpf-fallback deps deps-test run unit fuzz benches check check-build check-vm bench bench-latency bench-churn bench-sim clean
+.PHONY: all bpf-fallback deps deps-test run unit fuzz benches check check-build check-vm bench bench-latency bench-churn bench-flood bench-sim clean
