@@ -53,7 +53,9 @@ struct bpf_stats {
 	const char *rq_path;    /* "runqueues ksym" or "current task" */
 	uint64_t period_ns;     /* the perf sample period */
 	uint64_t samples;       /* perf samples taken, all CPUs */
-	uint64_t stale;         /* CPU reads whose sample was too old: taken as idle */
+	uint64_t stale;         /* CPU reads whose sample was too old (silent CPUs) */
+	uint64_t silent_reads;  /* reads of /proc/stat to tell an idle silent CPU from a held one */
+	uint64_t held;          /* silent CPUs that were not idle: their last record stood */
 	uint64_t torn;          /* CPU reads that raced a write twice: last good one used */
 	uint64_t walks;         /* full task walks through the iterator */
 };

@@ -85,6 +85,8 @@ struct bpf_sampler {
 	bool *have;                  /* by CPU: recs[c] is a whole record */
 	struct rqs_cpu *scratch;     /* one copy being made */
 	struct blindness *blindness; /* by CPU */
+	uint64_t *idle, *busy, *total; /* by CPU: /proc/stat's idle jiffies at idle_read_ns */
+	uint64_t idle_read_ns;       /* 0: not read yet */
 	struct cand *cands;
 	size_t ncands, candcap;
 	struct rqs_task *walked;     /* the last walk's tasks */
@@ -543,12 +545,10 @@ static int find_cand(const void *key, const void *elem)
 	return (*tid > (pid_t)c->t->tid) - (*tid < (pid_t)c->t->tid);
 }
 
-/* This CPU's record as a snap_cpu, its tasks as candidates. False if it is stale. */
-static bool read_cpu(struct bpf_sampler *bs, int c, uint64_t now_ns, struct snapshot *s,
-		     unsigned *counted, bool *complete)
+/* This CPU's record, copied afresh: false if it is stale (no sample for two periods). */
+static bool read_cpu(struct bpf_sampler *bs, int c, uint64_t now_ns)
 {
 	struct rqs_cpu *r = &bs->recs[c];
-	uint32_t nr;
 
 	if (copy_slot(bs, c, bs->scratch)) {
 		*r = *bs->scratch;
@@ -559,6 +559,16 @@ static bool read_cpu(struct bpf_sampler *bs, int c, uint64_t now_ns, struct snap
 		bs->stats.stale++;
 		return false;
 	}
+	return true;
+}
+
+/* CPU c's last record as a snap_cpu, its tasks as candidates. */
+static void use_record(struct bpf_sampler *bs, int c, struct snapshot *s, unsigned *counted,
+		       bool *complete)
+{
+	struct rqs_cpu *r = &bs->recs[c];
+	uint32_t nr;
+
 	nr = r->cfs_runnable + r->rt + r->dl;
 	s->cpus[c].nr_running = nr > r->self ? nr - r->self : 0;
 	s->cpus[c].busy_pct = r->util >= SCHED_CAPACITY ? 100 : r->util * 100 / SCHED_CAPACITY;
@@ -569,11 +579,43 @@ static bool read_cpu(struct bpf_sampler *bs, int c, uint64_t now_ns, struct snap
 		struct cand *a = rqb_grow(bs->cands, &bs->candcap, bs->ncands, sizeof(*a));
 
 		if (!a)
-			return true;
+			return;
 		bs->cands = a;
 		bs->cands[bs->ncands++] = (struct cand){ &r->tasks[i], r->ts_ns };
 	}
-	return true;
+}
+
+/*
+ * Of the silent CPUs (a live perf event, but no sample for two periods), takes out of
+ * held those that were idle since the last look: an idle CPU takes no samples, but
+ * neither does a busy one whose virtual CPU the host has not run (steal), and taking
+ * that one for idle sends it work and ping-pongs. /proc/stat tells them apart: an idle
+ * CPU's idle time went on for at least half the time since. Read at start, then only on
+ * ticks with a silent CPU; without a read before, silent counts as idle.
+ */
+static void idle_or_held(struct bpf_sampler *bs, uint64_t now_ns, cpu_set_t *held)
+{
+	char path[PATH_MAX], buf[65536];
+	uint64_t elapsed = now_ns - bs->idle_read_ns, tick_ns = NSEC_PER_SEC / (uint64_t)bs->clk_tck;
+	bool first = bs->idle_read_ns == 0;
+	unsigned running;
+
+	snprintf(path, sizeof(path), "%s/proc/stat", bs->root);
+	if (rqb_read_file(path, buf, sizeof(buf)) < 0 ||
+	    proc_parse_cpustat(buf, bs->ncpus, bs->busy, bs->total, &running) < 0) {
+		CPU_ZERO(held);
+		return;
+	}
+	for (int c = 0; c < bs->ncpus; c++) {
+		uint64_t idle = bs->total[c] - bs->busy[c];
+
+		if (CPU_ISSET(c, held) &&
+		    (first || idle < bs->idle[c] || (idle - bs->idle[c]) * tick_ns * 2 >= elapsed))
+			CPU_CLR(c, held);
+		bs->idle[c] = idle;
+	}
+	bs->idle_read_ns = now_ns;
+	bs->stats.silent_reads++;
 }
 
 /*
@@ -641,7 +683,7 @@ static int bpf_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 	struct bpf_sampler *bs = sm->priv;
 	unsigned counted = 0, listed = 0;
 	bool complete = true;
-	cpu_set_t blinds;
+	cpu_set_t blinds, held;
 	size_t kept = 0;
 	int r = 0;
 
@@ -649,15 +691,30 @@ static int bpf_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 	sampler_stamp_uptime(s);
 	bs->ncands = 0;
 	CPU_ZERO(&blinds);
+	CPU_ZERO(&held);
 	if (now_ns - bs->online_read_ns >= NSEC_PER_SEC && read_online(bs->root, &bs->online) == 0)
 		bs->online_read_ns = now_ns;
-	/* A stale CPU counts as idle, unless its event is gone: then it is walked. */
+	/*
+	 * A silent CPU is idle, or held by the host: then its last record stands. One whose
+	 * event is gone (offline and back) is walked.
+	 */
 	for (int c = 0; c < bs->ncpus && c < s->nr_cpu_ids; c++) {
-		if (CPU_ISSET(c, &bs->attached) && read_cpu(bs, c, now_ns, s, &counted, &complete))
+		if (CPU_ISSET(c, &bs->attached) && read_cpu(bs, c, now_ns)) {
 			bs->blindness[c].gone = false;
-		else if (blind(bs, c, now_ns, s))
+			use_record(bs, c, s, &counted, &complete);
+		} else if (blind(bs, c, now_ns, s)) {
 			CPU_SET(c, &blinds);
+		} else if (CPU_ISSET(c, &bs->attached) && bs->have[c]) {
+			CPU_SET(c, &held);
+		}
 	}
+	if (CPU_COUNT(&held))
+		idle_or_held(bs, now_ns, &held);
+	for (int c = 0; c < bs->ncpus && c < s->nr_cpu_ids; c++)
+		if (CPU_ISSET(c, &held)) {
+			bs->stats.held++;
+			use_record(bs, c, s, &counted, &complete);
+		}
 	if (bs->ncands > 1)
 		qsort(bs->cands, bs->ncands, sizeof(*bs->cands), cmp_cand);
 	for (size_t i = 0; i < bs->ncands && r >= 0; i++) {
@@ -707,6 +764,9 @@ static void bpf_free(struct sampler *sm)
 	free(bs->have);
 	free(bs->scratch);
 	free(bs->blindness);
+	free(bs->idle);
+	free(bs->busy);
+	free(bs->total);
 	free(bs->links);
 	free(bs->perf_fds);
 	free(bs);
@@ -727,8 +787,11 @@ static int alloc_cpus(struct bpf_sampler *bs)
 	bs->have = calloc((size_t)bs->ncpus, sizeof(*bs->have));
 	bs->scratch = malloc(sizeof(*bs->scratch));
 	bs->blindness = calloc((size_t)bs->ncpus, sizeof(*bs->blindness));
+	bs->idle = calloc((size_t)bs->ncpus, sizeof(*bs->idle));
+	bs->busy = calloc((size_t)bs->ncpus, sizeof(*bs->busy));
+	bs->total = calloc((size_t)bs->ncpus, sizeof(*bs->total));
 	if (!bs->perf_fds || !bs->links || !bs->recs || !bs->have || !bs->scratch ||
-	    !bs->blindness)
+	    !bs->blindness || !bs->idle || !bs->busy || !bs->total)
 		return -ENOMEM;
 	for (int c = 0; c < bs->ncpus; c++)
 		bs->perf_fds[c] = -1;
@@ -758,6 +821,12 @@ static int start(struct bpf_sampler *bs)
 		r = attach(bs);
 	if (r == 0)
 		r = wait_first_sample(bs);
+	if (r == 0) {
+		cpu_set_t none;
+
+		CPU_ZERO(&none);
+		idle_or_held(bs, rqb_now_ns(), &none);
+	}
 	return r;
 }
 
