@@ -40,7 +40,7 @@ struct conn {
 	int ngroups;
 	unsigned msgs;
 	uint64_t sync_tick;     /* a sync waits for this tick to end; 0: none waits */
-	uint64_t sync_reads;    /* ... and for the connector's empty_reads to reach this */
+	struct lm_mark sync_mark; /* ... and for the connector to pass this mark */
 	uint32_t sync_seq;
 	size_t have;
 	uint8_t buf[sizeof(struct ctl_hdr) + CTL_MAX_REQUEST];
@@ -544,21 +544,22 @@ static int handle_histograms(struct conn *c, const struct ctl_msg *m)
 }
 
 /*
- * A barrier: handles what the connector holds now, then parks the connection until a
- * tick that begins after this one has ended (ctl_after_tick answers it). Nothing
- * blocks: a connector that does not empty, or a slow tick, only delay the answer, and
- * the connection's time limit still holds, stretched to cover two ticks.
+ * A barrier: marks the connector (every event queued so far must be handled), then
+ * parks the connection until that is so and a tick that begins after this one has
+ * ended (ctl_after_tick answers it). Nothing blocks: a fork storm, a resync after an
+ * overflow, or a slow tick only delay the answer; the connection's time limit still
+ * holds, stretched by CTL_SYNC_TICKS ticks, which cover a resync's wait.
  */
 static int park_sync(struct conn *c, const struct ctl_msg *m)
 {
 	struct daemon *d = c->srv->d;
-	uint64_t deadline;
+	uint64_t deadline, tick_ns = d->conf.interval_ms * NSEC_PER_MSEC;
 
-	c->sync_reads = lm_barrier(&d->lm);
+	lm_mark(&d->lm, rqb_now_ns(), tick_ns, &c->sync_mark);
 	c->sync_tick = d->ticks + 1;
 	c->sync_seq = m->hdr.seq;
 	if (sd_event_source_get_time(c->timer, &deadline) >= 0)
-		sd_event_source_set_time(c->timer, deadline + 2ULL * d->conf.interval_ms * 1000);
+		sd_event_source_set_time(c->timer, deadline + CTL_SYNC_TICKS * tick_ns / 1000);
 	return 0;
 }
 
@@ -661,7 +662,7 @@ void ctl_after_tick(struct ctl_server *s)
 
 	for (struct conn *c = s->conns, *next; c; c = next) {
 		next = c->next;
-		if (!c->sync_tick || d->ticks < c->sync_tick || d->lm.empty_reads < c->sync_reads)
+		if (!c->sync_tick || d->ticks < c->sync_tick || !lm_passed(&d->lm, &c->sync_mark))
 			continue;
 		c->sync_tick = 0;
 		snprintf(text, sizeof(text), "ticks %" PRIu64 "\n", d->ticks);

@@ -402,6 +402,8 @@ static void on_event(void *ctx, const struct pc_event *ev)
 	struct latmgr *m = ctx;
 
 	m->cnt.events++;
+	if (ev->ts_ns > m->last_event_ns)
+		m->last_event_ns = ev->ts_ns;
 	switch (ev->kind) {
 	case PC_FORK:
 		on_fork(m, ev);
@@ -450,15 +452,25 @@ static int on_pc_io(sd_event_source *s, int fd, uint32_t revents, void *userdata
 	return 0;
 }
 
-uint64_t lm_barrier(struct latmgr *m)
+void lm_mark(struct latmgr *m, uint64_t now_ns, uint64_t margin_ns, struct lm_mark *ret)
 {
-	uint64_t want = m->empty_reads + 1;
+	*ret = (struct lm_mark){ .ns = now_ns, .margin_ns = margin_ns,
+				 .empty_reads = m->empty_reads, .overflows = m->cnt.overflows,
+				 .lost = m->resync };
+	if (m->pc)
+		dispatch(m);
+}
 
-	/* Without the connector there is nothing queued: each tick walks /proc instead. */
+bool lm_passed(const struct latmgr *m, const struct lm_mark *mk)
+{
+	bool lost = mk->lost || m->cnt.overflows != mk->overflows;
+
+	/* Without the connector nothing is queued: each tick walks /proc instead. */
 	if (!m->pc)
-		return m->empty_reads;
-	dispatch(m);
-	return want;
+		return true;
+	if (m->empty_reads == mk->empty_reads && m->last_event_ns < mk->ns + mk->margin_ns)
+		return false;
+	return !lost || m->rescan_ns >= mk->ns;
 }
 
 static const struct pc_callbacks callbacks = { .event = on_event, .overflow = on_overflow };
@@ -504,6 +516,7 @@ void lm_rescan(struct latmgr *m)
 	if (!d)
 		return;
 	m->cnt.rescans++;
+	m->rescan_ns = rqb_now_ns();
 	while ((de = readdir(d))) {
 		pid_t pid = (pid_t)atoi(de->d_name);
 		struct proc_stat_line l;

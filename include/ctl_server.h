@@ -9,6 +9,7 @@
 #define CTL_MAX_REQUEST 4096  /* payload bytes a request may carry */
 #define CTL_MAX_MSGS 16       /* requests on one connection */
 #define CTL_CONN_TIMEOUT_USEC (2 * 1000000ULL) /* a connection's whole life */
+#define CTL_SYNC_TICKS 16     /* ...and this many ticks more for each sync it waits on */
 
 struct daemon;
 struct conn;

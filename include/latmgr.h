@@ -44,6 +44,8 @@ struct latmgr {
 	bool drained;                  /* the connector was read empty since the last loss */
 	unsigned resync_wait;          /* ticks a resync has waited for that */
 	uint64_t empty_reads;          /* times the connector was read to empty */
+	uint64_t last_event_ns;        /* kernel timestamp of the last event handled */
+	uint64_t rescan_ns;            /* when the last /proc walk began */
 	uint64_t ticks;
 	pid_t self;
 	char proc_root[PATH_MAX];
@@ -74,11 +76,23 @@ const struct lm_proc *lm_find_process(const struct latmgr *m, pid_t tgid);
 int lm_value_of(const struct latmgr *m, pid_t tid, pid_t tgid);
 
 /*
- * A barrier's first half: handles what the connector holds now (one bounded batch, so
- * a fork storm cannot hold the loop) and returns the value empty_reads must reach
- * before every event queued before this call is known to be handled.
+ * A barrier on the connector: every event queued before now_ns is handled once the
+ * socket was read to empty since, or an event stamped margin_ns after it was handled
+ * (events queue in the order they were stamped, but for the moment between stamp and
+ * queue: the margin covers it), so a fork storm that never lets the socket empty
+ * only delays it. Events lost to an overflow are covered by a /proc walk begun after.
  */
-uint64_t lm_barrier(struct latmgr *m);
+struct lm_mark {
+	uint64_t ns;            /* the barrier's moment, CLOCK_MONOTONIC */
+	uint64_t margin_ns;
+	uint64_t empty_reads;   /* the count before the mark's own read */
+	uint64_t overflows;
+	bool lost;              /* a resync was due at the mark */
+};
+/* Sets a mark at now_ns and handles one bounded batch of what the connector holds. */
+void lm_mark(struct latmgr *m, uint64_t now_ns, uint64_t margin_ns, struct lm_mark *ret);
+/* Whether every event queued before the mark has been handled. */
+bool lm_passed(const struct latmgr *m, const struct lm_mark *mk);
 
 /* Once a tick: rescans after an overflow, drops what exited. */
 void lm_tick(struct latmgr *m);
