@@ -290,11 +290,15 @@ static void test_counters(void **state)
 {
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
-	struct pc_counters c;
+	struct pc_counters c, c0;
 	uint64_t overflows;
 
-	pc_counters(pc, &c);
-	assert_int_equal(c.events, 0);
+	/*
+	 * Nothing delivered yet. An overflow inside pc_open (before the subscription's
+	 * ack) is counted but not called back: compare overflows from here on.
+	 */
+	pc_counters(pc, &c0);
+	assert_int_equal(c0.events, 0);
 	for (int attempt = 1;; attempt++) {
 		overflows = begin_attempt(pc, &s);
 		s.child = spawn_exiting();
@@ -310,7 +314,7 @@ static void test_counters(void **state)
 	assert_true(c.events >= 2);
 	assert_int_equal(c.events, s.events);
 	assert_int_equal((uint64_t)s.delivered, s.events);
-	assert_int_equal(c.overflows, s.overflows);
+	assert_int_equal(c.overflows - c0.overflows, s.overflows);
 	pc_close(pc);
 }
 
@@ -325,10 +329,11 @@ static void test_overflow(void **state)
 {
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
-	struct pc_counters c;
+	struct pc_counters c, c0;
 	uint64_t overflows;
 	int r;
 
+	pc_counters(pc, &c0);
 	for (int i = 0; i < 20000; i++)
 		reap(spawn_exiting());
 	/* The overflow is reported by the first read; one call reads a bounded share. */
@@ -340,7 +345,7 @@ static void test_overflow(void **state)
 	assert_false(pc_empty(pc));
 	drain(pc, &s);
 	pc_counters(pc, &c);
-	assert_int_equal(c.overflows, s.overflows);
+	assert_int_equal(c.overflows - c0.overflows, s.overflows);
 	assert_int_equal(c.events, s.events);
 	assert_int_equal((uint64_t)s.delivered, s.events);
 	/* Events were lost: this test's own forks among them. */
