@@ -34,6 +34,7 @@ struct fix {
 	unsigned dropped;         /* calls of the dropped callback */
 	pid_t dropped_tid;
 	uint64_t dropped_start;
+	int report;               /* KID_SPAWN_ON_BYTE's report pipe, -1 when closed */
 };
 
 /* ---- children ---- */
@@ -59,29 +60,59 @@ static void *kid_thread(void *arg)
  */
 enum kid_kind { KID_SLEEP, KID_SPIN, KID_THREAD, KID_EXIT_ON_BYTE, KID_SPAWN_ON_BYTE };
 
+/* Says its tid on the pipe it is given, then sleeps. */
 static void *idle_thread(void *arg)
 {
-	(void)arg;
+	int wfd = (int)(intptr_t)arg;
+	pid_t tid = gettid();
+
+	if (write(wfd, &tid, sizeof(tid)) != (ssize_t)sizeof(tid))
+		_exit(4);
 	for (;;)
 		pause();
 	return NULL;
 }
 
-/* On a byte from the parent: a new thread and a new child process (the test finds them). */
-static void __attribute__((noreturn)) spawn_on_byte(pid_t self, int rfd)
+static void read_id(int fd, pid_t *id)
+{
+	ssize_t n;
+
+	do
+		n = read(fd, id, sizeof(*id));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(*id))
+		_exit(7);
+}
+
+/*
+ * On a byte from the parent: a new thread and a new child process, whose tid and pid
+ * it then reports on wfd, in that order.
+ */
+static void __attribute__((noreturn)) spawn_on_byte(pid_t self, int wfd, int rfd)
 {
 	pthread_t th;
+	pid_t ids[2];
+	int tp[2];
 	char c;
 
 	while (read(rfd, &c, 1) < 0 && errno == EINTR)
 		;
-	if (pthread_create(&th, NULL, idle_thread, NULL) != 0)
+	if (pipe2(tp, O_CLOEXEC) < 0 ||
+	    pthread_create(&th, NULL, idle_thread, (void *)(intptr_t)tp[1]) != 0)
 		_exit(5);
-	if (fork() == 0) {
+	read_id(tp[0], &ids[0]);
+	ids[1] = fork();
+	if (ids[1] < 0)
+		_exit(6);
+	if (ids[1] == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != self)
 			_exit(6);
+		for (;;)
+			pause();
 	}
+	if (write(wfd, ids, sizeof(ids)) != (ssize_t)sizeof(ids))
+		_exit(3);
 	for (;;)
 		pause();
 }
@@ -110,7 +141,7 @@ static void __attribute__((noreturn)) kid_main(pid_t parent, int wfd, int rfd, e
 	if (write(wfd, &self, sizeof(self)) != (ssize_t)sizeof(self))
 		_exit(3);
 	if (k == KID_SPAWN_ON_BYTE)
-		spawn_on_byte(self, rfd);
+		spawn_on_byte(self, wfd, rfd);
 	if (k == KID_EXIT_ON_BYTE) {
 		while (read(rfd, &c, 1) < 0 && errno == EINTR)
 			;
@@ -163,7 +194,10 @@ static pid_t spawn_kind(struct fix *f, enum kid_kind k, pid_t *ret_pid, int *ret
 	do
 		n = read(up[0], &tid, sizeof(tid));
 	while (n < 0 && errno == EINTR);
-	close(up[0]);
+	if (k == KID_SPAWN_ON_BYTE)
+		f->report = up[0]; /* it reports again; the teardown closes it */
+	else
+		close(up[0]);
 	if (ret_go)
 		*ret_go = down[1];
 	assert_int_equal(n, sizeof(tid));
@@ -312,6 +346,7 @@ static int fix_setup(void **state)
 	if (!f)
 		return -1;
 	*state = f;
+	f->report = -1;
 	plan_init(&f->p);
 	snprintf(f->dir, sizeof(f->dir), "/tmp/rqb-test-act.XXXXXX");
 	if (!mkdtemp(f->dir)) {
@@ -333,6 +368,8 @@ static int fix_teardown(void **state)
 		act_fini(&f->b);
 	for (int i = 0; i < MAX_KIDS; i++)
 		reap(f, f->kids[i]);
+	if (f->report >= 0)
+		close(f->report);
 	rm_dir(f->dir);
 	plan_fini(&f->p);
 	free(f);
@@ -581,54 +618,6 @@ static void test_pin_thread(void **state)
 	assert_mask(tid, "0-1");
 }
 
-/* A thread of tgid other than tgid itself, or 0. */
-static pid_t other_thread(pid_t tgid)
-{
-	char path[64];
-	struct dirent *de;
-	pid_t found = 0;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)tgid);
-	d = opendir(path);
-	if (!d)
-		return 0;
-	while ((de = readdir(d)))
-		if (atoi(de->d_name) > 0 && atoi(de->d_name) != tgid)
-			found = atoi(de->d_name);
-	closedir(d);
-	return found;
-}
-
-/* A process whose parent is ppid, or 0. */
-static pid_t child_of(pid_t ppid)
-{
-	struct dirent *de;
-	pid_t found = 0;
-	DIR *d = opendir("/proc");
-
-	assert_non_null(d);
-	while ((de = readdir(d)) && !found) {
-		char path[64], buf[512];
-		const char *p;
-		unsigned long pp;
-		FILE *fp;
-
-		if (atoi(de->d_name) <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
-		fp = fopen(path, "re");
-		if (!fp)
-			continue;
-		if (fgets(buf, sizeof(buf), fp) && (p = strrchr(buf, ')')) &&
-		    sscanf(p, ") %*c %lu", &pp) == 1 && (pid_t)pp == ppid)
-			found = atoi(de->d_name);
-		fclose(fp);
-	}
-	closedir(d);
-	return found;
-}
-
 /*
  * A pinned task that starts a thread and a child process after the pin passes the pin
  * on; at the stop both get back what the task had, except one that chose otherwise.
@@ -636,7 +625,8 @@ static pid_t child_of(pid_t ppid)
 static void test_offspring_restored(void **state)
 {
 	struct fix *f = *state;
-	pid_t kid, thread = 0, child = 0;
+	pid_t kid, ids[2], thread, child;
+	ssize_t n;
 	int go;
 
 	for (int chose = 0; chose < 2; chose++) {
@@ -645,13 +635,16 @@ static void test_offspring_restored(void **state)
 		assert_int_equal(pin(f, &f->a, kid, kid, "1"), 1);
 		assert_int_equal(write(go, "x", 1), 1);
 		close(go);
-		/* The kid's report pipe is closed on our side: look the two up in /proc. */
-		for (int tries = 0; tries < 300 && !(thread && child); tries++) {
-			usleep(10000);
-			thread = other_thread(kid);
-			child = child_of(kid);
-		}
-		assert_true(thread > 0 && child > 0);
+		/* The kid says when both exist: its new thread's tid, then its child's pid. */
+		do
+			n = read(f->report, ids, sizeof(ids));
+		while (n < 0 && errno == EINTR);
+		assert_int_equal(n, sizeof(ids));
+		close(f->report);
+		f->report = -1;
+		thread = ids[0];
+		child = ids[1];
+		assert_true(thread > 0 && thread != kid && child > 0);
 		assert_mask(thread, "1");
 		assert_mask(child, "1");
 		if (chose)
@@ -663,7 +656,6 @@ static void test_offspring_restored(void **state)
 		assert_mask(child, chose ? "0" : "0-1");
 		assert_int_equal(f->a.cnt.inherited, chose ? 1 : 2);
 		reap(f, kid);
-		thread = child = 0;
 	}
 }
 

@@ -2,6 +2,10 @@
  * Unit tests for the bpf sampler, on the real kernel: a thread of this test, busy and
  * pinned to a CPU, is listed there with its identity, and counts as busy from its
  * second tick. Each test skips (with the reason printed) where BPF cannot load.
+ *
+ * Between two ticks the test waits for the spinning thread to have used CPU time, not
+ * for a time: on a crowded machine it may get less than the sampler's busy threshold
+ * in any 100 ms.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -19,6 +23,16 @@
 #include "sampler.h"
 
 #define TICK_NS (100 * NSEC_PER_MSEC)
+/*
+ * CPU time the spinner uses between two ticks: the sampler's busy threshold (a clock
+ * tick, 10 ms, or less) + the age a CPU's sample may have before it counts as stale
+ * (2 perf periods of at most 10 ms, + 1 ms) + the scheduler tick by which a running
+ * task's sum_exec_runtime may lag: with that much, the next tick's sample shows the
+ * threshold's worth of growth.
+ */
+#define SPIN_CPU_NS (45 * NSEC_PER_MSEC)
+/* Only so that a thread that never runs cannot hang the test. */
+#define SPIN_WAIT_NS (60 * NSEC_PER_SEC)
 
 struct fix {
 	struct topo *topo;
@@ -28,6 +42,8 @@ struct fix {
 	atomic_int stop;
 	atomic_int tid;
 	int cpu;
+	clockid_t spin_clock;     /* the spinning thread's CPU-time clock */
+	uint64_t spin_cpu_ns;     /* its CPU time at the last tick */
 };
 
 static void *spin(void *arg)
@@ -96,6 +112,15 @@ static void start_spin(struct fix *f)
 	pthread_attr_destroy(&a);
 	while (!atomic_load(&f->tid))
 		sched_yield();
+	assert_int_equal(pthread_getcpuclockid(f->spin, &f->spin_clock), 0);
+}
+
+static uint64_t spin_cpu(const struct fix *f)
+{
+	struct timespec ts;
+
+	assert_int_equal(clock_gettime(f->spin_clock, &ts), 0);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
 static void stop_spin(struct fix *f)
@@ -104,13 +129,22 @@ static void stop_spin(struct fix *f)
 	pthread_join(f->spin, NULL);
 }
 
+/* One tick, once the spinner has used SPIN_CPU_NS of CPU time since the last one. */
 static void tick(struct fix *f)
 {
-	struct timespec nap = { 0, (long)TICK_NS };
+	struct timespec nap = { 0, (long)NSEC_PER_MSEC };
+	uint64_t deadline = rqb_now_ns() + SPIN_WAIT_NS;
 
-	nanosleep(&nap, NULL);
+	while (spin_cpu(f) < f->spin_cpu_ns + SPIN_CPU_NS) {
+		if (rqb_now_ns() > deadline)
+			fail_msg("the spinning thread got no CPU time for %d s",
+				 (int)(SPIN_WAIT_NS / NSEC_PER_SEC));
+		nanosleep(&nap, NULL);
+	}
 	snap_reset(f->snap);
 	assert_int_equal(sampler_sample(f->sm, rqb_now_ns(), f->snap), 0);
+	/* At least what the sample this tick read says. */
+	f->spin_cpu_ns = spin_cpu(f);
 }
 
 static const struct snap_task *find(const struct snapshot *s, pid_t tid)
@@ -133,8 +167,10 @@ static uint64_t start_time_of(pid_t tid)
 }
 
 /*
- * Ticks until the spinning thread is listed as busy (not NO_CPU), at most 30 times:
- * on a crowded machine it may get less than a clock tick of CPU in some ticks.
+ * Ticks until the spinning thread is listed as busy (not NO_CPU), at most 30 times.
+ * It needs two ticks in a row that list it: a CPU whose latest sample is stale (its
+ * vCPU was not run for a while) or a run queue longer than a sample lists (until the
+ * next task walk) can leave it out of one.
  */
 static const struct snap_task *tick_until_busy(struct fix *f)
 {
@@ -178,13 +214,16 @@ static void busy_thread_listed(void **state)
 static void new_task_not_busy_yet(void **state)
 {
 	struct fix *f = *state;
-	const struct snap_task *t;
+	const struct snap_task *t = NULL;
 
 	if (!f->sm)
 		skip();
 	start_spin(f);
-	tick(f);
-	t = find(f->snap, atomic_load(&f->tid));
+	/* The first snapshot that lists it: usually the first tick (see tick_until_busy). */
+	for (int i = 0; i < 30 && !t; i++) {
+		tick(f);
+		t = find(f->snap, atomic_load(&f->tid));
+	}
 	assert_non_null(t);
 	assert_true(t->flags & SNAP_TASK_NO_CPU);
 	t = tick_until_busy(f);

@@ -228,7 +228,10 @@ static bool in_path(const char *prog)
 	return false;
 }
 
-/* Reads up to len - 1 bytes from fd within 10 s, stopping after a newline. */
+/*
+ * Reads up to len - 1 bytes from fd, stopping after a newline; gives up after 60 s
+ * without a byte (a hung dbus-daemon or fake, not a slow one: a loaded sanitizer run).
+ */
 static ssize_t read_line(int fd, char *buf, size_t len)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -237,7 +240,7 @@ static ssize_t read_line(int fd, char *buf, size_t len)
 	while (n + 1 < len && (n == 0 || buf[n - 1] != '\n')) {
 		ssize_t k;
 
-		if (poll(&p, 1, 10000) <= 0)
+		if (poll(&p, 1, 60000) <= 0)
 			return -1;
 		k = read(fd, buf + n, len - 1 - n);
 		if (k <= 0)

@@ -1,8 +1,22 @@
-/* The proc connector on this kernel: a child's fork, thread, exec and exit; counters; overflow. */
+/*
+ * The proc connector on this kernel: a child's fork, thread, exec and exit; counters; overflow.
+ *
+ * No test waits for a time. The kernel queues a task's exit event before its parent can
+ * reap it (proc_exit_connector() comes before exit_notify() in do_exit()), and netlink
+ * queues a broadcast synchronously: once waitpid() has returned, every event of the
+ * child is in the socket, so reading the socket empty then finds them all.
+ *
+ * The connector is machine-wide: another process's fork storm (another run's t_flood,
+ * a churn benchmark) may overflow this test's socket and lose its child's events. That
+ * is a precondition failing, not the connector: a scenario during which the socket
+ * overflowed is redone (up to MAX_ATTEMPTS times, saying so), and skipped, with the
+ * reason, if the machine never lets it run clean.
+ */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,7 +26,7 @@
 #include "rqbalance.h"
 
 #define MAX_SEEN 64
-#define PUMP_NS (2 * NSEC_PER_SEC)
+#define MAX_ATTEMPTS 10
 
 /* What the callbacks saw: every event counted, those of the watched child kept. */
 struct seen {
@@ -20,9 +34,11 @@ struct seen {
 	pid_t child;               /* 0: keep nothing */
 	size_t n;
 	struct pc_event ev[MAX_SEEN];
-	uint64_t lat_ns[MAX_SEEN]; /* receipt minus the kernel's timestamp */
+	uint64_t recv_ns[MAX_SEEN]; /* when the callback got it (CLOCK_MONOTONIC) */
 	uint64_t events;           /* every event delivered */
+	uint64_t own_forks;        /* FORK events of processes this test forked */
 	uint64_t overflows;
+	int delivered;             /* sum of what pc_dispatch returned */
 };
 
 static bool is_childs(const struct seen *s, const struct pc_event *ev)
@@ -35,9 +51,11 @@ static void on_event(void *ctx, const struct pc_event *ev)
 	struct seen *s = ctx;
 
 	s->events++;
+	if (ev->kind == PC_FORK && ev->parent_tgid == s->parent && ev->tid == ev->tgid)
+		s->own_forks++;
 	if (!is_childs(s, ev) || s->n == MAX_SEEN)
 		return;
-	s->lat_ns[s->n] = rqb_now_ns() - ev->ts_ns;
+	s->recv_ns[s->n] = rqb_now_ns();
 	s->ev[s->n++] = *ev;
 }
 
@@ -84,33 +102,86 @@ static const struct pc_event *find_thread(const struct seen *s)
 	return NULL;
 }
 
-static bool have_all(const struct seen *s)
+/* One pc_dispatch, its count added to what the test saw delivered. */
+static void dispatch(struct procconn *pc, struct seen *s)
 {
-	const struct pc_event *t = find_thread(s);
+	int r = pc_dispatch(pc);
 
-	return find(s, PC_FORK, s->child) && t && find(s, PC_EXIT, t->tid) &&
-	       find(s, PC_EXEC, s->child) && find(s, PC_EXIT, s->child);
+	assert_true(r >= 0);
+	s->delivered += r;
 }
 
-static bool have_exit(const struct seen *s)
+/*
+ * Reads until the socket is empty. A read that empties it also ends netlink's
+ * congested state, so that a later loss is reported again.
+ */
+static void drain(struct procconn *pc, struct seen *s)
 {
-	return find(s, PC_EXIT, s->child) != NULL;
+	do
+		dispatch(pc, s);
+	while (!pc_empty(pc));
 }
 
-/* Dispatches until done() or PUMP_NS pass; returns what pc_dispatch delivered in all. */
-static int pump(struct procconn *pc, struct seen *s, bool (*done)(const struct seen *))
+/*
+ * Waits for the child pid to end, reading the socket meanwhile (so that a fork storm
+ * elsewhere has the least chance to fill it), reaps it (it must exit 0), then reads
+ * the socket empty: from then on every event of the child has been delivered, unless
+ * the socket overflowed.
+ */
+static void finish_child(struct procconn *pc, struct seen *s, pid_t pid)
 {
-	uint64_t deadline = rqb_now_ns() + PUMP_NS;
-	struct pollfd pfd = { .fd = pc_fd(pc), .events = POLLIN };
-	int total = 0, r;
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0), st;
 
-	while (!done(s) && rqb_now_ns() < deadline) {
-		assert_true(poll(&pfd, 1, 100) >= 0);
-		r = pc_dispatch(pc);
-		assert_true(r >= 0);
-		total += r;
+	assert_true(pidfd >= 0);
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = pc_fd(pc), .events = POLLIN },
+					 { .fd = pidfd, .events = POLLIN } };
+
+		assert_true(poll(pfd, 2, -1) > 0 || errno == EINTR);
+		if (pfd[0].revents)
+			dispatch(pc, s);
+		if (pfd[1].revents)
+			break;
 	}
-	return total;
+	close(pidfd);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	drain(pc, s);
+}
+
+/*
+ * Starts an attempt at a scenario: reads the socket empty (what came before is not
+ * the scenario's, and a loss from now on will be reported) and forgets the kept
+ * events. Returns the overflow count to compare at the end.
+ */
+static uint64_t begin_attempt(struct procconn *pc, struct seen *s)
+{
+	drain(pc, s);
+	s->child = 0;
+	s->n = 0;
+	return s->overflows;
+}
+
+/*
+ * True if the attempt ran clean. Otherwise the socket overflowed during it, and the
+ * child's events may be lost through no fault of the connector: says so, and skips
+ * the test once MAX_ATTEMPTS attempts have all been disturbed.
+ */
+static bool attempt_clean(const struct seen *s, uint64_t overflows_before, int attempt,
+			  const char *scenario)
+{
+	if (s->overflows == overflows_before)
+		return true;
+	print_message("%s: the socket overflowed during attempt %d of %d (a fork storm "
+		      "elsewhere on this machine): events may be lost, redoing it\n",
+		      scenario, attempt, MAX_ATTEMPTS);
+	if (attempt == MAX_ATTEMPTS) {
+		print_message("skip: %s: every attempt was disturbed by other processes' "
+			      "forks\n", scenario);
+		skip();
+	}
+	return false;
 }
 
 static void *thread_main(void *arg)
@@ -158,11 +229,13 @@ static void sort_u64(uint64_t *a, size_t n)
 		}
 }
 
+/* For the reader only: a duration is no test here (see bench/ for the figures). */
 static void report_latency(struct seen *s)
 {
 	uint64_t lat[MAX_SEEN];
 
-	memcpy(lat, s->lat_ns, s->n * sizeof(lat[0]));
+	for (size_t i = 0; i < s->n; i++)
+		lat[i] = s->recv_ns[i] - s->ev[i].ts_ns;
 	sort_u64(lat, s->n);
 	print_message("event to receipt over %zu events: min %.1f us, p50 %.1f us, max %.1f us\n",
 		      s->n, lat[0] / 1e3, lat[s->n / 2] / 1e3, lat[s->n - 1] / 1e3);
@@ -173,14 +246,19 @@ static void test_child_lifecycle(void **state)
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
 	const struct pc_event *fork_ev, *thr, *exec_ev, *exit_ev;
-	uint64_t t0 = rqb_now_ns();
+	uint64_t t0, overflows;
 
-	s.child = fork();
-	assert_true(s.child >= 0);
-	if (s.child == 0)
-		child_main();
-	pump(pc, &s, have_all);
-	reap(s.child);
+	for (int attempt = 1;; attempt++) {
+		overflows = begin_attempt(pc, &s);
+		t0 = rqb_now_ns();
+		s.child = fork();
+		assert_true(s.child >= 0);
+		if (s.child == 0)
+			child_main();
+		finish_child(pc, &s, s.child);
+		if (attempt_clean(&s, overflows, attempt, "child lifecycle"))
+			break;
+	}
 
 	fork_ev = find(&s, PC_FORK, s.child);
 	assert_non_null(fork_ev);
@@ -203,7 +281,7 @@ static void test_child_lifecycle(void **state)
 	assert_true(t0 <= fork_ev->ts_ns && fork_ev->ts_ns <= thr->ts_ns);
 	assert_true(thr->ts_ns <= exec_ev->ts_ns && exec_ev->ts_ns <= exit_ev->ts_ns);
 	for (size_t i = 0; i < s.n; i++)
-		assert_true(s.lat_ns[i] < PUMP_NS);
+		assert_true(s.ev[i].ts_ns <= s.recv_ns[i]);
 	report_latency(&s);
 	pc_close(pc);
 }
@@ -212,58 +290,75 @@ static void test_counters(void **state)
 {
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
-	struct pc_counters c;
-	int delivered;
+	struct pc_counters c, c0;
+	uint64_t overflows;
 
-	pc_counters(pc, &c);
-	assert_int_equal(c.events, 0);
-	s.child = spawn_exiting();
-	assert_true(s.child > 0);
-	delivered = pump(pc, &s, have_exit);
-	reap(s.child);
+	/*
+	 * Nothing delivered yet. An overflow inside pc_open (before the subscription's
+	 * ack) is counted but not called back: compare overflows from here on.
+	 */
+	pc_counters(pc, &c0);
+	assert_int_equal(c0.events, 0);
+	for (int attempt = 1;; attempt++) {
+		overflows = begin_attempt(pc, &s);
+		s.child = spawn_exiting();
+		assert_true(s.child > 0);
+		finish_child(pc, &s, s.child);
+		if (attempt_clean(&s, overflows, attempt, "counters"))
+			break;
+	}
 	assert_non_null(find(&s, PC_FORK, s.child));
 	assert_non_null(find(&s, PC_EXIT, s.child));
+	/* Every event delivered, the child's two among them, counted once each way. */
 	pc_counters(pc, &c);
 	assert_true(c.events >= 2);
 	assert_int_equal(c.events, s.events);
-	assert_int_equal((uint64_t)delivered, s.events);
-	assert_int_equal(c.overflows, 0);
+	assert_int_equal((uint64_t)s.delivered, s.events);
+	assert_int_equal(c.overflows - c0.overflows, s.overflows);
 	pc_close(pc);
 }
 
 /*
  * Forks without reading until the socket overflows: 20,000 children make 40,000
  * events, and the 4 MiB buffer (8 MiB as the kernel counts it) holds about 10,000.
- * The first read reports it; the backlog is read in bounded shares; the next child
- * after the overflow is still seen.
+ * The first read reports it; the backlog is read in bounded shares; some of this
+ * test's own children are missing; the next child after the overflow is still seen.
+ * Other processes' forks only make the overflow bigger.
  */
 static void test_overflow(void **state)
 {
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
-	struct pc_counters c;
+	struct pc_counters c, c0;
+	uint64_t overflows;
 	int r;
 
+	pc_counters(pc, &c0);
 	for (int i = 0; i < 20000; i++)
 		reap(spawn_exiting());
 	/* The overflow is reported by the first read; one call reads a bounded share. */
-	assert_true(pc_dispatch(pc) >= 0);
+	r = pc_dispatch(pc);
+	assert_true(r >= 0);
+	s.delivered += r;
 	assert_true(s.overflows >= 1);
 	assert_true(s.events <= 256);
 	assert_false(pc_empty(pc));
-	while ((r = pc_dispatch(pc)) > 0)
-		;
-	assert_true(r >= 0);
-	assert_true(pc_empty(pc));
+	drain(pc, &s);
 	pc_counters(pc, &c);
-	assert_int_equal(c.overflows, s.overflows);
+	assert_int_equal(c.overflows - c0.overflows, s.overflows);
 	assert_int_equal(c.events, s.events);
-	assert_true(c.events < 40000);
+	assert_int_equal((uint64_t)s.delivered, s.events);
+	/* Events were lost: this test's own forks among them. */
+	assert_true(s.own_forks < 20000);
 
-	s.child = spawn_exiting();
-	assert_true(s.child > 0);
-	pump(pc, &s, have_exit);
-	reap(s.child);
+	for (int attempt = 1;; attempt++) {
+		overflows = begin_attempt(pc, &s);
+		s.child = spawn_exiting();
+		assert_true(s.child > 0);
+		finish_child(pc, &s, s.child);
+		if (attempt_clean(&s, overflows, attempt, "a child after the overflow"))
+			break;
+	}
 	assert_non_null(find(&s, PC_FORK, s.child));
 	assert_non_null(find(&s, PC_EXIT, s.child));
 	pc_close(pc);
