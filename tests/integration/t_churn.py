@@ -6,7 +6,7 @@ daemon stopped while it forks and the holders start). The daemon stays alive and
 ticking, every matching process gets its setting and no other process is written to
 (each child checks itself), its journal names only matching tasks by pid and start
 time, every connector overflow is counted and followed by a rescan, and its VmRSS
-comes back to rest within 30 s. What is checked, and the criteria, are in churn.py."""
+comes back to rest by its next heap trim. What is checked, and the criteria, are in churn.py."""
 import os
 import shutil
 import sys

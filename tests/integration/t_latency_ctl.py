@@ -6,13 +6,14 @@ get, list (text and JSON) and reset of a process; a lone thread; and rqctl run, 
 command's threads and children, started after it, are all given the value."""
 import json
 import os
+import select
 import signal
 import socket
 import struct
 import subprocess
-import time
 
-from rqb import (RQCTL, TOPO_2LLC, Daemon, check, main, require, skip, tmpdir, write_replay)
+from rqb import (RQCTL, TOPO_2LLC, Daemon, check, main, private_copy, require, skip, tmpdir,
+                 write_replay)
 
 MAGIC, VERSION = 0x43425152, 1
 STATUS, SET, GET, LIST, RESET, OK, ERR = 1, 3, 4, 5, 6, 100, 101
@@ -39,7 +40,7 @@ for n in range({early}):
 time.sleep({late_after})
 for n in range({early}, {early} + {late}):
     start()
-child = subprocess.Popen(["sleep", "60"]) if {child} else None
+child = subprocess.Popen([{sleep!r}, "60"]) if {child} else None
 sys.stdout.write(" ".join(map(str, tids)) + "\\n")
 sys.stdout.write(f"child {{child.pid if child else 0}}\\n")
 sys.stdout.flush()
@@ -47,8 +48,9 @@ stop.wait()
 """
 
 
-def threads_script(early, late=0, late_after=0.0, child=False):
-    return THREADS.format(early=early, late=late, late_after=late_after, child=child)
+def threads_script(early, late=0, late_after=0.0, child=False, sleep="sleep"):
+    return THREADS.format(early=early, late=late, late_after=late_after, child=child,
+                          sleep=sleep)
 
 
 def rqctl(sock, *args):
@@ -227,31 +229,44 @@ def thread_round_trip(d):
         stop(p)
 
 
-def run_round_trip(d):
-    script = threads_script(2, late=1, late_after=0.3, child=True)
+def exited(pid):
+    """A pidfd of pid, to wait for its exit (whoever reaps it)."""
+    return os.pidfd_open(pid)
+
+
+def wait_exit(pidfd, what):
+    """Waits for the exit behind a pidfd: the proc connector's exit event is queued
+    before the pidfd says so. The bound only keeps a stuck test from hanging."""
+    ready, _, _ = select.select([pidfd], [], [], 60)
+    os.close(pidfd)
+    check(bool(ready), f"{what} has exited")
+
+
+def run_round_trip(d, sleep):
+    script = threads_script(2, late=1, late_after=0.3, child=True, sleep=sleep)
     p = subprocess.Popen([RQCTL, "-s", d.ctl, "run", "-l", "-3", "--", "python3", "-c", script],
                          stdout=subprocess.PIPE, text=True, start_new_session=True)
+    child_fd = None
     try:
         tids = [int(t) for t in p.stdout.readline().split()]
         child = int(p.stdout.readline().split()[1])
         want = {p.pid, *tids, child}
         check(len(want) == 5, f"the command runs: process {p.pid}, threads {tids}, child {child}")
-        deadline = time.monotonic() + 1.0
-        while True:
-            got = {e["tid"]: e for e in listed(d.ctl)}
-            done = all(t in got and got[t]["value"] == -3 and got[t]["source"] == "ctl uid 0"
-                       for t in want)
-            if done or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
-        check(done, f"within 1 s every thread and the child have -3 from ctl uid 0: {got}")
+        child_fd = exited(child)
+        # Each thread and the child are given the value when the daemon reads their
+        # fork events: wait for that, then look.
+        d.sync()
+        got = {e["tid"]: e for e in listed(d.ctl)}
+        check(all(t in got and got[t]["value"] == -3 and got[t]["source"] == "ctl uid 0"
+                  for t in want), f"every thread and the child have -3 from ctl uid 0: {got}")
         check(got[child]["pid"] == child and all(got[t]["pid"] == p.pid for t in tids),
               "each under its own process")
     finally:
         stop(p)
-    deadline = time.monotonic() + 5.0
-    while listed(d.ctl) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    if child_fd is not None:
+        wait_exit(child_fd, f"the child {child}")
+    # Every exit event is queued now (the process was reaped, the child has exited).
+    d.sync()
     check(listed(d.ctl) == [], "once they exit, none is listed")
 
 
@@ -262,14 +277,16 @@ def test():
     with tmpdir() as tmp:
         idle = os.path.join(tmp, "idle.replay")
         write_replay(idle, [([(0, 0, 0), (1, 0, 0)], [])])
+        # A sleep of the test's own: no other run's rule names it.
+        sleep = private_copy(tmp, "sleep")
         with Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", idle]) as d, \
-                subprocess.Popen(["sleep", "60"]) as sleeper:
+                subprocess.Popen([sleep, "60"]) as sleeper:
             d.wait_for(r"running: sampler")
             try:
                 malformed(d, sleeper.pid)
                 process_round_trip(d, sleeper.pid)
                 thread_round_trip(d)
-                run_round_trip(d)
+                run_round_trip(d, sleep)
             finally:
                 sleeper.kill()
             check(d.stop() == 0, "clean stop")

@@ -13,7 +13,8 @@ import shutil
 import signal
 import subprocess
 
-from rqb import (RQCTL, TOPO_2LLC, Daemon, check, main, require, skip, tmpdir, write_replay)
+from rqb import (RQCTL, TOPO_2LLC, Daemon, check, main, private_copy, require, skip, tmpdir,
+                 write_replay)
 
 # The user's commands lower their own RLIMIT_NICE, so that no limits.conf lets them
 # lower a value without CAP_SYS_NICE.
@@ -142,8 +143,8 @@ def own_task(c, pid, orig):
     check(c.value(task) == 10, "the value is still 10")
 
 
-def other_task(c):
-    with subprocess.Popen(["sleep", "60"]) as rp:
+def other_task(c, sleep):
+    with subprocess.Popen([sleep, "60"]) as rp:
         before = knobs(rp.pid)
         c.user_may_not("set root's task", "set", "-l", "5", "-p", str(rp.pid))
         c.user_may_not("set root's thread", "set", "-l", "5", "-t", str(rp.pid))
@@ -251,7 +252,10 @@ def test():
         os.chmod(prog, 0o755)
         idle = os.path.join(tmp, "idle.replay")
         write_replay(idle, [([(0, 0, 0), (1, 0, 0)], [])])
-        upid = user.start("echo $$; exec sleep 60")
+        # A sleep of the test's own (the user may run it): no rule of another run's
+        # daemon names it, so nobody but this daemon changes these sleepers.
+        sleep = private_copy(tmp, "sleep")
+        upid = user.start(f"echo $$; exec {sleep} 60")
         if nice_limit(upid) != 0:
             skip(f"the user's task has RLIMIT_NICE {nice_limit(upid)}, and no prlimit to lower it")
         orig = knobs(upid)
@@ -261,7 +265,7 @@ def test():
             d.wait_for(r"running: sampler")
             c = Ctl(d, user, prog)
             own_task(c, upid, orig)
-            other_task(c)
+            other_task(c, sleep)
             cgroup_target(c, d)
             root_then_user(c, upid, orig)
             run_cmd(c, tmp, orig)

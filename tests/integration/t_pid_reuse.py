@@ -47,6 +47,19 @@ for line in sys.stdin:
 IDLER = [sys.executable, "-c", "import time; time.sleep(600)"]
 
 
+def ticks_now():
+    """The clock start times count in (/proc/PID/stat field 22): boot time, in clock
+    ticks."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK"))
+
+
+def wait_tick(t):
+    """Waits until the start-time clock reads t or more: a task started then has a
+    start time of t or more. A wait for the clock, not for the daemon."""
+    while ticks_now() < t:
+        time.sleep(0.002)
+
+
 def reuse(pid, argv):
     """Starts argv as pid `pid` (a dead pid). Returns the Popen, or None after many tries."""
     for _ in range(200):
@@ -79,7 +92,7 @@ def affinity(tmp):
         if p < h.pids[0]:
             print(f"pid {p} wrapped below the hog's {h.pids[0]}: cannot order them")
             sys.exit(77)
-        time.sleep(0.05)  # another start time: pid and start time name a task
+        wait_tick(start + 1)  # another start time: pid and start time name a task
         b = reuse(p, ["sh", "-c", "while :; do :; done"])
         if not b:
             print(f"could not get pid {p} back in 200 tries")
@@ -92,7 +105,8 @@ def affinity(tmp):
             write_replay(replay, [([(0, 2, 100), (1, 0, 0)], [task_line(h.pids[0], 0), stale])])
             with Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", replay]) as d:
                 d.wait_for(rf"pin tid={p} .*task is gone")
-                time.sleep(0.3)
+                # The snapshot stays, and so does the plan: two more ticks act on it.
+                d.sync(2)
                 check(allowed(b.pid) == before,
                       f"the pin planned for the first owner of {p} never reached the second")
                 check(d.stop() == 0, "clean stop")
@@ -121,17 +135,21 @@ def latency(tmp, kind):
                 forker.stdin.write(f"{kind}\n")
                 forker.stdin.flush()
                 gone = int(forker.stdout.readline())
-                # A pid and a start time (in 10 ms ticks) name a task: a pid reused within
-                # the same tick is beyond anyone. Real reuse takes ~32,000 forks.
-                time.sleep(0.05)
+                # A pid and a start time (in clock ticks) name a task: the daemon takes a
+                # task whose start is within a tick of the event's time for the one the
+                # event is about, so a pid reused that soon is beyond anyone (real reuse
+                # takes ~32,000 forks). The event came before the reply: the new owner
+                # starts two ticks after it at least, and a third covers the rounding
+                # between the event's clock and the start times'.
+                wait_tick(ticks_now() + 3)
                 other = reuse(gone, IDLER)
                 if not other:
                     print(f"could not get pid {gone} back in 200 tries")
                     sys.exit(77)
-                time.sleep(0.2)
             finally:
                 d.proc.send_signal(signal.SIGCONT)
-            time.sleep(1)
+            # The fork, exit and exec events were all queued before the sync.
+            d.sync()
             check(d.alive(), "the daemon runs on")
             got = sched_state(other.pid)
             check(got == dflt, f"the new owner of {kind} {gone}'s pid is untouched ({got}, "

@@ -7,13 +7,13 @@ matches nothing, and without CAP_NET_ADMIN there is no connector before Linux 6.
 (from 6.6 any process may listen to it). The rest of the
 sandbox (seccomp, mount namespace) needs systemd as PID 1 and is not run here."""
 import os
-import shutil
 import subprocess
 import time
 
 import rqb
 from packaging import UNIT_TEMPLATE, bounding_set, need, read_unit, value
-from rqb import RQCTL, TOPO_2LLC, Daemon, allowed, check, main, require, tmpdir
+from rqb import (RQCTL, TOPO_2LLC, Daemon, allowed, check, main, private_copy, require, tmpdir,
+                 wait_until)
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
@@ -41,14 +41,29 @@ def wrapper(tmp, caps):
     return path
 
 
+def exe(pid):
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return None
+
+
 def run_once(tmp, caps, sleep):
     """Starts the daemon under caps; returns what it managed to do."""
-    hogs = [subprocess.Popen(NOBODY + ["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+    # Each says it runs once setpriv has made it nobody and exec'd the shell: the
+    # daemon must find another user's task, not root's setpriv.
+    hogs = [subprocess.Popen(NOBODY + ["sh", "-c", "echo; while :; do :; done"],
+                             stdout=subprocess.PIPE) for _ in range(2)]
     sleeper = subprocess.Popen(NOBODY + [sleep, "60"])
     got = {}
     real = rqb.DAEMON
     try:
-        time.sleep(0.1)
+        for h in hogs:
+            check(h.stdout.readline() == b"\n", f"hog {h.pid} runs as nobody")
+        # setpriv's exec of the sleeper is not the test's to see but in /proc: a state
+        # of the test's own child, which the daemon plays no part in.
+        check(wait_until(lambda: exe(sleeper.pid) == sleep, 30),
+              f"the sleeper {sleeper.pid} runs {sleep} as nobody")
         a, b = sorted(h.pid for h in hogs)
         replay = os.path.join(tmp, "overload.replay")
         rqb.write_overload(replay, a, b)
@@ -57,10 +72,10 @@ def run_once(tmp, caps, sleep):
         rqb.DAEMON = wrapper(tmp, caps)
         with Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", replay], conf=conf) as d:
             d.wait_for("running: sampler replay")
-            deadline = time.monotonic() + 3
-            while time.monotonic() < deadline and not (allowed(b) == {1} and
-                                                       sched_policy(sleeper.pid) == 3):
-                time.sleep(0.05)
+            # The rule is applied to what runs at start, before the loop runs; the
+            # replayed overload (two tasks) is acted on in the first tick, and the
+            # snapshot stays: after two whole ticks, a pin made or refused is settled.
+            d.sync(2)
             got["pinned"] = allowed(b) == {1}
             got["rule"] = sched_policy(sleeper.pid) == 3
             status = subprocess.run([RQCTL, "-s", d.ctl, "status"], capture_output=True,
@@ -83,9 +98,11 @@ def test():
     unit = read_unit(UNIT_TEMPLATE)
     caps = bounding_set(unit)
     check(value(unit, "NoNewPrivileges") == "yes", "the unit sets NoNewPrivileges")
-    sleep = os.path.realpath(shutil.which("sleep"))
     with tmpdir() as tmp:
         os.chmod(tmp, 0o755)
+        # The rule's exe: a copy of the test's own, which no other run's sleeper runs
+        # (and no other run's rule names), that nobody may execute.
+        sleep = private_copy(tmp, "sleep")
         got = run_once(tmp, caps, sleep)
         check(got["pinned"], "with the unit's set: another user's hog is pinned")
         check(got["rule"], "an exe rule gives another user's sleeper its value (SCHED_BATCH)")
