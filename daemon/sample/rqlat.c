@@ -196,12 +196,17 @@ static int sum_slot(struct rqlat_state *rl, __u32 slot, struct rql_hist *per_cpu
 	if (r < 0)
 		return r;
 	memset(ret, 0, sizeof(*ret));
+	/*
+	 * The total is the buckets' sum, not the programs' own count: a CPU's copy can be
+	 * taken between its bucket's increment and its total's.
+	 */
 	for (int c = 0; c < rl->ncpus; c++) {
 		const struct rql_hist *h = &per_cpu[c];
 
-		for (int b = 0; b < RQL_BUCKETS; b++)
+		for (int b = 0; b < RQL_BUCKETS; b++) {
 			ret->count[b] += h->count[b];
-		ret->total += h->total;
+			ret->total += h->count[b];
+		}
 		ret->sum_ns += h->sum_ns;
 		if (h->max_ns > ret->max_ns)
 			ret->max_ns = h->max_ns;
