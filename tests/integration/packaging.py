@@ -5,6 +5,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 
 from rqb import BUILD, ROOT, skip
 
@@ -13,12 +14,22 @@ UNIT_TEMPLATE = os.path.join(ROOT, "systemd", "rqbalance.service.in")
 
 def make(*args, **variables):
     """Runs make in the tree on this test's build (SANITIZE=1 for build-asan) and
-    returns its output; a failure is an AssertionError with that output."""
+    returns its output; a failure is an AssertionError with that output.
+
+    make writes the units it installs into the build directory ($(B)/systemd/, made
+    anew at every make with the paths given), so two runs installing with different
+    paths at once would install each other's units: make gets a build directory of
+    this call's own, B=, whose entries but systemd/ link to the real build's."""
     cmd = ["make", "-s", "--no-print-directory", "-C", ROOT]
     if os.path.basename(BUILD) == "build-asan":
         cmd.append("SANITIZE=1")
-    cmd += list(args) + [f"{k}={v}" for k, v in variables.items()]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    with tempfile.TemporaryDirectory(prefix="rqb-make-") as b:
+        real = os.path.join(ROOT, BUILD)
+        for name in os.listdir(real) if os.path.isdir(real) else []:
+            if name != "systemd":
+                os.symlink(os.path.join(real, name), os.path.join(b, name))
+        cmd += [f"B={b}"] + list(args) + [f"{k}={v}" for k, v in variables.items()]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
     return r.stdout + r.stderr

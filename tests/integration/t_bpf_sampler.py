@@ -6,11 +6,17 @@ CAP_SYS_ADMIN from its effective set, but kept CAP_SYS_NICE."""
 import os
 import time
 
-from rqb import Daemon, Hogs, check, main, require, start_time, tmpdir
+from rqb import (Daemon, Hogs, allowed, check, main, require, start_time, tmpdir,
+                 wait_until)
 from rqb_bpf import CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_NICE, caps, records, wait_bpf
 
 BPF = "[daemon]\nsampler = bpf\n"
 LONG_QUEUE = 40  # more than RQS_MAX_TASKS (32) in daemon/sample/bpf/rqsample.h
+
+
+def comm(pid):
+    with open(f"/proc/{pid}/comm") as f:
+        return f.read().strip()
 
 
 def pinned_task(tmp, cpu):
@@ -21,7 +27,7 @@ def pinned_task(tmp, cpu):
             path = wait_bpf(d)
             print(f"rq via {path}")
             eff, _ = caps(d.proc.pid)
-            time.sleep(1.0)
+            d.sync(5)  # 5 more ticks, each recorded
             check(d.stop() == 0, "clean stop")
         seen = [t for _, tasks in records(record) for t in tasks if t[1] == str(pid)]
         check(len(seen) >= 3, f"the busy task was seen in {len(seen)} snapshots")
@@ -34,18 +40,42 @@ def pinned_task(tmp, cpu):
         return eff
 
 
+def wait_record(d, path, cond, timeout=30.0):
+    """Waits until the snapshots the daemon has recorded so far satisfy cond (the record
+    is flushed each tick, and a snapshot counts once its "end" is written)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(path) and cond(records(path)):
+            return
+        if not d.alive():
+            break
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never showed what was expected; log:\n{d.text()}")
+
+
 def long_queue(tmp):
     with Hogs(LONG_QUEUE, cpus="1") as hogs:
-        time.sleep(0.3)
+        pids = {str(p) for p in hogs.pids}
+        # taskset narrows each one, then execs the shell: wait for the test's own
+        # children to be there, all on CPU 1.
+        check(wait_until(lambda: all(allowed(p) == {1} and comm(p) == "sh" for p in hogs.pids),
+                         timeout=30), f"{LONG_QUEUE} hogs run on CPU 1")
+
+        def listed_of(snaps):
+            return [len({t[1] for t in tasks if t[1] in pids and t[3] == "1"})
+                    for _, tasks in snaps]
+
         record = os.path.join(tmp, "record-long")
         with Daemon(tmp, ["--dry-run", "--record", record], conf=BPF) as d:
             wait_bpf(d)
-            time.sleep(2.5)
+            # A task walk (at most once a second, when the counts show more than the
+            # perf samples list) lists the whole queue: wait for the tick that did it,
+            # then record some more ticks for the counts.
+            wait_record(d, record, lambda snaps: LONG_QUEUE in listed_of(snaps))
+            d.sync(10)
             check(d.stop() == 0, "clean stop")
-        pids = {str(p) for p in hogs.pids}
         snaps = records(record)
-        listed = [len({t[1] for t in tasks if t[1] in pids and t[3] == "1"})
-                  for _, tasks in snaps]
+        listed = listed_of(snaps)
         counted = [cpus.get(1, 0) for cpus, _ in snaps]
         print(f"{LONG_QUEUE} hogs on CPU 1: listed per tick {listed}, counted {counted}")
         check(max(listed) == LONG_QUEUE, f"a task walk listed all {LONG_QUEUE} hogs on CPU 1")

@@ -1,7 +1,6 @@
 """A CPU that runs a single task, however busy, never loses it: nothing is pinned
 while LLC 0 holds one fully busy task and LLC 1 idles."""
 import os
-import time
 
 from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, require, task_line, tmpdir,
                  write_replay)
@@ -16,7 +15,9 @@ def test():
         with Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", replay],
                     conf="[daemon]\ninterval_ms = 20\n") as d:
             d.wait_for(r"running: sampler replay")
-            time.sleep(1.0)  # about 50 ticks
+            # A pin would come by tick 2 (an overload of one task counts the second tick
+            # it is seen): after these syncs the daemon has acted on the snapshot 20 times.
+            d.sync(20)
             check(d.alive(), "the daemon is running")
             check("pin tid=" not in d.text(), "no pin was planned for the lone task")
             check(allowed(a) == {0, 1}, "the lone task keeps CPUs 0-1")

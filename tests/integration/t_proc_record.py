@@ -1,7 +1,6 @@
 """The live proc sampler, through the real daemon: a busy task the test pinned to a CPU
 shows up on that CPU in the snapshots --record writes (the replay format)."""
 import os
-import time
 
 from rqb import Daemon, Hogs, check, main, require, start_time, tmpdir
 
@@ -26,7 +25,7 @@ def test():
                 with Daemon(tmp, ["--dry-run", "--record", record],
                             conf="[daemon]\nsampler = proc\n") as d:
                     d.wait_for(r"running: sampler proc")
-                    time.sleep(1.0)
+                    d.sync(5)  # 5 more ticks, each recorded
                     check(d.stop() == 0, "clean stop")
                 seen = tasks_in(record, pid)
                 check(len(seen) >= 3, f"the busy task was seen in {len(seen)} snapshots")
