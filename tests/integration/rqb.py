@@ -181,8 +181,10 @@ class Daemon:
         self.log = os.path.join(tmp, f"daemon-{time.monotonic_ns()}.log")
         with open(self.conf, "w") as f:
             # Class cgroups below a parent of the test's own, not beside a real daemon's.
+            # No rules but the test's: rules_dir defaults to the machine's rules.d.
             f.write(f"[daemon]\njournal_dir = {self.journal}\nctl_socket = {self.ctl}\n"
-                    f"log_level = debug\n[latency]\ncgroup_root = {CGROUP_ROOT}\n{conf}")
+                    f"log_level = debug\nrules_dir =\n[latency]\ncgroup_root = {CGROUP_ROOT}\n"
+                    f"{conf}")
         e = dict(os.environ)
         e.pop("NOTIFY_SOCKET", None)
         e.pop("JOURNAL_STREAM", None)
