@@ -53,6 +53,7 @@ struct pol_state {
 	int nscratch_cpus, nscratch_llcs;
 	int *cpu_nr, *bucket_start, *bucket;
 	int *raw_nr, *raw_idle;  /* this tick's counts per LLC, moves applied */
+	int *raw_young;          /* listed tasks per LLC not settled yet (see persist()) */
 	int *llc_nr;             /* runnable as a source (see persist() in spread.c) */
 	int *llc_load;           /* runnable as a target: the higher of the two */
 	int *llc_idle;           /* CPUs idle in both ticks */

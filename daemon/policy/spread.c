@@ -21,7 +21,8 @@
  *      and has been able to for min_residency_ms. Over time too: an
  *      overload of one task, or an idle CPU, counts only when two ticks in a row show
  *      it, so a short task caught running in one sample moves nothing; an overload
- *      of two or more tasks is acted on at once.
+ *      of two or more settled tasks is acted on at once (one that needs young tasks
+ *      waits for a second tick too).
  *  (e) Never touch kernel threads, tasks with narrowed affinity, excluded comms or
  *      cgroups, or the daemon; and move only tasks that used CPU time since the last
  *      sample (one caught runnable for an instant counts as load, but is no load to
@@ -50,6 +51,8 @@ static void free_scratch(struct pol_state *st)
 	free(st->cpu_nr);
 	free(st->raw_nr);
 	free(st->raw_idle);
+	free(st->raw_young);
+	st->raw_young = NULL;
 	free(st->llc_nr);
 	free(st->llc_load);
 	free(st->llc_idle);
@@ -218,6 +221,19 @@ const char *pol_ineligible(const struct snapshot *s, const struct rqb_conf *c,
 
 /* ---- counting ---- */
 
+/*
+ * Started at least min_residency_ms ago: the kernel placed a task when it started (fork
+ * and exec balancing), and such a task has stayed where it was put as long as a moved
+ * one must. Unknown ages (a replay written without them) count as settled.
+ */
+static bool settled(const struct snapshot *s, const struct rqb_conf *c,
+		    const struct snap_task *t)
+{
+	uint64_t min_ticks = (uint64_t)c->min_residency_ms * s->tick_hz / 1000;
+
+	return !s->tick_hz || t->start_time + min_ticks <= s->uptime_ticks;
+}
+
 static int size_scratch(struct pol_state *st, const struct snapshot *s)
 {
 	int ncpu = s->nr_cpu_ids, nllc = s->topo->nllcs;
@@ -231,6 +247,7 @@ static int size_scratch(struct pol_state *st, const struct snapshot *s)
 		st->bucket_start = calloc((size_t)ncpu + 1, sizeof(int));
 		st->raw_nr = calloc((size_t)nllc, sizeof(int));
 		st->raw_idle = calloc((size_t)nllc, sizeof(int));
+		st->raw_young = calloc((size_t)nllc, sizeof(int));
 		st->llc_nr = calloc((size_t)nllc, sizeof(int));
 		st->llc_load = calloc((size_t)nllc, sizeof(int));
 		st->llc_idle = calloc((size_t)nllc, sizeof(int));
@@ -239,7 +256,7 @@ static int size_scratch(struct pol_state *st, const struct snapshot *s)
 		st->bucket = calloc(st->scratch_tasks, sizeof(int));
 		st->byid = calloc(st->scratch_tasks, sizeof(*st->byid));
 		if (!st->cpu_nr || !st->bucket_start || !st->llc_nr || !st->llc_idle ||
-		    !st->llc_done || !st->bucket || !st->raw_nr || !st->raw_idle ||
+		    !st->llc_done || !st->bucket || !st->raw_nr || !st->raw_idle || !st->raw_young ||
 		    !st->llc_load || !st->byid || !st->llc_away) {
 			free_scratch(st);
 			st->nscratch_cpus = st->nscratch_llcs = 0;
@@ -266,8 +283,11 @@ static bool on_topology(const struct snapshot *s, int cpu)
 	return cpu >= 0 && cpu < s->nr_cpu_ids && s->topo->cpus[cpu].present;
 }
 
-/* Per-CPU and per-LLC runnable counts, idle CPUs per LLC, tasks bucketed by CPU. */
-static void count(const struct snapshot *s, struct pol_state *st)
+/*
+ * Per-CPU and per-LLC runnable counts, idle CPUs per LLC, tasks bucketed by CPU, and
+ * the listed tasks per LLC that are not settled yet.
+ */
+static void count(const struct snapshot *s, const struct rqb_conf *conf, struct pol_state *st)
 {
 	const struct topo *tp = s->topo;
 	int *listed = st->bucket_start; /* reused: counts first, then bucket offsets */
@@ -275,6 +295,7 @@ static void count(const struct snapshot *s, struct pol_state *st)
 	memset(listed, 0, ((size_t)s->nr_cpu_ids + 1) * sizeof(int));
 	memset(st->raw_nr, 0, (size_t)tp->nllcs * sizeof(int));
 	memset(st->raw_idle, 0, (size_t)tp->nllcs * sizeof(int));
+	memset(st->raw_young, 0, (size_t)tp->nllcs * sizeof(int));
 	memset(st->llc_done, 0, (size_t)tp->nllcs);
 	memset(st->cpu_nr, 0, (size_t)s->nr_cpu_ids * sizeof(int));
 	for (size_t i = 0; i < s->ntasks; i++) {
@@ -291,6 +312,7 @@ static void count(const struct snapshot *s, struct pol_state *st)
 			continue;
 		}
 		listed[t->cpu]++;
+		st->raw_young[tp->cpus[t->cpu].llc] += !settled(s, conf, t);
 	}
 	for (int c = 0; c < s->nr_cpu_ids; c++) {
 		int nr;
@@ -321,10 +343,12 @@ static void count(const struct snapshot *s, struct pol_state *st)
 
 /*
  * What a decision may trust. One task more than CPUs could be a short task caught
- * running: as a source, such an LLC counts the lower of this tick's and the last
- * one's runnable tasks; two or more over its CPUs is load at once. A target counts
+ * running, and so could any task that started less than min_residency_ms ago: as a
+ * source, such an LLC counts the lower of this tick's and the last one's runnable
+ * tasks; two or more settled tasks over its CPUs are load at once. A target counts
  * the higher of the two, and an idle CPU is one idle in both. With no last tick (at
- * start) an overload of one task is not trusted yet, and idle CPUs are.
+ * start) an overload that needs one task or young ones is not trusted yet, and idle
+ * CPUs are.
  */
 static void persist(const struct snapshot *s, struct pol_state *st)
 {
@@ -335,7 +359,7 @@ static void persist(const struct snapshot *s, struct pol_state *st)
 		int pn = have_prev ? st->prev_nr[l] : 0;
 		int pi = have_prev ? st->prev_idle[l] : st->raw_idle[l];
 
-		st->llc_nr[l] = raw - cap >= 2 || raw < pn ? raw : pn;
+		st->llc_nr[l] = raw - st->raw_young[l] - cap >= 2 || raw < pn ? raw : pn;
 		st->llc_load[l] = raw > pn ? raw : pn;
 		st->llc_idle[l] = st->raw_idle[l] < pi ? st->raw_idle[l] : pi;
 	}
@@ -433,19 +457,6 @@ static bool movable(const struct snapshot *s, const struct rqb_conf *c,
 	/* A task that used no CPU since the last sample was caught running for an instant. */
 	return !(t->flags & SNAP_TASK_NO_CPU) && !pol_ineligible(s, c, t) &&
 	       !pol_find_pin(st, t->tid, t->start_time) && !recently_moved(st, t->tid, t->start_time);
-}
-
-/*
- * Started at least min_residency_ms ago: the kernel placed a task when it started (fork
- * and exec balancing), and such a task has stayed where it was put as long as a moved
- * one must. Unknown ages (a replay written without them) count as settled.
- */
-static bool settled(const struct snapshot *s, const struct rqb_conf *c,
-		    const struct snap_task *t)
-{
-	uint64_t min_ticks = (uint64_t)c->min_residency_ms * s->tick_hz / 1000;
-
-	return !s->tick_hz || t->start_time + min_ticks <= s->uptime_ticks;
 }
 
 /* ---- keep_pairs: tasks that wake each other move together or not at all ---- */
@@ -681,7 +692,7 @@ int pol_decide(const struct snapshot *s, const struct rqb_conf *c, struct pol_st
 	if (size_scratch(st, s) < 0)
 		return -ENOMEM;
 	expire_recent(st, s->now_ns, c->min_residency_ms * NSEC_PER_MSEC);
-	count(s, st);
+	count(s, c, st);
 	if (c->keep_pairs)
 		index_tasks(s, st);
 	persist(s, st);

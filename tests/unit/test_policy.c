@@ -337,8 +337,9 @@ static void moves_no_task_that_used_no_cpu(void **state)
 /*
  * (d) A task that started less than min_residency_ms (1 s) ago was placed by the kernel
  * then: a short command busy two ticks in a row is passed over for a settled task, even
- * on a busier CPU; a wave of new tasks alone still spreads at once. Start times are
- * clock ticks (100 a second); the young ones started at tick 5000, uptime is 5050.
+ * on a busier CPU; an overload that needs young tasks waits for a second tick, as one of
+ * a single task does, and a wave of new tasks alone then spreads. Start times are clock
+ * ticks (100 a second); the young ones started at tick 5000, uptime is 5050.
  */
 static void prefers_settled_tasks(void **state)
 {
@@ -365,10 +366,30 @@ static void prefers_settled_tasks(void **state)
 	add(f, 305, 3)->start_time = 5000;
 	f->s->tick_hz = 100;
 	f->s->uptime_ticks = 5050;
-	assert_string_equal(tick(f, 100),
+	assert_string_equal(decide(f, 200),
 			    "pin tid=100 tgid=100 comm=\"t100\" llc=0->1 cpus=4-7 why=overload\n"
 			    "pin tid=301 tgid=301 comm=\"t301\" llc=0->1 cpus=4-7 why=overload\n"
 			    "pin tid=302 tgid=302 comm=\"t302\" llc=0->1 cpus=4-7 why=overload\n");
+	fx_free(f);
+
+	/* Two settled tasks over the CPUs act at once; two young ones in the first tick not. */
+	f = fx_new(T2);
+	for (pid_t t = 100; t < 103; t++)
+		add(f, t, 0);
+	f->s->tick_hz = 100;
+	f->s->uptime_ticks = 5050;
+	assert_string_equal(tick(f, 100),
+			    "pin tid=102 tgid=102 comm=\"t102\" llc=0->1 cpus=1 why=overload\n");
+	fx_free(f);
+	f = fx_new(T2);
+	add(f, 100, 0);
+	add(f, 300, 0)->start_time = 5000;
+	add(f, 301, 0)->start_time = 5000;
+	f->s->tick_hz = 100;
+	f->s->uptime_ticks = 5050;
+	assert_string_equal(tick(f, 100), "");
+	assert_string_equal(tick(f, 200),
+			    "pin tid=100 tgid=100 comm=\"t100\" llc=0->1 cpus=1 why=overload\n");
 	fx_free(f);
 
 	f = fx_new(T2);
