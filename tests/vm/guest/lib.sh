@@ -11,6 +11,8 @@ CONF=/tmp/$NAME.conf
 # goes into it; a line "[balance]" starts another section).
 DAEMON_CONF=""
 
+echo "test shell: pid $$, comm $(cat /proc/$$/comm)"
+
 fail() { echo "not ok: $*"; cleanup; exit 1; }
 ok() { echo "ok: $*"; }
 
@@ -72,9 +74,12 @@ lb_on() { echo 1 >/sys/fs/cgroup/cpuset/cpuset.sched_load_balance 2>/dev/null; }
 
 # start_daemon [args...]: rqbalanced in the foreground, logging to $LOG, which is
 # emptied here, before the daemon is started: a background job opens its redirection
-# only once it runs, and a wait_log that came first would read the old lines.
+# only once it runs, and a wait_log that came first would read the old lines. The
+# test's shell (init runs it as "ash") is excluded: pinned, it would take every
+# command the test runs after with it.
 start_daemon() {
-	printf '[daemon]\nlog_level = debug\ninterval_ms = 100\n%s\n' "$DAEMON_CONF" >"$CONF"
+	printf '[daemon]\nlog_level = debug\ninterval_ms = 100\n%s\n[exclude]\ncomms = ash\n' \
+		"$DAEMON_CONF" >"$CONF"
 	: >"$LOG"
 	rqbalanced -f -c "$CONF" "$@" >>"$LOG" 2>&1 &
 	DPID=$!

@@ -17,14 +17,19 @@ on_llc0_count() {
 	echo $k
 }
 # Who spreads them, the kernel or the daemon, is not for this test to say, and the
-# kernel's part is not the daemon's doing: polled, with a limit only as a safety net.
-i=0
-while [ "$(on_llc0_count)" -gt "$NLLC0" ] && [ $i -lt 1200 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+# kernel's part is not the daemon's doing (nor is a moment when its balancing has
+# not yet evened out what the daemon did): polled, with a limit only as a safety net.
+wait_spread() {
+	local i=0
+	while [ "$(on_llc0_count)" -gt "$NLLC0" ] && [ $i -lt 1200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+wait_spread
 # Then thirty whole ticks, three times min_residency_ms: time for any churn to show.
 rqsync 30
+wait_spread
 on0=$(on_llc0_count)
 for p in $HOGS; do echo "hog $p: allowed $(allowed "$p"), cpu $(lastcpu "$p")"; done
 check "LLC 0 keeps no more hogs than CPUs ($on0 of $n on $NLLC0 CPUs)" [ "$on0" -le "$NLLC0" ]
