@@ -3,8 +3,15 @@
 
 HOGS=""
 DPID=""
-LOG=/tmp/daemon.log
-CONF=/tmp/rqbalance.conf
+# Each test's own files: a log left by an earlier test must never answer a wait_log.
+NAME=$(basename "$0" .sh)
+LOG=/tmp/$NAME.daemon.log
+CONF=/tmp/$NAME.conf
+# Lines added after the [daemon] section that start_daemon writes ("sampler = bpf"
+# goes into it; a line "[balance]" starts another section).
+DAEMON_CONF=""
+
+echo "test shell: pid $$, comm $(cat /proc/$$/comm)"
 
 fail() { echo "not ok: $*"; cleanup; exit 1; }
 ok() { echo "ok: $*"; }
@@ -22,17 +29,39 @@ cleanup() {
 	HOGS=""
 	DPID=""
 	lb_on
-	echo "--- daemon log ---"
-	cat "$LOG" 2>/dev/null
+	for f in /tmp/"$NAME".daemon*.log; do
+		[ -e "$f" ] || continue
+		echo "--- daemon log ${f#/tmp/} ---"
+		cat "$f"
+	done
 }
 
-# A CPU-bound task on the given CPU list; its pid is appended to HOGS.
+# A CPU-bound task on the given CPU list; its pid is appended to HOGS. Returns once
+# taskset has set the list and the task runs its loop: a release or a daemon started
+# before that would race taskset's own sched_setaffinity.
 hog() {
 	taskset -c "$1" sh -c 'while :; do :; done' &
 	HOGS="$HOGS $!"
+	wait_hog "$!" "$1"
+}
+
+# wait_hog pid list: the kernel's and busybox's doing (exec, affinity), so polled, with
+# a limit that is only a safety net.
+wait_hog() {
+	local i=0
+	while [ $i -lt 600 ]; do
+		if tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q 'while :' &&
+			[ "$(allowed "$1")" = "$2" ]; then
+			return 0
+		fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	fail "hog $1 did not start its loop on CPUs $2"
 }
 
 allowed() { awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$1/status"; }
+starttime() { awk '{ print $22 }' "/proc/$1/stat"; }
 # Field 39 of stat (comm "sh" has no blank, so fields split plainly).
 lastcpu() { awk '{ print $39 }' "/proc/$1/stat"; }
 release() { for p in $HOGS; do taskset -pc "$1" "$p" >/dev/null; done; }
@@ -43,12 +72,21 @@ release() { for p in $HOGS; do taskset -pc "$1" "$p" >/dev/null; done; }
 lb_off() { echo 0 >/sys/fs/cgroup/cpuset/cpuset.sched_load_balance; }
 lb_on() { echo 1 >/sys/fs/cgroup/cpuset/cpuset.sched_load_balance 2>/dev/null; }
 
-# start_daemon [args...]: rqbalanced in the foreground, logging to $LOG.
+# start_daemon [args...]: rqbalanced in the foreground, logging to $LOG, which is
+# emptied here, before the daemon is started: a background job opens its redirection
+# only once it runs, and a wait_log that came first would read the old lines. The
+# test's shell (init runs it as "ash") is excluded: pinned, it would take every
+# command the test runs after with it.
 start_daemon() {
-	printf '[daemon]\nlog_level = debug\ninterval_ms = 100\n' >"$CONF"
-	rqbalanced -f -c "$CONF" "$@" >"$LOG" 2>&1 &
+	printf '[daemon]\nlog_level = debug\ninterval_ms = 100\n%s\n[exclude]\ncomms = ash\n' \
+		"$DAEMON_CONF" >"$CONF"
+	: >"$LOG"
+	rqbalanced -f -c "$CONF" "$@" >>"$LOG" 2>&1 &
 	DPID=$!
 }
+
+# wait_running: the daemon has started its loop (and serves its ctl socket).
+wait_running() { wait_log "running: sampler"; }
 
 stop_daemon() { # signal
 	kill "-$1" "$DPID"
@@ -58,16 +96,43 @@ stop_daemon() { # signal
 	return $rc
 }
 
-# wait_log pattern seconds
+# wait_log pattern [count]: until $LOG has count lines (default 1) that match. The
+# limit, 120 s, is only a safety net for a daemon that never logs it: under software
+# emulation a second means nothing, so no test gives a time of its own.
 wait_log() {
-	i=0
-	while [ $i -lt $(($2 * 10)) ]; do
-		grep -q "$1" "$LOG" 2>/dev/null && return 0
+	local i=0 want=${2:-1}
+	while [ $i -lt 1200 ]; do
+		[ "$(grep -c "$1" "$LOG" 2>/dev/null)" -ge "$want" ] && return 0
 		sleep 0.1
 		i=$((i + 1))
 	done
+	echo "no $want line(s) matching '$1' in $LOG"
 	return 1
 }
+
+# rqsync [ticks]: `rqctl sync` against the daemon's default socket
+# /run/rqbalance/ctl.sock. Its answer comes once the daemon has handled every fork,
+# exec and exit before the call and then ended a whole tick that began after it: what
+# the daemon was to do about what the test did is done, so check the outcome at once.
+# With ticks, syncs again until the daemon has ended that many ticks since the first
+# answer: "and nothing more happens", counted in the daemon's ticks however slow the
+# guest (a sync under busy CPUs spans many ticks, so counting syncs would not do).
+rqsync() {
+	local out t0
+	out=$(rqctl sync 2>&1) || fail "rqctl sync: $out"
+	t0=${out#ticks }
+	while [ $((${out#ticks } - t0)) -lt "${1:-0}" ]; do
+		out=$(rqctl sync 2>&1) || fail "rqctl sync: $out"
+	done
+	echo "synced: $out (${1:-0} ticks wanted, $((${out#ticks } - t0)) seen)"
+}
+
+# For start_daemon's DAEMON_CONF, in a test that counts pins over ticks: a pin is
+# released at max_pin_ms (10 s by default), a time, which a slow guest may reach
+# while the test looks for churn. With a day, any release such a test sees comes from
+# the load, not from the clock.
+LONG_PINS='[balance]
+max_pin_ms = 86400000'
 
 # The machine as the kernel describes it: all CPUs, and the L3 group of a CPU.
 ALL=$(cat /sys/devices/system/cpu/online)
@@ -91,16 +156,34 @@ pinned_away() {
 	[ "$a" != "$ALL" ] && [ "$a" = "$(llc_of "$c")" ] && [ "$a" != "$LLC0" ]
 }
 count_pinned() {
-	n=0
+	local n=0 p
 	for p in $HOGS; do pinned_away "$p" && n=$((n + 1)); done
 	echo $n
+}
+# hog_pins: how many pin lines in $LOG name one of the hogs.
+hog_pins() {
+	local n=0 p
+	for p in $HOGS; do
+		grep -q " pin tid=$p " "$LOG" && n=$((n + 1))
+	done
+	echo $n
+}
+# wait_hog_pins count: until the daemon has logged pins of count hogs (an event), then
+# one sync, so that those pins have also been written: check their outcome at once.
+wait_hog_pins() {
+	local i=0
+	while [ "$(hog_pins)" -lt "$1" ] && [ $i -lt 1200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	rqsync
+	[ "$(hog_pins)" -ge "$1" ]
 }
 # 2 x |LLC 0| hogs on LLC 0, then allowed every CPU: with the kernel's balancing off
 # they stay piled there until something moves them.
 pile_on_llc0() {
-	i=0
+	local i=0
 	while [ $i -lt $((2 * NLLC0)) ]; do hog "$LLC0"; i=$((i + 1)); done
-	sleep 1
 	release "$ALL"
 }
 

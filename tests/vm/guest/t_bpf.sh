@@ -3,12 +3,12 @@
 # is CONFIG_KALLSYMS_ALL; else the current task), lists a hog pinned to CPU 1 on
 # CPU 1, and once running has CAP_PERFMON and CAP_SYS_ADMIN no longer effective.
 . /tests/lib.sh
+REC=/tmp/$NAME.rec
 hog 1
 p=$(echo $HOGS)
-printf '[daemon]\nlog_level = debug\ninterval_ms = 100\nsampler = bpf\n' >"$CONF"
-rqbalanced -f -n -c "$CONF" --record /tmp/bpf.rec >"$LOG" 2>&1 &
-DPID=$!
-check "the daemon runs" wait_log "running: sampler" 30
+DAEMON_CONF="sampler = bpf"
+start_daemon -n --record "$REC"
+check "the daemon runs" wait_running
 check "with the bpf sampler" grep -q "running: sampler bpf" "$LOG"
 grep "bpf: rq via\|capabilities:" "$LOG"
 if grep -q ' runqueues$' /proc/kallsyms; then
@@ -22,10 +22,11 @@ eff=$((0x$(awk '/^CapEff/ { print $2 }' "/proc/$DPID/status")))
 check "CAP_PERFMON no longer effective" [ $(((eff >> 38) & 1)) -eq 0 ]
 check "CAP_SYS_ADMIN no longer effective" [ $(((eff >> 21) & 1)) -eq 0 ]
 check "CAP_SYS_NICE still effective" [ $(((eff >> 23) & 1)) -eq 1 ]
-sleep 2
+# Five whole ticks more, each one snapshot recorded.
+rqsync 5
 check "clean stop" stop_daemon TERM
-n=$(grep -c "^task $p $p 1 " /tmp/bpf.rec)
-echo "the hog (pid $p) is listed on CPU 1 in $n of $(grep -c '^end' /tmp/bpf.rec) snapshots"
+n=$(grep -c "^task $p $p 1 " "$REC")
+echo "the hog (pid $p) is listed on CPU 1 in $n of $(grep -c '^end' "$REC") snapshots"
 check "the hog is listed on CPU 1 in 3 snapshots or more" [ "$n" -ge 3 ]
-check "and never on another CPU" sh -c "! grep '^task $p ' /tmp/bpf.rec | grep -qv '^task $p $p 1 '"
+check "and never on another CPU" sh -c "! grep '^task $p ' '$REC' | grep -qv '^task $p $p 1 '"
 cleanup

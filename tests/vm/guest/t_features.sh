@@ -14,6 +14,6 @@ check "schedstats found" [ "$(state schedstats)" = found ]
 check "cgroup-v1-cpu found (mounted by init)" [ "$(state cgroup-v1-cpu)" = found ]
 start_daemon --dry-run
 check "the start-up log says why pidfd-thread cannot be used" \
-	wait_log "features: cannot use pidfd-thread: before 6.9" 20
+	wait_log "features: cannot use pidfd-thread: before 6.9"
 check "clean stop" stop_daemon TERM
 cleanup

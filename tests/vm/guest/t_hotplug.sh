@@ -18,49 +18,41 @@ FIRST=${LLCN%-*}
 trap 'echo 1 >"$OFF" 2>/dev/null' EXIT
 # pinned_to list: how many hogs have exactly that affinity.
 pinned_to() {
-	n=0
+	local n=0 p
 	for p in $HOGS; do [ "$(allowed "$p")" = "$1" ] && n=$((n + 1)); done
 	echo $n
 }
-# wait_pinned list count seconds
-wait_pinned() {
-	i=0
-	while [ "$(pinned_to "$1")" -lt "$2" ] && [ $i -lt $(($3 * 10)) ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	[ "$(pinned_to "$1")" -eq "$2" ]
-}
-
 lb_off
 # The proc sampler reads every CPU afresh each tick; how the bpf sampler's per-CPU perf
 # events take a CPU that comes back is its own matter (t_bpf).
-printf '[daemon]\nlog_level = debug\ninterval_ms = 100\nsampler = proc\n' >"$CONF"
-rqbalanced -f -c "$CONF" >"$LOG" 2>&1 &
-DPID=$!
-check "the daemon runs" wait_log "running: sampler proc" 30
+DAEMON_CONF="sampler = proc
+$LONG_PINS"
+start_daemon
+check "the daemon runs" wait_running
+check "with the proc sampler" grep -q "running: sampler proc" "$LOG"
 echo 0 >"$OFF"
-check "it sees CPU $LAST go offline" wait_log "CPU $LAST went offline" 10
+check "it sees CPU $LAST go offline" wait_log "CPU $LAST went offline"
 pile_on_llc0
 for p in $HOGS; do echo "hog $p: allowed $(allowed "$p")"; done
-check "a pin is planned" wait_log "pin tid=.*llc=0->" 30
-check "one hog is pinned to CPU $FIRST alone" wait_pinned "$FIRST" 1 10
-sleep 2
+check "a hog is pinned" wait_hog_pins 1
+check "one hog is pinned to CPU $FIRST alone" [ "$(pinned_to "$FIRST")" -eq 1 ]
+# Twenty whole ticks more: the policy counts an idle CPU seen two ticks in a row.
+rqsync 20
 for p in $HOGS; do echo "hog $p: allowed $(allowed "$p"), cpu $(lastcpu "$p")"; done
 check "and no more: CPU $LAST is not counted idle" [ "$(grep -c ' pin tid=' "$LOG")" -eq 1 ]
 check "no pin names CPU $LAST" sh -c "! grep ' pin tid=' '$LOG' | grep -q 'cpus=[^ ]*$LAST'"
 
 echo 1 >"$OFF"
-check "it sees CPU $LAST come back" wait_log "CPU $LAST online again" 10
+check "it sees CPU $LAST come back" wait_log "CPU $LAST online again"
 # The kernel narrowed the hogs' masks while CPU $LAST was away: give the others it back.
 for p in $HOGS; do
 	[ "$(allowed "$p")" = "$FIRST" ] || taskset -pc "$ALL" "$p" >/dev/null
 done
 # With the kernel's balancing off, a hog pinned to $LLCN may land beside the one on CPU
 # $FIRST while CPU $LAST idles, and the daemon may then send one more: at least one.
-wait_pinned "$LLCN" 1 30
-check "a second hog is pinned, to $LLCN" [ "$(pinned_to "$LLCN")" -ge 1 ]
+check "a second hog is pinned" wait_hog_pins 2
+check "to $LLCN" [ "$(pinned_to "$LLCN")" -ge 1 ]
 check "the first stays on CPU $FIRST" [ "$(pinned_to "$FIRST")" -eq 1 ]
 check "SIGTERM stops it cleanly" stop_daemon TERM
-check "every pin is given back" [ "$(pinned_to "$FIRST")" -eq 0 ] && [ "$(pinned_to "$LLCN")" -eq 0 ]
+check "every pin is given back" [ "$(pinned_to "$FIRST") $(pinned_to "$LLCN")" = "0 0" ]
 cleanup

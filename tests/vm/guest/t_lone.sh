@@ -2,11 +2,11 @@
 . /tests/lib.sh
 lb_off
 hog 0
-sleep 0.5
 release "$ALL"
 start_daemon
-check "the daemon runs" wait_log "running: sampler" 30
-sleep 3
+check "the daemon runs" wait_running
+# Thirty whole ticks: far more than the two in a row that make a lone overload count.
+rqsync 30
 p=$(echo $HOGS)
 check "no pin planned" sh -c "! grep -q ' pin tid=' '$LOG'"
 check "the hog keeps $ALL" [ "$(allowed "$p")" = "$ALL" ]

@@ -1,7 +1,7 @@
 # rqctl on the guest: status names the real LLCs and the sampler; a reload works.
 . /tests/lib.sh
 start_daemon
-check "the daemon runs" wait_log "running: sampler" 30
+check "the daemon runs" wait_running
 rqctl status >/tmp/status
 cat /tmp/status
 check "status names the sampler" grep -qE '^sampler (bpf|proc)$' /tmp/status
