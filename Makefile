@@ -170,7 +170,7 @@ benches: $(BENCH_BIN)
 
 # The README's test command: unit and integration tests on the normal build,
 # then the same again on an ASan+UBSan build, then the qemu tier (Debian's stock
-# kernel on a two-LLC guest; about half a minute here).
+# kernel on a two-LLC guest; 1 to 2½ minutes here).
 check: check-build
 	@tests/run --vm build build-asan
 
