@@ -45,19 +45,29 @@ hog() {
 	wait_hog "$!" "$1"
 }
 
-# wait_hog pid list: the kernel's and busybox's doing (exec, affinity), so polled, with
-# a limit that is only a safety net.
-wait_hog() {
-	local i=0
-	while [ $i -lt 600 ]; do
-		if tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q 'while :' &&
-			[ "$(allowed "$1")" = "$2" ]; then
-			return 0
-		fi
+# poll_until tenths command...: runs command every tenth of a second until it
+# succeeds (0), or gives up after that many tries (1). Only for what the kernel or
+# busybox does; the limit is a safety net, not a time the test expects.
+poll_until() {
+	local n=$1 i=0
+	shift
+	while [ $i -lt "$n" ]; do
+		"$@" && return 0
 		sleep 0.1
 		i=$((i + 1))
 	done
-	fail "hog $1 did not start its loop on CPUs $2"
+	"$@"
+}
+
+# hog_runs pid list: the hog has exec'd its loop, with that CPU list.
+hog_runs() {
+	tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q 'while :' &&
+		[ "$(allowed "$1")" = "$2" ]
+}
+
+# wait_hog pid list: the kernel's and busybox's doing (exec, affinity), so polled.
+wait_hog() {
+	poll_until 600 hog_runs "$1" "$2" || fail "hog $1 did not start its loop on CPUs $2"
 }
 
 allowed() { awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$1/status"; }
@@ -99,14 +109,10 @@ stop_daemon() { # signal
 # wait_log pattern [count]: until $LOG has count lines (default 1) that match. The
 # limit, 120 s, is only a safety net for a daemon that never logs it: under software
 # emulation a second means nothing, so no test gives a time of its own.
+log_has() { [ "$(grep -c "$1" "$LOG" 2>/dev/null)" -ge "$2" ]; }
 wait_log() {
-	local i=0 want=${2:-1}
-	while [ $i -lt 1200 ]; do
-		[ "$(grep -c "$1" "$LOG" 2>/dev/null)" -ge "$want" ] && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	echo "no $want line(s) matching '$1' in $LOG"
+	poll_until 1200 log_has "$1" "${2:-1}" && return 0
+	echo "no ${2:-1} line(s) matching '$1' in $LOG"
 	return 1
 }
 
@@ -170,14 +176,11 @@ hog_pins() {
 }
 # wait_hog_pins count: until the daemon has logged pins of count hogs (an event), then
 # one sync, so that those pins have also been written: check their outcome at once.
+hog_pins_at_least() { [ "$(hog_pins)" -ge "$1" ]; }
 wait_hog_pins() {
-	local i=0
-	while [ "$(hog_pins)" -lt "$1" ] && [ $i -lt 1200 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	poll_until 1200 hog_pins_at_least "$1"
 	rqsync
-	[ "$(hog_pins)" -ge "$1" ]
+	hog_pins_at_least "$1"
 }
 # 2 x |LLC 0| hogs on LLC 0, then allowed every CPU: with the kernel's balancing off
 # they stay piled there until something moves them.

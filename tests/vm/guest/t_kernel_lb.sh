@@ -19,13 +19,8 @@ on_llc0_count() {
 # Who spreads them, the kernel or the daemon, is not for this test to say, and the
 # kernel's part is not the daemon's doing (nor is a moment when its balancing has
 # not yet evened out what the daemon did): polled, with a limit only as a safety net.
-wait_spread() {
-	local i=0
-	while [ "$(on_llc0_count)" -gt "$NLLC0" ] && [ $i -lt 1200 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-}
+spread_out() { [ "$(on_llc0_count)" -le "$NLLC0" ]; }
+wait_spread() { poll_until 1200 spread_out; }
 wait_spread
 # Then thirty whole ticks, three times min_residency_ms: time for any churn to show.
 rqsync 30

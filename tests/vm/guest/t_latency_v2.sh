@@ -14,12 +14,7 @@ restore_v1() {
 trap restore_v1 EXIT
 # A v1 hierarchy lets its controllers go only once it is destroyed, a moment later:
 # the kernel's doing, so polled, with a limit only as a safety net.
-i=0
-while ! grep -qw cpu $V2/cgroup.controllers && [ $i -lt 600 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-grep -qw cpu $V2/cgroup.controllers || {
+poll_until 600 grep -qw cpu $V2/cgroup.controllers || {
 	echo "cgroup2 has no cpu controller here: $(cat $V2/cgroup.controllers)"
 	exit 77
 }
