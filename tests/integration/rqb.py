@@ -197,7 +197,9 @@ class Daemon:
         with open(self.log) as f:
             return f.read()
 
-    def wait_for(self, pattern, timeout=10.0):
+    # Waits for an event; the timeout is only a safety net against a daemon that never
+    # logs it (an ASan daemon loading BPF beside a loaded machine took over 10 s).
+    def wait_for(self, pattern, timeout=120.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             m = re.search(pattern, self.text())
@@ -219,7 +221,7 @@ class Daemon:
                 raise AssertionError(f"rqctl sync failed: {r.stderr.strip()}; log:\n{self.text()}")
         return int(r.stdout.split()[1])
 
-    def stop(self, sig=signal.SIGTERM, timeout=10.0):
+    def stop(self, sig=signal.SIGTERM, timeout=120.0):
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
@@ -281,7 +283,7 @@ class NotifySocket:
                 pass
         return self.messages
 
-    def wait_for(self, line, timeout=10.0):
+    def wait_for(self, line, timeout=120.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for m in self.messages:
