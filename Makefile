@@ -188,7 +188,8 @@ bench: deps-test
 	@$(MAKE) --no-print-directory all benches
 	bench/overhead
 
-# Wakeup latency beside CPU hogs, without and with the daemon, and exec-to-applied delay.
+# Wakeup latency beside CPU hogs: no daemon, the workload at -20, the hogs at +19, light and
+# heavy workloads; and the exec-to-applied delay.
 bench-latency: deps-test
 	@$(MAKE) --no-print-directory all benches
 	bench/latency

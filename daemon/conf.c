@@ -67,16 +67,17 @@ const struct conf_key conf_keys[] = {
 	{ "exclude", "cgroups", CONF_LIST, 0, 0, NULL, "", OFF(exclude_cgroups),
 	  "Never move tasks in these cgroups or below (absolute cgroup paths).", false },
 	{ "latency", "class_cgroups", CONF_ENUM, 0, 0, class_names, "auto", OFF(lat_class),
-	  "Give a task with a negative latency-nice the weight of that nice value through a "
+	  "Give a task with a latency-nice value the weight of that nice value through a "
 	  "class cgroup of rqbalance's own: yes, no, or auto (yes where systemd is not the "
 	  "init system and a cpu controller is mounted).", true },
 	{ "latency", "cgroup_root", CONF_STR, 0, 0, NULL, "", OFF(lat_cgroup_root),
 	  "Where the class cgroups are made, as a path in the cpu hierarchy; empty: its top. "
 	  "A weight counts only against siblings, so a class below a parent of default "
 	  "weight gains nothing against tasks outside it.", true },
-	INT("latency", "boost_cpu_pct", 0, 100, "50", lat_boost_cpu_pct,
-	    "The tasks of one negative class together get at most this share of the "
-	    "machine's CPU; 0 = no cap."),
+	INT("latency", "boost_cpu_pct", 0, 99, "0", lat_boost_cpu_pct,
+	    "Caps a negative value's weight so that, when both want all the CPU, it takes at "
+	    "most this share from one competitor of default weight; a weight, never a "
+	    "throttle; 0 = the kernel's weight for the value, uncapped."),
 	INT("latency", "batch_from", 1, 20, "10", lat_batch_from,
 	    "Tasks at this value or above run SCHED_BATCH; 20 = never."),
 	{ "latency", "idle_at_19", CONF_BOOL, 0, 0, NULL, "no", OFF(lat_idle_at_19),

@@ -197,6 +197,7 @@ static void lat_conf_from(const struct daemon *d, struct lat_conf *ret)
 	ret->batch_from = (int)d->conf.lat_batch_from;
 	ret->idle_at_19 = d->conf.lat_idle_at_19;
 	ret->uclamp = d->conf.lat_uclamp;
+	ret->boost_cpu_pct = d->conf.lat_boost_cpu_pct;
 	/* On a systemd host the cgroups are systemd's: moving tasks between them is not ours. */
 	ret->class_cgroups = d->conf.lat_class == CONF_CLASS_YES ||
 			     (d->conf.lat_class == CONF_CLASS_AUTO && sd_booted() <= 0);
@@ -398,7 +399,6 @@ static int start_latency(struct daemon *d)
 	struct latact_opts o = {
 		.journal_dir = d->conf.journal_dir,
 		.cgroup_root = d->conf.lat_cgroup_root,
-		.boost_cpu_pct = d->conf.lat_boost_cpu_pct,
 		.slices = d->features.f[FEAT_EEVDF_SLICE].state != FEAT_MISSING,
 		.uclamp = d->features.f[FEAT_UCLAMP].state != FEAT_MISSING && d->conf.lat_uclamp,
 		.dry_run = d->conf.dry_run,

@@ -44,7 +44,7 @@ struct rqb_conf {
 	/* [latency] */
 	int lat_class;                  /* enum conf_class */
 	char lat_cgroup_root[CONF_MAX_STR]; /* class cgroups' directory; "" = find one */
-	uint32_t lat_boost_cpu_pct;     /* cap on the negative classes together, % of the machine */
+	uint32_t lat_boost_cpu_pct;     /* bound on a negative weight, % against one default peer */
 	uint32_t lat_batch_from;        /* SCHED_BATCH from this value up */
 	bool lat_idle_at_19;            /* SCHED_IDLE / cpu.idle at 19 */
 	bool lat_uclamp;                /* uclamp where the kernel has it */

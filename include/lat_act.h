@@ -53,7 +53,7 @@ struct lat_classes {
 	char mount[PATH_MAX];       /* the cpu hierarchy's mount point */
 	char root[LAT_PATH_MAX];    /* the classes' parent, relative to mount; "" = the top */
 	bool made_root;             /* rqbalance made that parent: it removes it */
-	int ncpus;                  /* for the cap */
+	bool rt;                    /* v1 with RT group scheduling: classes get RT runtime */
 	bool made[LAT_MAX - LAT_MIN + 1];
 };
 
@@ -61,7 +61,6 @@ struct latact_opts {
 	const char *journal_dir;
 	const char *cgroup_root;     /* the classes' parent; "" = the top of the hierarchy */
 	bool class_cgroups;          /* resolved: use them if a cpu hierarchy is there */
-	uint32_t boost_cpu_pct;      /* cap on each class, % of the machine; 0 = none */
 	bool slices;                 /* the kernel takes sched_runtime as the slice */
 	bool uclamp;                 /* the kernel has uclamp */
 	bool dry_run;

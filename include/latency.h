@@ -1,10 +1,11 @@
 /*
  * Latency-nice (-20 … 19) and what a stock kernel offers for it: the one mapping
  * table, pure (policy layer). Measured on 6.18 (KERNEL-NOTES): only weight buys wakeup
- * latency against CPU hogs, and a task's nice only competes inside its autogroup, so a
- * negative value moves the task into a class cgroup of rqbalance's own whose weight is
- * the one the kernel gives that nice value; the EEVDF slice follows the value in both
- * directions; SCHED_BATCH and SCHED_IDLE only on the positive side.
+ * latency against CPU hogs, from either side, and a task's nice only competes inside its
+ * autogroup, so a value moves the task into a class cgroup of rqbalance's own whose
+ * weight is the one the kernel gives that nice value, and sets the nice too (its weight
+ * inside its own group); the EEVDF slice follows the value in both directions;
+ * SCHED_BATCH and SCHED_IDLE only on the positive side.
  */
 #ifndef RQB_LATENCY_H
 #define RQB_LATENCY_H
@@ -23,15 +24,17 @@ struct lat_conf {
 	int batch_from;     /* SCHED_BATCH from this value up; 20 = never */
 	bool idle_at_19;    /* SCHED_IDLE for a task, cpu.idle for a cgroup, at 19 */
 	bool uclamp;        /* use uclamp where the kernel has it */
-	bool class_cgroups; /* negative values move tasks into rqbalance's class cgroups */
+	bool class_cgroups; /* values move tasks into rqbalance's class cgroups */
+	unsigned boost_cpu_pct; /* bounds a negative weight (see lat_map); 0 = no bound */
 };
 
 struct lat_knobs {
 	int policy;          /* SCHED_OTHER, SCHED_BATCH or SCHED_IDLE */
+	int nice;            /* the task's nice: the value itself, its weight among its peers */
 	uint64_t slice_ns;   /* EEVDF sched_runtime; 0 = the kernel's default slice */
 	int uclamp_min;      /* 0…1024, -1 = leave as it is */
 	int uclamp_max;      /* 0…1024, -1 = leave as it is */
-	bool use_class;      /* per task: belongs in the class cgroup for this value */
+	bool use_class;      /* per task: belongs in the class cgroup for this value (not 0) */
 	uint32_t shares;     /* weight of that class, or of a cgroup target (1024 = default) */
 	bool cg_idle;        /* a cgroup target gets cpu.idle = 1 */
 };

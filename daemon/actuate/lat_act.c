@@ -4,6 +4,7 @@
  * knob only while it still holds what rqbalance wrote; it never acts on a task whose
  * identity (pid and start time) it has not checked.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -25,7 +26,6 @@
 #include "schedattr.h"
 
 #define CLASS_PREFIX "rqbalance-lat"
-#define CFS_PERIOD_US 100000
 #define JOURNAL_HEAD "# rqbalance latency journal v1\n"
 
 const char *latact_policy_name(int policy)
@@ -167,25 +167,110 @@ static void class_path(const struct latact *la, int v, char *ret, size_t size)
 	snprintf(ret, size, "/%s", rel);
 }
 
-/* The class's CPU cap: boost_cpu_pct of the machine; -1 (none) when 0. */
-static int class_cap(const struct latact *la, const char *rel)
+/*
+ * No CFS quota on a class: one throttles a busy task for the rest of each period once
+ * it is used up, tens of milliseconds of stall (a -20 task capped at half the machine
+ * had a p99.9 of 49.6 ms against 9.5 ms with no daemon). A class left by an older
+ * rqbalance with one is freed of it.
+ */
+static int class_unthrottle(const struct latact *la, const char *rel)
 {
-	char path[PATH_MAX], text[64];
-	uint64_t quota = 0;
+	char path[PATH_MAX];
 
-	if (la->o.boost_cpu_pct)
-		quota = (uint64_t)CFS_PERIOD_US * (uint64_t)la->cls.ncpus * la->o.boost_cpu_pct / 100;
-	if (la->cls.v2) {
-		snprintf(path, sizeof(path), "%s/%s/cpu.max", la->cls.mount, rel);
-		if (quota)
-			snprintf(text, sizeof(text), "%" PRIu64 " %d", quota, CFS_PERIOD_US);
-		else
-			snprintf(text, sizeof(text), "max %d", CFS_PERIOD_US);
-	} else {
-		snprintf(path, sizeof(path), "%s/%s/cpu.cfs_quota_us", la->cls.mount, rel);
-		snprintf(text, sizeof(text), "%" PRId64, quota ? (int64_t)quota : (int64_t)-1);
+	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel,
+		 la->cls.v2 ? "cpu.max" : "cpu.cfs_quota_us");
+	return write_small(path, la->cls.v2 ? "max" : "-1");
+}
+
+/*
+ * RT group scheduling (v1 cpu.rt_runtime_us): a new group has no real-time runtime, so
+ * a task moved into a class could no longer make a thread real-time (sched_setscheduler
+ * EPERM), as audio servers and latency probes do. The kernel lets a group's children
+ * share at most its own runtime: the classes share, in equal parts, what the groups
+ * beside them leave free of their parent's (all of it, where they are alone).
+ */
+static uint64_t rt_of(const char *dir)
+{
+	char path[PATH_MAX];
+	uint64_t v = 0;
+
+	snprintf(path, sizeof(path), "%s/cpu.rt_runtime_us", dir);
+	return read_u64(path, &v) == 0 ? v : 0;
+}
+
+static bool is_our_class(const struct latact *la, const char *name)
+{
+	char *end;
+	long v;
+
+	if (strncmp(name, CLASS_PREFIX, strlen(CLASS_PREFIX)) != 0)
+		return false;
+	v = strtol(name + strlen(CLASS_PREFIX), &end, 10);
+	return !*end && v >= LAT_MIN && v <= LAT_MAX && la->cls.made[v - LAT_MIN];
+}
+
+/* The runtime in dir's own not given to its children, ours left out when skip_ours. */
+static uint64_t rt_free(const struct latact *la, const char *dir, bool skip_ours)
+{
+	uint64_t total = rt_of(dir), used = 0;
+	char sub[PATH_MAX];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+		    (skip_ours && is_our_class(la, de->d_name)))
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		used += rt_of(sub);
 	}
-	return write_small(path, text);
+	closedir(d);
+	return used < total ? total - used : 0;
+}
+
+static void classes_share_rt(struct latact *la)
+{
+	char dir[PATH_MAX], rel[LAT_PATH_MAX], path[PATH_MAX], text[32];
+	uint64_t share;
+	unsigned n = 0;
+
+	if (!la->cls.rt)
+		return;
+	snprintf(dir, sizeof(dir), "%s%s%s", la->cls.mount, la->cls.root[0] ? "/" : "", la->cls.root);
+	for (int v = LAT_MIN; v <= LAT_MAX; v++)
+		n += la->cls.made[v - LAT_MIN];
+	if (!n)
+		return;
+	share = rt_free(la, dir, true) / n;
+	snprintf(text, sizeof(text), "%" PRIu64, share);
+	/* Those over the new share first: the kernel refuses children over their parent. */
+	for (int pass = 0; pass < 2; pass++)
+		for (int v = LAT_MIN; v <= LAT_MAX; v++) {
+			if (!la->cls.made[v - LAT_MIN])
+				continue;
+			class_rel(la, v, rel, sizeof(rel));
+			snprintf(path, sizeof(path), "%s/%s", la->cls.mount, rel);
+			if ((pass == 0) != (rt_of(path) > share))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/cpu.rt_runtime_us", la->cls.mount, rel);
+			if (write_small(path, text) < 0)
+				log_warn("latency: class cgroup \"%s\": cannot set cpu.rt_runtime_us %s",
+					 rel, text);
+		}
+	log_debug("latency: %u class cgroup%s share %" PRIu64 " us of real-time runtime each", n,
+		  n == 1 ? "" : "s", share);
+}
+
+/* The weight of class v under the mapping in force, as the hierarchy spells it. */
+static void class_weight(const struct latact *la, int v, const char **ret_key, uint64_t *ret_w)
+{
+	struct lat_knobs k;
+
+	lat_map(&la->lc, v, &k);
+	*ret_key = la->cls.v2 ? "cpu.weight" : "cpu.shares";
+	*ret_w = la->cls.v2 ? lat_shares_to_weight(k.shares) : k.shares;
 }
 
 /*
@@ -195,8 +280,9 @@ static int class_cap(const struct latact *la, const char *rel)
 static int class_ensure(struct latact *la, int v, char *ret, size_t size)
 {
 	char rel[LAT_PATH_MAX], path[PATH_MAX];
-	uint64_t w = lat_nice_weight(v);
+	const char *key;
 	struct stat st;
+	uint64_t w;
 	int r;
 
 	class_path(la, v, ret, size);
@@ -209,18 +295,27 @@ static int class_ensure(struct latact *la, int v, char *ret, size_t size)
 		log_warn("latency: class cgroup \"%s\" was removed behind rqbalance: made anew", rel);
 		la->cls.made[v - LAT_MIN] = false;
 	}
-	if (la->cls.v2)
-		r = cg_create(rel, "cpu.weight", lat_shares_to_weight((uint32_t)w));
-	else
-		r = cg_create(rel, "cpu.shares", w);
+	class_weight(la, v, &key, &w);
+	r = cg_create(rel, key, w);
 	if (r == 0)
-		r = class_cap(la, rel);
+		r = class_unthrottle(la, rel);
 	if (r < 0) {
 		log_warn("latency: cannot create class cgroup \"%s\": %s", rel, strerror(-r));
 		return r;
 	}
 	la->cls.made[v - LAT_MIN] = true;
+	classes_share_rt(la);
 	return 0;
+}
+
+static void root_rt(struct latact *la, const char *path)
+{
+	char file[PATH_MAX], text[32];
+
+	snprintf(text, sizeof(text), "%" PRIu64, rt_free(la, la->cls.mount, false) / 2);
+	snprintf(file, sizeof(file), "%s/cpu.rt_runtime_us", path);
+	if (write_small(file, text) < 0)
+		log_warn("latency: %s: cannot set cpu.rt_runtime_us %s", path, text);
 }
 
 /* The classes' parent, when it is not the top; cgroup2 needs cpu enabled down to it. */
@@ -230,12 +325,17 @@ static int classes_root_setup(struct latact *la)
 	struct stat st;
 	int r;
 
+	snprintf(path, sizeof(path), "%s/cpu.rt_runtime_us", la->cls.mount);
+	la->cls.rt = !la->cls.v2 && access(path, F_OK) == 0;
 	if (la->cls.root[0]) {
 		snprintf(path, sizeof(path), "%s/%s", la->cls.mount, la->cls.root);
 		la->cls.made_root = stat(path, &st) < 0;
 		r = cg_create(la->cls.root, NULL, 0);
 		if (r < 0)
 			return r;
+		/* A parent of ours takes half of what the top has free, for its classes. */
+		if (la->cls.rt && la->cls.made_root)
+			root_rt(la, path);
 	}
 	if (!la->cls.v2)
 		return 0;
@@ -255,7 +355,6 @@ static void classes_find(struct latact *la)
 	char buf[65536], v1[PATH_MAX] = "", v2[PATH_MAX] = "", path[PATH_MAX];
 	const char *mounts = la->o.mounts_file && *la->o.mounts_file ? la->o.mounts_file :
 										 "/proc/self/mounts";
-	int ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	int r;
 
 	la->cls.on = false;
@@ -284,7 +383,6 @@ static void classes_find(struct latact *la)
 		log_info("latency: dry run: no class cgroups are made");
 		return;
 	}
-	la->cls.ncpus = ncpus > 0 ? ncpus : 1;
 	r = classes_root_setup(la);
 	if (r < 0) {
 		log_warn("latency: cannot set up class cgroups in %s/%s: %s; negative values "
@@ -292,10 +390,8 @@ static void classes_find(struct latact *la)
 		return;
 	}
 	la->cls.on = true;
-	log_info("latency: class cgroups in %s%s%s (%s), each capped at %u%% of the machine",
-		 la->cls.mount, la->cls.root[0] ? "/" : "", la->cls.root,
-		 la->cls.v2 ? "cgroup2" : "v1 cpu",
-		 la->o.boost_cpu_pct);
+	log_info("latency: class cgroups in %s%s%s (%s)", la->cls.mount,
+		 la->cls.root[0] ? "/" : "", la->cls.root, la->cls.v2 ? "cgroup2" : "v1 cpu");
 	return;
 none:
 	log_warn("latency: no cpu controller mounted: negative values only shorten the slice");
@@ -352,18 +448,17 @@ int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret)
 
 static bool sched_differs(const struct lat_state *a, const struct lat_state *b)
 {
-	return a->policy != b->policy || a->slice_ns != b->slice_ns || a->umin != b->umin ||
-	       a->umax != b->umax;
+	return a->policy != b->policy || a->nice != b->nice || a->slice_ns != b->slice_ns ||
+	       a->umin != b->umin || a->umax != b->umax;
 }
 
-/* Writes policy, slice and uclamp of want, keeping the task's nice. */
-static int write_sched(const struct latact *la, pid_t tid, const struct lat_state *want,
-		       int nice)
+/* Writes policy, nice, slice and uclamp of want in one call. */
+static int write_sched(const struct latact *la, pid_t tid, const struct lat_state *want)
 {
 	struct rqb_sched_attr a = { .size = sizeof(a) };
 
 	a.sched_policy = (uint32_t)want->policy;
-	a.sched_nice = nice;
+	a.sched_nice = want->nice;
 	a.sched_runtime = la->o.slices ? want->slice_ns : 0;
 	if (la->o.uclamp && want->umin >= 0 && want->umax >= 0) {
 		a.sched_flags |= SCHED_FLAG_UTIL_CLAMP_MIN | SCHED_FLAG_UTIL_CLAMP_MAX;
@@ -381,6 +476,7 @@ static void want_for(struct latact *la, int v, pid_t tid, pid_t tgid,
 
 	lat_map(&la->lc, v, &k);
 	*ret = *prev;
+	ret->nice = k.nice;
 	if (v < 0)
 		ret->policy = SCHED_OTHER;
 	else if (v > 0 && k.policy != SCHED_OTHER)
@@ -494,7 +590,7 @@ static int write_state(struct latact *la, pid_t tid, pid_t tgid, const struct la
 
 	/* A task that made itself real-time since: its policy and parameters are its own. */
 	if (sched_differs(cur, want) && !policy_is_rt(cur->policy))
-		r = write_sched(la, tid, want, cur->nice);
+		r = write_sched(la, tid, want);
 	if (r == 0 && la->cls.on && want->cgroup[0] && strcmp(cur->cgroup, want->cgroup) != 0 &&
 	    (!la->cls.v2 || tid == tgid))
 		r = cg_attach(want->cgroup, tid);
@@ -591,6 +687,8 @@ static void restore_entry(struct latact *la, const struct lat_entry *e)
 	want = cur;
 	if (cur.policy == e->set.policy)
 		want.policy = e->prev.policy;
+	if (cur.nice == e->set.nice)
+		want.nice = e->prev.nice;
 	if (cur.slice_ns == e->set.slice_ns)
 		want.slice_ns = e->prev.slice_ns;
 	if (cur.umin == e->set.umin && cur.umax == e->set.umax) {
@@ -1163,7 +1261,22 @@ int latact_init(struct latact *la, const struct act_ops *ops, const struct latac
 
 void latact_set_conf(struct latact *la, const struct lat_conf *lc)
 {
+	char rel[LAT_PATH_MAX], path[PATH_MAX], text[32];
+	const char *key;
+	uint64_t w;
+
 	la->lc = *lc;
+	/* The weights follow the mapping: a reload may have changed its bound. */
+	for (int v = LAT_MIN; v <= LAT_MAX; v++) {
+		if (!la->cls.on || !la->cls.made[v - LAT_MIN])
+			continue;
+		class_rel(la, v, rel, sizeof(rel));
+		class_weight(la, v, &key, &w);
+		snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel, key);
+		snprintf(text, sizeof(text), "%" PRIu64, w);
+		if (write_small(path, text) < 0)
+			log_warn("latency: class cgroup \"%s\": cannot set %s %s", rel, key, text);
+	}
 }
 
 int latact_restore_all(struct latact *la)

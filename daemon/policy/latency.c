@@ -68,6 +68,25 @@ static uint64_t slice_ns(int v)
 	return ns;
 }
 
+/*
+ * The weight for value v. A bound of pct caps a negative value's weight at what takes
+ * pct % of a CPU from one competitor of default weight (a session, a service) when
+ * both want all of it: 1024 x pct / (100 - pct), never below the default. A weight
+ * cannot stall a task as a CFS quota does: what the others leave, anyone may use.
+ */
+static uint32_t weight_for(const struct lat_conf *c, int v)
+{
+	uint64_t cap;
+	uint32_t w = lat_nice_weight(v);
+
+	if (v >= 0 || !c->boost_cpu_pct || c->boost_cpu_pct >= 100)
+		return w;
+	cap = 1024ULL * c->boost_cpu_pct / (100 - c->boost_cpu_pct);
+	if (cap < 1024)
+		cap = 1024;
+	return w < cap ? w : (uint32_t)cap;
+}
+
 void lat_map(const struct lat_conf *c, int v, struct lat_knobs *ret)
 {
 	struct lat_knobs k = { .policy = SCHED_OTHER, .uclamp_min = -1, .uclamp_max = -1 };
@@ -77,10 +96,14 @@ void lat_map(const struct lat_conf *c, int v, struct lat_knobs *ret)
 	if (v > LAT_MAX)
 		v = LAT_MAX;
 	k.slice_ns = slice_ns(v);
-	k.shares = lat_nice_weight(v);
+	k.shares = weight_for(c, v);
+	/*
+	 * Weight is what buys latency, in both directions: the nice value's among the
+	 * tasks of one group (an autogroup, a unit), the class's across groups.
+	 */
+	k.nice = v;
+	k.use_class = v != 0 && c->class_cgroups;
 	if (v < 0) {
-		/* Weight is what buys latency; the class carries it across autogroups. */
-		k.use_class = c->class_cgroups;
 		if (c->uclamp)
 			k.uclamp_min = -v * 1024 / 20;
 	} else if (v > 0) {

@@ -45,7 +45,13 @@ def children(pid):
 
 
 def state(tid):
-    return (sched_field(tid, "policy"), sched_field(tid, "se.slice"), cpu_cgroup(tid))
+    return (sched_field(tid, "policy"), os.getpriority(os.PRIO_PROCESS, tid),
+            sched_field(tid, "se.slice"), cpu_cgroup(tid))
+
+
+def cg_file(v, name):
+    with open(f"{CPU_V1}{class_of(v)}/{name}") as f:
+        return f.read().strip()
 
 
 def class_of(v):
@@ -69,12 +75,17 @@ def run_threads_children_and_stop(tmp, before):
                   f"every task, later ones too, is in {class_of(-8)}")
             slices = {sched_field(t, "se.slice") for t in tasks}
             check(slices == {528000}, f"every task has the -8 slice of 0.528 ms ({slices})")
+            nices = {os.getpriority(os.PRIO_PROCESS, t) for t in tasks}
+            check(nices == {-8}, f"and nice -8, its weight beside its peers ({nices})")
+            check(cg_file(-8, "cpu.shares") == "6100", "the class has the weight of nice -8")
+            check(cg_file(-8, "cpu.cfs_quota_us") == "-1",
+                  "and no CFS quota, which would stall a busy task")
             listed = rqctl(d, "list").stdout
             check(all(f"\n{t} " in "\n" + listed for t in tasks),
                   "rqctl list names every task")
             d.stop()
             check(all(state(t) == before for t in tasks),
-                  "after stop every task has its policy, slice and cgroup back")
+                  "after stop every task has its policy, nice, slice and cgroup back")
             check(not os.path.exists(f"{CPU_V1}{class_of(-8)}"), "the class cgroup is gone")
             check(not os.path.exists(f"{CPU_V1}/{CGROUP_ROOT}"), "and the test's parent")
         finally:
@@ -165,6 +176,9 @@ def reload_reapplies(tmp):
             d.wait_for("ctl: serving")
             check(rqctl(d, "set", "-l", "15", "-p", str(p.pid)).returncode == 0, "set -l 15")
             check(sched_field(p.pid, "policy") == 3, "15 is SCHED_BATCH by default")
+            check(cpu_cgroup(p.pid) == class_of(15) and cg_file(15, "cpu.shares") == "36",
+                  "in the class of 15, with the weight of nice 15: its competitors gain")
+            check(os.getpriority(os.PRIO_PROCESS, p.pid) == 15, "and nice 15")
             with open(d.conf, "a") as f:
                 f.write("[latency]\nbatch_from = 20\n")
             check(rqctl(d, "reload").returncode == 0, "reload with batch_from = 20")
@@ -172,9 +186,28 @@ def reload_reapplies(tmp):
             check(sched_field(p.pid, "se.slice") == 12800000, "and keeps the slice of 15")
             d.stop()
         check(sched_field(p.pid, "policy") == 0, "stop leaves it SCHED_OTHER, as it was")
+        check(os.getpriority(os.PRIO_PROCESS, p.pid) == 0 and cpu_cgroup(p.pid) == "/",
+              "with its nice and cgroup back")
     finally:
         p.kill()
         p.wait()
+
+
+def real_time_in_class(tmp):
+    """A task given -20 can still make itself real-time, as an audio server does: where
+    the kernel schedules real-time tasks by group, the classes share the runtime free."""
+    if not os.path.exists(f"{CPU_V1}/cpu.rt_runtime_us"):
+        print("(no RT group scheduling here: a class needs no real-time runtime)")
+        return
+    with Daemon(tmp) as d:
+        d.wait_for("ctl: serving")
+        r = subprocess.run([RQCTL, "-s", d.ctl, "run", "-l", "-20", "--", "chrt", "-f", "10",
+                            "sh", "-c", "chrt -p $$; cat /proc/self/cgroup"],
+                           capture_output=True, text=True)
+        check(r.returncode == 0 and "SCHED_FIFO" in r.stdout and class_of(-20) in r.stdout,
+              f"in {class_of(-20)}, a task makes itself SCHED_FIFO ({r.stderr.strip()})")
+        check(int(cg_file(-20, "cpu.rt_runtime_us")) > 0, "its class has real-time runtime")
+        d.stop()
 
 
 def cgroup_target(tmp):
@@ -216,6 +249,7 @@ def test():
         crash_then_restart(tmp, before)
         own_choice_stands(tmp)
         reload_reapplies(tmp)
+        real_time_in_class(tmp)
         cgroup_target(tmp)
 
 

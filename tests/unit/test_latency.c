@@ -26,6 +26,7 @@ static void zero_changes_nothing(void **state)
 	assert_int_equal(k.uclamp_min, -1);
 	assert_int_equal(k.uclamp_max, -1);
 	assert_false(k.use_class);
+	assert_int_equal(k.nice, 0);
 	assert_int_equal(k.shares, 1024);
 	assert_false(k.cg_idle);
 }
@@ -45,11 +46,11 @@ static void table(void **state)
 		{ -10, 400, 9548, SCHED_OTHER, true },
 		{ -5, 800, 3121, SCHED_OTHER, true },
 		{ -1, 1392, 1277, SCHED_OTHER, true },
-		{ 1, 1838, 820, SCHED_OTHER, false },
-		{ 5, 3200, 335, SCHED_OTHER, false },
-		{ 9, 5571, 137, SCHED_OTHER, false },
-		{ 10, 6400, 110, SCHED_BATCH, false },
-		{ 19, 22284, 15, SCHED_BATCH, false },
+		{ 1, 1838, 820, SCHED_OTHER, true },
+		{ 5, 3200, 335, SCHED_OTHER, true },
+		{ 9, 5571, 137, SCHED_OTHER, true },
+		{ 10, 6400, 110, SCHED_BATCH, true },
+		{ 19, 22284, 15, SCHED_BATCH, true },
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -59,6 +60,7 @@ static void table(void **state)
 		assert_int_equal(k.shares, rows[i].shares);
 		assert_int_equal(k.policy, rows[i].policy);
 		assert_int_equal(k.use_class, rows[i].cls);
+		assert_int_equal(k.nice, rows[i].v);
 	}
 }
 
@@ -156,6 +158,25 @@ static void parse(void **state)
 	assert_int_equal(v, 99);
 }
 
+/*
+ * boost_cpu_pct caps a negative weight at 1024 x pct / (100 - pct), never below the
+ * default; it leaves positive values, and weights already under the cap, alone.
+ */
+static void boost_bound_is_a_weight(void **state)
+{
+	struct lat_conf c = defaults;
+
+	assert_int_equal(map(&c, -20).shares, 88761);
+	c.boost_cpu_pct = 75;
+	assert_int_equal(map(&c, -20).shares, 3072);
+	assert_int_equal(map(&c, -1).shares, 1277);
+	assert_int_equal(map(&c, 19).shares, 15);
+	c.boost_cpu_pct = 40;
+	assert_int_equal(map(&c, -20).shares, 1024);
+	c.boost_cpu_pct = 99;
+	assert_int_equal(map(&c, -20).shares, 88761);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -168,6 +189,7 @@ int main(void)
 		cmocka_unit_test(no_class_without_class_cgroups),
 		cmocka_unit_test(weights_convert_to_cgroup2),
 		cmocka_unit_test(parse),
+		cmocka_unit_test(boost_bound_is_a_weight),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
