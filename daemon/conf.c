@@ -55,8 +55,8 @@ const struct conf_key conf_keys[] = {
 	INT("balance", "max_moves_per_tick", 1, 1024, "32", max_moves_per_tick,
 	    "Pins and releases per tick, at most."),
 	INT("balance", "min_residency_ms", 0, 3600000, "1000", min_residency_ms,
-	    "A task that was moved is not moved again sooner than this; a task that started "
-	    "less than this ago (the kernel placed it then) moves only when no older one can."),
+	    "A task that was moved is not moved again sooner than this, nor one that started "
+	    "less than this ago, which the kernel placed then."),
 	INT("balance", "max_pin_ms", 100, 86400000, "10000", max_pin_ms,
 	    "A pin is released at this age even if the imbalance remains."),
 	{ "balance", "keep_pairs", CONF_BOOL, 0, 0, NULL, "yes", OFF(keep_pairs),

@@ -12,17 +12,16 @@
  *  (c) Move only if the target, after the move, is clearly less loaded per CPU than
  *      the source now: src * 100 > dst_after * imbalance_pct ("sched: use load_avg for
  *      selecting idlest group").
- *  (d) No churn: a moved task is not moved again within min_residency_ms, and one that
- *      started less than min_residency_ms ago (the kernel placed it then) moves only
- *      when no older task can; at most
+ *  (d) No churn: a moved task is not moved again within min_residency_ms, nor one that
+ *      started less than min_residency_ms ago (the kernel placed it then, at fork or
+ *      exec), which neither counts as load to move away; at most
  *      max_moves_per_tick actions a tick; and hysteresis: a pin is made when its LLC
  *      has at least one task more than CPUs, and released early only when that LLC
  *      could take back every task pinned away from it without exceeding its CPUs,
  *      and has been able to for min_residency_ms. Over time too: an
  *      overload of one task, or an idle CPU, counts only when two ticks in a row show
  *      it, so a short task caught running in one sample moves nothing; an overload
- *      of two or more settled tasks is acted on at once (one that needs young tasks
- *      waits for a second tick too).
+ *      of two or more is acted on at once.
  *  (e) Never touch kernel threads, tasks with narrowed affinity, excluded comms or
  *      cgroups, or the daemon; and move only tasks that used CPU time since the last
  *      sample (one caught runnable for an instant counts as load, but is no load to
@@ -342,13 +341,14 @@ static void count(const struct snapshot *s, const struct rqb_conf *conf, struct 
 }
 
 /*
- * What a decision may trust. One task more than CPUs could be a short task caught
- * running, and so could any task that started less than min_residency_ms ago: as a
- * source, such an LLC counts the lower of this tick's and the last one's runnable
- * tasks; two or more settled tasks over its CPUs are load at once. A target counts
- * the higher of the two, and an idle CPU is one idle in both. With no last tick (at
- * start) an overload that needs one task or young ones is not trusted yet, and idle
- * CPUs are.
+ * What a decision may trust. A task that started less than min_residency_ms ago is the
+ * kernel's (it placed it at fork or exec): it is load on a target, but as a source it
+ * neither moves nor makes another task move. One settled task more than CPUs could be
+ * a short task caught running: as a source, such an LLC counts the lower of this
+ * tick's and the last one's settled tasks; two or more over its CPUs are load at once.
+ * A target counts the higher of its runnable tasks now and its settled ones then, and
+ * an idle CPU is one idle in both ticks. With no last tick (at start) an overload of
+ * one task is not trusted yet, and idle CPUs are.
  */
 static void persist(const struct snapshot *s, struct pol_state *st)
 {
@@ -356,16 +356,17 @@ static void persist(const struct snapshot *s, struct pol_state *st)
 
 	for (int l = 0; l < s->topo->nllcs; l++) {
 		int raw = st->raw_nr[l], cap = s->topo->llcs[l].ncpus;
+		int src = raw - st->raw_young[l];
 		int pn = have_prev ? st->prev_nr[l] : 0;
 		int pi = have_prev ? st->prev_idle[l] : st->raw_idle[l];
 
-		st->llc_nr[l] = raw - st->raw_young[l] - cap >= 2 || raw < pn ? raw : pn;
+		st->llc_nr[l] = src - cap >= 2 || src < pn ? src : pn;
 		st->llc_load[l] = raw > pn ? raw : pn;
 		st->llc_idle[l] = st->raw_idle[l] < pi ? st->raw_idle[l] : pi;
 	}
 }
 
-/* Keeps this tick's counts, moves applied, for the next tick. 0 or -ENOMEM. */
+/* Keeps this tick's settled and idle counts, moves applied, for the next. 0 or -ENOMEM. */
 static int remember(const struct snapshot *s, struct pol_state *st)
 {
 	int n = s->topo->nllcs;
@@ -381,7 +382,8 @@ static int remember(const struct snapshot *s, struct pol_state *st)
 		st->prev_idle = b;
 		st->nprev_llcs = n;
 	}
-	memcpy(st->prev_nr, st->raw_nr, (size_t)n * sizeof(int));
+	for (int l = 0; l < n; l++)
+		st->prev_nr[l] = st->raw_nr[l] - st->raw_young[l];
 	memcpy(st->prev_idle, st->raw_idle, (size_t)n * sizeof(int));
 	return 0;
 }
@@ -455,7 +457,7 @@ static bool movable(const struct snapshot *s, const struct rqb_conf *c,
 		    const struct pol_state *st, const struct snap_task *t)
 {
 	/* A task that used no CPU since the last sample was caught running for an instant. */
-	return !(t->flags & SNAP_TASK_NO_CPU) && !pol_ineligible(s, c, t) &&
+	return !(t->flags & SNAP_TASK_NO_CPU) && settled(s, c, t) && !pol_ineligible(s, c, t) &&
 	       !pol_find_pin(st, t->tid, t->start_time) && !recently_moved(st, t->tid, t->start_time);
 }
 
@@ -525,46 +527,34 @@ static bool pair_may_leave(const struct snapshot *s, const struct rqb_conf *c,
 }
 
 /*
- * On the CPUs of src that run two or more tasks (b), the eligible task to move: a
- * settled one before one that started less than min_residency_ms ago, so that a short
- * command caught running beside lasting load stays put, while a wave of new tasks
- * still spreads at once; then from the busiest CPU; then the highest tid: the youngest
- * thread, likely the least cache in the LLC. Returns the bucket slot, or -1.
+ * On the CPUs of src that run two or more tasks (b), busiest CPU first, the eligible
+ * task with the highest tid: the youngest settled thread, likely the least cache in
+ * the LLC. Returns the bucket slot, or -1.
  */
 static int pick_task(const struct snapshot *s, const struct rqb_conf *c,
 		     const struct pol_state *st, int src, int dst, unsigned budget)
 {
 	const struct topo *tp = s->topo;
 	int best_slot = -1, best_nr = 1;
-	bool best_settled = false;
 
 	for (int cpu = 0; cpu < s->nr_cpu_ids; cpu++) {
 		int slot = -1;
-		bool ok = false;
 
-		if (!tp->cpus[cpu].present || tp->cpus[cpu].llc != src || st->cpu_nr[cpu] < 2)
+		if (!tp->cpus[cpu].present || tp->cpus[cpu].llc != src || st->cpu_nr[cpu] <= best_nr)
 			continue;
 		for (int b = bucket_begin(st, cpu); b < st->bucket_start[cpu]; b++) {
 			const struct snap_task *t;
-			bool set;
 
 			if (st->bucket[b] < 0)
 				continue;
 			t = &s->tasks[st->bucket[b]];
-			if (!movable(s, c, st, t) || !pair_may_leave(s, c, st, t, src, dst, budget))
-				continue;
-			set = settled(s, c, t);
-			if (slot < 0 || set > ok ||
-			    (set == ok && t->tid > s->tasks[st->bucket[slot]].tid)) {
+			if (movable(s, c, st, t) && pair_may_leave(s, c, st, t, src, dst, budget) &&
+			    (slot < 0 || t->tid > s->tasks[st->bucket[slot]].tid))
 				slot = b;
-				ok = set;
-			}
 		}
-		if (slot >= 0 && (best_slot < 0 || ok > best_settled ||
-				  (ok == best_settled && st->cpu_nr[cpu] > best_nr))) {
+		if (slot >= 0) {
 			best_slot = slot;
 			best_nr = st->cpu_nr[cpu];
-			best_settled = ok;
 		}
 	}
 	return best_slot;
