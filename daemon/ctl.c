@@ -301,11 +301,24 @@ static int target_facts(struct conn *c, const struct target *t, struct perm_fact
 	if (t->kind == TGT_CGROUP) {
 		const struct lat_cg_entry *e = latact_find_cgroup(&d->lat, t->path);
 
+		/*
+		 * Whoever may write its weight file may set its value. A cgroup with no
+		 * cpu controller enabled (a systemd unit that asked for none) has no such
+		 * file: only systemd can give it one, so only root's rule applies.
+		 */
 		snprintf(file, sizeof(file), "%s%s/%s", d->lat.cls.mount, t->path,
 			 d->lat.cls.v2 ? "cpu.weight" : "cpu.shares");
-		if (stat(file, &st) < 0)
-			return -ENOENT;
-		f->target_ruid = f->target_euid = st.st_uid;
+		if (stat(file, &st) == 0) {
+			f->target_ruid = f->target_euid = st.st_uid;
+		} else {
+			if (errno != ENOENT || !d->lat.cls.v2)
+				return -ENOENT;
+			snprintf(file, sizeof(file), "%s%s/cgroup.procs", d->lat.cls.mount,
+				 t->path);
+			if (stat(file, &st) < 0)
+				return -ENOENT;
+			f->target_ruid = f->target_euid = 0;
+		}
 		f->cur = e ? e->value : 0;
 		return 0;
 	}
