@@ -232,7 +232,7 @@ FORCE:
 # never replaced; uninstall removes it only if it is still the shipped one.
 INSTALL = install
 CONFFILE = $(DESTDIR)$(SYSCONFDIR)/rqbalance/rqbalance.conf
-EXAMPLES = systemd/rqbalance-bpf.conf systemd/rqbalance-cgroupfs.conf \
+EXAMPLES = systemd/rqbalance-nobpf.conf systemd/rqbalance-cgroupfs.conf \
 	contrib/kubernetes/rqbalance-daemonset.yaml
 
 install: all
