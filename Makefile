@@ -172,8 +172,9 @@ fuzz: $(FUZZ_BIN) $(FUZZ_REPLAY)
 benches: $(BENCH_BIN)
 
 # The README's test command: unit and integration tests on the normal build,
-# then the same again on an ASan+UBSan build, then the qemu tier (Debian's stock
-# kernel on a two-LLC guest; 1 to 2½ minutes here).
+# then the same again on an ASan+UBSan build, then the qemu tiers: Debian's stock
+# kernel on a two-LLC busybox guest (1 to 2½ minutes here), and Debian 12 and 13
+# guests with systemd as PID 1 running the project's .deb (make check-systemd).
 check: check-build
 	@tests/run --vm build build-asan
 
@@ -186,6 +187,10 @@ check-build: deps-test
 check-vm: deps-test
 	@$(MAKE) --no-print-directory all
 	@tests/vm/run
+
+# The systemd tier alone: it builds its .debs from the working tree itself.
+check-systemd:
+	@tests/systemd/run --build $(B)
 
 bench: deps-test
 	@$(MAKE) --no-print-directory all benches
@@ -275,4 +280,4 @@ uninstall:
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all bpf-fallback deps deps-test run unit fuzz benches check check-build check-vm bench bench-latency bench-churn bench-flood bench-sim clean
+.PHONY: all bpf-fallback deps deps-test run unit fuzz benches check check-build check-vm check-systemd bench bench-latency bench-churn bench-flood bench-sim clean
