@@ -21,7 +21,7 @@ DAEMON_SRC = \
 	daemon/log.c daemon/cpumask.c daemon/conf.c \
 	daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c daemon/sample/ident.c \
 	daemon/sample/sampler.c daemon/sample/kfeatures.c daemon/sample/procconn.c \
-	daemon/sample/bpf.c daemon/sample/rqlat.c daemon/caps.c \
+	daemon/sample/bpf.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/caps.c \
 	daemon/snapshot.c \
 	daemon/policy/spread.c daemon/policy/rules.c daemon/policy/latency.c \
 	daemon/plan.c \
@@ -34,7 +34,7 @@ DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/main.o
 
 UNIT_TESTS = conf latency perm cpumask topo snapshot policy plan proc journal act kfeatures ctl cgsd procconn \
-	rules ident bpf rqlat
+	rules ident bpf rqlat bpfev
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
@@ -109,6 +109,9 @@ $(B)/daemon/sample/bpf.o build-fuzz/daemon/sample/bpf.o: CPPFLAGS += -I$(B)/bpf 
 $(B)/daemon/sample/bpf.o build-fuzz/daemon/sample/bpf.o: $(BPF_SKEL) daemon/sample/bpf/rqsample.h
 $(B)/daemon/sample/rqlat.o build-fuzz/daemon/sample/rqlat.o: CPPFLAGS += -I$(B)/bpf
 $(B)/daemon/sample/rqlat.o build-fuzz/daemon/sample/rqlat.o: $(B)/bpf/rqlat.skel.h daemon/sample/bpf/rqlat.h
+$(B)/daemon/sample/bpfev.o build-fuzz/daemon/sample/bpfev.o: CPPFLAGS += -I$(B)/bpf
+$(B)/daemon/sample/bpfev.o build-fuzz/daemon/sample/bpfev.o: $(B)/bpf/rqevents.skel.h \
+	daemon/sample/bpf/rqevents.h
 
 $(B)/tests/unit/test_%: tests/unit/test_%.c tests/unit/unit.h $(DAEMON_OBJ)
 	@mkdir -p $(@D)
@@ -234,7 +237,7 @@ FORCE:
 # never replaced; uninstall removes it only if it is still the shipped one.
 INSTALL = install
 CONFFILE = $(DESTDIR)$(SYSCONFDIR)/rqbalance/rqbalance.conf
-EXAMPLES = systemd/rqbalance-bpf.conf systemd/rqbalance-cgroupfs.conf \
+EXAMPLES = systemd/rqbalance-nobpf.conf systemd/rqbalance-cgroupfs.conf \
 	contrib/kubernetes/rqbalance-daemonset.yaml
 
 install: all

@@ -19,6 +19,7 @@
 
 static const char *const sampler_names[] = { "auto", "bpf", "proc", "replay", NULL };
 static const char *const class_names[] = { "auto", "yes", "no", NULL };
+static const char *const events_names[] = { "auto", "bpf", "connector", NULL };
 
 #define OFF(f) offsetof(struct rqb_conf, f)
 #define INT(s, k, lo, hi, d, f, h) { s, k, CONF_INT, lo, hi, NULL, d, OFF(f), h, false }
@@ -85,6 +86,11 @@ const struct conf_key conf_keys[] = {
 	{ "latency", "uclamp", CONF_BOOL, 0, 0, NULL, "yes", OFF(lat_uclamp),
 	  "Set uclamp min (negative values) and max (positive values) where the kernel has it.",
 	  false },
+	{ "latency", "events", CONF_ENUM, 0, 0, events_names, "auto", OFF(lat_events),
+	  "Where fork, exec and exit events come from: bpf (tracepoints; exe rules match on "
+	  "the device and inode the kernel reports), connector (the proc connector; exe rules "
+	  "read /proc/PID/exe), or auto (bpf where it loads, else the connector, else walks "
+	  "of /proc).", true },
 	INTR("proc", "rescan_ms", 100, 600000, "10000", proc_rescan_ms,
 	    "The proc sampler walks all of /proc at most this far apart (sooner when "
 	    "more tasks run than it follows)."),

@@ -107,8 +107,10 @@ static int make_sampler(struct daemon *d)
 /*
  * Loading BPF and opening perf events are done: CAP_BPF, CAP_PERFMON and
  * CAP_SYS_ADMIN go. What stays is what the ticks use on other users' tasks:
- * CAP_SYS_NICE (affinity, sched_setattr), CAP_SYS_PTRACE (/proc/PID/exe),
- * CAP_SYS_RESOURCE (their RLIMIT_NICE), CAP_NET_ADMIN (the proc connector before 6.6).
+ * CAP_SYS_NICE (affinity, sched_setattr), CAP_SYS_RESOURCE (their RLIMIT_NICE), and
+ * where it was given, CAP_SYS_PTRACE (/proc/PID/exe, which exe rules read without
+ * BPF events) and CAP_NET_ADMIN (the proc connector before 6.6). CAP_BPF stays
+ * permitted, not effective, where this kernel asks for it to start a task walk.
  */
 static void drop_caps(struct daemon *d)
 {
@@ -122,8 +124,9 @@ static void drop_caps(struct daemon *d)
 	forever = drop & perm;
 	/* Lowered first, to learn whether a task walk still works without them. */
 	r = caps_drop(drop, 0);
-	if (r == 0 && strcmp(d->sampler->ops->name, "bpf") == 0 &&
-	    !sampler_bpf_walks_unprivileged(d->sampler))
+	if (r == 0 && ((strcmp(d->sampler->ops->name, "bpf") == 0 &&
+			!sampler_bpf_walks_unprivileged(d->sampler)) ||
+		       (d->lat.ops && !lm_walks_unprivileged(&d->lm))))
 		forever &= ~CAPS_BIT(CAP_BPF);
 	if (r == 0)
 		r = caps_drop(drop, forever);
@@ -540,6 +543,9 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 	r = start_latency(d);
 	if (r < 0)
 		return r;
+	features_set(&d->features, FEAT_TASK_EVENTS, lm_has_events(&d->lm) ? FEAT_USED : FEAT_MISSING,
+		     "%s", d->lm.events_why);
+	features_log_one(&d->features, FEAT_TASK_EVENTS);
 	follow_lat_tasks(d);
 	r = ctl_init(&d->ctl, d->event, d->conf.ctl_socket, d);
 	if (r < 0) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "act.h"
+#include "bpfev.h"
 #include "ident.h"
 #include "latmgr.h"
 #include "log.h"
@@ -246,8 +247,27 @@ int lm_value_of(const struct latmgr *m, pid_t tid, pid_t tgid)
 
 /* ---- rules ---- */
 
-/* The first rule process pid matches, or -1. ret_start: its start time before the read. */
-static int rule_for(const struct latmgr *m, pid_t pid, uint64_t *ret_start)
+/* What the kernel said a process runs (BPF): from its exec event, or a task walk. */
+struct lm_exe {
+	uint64_t start_ns;      /* the process's start, CLOCK_BOOTTIME ns */
+	struct ident_exe id;
+};
+
+/* CLOCK_BOOTTIME ns in the clock ticks of /proc/PID/stat's start time, as the kernel rounds. */
+static uint64_t boot_ticks(uint64_t ns)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+
+	return hz > 0 ? ns / (NSEC_PER_SEC / (uint64_t)hz) : 0;
+}
+
+/*
+ * The first rule process pid matches, or -1. ret_start: its start time before the
+ * read. kx, where known, is what the kernel said the process runs: believed only if
+ * the pid still names the process it was said of.
+ */
+static int rule_for(const struct latmgr *m, pid_t pid, const struct lm_exe *kx,
+		    uint64_t *ret_start)
 {
 	bool kthread;
 	struct ident_buf *buf;
@@ -256,17 +276,20 @@ static int rule_for(const struct latmgr *m, pid_t pid, uint64_t *ret_start)
 
 	if (!m->conf->rules.n || task_info(pid, ret_start, &kthread) < 0 || kthread)
 		return -1;
+	if (kx && boot_ticks(kx->start_ns) != *ret_start)
+		kx = NULL;
 	buf = malloc(sizeof(*buf));
 	if (!buf)
 		return -1;
-	if (ident_read(m->proc_root, pid, buf, &id) == 0)
+	if (ident_read_known(m->proc_root, pid, kx ? &kx->id : NULL, &m->conf->rules, buf,
+			     &id) == 0)
 		i = rules_match(&m->conf->rules, &id);
 	free(buf);
 	return i;
 }
 
-/* Applies the rules to process pid; a ctl value is left as it is. */
-static void apply_rules(struct latmgr *m, pid_t pid)
+/* Applies the rules to process pid; a ctl value is left as it is. kx: as rule_for's. */
+static void apply_rules(struct latmgr *m, pid_t pid, const struct lm_exe *kx)
 {
 	const struct lm_proc *p = lm_find_process(m, pid);
 	const struct rule *rule;
@@ -277,7 +300,7 @@ static void apply_rules(struct latmgr *m, pid_t pid)
 
 	if (pid == m->self || (p && !p->from_rule))
 		return;
-	i = rule_for(m, pid, &start);
+	i = rule_for(m, pid, kx, &start);
 	if (i < 0) {
 		if (p) {
 			log_info("latency: process %d no longer matches rule %s: given back",
@@ -333,23 +356,33 @@ static uint64_t event_ticks(const struct pc_event *ev)
 /*
  * Whether the task that has the event's pid now is the one the event is about. An
  * event read late (a busy or descheduled daemon, a backlog after a fork storm) may
- * name a pid whose task has exited and whose pid went to another since; a start time
- * within a tick of the event's time says it is the same. Two tasks that share a pid
- * within one tick cannot be told apart this way (nor by pid and start time anywhere).
+ * name a pid whose task has exited and whose pid went to another since. Where the
+ * event carries the task's start time (BPF), it must be the same; otherwise (the
+ * connector) a start time within a tick of the event's time says it is the same, and
+ * two tasks that share a pid within one tick cannot be told apart.
  */
 static bool event_is_about(const struct pc_event *ev, uint64_t start)
 {
-	uint64_t t = event_ticks(ev);
+	uint64_t t;
 
+	if (ev->start_ns)
+		return boot_ticks(ev->start_ns) == start;
+	t = event_ticks(ev);
 	return !t || (start + 1 >= t && start <= t + 1);
 }
 
-/* A task that started after the event: a late exit event is about a pid's last owner. */
-static bool started_after(const struct pc_event *ev, uint64_t start)
+/*
+ * Whether an exit event is about the entry of a task that started at start: not if
+ * that task started after the event (a late exit is about the pid's last owner).
+ */
+static bool exit_is_about(const struct pc_event *ev, uint64_t start)
 {
-	uint64_t t = event_ticks(ev);
+	uint64_t t;
 
-	return t && start > t + 1;
+	if (ev->start_ns)
+		return boot_ticks(ev->start_ns) == start;
+	t = event_ticks(ev);
+	return !t || start <= t + 1;
 }
 
 /*
@@ -391,9 +424,9 @@ static void on_exit_event(struct latmgr *m, const struct pc_event *ev)
 	const struct lat_entry *e = latact_find(m->la, ev->tid);
 	const struct lm_proc *p = lm_find_process(m, ev->tgid);
 
-	if (e && !started_after(ev, e->task.start_time))
+	if (e && exit_is_about(ev, e->task.start_time))
 		latact_task_gone(m->la, ev->tid);
-	if (ev->tid == ev->tgid && p && !started_after(ev, p->start_time))
+	if (ev->tid == ev->tgid && p && exit_is_about(ev, p->start_time))
 		proc_del(m, ev->tgid);
 }
 
@@ -409,8 +442,12 @@ static void on_event(void *ctx, const struct pc_event *ev)
 		on_fork(m, ev);
 		break;
 	case PC_EXEC:
-		if (ev->tid == ev->tgid)
-			apply_rules(m, ev->tgid);
+		if (ev->tid == ev->tgid) {
+			struct lm_exe kx = { .start_ns = ev->start_ns,
+					     .id = { .dev = ev->exe_dev, .ino = ev->exe_ino } };
+
+			apply_rules(m, ev->tgid, ev->has_exe && ev->start_ns ? &kx : NULL);
+		}
 		break;
 	case PC_EXIT:
 		on_exit_event(m, ev);
@@ -423,20 +460,25 @@ static void on_overflow(void *ctx)
 	struct latmgr *m = ctx;
 
 	if (m->cnt.overflows++ == 0)
-		log_warn("latency: proc connector overflowed: events lost, rescanning /proc "
-			 "(counted in rqctl status)");
+		log_warn("latency: %s: events lost, rescanning /proc (counted in rqctl status)",
+			 m->bev ? "BPF ring buffer full" : "proc connector overflowed");
 	m->resync = true;
 	m->drained = false;
 }
 
-/* One bounded batch of events; notes when the socket was read to empty. */
+bool lm_has_events(const struct latmgr *m)
+{
+	return m->bev || m->pc;
+}
+
+/* One bounded batch of events; notes when the source was read to empty. */
 static void dispatch(struct latmgr *m)
 {
-	int r = pc_dispatch(m->pc);
+	int r = m->bev ? bpfev_dispatch(m->bev) : pc_dispatch(m->pc);
 
 	if (r < 0 && r != -EAGAIN)
-		log_debug("latency: proc connector: %s", strerror(-r));
-	if (!pc_empty(m->pc))
+		log_debug("latency: %s: %s", m->pc_state, strerror(-r));
+	if (!(m->bev ? bpfev_empty(m->bev) : pc_empty(m->pc)))
 		return;
 	m->empty_reads++;
 	if (m->resync)
@@ -457,7 +499,7 @@ void lm_mark(struct latmgr *m, uint64_t now_ns, uint64_t margin_ns, struct lm_ma
 	*ret = (struct lm_mark){ .ns = now_ns, .margin_ns = margin_ns,
 				 .empty_reads = m->empty_reads, .overflows = m->cnt.overflows,
 				 .lost = m->resync };
-	if (m->pc)
+	if (lm_has_events(m))
 		dispatch(m);
 }
 
@@ -465,8 +507,8 @@ bool lm_passed(const struct latmgr *m, const struct lm_mark *mk)
 {
 	bool lost = mk->lost || m->cnt.overflows != mk->overflows;
 
-	/* Without the connector nothing is queued: each tick walks /proc instead. */
-	if (!m->pc)
+	/* Without events nothing is queued: each tick walks /proc instead. */
+	if (!lm_has_events(m))
 		return true;
 	if (m->empty_reads == mk->empty_reads && m->last_event_ns < mk->ns + mk->margin_ns)
 		return false;
@@ -500,8 +542,13 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 		return;
 	}
 	/* A rule's value is checked again: the rules, or the process, may have changed. */
-	if (!p || p->from_rule)
-		apply_rules(m, pid);
+	if (!p || p->from_rule) {
+		const struct bpfev_exe *x = bpfev_exe_find(m->exes, m->nexes, pid);
+		struct lm_exe kx = { .start_ns = x ? x->start_ns : 0,
+				     .id = { .dev = x ? x->dev : 0, .ino = x ? x->ino : 0 } };
+
+		apply_rules(m, pid, x && x->has_exe ? &kx : NULL);
+	}
 	p = lm_find_process(m, pid);
 	if (p && set_threads(m, pid, p->start_time, p->value, p->source, prev_of(m, pid, pid),
 			     &why) > 0)
@@ -517,6 +564,13 @@ void lm_rescan(struct latmgr *m)
 		return;
 	m->cnt.rescans++;
 	m->rescan_ns = rqb_now_ns();
+	/* What every process runs, from the kernel: exe rules need no /proc/PID/exe then. */
+	if (m->bev && m->conf->rules.n) {
+		int r = bpfev_exes(m->bev, &m->exes, &m->nexes);
+
+		if (r < 0)
+			log_debug("latency: task walk for exe identities failed: %s", strerror(-r));
+	}
 	while ((de = readdir(d))) {
 		pid_t pid = (pid_t)atoi(de->d_name);
 		struct proc_stat_line l;
@@ -527,6 +581,9 @@ void lm_rescan(struct latmgr *m)
 		rescan_process(m, pid, l.ppid);
 	}
 	closedir(d);
+	free(m->exes);
+	m->exes = NULL;
+	m->nexes = 0;
 	m->resync = false;
 }
 
@@ -556,7 +613,7 @@ static bool resync_now(struct latmgr *m, bool *ret_again)
 	*ret_again = false;
 	if (!m->resync)
 		return false;
-	if (m->drained || !m->pc) {
+	if (m->drained || !lm_has_events(m)) {
 		m->resync_wait = 0;
 		return true;
 	}
@@ -568,8 +625,8 @@ void lm_tick(struct latmgr *m)
 {
 	bool again, resync = resync_now(m, &again);
 
-	/* With the connector, exits arrive as events: a sweep now and then is enough. */
-	if (m->pc && !resync && ++m->ticks % LM_SWEEP_TICKS != 0)
+	/* With events, exits arrive as such: a sweep now and then is enough. */
+	if (lm_has_events(m) && !resync && ++m->ticks % LM_SWEEP_TICKS != 0)
 		return;
 	latact_verify(m->la);
 	for (size_t i = m->np; i-- > 0;) {
@@ -579,11 +636,111 @@ void lm_tick(struct latmgr *m)
 		if (task_info(m->p[i].tgid, &start, &kthread) < 0 || start != m->p[i].start_time)
 			proc_del(m, m->p[i].tgid);
 	}
-	/* Without the connector, new threads are found by walking; with it, after losses. */
-	if (resync || (!m->pc && m->np))
+	/* Without events, new threads are found by walking; with them, after losses. */
+	if (resync || (!lm_has_events(m) && m->np))
 		lm_rescan(m);
 	if (again)
 		m->resync = true;
+}
+
+static const char *const bpf_what =
+	"bpf: sched_process_fork/exec/exit tracepoints into a ring buffer; exe rules match "
+	"the device and inode the kernel reports, with no access to /proc/PID/exe";
+
+/* Opens BPF (unless c says connector): 0, or -errno with why. */
+static int open_bpf(const struct rqb_conf *c, void *ctx, struct bpfev **ret, char *why,
+		    size_t len)
+{
+	if (c->lat_events == CONF_EVENTS_CONNECTOR) {
+		snprintf(why, len, "[latency] events = connector");
+		return -ENOENT;
+	}
+	return bpfev_open(&callbacks, ctx, ret, why, len);
+}
+
+bool lm_probe_events(const struct rqb_conf *c, char *ret_detail, size_t len)
+{
+	char why[256] = "";
+	struct bpfev *bev = NULL;
+	struct procconn *pc = NULL;
+	int r = open_bpf(c, NULL, &bev, why, sizeof(why));
+
+	bpfev_close(bev);
+	if (r == 0) {
+		snprintf(ret_detail, len, "%s", bpf_what);
+		return true;
+	}
+	if (c->lat_events == CONF_EVENTS_BPF) {
+		snprintf(ret_detail, len, "events = bpf, and BPF does not load: %s", why);
+		return false;
+	}
+	r = pc_open(&callbacks, NULL, &pc);
+	pc_close(pc);
+	if (r == 0) {
+		snprintf(ret_detail, len, "proc connector (no BPF: %s); exe rules read "
+			 "/proc/PID/exe (CAP_SYS_PTRACE for other users' processes)", why);
+		return true;
+	}
+	snprintf(ret_detail, len, "no BPF (%s) and no proc connector (%s): /proc is walked "
+		 "each tick, rules apply at start and reload only", why, strerror(-r));
+	return false;
+}
+
+/* BPF where it loads (and conf allows), else the connector; 0, or -errno (events = bpf). */
+static int open_events(struct latmgr *m, sd_event *e)
+{
+	char why[256] = "";
+	int r = open_bpf(m->conf, m, &m->bev, why, sizeof(why));
+
+	if (r == 0) {
+		r = sd_event_add_io(e, &m->pc_src, bpfev_fd(m->bev), EPOLLIN, on_pc_io, m);
+		if (r < 0) {
+			bpfev_close(m->bev);
+			m->bev = NULL;
+			snprintf(why, sizeof(why), "event loop: %s", strerror(-r));
+		}
+	}
+	if (r == 0) {
+		snprintf(m->pc_state, sizeof(m->pc_state), "bpf");
+		snprintf(m->events_why, sizeof(m->events_why), "%s", bpf_what);
+		log_info("latency: fork, exec and exit events from BPF tracepoints; exe rules "
+			 "match on the device and inode the kernel reports");
+		return 0;
+	}
+	if (m->conf->lat_events == CONF_EVENTS_BPF) {
+		snprintf(m->events_why, sizeof(m->events_why),
+			 "events = bpf, and BPF does not load: %s", why);
+		log_err("latency: [latency] events = bpf: BPF does not load: %s", why);
+		return r;
+	}
+	r = pc_open(&callbacks, m, &m->pc);
+	if (r == 0)
+		r = sd_event_add_io(e, &m->pc_src, pc_fd(m->pc), EPOLLIN, on_pc_io, m);
+	if (r < 0) {
+		pc_close(m->pc);
+		m->pc = NULL;
+		snprintf(m->pc_state, sizeof(m->pc_state), "none (%s): walking /proc each tick",
+			 strerror(-r));
+		snprintf(m->events_why, sizeof(m->events_why),
+			 "no BPF (%s) and no proc connector (%s): /proc is walked each tick, rules "
+			 "apply at start and reload only", why, strerror(-r));
+		log_warn("latency: no BPF events (%s) and no proc connector: %s; new threads are "
+			 "found by walking /proc each tick, and rules apply only at start and reload",
+			 why, strerror(-r));
+		return 0;
+	}
+	snprintf(m->pc_state, sizeof(m->pc_state), "connector");
+	snprintf(m->events_why, sizeof(m->events_why),
+		 "proc connector (no BPF: %s); exe rules read /proc/PID/exe (CAP_SYS_PTRACE for "
+		 "other users' processes)", why);
+	if (m->conf->lat_events == CONF_EVENTS_CONNECTOR)
+		log_info("latency: fork, exec and exit events from the proc connector "
+			 "([latency] events = connector)");
+	else
+		log_notice("latency: no BPF events (%s): using the proc connector; exe rules read "
+			   "/proc/PID/exe, which needs CAP_SYS_PTRACE for other users' processes",
+			   why);
+	return 0;
 }
 
 int lm_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, sd_event *e,
@@ -597,26 +754,22 @@ int lm_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, sd_ev
 	m->self = getpid();
 	snprintf(m->proc_root, sizeof(m->proc_root), "%s",
 		 proc_root && *proc_root ? proc_root : "/proc");
-	r = pc_open(&callbacks, m, &m->pc);
-	if (r == 0)
-		r = sd_event_add_io(e, &m->pc_src, pc_fd(m->pc), EPOLLIN, on_pc_io, m);
-	if (r < 0) {
-		pc_close(m->pc);
-		m->pc = NULL;
-		snprintf(m->pc_state, sizeof(m->pc_state), "none (%s): walking /proc each tick",
-			 strerror(-r));
-		log_warn("latency: no proc connector: %s; new threads are found by walking /proc "
-			 "each tick, and rules apply only at start and reload", strerror(-r));
-	} else {
-		snprintf(m->pc_state, sizeof(m->pc_state), "connector");
-	}
+	r = open_events(m, e);
+	if (r < 0)
+		return r;
 	lm_rescan(m);
 	return 0;
+}
+
+bool lm_walks_unprivileged(struct latmgr *m)
+{
+	return !m->bev || bpfev_walks_unprivileged(m->bev);
 }
 
 void lm_fini(struct latmgr *m)
 {
 	sd_event_source_disable_unref(m->pc_src);
+	bpfev_close(m->bev);
 	pc_close(m->pc);
 	free(m->p);
 	memset(m, 0, sizeof(*m));

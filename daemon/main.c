@@ -227,7 +227,12 @@ static int show_topology(const struct rqb_conf *c, bool features)
 		return EXIT_FAILURE;
 	}
 	if (features) {
+		char detail[sizeof(f.f[0].detail)];
+		bool on;
+
 		features_probe("", t, &f);
+		on = lm_probe_events(c, detail, sizeof(detail));
+		features_set(&f, FEAT_TASK_EVENTS, on ? FEAT_USED : FEAT_MISSING, "%s", detail);
 		features_print(&f, stdout);
 		topo_free(t);
 		return EXIT_SUCCESS;

@@ -11,6 +11,7 @@
 
 enum conf_sampler { CONF_SAMPLER_AUTO, CONF_SAMPLER_BPF, CONF_SAMPLER_PROC, CONF_SAMPLER_REPLAY };
 enum conf_class { CONF_CLASS_AUTO, CONF_CLASS_YES, CONF_CLASS_NO };
+enum conf_events { CONF_EVENTS_AUTO, CONF_EVENTS_BPF, CONF_EVENTS_CONNECTOR };
 
 #define CONF_MAX_LIST 64     /* entries in a list value */
 #define CONF_MAX_STR 256     /* bytes in a string or list entry */
@@ -48,6 +49,7 @@ struct rqb_conf {
 	uint32_t lat_batch_from;        /* SCHED_BATCH from this value up */
 	bool lat_idle_at_19;            /* SCHED_IDLE / cpu.idle at 19 */
 	bool lat_uclamp;                /* uclamp where the kernel has it */
+	int lat_events;                 /* enum conf_events: where fork/exec/exit come from */
 	/* [proc] */
 	uint32_t proc_rescan_ms;        /* full /proc walk at most this far apart */
 	uint32_t proc_max_tracked;      /* tasks whose stat file stays open */

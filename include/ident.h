@@ -24,6 +24,15 @@ struct ident_buf {
 };
 
 /*
+ * What the kernel said a process runs (the BPF event source: at exec, or from a task
+ * walk): the device and inode of the file, as stat(2) gives them.
+ */
+struct ident_exe {
+	dev_t dev;
+	ino_t ino;
+};
+
+/*
  * Reads process pid under proc_root ("/proc", or a fake tree in tests) into buf and
  * points ret's strings into it. Only the real uid is required: a string that cannot
  * be read is "". exe is "" also when the path the link names does not lead, in our
@@ -32,6 +41,17 @@ struct ident_buf {
  * 0, -ESRCH when the process is gone (or went while it was read), or -errno.
  */
 int ident_read(const char *proc_root, pid_t pid, struct ident_buf *buf, struct proc_ident *ret);
+/*
+ * The same, where the kernel said which file the process runs (kexe, NULL if not):
+ * exe is then the first rule's exe in rules that is a plain path (no fnmatch(3)
+ * pattern characters) and whose lstat() here is that very file, which needs no access
+ * to /proc/PID/exe (CAP_SYS_PTRACE for another user's process); if none is, exe is
+ * read from /proc/PID/exe as ident_read does, for the rules' patterns.
+ */
+int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *kexe,
+		     const struct rule_set *rules, struct ident_buf *buf, struct proc_ident *ret);
+/* Whether a rule's exe is a plain absolute path, which fnmatch(3) matches only to itself. */
+bool ident_exe_is_path(const char *exe);
 
 /* Parsers, for tests and fuzzing. */
 /* The real uid from the text of /proc/PID/status. 0 or -EINVAL. */

@@ -20,6 +20,7 @@ enum feat_id {
 	FEAT_BTF,            /* /sys/kernel/btf/vmlinux, for BPF CO-RE */
 	FEAT_SCHEDSTATS,     /* /proc/schedstat */
 	FEAT_AUTOGROUP,      /* autogroup on: nice competes only inside a session */
+	FEAT_TASK_EVENTS,    /* fork/exec/exit events: BPF, the proc connector, or none */
 	FEAT_COUNT
 };
 
@@ -31,7 +32,7 @@ enum feat_state {
 
 struct feature {
 	enum feat_state state;
-	char detail[192];
+	char detail[320];
 };
 
 struct features {
@@ -45,10 +46,18 @@ struct features {
  */
 void features_probe(const char *root, const struct topo *t, struct features *ret);
 const char *features_name(enum feat_id id);
+/* Sets one feature (the latency manager's event source, known once it starts). */
+void features_set(struct features *f, enum feat_id id, enum feat_state st, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 /* A table, one feature a line: name, state, detail. */
 void features_print(const struct features *f, FILE *out);
-/* One log line each: what was found, what could not be used and why. */
+/*
+ * One log line each: what was found, what could not be used and why. task-events is
+ * left out: the daemon logs it with features_log_one once the latency manager starts.
+ */
 void features_log(const struct features *f);
+/* One feature's line: "features: NAME: detail", or "features: cannot use NAME: why". */
+void features_log_one(const struct features *f, enum feat_id id);
 /* Parses /proc/mounts text: where the v1 cpu hierarchy and the cgroup2 mount are. */
 void features_parse_mounts(const char *text, char *ret_v1cpu, char *ret_v2, size_t len);
 

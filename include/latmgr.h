@@ -17,6 +17,8 @@
 #include "lat_act.h"
 
 struct procconn;
+struct bpfev;
+struct bpfev_exe;
 
 /* A process given a value: all its threads, now and later. */
 struct lm_proc {
@@ -28,8 +30,8 @@ struct lm_proc {
 };
 
 struct lm_counters {
-	uint64_t events;        /* connector events handled */
-	uint64_t overflows;     /* connector overflows, each followed by a rescan */
+	uint64_t events;        /* fork/exec/exit events handled (BPF or connector) */
+	uint64_t overflows;     /* times events were lost, each followed by a rescan */
 	uint64_t rescans;       /* full /proc walks */
 	uint64_t rule_matches;  /* processes a rule gave a value */
 	uint64_t threads;       /* threads and children that joined a managed process */
@@ -38,8 +40,12 @@ struct lm_counters {
 struct latmgr {
 	struct latact *la;
 	const struct rqb_conf *conf;   /* the daemon's; its rules */
-	struct procconn *pc;           /* NULL without the connector */
-	sd_event_source *pc_src;
+	/* The event source: BPF where it loads, else the connector, else none (walks). */
+	struct bpfev *bev;
+	struct procconn *pc;
+	sd_event_source *pc_src;       /* the one that is open's fd */
+	struct bpfev_exe *exes;        /* during a rescan: a task walk's, sorted by tgid */
+	size_t nexes;
 	bool resync;                   /* events were lost: rescan */
 	bool drained;                  /* the connector was read empty since the last loss */
 	unsigned resync_wait;          /* ticks a resync has waited for that */
@@ -52,12 +58,25 @@ struct latmgr {
 	struct lm_proc *p;             /* sorted by tgid */
 	size_t np, capp;
 	struct lm_counters cnt;
-	char pc_state[96];             /* "connector", or why there is none */
+	char pc_state[96];             /* "bpf", "connector", or "none (why)" */
+	char events_why[320];          /* what the source is and why, for --features */
 };
 
 /*
- * Starts the connector on e (if it can: without it, managed processes are rescanned
- * every tick) and adopts what the rules match among the running processes.
+ * The event source conf's [latency] events chooses, probed as lm_init would open it,
+ * and closed again: true and what it would be, or false and why there is none
+ * (--features).
+ */
+bool lm_probe_events(const struct rqb_conf *c, char *ret_detail, size_t len);
+/* Whether fork/exec/exit events arrive (from BPF or the connector). */
+bool lm_has_events(const struct latmgr *m);
+/* Whether a rescan's task walk works without CAP_BPF effective (true without BPF). */
+bool lm_walks_unprivileged(struct latmgr *m);
+
+/*
+ * Starts the event source on e (if it can: without one, managed processes are
+ * rescanned every tick) and adopts what the rules match among the running processes.
+ * -errno only when [latency] events = bpf and BPF does not load.
  */
 int lm_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, sd_event *e,
 	    const char *proc_root);

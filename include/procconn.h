@@ -4,10 +4,16 @@
  * process that a rule matches at exec, are seen within milliseconds. A sample source:
  * it only reads. When the socket overflows, events are lost: the owner is told, counts
  * it, and rescans /proc.
+ *
+ * struct pc_event and struct pc_callbacks are also what the BPF event source
+ * (bpfev.h) delivers, which the daemon prefers where BPF loads: it adds what the
+ * connector cannot say, the task's exact start time and the identity of the file an
+ * exec runs.
  */
 #ifndef RQB_PROCCONN_H
 #define RQB_PROCCONN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -24,6 +30,15 @@ struct pc_event {
 	pid_t parent_tid;
 	pid_t parent_tgid;
 	uint64_t ts_ns;     /* kernel timestamp (CLOCK_MONOTONIC ns) */
+	/*
+	 * The task's start (FORK: the new task's) in CLOCK_BOOTTIME ns, the clock of
+	 * /proc/PID/stat's start time; 0 where the source does not say (the connector).
+	 */
+	uint64_t start_ns;
+	/* EXEC: the device and inode (as stat(2) gives them) of the file now run. */
+	bool has_exe;
+	dev_t exe_dev;
+	ino_t exe_ino;
 };
 
 struct pc_callbacks {

@@ -38,19 +38,25 @@ struct bpf_sampler_opts {
 	uint64_t walk_gap_ns;      /* full task walks at most this often */
 	uint64_t forget_ns;        /* a task unseen this long loses its cached cgroup */
 	const char *root;          /* prefix for /proc and /sys, "" for the real ones */
+	bool tracepoints;          /* sample at the scheduler's tracepoints even where perf
+	                              events are allowed (tests) */
 	char *why;                 /* on failure, one line saying why; may be NULL */
 	size_t why_len;
 };
 
 /*
- * Loads rqsample.bpf.c, opens a cpu-clock perf event on every online CPU and waits
- * for each to report. 0, or -errno with the reason in o->why.
+ * Loads rqsample.bpf.c, opens a cpu-clock perf event on every online CPU, or where
+ * perf events are refused (Debian's kernel.perf_event_paranoid = 3 without
+ * CAP_SYS_ADMIN) or o->tracepoints asks, attaches to the scheduler's sched_stat_runtime
+ * and sched_switch tracepoints instead, and waits for a first sample. 0, or -errno
+ * with the reason in o->why.
  */
 int sampler_bpf_new(const struct bpf_sampler_opts *o, struct sampler **ret);
 
 /* Counters of the bpf sampler, for tests and the bench. */
 struct bpf_stats {
 	const char *rq_path;    /* "runqueues ksym" or "current task" */
+	const char *trigger;    /* "cpu-clock perf events" or "scheduler tracepoints" */
 	uint64_t period_ns;     /* the perf sample period */
 	uint64_t samples;       /* perf samples taken, all CPUs */
 	uint64_t stale;         /* CPU reads whose sample was too old (silent CPUs) */

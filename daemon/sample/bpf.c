@@ -69,17 +69,19 @@ struct bpf_sampler {
 	long clk_tck;
 	struct rqsample *skel;
 	const char *path_name;
+	bool tp;                     /* sampled at the scheduler's tracepoints, not perf events */
+	char tp_why[160];            /* why: perf events refused */
 	uint64_t period_ns, stale_ns;
 	uint64_t used_ns;            /* CPU time a task must use between ticks to count as busy */
 	int ncpus;                   /* possible CPUs: slots in the array */
 	size_t stride;               /* bytes a slot takes */
 	void *map;                   /* the mmapped array */
 	size_t map_len;
-	cpu_set_t attached;          /* CPUs with a perf event */
+	cpu_set_t attached;          /* CPUs with a perf event (tracepoints: the online ones) */
 	cpu_set_t online;            /* the online CPUs, read again once a second */
 	uint64_t online_read_ns;
 	int *perf_fds;               /* by CPU, -1 where none */
-	struct bpf_link **links;     /* by CPU */
+	struct bpf_link **links;     /* by CPU (tracepoints: the first two) */
 	struct bpf_link *iter;
 	struct rqs_cpu *recs;        /* the last whole copies, by CPU */
 	bool *have;                  /* by CPU: recs[c] is a whole record */
@@ -143,7 +145,10 @@ static uint64_t clamp_period(uint64_t interval_ns)
 	return p < PERIOD_MIN_NS ? PERIOD_MIN_NS : p > PERIOD_MAX_NS ? PERIOD_MAX_NS : p;
 }
 
-/* Opens and loads the object with one of the two perf programs. */
+/*
+ * Opens and loads the object with one of the two perf programs, or with one of the
+ * two pairs of tracepoint programs.
+ */
 static int load(struct bpf_sampler *bs, bool ksym)
 {
 	struct rqsample *skel = rqsample__open();
@@ -152,8 +157,13 @@ static int load(struct bpf_sampler *bs, bool ksym)
 	if (!skel)
 		return -errno;
 	skel->rodata->self_tgid = (__u32)bs->o.self_tgid;
-	bpf_program__set_autoload(skel->progs.sample_ksym, ksym);
-	bpf_program__set_autoload(skel->progs.sample_task, !ksym);
+	skel->rodata->min_gap_ns = bs->period_ns;
+	bpf_program__set_autoload(skel->progs.sample_ksym, !bs->tp && ksym);
+	bpf_program__set_autoload(skel->progs.sample_task, !bs->tp && !ksym);
+	bpf_program__set_autoload(skel->progs.tick_ksym, bs->tp && ksym);
+	bpf_program__set_autoload(skel->progs.switch_ksym, bs->tp && ksym);
+	bpf_program__set_autoload(skel->progs.tick_task, bs->tp && !ksym);
+	bpf_program__set_autoload(skel->progs.switch_task, bs->tp && !ksym);
 	r = bpf_map__set_max_entries(skel->maps.cpus, (__u32)bs->ncpus);
 	if (r == 0)
 		r = rqsample__load(skel);
@@ -230,10 +240,72 @@ static int read_online(const char *root, cpu_set_t *ret)
 	return cpumask_parse(buf, ret);
 }
 
+/* The sampling program: the perf event's, or the tick tracepoint's. */
 static struct bpf_program *perf_prog(const struct bpf_sampler *bs)
 {
-	return bpf_program__autoload(bs->skel->progs.sample_ksym) ? bs->skel->progs.sample_ksym
-								  : bs->skel->progs.sample_task;
+	const struct rqsample *k = bs->skel;
+
+	if (bs->tp)
+		return bpf_program__autoload(k->progs.tick_ksym) ? k->progs.tick_ksym
+								 : k->progs.tick_task;
+	return bpf_program__autoload(k->progs.sample_ksym) ? k->progs.sample_ksym
+							   : k->progs.sample_task;
+}
+
+static struct bpf_program *switch_prog(const struct bpf_sampler *bs)
+{
+	const struct rqsample *k = bs->skel;
+
+	return bpf_program__autoload(k->progs.switch_ksym) ? k->progs.switch_ksym
+							   : k->progs.switch_task;
+}
+
+/*
+ * Whether perf events are refused to this process, and why: the kernel's own rule
+ * (paranoid above 2 takes CAP_SYS_ADMIN in Debian's kernels, whose default is 3; a
+ * plain kernel treats 3 as 2) is read first, so that the call is not made to be
+ * refused; else one cpu-clock event is opened on CPU cpu and closed.
+ */
+static bool perf_refused(struct bpf_sampler *bs, int cpu)
+{
+	char path[PATH_MAX], buf[32];
+	uint64_t eff = 0, perm = 0;
+	int paranoid = 2, fd;
+
+	snprintf(path, sizeof(path), "%s/proc/sys/kernel/perf_event_paranoid", bs->root);
+	if (rqb_read_file(path, buf, sizeof(buf)) > 0)
+		paranoid = atoi(buf);
+	if (paranoid > 2 && caps_get(&eff, &perm) == 0 && !(eff & (1ULL << CAP_SYS_ADMIN))) {
+		snprintf(bs->tp_why, sizeof(bs->tp_why),
+			 "kernel.perf_event_paranoid is %d, which takes CAP_SYS_ADMIN", paranoid);
+		return true;
+	}
+	fd = open_cpu_clock(cpu, bs->period_ns);
+	if (fd == -EACCES || fd == -EPERM) {
+		snprintf(bs->tp_why, sizeof(bs->tp_why), "perf_event_open: %s", strerror(-fd));
+		return true;
+	}
+	if (fd >= 0)
+		close(fd);
+	return false;
+}
+
+/* The tracepoint trigger: two programs for every CPU, online now or later. */
+static int attach_tp(struct bpf_sampler *bs)
+{
+	bs->links[0] = bpf_program__attach(perf_prog(bs));
+	if (!bs->links[0])
+		return why(&bs->o, -errno, "attaching to sched_stat_runtime: %s", strerror(errno));
+	if (bs->ncpus > 1) {
+		bs->links[1] = bpf_program__attach(switch_prog(bs));
+		if (!bs->links[1])
+			return why(&bs->o, -errno, "attaching to sched_switch: %s", strerror(errno));
+	}
+	bs->attached = bs->online;
+	bs->iter = bpf_program__attach_iter(bs->skel->progs.list_tasks, NULL);
+	if (!bs->iter)
+		return why(&bs->o, -errno, "attaching the task iterator: %s", strerror(errno));
+	return 0;
 }
 
 /* The kernel's id of a loaded program, which bpftool shows; 0 if unknown. */
@@ -255,6 +327,8 @@ static int attach(struct bpf_sampler *bs)
 		return why(&bs->o, r, "reading the online CPUs: %s", strerror(-r));
 	CPU_ZERO(&bs->attached);
 	bs->online = online;
+	if (bs->tp)
+		return attach_tp(bs);
 	for (int c = 0; c < bs->ncpus && c < RQB_MAX_CPUS; c++) {
 		if (!CPU_ISSET(c, &online))
 			continue;
@@ -335,7 +409,7 @@ static int wait_first_sample(struct bpf_sampler *bs)
 				   "CONFIG_FAIR_GROUP_SCHED");
 		}
 		if (rqb_now_ns() > deadline)
-			return why(&bs->o, -ETIME, "no perf sample from any CPU within %" PRIu64 " ms",
+			return why(&bs->o, -ETIME, "no sample from any CPU within %" PRIu64 " ms",
 				   (uint64_t)(FIRST_SAMPLE_NS / NSEC_PER_MSEC));
 		while (rqb_now_ns() < until)
 			;
@@ -629,7 +703,8 @@ static bool blind(struct bpf_sampler *bs, int c, uint64_t now_ns, const struct s
 	struct blindness *b = &bs->blindness[c];
 	uint64_t count = 0;
 
-	if (!CPU_ISSET(c, &s->topo->online))
+	/* The tracepoints fire on every CPU that is online. */
+	if (!CPU_ISSET(c, &s->topo->online) || bs->tp)
 		return false;
 	if (CPU_ISSET(c, &bs->attached) && now_ns - b->checked_ns >= NSEC_PER_SEC) {
 		if (read(bs->perf_fds[c], &count, sizeof(count)) != sizeof(count))
@@ -694,6 +769,8 @@ static int bpf_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 	CPU_ZERO(&held);
 	if (now_ns - bs->online_read_ns >= NSEC_PER_SEC && read_online(bs->root, &bs->online) == 0)
 		bs->online_read_ns = now_ns;
+	if (bs->tp)
+		bs->attached = bs->online;
 	/*
 	 * A silent CPU is idle, or held by the host: then its last record stands. One whose
 	 * event is gone (offline and back) is walked.
@@ -814,6 +891,14 @@ static int start(struct bpf_sampler *bs)
 		return why(&bs->o, r, "%s", strerror(-r));
 	libbpf_set_print(on_libbpf);
 	libbpf_first[0] = '\0';
+	r = read_online(bs->root, &bs->online);
+	if (r < 0)
+		return why(&bs->o, r, "reading the online CPUs: %s", strerror(-r));
+	for (int c = 0; !bs->tp && c < bs->ncpus && c < RQB_MAX_CPUS; c++)
+		if (CPU_ISSET(c, &bs->online)) {
+			bs->tp = bs->o.tracepoints || perf_refused(bs, c);
+			break;
+		}
 	r = load_any(bs);
 	if (r == 0)
 		r = map_slots(bs);
@@ -862,6 +947,11 @@ int sampler_bpf_new(const struct bpf_sampler_opts *o, struct sampler **ret)
 	malloc_trim(0);
 	bs->stats.period_ns = bs->period_ns;
 	bs->stats.rq_path = bs->path_name;
+	bs->stats.trigger = bs->tp ? "scheduler tracepoints" : "cpu-clock perf events";
+	if (bs->tp)
+		log_info("bpf: samples at the scheduler's tracepoints (sched_stat_runtime, "
+			 "sched_switch), no perf events: %s",
+			 bs->o.tracepoints ? "asked for" : bs->tp_why);
 	log_info("bpf: rq via %s, a sample every %" PRIu64 " us on %d CPU%s (BPF programs %u, %u)",
 		 bs->path_name, (uint64_t)(bs->period_ns / NSEC_PER_USEC), CPU_COUNT(&bs->attached),
 		 CPU_COUNT(&bs->attached) == 1 ? "" : "s", prog_id(perf_prog(bs)),

@@ -145,6 +145,33 @@ static void read_exe(const char *dir, char *exe, size_t len)
 		exe[0] = '\0';
 }
 
+bool ident_exe_is_path(const char *exe)
+{
+	return exe[0] == '/' && !strpbrk(exe, "*?[\\");
+}
+
+/*
+ * The first plain-path exe of the rules that is, here, the file the kernel said the
+ * process runs. lstat, not stat: a rule naming a symbolic link matches nothing, as
+ * with /proc/PID/exe, which names the file the link leads to.
+ */
+static bool exe_from_rules(const struct ident_exe *k, const struct rule_set *rules, char *exe,
+			   size_t len)
+{
+	for (unsigned i = 0; rules && i < rules->n; i++) {
+		const char *p = rules->r[i].exe;
+		struct stat st;
+
+		if (!ident_exe_is_path(p) || strlen(p) >= len || lstat(p, &st) < 0)
+			continue;
+		if (S_ISREG(st.st_mode) && st.st_dev == k->dev && st.st_ino == k->ino) {
+			snprintf(exe, len, "%s", p);
+			return true;
+		}
+	}
+	return false;
+}
+
 static void read_cmdline(const char *dir, char *buf, size_t len)
 {
 	char path[PATH_MAX];
@@ -168,7 +195,8 @@ static void read_cgroup(const char *dir, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
-int ident_read(const char *proc_root, pid_t pid, struct ident_buf *buf, struct proc_ident *ret)
+int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *kexe,
+		     const struct rule_set *rules, struct ident_buf *buf, struct proc_ident *ret)
 {
 	char dir[PATH_MAX], path[PATH_MAX], status[4096];
 	uid_t uid;
@@ -184,7 +212,8 @@ int ident_read(const char *proc_root, pid_t pid, struct ident_buf *buf, struct p
 	if (ident_parse_uid(status, &uid) < 0)
 		return -EINVAL;
 	read_line(dir, "comm", buf->comm, sizeof(buf->comm));
-	read_exe(dir, buf->exe, sizeof(buf->exe));
+	if (!kexe || !exe_from_rules(kexe, rules, buf->exe, sizeof(buf->exe)))
+		read_exe(dir, buf->exe, sizeof(buf->exe));
 	read_cmdline(dir, buf->cmdline, sizeof(buf->cmdline));
 	read_cgroup(dir, buf->cgroup, sizeof(buf->cgroup));
 	/* Gone half-way, it may have left some strings empty: not an identity to match. */
@@ -193,4 +222,9 @@ int ident_read(const char *proc_root, pid_t pid, struct ident_buf *buf, struct p
 	*ret = (struct proc_ident){ .pid = pid, .uid = uid, .comm = buf->comm, .exe = buf->exe,
 				    .cmdline = buf->cmdline, .cgroup = buf->cgroup };
 	return 0;
+}
+
+int ident_read(const char *proc_root, pid_t pid, struct ident_buf *buf, struct proc_ident *ret)
+{
+	return ident_read_known(proc_root, pid, NULL, NULL, buf, ret);
 }

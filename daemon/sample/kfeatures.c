@@ -29,7 +29,7 @@ static const char *const names[FEAT_COUNT] = {
 	[FEAT_EEVDF_SLICE] = "eevdf-slice",   [FEAT_UCLAMP] = "uclamp",
 	[FEAT_CGROUP_V1_CPU] = "cgroup-v1-cpu", [FEAT_CGROUP_V2_CPU] = "cgroup-v2-cpu",
 	[FEAT_BTF] = "btf",                   [FEAT_SCHEDSTATS] = "schedstats",
-	[FEAT_AUTOGROUP] = "autogroup",
+	[FEAT_AUTOGROUP] = "autogroup",     [FEAT_TASK_EVENTS] = "task-events",
 };
 
 const char *features_name(enum feat_id id)
@@ -37,18 +37,19 @@ const char *features_name(enum feat_id id)
 	return (unsigned)id < FEAT_COUNT ? names[id] : "?";
 }
 
-static void set(struct features *f, enum feat_id id, enum feat_state st, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void set(struct features *f, enum feat_id id, enum feat_state st, const char *fmt, ...)
+void features_set(struct features *f, enum feat_id id, enum feat_state st, const char *fmt, ...)
 {
 	va_list ap;
 
+	if ((unsigned)id >= FEAT_COUNT)
+		return;
 	f->f[id].state = st;
 	va_start(ap, fmt);
 	vsnprintf(f->f[id].detail, sizeof(f->f[id].detail), fmt, ap);
 	va_end(ap);
 }
+
+#define set features_set
 
 static bool exists(const char *root, const char *path)
 {
@@ -199,6 +200,8 @@ void features_probe(const char *root, const struct topo *t, struct features *ret
 		set(&f, FEAT_AUTOGROUP, FEAT_FOUND, "nice values compete only within a session");
 	else
 		set(&f, FEAT_AUTOGROUP, FEAT_MISSING, "off or not built");
+	/* Known once the latency manager opens it (lm_probe_events for the report). */
+	set(&f, FEAT_TASK_EVENTS, FEAT_MISSING, "not probed");
 	*ret = f;
 }
 
@@ -221,11 +224,21 @@ void features_log(const struct features *f)
 	size_t off = 0;
 
 	for (int i = 0; i < FEAT_COUNT; i++)
-		if (f->f[i].state != FEAT_MISSING && off < sizeof(found))
+		if (i != FEAT_TASK_EVENTS && f->f[i].state != FEAT_MISSING && off < sizeof(found))
 			off += (size_t)snprintf(found + off, sizeof(found) - off, "%s%s", off ? " " : "",
 						names[i]);
 	log_info("features: %s: found %s", f->kernel, found);
 	for (int i = 0; i < FEAT_COUNT; i++)
-		if (f->f[i].state == FEAT_MISSING)
+		if (i != FEAT_TASK_EVENTS && f->f[i].state == FEAT_MISSING)
 			log_info("features: cannot use %s: %s", names[i], f->f[i].detail);
+}
+
+void features_log_one(const struct features *f, enum feat_id id)
+{
+	if ((unsigned)id >= FEAT_COUNT)
+		return;
+	if (f->f[id].state == FEAT_MISSING)
+		log_info("features: cannot use %s: %s", names[id], f->f[id].detail);
+	else
+		log_info("features: %s: %s", names[id], f->f[id].detail);
 }

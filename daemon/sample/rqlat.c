@@ -43,15 +43,17 @@ static char first_warn[200];
 
 static int on_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char text[1024];
+	static char text[1 << 17];
 
 	if (level == LIBBPF_DEBUG)
 		return 0;
 	vsnprintf(text, sizeof(text), fmt, ap);
-	text[strcspn(text, "\n")] = '\0';
-	if (level == LIBBPF_WARN && !first_warn[0])
-		snprintf(first_warn, sizeof(first_warn), "%s", text);
-	log_debug("rqlat: %s", text);
+	/* The verifier's log comes through here too: kept for debug, a line at a time. */
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		if (level == LIBBPF_WARN && !first_warn[0])
+			snprintf(first_warn, sizeof(first_warn), "%s", line);
+		log_debug("rqlat: %s", line);
+	}
 	return 0;
 }
 

@@ -20,14 +20,15 @@ Besides: the daemon stays alive and ticking; its VmRSS returns to within a margi
 its baseline by the daemon's first heap trim after the end; every record in its latency journal names a
 matching process (pid and start time) or a thread of a matching holder, never
 another process or a pid's next owner; the kernel's drop counter for its connector
-socket (/proc/net/netlink) is non-zero only if latency_overflows is, and overflows,
-and only they, are followed by rescans (the daemon rescans once the socket has been
+socket (/proc/net/netlink), where the events come from the connector, is non-zero only
+if latency_overflows is, and overflows (a full BPF ring buffer, an overflowing socket),
+and only they, are followed by rescans (the daemon rescans once the source has been
 read empty, or every second while it is not). A
 fork storm from a managed process (BURST forks) runs first, so the overflow path is
 exercised even where the churn alone does not overflow; where that storm does not
-overflow the socket either, the churn starts with the storm again while the daemon is
+overflow the source either, the churn starts with the storm again while the daemon is
 stopped (SIGSTOP), so that its first execs and the holders' threads come while the
-daemon reads a full socket, whose later losses the kernel does not report."""
+daemon reads a full source, whose later losses the connector does not report."""
 
 import os
 import re
@@ -115,6 +116,13 @@ def status(d):
         if v.strip().isdigit():
             out[k] = int(v)
     return out
+
+
+def status_text(d):
+    """rqctl status as {key: text}."""
+    r = subprocess.run([RQCTL, "-s", d.ctl, "status"], capture_output=True, text=True,
+                       timeout=30)
+    return dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
 
 
 def netlink_drops(pid):
@@ -250,12 +258,15 @@ def check_children(check, f, what):
           f"{f['other_spawned']} were")
 
 
-def run(tmp, size, out=print, **over):
-    """Runs the churn at size ("ci", "full") with overrides; returns (figures, failed checks)."""
+def run(tmp, size, out=print, events=None, **over):
+    """Runs the churn at size ("ci", "full") with overrides, and [latency] events =
+    events if given; returns (figures, failed checks)."""
     p = dict(SIZES[size], **over)
     load, match, other = build(tmp)
     cls = f"/{CGROUP_ROOT}/rqbalance-lat{VALUE}"
     conf = f"[rule churn]\nlatency_nice = {VALUE}\nexe = {match}\nuid = 0\n"
+    if events:
+        conf += f"[latency]\nevents = {events}\n"
     check = Checks(out)
     fig = dict(p)
     with Daemon(tmp, conf=conf) as d:
@@ -265,14 +276,16 @@ def run(tmp, size, out=print, **over):
         d.sync(2)  # the calibration's exit handled, and a tick at rest
         base_rss = vm_kib(pid)
         c0, drops0 = counters(d), netlink_drops(pid) or 0
+        fig["events"] = (status_text(d).get("latency_events") or "?")
         out(f"daemon {pid}: VmRSS {base_rss} KiB at rest; the rule's value {VALUE} gives "
-            f"{cls} and a {slice_ns} ns slice")
+            f"{cls} and a {slice_ns} ns slice; events from {fig['events']}")
         poll = Poller(d)
         poll.start()
         common = ["--match", match, "--other", other, "--cgroup", cls, "--slice", str(slice_ns),
                   "--wait-ms", str(WAIT_MS), "--hold-ms", str(HOLD_MS)]
 
         # 1. A fork storm from a managed process: each fork is work for the daemon.
+        cpu_b = cpu_s(pid)
         bf, err = run_load(load, common + ["--burst", str(p["burst"]), "--seconds", "0"],
                            os.path.join(tmp, "burst.list"))
         # Every event of the storm handled (an overflow is counted as the socket is
@@ -283,6 +296,7 @@ def run(tmp, size, out=print, **over):
                    burst_overflows=c1["latency_overflows"] - c0["latency_overflows"])
         out(f"fork storm: {bf['burst_forks']} forks in {bf['burst_ms']} ms from a managed "
             f"process: {fig['burst_overflows']} overflows")
+        fig["burst_daemon_cpu_s"] = round(cpu_s(pid) - cpu_b, 2)
         check(bf["burst_managed"] == 1 and bf["burst_forks"] == p["burst"],
               "the storm's parent got its setting and forked")
 
@@ -295,7 +309,7 @@ def run(tmp, size, out=print, **over):
         journal = os.path.join(d.journal, "latency.journal")
         extra = ["--journal", journal]
         if stopped:
-            out("the storm did not overflow the connector socket: the churn starts with it "
+            out(f"the storm did not overflow the {fig['events']} events: the churn starts with it "
                 "again, the daemon stopped while it forks")
             extra += ["--burst", str(p["burst"]), "--stop", str(pid), "--stopped-execs",
                       str(STOPPED_EXECS)]

@@ -99,7 +99,7 @@ def check_files(root, version, deb):
             "/usr/share/man/man5/rqbalance.conf.5.gz",
             "/usr/share/bash-completion/completions/rqctl",
             "/usr/share/doc/rqbalance/copyright", "/usr/share/doc/rqbalance/changelog.gz",
-            "/usr/share/doc/rqbalance/examples/rqbalance-bpf.conf",
+            "/usr/share/doc/rqbalance/examples/rqbalance-nobpf.conf",
             "/usr/share/doc/rqbalance/examples/rqbalance-cgroupfs.conf",
             "/usr/share/doc/rqbalance/examples/rqbalance-daemonset.yaml"}
     check(files == want, f"the package holds exactly its files: {sorted(files ^ want) or 'ok'}")

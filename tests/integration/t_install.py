@@ -25,7 +25,7 @@ def expected(prefix, unitdir, sysconfdir="etc"):
         f"{p}/share/man/man8/rqbalanced.8", f"{p}/share/man/man1/rqctl.1",
         f"{p}/share/man/man5/rqbalance.conf.5",
         f"{p}/share/bash-completion/completions/rqctl",
-        f"{p}/share/doc/rqbalance/examples/rqbalance-bpf.conf",
+        f"{p}/share/doc/rqbalance/examples/rqbalance-nobpf.conf",
         f"{p}/share/doc/rqbalance/examples/rqbalance-cgroupfs.conf",
         f"{p}/share/doc/rqbalance/examples/rqbalance-daemonset.yaml",
         f"{sysconfdir}/rqbalance/rqbalance.conf",
@@ -107,7 +107,7 @@ def each_directory(tmp):
     want = {"s/rqbalanced", "b/rqctl", "m/man8/rqbalanced.8", "m/man1/rqctl.1",
             "m/man5/rqbalance.conf.5", "u/rqbalance.service", "u/rqbalance.socket",
             "c/rqbalance/rqbalance.conf", "p/share/bash-completion/completions/rqctl",
-            "p/share/doc/rqbalance/examples/rqbalance-bpf.conf",
+            "p/share/doc/rqbalance/examples/rqbalance-nobpf.conf",
             "p/share/doc/rqbalance/examples/rqbalance-cgroupfs.conf",
             "p/share/doc/rqbalance/examples/rqbalance-daemonset.yaml"}
     check(installed(dest) == want, "SBINDIR, BINDIR, MANDIR, UNITDIR and SYSCONFDIR are each "

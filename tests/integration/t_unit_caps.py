@@ -1,10 +1,14 @@
 """The service's capability bounding set is enough, and each capability in it is used:
 rqbalanced runs as root under setpriv with exactly the set the unit names (and
 NoNewPrivileges), as systemd would start it, and works on another user's tasks: it pins
-and restores a hog, an exe rule gives a sleeper its latency value, and the proc
-connector runs. Without CAP_SYS_NICE the pin fails, without CAP_SYS_PTRACE the exe rule
-matches nothing, and without CAP_NET_ADMIN there is no connector before Linux 6.6
-(from 6.6 any process may listen to it). The rest of the
+and restores a hog, and an exe rule gives its latency value to another user's sleeper
+that ran before the daemon started (found by the BPF task iterator) and to one exec'd
+while it runs (the BPF exec event), and keeps both through a reload (a rescan after the
+start-up capabilities were dropped). The fork, exec and exit events come from BPF.
+Without CAP_SYS_NICE the pin fails; without CAP_BPF or CAP_PERFMON the BPF programs do
+not load: the events come from the proc connector (from Linux 6.6 any process may
+listen to it), and the exe rule matches neither sleeper, since /proc/PID/exe of another
+user's process takes CAP_SYS_PTRACE, which the unit no longer grants. The rest of the
 sandbox (seccomp, mount namespace) needs systemd as PID 1 and is not run here."""
 import os
 import subprocess
@@ -16,10 +20,6 @@ from rqb import (RQCTL, TOPO_2LLC, Daemon, allowed, check, main, private_copy, r
                  wait_until)
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-
-
-def kernel():
-    return tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
 
 
 def sched_policy(pid):
@@ -48,22 +48,34 @@ def exe(pid):
         return None
 
 
+def start_sleeper(sleep):
+    """Another user's sleeper, once setpriv has made it nobody and exec'd the copy: a state
+    of the test's own child, which the daemon plays no part in, read in /proc."""
+    p = subprocess.Popen(NOBODY + [sleep, "60"])
+    check(wait_until(lambda: exe(p.pid) == sleep, 30), f"the sleeper {p.pid} runs {sleep} as nobody")
+    return p
+
+
+def status(d):
+    out = subprocess.run([RQCTL, "-s", d.ctl, "status"], capture_output=True, text=True,
+                         timeout=30).stdout
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+
 def run_once(tmp, caps, sleep):
     """Starts the daemon under caps; returns what it managed to do."""
     # Each says it runs once setpriv has made it nobody and exec'd the shell: the
     # daemon must find another user's task, not root's setpriv.
     hogs = [subprocess.Popen(NOBODY + ["sh", "-c", "echo; while :; do :; done"],
                              stdout=subprocess.PIPE) for _ in range(2)]
-    sleeper = subprocess.Popen(NOBODY + [sleep, "60"])
+    procs = list(hogs)
     got = {}
     real = rqb.DAEMON
     try:
         for h in hogs:
             check(h.stdout.readline() == b"\n", f"hog {h.pid} runs as nobody")
-        # setpriv's exec of the sleeper is not the test's to see but in /proc: a state
-        # of the test's own child, which the daemon plays no part in.
-        check(wait_until(lambda: exe(sleeper.pid) == sleep, 30),
-              f"the sleeper {sleeper.pid} runs {sleep} as nobody")
+        before = start_sleeper(sleep)
+        procs.append(before)
         a, b = sorted(h.pid for h in hogs)
         replay = os.path.join(tmp, "overload.replay")
         rqb.write_overload(replay, a, b)
@@ -75,17 +87,30 @@ def run_once(tmp, caps, sleep):
             # The rule is applied to what runs at start, before the loop runs; the
             # replayed overload (two tasks) is acted on in the first tick, and the
             # snapshot stays: after two whole ticks, a pin made or refused is settled.
+            d.sync()
+            after = start_sleeper(sleep)
+            procs.append(after)
+            # Its exec handled, and two whole ticks.
             d.sync(2)
             got["pinned"] = allowed(b) == {1}
-            got["rule"] = sched_policy(sleeper.pid) == 3
-            status = subprocess.run([RQCTL, "-s", d.ctl, "status"], capture_output=True,
-                                    text=True, timeout=30).stdout
-            got["connector"] = "latency_events connector\n" in status
+            got["rule_before"] = sched_policy(before.pid) == 3
+            got["rule_after"] = sched_policy(after.pid) == 3
+            got["events"] = status(d).get("latency_events", "?")
+            # A reload rescans /proc and applies the rules again: a rule value that no
+            # longer matches would be given back.
+            r = subprocess.run([RQCTL, "-s", d.ctl, "reload"], capture_output=True, text=True,
+                               timeout=60)
+            check(r.returncode == 0, f"reload under {sorted(caps)}: {r.stderr.strip()}")
+            d.sync()
+            got["kept_at_reload"] = (got["rule_before"] and got["rule_after"] and
+                                     sched_policy(before.pid) == 3 and
+                                     sched_policy(after.pid) == 3)
             check(d.stop() == 0, f"clean stop under {sorted(caps)}")
-            got["restored"] = allowed(b) == {0, 1} and sched_policy(sleeper.pid) == 0
+            got["restored"] = (allowed(b) == {0, 1} and sched_policy(before.pid) == 0 and
+                               sched_policy(after.pid) == 0)
     finally:
         rqb.DAEMON = real
-        for p in hogs + [sleeper]:
+        for p in procs:
             p.kill()
             p.wait()
     print(f"under {sorted(caps)}: {got}")
@@ -98,6 +123,8 @@ def test():
     unit = read_unit(UNIT_TEMPLATE)
     caps = bounding_set(unit)
     check(value(unit, "NoNewPrivileges") == "yes", "the unit sets NoNewPrivileges")
+    check(not caps & {"CAP_SYS_PTRACE", "CAP_NET_ADMIN", "CAP_SYS_ADMIN"},
+          f"the unit grants neither CAP_SYS_PTRACE nor CAP_NET_ADMIN: {sorted(caps)}")
     with tmpdir() as tmp:
         os.chmod(tmp, 0o755)
         # The rule's exe: a copy of the test's own, which no other run's sleeper runs
@@ -105,19 +132,23 @@ def test():
         sleep = private_copy(tmp, "sleep")
         got = run_once(tmp, caps, sleep)
         check(got["pinned"], "with the unit's set: another user's hog is pinned")
-        check(got["rule"], "an exe rule gives another user's sleeper its value (SCHED_BATCH)")
-        check(got["connector"], "the proc connector runs")
-        check(got["restored"], "and the stop gives both back what they had")
-        for cap, what in [("CAP_SYS_NICE", "pinned"), ("CAP_SYS_PTRACE", "rule"),
-                          ("CAP_NET_ADMIN", "connector")]:
-            if cap not in caps:
-                continue
+        check(got["events"] == "bpf", f"fork, exec and exit events come from BPF: {got['events']}")
+        check(got["rule_before"], "an exe rule gives another user's sleeper that ran before "
+              "the start its value (SCHED_BATCH), found by the task iterator")
+        check(got["rule_after"], "and one exec'd while the daemon runs, from the exec event")
+        check(got["kept_at_reload"], "both keep it through a reload's rescan")
+        check(got["restored"], "and the stop gives all three back what they had")
+        for cap, lost in [("CAP_SYS_NICE", ["pinned"]),
+                          ("CAP_BPF", ["events", "rule_before", "rule_after"]),
+                          ("CAP_PERFMON", ["events", "rule_before", "rule_after"])]:
+            check(cap in caps, f"the unit grants {cap}")
             without = run_once(tmp, caps - {cap}, sleep)
-            if cap == "CAP_NET_ADMIN" and without[what] and kernel() >= (6, 6):
-                print(f"without {cap} the connector runs on Linux {kernel()}: from 6.6 "
-                      "anyone may listen; Debian 12's 6.1 still asks for it")
-                continue
-            check(not without[what], f"without {cap}: not {what}, so the unit needs it")
+            for what in lost:
+                if what == "events":
+                    check(without[what] != "bpf",
+                          f"without {cap}: no BPF events ({without[what]}), so the unit needs it")
+                else:
+                    check(not without[what], f"without {cap}: not {what}, so the unit needs it")
 
 
 main(test)

@@ -56,7 +56,7 @@ static void *spin(void *arg)
 	return NULL;
 }
 
-static int setup(void **state)
+static int setup_with(void **state, bool tracepoints)
 {
 	struct topo_opts to = { .filter_online = true, .root = "" };
 	struct fix *f = calloc(1, sizeof(*f));
@@ -68,6 +68,7 @@ static int setup(void **state)
 		.walk_gap_ns = NSEC_PER_SEC,
 		.forget_ns = 10 * NSEC_PER_SEC,
 		.root = "",
+		.tracepoints = tracepoints,
 		.why = why,
 		.why_len = sizeof(why),
 	};
@@ -80,6 +81,17 @@ static int setup(void **state)
 		fprintf(stderr, "bpf sampler cannot load here: %s\n", why);
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_with(state, false);
+}
+
+/* Sampled at the scheduler's tracepoints, as where perf events are refused. */
+static int setup_tp(void **state)
+{
+	return setup_with(state, true);
 }
 
 static int teardown(void **state)
@@ -210,6 +222,22 @@ static void busy_thread_listed(void **state)
 	assert_true(st.samples >= 2 * 2);
 }
 
+/*
+ * The same through the tracepoint trigger: the spinning thread's CPU samples itself at
+ * its scheduler ticks, though no perf event is open.
+ */
+static void busy_thread_listed_tracepoints(void **state)
+{
+	struct fix *f = *state;
+	struct bpf_stats st;
+
+	if (!f->sm)
+		skip();
+	sampler_bpf_stats(f->sm, &st);
+	assert_string_equal(st.trigger, "scheduler tracepoints");
+	busy_thread_listed(state);
+}
+
 /* A task the sampler lists for the first time is "caught runnable", not yet busy. */
 static void new_task_not_busy_yet(void **state)
 {
@@ -232,6 +260,11 @@ static void new_task_not_busy_yet(void **state)
 	stop_spin(f);
 }
 
+static void new_task_not_busy_yet_tracepoints(void **state)
+{
+	new_task_not_busy_yet(state);
+}
+
 static void caps_format_names(void **state)
 {
 	char buf[128];
@@ -247,6 +280,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(busy_thread_listed, setup, teardown),
 		cmocka_unit_test_setup_teardown(new_task_not_busy_yet, setup, teardown),
+		cmocka_unit_test_setup_teardown(busy_thread_listed_tracepoints, setup_tp, teardown),
+		cmocka_unit_test_setup_teardown(new_task_not_busy_yet_tracepoints, setup_tp, teardown),
 		cmocka_unit_test(caps_format_names),
 	};
 

@@ -221,6 +221,66 @@ static void long_cmdline_is_cut(void **state)
 	free(buf);
 }
 
+/*
+ * The kernel said which file the process runs (BPF): exe is the first plain-path rule
+ * exe that is that file here, with no /proc/PID/exe read at all (here a link to
+ * nowhere, as another user's is to a daemon without CAP_SYS_PTRACE).
+ */
+static void known_exe(void **state)
+{
+	struct tree *t = *state;
+	struct proc_ident id;
+	struct ident_buf *buf = calloc(1, sizeof(*buf));
+	struct rule_set *rs = calloc(1, sizeof(*rs));
+	char other[PATH_MAX], alias[PATH_MAX];
+	struct ident_exe k;
+	struct stat st;
+
+	assert_non_null(buf);
+	assert_non_null(rs);
+	assert_int_equal(stat(t->target, &st), 0);
+	k = (struct ident_exe){ .dev = st.st_dev, .ino = st.st_ino };
+	snprintf(other, sizeof(other), "%s/other", t->root);
+	put(t, "other", "x", 1);
+	snprintf(alias, sizeof(alias), "%s/alias", t->root);
+	assert_int_equal(symlink(t->target, alias), 0);
+	mkdir_in(t, "6");
+	put(t, "6/status", STATUS_1000, strlen(STATUS_1000));
+	link_to(t, "6/exe", "/nonexistent/rqb-test/unreadable");
+	/* A pattern, another file, a link to the file: none is it; then the file itself. */
+	rs->n = 4;
+	snprintf(rs->r[0].exe, sizeof(rs->r[0].exe), "%s/*", t->root);
+	snprintf(rs->r[1].exe, sizeof(rs->r[1].exe), "%s", other);
+	snprintf(rs->r[2].exe, sizeof(rs->r[2].exe), "%s", alias);
+	snprintf(rs->r[3].exe, sizeof(rs->r[3].exe), "%s", t->target);
+	assert_int_equal(ident_read_known(t->root, 6, &k, rs, buf, &id), 0);
+	assert_string_equal(id.exe, t->target);
+	assert_int_equal(id.uid, 1000);
+	/* Not said, or said of another file: /proc/PID/exe, which leads nowhere here. */
+	assert_int_equal(ident_read_known(t->root, 6, NULL, rs, buf, &id), 0);
+	assert_string_equal(id.exe, "");
+	k.ino = (ino_t)-2;
+	assert_int_equal(ident_read_known(t->root, 6, &k, rs, buf, &id), 0);
+	assert_string_equal(id.exe, "");
+	/* No plain-path rule is the file: /proc/PID/exe as before, for the patterns. */
+	k.ino = st.st_ino;
+	mkdir_in(t, "7");
+	put(t, "7/status", STATUS_1000, strlen(STATUS_1000));
+	link_to(t, "7/exe", t->target);
+	rs->n = 1;
+	assert_int_equal(ident_read_known(t->root, 7, &k, rs, buf, &id), 0);
+	assert_string_equal(id.exe, t->target);
+	assert_true(ident_exe_is_path("/usr/sbin/mysqld"));
+	assert_false(ident_exe_is_path("/usr/lib/jvm/*/bin/java"));
+	assert_false(ident_exe_is_path("/usr/bin/python3.[0-9]"));
+	assert_false(ident_exe_is_path("/usr/bin/a?"));
+	assert_false(ident_exe_is_path("/usr/bin/a\\b"));
+	assert_false(ident_exe_is_path("mysqld"));
+	assert_false(ident_exe_is_path(""));
+	free(rs);
+	free(buf);
+}
+
 static void real_self(void **state)
 {
 	char comm[IDENT_COMM_MAX] = "", exe[PATH_MAX];
@@ -252,6 +312,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(fake_process, setup, teardown),
 		cmocka_unit_test_setup_teardown(missing_and_unverified, setup, teardown),
 		cmocka_unit_test_setup_teardown(long_cmdline_is_cut, setup, teardown),
+		cmocka_unit_test_setup_teardown(known_exe, setup, teardown),
 		cmocka_unit_test(real_self),
 	};
 

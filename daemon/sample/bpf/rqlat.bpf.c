@@ -93,10 +93,16 @@ static __always_inline void stamp(struct task_struct *p)
 static __always_inline void add(__u32 slot, __u64 wait_ns, __u32 bucket)
 {
 	struct rql_hist *h = bpf_map_lookup_elem(&hists, &slot);
+	__u64 b = bucket;
 
-	if (!h)
+	/*
+	 * rql_bucket() bounds it already, but 6.1's verifier loses that bound across the
+	 * 32-bit zero extension: bound it again, on the register that indexes.
+	 */
+	asm volatile("" : "+r"(b));
+	if (!h || b >= RQL_BUCKETS)
 		return;
-	h->count[bucket]++;
+	h->count[b]++;
 	h->total++;
 	h->sum_ns += wait_ns;
 	if (wait_ns > h->max_ns)

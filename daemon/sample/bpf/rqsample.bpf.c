@@ -3,7 +3,8 @@
  * It only reads kernel memory; it never changes a task or the scheduler.
  *
  * Algorithm. A software cpu-clock perf event with a fixed sample_period fires on
- * every online CPU (idle ones too: the event is an hrtimer). Its program finds the
+ * every online CPU (idle ones too: the event is an hrtimer); where perf events are
+ * refused, the scheduler's tracepoints do instead (see min_gap_ns). Its program finds the
  * CPU's struct rq, reads the counters and walks the rq's cfs_tasks list (every CFS
  * task queued there, the running one included), and writes one struct rqs_cpu into
  * the mmapped array slot of that CPU under a two-ended sequence count, so userspace
@@ -244,16 +245,14 @@ static __always_inline int sample_rq(struct rq *rq, __u32 path)
 	return 0;
 }
 
-SEC("perf_event")
-int sample_ksym(struct bpf_perf_event_data *ctx)
+static __always_inline int via_ksym(void)
 {
 	if (!&runqueues)
 		return sample_rq(NULL, RQS_PATH_BROKEN);
 	return sample_rq((struct rq *)bpf_this_cpu_ptr(&runqueues), RQS_PATH_KSYM);
 }
 
-SEC("perf_event")
-int sample_task(struct bpf_perf_event_data *ctx)
+static __always_inline int via_task(void)
 {
 	struct task_struct *t = (void *)bpf_get_current_task();
 
@@ -261,6 +260,61 @@ int sample_task(struct bpf_perf_event_data *ctx)
 	    !bpf_core_field_exists(((struct cfs_rq *)0)->rq))
 		return sample_rq(NULL, RQS_PATH_BROKEN);
 	return sample_rq(BPF_CORE_READ(t, se.cfs_rq, rq), RQS_PATH_TASK);
+}
+
+SEC("perf_event")
+int sample_ksym(struct bpf_perf_event_data *ctx)
+{
+	return via_ksym();
+}
+
+SEC("perf_event")
+int sample_task(struct bpf_perf_event_data *ctx)
+{
+	return via_task();
+}
+
+/*
+ * The tracepoint trigger, where no perf event may be opened (Debian's
+ * kernel.perf_event_paranoid = 3 wants CAP_SYS_ADMIN for any): sched_stat_runtime
+ * fires at each scheduler tick of a CPU that runs a CFS task (update_curr), and
+ * sched_switch at each switch, both on the CPU whose rq they read (the current
+ * task's). A CPU samples itself at most once every min_gap_ns. A CPU that only runs
+ * an RT task, or idles, takes no tick samples: as with a silent perf event, userspace
+ * then tells idle from held through /proc/stat.
+ */
+const volatile __u64 min_gap_ns = 0;
+
+static __always_inline int too_soon(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct rqs_cpu *rec = bpf_map_lookup_elem(&cpus, &cpu);
+
+	return !rec || (rec->samples && bpf_ktime_get_ns() - rec->ts_ns < min_gap_ns);
+}
+
+SEC("tp_btf/sched_stat_runtime")
+int tick_ksym(void *ctx)
+{
+	return too_soon() ? 0 : via_ksym();
+}
+
+SEC("tp_btf/sched_stat_runtime")
+int tick_task(void *ctx)
+{
+	return too_soon() ? 0 : via_task();
+}
+
+SEC("tp_btf/sched_switch")
+int switch_ksym(void *ctx)
+{
+	return too_soon() ? 0 : via_ksym();
+}
+
+SEC("tp_btf/sched_switch")
+int switch_task(void *ctx)
+{
+	return too_soon() ? 0 : via_task();
 }
 
 SEC("iter/task")

@@ -1,5 +1,5 @@
 /*
- * The kernel types rqsample.bpf.c and rqlat.bpf.c read, for a build machine without
+ * The kernel types rqsample.bpf.c, rqlat.bpf.c and rqevents.bpf.c read, for a build machine without
  * /sys/kernel/btf/vmlinux (the Makefile prefers a vmlinux.h that bpftool dumps from
  * the building kernel's BTF). Only the fields the programs use, with the kernel's
  * names and types; preserve_access_index makes every access a CO-RE relocation, so
@@ -16,6 +16,8 @@
 #include <linux/bpf_perf_event.h>
 
 typedef _Bool bool;
+typedef int pid_t;
+typedef __u32 dev_t;
 
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
 
@@ -67,6 +69,27 @@ struct cpumask {
 
 typedef struct cpumask cpumask_t;
 
+struct super_block {
+	dev_t s_dev;                  /* the kernel's encoding: major << 20 | minor */
+};
+
+struct inode {
+	unsigned long i_ino;
+	struct super_block *i_sb;
+};
+
+struct file {
+	struct inode *f_inode;
+};
+
+struct mm_struct {
+	struct file *exe_file;
+};
+
+struct linux_binprm {
+	struct file *file;
+};
+
 struct task_struct {
 	struct thread_info thread_info;
 	unsigned int __state;
@@ -77,6 +100,8 @@ struct task_struct {
 	int tgid;
 	struct css_set *cgroups;
 	__u64 start_boottime;
+	struct task_struct *real_parent;
+	struct mm_struct *mm;
 	char comm[16];
 	cpumask_t cpus_mask;
 };

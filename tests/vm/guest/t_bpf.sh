@@ -1,7 +1,9 @@
 # The bpf sampler on this guest's kernel (Debian's, 6.1): it starts, says which way
 # it reaches the run queues (the runqueues ksym where /proc/kallsyms names it, that
 # is CONFIG_KALLSYMS_ALL; else the current task), lists a hog pinned to CPU 1 on
-# CPU 1, and once running has CAP_PERFMON and CAP_SYS_ADMIN no longer effective.
+# CPU 1, and once running has CAP_PERFMON and CAP_SYS_ADMIN no longer effective. The
+# other BPF programs load on 6.1 too: the run-queue wait histograms and the fork, exec
+# and exit events.
 . /tests/lib.sh
 REC=/tmp/$NAME.rec
 hog 1
@@ -10,6 +12,8 @@ DAEMON_CONF="sampler = bpf"
 start_daemon -n --record "$REC"
 check "the daemon runs" wait_running
 check "with the bpf sampler" grep -q "running: sampler bpf" "$LOG"
+check "the run-queue wait histograms load" grep -q "^rqbalanced: run-queue wait histograms: on" "$LOG"
+check "and the BPF event source" grep -q "^rqbalanced: latency: fork, exec and exit events from BPF" "$LOG"
 grep "bpf: rq via\|capabilities:" "$LOG"
 if grep -q ' runqueues$' /proc/kallsyms; then
 	check "kallsyms names runqueues: rq via the runqueues ksym" \
