@@ -21,7 +21,8 @@ DAEMON_SRC = \
 	daemon/log.c daemon/cpumask.c daemon/conf.c \
 	daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c daemon/sample/ident.c \
 	daemon/sample/sampler.c daemon/sample/kfeatures.c daemon/sample/procconn.c \
-	daemon/sample/bpf.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/caps.c \
+	daemon/sample/bpf.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/sample/cgmembers.c \
+	daemon/caps.c \
 	daemon/snapshot.c \
 	daemon/policy/spread.c daemon/policy/rules.c daemon/policy/latency.c \
 	daemon/plan.c \
@@ -33,7 +34,7 @@ DAEMON_SRC = \
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/main.o
 
-UNIT_TESTS = conf latency perm cpumask topo snapshot policy plan proc journal act kfeatures ctl cgsd procconn \
+UNIT_TESTS = conf latency perm cpumask topo snapshot policy plan proc journal act kfeatures ctl cgsd cgm procconn \
 	rules ident bpf rqlat bpfev
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 

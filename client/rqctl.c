@@ -391,6 +391,26 @@ static void print_list(char *p, size_t len, bool json)
 			printf(", \"value\": %s, \"source\": ", v);
 			json_string(src, strlen(src));
 			printf(", \"weight\": %s, \"idle\": %s}", w, idle);
+		} else if (!strcmp(kind, "unit")) {
+			const char *path = field(&line), *unit = field(&line), *v = field(&line),
+				   *w = field(&line), *idle = field(&line), *why = field(&line);
+			bool set = !strcmp(why, "-");
+
+			if (!json) {
+				printf("%-8s %-8s %5s %-8s %-7s %10s  %-20s %-16s %s %s%s%s%s\n", "-", "-",
+				       strcmp(v, "127") ? v : "-", "unit", "-", "-", path, "-", unit,
+				       set ? "(weight " : "not set: ", set ? w : why,
+				       set && !strcmp(idle, "1") ? ", idle" : "", set ? ")" : "");
+				continue;
+			}
+			printf("%s{\"kind\": \"unit\", \"cgroup\": ", first ? "" : ", ");
+			json_string(path, strlen(path));
+			printf(", \"unit\": ");
+			json_string(unit, strlen(unit));
+			printf(", \"value\": %s, \"weight\": %s, \"idle\": %s, \"why\": ",
+			       strcmp(v, "127") ? v : "null", set ? w : "null", idle);
+			json_string(set ? "" : why, set ? 0 : strlen(why));
+			printf("}");
 		} else if (!strcmp(kind, "truncated")) {
 			fprintf(stderr, "rqctl: list: cut short; %s entries in all\n", field(&line));
 			continue;

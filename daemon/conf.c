@@ -70,7 +70,8 @@ const struct conf_key conf_keys[] = {
 	{ "latency", "class_cgroups", CONF_ENUM, 0, 0, class_names, "auto", OFF(lat_class),
 	  "Give a task with a latency-nice value the weight of that nice value through a "
 	  "class cgroup of rqbalance's own: yes, no, or auto (yes where systemd is not the "
-	  "init system and a cpu controller is mounted).", true },
+	  "init system and a cpu controller is mounted). Where systemd is, the unit of a "
+	  "process whose processes all have the value gets it as CPUWeight instead.", true },
 	{ "latency", "cgroup_root", CONF_STR, 0, 0, NULL, "", OFF(lat_cgroup_root),
 	  "Where the class cgroups are made, as a path in the cpu hierarchy; empty: its top. "
 	  "A weight counts only against siblings, so a class below a parent of default "
@@ -82,7 +83,7 @@ const struct conf_key conf_keys[] = {
 	INT("latency", "batch_from", 1, 20, "10", lat_batch_from,
 	    "Tasks at this value or above run SCHED_BATCH; 20 = never."),
 	{ "latency", "idle_at_19", CONF_BOOL, 0, 0, NULL, "no", OFF(lat_idle_at_19),
-	  "At 19 a task runs SCHED_IDLE and a cgroup gets cpu.idle.", false },
+	  "At 19 a task runs SCHED_IDLE and a cgroup gets cpu.idle (a unit CPUWeight=idle).", false },
 	{ "latency", "uclamp", CONF_BOOL, 0, 0, NULL, "yes", OFF(lat_uclamp),
 	  "Set uclamp min (negative values) and max (positive values) where the kernel has it.",
 	  false },

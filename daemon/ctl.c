@@ -336,13 +336,16 @@ static int target_facts(struct conn *c, const struct target *t, struct perm_fact
 	return 0;
 }
 
-static int permitted(struct conn *c, const struct target *t, int want, const char **why)
+/* *ret_trusted: the peer may give any task any value (root, ctl_group, CAP_SYS_NICE). */
+static int permitted(struct conn *c, const struct target *t, int want, bool *ret_trusted,
+		     const char **why)
 {
 	struct perm_facts f = { .peer_euid = c->cred.uid, .want = want };
 
 	f.admin = may_control(c, &c->srv->d->conf);
 	if (!f.admin)
 		f.cap_sys_nice = peer_cap_sys_nice(c);
+	*ret_trusted = f.admin || f.cap_sys_nice;
 	if (target_facts(c, t, &f) < 0) {
 		*why = t->kind == TGT_CGROUP ? "no such cgroup in the cpu hierarchy" : "no such task";
 		return t->kind == TGT_CGROUP ? -ENOENT : -ESRCH;
@@ -350,8 +353,34 @@ static int permitted(struct conn *c, const struct target *t, int want, const cha
 	return perm_check(&f, why);
 }
 
-static int do_set(struct conn *c, const struct target *t, int v, char *out, size_t size,
-		  const char **why)
+/*
+ * Where systemd owns the cgroups: the unit of process tgid, and what it got for the
+ * process's value, or why it got nothing (then only the task's nice applies).
+ */
+static void unit_text(const struct daemon *d, pid_t tgid, char *out, size_t size)
+{
+	const struct lm_unit *u = lm_unit_of(&d->lm, tgid);
+	const struct lat_cg_entry *g = u ? latact_find_cgroup(&d->lat, u->cgroup) : NULL;
+	char w[32] = "-";
+
+	if (!u) {
+		out[0] = '\0';
+		return;
+	}
+	if (g && g->set_idle != 1 && g->set_weight != 0)
+		snprintf(w, sizeof(w), "%" PRIu64, g->set_weight);
+	else if (g)
+		snprintf(w, sizeof(w), "idle");
+	snprintf(out, size, "unit %s\nunit_weight %s\n%s%s%s", u->unit[0] ? u->unit : "-", w,
+		 u->d.why[0] || u->act_why[0] ? "unit_why " : "",
+		 u->d.why[0] ? u->d.why : u->act_why, u->d.why[0] || u->act_why[0] ? "\n" : "");
+	if (g && !g->by_procs)
+		snprintf(out + strlen(out), size - strlen(out),
+			 "unit_why the cgroup has a value of its own (rqctl set -g)\n");
+}
+
+static int do_set(struct conn *c, const struct target *t, int v, bool trusted, char *out,
+		  size_t size, const char **why)
 {
 	struct daemon *d = c->srv->d;
 	char source[48];
@@ -360,7 +389,7 @@ static int do_set(struct conn *c, const struct target *t, int v, char *out, size
 	snprintf(source, sizeof(source), "ctl uid %u", c->cred.uid);
 	switch (t->kind) {
 	case TGT_PID:
-		r = lm_set_process(&d->lm, t->pid, v, source, false, why);
+		r = lm_set_process(&d->lm, t->pid, v, source, trusted, why);
 		break;
 	case TGT_TID:
 		r = lm_set_thread(&d->lm, t->pid, v, source, why);
@@ -378,8 +407,11 @@ static int do_set(struct conn *c, const struct target *t, int v, char *out, size
 		for (size_t i = 0; i < d->lat.n; i++)
 			r += d->lat.e[i].tgid == t->pid;
 	}
-	if (r >= 0)
+	if (r >= 0) {
 		snprintf(out, size, "tasks %d\n", r);
+		if (t->kind == TGT_PID)
+			unit_text(d, t->pid, out + strlen(out), size - strlen(out));
+	}
 	return r < 0 ? r : 0;
 }
 
@@ -415,6 +447,8 @@ static int do_get(struct conn *c, const struct target *t, char *out, size_t size
 		knobs_text(&e->set, knobs, sizeof(knobs));
 	snprintf(out, size, "value %d\nsource %s\nscope %s\ntasks %zu\n%s", p ? p->value : e->value,
 		 p ? p->source : e->source, p ? "process" : "thread", ntasks, knobs);
+	if (p)
+		unit_text(d, t->pid, out + strlen(out), size - strlen(out));
 	return 0;
 }
 
@@ -449,9 +483,21 @@ static char *list_text(const struct daemon *d)
 			e->set.cgroup[0] ? e->set.cgroup : "-", comm);
 		fflush(f);
 	}
+	for (size_t i = 0; i < d->lm.nu && len < CTL_MAX_PAYLOAD - 512; i++) {
+		const struct lm_unit *u = &d->lm.u[i];
+		const struct lat_cg_entry *g = latact_find_cgroup(&d->lat, u->cgroup);
+
+		fprintf(f, "unit\t%s\t%s\t%d\t%" PRIu64 "\t%d\t%s\n", u->cgroup,
+			u->unit[0] ? u->unit : "-", g ? g->value : u->d.value,
+			g ? g->set_weight : 0, g ? g->set_idle : -1,
+			u->d.why[0] ? u->d.why : u->act_why[0] ? u->act_why : "-");
+		fflush(f);
+	}
 	for (size_t i = 0; i < d->lat.ncg && len < CTL_MAX_PAYLOAD - 512; i++) {
 		const struct lat_cg_entry *g = &d->lat.cg[i];
 
+		if (g->by_procs)
+			continue;
 		fprintf(f, "cgroup\t%s\t%d\t%s\t%" PRIu64 "\t%d\n", g->path, g->value, g->source,
 			g->set_weight, g->set_idle);
 		fflush(f);
@@ -489,8 +535,9 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 {
 	struct daemon *d = c->srv->d;
 	const char *why = NULL;
-	char text[1024], v[32];
+	char text[2048], v[32];
 	struct target t;
+	bool trusted = false;
 	int value = 0, r;
 
 	if (m->hdr.type == CTL_LIST) {
@@ -512,7 +559,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 	     ctl_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
 	     lat_parse(v, &value, &why) < 0))
 		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");
-	r = permitted(c, &t, m->hdr.type == CTL_SET ? value : 0, &why);
+	r = permitted(c, &t, m->hdr.type == CTL_SET ? value : 0, &trusted, &why);
 	if (r < 0) {
 		log_notice("ctl: %s refused to uid %u (pid %d): %s", ctl_type_name(m->hdr.type),
 			   c->cred.uid, c->cred.pid, why);
@@ -523,7 +570,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 		return r < 0 ? reply_err(c, m->hdr.seq, -r, "not managed by rqbalance")
 			     : reply(c, CTL_OK, m->hdr.seq, text);
 	}
-	r = do_set(c, &t, value, text, sizeof(text), &why);
+	r = do_set(c, &t, value, trusted, text, sizeof(text), &why);
 	if (r < 0)
 		return reply_err(c, m->hdr.seq, -r, why ? why : strerror(-r));
 	if (t.kind == TGT_CGROUP)

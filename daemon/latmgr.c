@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
@@ -14,6 +15,8 @@
 
 #include "act.h"
 #include "bpfev.h"
+#include "cg_systemd.h"
+#include "cgmembers.h"
 #include "ident.h"
 #include "latmgr.h"
 #include "log.h"
@@ -177,9 +180,9 @@ static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 }
 
 static int set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
-		       bool from_rule, const char **ret_why)
+		       bool from_rule, bool trusted, const char **ret_why)
 {
-	struct lm_proc p = { .tgid = tgid, .value = v, .from_rule = from_rule };
+	struct lm_proc p = { .tgid = tgid, .value = v, .from_rule = from_rule, .trusted = trusted };
 	bool kthread;
 	int n, r;
 
@@ -196,13 +199,18 @@ static int set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 	if (n < 0)
 		return n;
 	r = proc_put(m, &p);
+	m->units_dirty = true;
 	return r < 0 ? r : n;
 }
 
-int lm_set_process(struct latmgr *m, pid_t tgid, int v, const char *source, bool from_rule,
+int lm_set_process(struct latmgr *m, pid_t tgid, int v, const char *source, bool trusted,
 		   const char **ret_why)
 {
-	return set_process(m, tgid, 0, v, source, from_rule, ret_why);
+	int r = set_process(m, tgid, 0, v, source, false, trusted, ret_why);
+
+	if (r >= 0)
+		lm_units_refresh(m);
+	return r;
 }
 
 int lm_set_thread(struct latmgr *m, pid_t tid, int v, const char *source, const char **ret_why)
@@ -231,6 +239,8 @@ int lm_reset_process(struct latmgr *m, pid_t tgid)
 	for (size_t i = m->la->n; i-- > 0;)
 		if (m->la->e[i].tgid == tgid && latact_task_reset(m->la, m->la->e[i].task.tid, 0) == 0)
 			n++;
+	if (had)
+		lm_units_refresh(m);
 	return had || n ? n : -ENOENT;
 }
 
@@ -313,7 +323,7 @@ static void apply_rules(struct latmgr *m, pid_t pid, const struct lm_exe *kx)
 	snprintf(source, sizeof(source), "rule %s", rule->name);
 	if (p && p->value == rule->latency_nice && strcmp(p->source, source) == 0)
 		return;
-	if (set_process(m, pid, start, rule->latency_nice, source, true, &why) < 0) {
+	if (set_process(m, pid, start, rule->latency_nice, source, true, true, &why) < 0) {
 		log_info("latency: rule %s matches process %d, not applied: %s", rule->name,
 			 (int)pid, why ? why : "failed");
 		return;
@@ -428,6 +438,9 @@ static void on_exit_event(struct latmgr *m, const struct pc_event *ev)
 		latact_task_gone(m->la, ev->tid);
 	if (ev->tid == ev->tgid && p && exit_is_about(ev, p->start_time))
 		proc_del(m, ev->tgid);
+	/* Any process that leaves may leave a unit whose other processes share a value. */
+	if (ev->tid == ev->tgid)
+		m->units_dirty = true;
 }
 
 static void on_event(void *ctx, const struct pc_event *ev)
@@ -621,13 +634,8 @@ static bool resync_now(struct latmgr *m, bool *ret_again)
 	return ++m->resync_wait % LM_RESYNC_TICKS == 0;
 }
 
-void lm_tick(struct latmgr *m)
+static void sweep(struct latmgr *m, bool resync)
 {
-	bool again, resync = resync_now(m, &again);
-
-	/* With events, exits arrive as such: a sweep now and then is enough. */
-	if (lm_has_events(m) && !resync && ++m->ticks % LM_SWEEP_TICKS != 0)
-		return;
 	latact_verify(m->la);
 	for (size_t i = m->np; i-- > 0;) {
 		uint64_t start;
@@ -639,8 +647,21 @@ void lm_tick(struct latmgr *m)
 	/* Without events, new threads are found by walking; with them, after losses. */
 	if (resync || (!lm_has_events(m) && m->np))
 		lm_rescan(m);
+}
+
+void lm_tick(struct latmgr *m)
+{
+	bool again, resync = resync_now(m, &again);
+	/* With events, exits arrive as such: a sweep now and then is enough. */
+	bool swept = !lm_has_events(m) || resync || ++m->ticks % LM_SWEEP_TICKS == 0;
+
+	if (swept)
+		sweep(m, resync);
 	if (again)
 		m->resync = true;
+	/* The sweep also finds processes moved into or out of a unit: no event tells. */
+	if (swept || m->units_dirty)
+		lm_units_refresh(m);
 }
 
 static const char *const bpf_what =
@@ -757,7 +778,9 @@ int lm_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, sd_ev
 	r = open_events(m, e);
 	if (r < 0)
 		return r;
+	m->units_on = la->o.systemd && la->cls.mount[0];
 	lm_rescan(m);
+	lm_units_refresh(m);
 	return 0;
 }
 
@@ -772,5 +795,169 @@ void lm_fini(struct latmgr *m)
 	bpfev_close(m->bev);
 	pc_close(m->pc);
 	free(m->p);
+	free(m->u);
 	memset(m, 0, sizeof(*m));
+}
+
+/* ---- units on a systemd host ---- */
+
+static struct lm_unit *unit_find(const struct latmgr *m, const char *cgroup)
+{
+	for (size_t i = 0; i < m->nu; i++)
+		if (strcmp(m->u[i].cgroup, cgroup) == 0)
+			return &m->u[i];
+	return NULL;
+}
+
+const struct lm_unit *lm_unit_of(const struct latmgr *m, pid_t tgid)
+{
+	char cg[LAT_PATH_MAX];
+
+	if (!m->units_on || cgm_task_cgroup(m->proc_root, tgid, m->la->cls.v2, cg, sizeof(cg)) < 0)
+		return NULL;
+	return unit_find(m, cg);
+}
+
+/* The unit of each managed process, found anew: those no longer holding one are unseen. */
+static void units_collect(struct latmgr *m)
+{
+	char cg[LAT_PATH_MAX];
+
+	for (size_t i = 0; i < m->nu; i++)
+		m->u[i].seen = false;
+	for (size_t i = 0; i < m->np; i++) {
+		struct lm_unit *u, *arr;
+
+		if (cgm_task_cgroup(m->proc_root, m->p[i].tgid, m->la->cls.v2, cg, sizeof(cg)) < 0)
+			continue;
+		u = unit_find(m, cg);
+		if (!u) {
+			arr = rqb_grow(m->u, &m->capu, m->nu, sizeof(*arr));
+			if (!arr)
+				continue;
+			m->u = arr;
+			u = &m->u[m->nu++];
+			memset(u, 0, sizeof(*u));
+			snprintf(u->cgroup, sizeof(u->cgroup), "%s", cg);
+			u->d.verdict = LAT_UNIT_SHARED;
+			u->d.value = LAT_NONE;
+		}
+		if (!u->seen)
+			u->pid = m->p[i].tgid;
+		u->seen = true;
+	}
+}
+
+/*
+ * The value a process in a unit carries. A child whose fork the connector has not
+ * yet reported (it started after the last event handled) is its managed parent's, as
+ * on_fork will make it: a forking workload does not flip its unit's weight.
+ */
+static void member_value(const struct latmgr *m, const struct cgm_proc *c, struct lat_member *ret)
+{
+	const struct lm_proc *p = lm_find_process(m, c->pid);
+	struct pc_event ev = { .ts_ns = m->last_event_ns };
+	uint64_t start, t = event_ticks(&ev);
+	bool kthread;
+
+	*ret = (struct lat_member){ .pid = c->pid, .ruid = c->ruid, .euid = c->euid,
+				    .value = LAT_NONE };
+	/* Within a clock tick of the last event counts as after it. */
+	if (!p && lm_has_events(m) && (p = lm_find_process(m, c->ppid)) != NULL &&
+	    (!t || task_info(c->pid, &start, &kthread) < 0 || start + 1 < t))
+		p = NULL;
+	if (p) {
+		ret->value = p->value;
+		ret->trusted = p->trusted;
+	}
+}
+
+/* What the unit's processes are, and what that decides for it. */
+static void unit_decide(struct latmgr *m, struct lm_unit *u, struct lat_unit_decision *ret)
+{
+	struct lat_unit_view v = { .cgroup = u->cgroup, .unit = "" };
+	struct lat_conf lc = m->la->lc;
+	struct lat_member *mem = NULL;
+	struct cgm_proc *procs = NULL;
+	size_t n = 0;
+	int r = cgsd_unit_for_cgroup(u->cgroup, u->unit, sizeof(u->unit));
+
+	if (r < 0)
+		u->unit[0] = '\0';
+	v.unit = u->unit;
+	v.delegated = r == -EPERM;
+	if (u->unit[0] && cgm_read(m->la->cls.mount, u->cgroup, m->proc_root, CGM_MAX_PROCS,
+				   &procs, &n, &v.truncated) == 0 &&
+	    (mem = calloc(n ? n : 1, sizeof(*mem))) != NULL) {
+		for (size_t i = 0; i < n; i++)
+			member_value(m, &procs[i], &mem[i]);
+		v.m = mem;
+		v.n = n;
+	}
+	lat_unit_decide(&lc, &v, ret);
+	free(procs);
+	free(mem);
+}
+
+static void unit_log(struct lm_unit *u, const struct lat_unit_decision *d)
+{
+	bool changed = !u->logged || u->d.verdict != d->verdict || u->d.value != d->value ||
+		       strcmp(u->d.why, d->why) != 0;
+
+	u->logged = true;
+	if (!changed)
+		return;
+	if (d->verdict == LAT_UNIT_OWN && u->act_r == 0 && d->weight)
+		log_info("latency: unit %s: its processes all have value %d: CPUWeight %" PRIu64,
+			 u->unit, d->value, d->weight);
+	else if (d->verdict == LAT_UNIT_OWN && u->act_r == 0)
+		log_info("latency: unit %s: its processes all have value %d: CPUWeight idle",
+			 u->unit, d->value);
+	else if (d->verdict == LAT_UNIT_OWN)
+		log_info("latency: unit %s: CPUWeight not set: %s", u->unit, u->act_why);
+	else
+		log_info("latency: process %d: %s", (int)u->pid, d->why);
+}
+
+static void unit_apply(struct latmgr *m, struct lm_unit *u)
+{
+	struct lat_unit_decision d;
+	const struct lm_proc *p = lm_find_process(m, u->pid);
+	const char *why = NULL;
+	char source[48];
+
+	unit_decide(m, u, &d);
+	u->act_r = 0;
+	u->act_why[0] = '\0';
+	if (d.verdict == LAT_UNIT_OWN) {
+		snprintf(source, sizeof(source), "unit of %s", p ? p->source : "processes");
+		u->act_r = latact_unit(m->la, u->cgroup, d.value, source, &why);
+		if (u->act_r < 0)
+			snprintf(u->act_why, sizeof(u->act_why), "%s", why ? why : strerror(-u->act_r));
+	} else {
+		latact_unit_release(m->la, u->cgroup);
+	}
+	unit_log(u, &d);
+	u->d = d;
+}
+
+void lm_units_refresh(struct latmgr *m)
+{
+	if (!m->units_on)
+		return;
+	m->units_dirty = false;
+	units_collect(m);
+	for (size_t i = m->nu; i-- > 0;) {
+		struct lm_unit *u = &m->u[i];
+
+		if (u->seen) {
+			unit_apply(m, u);
+			continue;
+		}
+		/* No managed process left in it: what rqbalance set goes back. */
+		if (latact_unit_release(m->la, u->cgroup) == 0)
+			log_info("latency: unit %s: no process with a value left: CPUWeight given back",
+				 u->unit[0] ? u->unit : u->cgroup);
+		m->u[i] = m->u[--m->nu];
+	}
 }

@@ -44,6 +44,7 @@ struct lat_cg_entry {
 	char source[48];
 	uint64_t prev_weight, set_weight; /* v1 shares, v2 / systemd weight */
 	int prev_idle, set_idle;    /* cpu.idle; -1 where there is none */
+	bool by_procs;              /* a unit weighted for its processes' value, not a target */
 };
 
 /* Where the class cgroups are, if anywhere. */
@@ -126,6 +127,16 @@ const struct lat_entry *latact_find(const struct latact *la, pid_t tid);
 int latact_cgroup(struct latact *la, const char *path, int v, const char *source,
 		  const char **ret_why);
 int latact_cgroup_reset(struct latact *la, const char *path);
+/*
+ * The unit that owns cgroup path (a systemd host only) gets the weight of value v for
+ * the processes in it, which all carry v (lat_unit_decide): journalled, and given back
+ * as a cgroup target's is. A cgroup given a value of its own (latact_cgroup) keeps it:
+ * -EEXIST. 0 or -errno with *ret_why.
+ */
+int latact_unit(struct latact *la, const char *path, int v, const char *source,
+		const char **ret_why);
+/* Gives back what latact_unit set on path; -ENOENT if it set nothing there. */
+int latact_unit_release(struct latact *la, const char *path);
 /* An absolute path, no . or .. components, no blanks, short enough. */
 bool latact_cgroup_path_ok(const char *path);
 const struct lat_cg_entry *latact_find_cgroup(const struct latact *la, const char *path);

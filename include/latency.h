@@ -11,7 +11,9 @@
 #define RQB_LATENCY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define LAT_MIN (-20)
 #define LAT_MAX 19
@@ -47,5 +49,53 @@ uint32_t lat_nice_weight(int nice);
 uint32_t lat_shares_to_weight(uint32_t shares);
 /* A value given as text: -20…19, with a reason on error. 0 or -EINVAL. */
 int lat_parse(const char *s, int *ret, const char **ret_reason);
+
+/*
+ * A process target on a systemd host. Each scope and service is a cgroup of systemd's,
+ * and where the cpu controller separates them (Debian enables it down to the user
+ * slices) a task's nice only counts inside its own unit. The unit's CPUWeight is what
+ * buys latency across units, and it weighs every process in the unit: rqbalance sets
+ * it only where every process in the unit's cgroup (and below) carries the same value,
+ * so that no process gets a weight nobody asked for it. Units of one user, or whose
+ * values all come from a trusted source (a rule, root, a CAP_SYS_NICE caller): a user's
+ * request never changes a unit that another user's process shares.
+ */
+struct lat_member {
+	pid_t pid;          /* a process in the unit's cgroup or below */
+	uint32_t ruid, euid;
+	int value;          /* its latency-nice value, LAT_NONE without one */
+	bool trusted;       /* the value came from a rule or a privileged caller */
+};
+
+enum lat_unit_verdict {
+	LAT_UNIT_OWN = 0,   /* every process carries the value: the unit gets its weight */
+	LAT_UNIT_NOT_A_UNIT,/* no systemd unit owns the cgroup (the root, a hand-made one) */
+	LAT_UNIT_DELEGATED, /* inside a unit's delegated subtree: the unit's payload's */
+	LAT_UNIT_SHARED,    /* processes without the value share the unit */
+	LAT_UNIT_OTHERS,    /* processes with another value share the unit */
+	LAT_UNIT_USERS,     /* another user's processes share it, on a user's request */
+	LAT_UNIT_TOO_MANY,  /* more processes than were read */
+};
+
+struct lat_unit_view {
+	const char *cgroup;            /* the cgroup path, as /proc/PID/cgroup gives it */
+	const char *unit;              /* its unit; "" when cgsd_unit_for_cgroup said none */
+	bool delegated;                /* the path lies in a unit's delegated subtree */
+	const struct lat_member *m;    /* its processes, those below included */
+	size_t n;
+	bool truncated;                /* there were more than n */
+};
+
+struct lat_unit_decision {
+	enum lat_unit_verdict verdict;
+	int value;                     /* the value the members carry (OWN), else LAT_NONE */
+	uint64_t weight;               /* systemd CPUWeight for it, 1…10000; 0 = idle (OWN) */
+	size_t others;                 /* members that keep the unit from being OWN */
+	char why[160];                 /* why not OWN, for rqctl get and the log; "" if OWN */
+};
+
+/* What the unit of a process target gets; the decision, pure. */
+void lat_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
+		     struct lat_unit_decision *ret);
 
 #endif

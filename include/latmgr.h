@@ -26,7 +26,23 @@ struct lm_proc {
 	uint64_t start_time;
 	int value;
 	bool from_rule;         /* a rule's: re-checked at exec and reload; ctl's win over it */
+	bool trusted;           /* given by a rule or a privileged caller (lat_member) */
 	char source[48];
+};
+
+/*
+ * A unit that holds a managed process, on a systemd host: whether its processes all
+ * carry one value, and so whether it has that value's CPUWeight (lat_unit_decide).
+ */
+struct lm_unit {
+	char cgroup[LAT_PATH_MAX];     /* the processes' cgroup, as /proc/PID/cgroup says */
+	char unit[LAT_PATH_MAX];       /* the unit that owns it; "" for none */
+	struct lat_unit_decision d;
+	pid_t pid;                     /* a managed process in it, for the log */
+	int act_r;                     /* the actuator's answer for OWN: 0 or -errno */
+	char act_why[96];              /* and its reason */
+	bool seen;                     /* a managed process is in it (this refresh) */
+	bool logged;                   /* the decision in d was logged */
 };
 
 struct lm_counters {
@@ -60,6 +76,10 @@ struct latmgr {
 	struct lm_counters cnt;
 	char pc_state[96];             /* "bpf", "connector", or "none (why)" */
 	char events_why[320];          /* what the source is and why, for --features */
+	bool units_on;                 /* systemd owns the cgroups: units are weighed */
+	bool units_dirty;              /* a process came, went or changed value: refresh */
+	struct lm_unit *u;             /* the units of managed processes */
+	size_t nu, capu;
 };
 
 /*
@@ -82,8 +102,12 @@ int lm_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, sd_ev
 	    const char *proc_root);
 void lm_fini(struct latmgr *m);
 
-/* A whole process (all threads now and later). 0 or -errno with *ret_why. */
-int lm_set_process(struct latmgr *m, pid_t tgid, int v, const char *source, bool from_rule,
+/*
+ * A whole process (all threads now and later). trusted: the caller may give any task
+ * any value (root, ctl_group, CAP_SYS_NICE): it may weigh a unit another user shares.
+ * 0 or -errno with *ret_why.
+ */
+int lm_set_process(struct latmgr *m, pid_t tgid, int v, const char *source, bool trusted,
 		   const char **ret_why);
 /* One thread only. */
 int lm_set_thread(struct latmgr *m, pid_t tid, int v, const char *source, const char **ret_why);
@@ -119,6 +143,15 @@ void lm_tick(struct latmgr *m);
 void lm_rules_changed(struct latmgr *m);
 /* Walks /proc: threads of managed processes, and processes the rules match. */
 void lm_rescan(struct latmgr *m);
+
+/*
+ * Units on a systemd host: finds the unit of each managed process, decides for each
+ * (lat_unit_decide) and gives it, or takes back, its processes' weight. The ctl
+ * requests call it at once; fork, exec and exit mark it due at the next tick.
+ */
+void lm_units_refresh(struct latmgr *m);
+/* The unit record of process tgid's cgroup, NULL if none. */
+const struct lm_unit *lm_unit_of(const struct latmgr *m, pid_t tgid);
 
 /* A task's process id from /proc/TID/status. 0 or -ESRCH. */
 int lm_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret);

@@ -883,11 +883,11 @@ static int owner_of(struct latact *la, struct lat_cg_entry *c, const char **ret_
 	return 0;
 }
 
-int latact_cgroup(struct latact *la, const char *path, int v, const char *source,
-		  const char **ret_why)
+static int cg_apply(struct latact *la, const char *path, int v, const char *source,
+		    bool by_procs, const char **ret_why)
 {
 	size_t i = cg_index(la, path);
-	struct lat_cg_entry c = { .value = v };
+	struct lat_cg_entry c = { .value = v, .by_procs = by_procs };
 	struct lat_knobs k;
 	struct stat st;
 	char dir[PATH_MAX];
@@ -904,6 +904,10 @@ int latact_cgroup(struct latact *la, const char *path, int v, const char *source
 	r = owner_of(la, &c, ret_why);
 	if (r < 0)
 		return r;
+	if (by_procs && !c.unit[0]) {
+		*ret_why = "no systemd unit owns it";
+		return -EINVAL;
+	}
 	if (!c.unit[0]) {
 		if (!la->cls.mount[0]) {
 			*ret_why = "no cpu controller is mounted";
@@ -952,6 +956,27 @@ int latact_cgroup(struct latact *la, const char *path, int v, const char *source
 	return 0;
 }
 
+int latact_cgroup(struct latact *la, const char *path, int v, const char *source,
+		  const char **ret_why)
+{
+	return cg_apply(la, path, v, source, false, ret_why);
+}
+
+int latact_unit(struct latact *la, const char *path, int v, const char *source,
+		const char **ret_why)
+{
+	const struct lat_cg_entry *c = latact_find_cgroup(la, path);
+
+	*ret_why = NULL;
+	if (c && !c->by_procs) {
+		*ret_why = "the cgroup has a value of its own (rqctl set -g)";
+		return -EEXIST;
+	}
+	if (c && c->value == v)
+		return 0;
+	return cg_apply(la, path, v, source, true, ret_why);
+}
+
 static void restore_cg(struct latact *la, const struct lat_cg_entry *c)
 {
 	uint64_t w;
@@ -995,6 +1020,15 @@ int latact_cgroup_reset(struct latact *la, const char *path)
 	memmove(&la->cg[i], &la->cg[i + 1], (la->ncg - i - 1) * sizeof(*la->cg));
 	la->ncg--;
 	return 0;
+}
+
+int latact_unit_release(struct latact *la, const char *path)
+{
+	const struct lat_cg_entry *c = latact_find_cgroup(la, path);
+
+	if (!c || !c->by_procs)
+		return -ENOENT;
+	return latact_cgroup_reset(la, path);
 }
 
 /* ---- journal replay: what a crashed run left ---- */

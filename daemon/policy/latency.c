@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "latency.h"
@@ -136,4 +137,84 @@ int lat_parse(const char *s, int *ret, const char **ret_reason)
 	}
 	*ret = (int)v;
 	return 0;
+}
+
+/* What keeps the members from one value: processes without it, or with another. */
+static void count_others(const struct lat_unit_view *v, int *ret_value, size_t *ret_none,
+			 size_t *ret_diff)
+{
+	int value = LAT_NONE;
+
+	*ret_none = *ret_diff = 0;
+	for (size_t i = 0; i < v->n; i++)
+		if (v->m[i].value != LAT_NONE) {
+			value = v->m[i].value;
+			break;
+		}
+	for (size_t i = 0; i < v->n; i++) {
+		if (v->m[i].value == LAT_NONE)
+			(*ret_none)++;
+		else if (v->m[i].value != value)
+			(*ret_diff)++;
+	}
+	*ret_value = value;
+}
+
+/* More than one user among the members, and a value some user gave, not a rule or root. */
+static bool users_differ_untrusted(const struct lat_unit_view *v)
+{
+	bool differ = false, untrusted = false;
+
+	for (size_t i = 0; i < v->n; i++) {
+		const struct lat_member *m = &v->m[i];
+
+		differ |= m->ruid != v->m[0].ruid || m->euid != v->m[0].ruid;
+		untrusted |= !m->trusted;
+	}
+	return differ && untrusted;
+}
+
+static void unit_refuse(struct lat_unit_decision *d, enum lat_unit_verdict verdict,
+			const char *why)
+{
+	d->verdict = verdict;
+	snprintf(d->why, sizeof(d->why), "%s: only the task's nice applies", why);
+}
+
+void lat_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
+		     struct lat_unit_decision *ret)
+{
+	struct lat_unit_decision d = { .value = LAT_NONE };
+	struct lat_knobs k;
+	size_t none, diff;
+	int value;
+
+	count_others(v, &value, &none, &diff);
+	if (v->delegated) {
+		unit_refuse(&d, LAT_UNIT_DELEGATED, "in a unit's delegated subtree (a user "
+			    "manager's, or a service's own), which is not rqbalance's to set");
+	} else if (!v->unit || !v->unit[0]) {
+		unit_refuse(&d, LAT_UNIT_NOT_A_UNIT, "its cgroup is no systemd unit's");
+	} else if (v->truncated) {
+		unit_refuse(&d, LAT_UNIT_TOO_MANY, "its unit has too many processes to check");
+	} else if (diff) {
+		d.others = diff;
+		d.verdict = LAT_UNIT_OTHERS;
+		snprintf(d.why, sizeof(d.why), "%s is shared with %zu process%s of another "
+			 "value: only the task's nice applies", v->unit, diff, diff == 1 ? "" : "es");
+	} else if (none || value == LAT_NONE) {
+		d.others = none;
+		d.verdict = LAT_UNIT_SHARED;
+		snprintf(d.why, sizeof(d.why), "%s is shared with %zu process%s without a "
+			 "value: only the task's nice applies; give it a scope of its own "
+			 "(systemd-run --scope)", v->unit, none, none == 1 ? "" : "es");
+	} else if (users_differ_untrusted(v)) {
+		unit_refuse(&d, LAT_UNIT_USERS, "its unit is shared with another user's "
+			    "processes, and a user's request changes no unit another user shares");
+	} else {
+		lat_map(c, value, &k);
+		d.value = value;
+		d.weight = k.cg_idle ? 0 : lat_shares_to_weight(k.shares);
+	}
+	*ret = d;
 }

@@ -12,7 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "act.h"
 #include "cg_systemd.h"
+#include "lat_act.h"
 #include "rqbalance.h"
 #include "unit.h"
 
@@ -614,6 +616,167 @@ static void systemctl_encoding(void **state)
 	assert_int_equal(rec.runtime, 0);
 }
 
+/* ---- a process target's unit: latact_unit, journalled and given back ---- */
+
+#define FOO_CG "/system.slice/foo.service"
+
+static void lat_dir(char *dir, size_t size)
+{
+	snprintf(dir, size, "/tmp/rqb-test-cgsd-lat.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+}
+
+static void lat_dir_rm(const char *dir)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/" LAT_JOURNAL_NAME, dir);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* A latency actuator on the fake systemd, as the daemon makes one on a systemd host. */
+static int lat_open(const struct fixture *f, const char *dir, struct latact *la)
+{
+	struct latact_opts o = { .journal_dir = dir, .systemd = true, .bus_address = f->address,
+				 .mounts_file = "/dev/null" };
+	struct lat_conf lc = { .batch_from = 10 };
+
+	return latact_init(la, &act_linux_ops, &o, &lc);
+}
+
+static uint64_t foo_weight(const struct fixture *f)
+{
+	uint64_t w = 42;
+
+	assert_int_equal(cgsd_get_weight(f->bus, "foo.service", &w, NULL, 0), 0);
+	return w;
+}
+
+/* Both sides of the mapping on the unit, then given back: CPUWeight "[not set]" again. */
+static void unit_weight_given_back_at_release(void **state)
+{
+	struct fixture *f = bus_fixture(state);
+	struct latact la;
+	const char *why;
+	char dir[64];
+	uint32_t calls;
+
+	lat_dir(dir, sizeof(dir));
+	assert_int_equal(lat_open(f, dir, &la), 0);
+	assert_int_equal(latact_unit(&la, FOO_CG, -20, "unit of ctl uid 0", &why), 0);
+	assert_int_equal(foo_weight(f), 8668);
+	assert_true(latact_find_cgroup(&la, FOO_CG)->by_procs);
+	assert_true(latact_find_cgroup(&la, FOO_CG)->prev_weight == CGSD_WEIGHT_UNSET);
+	/* The same value again asks systemd nothing. */
+	calls = read_record(f->bus).calls;
+	assert_int_equal(latact_unit(&la, FOO_CG, -20, "unit of ctl uid 0", &why), 0);
+	assert_int_equal(read_record(f->bus).calls, calls);
+	assert_int_equal(latact_unit(&la, FOO_CG, 19, "unit of ctl uid 0", &why), 0);
+	assert_int_equal(foo_weight(f), 1);
+	assert_int_equal(read_record(f->bus).runtime, 1);
+	assert_true(latact_find_cgroup(&la, FOO_CG)->prev_weight == CGSD_WEIGHT_UNSET);
+	assert_int_equal(latact_unit_release(&la, FOO_CG), 0);
+	assert_true(foo_weight(f) == CGSD_WEIGHT_UNSET);
+	assert_null(latact_find_cgroup(&la, FOO_CG));
+	assert_int_equal(latact_unit_release(&la, FOO_CG), -ENOENT);
+	latact_fini(&la);
+	lat_dir_rm(dir);
+}
+
+static void unit_weight_given_back_at_stop(void **state)
+{
+	struct fixture *f = bus_fixture(state);
+	struct latact la;
+	const char *why;
+	char dir[64];
+
+	lat_dir(dir, sizeof(dir));
+	assert_int_equal(lat_open(f, dir, &la), 0);
+	assert_int_equal(latact_unit(&la, FOO_CG, 10, "unit of rule x", &why), 0);
+	assert_int_equal(foo_weight(f), 11);
+	latact_fini(&la);
+	assert_true(foo_weight(f) == CGSD_WEIGHT_UNSET);
+	lat_dir_rm(dir);
+}
+
+/* A daemon killed with the weight set: the next start gives it back from the journal. */
+static void unit_weight_given_back_after_a_crash(void **state)
+{
+	struct fixture *f = bus_fixture(state);
+	struct latact la;
+	char dir[64];
+	int status;
+	pid_t pid;
+
+	lat_dir(dir, sizeof(dir));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		const char *why;
+
+		/* No latact_fini: gone as a killed daemon is, journal and all. */
+		_exit(lat_open(f, dir, &la) == 0 &&
+		      latact_unit(&la, FOO_CG, -5, "unit of ctl uid 0", &why) == 0 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(foo_weight(f), 305);
+	assert_int_equal(lat_open(f, dir, &la), 0);
+	assert_true(foo_weight(f) == CGSD_WEIGHT_UNSET);
+	assert_int_equal(la.cnt.restored, 1);
+	latact_fini(&la);
+	lat_dir_rm(dir);
+}
+
+/* Someone changed the weight since: that is theirs, and stays. */
+static void unit_weight_changed_since_is_left_alone(void **state)
+{
+	struct fixture *f = bus_fixture(state);
+	struct latact la;
+	const char *why;
+	char dir[64];
+
+	lat_dir(dir, sizeof(dir));
+	assert_int_equal(lat_open(f, dir, &la), 0);
+	assert_int_equal(latact_unit(&la, FOO_CG, -20, "unit of ctl uid 0", &why), 0);
+	assert_int_equal(cgsd_set_weight(f->bus, "foo.service", 500, NULL, 0), 0);
+	assert_int_equal(latact_unit_release(&la, FOO_CG), 0);
+	assert_int_equal(foo_weight(f), 500);
+	assert_int_equal(la.cnt.left_alone, 1);
+	latact_fini(&la);
+	assert_int_equal(foo_weight(f), 500);
+	assert_int_equal(cgsd_set_weight(f->bus, "foo.service", CGSD_WEIGHT_UNSET, NULL, 0), 0);
+	lat_dir_rm(dir);
+}
+
+/*
+ * A cgroup given a value of its own keeps it; a unit's processes never weigh what is
+ * not a unit, nor anything in a delegated subtree.
+ */
+static void unit_weight_refused(void **state)
+{
+	struct fixture *f = bus_fixture(state);
+	struct latact la;
+	const char *why;
+	char dir[64];
+
+	lat_dir(dir, sizeof(dir));
+	assert_int_equal(lat_open(f, dir, &la), 0);
+	assert_int_equal(latact_cgroup(&la, FOO_CG, -5, "ctl uid 0", &why), 0);
+	assert_int_equal(latact_unit(&la, FOO_CG, -20, "unit of ctl uid 0", &why), -EEXIST);
+	assert_non_null(strstr(why, "a value of its own"));
+	assert_int_equal(latact_unit_release(&la, FOO_CG), -ENOENT);
+	assert_int_equal(foo_weight(f), 305);
+	assert_int_equal(latact_cgroup_reset(&la, FOO_CG), 0);
+	assert_true(foo_weight(f) == CGSD_WEIGHT_UNSET);
+	assert_int_equal(latact_unit(&la, "/mygroup", -20, "x", &why), -EINVAL);
+	assert_int_equal(latact_unit(&la, FOO_CG "/sub", -20, "x", &why), -EPERM);
+	assert_int_equal(la.ncg, 0);
+	latact_fini(&la);
+	lat_dir_rm(dir);
+}
+
 /* Last: it stops the fake. */
 static void no_systemd_on_bus(void **state)
 {
@@ -638,6 +801,11 @@ int main(void)
 		cmocka_unit_test(weight_of_slice_and_scope),
 		cmocka_unit_test(weight_errors),
 		cmocka_unit_test(systemctl_encoding),
+		cmocka_unit_test(unit_weight_given_back_at_release),
+		cmocka_unit_test(unit_weight_given_back_at_stop),
+		cmocka_unit_test(unit_weight_given_back_after_a_crash),
+		cmocka_unit_test(unit_weight_changed_since_is_left_alone),
+		cmocka_unit_test(unit_weight_refused),
 		cmocka_unit_test(no_systemd_on_bus),
 	};
 

@@ -177,6 +177,136 @@ static void boost_bound_is_a_weight(void **state)
 	assert_int_equal(map(&c, -20).shares, 88761);
 }
 
+/* ---- a process target's unit on a systemd host: own, or shared ---- */
+
+static struct lat_unit_decision decide(const struct lat_conf *c, const char *unit,
+				       const struct lat_member *m, size_t n)
+{
+	struct lat_unit_view v = { .cgroup = "/x", .unit = unit, .m = m, .n = n };
+	struct lat_unit_decision d;
+
+	memset(&d, 0x5a, sizeof(d));
+	lat_unit_decide(c, &v, &d);
+	return d;
+}
+
+#define MEMBER(pid_, uid_, v_, trusted_) \
+	{ .pid = (pid_), .ruid = (uid_), .euid = (uid_), .value = (v_), .trusted = (trusted_) }
+
+/* Every process in the unit carries the value: the unit gets its weight, either side. */
+static void unit_of_its_own(void **state)
+{
+	struct lat_member one[] = { MEMBER(10, 1000, -20, true) };
+	struct lat_member three[] = { MEMBER(10, 1000, 19, false), MEMBER(11, 1000, 19, false),
+				      MEMBER(12, 1000, 19, false) };
+	struct lat_conf c = defaults;
+	struct lat_unit_decision d = decide(&c, "run-r1.scope", one, 1);
+
+	assert_int_equal(d.verdict, LAT_UNIT_OWN);
+	assert_int_equal(d.value, -20);
+	assert_int_equal(d.weight, 8668); /* 88761 shares on systemd's 100 scale */
+	assert_string_equal(d.why, "");
+	d = decide(&c, "hogs.scope", three, 3);
+	assert_int_equal(d.verdict, LAT_UNIT_OWN);
+	assert_int_equal(d.value, 19);
+	assert_int_equal(d.weight, 1); /* 15 shares: 1.5, never below 1 */
+	one[0].value = 0;
+	assert_int_equal(decide(&c, "a.service", one, 1).weight, 100);
+	one[0].value = 5;
+	assert_int_equal(decide(&c, "a.service", one, 1).weight, 33);
+}
+
+/* The mapping's settings hold for the unit too: the boost's cap, idle at 19. */
+static void unit_follows_the_mapping(void **state)
+{
+	struct lat_member one[] = { MEMBER(10, 0, -20, true) };
+	struct lat_conf c = defaults;
+
+	c.boost_cpu_pct = 75;
+	assert_int_equal(decide(&c, "a.scope", one, 1).weight, 300); /* 3072 shares */
+	one[0].value = 19;
+	c.idle_at_19 = true;
+	assert_int_equal(decide(&c, "a.scope", one, 1).verdict, LAT_UNIT_OWN);
+	assert_int_equal(decide(&c, "a.scope", one, 1).weight, 0);
+	one[0].value = 18;
+	assert_int_equal(decide(&c, "a.scope", one, 1).weight, 2);
+}
+
+/* A login shell beside the process: the unit stays as it is, and the reason says what to do. */
+static void unit_shared_with_processes_without_a_value(void **state)
+{
+	struct lat_member m[] = { MEMBER(10, 1000, LAT_NONE, false), MEMBER(11, 1000, -5, true),
+				  MEMBER(12, 1000, LAT_NONE, false) };
+	struct lat_unit_decision d = decide(&defaults, "session-2.scope", m, 3);
+
+	assert_int_equal(d.verdict, LAT_UNIT_SHARED);
+	assert_int_equal(d.value, LAT_NONE);
+	assert_int_equal(d.others, 2);
+	assert_non_null(strstr(d.why, "session-2.scope is shared with 2 processes without a value"));
+	assert_non_null(strstr(d.why, "only the task's nice applies"));
+	assert_non_null(strstr(d.why, "systemd-run --scope"));
+	/* Nobody with a value left (the managed process moved out). */
+	assert_int_equal(decide(&defaults, "session-2.scope", m, 1).verdict, LAT_UNIT_SHARED);
+	assert_int_equal(decide(&defaults, "session-2.scope", m, 0).verdict, LAT_UNIT_SHARED);
+}
+
+static void unit_shared_with_another_value(void **state)
+{
+	struct lat_member m[] = { MEMBER(10, 1000, -5, true), MEMBER(11, 1000, 19, true) };
+	struct lat_unit_decision d = decide(&defaults, "a.service", m, 2);
+
+	assert_int_equal(d.verdict, LAT_UNIT_OTHERS);
+	assert_int_equal(d.others, 1);
+	assert_non_null(strstr(d.why, "a.service is shared with 1 process of another value"));
+}
+
+/*
+ * Another user's process in the unit: a user's request never changes it, even when the
+ * values agree; values a rule or root gave do (a service that drops privileges).
+ */
+static void unit_of_two_users(void **state)
+{
+	struct lat_member m[] = { MEMBER(10, 1000, 19, false), MEMBER(11, 1001, 19, true) };
+	struct lat_unit_decision d = decide(&defaults, "a.scope", m, 2);
+
+	assert_int_equal(d.verdict, LAT_UNIT_USERS);
+	assert_non_null(strstr(d.why, "another user's processes"));
+	m[0].trusted = true;
+	assert_int_equal(decide(&defaults, "a.scope", m, 2).verdict, LAT_UNIT_OWN);
+	/* An effective uid counts as its own user: a setuid program. */
+	m[0].trusted = false;
+	m[1].ruid = 1000;
+	m[1].euid = 0;
+	assert_int_equal(decide(&defaults, "a.scope", m, 2).verdict, LAT_UNIT_USERS);
+	m[1].euid = 1000;
+	assert_int_equal(decide(&defaults, "a.scope", m, 2).verdict, LAT_UNIT_OWN);
+}
+
+/* Not rqbalance's to set: a delegated subtree, no unit, a unit too big to check. */
+static void unit_refused(void **state)
+{
+	struct lat_member one[] = { MEMBER(10, 1000, -20, true) };
+	struct lat_unit_view v = { .cgroup = "/user.slice/user-1000.slice/user@1000.service/app.slice/a.scope",
+				   .unit = "", .delegated = true, .m = one, .n = 1 };
+	struct lat_unit_decision d;
+
+	lat_unit_decide(&defaults, &v, &d);
+	assert_int_equal(d.verdict, LAT_UNIT_DELEGATED);
+	assert_non_null(strstr(d.why, "delegated subtree"));
+	assert_non_null(strstr(d.why, "only the task's nice applies"));
+	v.delegated = false;
+	lat_unit_decide(&defaults, &v, &d);
+	assert_int_equal(d.verdict, LAT_UNIT_NOT_A_UNIT);
+	v.unit = NULL;
+	lat_unit_decide(&defaults, &v, &d);
+	assert_int_equal(d.verdict, LAT_UNIT_NOT_A_UNIT);
+	v.unit = "a.scope";
+	v.truncated = true;
+	lat_unit_decide(&defaults, &v, &d);
+	assert_int_equal(d.verdict, LAT_UNIT_TOO_MANY);
+	assert_int_equal(d.value, LAT_NONE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -190,6 +320,12 @@ int main(void)
 		cmocka_unit_test(weights_convert_to_cgroup2),
 		cmocka_unit_test(parse),
 		cmocka_unit_test(boost_bound_is_a_weight),
+		cmocka_unit_test(unit_of_its_own),
+		cmocka_unit_test(unit_follows_the_mapping),
+		cmocka_unit_test(unit_shared_with_processes_without_a_value),
+		cmocka_unit_test(unit_shared_with_another_value),
+		cmocka_unit_test(unit_of_two_users),
+		cmocka_unit_test(unit_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,129 @@
+/*
+ * Who is in a cgroup and below, and a process's cgroup: cgm_* on a fake cgroup tree
+ * and a fake /proc made in a temporary directory.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgmembers.h"
+#include "rqbalance.h"
+#include "unit.h"
+
+static char top[64];
+
+static void put(const char *rel, const char *text)
+{
+	char path[PATH_MAX], dir[PATH_MAX], *slash;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", top, rel);
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (slash = strchr(dir + strlen(top) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(dir, 0755);
+		*slash = '/';
+	}
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void proc(int pid, int ppid, int ruid, int euid)
+{
+	char rel[64], text[256];
+
+	snprintf(rel, sizeof(rel), "proc/%d/status", pid);
+	snprintf(text, sizeof(text), "Name:\tx\nUmask:\t0022\nState:\tS\nTgid:\t%d\nPid:\t%d\n"
+		 "PPid:\t%d\nTracerPid:\t0\nUid:\t%d\t%d\t%d\t%d\n", pid, pid, ppid, ruid, euid,
+		 euid, euid);
+	put(rel, text);
+}
+
+static int setup(void **state)
+{
+	snprintf(top, sizeof(top), "/tmp/rqb-test-cgm.XXXXXX");
+	assert_non_null(mkdtemp(top));
+	put("cg/user.slice/a.scope/cgroup.procs", "101\n102\n999\n");
+	put("cg/user.slice/a.scope/sub/cgroup.procs", "103\n");
+	put("cg/user.slice/empty.scope/cgroup.procs", "");
+	proc(101, 1, 1000, 1000);
+	proc(102, 101, 1000, 0);
+	proc(103, 102, 1001, 1001);
+	/* 999 is listed but gone: it exited while being read */
+	put("proc/101/cgroup", "0::/user.slice/a.scope\n");
+	put("proc/102/cgroup", "12:cpu,cpuacct:/system.slice/b.service\n1:name=systemd:/x\n"
+			       "0::/user.slice/a.scope\n");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+	assert_int_equal(system(cmd), 0);
+	return 0;
+}
+
+static void members_below(void **state)
+{
+	char mount[PATH_MAX], procs[PATH_MAX];
+	struct cgm_proc *m = NULL;
+	size_t n = 0;
+	bool trunc = true;
+
+	snprintf(mount, sizeof(mount), "%s/cg", top);
+	snprintf(procs, sizeof(procs), "%s/proc", top);
+	assert_int_equal(cgm_read(mount, "/user.slice/a.scope", procs, 16, &m, &n, &trunc), 0);
+	assert_int_equal(n, 3);
+	assert_false(trunc);
+	assert_int_equal(m[0].pid, 101);
+	assert_int_equal(m[0].ppid, 1);
+	assert_int_equal(m[1].pid, 102);
+	assert_int_equal(m[1].ruid, 1000);
+	assert_int_equal(m[1].euid, 0);
+	assert_int_equal(m[2].pid, 103);
+	assert_int_equal(m[2].ppid, 102);
+	assert_int_equal(m[2].ruid, 1001);
+	free(m);
+	/* More than max: cut, and said so. */
+	assert_int_equal(cgm_read(mount, "/user.slice/a.scope", procs, 2, &m, &n, &trunc), 0);
+	assert_int_equal(n, 2);
+	assert_true(trunc);
+	free(m);
+	m = NULL;
+	assert_int_equal(cgm_read(mount, "/user.slice/empty.scope", procs, 16, &m, &n, &trunc), 0);
+	assert_int_equal(n, 0);
+	assert_false(trunc);
+	free(m);
+	assert_int_equal(cgm_read(mount, "/user.slice/none.scope", procs, 16, &m, &n, &trunc),
+			 -ENOENT);
+}
+
+static void task_cgroup(void **state)
+{
+	char procs[PATH_MAX], cg[256] = "untouched";
+
+	snprintf(procs, sizeof(procs), "%s/proc", top);
+	assert_int_equal(cgm_task_cgroup(procs, 101, true, cg, sizeof(cg)), 0);
+	assert_string_equal(cg, "/user.slice/a.scope");
+	assert_int_equal(cgm_task_cgroup(procs, 102, false, cg, sizeof(cg)), 0);
+	assert_string_equal(cg, "/system.slice/b.service");
+	assert_int_equal(cgm_task_cgroup(procs, 101, false, cg, sizeof(cg)), -ENOENT);
+	assert_int_equal(cgm_task_cgroup(procs, 4242, true, cg, sizeof(cg)), -ESRCH);
+	assert_int_equal(cgm_task_cgroup(procs, 101, true, cg, 8), -ENAMETOOLONG);
+	assert_string_equal(cg, "/system.slice/b.service");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(members_below),
+		cmocka_unit_test(task_cgroup),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
