@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cpumask.h"
+#include "act.h"
 #include "ctl.h"
 #include "ctl_perm.h"
 #include "ctl_server.h"
@@ -170,6 +171,7 @@ struct target {
 	enum target_kind kind;
 	pid_t pid;                /* TGT_PID: a process; TGT_TID: a thread */
 	pid_t tgid;               /* TGT_TID: its process */
+	uint64_t start_time;      /* of pid, when judged: the write is refused if it changed */
 	char path[LAT_PATH_MAX];  /* TGT_CGROUP */
 };
 
@@ -290,12 +292,51 @@ static bool peer_cap_sys_nice(const struct conn *c)
 	return (strtoull(capeff, NULL, 16) & (1ULL << 23)) && peer_alive(c);
 }
 
-static int target_facts(struct conn *c, const struct target *t, struct perm_facts *f)
+static int start_time_of(pid_t tid, uint64_t *ret)
+{
+	struct proc_stat_line l;
+	int r = act_read_stat(tid, &l);
+
+	if (r == 0)
+		*ret = l.start_time;
+	return r;
+}
+
+/*
+ * A task's owner and RLIMIT_NICE, read by pid between two reads of its start time:
+ * the facts are about the task whose start time t carries to the write (or, with
+ * none yet, the one it then gets), never about one that reused its pid meanwhile.
+ */
+static int task_facts(struct conn *c, struct target *t, struct perm_facts *f)
+{
+	char uids[128];
+	unsigned ruid, euid;
+	uint64_t before = 0, after = 0;
+	struct rlimit rl;
+
+	if (start_time_of(t->pid, &before) < 0 || (t->start_time && before != t->start_time))
+		return -ESRCH;
+	if (status_field(t->pid, "Uid", uids, sizeof(uids)) < 0 ||
+	    sscanf(uids, "%u %u", &ruid, &euid) != 2)
+		return -ESRCH;
+	f->target_ruid = ruid;
+	f->target_euid = euid;
+	if (prlimit(t->pid, RLIMIT_NICE, NULL, &rl) == 0)
+		f->rlim_nice = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 40 ? 40 :
+										  (long)rl.rlim_cur;
+	f->cur = lm_value_of(&c->srv->d->lm, t->pid, t->tgid);
+	if (f->cur == LAT_NONE)
+		f->cur = 0;
+	if (start_time_of(t->pid, &after) < 0 || after != before)
+		return -ESRCH;
+	t->start_time = before;
+	return 0;
+}
+
+static int target_facts(struct conn *c, struct target *t, struct perm_facts *f)
 {
 	struct daemon *d = c->srv->d;
-	char uids[128], file[PATH_MAX];
-	unsigned ruid, euid;
-	struct rlimit rl;
+	char file[PATH_MAX];
 	struct stat st;
 
 	if (t->kind == TGT_CGROUP) {
@@ -322,22 +363,14 @@ static int target_facts(struct conn *c, const struct target *t, struct perm_fact
 		f->cur = e ? e->value : 0;
 		return 0;
 	}
-	if (status_field(t->pid, "Uid", uids, sizeof(uids)) < 0 ||
-	    sscanf(uids, "%u %u", &ruid, &euid) != 2)
-		return -ESRCH;
-	f->target_ruid = ruid;
-	f->target_euid = euid;
-	if (prlimit(t->pid, RLIMIT_NICE, NULL, &rl) == 0)
-		f->rlim_nice = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 40 ? 40 :
-										  (long)rl.rlim_cur;
-	f->cur = lm_value_of(&d->lm, t->pid, t->tgid);
-	if (f->cur == LAT_NONE)
-		f->cur = 0;
-	return 0;
+	return task_facts(c, t, f);
 }
 
-/* *ret_trusted: the peer may give any task any value (root, ctl_group, CAP_SYS_NICE). */
-static int permitted(struct conn *c, const struct target *t, int want, bool *ret_trusted,
+/*
+ * *ret_trusted: the peer may give any task any value (root, ctl_group, CAP_SYS_NICE).
+ * Sets t's start time, which the write must find again.
+ */
+static int permitted(struct conn *c, struct target *t, int want, bool *ret_trusted,
 		     const char **why)
 {
 	struct perm_facts f = { .peer_euid = c->cred.uid, .want = want };
@@ -389,10 +422,10 @@ static int do_set(struct conn *c, const struct target *t, int v, bool trusted, c
 	snprintf(source, sizeof(source), "ctl uid %u", c->cred.uid);
 	switch (t->kind) {
 	case TGT_PID:
-		r = lm_set_process(&d->lm, t->pid, v, source, trusted, why);
+		r = lm_set_process(&d->lm, t->pid, t->start_time, v, source, trusted, why);
 		break;
 	case TGT_TID:
-		r = lm_set_thread(&d->lm, t->pid, v, source, why);
+		r = lm_set_thread(&d->lm, t->pid, t->start_time, v, source, why);
 		r = r == 0 ? 1 : r;
 		break;
 	default:
@@ -515,10 +548,10 @@ static int reset_target(struct conn *c, const struct target *t, char *out, size_
 
 	switch (t->kind) {
 	case TGT_PID:
-		r = lm_reset_process(&d->lm, t->pid);
+		r = lm_reset_process(&d->lm, t->pid, t->start_time);
 		break;
 	case TGT_TID:
-		r = lm_reset_thread(&d->lm, t->pid);
+		r = lm_reset_thread(&d->lm, t->pid, t->start_time);
 		r = r == 0 ? 1 : r;
 		break;
 	default:
