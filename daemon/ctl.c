@@ -1,8 +1,10 @@
 /*
  * The ctl socket: accepts rqctl's connections, decodes their size-checked requests
  * and answers them. It never lends the daemon's privilege: a request that changes
- * anything is checked against the peer's credentials (SO_PEERCRED, SO_PEERGROUPS).
- * Each connection is bounded in size, time and number of requests.
+ * anything is checked against the credentials the peer had when it connected
+ * (SO_PEERCRED, SO_PEERGROUPS, its capabilities read at accept), and a connection
+ * whose peer has since gone or changed its credentials is closed. Each connection is
+ * bounded in size, time and number of requests.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +26,7 @@
 #include "cpumask.h"
 #include "act.h"
 #include "ctl.h"
+#include "ctl_peer.h"
 #include "ctl_perm.h"
 #include "ctl_server.h"
 #include "daemon.h"
@@ -35,8 +38,10 @@ struct conn {
 	struct conn *next, **pprev; /* in srv->conns */
 	int fd;
 	sd_event_source *io, *timer;
-	struct ucred cred;
-	int pidfd;              /* SO_PEERPIDFD: pins the peer process; -1 without */
+	struct ucred cred;      /* SO_PEERCRED: taken by the kernel at connect */
+	int pidfd;              /* SO_PEERPIDFD: pins the peer process; -1 without (< 6.5) */
+	struct ctl_peer peer;   /* its credentials at accept, compared before each request */
+	bool cap_sys_nice;      /* ...and whether they count as holding CAP_SYS_NICE */
 	gid_t groups[64];
 	int ngroups;
 	unsigned msgs;
@@ -204,12 +209,6 @@ static int kv_count(const char *p, size_t len, const char *key)
 	return n;
 }
 
-/* The peer is still the process that connected: its pidfd has not reported an exit. */
-static bool peer_alive(const struct conn *c)
-{
-	return c->pidfd < 0 || rqb_pidfd_alive(c->pidfd) == 0;
-}
-
 static int parse_target(struct conn *c, const struct ctl_msg *m, struct target *t,
 			const char **why)
 {
@@ -224,12 +223,10 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct target *
 	if (ctl_kv(p, len, "tid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
 		t->kind = TGT_TID;
 	if (ctl_kv(p, len, "self", v, sizeof(v)) == 0 && ++found) {
+		/* The peer, as checked before this request (peer_stale). */
 		t->kind = TGT_PID;
 		t->pid = c->cred.pid;
-		if (!peer_alive(c)) {
-			*why = "the calling process is gone";
-			return -ESRCH;
-		}
+		t->start_time = c->peer.start_time;
 	}
 	if (ctl_kv(p, len, "cgroup", v, sizeof(v)) == 0 && ++found) {
 		t->kind = TGT_CGROUP;
@@ -274,22 +271,6 @@ static int status_field(pid_t pid, const char *key, char *ret, size_t size)
 			return 0;
 		}
 	return -ENOENT;
-}
-
-/* CAP_SYS_NICE in the peer's effective set, and only in the initial user namespace. */
-static bool peer_cap_sys_nice(const struct conn *c)
-{
-	char capeff[64], ns[PATH_MAX];
-	struct stat peer_ns, init_ns;
-
-	if (status_field(c->cred.pid, "CapEff", capeff, sizeof(capeff)) < 0)
-		return false;
-	snprintf(ns, sizeof(ns), "/proc/%d/ns/user", (int)c->cred.pid);
-	if (stat(ns, &peer_ns) < 0 || stat("/proc/1/ns/user", &init_ns) < 0 ||
-	    peer_ns.st_ino != init_ns.st_ino || peer_ns.st_dev != init_ns.st_dev)
-		return false;
-	/* Read by pid: the pidfd says the pid still names the process that connected. */
-	return (strtoull(capeff, NULL, 16) & (1ULL << 23)) && peer_alive(c);
 }
 
 static int start_time_of(pid_t tid, uint64_t *ret)
@@ -376,8 +357,7 @@ static int permitted(struct conn *c, struct target *t, int want, bool *ret_trust
 	struct perm_facts f = { .peer_euid = c->cred.uid, .want = want };
 
 	f.admin = may_control(c, &c->srv->d->conf);
-	if (!f.admin)
-		f.cap_sys_nice = peer_cap_sys_nice(c);
+	f.cap_sys_nice = !f.admin && c->cap_sys_nice;
 	*ret_trusted = f.admin || f.cap_sys_nice;
 	if (target_facts(c, t, &f) < 0) {
 		*why = t->kind == TGT_CGROUP ? "no such cgroup in the cpu hierarchy" : "no such task";
@@ -691,9 +671,42 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 	return reply_err(c, m->hdr.seq, EPROTO, "not a request");
 }
 
+/*
+ * 0 while the peer is the process, with the credentials, that the connection was
+ * accepted on. A peer that has exited is gone for good, even while a child it forked
+ * holds the socket: its pidfd (or, before Linux 6.5, its start time) tells it from a
+ * process that reused its pid.
+ */
+static int peer_stale(struct conn *c, const char **ret_why)
+{
+	struct ctl_peer now;
+
+	if (ctl_peer_read(c->srv->d->lm.proc_root, c->cred.pid, c->pidfd, &now) < 0 ||
+	    now.start_time != c->peer.start_time) {
+		*ret_why = "the process that connected is gone";
+		return -EPERM;
+	}
+	if (perm_peer_same(&c->peer, &now, ret_why) < 0)
+		return -EPERM;
+	return 0;
+}
+
+/* Refuses a request on a stale connection, which is then closed (returns <0). */
+static int refuse_stale(struct conn *c, const struct ctl_msg *m, const char *why)
+{
+	char text[256];
+
+	log_notice("ctl: %s refused to uid %u (pid %d), connection closed: %s",
+		   ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
+	snprintf(text, sizeof(text), "permission denied: %s", why);
+	reply_err(c, m->hdr.seq, EPERM, text);
+	return -EPERM;
+}
+
 /* Serves every whole request in the buffer; <0 means close the connection. */
 static int serve(struct conn *c)
 {
+	const char *why;
 	struct ctl_msg m;
 	ssize_t n;
 
@@ -709,6 +722,8 @@ static int serve(struct conn *c)
 			reply_err(c, 0, EPROTO, "malformed message");
 			return -EPROTO;
 		}
+		if (peer_stale(c, &why) < 0)
+			return refuse_stale(c, &m, why);
 		if (handle(c, &m) < 0 || ++c->msgs >= CTL_MAX_MSGS)
 			return -ECONNRESET;
 		memmove(c->buf, c->buf + n, c->have - (size_t)n);
@@ -787,12 +802,39 @@ static void peer_groups(struct conn *c)
 #define SO_PEERPIDFD 77
 #endif
 
-static void peer_pidfd(struct conn *c)
+/* 0, with c->pidfd -1 where the kernel has no SO_PEERPIDFD; else -errno: gone. */
+static int peer_pidfd(struct conn *c)
 {
 	socklen_t len = sizeof(c->pidfd);
 
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &c->pidfd, &len) < 0)
-		c->pidfd = -1;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &c->pidfd, &len) == 0)
+		return 0;
+	c->pidfd = -1;
+	return errno == ENOPROTOOPT ? 0 : -errno;
+}
+
+/*
+ * Takes the peer's credentials once: what the kernel took at connect (SO_PEERCRED),
+ * and its capabilities and user namespace, read now through the pidfd-pinned
+ * process. Every request is judged on these; <0: refused, close.
+ */
+static int peer_accept(struct conn *c)
+{
+	const char *why = NULL;
+	int r = peer_pidfd(c);
+
+	if (r == 0)
+		r = ctl_peer_read(c->srv->d->lm.proc_root, c->cred.pid, c->pidfd, &c->peer);
+	if (r < 0) {
+		log_debug("ctl: connection from uid %u (pid %d) closed: its process is gone",
+			  c->cred.uid, c->cred.pid);
+		return r;
+	}
+	r = perm_peer_accept(c->cred.uid, c->cred.gid, &c->peer, &c->cap_sys_nice, &why);
+	if (r < 0)
+		log_notice("ctl: connection from uid %u (pid %d) refused: %s", c->cred.uid,
+			   c->cred.pid, why);
+	return r;
 }
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
@@ -827,7 +869,10 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		return 0;
 	}
 	peer_groups(c);
-	peer_pidfd(c);
+	if (peer_accept(c) < 0) {
+		conn_close(c);
+		return 0;
+	}
 	/* Replies are written blocking: a client that does not read must not stall us. */
 	setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){ .tv_sec = 1 },
 		   sizeof(struct timeval));
