@@ -29,7 +29,7 @@ DAEMON_SRC = \
 	daemon/actuate/journal.c daemon/actuate/act.c \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c daemon/actuate/lat_act.c \
 	daemon/actuate/cg_systemd.c \
-	daemon/latmgr.c daemon/ctl_perm.c daemon/ctl_proto.c daemon/ctl.c daemon/metrics.c \
+	daemon/latmgr.c daemon/ctl_peer.c daemon/ctl_perm.c daemon/ctl_proto.c daemon/ctl.c daemon/metrics.c \
 	daemon/daemon.c
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/main.o

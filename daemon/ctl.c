@@ -1,8 +1,10 @@
 /*
  * The ctl socket: accepts rqctl's connections, decodes their size-checked requests
  * and answers them. It never lends the daemon's privilege: a request that changes
- * anything is checked against the peer's credentials (SO_PEERCRED, SO_PEERGROUPS).
- * Each connection is bounded in size, time and number of requests.
+ * anything is checked against the credentials the peer had when it connected
+ * (SO_PEERCRED, SO_PEERGROUPS, its capabilities read at accept), and a connection
+ * whose peer has since gone or changed its credentials is closed. Each connection is
+ * bounded in size, time and number of requests.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,7 +24,9 @@
 #include <unistd.h>
 
 #include "cpumask.h"
+#include "act.h"
 #include "ctl.h"
+#include "ctl_peer.h"
 #include "ctl_perm.h"
 #include "ctl_server.h"
 #include "daemon.h"
@@ -34,8 +38,10 @@ struct conn {
 	struct conn *next, **pprev; /* in srv->conns */
 	int fd;
 	sd_event_source *io, *timer;
-	struct ucred cred;
-	int pidfd;              /* SO_PEERPIDFD: pins the peer process; -1 without */
+	struct ucred cred;      /* SO_PEERCRED: taken by the kernel at connect */
+	int pidfd;              /* SO_PEERPIDFD: pins the peer process; -1 without (< 6.5) */
+	struct ctl_peer peer;   /* its credentials at accept, compared before each request */
+	bool cap_sys_nice;      /* ...and whether they count as holding CAP_SYS_NICE */
 	gid_t groups[64];
 	int ngroups;
 	unsigned msgs;
@@ -170,6 +176,7 @@ struct target {
 	enum target_kind kind;
 	pid_t pid;                /* TGT_PID: a process; TGT_TID: a thread */
 	pid_t tgid;               /* TGT_TID: its process */
+	uint64_t start_time;      /* of pid, when judged: the write is refused if it changed */
 	char path[LAT_PATH_MAX];  /* TGT_CGROUP */
 };
 
@@ -202,12 +209,6 @@ static int kv_count(const char *p, size_t len, const char *key)
 	return n;
 }
 
-/* The peer is still the process that connected: its pidfd has not reported an exit. */
-static bool peer_alive(const struct conn *c)
-{
-	return c->pidfd < 0 || rqb_pidfd_alive(c->pidfd) == 0;
-}
-
 static int parse_target(struct conn *c, const struct ctl_msg *m, struct target *t,
 			const char **why)
 {
@@ -222,12 +223,10 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct target *
 	if (ctl_kv(p, len, "tid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
 		t->kind = TGT_TID;
 	if (ctl_kv(p, len, "self", v, sizeof(v)) == 0 && ++found) {
+		/* The peer, as checked before this request (peer_stale). */
 		t->kind = TGT_PID;
 		t->pid = c->cred.pid;
-		if (!peer_alive(c)) {
-			*why = "the calling process is gone";
-			return -ESRCH;
-		}
+		t->start_time = c->peer.start_time;
 	}
 	if (ctl_kv(p, len, "cgroup", v, sizeof(v)) == 0 && ++found) {
 		t->kind = TGT_CGROUP;
@@ -274,28 +273,51 @@ static int status_field(pid_t pid, const char *key, char *ret, size_t size)
 	return -ENOENT;
 }
 
-/* CAP_SYS_NICE in the peer's effective set, and only in the initial user namespace. */
-static bool peer_cap_sys_nice(const struct conn *c)
+static int start_time_of(pid_t tid, uint64_t *ret)
 {
-	char capeff[64], ns[PATH_MAX];
-	struct stat peer_ns, init_ns;
+	struct proc_stat_line l;
+	int r = act_read_stat(tid, &l);
 
-	if (status_field(c->cred.pid, "CapEff", capeff, sizeof(capeff)) < 0)
-		return false;
-	snprintf(ns, sizeof(ns), "/proc/%d/ns/user", (int)c->cred.pid);
-	if (stat(ns, &peer_ns) < 0 || stat("/proc/1/ns/user", &init_ns) < 0 ||
-	    peer_ns.st_ino != init_ns.st_ino || peer_ns.st_dev != init_ns.st_dev)
-		return false;
-	/* Read by pid: the pidfd says the pid still names the process that connected. */
-	return (strtoull(capeff, NULL, 16) & (1ULL << 23)) && peer_alive(c);
+	if (r == 0)
+		*ret = l.start_time;
+	return r;
 }
 
-static int target_facts(struct conn *c, const struct target *t, struct perm_facts *f)
+/*
+ * A task's owner and RLIMIT_NICE, read by pid between two reads of its start time:
+ * the facts are about the task whose start time t carries to the write (or, with
+ * none yet, the one it then gets), never about one that reused its pid meanwhile.
+ */
+static int task_facts(struct conn *c, struct target *t, struct perm_facts *f)
+{
+	char uids[128];
+	unsigned ruid, euid;
+	uint64_t before = 0, after = 0;
+	struct rlimit rl;
+
+	if (start_time_of(t->pid, &before) < 0 || (t->start_time && before != t->start_time))
+		return -ESRCH;
+	if (status_field(t->pid, "Uid", uids, sizeof(uids)) < 0 ||
+	    sscanf(uids, "%u %u", &ruid, &euid) != 2)
+		return -ESRCH;
+	f->target_ruid = ruid;
+	f->target_euid = euid;
+	if (prlimit(t->pid, RLIMIT_NICE, NULL, &rl) == 0)
+		f->rlim_nice = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 40 ? 40 :
+										  (long)rl.rlim_cur;
+	f->cur = lm_value_of(&c->srv->d->lm, t->pid, t->tgid);
+	if (f->cur == LAT_NONE)
+		f->cur = 0;
+	if (start_time_of(t->pid, &after) < 0 || after != before)
+		return -ESRCH;
+	t->start_time = before;
+	return 0;
+}
+
+static int target_facts(struct conn *c, struct target *t, struct perm_facts *f)
 {
 	struct daemon *d = c->srv->d;
-	char uids[128], file[PATH_MAX];
-	unsigned ruid, euid;
-	struct rlimit rl;
+	char file[PATH_MAX];
 	struct stat st;
 
 	if (t->kind == TGT_CGROUP) {
@@ -322,29 +344,20 @@ static int target_facts(struct conn *c, const struct target *t, struct perm_fact
 		f->cur = e ? e->value : 0;
 		return 0;
 	}
-	if (status_field(t->pid, "Uid", uids, sizeof(uids)) < 0 ||
-	    sscanf(uids, "%u %u", &ruid, &euid) != 2)
-		return -ESRCH;
-	f->target_ruid = ruid;
-	f->target_euid = euid;
-	if (prlimit(t->pid, RLIMIT_NICE, NULL, &rl) == 0)
-		f->rlim_nice = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 40 ? 40 :
-										  (long)rl.rlim_cur;
-	f->cur = lm_value_of(&d->lm, t->pid, t->tgid);
-	if (f->cur == LAT_NONE)
-		f->cur = 0;
-	return 0;
+	return task_facts(c, t, f);
 }
 
-/* *ret_trusted: the peer may give any task any value (root, ctl_group, CAP_SYS_NICE). */
-static int permitted(struct conn *c, const struct target *t, int want, bool *ret_trusted,
+/*
+ * *ret_trusted: the peer may give any task any value (root, ctl_group, CAP_SYS_NICE).
+ * Sets t's start time, which the write must find again.
+ */
+static int permitted(struct conn *c, struct target *t, int want, bool *ret_trusted,
 		     const char **why)
 {
 	struct perm_facts f = { .peer_euid = c->cred.uid, .want = want };
 
 	f.admin = may_control(c, &c->srv->d->conf);
-	if (!f.admin)
-		f.cap_sys_nice = peer_cap_sys_nice(c);
+	f.cap_sys_nice = !f.admin && c->cap_sys_nice;
 	*ret_trusted = f.admin || f.cap_sys_nice;
 	if (target_facts(c, t, &f) < 0) {
 		*why = t->kind == TGT_CGROUP ? "no such cgroup in the cpu hierarchy" : "no such task";
@@ -389,10 +402,10 @@ static int do_set(struct conn *c, const struct target *t, int v, bool trusted, c
 	snprintf(source, sizeof(source), "ctl uid %u", c->cred.uid);
 	switch (t->kind) {
 	case TGT_PID:
-		r = lm_set_process(&d->lm, t->pid, v, source, trusted, why);
+		r = lm_set_process(&d->lm, t->pid, t->start_time, v, source, trusted, why);
 		break;
 	case TGT_TID:
-		r = lm_set_thread(&d->lm, t->pid, v, source, why);
+		r = lm_set_thread(&d->lm, t->pid, t->start_time, v, source, why);
 		r = r == 0 ? 1 : r;
 		break;
 	default:
@@ -515,10 +528,10 @@ static int reset_target(struct conn *c, const struct target *t, char *out, size_
 
 	switch (t->kind) {
 	case TGT_PID:
-		r = lm_reset_process(&d->lm, t->pid);
+		r = lm_reset_process(&d->lm, t->pid, t->start_time);
 		break;
 	case TGT_TID:
-		r = lm_reset_thread(&d->lm, t->pid);
+		r = lm_reset_thread(&d->lm, t->pid, t->start_time);
 		r = r == 0 ? 1 : r;
 		break;
 	default:
@@ -658,9 +671,42 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 	return reply_err(c, m->hdr.seq, EPROTO, "not a request");
 }
 
+/*
+ * 0 while the peer is the process, with the credentials, that the connection was
+ * accepted on. A peer that has exited is gone for good, even while a child it forked
+ * holds the socket: its pidfd (or, before Linux 6.5, its start time) tells it from a
+ * process that reused its pid.
+ */
+static int peer_stale(struct conn *c, const char **ret_why)
+{
+	struct ctl_peer now;
+
+	if (ctl_peer_read(c->srv->d->lm.proc_root, c->cred.pid, c->pidfd, &now) < 0 ||
+	    now.start_time != c->peer.start_time) {
+		*ret_why = "the process that connected is gone";
+		return -EPERM;
+	}
+	if (perm_peer_same(&c->peer, &now, ret_why) < 0)
+		return -EPERM;
+	return 0;
+}
+
+/* Refuses a request on a stale connection, which is then closed (returns <0). */
+static int refuse_stale(struct conn *c, const struct ctl_msg *m, const char *why)
+{
+	char text[256];
+
+	log_notice("ctl: %s refused to uid %u (pid %d), connection closed: %s",
+		   ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
+	snprintf(text, sizeof(text), "permission denied: %s", why);
+	reply_err(c, m->hdr.seq, EPERM, text);
+	return -EPERM;
+}
+
 /* Serves every whole request in the buffer; <0 means close the connection. */
 static int serve(struct conn *c)
 {
+	const char *why;
 	struct ctl_msg m;
 	ssize_t n;
 
@@ -676,6 +722,8 @@ static int serve(struct conn *c)
 			reply_err(c, 0, EPROTO, "malformed message");
 			return -EPROTO;
 		}
+		if (peer_stale(c, &why) < 0)
+			return refuse_stale(c, &m, why);
 		if (handle(c, &m) < 0 || ++c->msgs >= CTL_MAX_MSGS)
 			return -ECONNRESET;
 		memmove(c->buf, c->buf + n, c->have - (size_t)n);
@@ -754,12 +802,39 @@ static void peer_groups(struct conn *c)
 #define SO_PEERPIDFD 77
 #endif
 
-static void peer_pidfd(struct conn *c)
+/* 0, with c->pidfd -1 where the kernel has no SO_PEERPIDFD; else -errno: gone. */
+static int peer_pidfd(struct conn *c)
 {
 	socklen_t len = sizeof(c->pidfd);
 
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &c->pidfd, &len) < 0)
-		c->pidfd = -1;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &c->pidfd, &len) == 0)
+		return 0;
+	c->pidfd = -1;
+	return errno == ENOPROTOOPT ? 0 : -errno;
+}
+
+/*
+ * Takes the peer's credentials once: what the kernel took at connect (SO_PEERCRED),
+ * and its capabilities and user namespace, read now through the pidfd-pinned
+ * process. Every request is judged on these; <0: refused, close.
+ */
+static int peer_accept(struct conn *c)
+{
+	const char *why = NULL;
+	int r = peer_pidfd(c);
+
+	if (r == 0)
+		r = ctl_peer_read(c->srv->d->lm.proc_root, c->cred.pid, c->pidfd, &c->peer);
+	if (r < 0) {
+		log_debug("ctl: connection from uid %u (pid %d) closed: its process is gone",
+			  c->cred.uid, c->cred.pid);
+		return r;
+	}
+	r = perm_peer_accept(c->cred.uid, c->cred.gid, &c->peer, &c->cap_sys_nice, &why);
+	if (r < 0)
+		log_notice("ctl: connection from uid %u (pid %d) refused: %s", c->cred.uid,
+			   c->cred.pid, why);
+	return r;
 }
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
@@ -794,7 +869,10 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		return 0;
 	}
 	peer_groups(c);
-	peer_pidfd(c);
+	if (peer_accept(c) < 0) {
+		conn_close(c);
+		return 0;
+	}
 	/* Replies are written blocking: a client that does not read must not stall us. */
 	setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){ .tv_sec = 1 },
 		   sizeof(struct timeval));

@@ -203,17 +203,18 @@ static int set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 	return r < 0 ? r : n;
 }
 
-int lm_set_process(struct latmgr *m, pid_t tgid, int v, const char *source, bool trusted,
-		   const char **ret_why)
+int lm_set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
+		   bool trusted, const char **ret_why)
 {
-	int r = set_process(m, tgid, 0, v, source, false, trusted, ret_why);
+	int r = set_process(m, tgid, expect, v, source, false, trusted, ret_why);
 
 	if (r >= 0)
 		lm_units_refresh(m);
 	return r;
 }
 
-int lm_set_thread(struct latmgr *m, pid_t tid, int v, const char *source, const char **ret_why)
+int lm_set_thread(struct latmgr *m, pid_t tid, uint64_t expect, int v, const char *source,
+		  const char **ret_why)
 {
 	pid_t tgid;
 
@@ -222,23 +223,31 @@ int lm_set_thread(struct latmgr *m, pid_t tid, int v, const char *source, const 
 		*ret_why = "no such task";
 		return -ESRCH;
 	}
-	return set_task(m, tid, tgid, v, source, NULL, ret_why);
+	return set_task_as(m, tid, tgid, expect, v, source, NULL, ret_why);
 }
 
-int lm_reset_thread(struct latmgr *m, pid_t tid)
+int lm_reset_thread(struct latmgr *m, pid_t tid, uint64_t expect)
 {
-	return latact_task_reset(m->la, tid, 0);
+	return latact_task_reset(m->la, tid, expect);
 }
 
-int lm_reset_process(struct latmgr *m, pid_t tgid)
+int lm_reset_process(struct latmgr *m, pid_t tgid, uint64_t expect)
 {
-	bool had = lm_find_process(m, tgid) != NULL;
+	const struct lm_proc *p = lm_find_process(m, tgid);
+	bool had = p != NULL;
 	int n = 0;
 
+	/* What is managed under tgid is another process than the one the caller meant. */
+	if (p && expect && p->start_time != expect)
+		return -ENOENT;
 	proc_del(m, tgid);
-	for (size_t i = m->la->n; i-- > 0;)
-		if (m->la->e[i].tgid == tgid && latact_task_reset(m->la, m->la->e[i].task.tid, 0) == 0)
+	for (size_t i = m->la->n; i-- > 0;) {
+		const struct lat_entry *e = &m->la->e[i];
+
+		if (e->tgid == tgid &&
+		    latact_task_reset(m->la, e->task.tid, e->task.tid == tgid ? expect : 0) == 0)
 			n++;
+	}
 	if (had)
 		lm_units_refresh(m);
 	return had || n ? n : -ENOENT;
@@ -315,7 +324,7 @@ static void apply_rules(struct latmgr *m, pid_t pid, const struct lm_exe *kx)
 		if (p) {
 			log_info("latency: process %d no longer matches rule %s: given back",
 				 (int)pid, p->source + 5);
-			lm_reset_process(m, pid);
+			lm_reset_process(m, pid, 0);
 		}
 		return;
 	}

@@ -9,9 +9,11 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "ctl_peer.h"
+
 struct perm_facts {
 	bool admin;          /* root, or a member of ctl_group */
-	bool cap_sys_nice;   /* CAP_SYS_NICE effective, in the initial user namespace */
+	bool cap_sys_nice;   /* CAP_SYS_NICE effective, in the daemon's user namespace */
 	uid_t peer_euid;
 	uid_t target_ruid;   /* for a cgroup: the owner of its weight file */
 	uid_t target_euid;
@@ -29,5 +31,26 @@ struct perm_facts {
  *   (the bound the kernel puts on lowering nice).
  */
 int perm_check(const struct perm_facts *f, const char **ret_why);
+
+/*
+ * At accept: whether a connection may be served on the peer's credentials p, read
+ * just after SO_PEERCRED gave euid and egid (taken by the kernel at connect). 0, or
+ * -EPERM with *ret_why when the euid or egid differ (the peer changed its credentials
+ * before the daemon took the connection). *ret_cap_sys_nice: the peer counts as
+ * holding CAP_SYS_NICE: effective, in the daemon's user namespace, and dumpable
+ * (/proc/PID owned by its euid): an exec that raised its capabilities (a file with
+ * capabilities, set-user-ID root) or any other raise of its permitted set makes it
+ * non-dumpable, so a capability gained between connect and accept is never counted.
+ */
+int perm_peer_accept(uid_t euid, gid_t egid, const struct ctl_peer *p, bool *ret_cap_sys_nice,
+		     const char **ret_why);
+/*
+ * Before each request: 0 if now (read again) is the peer as it was at accept, else
+ * -EPERM with *ret_why. A set-user-ID or set-group-ID exec that grants anything
+ * changes the effective and saved IDs (Uid/Gid), one that grants capabilities
+ * CapPrm, and either makes the process non-dumpable (the owner of /proc/PID); an
+ * exec that changes none of them (nosuid, no_new_privs) grants nothing either.
+ */
+int perm_peer_same(const struct ctl_peer *then, const struct ctl_peer *now, const char **ret_why);
 
 #endif

@@ -105,15 +105,21 @@ void lm_fini(struct latmgr *m);
 /*
  * A whole process (all threads now and later). trusted: the caller may give any task
  * any value (root, ctl_group, CAP_SYS_NICE): it may weigh a unit another user shares.
+ * expect: the start time the permission was decided on (0: as it is now); a process
+ * that no longer has it reused the pid, and is left alone (-ESRCH).
  * 0 or -errno with *ret_why.
  */
-int lm_set_process(struct latmgr *m, pid_t tgid, int v, const char *source, bool trusted,
-		   const char **ret_why);
-/* One thread only. */
-int lm_set_thread(struct latmgr *m, pid_t tid, int v, const char *source, const char **ret_why);
-/* Gives back what the process (or thread) had. -ENOENT if it was not managed. */
-int lm_reset_process(struct latmgr *m, pid_t tgid);
-int lm_reset_thread(struct latmgr *m, pid_t tid);
+int lm_set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
+		   bool trusted, const char **ret_why);
+/* One thread only; expect is its own start time. */
+int lm_set_thread(struct latmgr *m, pid_t tid, uint64_t expect, int v, const char *source,
+		  const char **ret_why);
+/*
+ * Gives back what the process (or thread) had. -ENOENT if it was not managed, or
+ * (expect not 0) what is managed under that pid has another start time.
+ */
+int lm_reset_process(struct latmgr *m, pid_t tgid, uint64_t expect);
+int lm_reset_thread(struct latmgr *m, pid_t tid, uint64_t expect);
 const struct lm_proc *lm_find_process(const struct latmgr *m, pid_t tgid);
 /* The value a task has from rqbalance (thread entry, else its process), or LAT_NONE. */
 int lm_value_of(const struct latmgr *m, pid_t tid, pid_t tgid);

@@ -1,5 +1,14 @@
-/* The ctl permission matrix, as the kernel would rule on the same request. */
+/*
+ * The ctl permission matrix, as the kernel would rule on the same request; the peer's
+ * credentials as taken at accept and compared before each request.
+ */
 #include <errno.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ctl_peer.h"
 
 #include "ctl_perm.h"
 #include "unit.h"
@@ -87,6 +96,102 @@ static void admin_allows_any(void **state)
 	assert_int_equal(check(&f), 0);
 }
 
+static struct ctl_peer peer(const char *uid, uint64_t cap_eff, uid_t owner)
+{
+	struct ctl_peer p = { .start_time = 100, .cap_eff = cap_eff, .cap_prm = cap_eff,
+			      .owner = owner, .same_userns = true };
+
+	snprintf(p.uid, sizeof(p.uid), "%s", uid);
+	snprintf(p.gid, sizeof(p.gid), "100\t100\t100\t100");
+	return p;
+}
+
+#define NICE (1ULL << 23)
+
+static void accept_counts_cap_sys_nice_only_when_sound(void **state)
+{
+	struct ctl_peer p = peer("1000\t1000\t1000\t1000", NICE, 1000);
+	const char *why = NULL;
+	bool cap = false;
+
+	assert_int_equal(perm_peer_accept(1000, 100, &p, &cap, &why), 0);
+	assert_true(cap);
+	p.same_userns = false; /* a container's own CAP_SYS_NICE */
+	assert_int_equal(perm_peer_accept(1000, 100, &p, &cap, &why), 0);
+	assert_false(cap);
+	p = peer("1000\t1000\t1000\t1000", NICE, 0); /* non-dumpable: raised by an exec */
+	assert_int_equal(perm_peer_accept(1000, 100, &p, &cap, &why), 0);
+	assert_false(cap);
+	p = peer("1000\t1000\t1000\t1000", 0, 1000);
+	assert_int_equal(perm_peer_accept(1000, 100, &p, &cap, &why), 0);
+	assert_false(cap);
+}
+
+static void accept_refuses_ids_changed_since_connect(void **state)
+{
+	struct ctl_peer p = peer("1000\t0\t0\t0", ~0ULL, 0); /* a set-user-ID root exec */
+	const char *why = NULL;
+	bool cap = true;
+
+	assert_int_equal(perm_peer_accept(1000, 100, &p, &cap, &why), -EPERM);
+	assert_non_null(why);
+	p = peer("1000\t1000\t1000\t1000", 0, 1000);
+	assert_int_equal(perm_peer_accept(1000, 101, &p, &cap, &why), -EPERM);
+	assert_int_equal(perm_peer_accept(0, 100, &p, &cap, &why), -EPERM);
+}
+
+static void same_peer_or_stale(void **state)
+{
+	struct ctl_peer a = peer("1000\t1000\t1000\t1000", 0, 1000), b = a;
+	const char *why = NULL;
+
+	assert_int_equal(perm_peer_same(&a, &b, &why), 0);
+	b = peer("1000\t0\t0\t0", ~0ULL, 0);
+	assert_int_equal(perm_peer_same(&a, &b, &why), -EPERM);
+	b = a;
+	b.cap_prm = NICE; /* file capabilities */
+	assert_int_equal(perm_peer_same(&a, &b, &why), -EPERM);
+	b = a;
+	b.owner = 0; /* made non-dumpable */
+	assert_int_equal(perm_peer_same(&a, &b, &why), -EPERM);
+	b = a;
+	b.start_time++; /* its pid reused */
+	assert_int_equal(perm_peer_same(&a, &b, &why), -EPERM);
+	b = a;
+	snprintf(b.gid, sizeof(b.gid), "100\t0\t0\t0");
+	assert_int_equal(perm_peer_same(&a, &b, &why), -EPERM);
+	assert_non_null(why);
+}
+
+/* The real /proc: this process as its own peer, then a child that has exited. */
+static void read_self_and_a_gone_child(void **state)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	struct ctl_peer p, q;
+	char uid[64];
+	pid_t child;
+
+	assert_true(pidfd >= 0);
+	assert_int_equal(ctl_peer_read("/proc", getpid(), pidfd, &p), 0);
+	snprintf(uid, sizeof(uid), "%u\t%u\t", getuid(), geteuid());
+	assert_memory_equal(p.uid, uid, strlen(uid));
+	assert_true(p.same_userns);
+	assert_int_equal(p.owner, geteuid());
+	assert_int_equal(ctl_peer_read("/proc", getpid(), -1, &q), 0);
+	assert_int_equal(q.start_time, p.start_time);
+	close(pidfd);
+
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+	assert_true(pidfd >= 0);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_int_equal(ctl_peer_read("/proc", child, pidfd, &p), -ESRCH);
+	close(pidfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -96,6 +201,10 @@ int main(void)
 		cmocka_unit_test(other_users_task_refused),
 		cmocka_unit_test(cap_sys_nice_allows_any),
 		cmocka_unit_test(admin_allows_any),
+		cmocka_unit_test(accept_counts_cap_sys_nice_only_when_sound),
+		cmocka_unit_test(accept_refuses_ids_changed_since_connect),
+		cmocka_unit_test(same_peer_or_stale),
+		cmocka_unit_test(read_self_and_a_gone_child),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

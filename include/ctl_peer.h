@@ -1,0 +1,38 @@
+/*
+ * The ctl socket's peer: the credentials a connection is judged on, read once at
+ * accept and again before each request, so that a connection whose process has
+ * executed a set-user-ID program or changed its credentials since is caught.
+ */
+#ifndef RQB_CTL_PEER_H
+#define RQB_CTL_PEER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ctl_peer {
+	uint64_t start_time;  /* /proc/PID/stat field 22, clock ticks after boot */
+	char uid[64];         /* the "Uid:" line of /proc/PID/status: real, effective, saved, fs */
+	char gid[64];         /* its "Gid:" line */
+	uint64_t cap_eff;     /* CapEff: the capability bits, in the peer's own user namespace */
+	uint64_t cap_prm;     /* CapPrm */
+	uid_t owner;          /* owner of /proc/PID: the euid while dumpable, root once not */
+	bool same_userns;     /* in the daemon's own user namespace (ctl_peer_read says how) */
+};
+
+/*
+ * Reads process pid's credentials from proc_root (/proc) into *ret, then makes sure
+ * they were pid's and not a process that reused its pid: pidfd (SO_PEERPIDFD) has
+ * reported no exit, or, with pidfd -1 (before Linux 6.5), the start time read before
+ * is the one read after. 0, or -ESRCH when the process is gone or unreadable.
+ *
+ * same_userns: its uid_map and gid_map, as the daemon reads them, are the daemon's
+ * own (and, where the daemon may resolve both /proc/PID/ns/user links, which needs
+ * CAP_SYS_PTRACE over another user's process, the namespaces are one). The maps of a
+ * user namespace show its parent's IDs, those of a child the reader's: a child whose
+ * maps read as the daemon's own can only be made with CAP_SETUID and CAP_SETGID over
+ * every ID the daemon's namespace maps, by its root.
+ */
+int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *ret);
+
+#endif
