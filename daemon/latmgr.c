@@ -107,7 +107,7 @@ static int task_info(pid_t tid, uint64_t *ret_start, bool *ret_kthread)
 
 /* expect: the start time the decision was made on; 0 takes the task as it is now. */
 static int set_task_as(struct latmgr *m, pid_t tid, pid_t tgid, uint64_t expect, int v,
-		       const char *source, const struct lat_state *inherit, const char **ret_why)
+		       const char *source, const struct lat_entry *from, const char **ret_why)
 {
 	uint64_t start;
 	bool kthread;
@@ -123,22 +123,22 @@ static int set_task_as(struct latmgr *m, pid_t tid, pid_t tgid, uint64_t expect,
 		*ret_why = kthread ? "a kernel thread" : "rqbalanced itself";
 		return -EPERM;
 	}
-	return latact_task(m->la, tid, tgid, start, v, source, inherit, ret_why);
+	return latact_task(m->la, tid, tgid, start, v, source, from, ret_why);
 }
 
 static int set_task(struct latmgr *m, pid_t tid, pid_t tgid, int v, const char *source,
-		    const struct lat_state *inherit, const char **ret_why)
+		    const struct lat_entry *from, const char **ret_why)
 {
-	return set_task_as(m, tid, tgid, 0, v, source, inherit, ret_why);
+	return set_task_as(m, tid, tgid, 0, v, source, from, ret_why);
 }
 
 /*
- * Gives every thread of tgid value v; inherit is the prev of the thread they came
- * from. The first thread goes first, checked against expect (its start time when
- * the decision was made): if the pid now names another process, nothing is done.
+ * Gives every thread of tgid value v; from is the entry of the task they came from.
+ * The first thread goes first, checked against expect (its start time when the
+ * decision was made): if the pid now names another process, nothing is done.
  */
 static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
-		       const struct lat_state *inherit, const char **ret_why)
+		       const struct lat_entry *from, const char **ret_why)
 {
 	const struct lat_entry *e = latact_find(m->la, tgid);
 	char path[PATH_MAX];
@@ -147,7 +147,7 @@ static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 	DIR *d;
 
 	if (!e || e->value != v || strcmp(e->source, source) != 0) {
-		r = set_task_as(m, tgid, tgid, expect, v, source, inherit, ret_why);
+		r = set_task_as(m, tgid, tgid, expect, v, source, from, ret_why);
 		if (r < 0 && (r == -ESRCH || r == -EPERM))
 			return r;
 		done += r == 0;
@@ -167,7 +167,7 @@ static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 		e = latact_find(m->la, tid);
 		if (e && e->value == v && strcmp(e->source, source) == 0)
 			continue;
-		rr = set_task(m, tid, tgid, v, source, inherit, ret_why);
+		rr = set_task(m, tid, tgid, v, source, from, ret_why);
 		if (rr == 0)
 			done++;
 		else if (rr != -ESRCH && r == 0)
@@ -335,13 +335,12 @@ static void apply_rules(struct latmgr *m, pid_t pid, const struct lm_exe *kx)
 
 /* ---- fork, exec, exit ---- */
 
-static const struct lat_state *prev_of(const struct latmgr *m, pid_t tid, pid_t tgid)
+/* The entry of the task a new one came from: that thread's, else its process's first. */
+static const struct lat_entry *from_of(const struct latmgr *m, pid_t tid, pid_t tgid)
 {
 	const struct lat_entry *e = latact_find(m->la, tid);
 
-	if (!e)
-		e = latact_find(m->la, tgid);
-	return e ? &e->prev : NULL;
+	return e ? e : latact_find(m->la, tgid);
 }
 
 /*
@@ -399,8 +398,9 @@ static bool exit_is_about(const struct pc_event *ev, uint64_t start)
  * A new thread (tid != tgid) of a managed process gets the process's value; a new
  * process whose parent is managed is managed as its parent. The connector names a
  * thread's process's parent, not the thread that cloned it: what the new task had
- * before rqbalance is taken from its process's (or its parent's) first thread. The
- * task is acted on only if it is still the one the event is about.
+ * before rqbalance is taken from its process's (or its parent's) first thread. That
+ * one's cgroup is checked first: one someone else moved is theirs, and so is the new
+ * task's. The task is acted on only if it is still the one the event is about.
  */
 static void on_fork(struct latmgr *m, const struct pc_event *ev)
 {
@@ -414,16 +414,18 @@ static void on_fork(struct latmgr *m, const struct pc_event *ev)
 	if (!p || task_info(ev->tid, &start, &kthread) < 0 || !event_is_about(ev, start))
 		return;
 	if (ev->tid != ev->tgid) {
+		latact_check_cgroup(m->la, ev->tgid);
 		if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source,
-				prev_of(m, ev->tgid, ev->tgid), &why) == 0)
+				from_of(m, ev->tgid, ev->tgid), &why) == 0)
 			m->cnt.threads++;
 		return;
 	}
+	latact_check_cgroup(m->la, ev->parent_tid);
 	child = *p;
 	child.tgid = ev->tgid;
 	child.start_time = start;
 	if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source,
-			prev_of(m, ev->parent_tid, ev->parent_tgid), &why) == 0) {
+			from_of(m, ev->parent_tid, ev->parent_tgid), &why) == 0) {
 		proc_put(m, &child);
 		m->cnt.threads++;
 	}
@@ -550,7 +552,7 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 		if (proc_put(m, &child) < 0)
 			return;
 		p = lm_find_process(m, pid);
-		if (set_threads(m, pid, start, p->value, p->source, prev_of(m, ppid, ppid), &why) > 0)
+		if (set_threads(m, pid, start, p->value, p->source, from_of(m, ppid, ppid), &why) > 0)
 			m->cnt.threads++;
 		return;
 	}
@@ -563,7 +565,7 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 		apply_rules(m, pid, x && x->has_exe ? &kx : NULL);
 	}
 	p = lm_find_process(m, pid);
-	if (p && set_threads(m, pid, p->start_time, p->value, p->source, prev_of(m, pid, pid),
+	if (p && set_threads(m, pid, p->start_time, p->value, p->source, from_of(m, pid, pid),
 			     &why) > 0)
 		m->cnt.threads++;
 }
