@@ -141,11 +141,17 @@ static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 		       const struct lat_entry *from, const char **ret_why)
 {
 	const struct lat_entry *e = latact_find(m->la, tgid);
+	struct lat_entry fr;
 	char path[PATH_MAX];
 	struct dirent *de;
 	int done = 0, r = 0;
 	DIR *d;
 
+	/* from may point into the actuator's entries, which each task given a value moves. */
+	if (from) {
+		fr = *from;
+		from = &fr;
+	}
 	if (!e || e->value != v || strcmp(e->source, source) != 0) {
 		r = set_task_as(m, tgid, tgid, expect, v, source, from, ret_why);
 		if (r < 0 && (r == -ESRCH || r == -EPERM))
@@ -344,6 +350,25 @@ static const struct lat_entry *from_of(const struct latmgr *m, pid_t tid, pid_t 
 }
 
 /*
+ * Whether the kernel gave task tid what rqbalance set on from: the nice and policy it
+ * inherits at fork from the task that created it, and the class cgroup where
+ * rqbalance holds from's. Where the source does not name the creator (the connector,
+ * a walk of /proc: the parent of record is not the creator after a clone with
+ * CLONE_PARENT, nor after the creator exited), this says the creator held the value.
+ * A creator that had the same nice, policy and class without rqbalance could do the
+ * same itself: lowering nice needs the privilege a negative value would give.
+ */
+static bool kernel_inherited(const struct latmgr *m, pid_t tid, const struct lat_entry *from)
+{
+	struct lat_state cur;
+
+	if (!from || latact_read(m->la, tid, &cur) < 0)
+		return false;
+	return cur.nice == from->set.nice && cur.policy == from->set.policy &&
+	       (!from->set.cgroup[0] || strcmp(cur.cgroup, from->set.cgroup) == 0);
+}
+
+/*
  * An event's time in the clock ticks after boot that /proc/PID/stat gives start times
  * in: the event has CLOCK_MONOTONIC, start times count CLOCK_BOOTTIME (which runs on
  * through suspend). 0 when the event has no time.
@@ -396,36 +421,45 @@ static bool exit_is_about(const struct pc_event *ev, uint64_t start)
 
 /*
  * A new thread (tid != tgid) of a managed process gets the process's value; a new
- * process whose parent is managed is managed as its parent. The connector names a
- * thread's process's parent, not the thread that cloned it: what the new task had
- * before rqbalance is taken from its process's (or its parent's) first thread. That
- * one's cgroup is checked first: one someone else moved is theirs, and so is the new
- * task's. The task is acted on only if it is still the one the event is about.
+ * process gets the value of the process that created it, as the kernel gives it the
+ * creator's nice, policy and cgroup. BPF names the creator (the tracepoint's current
+ * task); the connector names only the real parent, which after clone(CLONE_PARENT)
+ * is the creator's parent: there the child is managed only if the kernel gave it what
+ * rqbalance set on that parent (kernel_inherited). The creator's cgroup is checked
+ * first: one someone else moved is theirs, and so is the child's. The task is acted on
+ * only if it is still the one the event is about.
  */
 static void on_fork(struct latmgr *m, const struct pc_event *ev)
 {
-	const struct lm_proc *p;
+	bool thread = ev->tid != ev->tgid, known = ev->creator_tgid > 0;
+	pid_t ctid = known ? ev->creator_tid : thread ? ev->tgid : ev->parent_tid;
+	pid_t ctgid = thread ? ev->tgid : known ? ev->creator_tgid : ev->parent_tgid;
+	const struct lm_proc *p = lm_find_process(m, ctgid);
+	const struct lat_entry *from;
 	struct lm_proc child;
 	const char *why;
 	uint64_t start;
 	bool kthread;
 
-	p = lm_find_process(m, ev->tid != ev->tgid ? ev->tgid : ev->parent_tgid);
 	if (!p || task_info(ev->tid, &start, &kthread) < 0 || !event_is_about(ev, start))
 		return;
-	if (ev->tid != ev->tgid) {
-		latact_check_cgroup(m->la, ev->tgid);
-		if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source,
-				from_of(m, ev->tgid, ev->tgid), &why) == 0)
+	latact_check_cgroup(m->la, ctid);
+	from = from_of(m, ctid, ctgid);
+	if (!thread && !known && !kernel_inherited(m, ev->tid, from)) {
+		log_debug("latency: process %d, forked under %d, did not inherit what rqbalance "
+			  "set there (cloned by another task): not managed", (int)ev->tid,
+			  (int)ev->parent_tgid);
+		return;
+	}
+	if (thread) {
+		if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source, from, &why) == 0)
 			m->cnt.threads++;
 		return;
 	}
-	latact_check_cgroup(m->la, ev->parent_tid);
 	child = *p;
 	child.tgid = ev->tgid;
 	child.start_time = start;
-	if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source,
-			from_of(m, ev->parent_tid, ev->parent_tgid), &why) == 0) {
+	if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source, from, &why) == 0) {
 		proc_put(m, &child);
 		m->cnt.threads++;
 	}
@@ -540,22 +574,31 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 	const struct lm_proc *p = lm_find_process(m, pid);
 	const char *why;
 
-	if (!p && (p = lm_find_process(m, ppid)) != NULL) {
+	/*
+	 * A child missed while events were lost. Its parent of record may not be the task
+	 * that created it (clone(CLONE_PARENT), an orphan adopted by a subreaper): it gets
+	 * the parent's value only if the kernel gave it what rqbalance set there, and a
+	 * rule's value only by matching the rule itself, below.
+	 */
+	if (!p && (p = lm_find_process(m, ppid)) != NULL && !p->from_rule) {
+		const struct lat_entry *from = from_of(m, ppid, ppid);
 		struct lm_proc child = *p;
 		uint64_t start;
 		bool kthread;
 
-		if (task_info(pid, &start, &kthread) < 0 || start < p->start_time)
+		if (task_info(pid, &start, &kthread) < 0 || start < p->start_time ||
+		    !kernel_inherited(m, pid, from))
 			return;
 		child.tgid = pid;
 		child.start_time = start;
 		if (proc_put(m, &child) < 0)
 			return;
 		p = lm_find_process(m, pid);
-		if (set_threads(m, pid, start, p->value, p->source, from_of(m, ppid, ppid), &why) > 0)
+		if (set_threads(m, pid, start, p->value, p->source, from, &why) > 0)
 			m->cnt.threads++;
 		return;
 	}
+	p = lm_find_process(m, pid);
 	/* A rule's value is checked again: the rules, or the process, may have changed. */
 	if (!p || p->from_rule) {
 		const struct bpfev_exe *x = bpfev_exe_find(m->exes, m->nexes, pid);
