@@ -460,6 +460,9 @@ static int do_get(struct conn *c, const struct target *t, char *out, size_t size
 		knobs_text(&e->set, knobs, sizeof(knobs));
 	snprintf(out, size, "value %d\nsource %s\nscope %s\ntasks %zu\n%s", p ? p->value : e->value,
 		 p ? p->source : e->source, p ? "process" : "thread", ntasks, knobs);
+	if (e && e->cg != LAT_CG_OURS)
+		snprintf(out + strlen(out), size - strlen(out), "cgroup_left %s: %s\n", e->cg_left,
+			 lat_cg_why(e->cg));
 	if (p)
 		unit_text(d, t->pid, out + strlen(out), size - strlen(out));
 	return 0;

@@ -107,7 +107,7 @@ static int task_info(pid_t tid, uint64_t *ret_start, bool *ret_kthread)
 
 /* expect: the start time the decision was made on; 0 takes the task as it is now. */
 static int set_task_as(struct latmgr *m, pid_t tid, pid_t tgid, uint64_t expect, int v,
-		       const char *source, const struct lat_state *inherit, const char **ret_why)
+		       const char *source, const struct lat_entry *from, const char **ret_why)
 {
 	uint64_t start;
 	bool kthread;
@@ -123,31 +123,37 @@ static int set_task_as(struct latmgr *m, pid_t tid, pid_t tgid, uint64_t expect,
 		*ret_why = kthread ? "a kernel thread" : "rqbalanced itself";
 		return -EPERM;
 	}
-	return latact_task(m->la, tid, tgid, start, v, source, inherit, ret_why);
+	return latact_task(m->la, tid, tgid, start, v, source, from, ret_why);
 }
 
 static int set_task(struct latmgr *m, pid_t tid, pid_t tgid, int v, const char *source,
-		    const struct lat_state *inherit, const char **ret_why)
+		    const struct lat_entry *from, const char **ret_why)
 {
-	return set_task_as(m, tid, tgid, 0, v, source, inherit, ret_why);
+	return set_task_as(m, tid, tgid, 0, v, source, from, ret_why);
 }
 
 /*
- * Gives every thread of tgid value v; inherit is the prev of the thread they came
- * from. The first thread goes first, checked against expect (its start time when
- * the decision was made): if the pid now names another process, nothing is done.
+ * Gives every thread of tgid value v; from is the entry of the task they came from.
+ * The first thread goes first, checked against expect (its start time when the
+ * decision was made): if the pid now names another process, nothing is done.
  */
 static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
-		       const struct lat_state *inherit, const char **ret_why)
+		       const struct lat_entry *from, const char **ret_why)
 {
 	const struct lat_entry *e = latact_find(m->la, tgid);
+	struct lat_entry fr;
 	char path[PATH_MAX];
 	struct dirent *de;
 	int done = 0, r = 0;
 	DIR *d;
 
+	/* from may point into the actuator's entries, which each task given a value moves. */
+	if (from) {
+		fr = *from;
+		from = &fr;
+	}
 	if (!e || e->value != v || strcmp(e->source, source) != 0) {
-		r = set_task_as(m, tgid, tgid, expect, v, source, inherit, ret_why);
+		r = set_task_as(m, tgid, tgid, expect, v, source, from, ret_why);
 		if (r < 0 && (r == -ESRCH || r == -EPERM))
 			return r;
 		done += r == 0;
@@ -167,7 +173,7 @@ static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 		e = latact_find(m->la, tid);
 		if (e && e->value == v && strcmp(e->source, source) == 0)
 			continue;
-		rr = set_task(m, tid, tgid, v, source, inherit, ret_why);
+		rr = set_task(m, tid, tgid, v, source, from, ret_why);
 		if (rr == 0)
 			done++;
 		else if (rr != -ESRCH && r == 0)
@@ -344,13 +350,31 @@ static void apply_rules(struct latmgr *m, pid_t pid, const struct lm_exe *kx)
 
 /* ---- fork, exec, exit ---- */
 
-static const struct lat_state *prev_of(const struct latmgr *m, pid_t tid, pid_t tgid)
+/* The entry of the task a new one came from: that thread's, else its process's first. */
+static const struct lat_entry *from_of(const struct latmgr *m, pid_t tid, pid_t tgid)
 {
 	const struct lat_entry *e = latact_find(m->la, tid);
 
-	if (!e)
-		e = latact_find(m->la, tgid);
-	return e ? &e->prev : NULL;
+	return e ? e : latact_find(m->la, tgid);
+}
+
+/*
+ * Whether the kernel gave task tid what rqbalance set on from: the nice and policy it
+ * inherits at fork from the task that created it, and the class cgroup where
+ * rqbalance holds from's. Where the source does not name the creator (the connector,
+ * a walk of /proc: the parent of record is not the creator after a clone with
+ * CLONE_PARENT, nor after the creator exited), this says the creator held the value.
+ * A creator that had the same nice, policy and class without rqbalance could do the
+ * same itself: lowering nice needs the privilege a negative value would give.
+ */
+static bool kernel_inherited(const struct latmgr *m, pid_t tid, const struct lat_entry *from)
+{
+	struct lat_state cur;
+
+	if (!from || latact_read(m->la, tid, &cur) < 0)
+		return false;
+	return cur.nice == from->set.nice && cur.policy == from->set.policy &&
+	       (!from->set.cgroup[0] || strcmp(cur.cgroup, from->set.cgroup) == 0);
 }
 
 /*
@@ -406,33 +430,45 @@ static bool exit_is_about(const struct pc_event *ev, uint64_t start)
 
 /*
  * A new thread (tid != tgid) of a managed process gets the process's value; a new
- * process whose parent is managed is managed as its parent. The connector names a
- * thread's process's parent, not the thread that cloned it: what the new task had
- * before rqbalance is taken from its process's (or its parent's) first thread. The
- * task is acted on only if it is still the one the event is about.
+ * process gets the value of the process that created it, as the kernel gives it the
+ * creator's nice, policy and cgroup. BPF names the creator (the tracepoint's current
+ * task); the connector names only the real parent, which after clone(CLONE_PARENT)
+ * is the creator's parent: there the child is managed only if the kernel gave it what
+ * rqbalance set on that parent (kernel_inherited). The creator's cgroup is checked
+ * first: one someone else moved is theirs, and so is the child's. The task is acted on
+ * only if it is still the one the event is about.
  */
 static void on_fork(struct latmgr *m, const struct pc_event *ev)
 {
-	const struct lm_proc *p;
+	bool thread = ev->tid != ev->tgid, known = ev->creator_tgid > 0;
+	pid_t ctid = known ? ev->creator_tid : thread ? ev->tgid : ev->parent_tid;
+	pid_t ctgid = thread ? ev->tgid : known ? ev->creator_tgid : ev->parent_tgid;
+	const struct lm_proc *p = lm_find_process(m, ctgid);
+	const struct lat_entry *from;
 	struct lm_proc child;
 	const char *why;
 	uint64_t start;
 	bool kthread;
 
-	p = lm_find_process(m, ev->tid != ev->tgid ? ev->tgid : ev->parent_tgid);
 	if (!p || task_info(ev->tid, &start, &kthread) < 0 || !event_is_about(ev, start))
 		return;
-	if (ev->tid != ev->tgid) {
-		if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source,
-				prev_of(m, ev->tgid, ev->tgid), &why) == 0)
+	latact_check_cgroup(m->la, ctid);
+	from = from_of(m, ctid, ctgid);
+	if (!thread && !known && !kernel_inherited(m, ev->tid, from)) {
+		log_debug("latency: process %d, forked under %d, did not inherit what rqbalance "
+			  "set there (cloned by another task): not managed", (int)ev->tid,
+			  (int)ev->parent_tgid);
+		return;
+	}
+	if (thread) {
+		if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source, from, &why) == 0)
 			m->cnt.threads++;
 		return;
 	}
 	child = *p;
 	child.tgid = ev->tgid;
 	child.start_time = start;
-	if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source,
-			prev_of(m, ev->parent_tid, ev->parent_tgid), &why) == 0) {
+	if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source, from, &why) == 0) {
 		proc_put(m, &child);
 		m->cnt.threads++;
 	}
@@ -547,22 +583,31 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 	const struct lm_proc *p = lm_find_process(m, pid);
 	const char *why;
 
-	if (!p && (p = lm_find_process(m, ppid)) != NULL) {
+	/*
+	 * A child missed while events were lost. Its parent of record may not be the task
+	 * that created it (clone(CLONE_PARENT), an orphan adopted by a subreaper): it gets
+	 * the parent's value only if the kernel gave it what rqbalance set there, and a
+	 * rule's value only by matching the rule itself, below.
+	 */
+	if (!p && (p = lm_find_process(m, ppid)) != NULL && !p->from_rule) {
+		const struct lat_entry *from = from_of(m, ppid, ppid);
 		struct lm_proc child = *p;
 		uint64_t start;
 		bool kthread;
 
-		if (task_info(pid, &start, &kthread) < 0 || start < p->start_time)
+		if (task_info(pid, &start, &kthread) < 0 || start < p->start_time ||
+		    !kernel_inherited(m, pid, from))
 			return;
 		child.tgid = pid;
 		child.start_time = start;
 		if (proc_put(m, &child) < 0)
 			return;
 		p = lm_find_process(m, pid);
-		if (set_threads(m, pid, start, p->value, p->source, prev_of(m, ppid, ppid), &why) > 0)
+		if (set_threads(m, pid, start, p->value, p->source, from, &why) > 0)
 			m->cnt.threads++;
 		return;
 	}
+	p = lm_find_process(m, pid);
 	/* A rule's value is checked again: the rules, or the process, may have changed. */
 	if (!p || p->from_rule) {
 		const struct bpfev_exe *x = bpfev_exe_find(m->exes, m->nexes, pid);
@@ -572,7 +617,7 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 		apply_rules(m, pid, x && x->has_exe ? &kx : NULL);
 	}
 	p = lm_find_process(m, pid);
-	if (p && set_threads(m, pid, p->start_time, p->value, p->source, prev_of(m, pid, pid),
+	if (p && set_threads(m, pid, p->start_time, p->value, p->source, from_of(m, pid, pid),
 			     &why) > 0)
 		m->cnt.threads++;
 }

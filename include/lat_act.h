@@ -35,6 +35,12 @@ struct lat_entry {
 	char source[48];            /* who asked: "ctl uid N", "rule NAME", "inherited" */
 	struct lat_state prev;      /* what it had before rqbalance */
 	struct lat_state set;       /* what rqbalance gave it, read back */
+	/*
+	 * Whether its cgroup is rqbalance's to move (lat_cg_decide). When it is not,
+	 * set.cgroup is "" (nothing to give back) and cg_left is where it was left.
+	 */
+	enum lat_cg_verdict cg;
+	char cg_left[LAT_PATH_MAX];
 };
 
 struct lat_cg_entry {
@@ -111,12 +117,21 @@ void latact_fini(struct latact *la);
 void latact_set_conf(struct latact *la, const struct lat_conf *lc);
 
 /*
- * Gives task tid (of process tgid, started at start_time) value v. inherit, if not
- * NULL, is what the task had before it inherited rqbalance's settings from its
- * parent. 0, or -errno with *ret_why set to a reason for the caller.
+ * Gives task tid (of process tgid, started at start_time) value v. from, if not NULL,
+ * is the entry of the task that created it, whose settings it inherited: what that
+ * one had before rqbalance is what the new task had, and its cgroup is rqbalance's to
+ * move only if the kernel put it where rqbalance put the creator. A task rqbalance
+ * did not put where it is now (someone else moved it, or its cgroup limits its CPU)
+ * keeps its cgroup (lat_cg_decide). 0, or -errno with *ret_why set to a reason for
+ * the caller.
  */
 int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, int v,
-		const char *source, const struct lat_state *inherit, const char **ret_why);
+		const char *source, const struct lat_entry *from, const char **ret_why);
+/*
+ * Whether task tid is still in the cgroup rqbalance put it in; if someone else moved
+ * it, its cgroup is theirs from now on (logged once).
+ */
+void latact_check_cgroup(struct latact *la, pid_t tid);
 /* Gives a task back what it had (where still as set); -ENOENT if not managed. */
 int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time);
 /* The task exited: forget it. */
@@ -141,7 +156,7 @@ int latact_unit_release(struct latact *la, const char *path);
 bool latact_cgroup_path_ok(const char *path);
 const struct lat_cg_entry *latact_find_cgroup(const struct latact *la, const char *path);
 
-/* Drops entries whose task is gone. */
+/* Drops entries whose task is gone; notes tasks someone else moved (latact_check_cgroup). */
 void latact_verify(struct latact *la);
 /* Gives back everything. Returns the knobs restored. */
 int latact_restore_all(struct latact *la);

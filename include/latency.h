@@ -98,4 +98,30 @@ struct lat_unit_decision {
 void lat_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
 		     struct lat_unit_decision *ret);
 
+/*
+ * Whose a task's cgroup is, before rqbalance moves it into a class. rqbalance moves a
+ * task only from where it put it: a task someone else moved since, or one whose
+ * cgroup caps its CPU, keeps its cgroup and gets the value's nice, policy and slice.
+ */
+enum lat_cg_verdict {
+	LAT_CG_OURS = 0,    /* where rqbalance put it (or may put it): it may be moved */
+	LAT_CG_MOVED,       /* someone else moved it (or its creator) since: theirs */
+	LAT_CG_LIMITS,      /* its cgroup has a CPU quota or a cpuset: left there */
+};
+
+struct lat_cg_view {
+	const char *cur;    /* the task's cgroup now */
+	/*
+	 * Where rqbalance put it (a task it holds), or, for a new task, where the kernel
+	 * put it by inheritance from a creator rqbalance holds: the creator's. NULL for a
+	 * task given its first value.
+	 */
+	const char *held;
+	bool limits;        /* cur or a parent of it has a CPU quota or a narrower cpuset */
+};
+
+enum lat_cg_verdict lat_cg_decide(const struct lat_cg_view *v);
+/* What a verdict says, for rqctl get and the log: "" for LAT_CG_OURS. */
+const char *lat_cg_why(enum lat_cg_verdict verdict);
+
 #endif

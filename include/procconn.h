@@ -29,6 +29,14 @@ struct pc_event {
 	 */
 	pid_t parent_tid;
 	pid_t parent_tgid;
+	/*
+	 * FORK only: the task that created the new one (the kernel's current), whose
+	 * nice, policy and cgroup it inherits; the same as the parent but after
+	 * clone(CLONE_PARENT) and for threads. 0 where the source does not say (the
+	 * connector).
+	 */
+	pid_t creator_tid;
+	pid_t creator_tgid;
 	uint64_t ts_ns;     /* kernel timestamp (CLOCK_MONOTONIC ns) */
 	/*
 	 * The task's start (FORK: the new task's) in CLOCK_BOOTTIME ns, the clock of

@@ -421,6 +421,56 @@ static void classes_remove(struct latact *la)
 		cg_delete(la->cls.root);
 }
 
+/* ---- whose a task's cgroup is ---- */
+
+/* A cgroup file's first line, blanks cut; "" where there is none. */
+static void read_line(const char *dir, const char *name, char *ret, size_t size)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (rqb_read_file(path, ret, size) < 0)
+		ret[0] = '\0';
+	ret[strcspn(ret, "\n")] = '\0';
+}
+
+/* Whether dir caps its tasks' CPU: a CFS quota, or a cpuset other than the top's. */
+static bool dir_limits(const struct latact *la, const char *dir, const char *top_cpus)
+{
+	char buf[256];
+
+	read_line(dir, la->cls.v2 ? "cpu.max" : "cpu.cfs_quota_us", buf, sizeof(buf));
+	if (buf[0] && (la->cls.v2 ? strncmp(buf, "max", 3) != 0 : strcmp(buf, "-1") != 0))
+		return true;
+	read_line(dir, "cpuset.cpus", buf, sizeof(buf));
+	return buf[0] && top_cpus[0] && strcmp(buf, top_cpus) != 0;
+}
+
+/*
+ * Whether cgroup cg (as /proc/PID/cgroup names it), or a parent below the top, caps
+ * its tasks' CPU; rqbalance's own classes set no cap. A cpuset counts only where it
+ * shares the hierarchy rqbalance moves tasks in (cgroup2, or v1 mounted with cpu).
+ */
+static bool cg_limits_cpu(const struct latact *la, const char *cg)
+{
+	char top_cpus[256], rel[LAT_PATH_MAX], dir[PATH_MAX], *slash;
+
+	read_line(la->cls.mount, "cpuset.cpus.effective", top_cpus, sizeof(top_cpus));
+	if (!top_cpus[0])
+		read_line(la->cls.mount, "cpuset.cpus", top_cpus, sizeof(top_cpus));
+	snprintf(rel, sizeof(rel), "%s", cg);
+	while (rel[0] == '/' && rel[1]) {
+		slash = strrchr(rel, '/');
+		snprintf(dir, sizeof(dir), "%s%s", la->cls.mount, rel);
+		if (!is_our_class(la, slash + 1) && dir_limits(la, dir, top_cpus))
+			return true;
+		*slash = '\0';
+		if (slash == rel)
+			break;
+	}
+	return false;
+}
+
 /* ---- tasks ---- */
 
 int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret)
@@ -597,21 +647,59 @@ static int write_state(struct latact *la, pid_t tid, pid_t tgid, const struct la
 	return r;
 }
 
+/* Whether a task left to others is said in the log: a process once, not each thread. */
+static bool cg_says(const struct latact *la, const struct lat_entry *e)
+{
+	const struct lat_entry *lead = latact_find(la, e->tgid);
+
+	return e->task.tid == e->tgid || !lead || lead->task.tid == e->task.tid;
+}
+
+/*
+ * Whether the task's cgroup is rqbalance's to move (into e->cg and e->cg_left): where
+ * rqbalance put it (old), where the kernel put it after its creator (from), or, for a
+ * first value, anywhere that does not cap its CPU. Said once, when it stops being so.
+ */
+static void cg_decide(struct latact *la, const struct lat_entry *old,
+		      const struct lat_entry *from, const struct lat_state *cur, struct lat_entry *e)
+{
+	const struct lat_entry *held = old ? old : from;
+	struct lat_cg_view v = { .cur = cur->cgroup };
+
+	e->cg = LAT_CG_OURS;
+	e->cg_left[0] = '\0';
+	if (!la->cls.on)
+		return;
+	if (held && held->cg != LAT_CG_OURS) {
+		/* Still left, or a new task of a creator whose cgroup was left: no new word. */
+		e->cg = held->cg;
+	} else {
+		v.held = held ? held->set.cgroup : NULL;
+		v.limits = !held && cg_limits_cpu(la, cur->cgroup);
+		e->cg = lat_cg_decide(&v);
+		if (e->cg != LAT_CG_OURS && cg_says(la, e))
+			log_notice("latency: task %d is in cgroup \"%s\": %s", (int)e->task.tid,
+				   cur->cgroup, lat_cg_why(e->cg));
+	}
+	if (e->cg != LAT_CG_OURS)
+		snprintf(e->cg_left, sizeof(e->cg_left), "%s", cur->cgroup);
+}
+
 int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, int v,
-		const char *source, const struct lat_state *inherit, const char **ret_why)
+		const char *source, const struct lat_entry *from, const char **ret_why)
 {
 	const struct lat_entry *old = latact_find(la, tid);
-	struct lat_entry e = { .tgid = tgid, .value = v };
+	struct lat_entry e = { .tgid = tgid, .value = v }, fr;
 
 	snprintf(e.source, sizeof(e.source), "%s", source ? source : "");
-	struct lat_state cur, want, inh;
+	struct lat_state cur, want;
 	int r;
 
 	*ret_why = NULL;
-	/* inherit may point into la->e, which dropping an entry below moves. */
-	if (inherit) {
-		inh = *inherit;
-		inherit = &inh;
+	/* from may point into la->e, which dropping an entry below moves. */
+	if (from) {
+		fr = *from;
+		from = &fr;
 	}
 	if (old && old->task.start_time != start_time) {
 		latact_task_gone(la, tid);
@@ -631,9 +719,15 @@ int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, i
 	}
 	if (r < 0)
 		goto fail;
-	e.prev = old ? old->prev : inherit ? *inherit : cur;
+	e.prev = old ? old->prev : from ? from->prev : cur;
+	cg_decide(la, old, from, &cur, &e);
 	want_for(la, v, tid, tgid, &e.prev, &want);
+	/* A cgroup left to others stays as it is, and is not rqbalance's to give back. */
+	if (e.cg != LAT_CG_OURS)
+		snprintf(want.cgroup, sizeof(want.cgroup), "%s", cur.cgroup);
 	e.set = want;
+	if (e.cg != LAT_CG_OURS)
+		e.set.cgroup[0] = '\0';
 	if (la->o.dry_run) {
 		log_info("latency: would give task %d value %d", (int)tid, v);
 		goto fail;
@@ -647,6 +741,8 @@ int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, i
 	r = write_state(la, tid, tgid, &cur, &want);
 	if (r == 0)
 		r = latact_read(la, tid, &e.set);
+	if (r == 0 && e.cg != LAT_CG_OURS)
+		e.set.cgroup[0] = '\0';
 	if (r == 0)
 		r = la->ops->alive(&e.task);
 	if (r == -ESRCH) {
@@ -695,9 +791,11 @@ static void restore_entry(struct latact *la, const struct lat_entry *e)
 		want.umin = e->prev.umin;
 		want.umax = e->prev.umax;
 	}
+	/* A cgroup left to others (set.cgroup "") is theirs: it stays where it is. */
 	if (strcmp(cur.cgroup, e->set.cgroup) == 0)
 		snprintf(want.cgroup, sizeof(want.cgroup), "%s", e->prev.cgroup);
-	if (sched_differs(&cur, &e->set) || strcmp(cur.cgroup, e->set.cgroup) != 0)
+	if (sched_differs(&cur, &e->set) ||
+	    (e->set.cgroup[0] && strcmp(cur.cgroup, e->set.cgroup) != 0))
 		la->cnt.left_alone++;
 	if (write_state(la, tid, e->tgid, &cur, &want) == 0) {
 		if (sched_differs(&cur, &want) || strcmp(cur.cgroup, want.cgroup) != 0)
@@ -736,11 +834,34 @@ void latact_task_gone(struct latact *la, pid_t tid)
 	la->cnt.gone++;
 }
 
+void latact_check_cgroup(struct latact *la, pid_t tid)
+{
+	bool found;
+	size_t i = find_index(la, tid, &found);
+	struct lat_entry *e;
+	struct lat_state cur;
+
+	if (!found || !la->cls.on)
+		return;
+	e = &la->e[i];
+	if (e->cg != LAT_CG_OURS || latact_read(la, tid, &cur) < 0 ||
+	    la->ops->alive(&e->task) < 0 || strcmp(cur.cgroup, e->set.cgroup) == 0)
+		return;
+	cg_decide(la, e, NULL, &cur, e);
+	/* Nothing to give back there: the record says so too, should rqbalance crash. */
+	e->set.cgroup[0] = '\0';
+	if (journal_task(la, e) < 0)
+		la->cnt.errors++;
+}
+
 void latact_verify(struct latact *la)
 {
-	for (size_t i = la->n; i-- > 0;)
+	for (size_t i = la->n; i-- > 0;) {
 		if (la->ops->alive(&la->e[i].task) < 0)
 			latact_task_gone(la, la->e[i].task.tid);
+		else
+			latact_check_cgroup(la, la->e[i].task.tid);
+	}
 }
 
 /* ---- cgroup targets ---- */

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "latency.h"
 #include "rqbalance.h"
@@ -217,4 +218,25 @@ void lat_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
 		d.weight = k.cg_idle ? 0 : lat_shares_to_weight(k.shares);
 	}
 	*ret = d;
+}
+
+enum lat_cg_verdict lat_cg_decide(const struct lat_cg_view *v)
+{
+	if (v->held)
+		return strcmp(v->cur, v->held) == 0 ? LAT_CG_OURS : LAT_CG_MOVED;
+	return v->limits ? LAT_CG_LIMITS : LAT_CG_OURS;
+}
+
+const char *lat_cg_why(enum lat_cg_verdict verdict)
+{
+	switch (verdict) {
+	case LAT_CG_MOVED:
+		return "moved there by someone else: theirs now, only nice, policy and slice are "
+		       "rqbalance's";
+	case LAT_CG_LIMITS:
+		return "its cgroup limits its CPU (a quota or a cpuset): left there, only nice, "
+		       "policy and slice are rqbalance's";
+	default:
+		return "";
+	}
 }

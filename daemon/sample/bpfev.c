@@ -76,7 +76,8 @@ int bpfev_decode(const void *data, size_t len, struct pc_event *ret)
 		return -EINVAL;
 	memcpy(&e, data, sizeof(e));
 	if ((e.kind != RQE_FORK && e.kind != RQE_EXEC && e.kind != RQE_EXIT) || e.tid <= 0 ||
-	    e.tgid <= 0 || (e.kind == RQE_FORK && (e.parent_tid < 0 || e.parent_tgid < 0)))
+	    e.tgid <= 0 || (e.kind == RQE_FORK && (e.parent_tid < 0 || e.parent_tgid < 0 ||
+						     e.creator_tid < 0 || e.creator_tgid < 0)))
 		return -EINVAL;
 	*ret = (struct pc_event){
 		.kind = (enum pc_event_kind)e.kind,
@@ -84,6 +85,8 @@ int bpfev_decode(const void *data, size_t len, struct pc_event *ret)
 		.tgid = e.tgid,
 		.parent_tid = e.kind == RQE_FORK ? e.parent_tid : 0,
 		.parent_tgid = e.kind == RQE_FORK ? e.parent_tgid : 0,
+		.creator_tid = e.kind == RQE_FORK ? e.creator_tid : 0,
+		.creator_tgid = e.kind == RQE_FORK ? e.creator_tgid : 0,
 		.ts_ns = e.ts_ns,
 		.start_ns = e.start_ns,
 		.has_exe = e.kind == RQE_EXEC && (e.flags & RQE_F_EXE),

@@ -5,20 +5,14 @@ weight file they do not own; root may set any value, after which the user may ra
 it but not lower it back. `rqctl run` with a lower value is refused before the
 command runs. A reset, and the daemon's stop, give the task its policy, slice and
 cgroup back."""
-import grp
 import os
-import pwd
 import resource
 import shutil
-import signal
 import subprocess
 
 from rqb import (RQCTL, TOPO_2LLC, Daemon, check, main, private_copy, require, skip, tmpdir,
                  write_replay)
-
-# The user's commands lower their own RLIMIT_NICE, so that no limits.conf lets them
-# lower a value without CAP_SYS_NICE.
-NICE0 = ["prlimit", "--nice=0:0", "--"] if shutil.which("prlimit") else []
+from rqb_user import NICE0, User
 
 
 def rqctl(sock, *args, user=None, prog=RQCTL):
@@ -57,47 +51,6 @@ def knobs(pid):
     lines += [l for l in text if l.startswith("0::")]
     cgroup = lines[0] if lines else ""
     return {"policy": os.sched_getscheduler(pid), "slice": sched_slice(pid), "cgroup": cgroup}
-
-
-class User:
-    """A throwaway unprivileged user: useradd on entry; its processes killed and the
-    user removed on exit, whatever happened in between."""
-
-    def __init__(self):
-        self.name = f"rqbl{os.getpid() % 100000}"
-        group = next((g for g in ("nogroup", "nobody") if has_group(g)), None)
-        if not group:
-            skip("no nogroup or nobody group for the test user")
-        subprocess.run(["useradd", "-M", "-N", "-g", group, "-s", "/usr/sbin/nologin",
-                        self.name], check=True)
-        pw = pwd.getpwnam(self.name)
-        self.uid, self.gid = pw.pw_uid, pw.pw_gid
-        self.procs = []
-
-    def start(self, script):
-        """Runs sh -c script as the user; the script echoes its pid first."""
-        p = subprocess.Popen(["runuser", "-u", self.name, "--", *NICE0, "sh", "-c", script],
-                             stdout=subprocess.PIPE, text=True, start_new_session=True)
-        self.procs.append(p)
-        return int(p.stdout.readline())
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        for p in self.procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-        subprocess.run(["userdel", self.name], check=False)
-
-
-def has_group(name):
-    try:
-        grp.getgrnam(name)
-        return True
-    except KeyError:
-        return False
 
 
 class Ctl:

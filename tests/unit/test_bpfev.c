@@ -42,7 +42,8 @@ static void test_dev(void **state)
 static struct rqe_event record(__u32 kind)
 {
 	return (struct rqe_event){ .kind = kind, .tid = 101, .tgid = 100, .parent_tid = 7,
-				   .parent_tgid = 6, .ts_ns = 5000, .start_ns = 4000,
+				   .parent_tgid = 6, .creator_tid = 9, .creator_tgid = 8,
+				   .ts_ns = 5000, .start_ns = 4000,
 				   .exe_dev = (8u << 20) | 2, .exe_ino = 1234,
 				   .flags = RQE_F_EXE };
 }
@@ -59,6 +60,8 @@ static void test_decode(void **state)
 	assert_int_equal(e.tgid, 100);
 	assert_int_equal(e.parent_tid, 7);
 	assert_int_equal(e.parent_tgid, 6);
+	assert_int_equal(e.creator_tid, 9);
+	assert_int_equal(e.creator_tgid, 8);
 	assert_int_equal(e.ts_ns, 5000);
 	assert_int_equal(e.start_ns, 4000);
 	/* Only an exec names a file, whatever the flags say. */
@@ -70,8 +73,9 @@ static void test_decode(void **state)
 	assert_true(e.has_exe);
 	assert_true(e.exe_dev == makedev(8, 2));
 	assert_int_equal(e.exe_ino, 1234);
-	/* The parent is a fork's only. */
+	/* The parent and the creator are a fork's only. */
 	assert_int_equal(e.parent_tid, 0);
+	assert_int_equal(e.creator_tgid, 0);
 	r.flags = 0;
 	assert_int_equal(bpfev_decode(&r, sizeof(r), &e), 0);
 	assert_false(e.has_exe);
@@ -302,6 +306,9 @@ static void test_child_events(void **state)
 		assert_int_equal(fork_ev->parent_tgid, getpid());
 		/* A new thread: the process's parent (real_parent), as the connector says. */
 		assert_int_equal(thr->parent_tgid, getpid());
+		/* Both were created by a task of the child's: the one inheritance follows. */
+		assert_int_equal(fork_ev->creator_tgid, getpid());
+		assert_int_equal(thr->creator_tgid, pid);
 		/* Each carries the start /proc gives, exactly. */
 		assert_int_equal(ns_ticks(fork_ev->start_ns), start);
 		assert_int_equal(ns_ticks(exec_ev->start_ns), start);

@@ -307,6 +307,29 @@ static void unit_refused(void **state)
 	assert_int_equal(d.value, LAT_NONE);
 }
 
+/* rqbalance moves a task only from where it put it, never out of a cgroup that caps it. */
+static void cgroup_only_where_put(void **state)
+{
+	struct lat_cg_view v = { .cur = "/rqbalance-lat5" };
+
+	(void)state;
+	v.held = "/rqbalance-lat5";
+	assert_int_equal(lat_cg_decide(&v), LAT_CG_OURS);
+	assert_string_equal(lat_cg_why(LAT_CG_OURS), "");
+	/* Moved since, whatever the new cgroup is like. */
+	v.cur = "/limited";
+	assert_int_equal(lat_cg_decide(&v), LAT_CG_MOVED);
+	v.limits = true;
+	assert_int_equal(lat_cg_decide(&v), LAT_CG_MOVED);
+	/* A first value: anywhere but a cgroup that caps the CPU. */
+	v.held = NULL;
+	assert_int_equal(lat_cg_decide(&v), LAT_CG_LIMITS);
+	v.limits = false;
+	assert_int_equal(lat_cg_decide(&v), LAT_CG_OURS);
+	assert_non_null(strstr(lat_cg_why(LAT_CG_MOVED), "someone else"));
+	assert_non_null(strstr(lat_cg_why(LAT_CG_LIMITS), "limits its CPU"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +349,7 @@ int main(void)
 		cmocka_unit_test(unit_shared_with_another_value),
 		cmocka_unit_test(unit_of_two_users),
 		cmocka_unit_test(unit_refused),
+		cmocka_unit_test(cgroup_only_where_put),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,12 +5,14 @@
  *
  * Algorithm. Three tp_btf programs on the scheduler's process tracepoints write one
  * struct rqe_event each into a ring buffer that the daemon's event loop reads:
- * sched_process_fork (the new task, and its real_parent as the proc connector names
- * it: for a new thread its process's parent), sched_process_exec (the task after the
- * exec, and the device and inode of the file the kernel runs: bprm->file) and
- * sched_process_exit (each exiting thread). Each record carries the task's
- * start_boottime, which /proc/PID/stat's start time is made from, so that userspace
- * can tell a pid's owners apart exactly. A task iterator (list_exes) writes one
+ * sched_process_fork (the new task; its real_parent as the proc connector names it,
+ * for a new thread its process's parent; and the task that cloned it, current, which
+ * the tracepoint calls parent and from which the kernel copied its nice, policy and
+ * cgroup: after clone(CLONE_PARENT) not the real parent), sched_process_exec (the
+ * task after the exec, and the device and inode of the file the kernel runs:
+ * bprm->file) and sched_process_exit (each exiting thread). Each record carries the
+ * task's start_boottime, which /proc/PID/stat's start time is made from, so that
+ * userspace can tell a pid's owners apart exactly. A task iterator (list_exes) writes one
  * struct rqe_exe per process (thread group leaders only): mm->exe_file's device and
  * inode, for processes that were running before the daemon started or whose exec
  * events were lost.
@@ -54,6 +56,8 @@ static __always_inline struct rqe_event *reserve(__u32 kind, struct task_struct 
 	e->tgid = BPF_CORE_READ(p, tgid);
 	e->parent_tid = 0;
 	e->parent_tgid = 0;
+	e->creator_tid = 0;
+	e->creator_tgid = 0;
 	e->ts_ns = bpf_ktime_get_ns();
 	e->start_ns = BPF_CORE_READ(p, start_boottime);
 	e->exe_dev = 0;
@@ -86,6 +90,9 @@ int BPF_PROG(rqe_fork, struct task_struct *parent, struct task_struct *child)
 		e->parent_tid = BPF_CORE_READ(rp, pid);
 		e->parent_tgid = BPF_CORE_READ(rp, tgid);
 	}
+	/* The tracepoint's parent is current: the task the child inherits from. */
+	e->creator_tid = BPF_CORE_READ(parent, pid);
+	e->creator_tgid = BPF_CORE_READ(parent, tgid);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -5,7 +5,7 @@
 #ifndef RQB_RQEVENTS_BPF_H
 #define RQB_RQEVENTS_BPF_H
 
-/* The ring buffer: 64-byte records (with the kernel's 8-byte header), 16,384 of them. */
+/* The ring buffer: 72-byte records (with the kernel's 8-byte header), 14,563 of them. */
 #define RQE_RING_BYTES (1 << 20)
 
 /* enum pc_event_kind's values (include/procconn.h), checked there. */
@@ -24,6 +24,8 @@ struct rqe_event {
 	__s32 tgid;
 	__s32 parent_tid;     /* FORK: the new task's real_parent, as the proc connector's */
 	__s32 parent_tgid;
+	__s32 creator_tid;    /* FORK: the task that cloned it (the tracepoint's parent) */
+	__s32 creator_tgid;
 	__u64 ts_ns;          /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
 	__u64 start_ns;       /* the task's start_boottime: CLOCK_BOOTTIME ns */
 	__u64 exe_dev;        /* the kernel's dev_t (major << 20 | minor) of its superblock */

@@ -1,0 +1,69 @@
+"""A throwaway unprivileged user for the integration tests whose attack is a user's."""
+import grp
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+
+from rqb import skip
+
+# The user's commands lower their own RLIMIT_NICE, so that no limits.conf lets them
+# lower a value without CAP_SYS_NICE.
+NICE0 = ["prlimit", "--nice=0:0", "--"] if shutil.which("prlimit") else []
+
+
+def has_group(name):
+    try:
+        grp.getgrnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+class User:
+    """useradd on entry; its processes killed and the user removed on exit, whatever
+    happened in between."""
+
+    def __init__(self, prefix="rqbl"):
+        if not shutil.which("useradd") or not shutil.which("runuser"):
+            skip("useradd or runuser missing: no unprivileged user to test with")
+        self.name = f"{prefix}{os.getpid() % 100000}"
+        group = next((g for g in ("nogroup", "nobody") if has_group(g)), None)
+        if not group:
+            skip("no nogroup or nobody group for the test user")
+        subprocess.run(["useradd", "-M", "-N", "-g", group, "-s", "/usr/sbin/nologin",
+                        self.name], check=True)
+        pw = pwd.getpwnam(self.name)
+        self.uid, self.gid = pw.pw_uid, pw.pw_gid
+        self.procs = []
+
+    def popen(self, argv, **kw):
+        """argv as the user, in a session of its own that __exit__ kills."""
+        p = subprocess.Popen(["runuser", "-u", self.name, "--", *NICE0, *argv],
+                             start_new_session=True, **kw)
+        self.procs.append(p)
+        return p
+
+    def start(self, script):
+        """Runs sh -c script as the user; the script echoes its pid first."""
+        p = self.popen(["sh", "-c", script], stdout=subprocess.PIPE, text=True)
+        return int(p.stdout.readline())
+
+    def adopt(self, p):
+        """A process of the test's whose session also holds the user's processes."""
+        self.procs.append(p)
+        return p
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            p.wait()
+        subprocess.run(["userdel", self.name], check=False)
