@@ -15,6 +15,7 @@
 
 #include "conf.h"
 #include "log.h"
+#include "metrics.h"
 #include "rqbalance.h"
 
 static const char *const sampler_names[] = { "auto", "bpf", "proc", "replay", NULL };
@@ -99,7 +100,7 @@ const struct conf_key conf_keys[] = {
 	    "Busy tasks the proc sampler follows between walks, at most."),
 	{ "metrics", "path", CONF_STR, 0, 0, NULL, "", OFF(metrics_path),
 	  "Prometheus text file the counters are written to, whole, every interval_ms; "
-	  "must be absolute; empty: none.", false },
+	  "must be absolute, in a directory only root may write; empty: none.", false },
 	INT("metrics", "interval_ms", 1000, 3600000, "10000", metrics_interval_ms,
 	    "How often the metrics file is written, in milliseconds."),
 };
@@ -582,9 +583,26 @@ static void parse_rules_dir(struct parse_ctx *p)
 	p->name = main_name;
 }
 
+/*
+ * The metrics file is written by root in its directory: one that a user may write is
+ * one where a FIFO or a link can wait for it. Refused at start, check and reload.
+ */
+static void check_metrics_dir(struct parse_ctx *p)
+{
+	const struct conf_key *k = find_key("metrics", "path");
+	char why[PATH_MAX + 128];
+
+	if (!p->conf.metrics_path[0] || metrics_check_path(p->conf.metrics_path, why,
+							   sizeof(why)) == 0)
+		return;
+	report_at(p, p->seen_line[k - conf_keys], "[metrics] path", why);
+}
+
 /* The rules are checked as a whole only once every file is read without an error. */
 static int finish(struct parse_ctx *p, struct rqb_conf *ret)
 {
+	if (!p->nerrors)
+		check_metrics_dir(p);
 	if (!p->nerrors && rules_check(&p->conf.rules, p->err) < 0)
 		p->nerrors++;
 	if (p->nerrors)

@@ -5,7 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -173,16 +176,89 @@ int metrics_format(const struct daemon *d, FILE *out)
 	return ferror(out) ? -EIO : 0;
 }
 
-/* Writes the file at tmp whole; the reader's user (node_exporter) needs it readable. */
-static int write_tmp(const struct daemon *d, const char *tmp)
+/* Cuts path after its last '/': its directory ("/" for a file at the top). */
+static void dir_of(char *path)
 {
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	char *slash = strrchr(path, '/');
+
+	if (slash == path)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+}
+
+/* One directory of the chain: root's (or ours), and writable only by its owner. */
+static int check_one(const char *dir, const struct stat *st, bool strict, char *why,
+		     size_t len)
+{
+	if (!S_ISDIR(st->st_mode)) {
+		snprintf(why, len, "\"%s\" is not a directory", dir);
+		return -ENOTDIR;
+	}
+	if (st->st_uid != 0 && st->st_uid != geteuid()) {
+		snprintf(why, len, "directory \"%s\" belongs to uid %u, not root", dir,
+			 (unsigned)st->st_uid);
+		return -EPERM;
+	}
+	/* Sticky, others may add names but not take root's: enough above the file's own. */
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && (strict || !(st->st_mode & S_ISVTX))) {
+		snprintf(why, len, "directory \"%s\" may be written by others than root (mode %04o)",
+			 dir, (unsigned)(st->st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+int metrics_check_path(const char *path, char *why, size_t len)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	struct stat st;
+	bool strict = true;
+	int r;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	dir_of(dir);
+	/* A directory not made yet: whoever may make it there must be root alone. */
+	while (!realpath(dir, real)) {
+		r = -errno;
+		if (r != -ENOENT || strcmp(dir, "/") == 0) {
+			snprintf(why, len, "\"%s\": %s", dir, strerror(-r));
+			return r;
+		}
+		dir_of(dir);
+	}
+	for (;;) {
+		if (lstat(real, &st) < 0) {
+			r = -errno;
+			snprintf(why, len, "\"%s\": %s", real, strerror(-r));
+			return r;
+		}
+		r = check_one(real, &st, strict, why, len);
+		if (r < 0 || strcmp(real, "/") == 0)
+			return r;
+		strict = false;
+		dir_of(real);
+	}
+}
+
+/*
+ * Writes the file whole under a name of its own that nobody can have planted (O_EXCL:
+ * no FIFO to block on, no link to follow), and returns that name in tmp; the
+ * reader's user (node_exporter) needs it readable.
+ */
+static int write_tmp(const struct daemon *d, char *tmp, bool *ret_made)
+{
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	struct stat st;
 	FILE *f;
 	int r;
 
 	if (fd < 0)
 		return -errno;
-	if (fchmod(fd, 0644) < 0 || !(f = fdopen(fd, "w"))) {
+	*ret_made = true;
+	errno = EPERM;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    fchmod(fd, 0644) < 0 || !(f = fdopen(fd, "w"))) {
 		r = -errno;
 		close(fd);
 		return r;
@@ -193,31 +269,39 @@ static int write_tmp(const struct daemon *d, const char *tmp)
 	return r;
 }
 
-static void note_failure(struct metrics *m, const char *path, int r)
+static void note_failure(struct metrics *m, const char *path, int r, const char *why)
 {
 	m->failures++;
 	if (!m->failing)
 		log_warn("metrics: cannot write %s: %s; trying again each interval", path,
-			 strerror(-r));
+			 why ? why : strerror(-r));
 	m->failing = true;
 }
 
 int metrics_write(struct metrics *m, const struct daemon *d, const char *path)
 {
-	char tmp[CONF_MAX_STR + 8];
+	char tmp[CONF_MAX_STR + 8], why[PATH_MAX + 128];
+	bool made = false;
 	int r;
 
 	if (strcmp(m->path, path) != 0)
 		metrics_fini(m);
 	if (!path[0])
 		return 0;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	r = write_tmp(d, tmp);
+	/* The config was checked; a directory can still be handed to a user since. */
+	r = metrics_check_path(path, why, sizeof(why));
+	if (r < 0) {
+		note_failure(m, path, r, why);
+		return r;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+	r = write_tmp(d, tmp, &made);
 	if (r == 0 && rename(tmp, path) < 0)
 		r = -errno;
 	if (r < 0) {
-		unlink(tmp);
-		note_failure(m, path, r);
+		if (made)
+			unlink(tmp);
+		note_failure(m, path, r, NULL);
 		return r;
 	}
 	if (m->failing)

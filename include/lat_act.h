@@ -18,6 +18,10 @@
 
 #define LAT_JOURNAL_NAME "latency.journal"
 #define LAT_PATH_MAX 256
+/* A path as the journal writes it (\xHH for blanks, controls and '\\'): 4 bytes a byte. */
+#define LAT_ESC_MAX (4 * LAT_PATH_MAX)
+/* The longest journal record: a task's, with two escaped cgroup paths. */
+#define LAT_LINE_MAX (2 * LAT_ESC_MAX + 256)
 
 /* What a task has, of the knobs the mapping sets. */
 struct lat_state {
@@ -163,6 +167,10 @@ int latact_restore_all(struct latact *la);
 
 /* The records of the latency journal, as latact_parse_line names them. */
 enum latact_rec {
+	/*
+	 * PATH, UNIT and the cgroup in PREV and SET are escaped: \xHH for bytes up to
+	 * space, DEL and '\\', "-" for none, so that any name the kernel allows round-trips.
+	 */
 	LATACT_REC_TASK = 1, /* "lat TID TGID START VALUE PREV... SET...": all of *ret_e */
 	LATACT_REC_UNTASK,   /* "unlat TID START": ret_e's task.tid and task.start_time only */
 	LATACT_REC_CG,       /* "cg VALUE PATH UNIT PREV_W PREV_IDLE SET_W SET_IDLE": *ret_c */

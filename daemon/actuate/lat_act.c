@@ -4,6 +4,7 @@
  * knob only while it still holds what rqbalance wrote; it never acts on a task whose
  * identity (pid and start time) it has not checked.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,8 @@
 
 #define CLASS_PREFIX "rqbalance-lat"
 #define JOURNAL_HEAD "# rqbalance latency journal v1\n"
+/* Compact the journal when it holds this many more lines than live entries (as act.c). */
+#define JOURNAL_SLACK 1024
 
 const char *latact_policy_name(int policy)
 {
@@ -44,6 +47,59 @@ const char *latact_policy_name(int policy)
 static bool policy_is_rt(int policy)
 {
 	return policy == SCHED_FIFO || policy == SCHED_RR || policy == 6;
+}
+
+/* ---- the journal's path fields ---- */
+
+/*
+ * A cgroup or unit path as one journal field: a name may hold any byte but '/' and
+ * NUL, blanks and newlines included, so bytes up to space, DEL and '\\' are written as
+ * \xHH (the replay format's escape); "" is "-". ret must hold LAT_ESC_MAX bytes.
+ */
+static void escape_field(const char *s, char *ret, size_t size)
+{
+	size_t n = 0;
+
+	if (!s[0]) {
+		snprintf(ret, size, "-");
+		return;
+	}
+	for (const unsigned char *p = (const unsigned char *)s; *p && n + 5 <= size; p++) {
+		if (*p <= 0x20 || *p == 0x7f || *p == '\\')
+			n += (size_t)snprintf(ret + n, size - n, "\\x%02x", *p);
+		else
+			ret[n++] = (char)*p;
+	}
+	ret[n] = '\0';
+}
+
+/* The reverse: -EINVAL for a bad escape or an escaped NUL, -ENAMETOOLONG. */
+static int unescape_field(const char *in, char *ret, size_t size)
+{
+	size_t n = 0;
+
+	if (strcmp(in, "-") == 0) {
+		ret[0] = '\0';
+		return 0;
+	}
+	for (const char *p = in; *p; p++) {
+		char c = *p;
+
+		if (c == '\\') {
+			unsigned v;
+
+			if (p[1] != 'x' || !isxdigit((unsigned char)p[2]) ||
+			    !isxdigit((unsigned char)p[3]) || sscanf(p + 2, "%2x", &v) != 1 || !v)
+				return -EINVAL;
+			c = (char)v;
+			p += 3;
+		}
+		if (n + 1 >= size)
+			return -ENAMETOOLONG;
+		ret[n++] = c;
+	}
+	ret[n] = '\0';
+	return 0;
 }
 
 /* ---- small file helpers, rooted at paths the caller built ---- */
@@ -97,7 +153,11 @@ static int read_task_cgroup(const struct latact *la, pid_t tid, char *ret, size_
 		*p++ = '\0';
 		ctl++;
 		if (la->cls.v2 ? strcmp(ctl, "") == 0 : rqb_word_in(ctl, "cpu", ',')) {
-			snprintf(ret, size, "%s", p);
+			/* Cut short, it would name another group: the task would be given back there. */
+			if (snprintf(ret, size, "%s", p) >= (int)size) {
+				ret[0] = '\0';
+				return -ENAMETOOLONG;
+			}
 			return 0;
 		}
 	}
@@ -547,20 +607,42 @@ static void want_for(struct latact *la, int v, pid_t tid, pid_t tgid,
 
 static void format_state(const struct lat_state *s, char *buf, size_t size)
 {
+	char cg[LAT_ESC_MAX];
+
+	escape_field(s->cgroup, cg, sizeof(cg));
 	snprintf(buf, size, "%d %d %" PRIu64 " %d %d %s", s->policy, s->nice, s->slice_ns, s->umin,
-		 s->umax, s->cgroup[0] ? s->cgroup : "-");
+		 s->umax, cg);
+}
+
+/* A task's record: "lat TID TGID START VALUE PREV SET", with its newline. */
+static void task_line(const struct lat_entry *e, char *line, size_t size)
+{
+	char p[LAT_ESC_MAX + 96], s[LAT_ESC_MAX + 96];
+
+	format_state(&e->prev, p, sizeof(p));
+	format_state(&e->set, s, sizeof(s));
+	snprintf(line, size, "lat %d %d %" PRIu64 " %d %s %s\n", (int)e->task.tid, (int)e->tgid,
+		 e->task.start_time, e->value, p, s);
+}
+
+/* A cgroup's record: "cg VALUE PATH UNIT PREV_W PREV_IDLE SET_W SET_IDLE", with its newline. */
+static void cg_line(const struct lat_cg_entry *c, char *line, size_t size)
+{
+	char path[LAT_ESC_MAX], unit[LAT_ESC_MAX];
+
+	escape_field(c->path, path, sizeof(path));
+	escape_field(c->unit, unit, sizeof(unit));
+	snprintf(line, size, "cg %d %s %s %" PRIu64 " %d %" PRIu64 " %d\n", c->value, path, unit,
+		 c->prev_weight, c->prev_idle, c->set_weight, c->set_idle);
 }
 
 static int journal_task(struct latact *la, const struct lat_entry *e)
 {
-	char p[LAT_PATH_MAX + 96], s[LAT_PATH_MAX + 96], line[2 * LAT_PATH_MAX + 256];
+	char line[LAT_LINE_MAX];
 
 	if (!la->journal)
 		return 0;
-	format_state(&e->prev, p, sizeof(p));
-	format_state(&e->set, s, sizeof(s));
-	snprintf(line, sizeof(line), "lat %d %d %" PRIu64 " %d %s %s\n", (int)e->task.tid,
-		 (int)e->tgid, e->task.start_time, e->value, p, s);
+	task_line(e, line, sizeof(line));
 	return journal_append(la->journal, line);
 }
 
@@ -627,6 +709,40 @@ static void entry_del(struct latact *la, pid_t tid)
 	memmove(&la->e[i], &la->e[i + 1], (la->n - i - 1) * sizeof(*la->e));
 	la->n--;
 	la->e = rqb_shrink(la->e, &la->cap, la->n, sizeof(*la->e));
+}
+
+/*
+ * Short-lived children of a process with a value each leave a record and its end:
+ * once the lines outnumber the live entries by JOURNAL_SLACK, the file is replaced
+ * by the live entries alone, so that its size follows what is managed now. Called
+ * only where the entries and the journal agree (no write under way).
+ */
+static void compact(struct latact *la)
+{
+	char line[LAT_LINE_MAX], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	if (!la->journal || journal_lines(la->journal) < la->n + la->ncg + JOURNAL_SLACK)
+		return;
+	f = open_memstream(&text, &len);
+	if (!f)
+		return;
+	fputs(la->cls.made_root ? JOURNAL_HEAD "root\n" : JOURNAL_HEAD, f);
+	for (size_t i = 0; i < la->n; i++) {
+		task_line(&la->e[i], line, sizeof(line));
+		fputs(line, f);
+	}
+	for (size_t i = 0; i < la->ncg; i++) {
+		cg_line(&la->cg[i], line, sizeof(line));
+		fputs(line, f);
+	}
+	r = fclose(f) == 0 && text ? journal_rewrite_text(la->journal, text) : -ENOMEM;
+	if (r < 0)
+		log_warn("latency: journal %s: cannot compact: %s", journal_path(la->journal),
+			 strerror(-r));
+	free(text);
 }
 
 /*
@@ -749,8 +865,10 @@ int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, i
 		/* It exited meanwhile, as short tasks do: no error, and its record is closed. */
 		*ret_why = "the task exited";
 		la->cnt.gone++;
-		if (!old)
+		if (!old) {
 			journal_untask(la, tid, start_time);
+			compact(la);
+		}
 		goto fail;
 	}
 	if (r < 0) {
@@ -763,6 +881,7 @@ int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, i
 		goto fail;
 	}
 	la->cnt.applied++;
+	compact(la);
 	return 0;
 fail:
 	if (!old)
@@ -820,6 +939,7 @@ int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time)
 	restore_entry(la, e);
 	journal_untask(la, tid, e->task.start_time);
 	entry_del(la, tid);
+	compact(la);
 	return 0;
 }
 
@@ -832,6 +952,7 @@ void latact_task_gone(struct latact *la, pid_t tid)
 	journal_untask(la, tid, e->task.start_time);
 	entry_del(la, tid);
 	la->cnt.gone++;
+	compact(la);
 }
 
 void latact_check_cgroup(struct latact *la, pid_t tid)
@@ -930,13 +1051,11 @@ const struct lat_cg_entry *latact_find_cgroup(const struct latact *la, const cha
 
 static int journal_cg(struct latact *la, const struct lat_cg_entry *c)
 {
-	char line[LAT_PATH_MAX * 2 + 128];
+	char line[LAT_LINE_MAX];
 
 	if (!la->journal)
 		return 0;
-	snprintf(line, sizeof(line), "cg %d %s %s %" PRIu64 " %d %" PRIu64 " %d\n", c->value,
-		 c->path, c->unit[0] ? c->unit : "-", c->prev_weight, c->prev_idle, c->set_weight,
-		 c->set_idle);
+	cg_line(c, line, sizeof(line));
 	return journal_append(la->journal, line);
 }
 
@@ -1074,6 +1193,7 @@ static int cg_apply(struct latact *la, const char *path, int v, const char *sour
 	}
 	la->cg[i] = c;
 	la->cnt.applied++;
+	compact(la);
 	return 0;
 }
 
@@ -1129,17 +1249,19 @@ static void restore_cg(struct latact *la, const struct lat_cg_entry *c)
 int latact_cgroup_reset(struct latact *la, const char *path)
 {
 	size_t i = cg_index(la, path);
-	char line[LAT_PATH_MAX + 16];
+	char line[LAT_ESC_MAX + 16], esc[LAT_ESC_MAX];
 
 	if (i == SIZE_MAX)
 		return -ENOENT;
 	restore_cg(la, &la->cg[i]);
 	if (la->journal) {
-		snprintf(line, sizeof(line), "uncg %s\n", path);
+		escape_field(path, esc, sizeof(esc));
+		snprintf(line, sizeof(line), "uncg %s\n", esc);
 		journal_append(la->journal, line);
 	}
 	memmove(&la->cg[i], &la->cg[i + 1], (la->ncg - i - 1) * sizeof(*la->cg));
 	la->ncg--;
+	compact(la);
 	return 0;
 }
 
@@ -1166,7 +1288,9 @@ static int parse_state(char **save, struct lat_state *s)
 	s->slice_ns = strtoull(f[2], NULL, 10);
 	s->umin = atoi(f[3]);
 	s->umax = atoi(f[4]);
-	snprintf(s->cgroup, sizeof(s->cgroup), "%s", strcmp(f[5], "-") ? f[5] : "");
+	if (unescape_field(f[5], s->cgroup, sizeof(s->cgroup)) < 0 ||
+	    (s->cgroup[0] && s->cgroup[0] != '/'))
+		return -EINVAL;
 	return 0;
 }
 
@@ -1191,14 +1315,15 @@ static int parse_task_line(char *line, struct lat_entry *e)
 
 static int parse_cg_line(char *line, struct lat_cg_entry *c)
 {
-	char unit[LAT_PATH_MAX];
+	char path[LAT_ESC_MAX], unit[LAT_ESC_MAX];
+	int n = 0;
 
 	memset(c, 0, sizeof(*c));
-	if (sscanf(line, "%d %255s %255s %" SCNu64 " %d %" SCNu64 " %d", &c->value, c->path, unit,
-		   &c->prev_weight, &c->prev_idle, &c->set_weight, &c->set_idle) != 7 ||
-	    c->path[0] != '/')
+	if (sscanf(line, "%d %1023s %1023s %" SCNu64 " %d %" SCNu64 " %d%n", &c->value, path, unit,
+		   &c->prev_weight, &c->prev_idle, &c->set_weight, &c->set_idle, &n) != 7 ||
+	    line[n] != '\0' || unescape_field(path, c->path, sizeof(c->path)) < 0 ||
+	    unescape_field(unit, c->unit, sizeof(c->unit)) < 0 || c->path[0] != '/')
 		return -EINVAL;
-	snprintf(c->unit, sizeof(c->unit), "%s", strcmp(unit, "-") ? unit : "");
 	return 0;
 }
 
@@ -1208,7 +1333,8 @@ int latact_parse_line(char *line, struct lat_entry *ret_e, struct lat_cg_entry *
 	struct lat_cg_entry c;
 	int tid;
 	uint64_t start;
-	char path[LAT_PATH_MAX];
+	char esc[LAT_ESC_MAX], path[LAT_PATH_MAX];
+	int n = 0;
 
 	if (strncmp(line, "lat ", 4) == 0 && parse_task_line(line + 4, &e) == 0) {
 		*ret_e = e;
@@ -1225,7 +1351,8 @@ int latact_parse_line(char *line, struct lat_entry *ret_e, struct lat_cg_entry *
 	}
 	if (strcmp(line, "root") == 0)
 		return LATACT_REC_ROOT;
-	if (sscanf(line, "uncg %255s", path) == 1 && path[0] == '/') {
+	if (sscanf(line, "uncg %1023s%n", esc, &n) == 1 && line[n] == '\0' &&
+	    unescape_field(esc, path, sizeof(path)) == 0 && path[0] == '/') {
 		snprintf(ret_c->path, sizeof(ret_c->path), "%s", path);
 		return LATACT_REC_UNCG;
 	}

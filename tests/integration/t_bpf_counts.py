@@ -55,12 +55,13 @@ def runnable_per_cpu(skip_tgids):
             continue
         for tid in tids:
             try:
-                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                # Bytes: a comm may be anything, not UTF-8 (t_ctl_escape's is not).
+                with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
                     data = f.read()
             except OSError:
                 continue
-            fields = data[data.rindex(")") + 2:].split()
-            if fields[0] == "R":
+            fields = data[data.rindex(b")") + 2:].split()
+            if fields[0] == b"R":
                 cpu = int(fields[39 - 3])
                 out[cpu] = out.get(cpu, 0) + 1
     return out

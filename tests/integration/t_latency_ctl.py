@@ -108,11 +108,11 @@ def kernel_thread():
     """A kernel thread's pid (kthreadd where this pid namespace shows it), or None."""
     for pid in [2] + sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
         try:
-            with open(f"/proc/{pid}/stat") as f:
+            with open(f"/proc/{pid}/stat", "rb") as f:  # a comm may be anything
                 data = f.read()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        flags = int(data[data.rindex(")") + 2:].split()[9 - 3])
+        flags = int(data[data.rindex(b")") + 2:].split()[9 - 3])
         if flags & 0x00200000:  # PF_KTHREAD
             return pid
     return None

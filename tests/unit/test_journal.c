@@ -8,6 +8,7 @@
 
 #include "unit.h"
 #include "journal.h"
+#include "lat_act.h"
 #include "log.h"
 #include "rqbalance.h"
 
@@ -421,6 +422,38 @@ static void parse_rejects(void **state)
 	}
 }
 
+/*
+ * The latency journal's paths: a cgroup name may hold any byte but '/' and NUL, so the
+ * records escape them (\xHH) and the parser gives the real bytes back; an unescaped
+ * blank (an older record) or an escaped NUL is a malformed record, not a shifted one.
+ */
+static void latency_paths_round_trip(void **state)
+{
+	char line[LAT_LINE_MAX];
+	struct lat_entry e;
+	struct lat_cg_entry c;
+
+	(void)state;
+	snprintf(line, sizeof(line), "lat 10 10 55 -10 0 0 0 -1 -1 /a\\x20b\\x09c\\x0ad\\x5cx20"
+		 " 0 -10 100000 -1 -1 /rqbalance-lat-10");
+	assert_int_equal(latact_parse_line(line, &e, &c), LATACT_REC_TASK);
+	assert_string_equal(e.prev.cgroup, "/a b\tc\nd\\x20");
+	assert_string_equal(e.set.cgroup, "/rqbalance-lat-10");
+	snprintf(line, sizeof(line), "cg 5 /x\\x20y\\xff - 1024 -1 512 -1");
+	assert_int_equal(latact_parse_line(line, &e, &c), LATACT_REC_CG);
+	assert_string_equal(c.path, "/x y\xff");
+	assert_string_equal(c.unit, "");
+	snprintf(line, sizeof(line), "uncg /x\\x20y\\xff");
+	assert_int_equal(latact_parse_line(line, &e, &c), LATACT_REC_UNCG);
+	assert_string_equal(c.path, "/x y\xff");
+	snprintf(line, sizeof(line), "lat 10 10 55 -10 0 0 0 -1 -1 /a b 0 -10 0 -1 -1 /c");
+	assert_int_equal(latact_parse_line(line, &e, &c), -EINVAL);
+	snprintf(line, sizeof(line), "cg 5 /x\\x00 - 1024 -1 512 -1");
+	assert_int_equal(latact_parse_line(line, &e, &c), -EINVAL);
+	snprintf(line, sizeof(line), "uncg /x y");
+	assert_int_equal(latact_parse_line(line, &e, &c), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -438,6 +471,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(rewrite_to_nothing, setup, teardown),
 		cmocka_unit_test(parse_set_and_clear),
 		cmocka_unit_test(parse_rejects),
+		cmocka_unit_test(latency_paths_round_trip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

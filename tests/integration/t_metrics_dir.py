@@ -1,0 +1,106 @@
+"""[metrics] path in a directory another user may write: a real unprivileged user who
+owns the directory plants a FIFO at the name the daemon used for its temporary file.
+The daemon refuses such a directory with file:line at start (it exits 1, it does not
+hang on the FIFO), --check-config says the same, a reload to it is refused and keeps
+the running config (the old file is still written), and a sticky world-writable
+directory such as /tmp is refused too."""
+import os
+import re
+import subprocess
+
+from rqb import DAEMON, Daemon, User, check, main, require, rqctl, tmpdir, user_rqctl
+
+
+def conf_line(path, key):
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if line.startswith(key):
+                return n
+    raise AssertionError(f"no {key} in {path}")
+
+
+def test():
+    require()
+    with tmpdir() as tmp, User("rqbm") as user:
+        user_rqctl(tmp)  # tmp may be entered by the user
+        bad = os.path.join(tmp, "user-dir")
+        os.mkdir(bad)
+        os.chown(bad, user.uid, user.gid)
+        prom = os.path.join(bad, "rqbalance.prom")
+        fifo = prom + ".tmp"
+        r = user.run(["mkfifo", fifo])
+        check(r.returncode == 0, "the user plants a FIFO at the old temporary name")
+        good = os.path.join(tmp, "good")
+        os.mkdir(good, 0o755)
+        good_prom = os.path.join(good, "rqbalance.prom")
+        want = re.escape(bad)
+        try:
+            d = Daemon(tmp, conf=f"[metrics]\npath = {prom}\ninterval_ms = 1000\n")
+            with d:
+                try:
+                    rc = d.proc.wait(60)  # a safety net: the daemon must exit at once
+                except subprocess.TimeoutExpired:
+                    rc = None
+                    release(fifo)  # so that the daemon may stop
+                check(rc == 1, f"the daemon refuses to start (exit {rc}), not hanging on the FIFO")
+                line = conf_line(d.conf, "path = ")
+                check(re.search(rf"rqbalance\.conf:{line}: \[metrics\] path: directory "
+                                rf"\"{want}\" belongs to uid {user.uid}, not root", d.text()),
+                      "it says file:line and why")
+            p = subprocess.run([DAEMON, "--check-config", d.conf], capture_output=True,
+                               text=True, timeout=60)
+            check(p.returncode == 1 and "[metrics] path: directory" in p.stderr,
+                  f"--check-config refuses it too ({p.stderr.strip()!r})")
+
+            with open(d.conf) as f:
+                text = f.read()
+            with open(d.conf, "w") as f:
+                f.write(text.replace(prom, "/tmp/rqbalance.prom"))
+            p = subprocess.run([DAEMON, "--check-config", d.conf], capture_output=True,
+                               text=True, timeout=60)
+            check(p.returncode == 1 and 'directory "/tmp" may be written by others' in p.stderr,
+                  f"a sticky world-writable directory is refused ({p.stderr.strip()!r})")
+
+            with Daemon(tmp, conf=f"[metrics]\npath = {good_prom}\ninterval_ms = 1000\n") as d:
+                d.wait_for(r"running: sampler")
+                check(wait_written(d, good_prom),
+                      "the metrics file is written in a root-owned directory")
+                with open(d.conf) as f:
+                    text = f.read()
+                with open(d.conf, "w") as f:
+                    f.write(text.replace(good_prom, prom))
+                r = rqctl(d, "reload")
+                check(r.returncode == 1 and re.search(
+                    rf"rqbalance\.conf:\d+: \[metrics\] path: directory \"{want}\"", r.stderr),
+                      f"a reload to the user's directory is refused ({r.stderr.strip()!r})")
+                d.sync()
+                check(d.alive(), "the daemon still runs")
+                check("reload failed: keeping the running configuration" in d.text(),
+                      "it keeps the running configuration")
+                os.unlink(good_prom)
+                check(wait_written(d, good_prom), "the old path is still written")
+                check(d.stop() == 0, "clean stop")
+            left = [f for f in os.listdir(bad) if f != "rqbalance.prom.tmp"]
+            check(not left, f"nothing was written in the user's directory ({left})")
+        finally:
+            release(fifo)
+
+
+def release(fifo):
+    """A daemon blocked opening the FIFO for writing goes on once a reader opens it."""
+    try:
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError:
+        pass
+
+
+def wait_written(d, path):
+    """The metrics timer fires each interval_ms: sync ticks until it did (at most 30)."""
+    for _ in range(30):
+        if os.path.exists(path):
+            return True
+        d.sync(5)
+    return os.path.exists(path)
+
+
+main(test)
