@@ -177,19 +177,8 @@ int metrics_format(const struct daemon *d, FILE *out)
 }
 
 /* Cuts path after its last '/': its directory ("/" for a file at the top). */
-static void dir_of(char *path)
-{
-	char *slash = strrchr(path, '/');
-
-	if (slash == path)
-		slash[1] = '\0';
-	else if (slash)
-		*slash = '\0';
-}
-
-/* One directory of the chain: root's (or ours), and writable only by its owner. */
-static int check_one(const char *dir, const struct stat *st, bool strict, char *why,
-		     size_t len)
+/* One directory the file goes in: root's (or ours), and writable only by its owner. */
+static int check_dir(const char *dir, const struct stat *st, char *why, size_t len)
 {
 	if (!S_ISDIR(st->st_mode)) {
 		snprintf(why, len, "\"%s\" is not a directory", dir);
@@ -200,8 +189,7 @@ static int check_one(const char *dir, const struct stat *st, bool strict, char *
 			 (unsigned)st->st_uid);
 		return -EPERM;
 	}
-	/* Sticky, others may add names but not take root's: enough above the file's own. */
-	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && (strict || !(st->st_mode & S_ISVTX))) {
+	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
 		snprintf(why, len, "directory \"%s\" may be written by others than root (mode %04o)",
 			 dir, (unsigned)(st->st_mode & 07777));
 		return -EPERM;
@@ -209,52 +197,99 @@ static int check_one(const char *dir, const struct stat *st, bool strict, char *
 	return 0;
 }
 
+/*
+ * Opens the directory of path one component at a time, following no symbolic link
+ * (O_NOFOLLOW), and checks it. Its parents may be anyone's (Debian's
+ * /var/lib/prometheus is the prometheus user's): without a link, their owner can only
+ * rename or replace a directory, never make one that root owns and alone may write,
+ * and the file is then made and renamed through this descriptor. -ENOENT where a
+ * component does not exist yet: *ret_fd is then the deepest that does, which must
+ * pass the same check (whoever may make the rest there must be root alone).
+ */
+static int open_dir(const char *path, int *ret_fd, char *why, size_t len)
+{
+	char buf[PATH_MAX], *save = NULL, *comp, *last;
+	struct stat st;
+	int fd, next, r;
+
+	*ret_fd = -1;
+	if (path[0] != '/' || strlen(path) >= sizeof(buf)) {
+		snprintf(why, len, "\"%s\" is not an absolute path", path);
+		return -EINVAL;
+	}
+	snprintf(buf, sizeof(buf), "%s", path);
+	last = strrchr(buf, '/');
+	*last = '\0'; /* the directory: everything before the file's name */
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = 0;
+	for (comp = strtok_r(buf, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+		next = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0) {
+			r = -errno;
+			if (r == -ELOOP || r == -ENOTDIR)
+				snprintf(why, len, "\"%s\" in the path of \"%s\" is not a directory "
+					 "(a symbolic link is not followed)", comp, path);
+			else if (r != -ENOENT)
+				snprintf(why, len, "\"%s\": %s", path, strerror(-r));
+			break;
+		}
+		close(fd);
+		fd = next;
+	}
+	if (r < 0 && r != -ENOENT) {
+		close(fd);
+		return r;
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	snprintf(buf, sizeof(buf), "%s", path);
+	*strrchr(buf, '/') = '\0';
+	{
+		int c = check_dir(buf[0] ? buf : "/", &st, why, len);
+
+		if (c < 0) {
+			close(fd);
+			return c;
+		}
+	}
+	*ret_fd = fd;
+	return r;
+}
+
 int metrics_check_path(const char *path, char *why, size_t len)
 {
-	char dir[PATH_MAX], real[PATH_MAX];
-	struct stat st;
-	bool strict = true;
-	int r;
+	int fd, r = open_dir(path, &fd, why, len);
 
-	snprintf(dir, sizeof(dir), "%s", path);
-	dir_of(dir);
-	/* A directory not made yet: whoever may make it there must be root alone. */
-	while (!realpath(dir, real)) {
-		r = -errno;
-		if (r != -ENOENT || strcmp(dir, "/") == 0) {
-			snprintf(why, len, "\"%s\": %s", dir, strerror(-r));
-			return r;
-		}
-		dir_of(dir);
-	}
-	for (;;) {
-		if (lstat(real, &st) < 0) {
-			r = -errno;
-			snprintf(why, len, "\"%s\": %s", real, strerror(-r));
-			return r;
-		}
-		r = check_one(real, &st, strict, why, len);
-		if (r < 0 || strcmp(real, "/") == 0)
-			return r;
-		strict = false;
-		dir_of(real);
-	}
+	if (fd >= 0)
+		close(fd);
+	return r == -ENOENT ? 0 : r;
 }
 
 /*
- * Writes the file whole under a name of its own that nobody can have planted (O_EXCL:
- * no FIFO to block on, no link to follow), and returns that name in tmp; the
+ * Writes the file whole under a name of its own in dirfd that nobody can have planted
+ * (O_EXCL: no FIFO to block on, no link to follow), and returns that name in tmp; the
  * reader's user (node_exporter) needs it readable.
  */
-static int write_tmp(const struct daemon *d, char *tmp, bool *ret_made)
+static int write_tmp(const struct daemon *d, int dirfd, const char *base, char *tmp,
+		     size_t size, bool *ret_made)
 {
-	int fd = mkostemp(tmp, O_CLOEXEC);
 	struct stat st;
 	FILE *f;
-	int r;
+	int fd = -1, r;
 
+	for (int i = 0; i < 16 && fd < 0; i++) {
+		snprintf(tmp, size, ".%s.%08lx", base, random() & 0xffffffffUL);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
+	}
 	if (fd < 0)
-		return -errno;
+		return -EEXIST;
 	*ret_made = true;
 	errno = EPERM;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
@@ -280,27 +315,31 @@ static void note_failure(struct metrics *m, const char *path, int r, const char 
 
 int metrics_write(struct metrics *m, const struct daemon *d, const char *path)
 {
-	char tmp[CONF_MAX_STR + 8], why[PATH_MAX + 128];
+	char tmp[NAME_MAX + 1], why[PATH_MAX + 128];
+	const char *base = strrchr(path, '/');
 	bool made = false;
-	int r;
+	int dirfd, r;
 
 	if (strcmp(m->path, path) != 0)
 		metrics_fini(m);
 	if (!path[0])
 		return 0;
 	/* The config was checked; a directory can still be handed to a user since. */
-	r = metrics_check_path(path, why, sizeof(why));
-	if (r < 0) {
-		note_failure(m, path, r, why);
-		return r;
+	r = open_dir(path, &dirfd, why, sizeof(why));
+	if (r < 0 || !base || strlen(base + 1) > NAME_MAX - 10) {
+		if (dirfd >= 0)
+			close(dirfd);
+		note_failure(m, path, r < 0 ? r : -ENAMETOOLONG, r < 0 && r != -ENOENT ? why : NULL);
+		return r < 0 ? r : -ENAMETOOLONG;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-	r = write_tmp(d, tmp, &made);
-	if (r == 0 && rename(tmp, path) < 0)
+	base++;
+	r = write_tmp(d, dirfd, base, tmp, sizeof(tmp), &made);
+	if (r == 0 && renameat(dirfd, tmp, dirfd, base) < 0)
 		r = -errno;
+	if (r < 0 && made)
+		unlinkat(dirfd, tmp, 0);
+	close(dirfd);
 	if (r < 0) {
-		if (made)
-			unlink(tmp);
 		note_failure(m, path, r, NULL);
 		return r;
 	}

@@ -3,7 +3,9 @@ owns the directory plants a FIFO at the name the daemon used for its temporary f
 The daemon refuses such a directory with file:line at start (it exits 1, it does not
 hang on the FIFO), --check-config says the same, a reload to it is refused and keeps
 the running config (the old file is still written), and a sticky world-writable
-directory such as /tmp is refused too."""
+directory such as /tmp is refused too. A directory of root's inside the user's (Debian's
+/var/lib/prometheus/node-exporter) is accepted, and no path through a link is followed,
+even when the user swaps root's directory for one after the start."""
 import os
 import re
 import subprocess
@@ -60,6 +62,39 @@ def test():
                                text=True, timeout=60)
             check(p.returncode == 1 and 'directory "/tmp" may be written by others' in p.stderr,
                   f"a sticky world-writable directory is refused ({p.stderr.strip()!r})")
+
+            # Debian's layout: node_exporter's directory is root's, in /var/lib/prometheus,
+            # which is the prometheus user's. Accepted: the file is made through the
+            # directory's descriptor, reached following no link. A link in the path is
+            # refused, even to a good directory: its owner could point it anywhere.
+            nested = os.path.join(bad, "node-exporter")
+            os.mkdir(nested, 0o755)
+            nested_prom = os.path.join(nested, "rqbalance.prom")
+            r = user.run(["ln", "-s", good, os.path.join(bad, "link")])
+            check(r.returncode == 0, "the user links its directory to a good one")
+            linked_prom = os.path.join(bad, "link", "rqbalance.prom")
+            with Daemon(tmp, conf=f"[metrics]\npath = {nested_prom}\ninterval_ms = 1000\n") as d:
+                d.wait_for(r"running: sampler")
+                check(wait_written(d, nested_prom),
+                      "root's directory inside the user's is accepted and written")
+                with open(d.conf) as f:
+                    text = f.read()
+                with open(d.conf, "w") as f:
+                    f.write(text.replace(nested_prom, linked_prom))
+                r = rqctl(d, "reload")
+                check(r.returncode == 1 and "a symbolic link is not followed" in r.stderr,
+                      f"a path through the user's link is refused ({r.stderr.strip()!r})")
+                # The user swaps root's directory for a link to another: the next write
+                # finds no directory there, and nothing is written through the link.
+                r = user.run(["sh", "-c", f"mv {nested} {bad}/old && ln -s {good} {nested}"])
+                check(r.returncode == 0, "the user swaps the directory for a link")
+                d.wait_for(r"metrics: cannot write .*node-exporter/rqbalance\.prom: .*"
+                           r"a symbolic link is not followed")
+                check(not os.path.exists(good_prom), "nothing was written through the link")
+                check(d.alive() and d.stop() == 0, "the daemon goes on, and stops cleanly")
+            for name in ("link", "node-exporter"):
+                os.unlink(os.path.join(bad, name))
+            subprocess.run(["rm", "-rf", os.path.join(bad, "old")], check=True)
 
             with Daemon(tmp, conf=f"[metrics]\npath = {good_prom}\ninterval_ms = 1000\n") as d:
                 d.wait_for(r"running: sampler")
