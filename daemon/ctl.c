@@ -284,6 +284,46 @@ static int start_time_of(pid_t tid, uint64_t *ret)
 }
 
 /*
+ * If a thread of tgid has neither a real nor an effective uid that is the caller's,
+ * the target's uids become that thread's, so that the rule judges it as the kernel
+ * would judge a request on that thread.
+ */
+static void other_thread(struct conn *c, pid_t tgid, struct perm_facts *f)
+{
+	char path[PATH_MAX], line[128];
+	unsigned ruid, euid;
+	struct dirent *de;
+	DIR *dir;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%d/task", c->srv->d->lm.proc_root, (int)tgid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%d/task/%s/status", c->srv->d->lm.proc_root,
+			 (int)tgid, de->d_name);
+		fp = fopen(path, "re");
+		if (!fp)
+			continue; /* exited meanwhile */
+		while (fgets(line, sizeof(line), fp))
+			if (sscanf(line, "Uid: %u %u", &ruid, &euid) == 2) {
+				if (ruid != c->cred.uid && euid != c->cred.uid) {
+					f->target_ruid = ruid;
+					f->target_euid = euid;
+				}
+				break;
+			}
+		fclose(fp);
+		if (f->target_ruid != c->cred.uid && f->target_euid != c->cred.uid)
+			break;
+	}
+	closedir(dir);
+}
+
+/*
  * A task's owner and RLIMIT_NICE, read by pid between two reads of its start time:
  * the facts are about the task whose start time t carries to the write (or, with
  * none yet, the one it then gets), never about one that reused its pid meanwhile.
@@ -302,6 +342,13 @@ static int task_facts(struct conn *c, struct target *t, struct perm_facts *f)
 		return -ESRCH;
 	f->target_ruid = ruid;
 	f->target_euid = euid;
+	/*
+	 * A process target gives every thread the value, and the kernel judges each
+	 * thread on its own credentials (setpriority(2) on a thread of another user is
+	 * refused): a thread that is not the caller's makes the process not the caller's.
+	 */
+	if (t->kind == TGT_PID)
+		other_thread(c, t->pid, f);
 	if (prlimit(t->pid, RLIMIT_NICE, NULL, &rl) == 0)
 		f->rlim_nice = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 40 ? 40 :
 										  (long)rl.rlim_cur;
