@@ -48,6 +48,10 @@ struct conn {
 	uint64_t sync_tick;     /* a sync waits for this tick to end; 0: none waits */
 	struct lm_mark sync_mark; /* ... and for the connector to pass this mark */
 	uint32_t sync_seq;
+	bool privileged;        /* root or ctl_group: may use the reserved slots */
+	bool closing;           /* closed once the replies queued are written */
+	uint8_t *out;           /* replies not written yet: the socket was full */
+	size_t out_len, out_off;
 	size_t have;
 	uint8_t buf[sizeof(struct ctl_hdr) + CTL_MAX_REQUEST];
 };
@@ -63,31 +67,55 @@ static void conn_close(struct conn *c)
 		close(c->pidfd);
 	close(c->fd);
 	c->srv->nconns--;
+	free(c->out);
 	free(c);
 }
 
-/* Writes a whole reply; the socket is blocking for writes, and replies are small. */
-static int reply(struct conn *c, uint16_t type, uint32_t seq, const char *text)
+static bool pending(const struct conn *c)
 {
-	size_t len = strlen(text), n, off = 0;
-	uint8_t *out = malloc(sizeof(struct ctl_hdr) + len);
+	return c->out_off < c->out_len;
+}
 
-	if (!out)
-		return -ENOMEM;
-	n = ctl_encode(out, type, seq, text, (uint32_t)len);
-	while (off < n) {
-		ssize_t w = send(c->fd, out + off, n - off, MSG_NOSIGNAL);
+/*
+ * Writes what the socket takes now, never waiting: the rest waits for EPOLLOUT, and
+ * meanwhile no request of the connection is read or served, so a client that does not
+ * read holds one reply at most and never the event loop. <0: the peer is gone.
+ */
+static int flush(struct conn *c)
+{
+	while (pending(c)) {
+		ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0) {
-			free(out);
+		if (w < 0 && errno == EAGAIN)
+			return sd_event_source_set_io_events(c->io, EPOLLOUT);
+		if (w <= 0)
 			return -EPIPE;
-		}
-		off += (size_t)w;
+		c->out_off += (size_t)w;
 	}
-	free(out);
-	return 0;
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
+	return c->io ? sd_event_source_set_io_events(c->io, EPOLLIN) : 0;
+}
+
+/* Queues a whole reply and writes what the socket takes (flush). */
+static int reply(struct conn *c, uint16_t type, uint32_t seq, const char *text)
+{
+	size_t len = strlen(text), need;
+	uint8_t *out;
+
+	if (len > CTL_MAX_REPLY)
+		return -EMSGSIZE;
+	need = c->out_len + sizeof(struct ctl_hdr) + len;
+	out = realloc(c->out, need);
+	if (!out)
+		return -ENOMEM;
+	c->out = out;
+	c->out_len += ctl_encode(out + c->out_len, type, seq, text, (uint32_t)len);
+	return flush(c);
 }
 
 static int reply_err(struct conn *c, uint32_t seq, int err, const char *msg)
@@ -761,7 +789,8 @@ static int serve(struct conn *c)
 	ssize_t n;
 
 	/* Requests after a parked sync wait for its answer, in order. */
-	while (!c->sync_tick && (n = ctl_decode(c->buf, c->have, &m)) != 0) {
+	while (!c->sync_tick && !c->closing && !pending(c) &&
+	       (n = ctl_decode(c->buf, c->have, &m)) != 0) {
 		if (n < 0 || !ctl_is_request(m.hdr.type) || m.hdr.len > CTL_MAX_REQUEST) {
 			/* A flood of bad clients must not flood the log: 1st, 2nd, 4th, 8th... */
 			unsigned long bad = ++c->srv->bad;
@@ -774,11 +803,16 @@ static int serve(struct conn *c)
 		}
 		if (peer_stale(c, &why) < 0)
 			return refuse_stale(c, &m, why);
-		if (handle(c, &m) < 0 || ++c->msgs >= CTL_MAX_MSGS)
+		if (handle(c, &m) < 0)
 			return -ECONNRESET;
 		memmove(c->buf, c->buf + n, c->have - (size_t)n);
 		c->have -= (size_t)n;
+		/* The last request's answer is still written, then the connection ends. */
+		if (++c->msgs >= CTL_MAX_MSGS)
+			c->closing = true;
 	}
+	if (c->closing && !pending(c))
+		return -ECONNRESET;
 	/* A header that promises more than a request may hold is refused at once. */
 	if (c->have >= sizeof(struct ctl_hdr)) {
 		struct ctl_hdr h;
@@ -799,7 +833,16 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 	ssize_t n;
 
 	(void)s;
-	(void)revents;
+	if (revents & EPOLLOUT) {
+		/* Written out: the requests read meanwhile are served. */
+		if (flush(c) < 0 || (!pending(c) && serve(c) < 0))
+			conn_close(c);
+		return 0;
+	}
+	if (revents & (EPOLLERR | EPOLLHUP) && !(revents & EPOLLIN)) {
+		conn_close(c);
+		return 0;
+	}
 	n = recv(fd, c->buf + c->have, sizeof(c->buf) - c->have, MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
@@ -887,6 +930,27 @@ static int peer_accept(struct conn *c)
 	return r;
 }
 
+/*
+ * Whether an unprivileged peer would take more than its share: CTL_MAX_PER_UID
+ * connections of one uid, and CTL_RESERVED of the slots kept for root and ctl_group,
+ * so that one user's flood never locks root out (nor systemctl reload).
+ */
+static bool over_share(const struct ctl_server *srv, struct conn *c)
+{
+	unsigned mine = 0, users = 0;
+
+	c->privileged = may_control(c, &srv->d->conf);
+	if (c->privileged)
+		return false;
+	for (const struct conn *o = srv->conns; o; o = o->next) {
+		if (o == c || o->privileged)
+			continue;
+		users++;
+		mine += o->cred.uid == c->cred.uid;
+	}
+	return mine >= CTL_MAX_PER_UID || users >= CTL_MAX_CONNS - CTL_RESERVED;
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct ctl_server *srv = userdata;
@@ -923,9 +987,11 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		conn_close(c);
 		return 0;
 	}
-	/* Replies are written blocking: a client that does not read must not stall us. */
-	setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){ .tv_sec = 1 },
-		   sizeof(struct timeval));
+	if (over_share(srv, c)) {
+		srv->refused++;
+		conn_close(c);
+		return 0;
+	}
 	sd_event_now(e, CLOCK_MONOTONIC, &now);
 	if (sd_event_add_io(e, &c->io, cfd, EPOLLIN, on_conn_io, c) < 0 ||
 	    sd_event_add_time(e, &c->timer, CLOCK_MONOTONIC, now + CTL_CONN_TIMEOUT_USEC, 0,

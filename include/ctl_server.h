@@ -6,6 +6,9 @@
 #include <systemd/sd-event.h>
 
 #define CTL_MAX_CONNS 64      /* connections at once; more are closed at accept */
+#define CTL_RESERVED 8        /* ...of which only root and ctl_group may use these */
+#define CTL_MAX_PER_UID 16    /* ...and one other uid at most this many */
+#define CTL_MAX_REPLY (16u << 20) /* bytes of one reply's payload */
 #define CTL_MAX_REQUEST 4096  /* payload bytes a request may carry */
 #define CTL_MAX_MSGS 16       /* requests on one connection */
 #define CTL_CONN_TIMEOUT_USEC (2 * 1000000ULL) /* a connection's whole life */
@@ -20,7 +23,8 @@ struct ctl_server {
 	char path[108];
 	sd_event_source *src;
 	unsigned nconns;
-	unsigned long refused;  /* connections closed for being over CTL_MAX_CONNS */
+	unsigned long refused;  /* connections closed at accept: over CTL_MAX_CONNS, or
+				 * over a uid's share (CTL_MAX_PER_UID, CTL_RESERVED) */
 	unsigned long bad;      /* messages refused as malformed */
 	struct conn *conns;     /* open connections */
 	struct daemon *d;
