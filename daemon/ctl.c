@@ -993,6 +993,44 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	return 0;
 }
 
+int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred *cred,
+		 const gid_t *groups, int ngroups)
+{
+	struct conn *c;
+	uint64_t now;
+	int r;
+
+	if (srv->nconns >= CTL_MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
+		close(fd);
+		return -EBUSY;
+	}
+	c->srv = srv;
+	c->fd = fd;
+	c->pidfd = -1;
+	c->next = srv->conns;
+	c->pprev = &srv->conns;
+	if (c->next)
+		c->next->pprev = &c->next;
+	srv->conns = c;
+	srv->nconns++;
+	c->cred = *cred;
+	c->ngroups = ngroups < 0 ? 0 : ngroups > 64 ? 64 : ngroups;
+	if (c->ngroups)
+		memcpy(c->groups, groups, (size_t)c->ngroups * sizeof(gid_t));
+	r = peer_accept(c);
+	if (r == 0 && over_share(srv, c))
+		r = -EUSERS;
+	if (r == 0 && sd_event_now(e, CLOCK_MONOTONIC, &now) >= 0) {
+		r = sd_event_add_io(e, &c->io, fd, EPOLLIN, on_conn_io, c);
+		if (r >= 0)
+			r = sd_event_add_time(e, &c->timer, CLOCK_MONOTONIC,
+					      now + CTL_CONN_TIMEOUT_USEC, 0, on_conn_timeout, c);
+	}
+	if (r < 0)
+		conn_close(c);
+	return r < 0 ? r : 0;
+}
+
 /* A socket file left by a daemon that is gone is removed; one still served is not. */
 static int clear_stale(const char *path)
 {
