@@ -285,12 +285,13 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct target *
 	return 0;
 }
 
-static int status_field(pid_t pid, const char *key, char *ret, size_t size)
+static int status_field(const char *proc_root, pid_t pid, const char *key, char *ret,
+			size_t size)
 {
-	char path[64], buf[4096], *p;
+	char path[PATH_MAX], buf[4096], *p;
 	size_t kl = strlen(key);
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
 	if (rqb_read_file(path, buf, sizeof(buf)) < 0)
 		return -ESRCH;
 	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
@@ -299,16 +300,6 @@ static int status_field(pid_t pid, const char *key, char *ret, size_t size)
 			return 0;
 		}
 	return -ENOENT;
-}
-
-static int start_time_of(pid_t tid, uint64_t *ret)
-{
-	struct proc_stat_line l;
-	int r = act_read_stat(tid, &l);
-
-	if (r == 0)
-		*ret = l.start_time;
-	return r;
 }
 
 /*
@@ -358,14 +349,16 @@ static void other_thread(struct conn *c, pid_t tgid, struct perm_facts *f)
  */
 static int task_facts(struct conn *c, struct target *t, struct perm_facts *f)
 {
+	const char *root = c->srv->d->lm.proc_root;
 	char uids[128];
 	unsigned ruid, euid;
 	uint64_t before = 0, after = 0;
 	struct rlimit rl;
 
-	if (start_time_of(t->pid, &before) < 0 || (t->start_time && before != t->start_time))
+	if (ctl_peer_start_time(root, t->pid, &before) < 0 ||
+	    (t->start_time && before != t->start_time))
 		return -ESRCH;
-	if (status_field(t->pid, "Uid", uids, sizeof(uids)) < 0 ||
+	if (status_field(root, t->pid, "Uid", uids, sizeof(uids)) < 0 ||
 	    sscanf(uids, "%u %u", &ruid, &euid) != 2)
 		return -ESRCH;
 	f->target_ruid = ruid;
@@ -383,7 +376,7 @@ static int task_facts(struct conn *c, struct target *t, struct perm_facts *f)
 	f->cur = lm_value_of(&c->srv->d->lm, t->pid, t->tgid);
 	if (f->cur == LAT_NONE)
 		f->cur = 0;
-	if (start_time_of(t->pid, &after) < 0 || after != before)
+	if (ctl_peer_start_time(root, t->pid, &after) < 0 || after != before)
 		return -ESRCH;
 	t->start_time = before;
 	return 0;
@@ -998,6 +991,44 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 			      on_conn_timeout, c) < 0)
 		conn_close(c);
 	return 0;
+}
+
+int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred *cred,
+		 const gid_t *groups, int ngroups)
+{
+	struct conn *c;
+	uint64_t now;
+	int r;
+
+	if (srv->nconns >= CTL_MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
+		close(fd);
+		return -EBUSY;
+	}
+	c->srv = srv;
+	c->fd = fd;
+	c->pidfd = -1;
+	c->next = srv->conns;
+	c->pprev = &srv->conns;
+	if (c->next)
+		c->next->pprev = &c->next;
+	srv->conns = c;
+	srv->nconns++;
+	c->cred = *cred;
+	c->ngroups = ngroups < 0 ? 0 : ngroups > 64 ? 64 : ngroups;
+	if (c->ngroups)
+		memcpy(c->groups, groups, (size_t)c->ngroups * sizeof(gid_t));
+	r = peer_accept(c);
+	if (r == 0 && over_share(srv, c))
+		r = -EUSERS;
+	if (r == 0 && sd_event_now(e, CLOCK_MONOTONIC, &now) >= 0) {
+		r = sd_event_add_io(e, &c->io, fd, EPOLLIN, on_conn_io, c);
+		if (r >= 0)
+			r = sd_event_add_time(e, &c->timer, CLOCK_MONOTONIC,
+					      now + CTL_CONN_TIMEOUT_USEC, 0, on_conn_timeout, c);
+	}
+	if (r < 0)
+		conn_close(c);
+	return r < 0 ? r : 0;
 }
 
 /* A socket file left by a daemon that is gone is removed; one still served is not. */

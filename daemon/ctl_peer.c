@@ -15,7 +15,7 @@
 #include "rqbalance.h"
 #include "sampler.h"
 
-static int start_time_of(const char *proc_root, pid_t pid, uint64_t *ret)
+int ctl_peer_start_time(const char *proc_root, pid_t pid, uint64_t *ret)
 {
 	char path[PATH_MAX], buf[1024];
 	struct proc_stat_line l;
@@ -104,7 +104,8 @@ int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *
 	uint64_t again;
 	struct stat st;
 
-	if (start_time_of(proc_root, pid, &p.start_time) < 0 || read_status(proc_root, pid, &p) < 0)
+	if (ctl_peer_start_time(proc_root, pid, &p.start_time) < 0 ||
+	    read_status(proc_root, pid, &p) < 0)
 		return -ESRCH;
 	snprintf(path, sizeof(path), "%s/%d", proc_root, (int)pid);
 	if (stat(path, &st) < 0)
@@ -113,7 +114,7 @@ int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *
 	p.same_userns = same_userns(proc_root, pid);
 	/* Everything above was about pid; now prove pid was still the same process. */
 	if (pidfd >= 0 ? rqb_pidfd_alive(pidfd) < 0
-		       : start_time_of(proc_root, pid, &again) < 0 || again != p.start_time)
+		       : ctl_peer_start_time(proc_root, pid, &again) < 0 || again != p.start_time)
 		return -ESRCH;
 	*ret = p;
 	return 0;

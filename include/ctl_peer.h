@@ -34,5 +34,7 @@ struct ctl_peer {
  * every ID the daemon's namespace maps, by its root.
  */
 int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *ret);
+/* Task pid's start time from proc_root/PID/stat. 0, or -ESRCH when gone or unreadable. */
+int ctl_peer_start_time(const char *proc_root, pid_t pid, uint64_t *ret);
 
 #endif

@@ -3,6 +3,8 @@
 #define RQB_CTL_SERVER_H
 
 #include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 #include <systemd/sd-event.h>
 
 #define CTL_MAX_CONNS 64      /* connections at once; more are closed at accept */
@@ -37,6 +39,18 @@ struct ctl_server {
  */
 int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon *d);
 void ctl_fini(struct ctl_server *s);
+/*
+ * Serves fd, one end of a connected stream socket, as a connection accepted from a
+ * peer with credentials cred (SO_PEERCRED) and ngroups supplementary groups
+ * (SO_PEERGROUPS): what the daemon does with a connection it accepts, from the point
+ * where it has read those. Its capabilities are read then, as at accept, under the
+ * latency manager's proc root. For the ctl fuzz target, which drives every request
+ * handler without a listening socket or a real peer of each kind. Takes fd (closed on
+ * failure). 0, or -errno: refused as the daemon would refuse it (-EUSERS: over a
+ * user's share of the connections).
+ */
+int ctl_serve_fd(struct ctl_server *s, sd_event *e, int fd, const struct ucred *cred,
+		 const gid_t *groups, int ngroups);
 /* After each tick: answers the syncs that tick completed (CTL_SYNC). */
 void ctl_after_tick(struct ctl_server *s);
 
