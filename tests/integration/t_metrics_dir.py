@@ -10,7 +10,8 @@ import os
 import re
 import subprocess
 
-from rqb import DAEMON, Daemon, User, check, main, require, rqctl, tmpdir, user_rqctl
+from rqb import DAEMON, Daemon, check, main, require, rqctl, tmpdir, user_rqctl
+from rqb_user import User
 
 
 def conf_line(path, key):
