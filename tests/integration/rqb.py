@@ -2,9 +2,7 @@
 only on processes the test starts. A test exits 0 to pass, 77 to skip (the last line
 printed says why), anything else to fail."""
 
-import grp
 import os
-import pwd
 import re
 import shutil
 import signal
@@ -293,56 +291,6 @@ class NotifySocket:
                     return m
             self.drain(0.1)
         raise AssertionError(f"no notify message with {line!r}; got {self.messages}")
-
-
-class User:
-    """A throwaway unprivileged user: useradd on entry; its processes killed and the
-    user removed on exit, whatever happened in between. Skips where there is none."""
-
-    def __init__(self, prefix="rqbu"):
-        if not shutil.which("useradd") or not shutil.which("runuser"):
-            skip("useradd or runuser missing: no unprivileged user to test with")
-        group = next((g for g in ("nogroup", "nobody") if _has_group(g)), None)
-        if not group:
-            skip("no nogroup or nobody group for the test user")
-        self.name = f"{prefix}{os.getpid() % 100000}"
-        subprocess.run(["useradd", "-M", "-N", "-g", group, "-s", "/usr/sbin/nologin",
-                        self.name], check=True)
-        pw = pwd.getpwnam(self.name)
-        self.uid, self.gid = pw.pw_uid, pw.pw_gid
-        self.procs = []
-
-    def popen(self, argv, **kw):
-        """argv as the user, in a session of its own (killed whole on exit)."""
-        p = subprocess.Popen(["runuser", "-u", self.name, "--", *argv],
-                             start_new_session=True, **kw)
-        self.procs.append(p)
-        return p
-
-    def run(self, argv, **kw):
-        return subprocess.run(["runuser", "-u", self.name, "--", *argv], capture_output=True,
-                              timeout=60, **kw)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        for p in self.procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            p.wait()
-        subprocess.run(["userdel", self.name], check=False)
-
-
-def _has_group(name):
-    try:
-        grp.getgrnam(name)
-        return True
-    except KeyError:
-        return False
 
 
 def user_rqctl(tmp):

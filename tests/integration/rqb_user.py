@@ -1,4 +1,4 @@
-"""A throwaway unprivileged user for the integration tests whose attack is a user's."""
+"""A throwaway unprivileged user for the integration tests that act as one."""
 import grp
 import os
 import pwd
@@ -23,7 +23,8 @@ def has_group(name):
 
 class User:
     """useradd on entry; its processes killed and the user removed on exit, whatever
-    happened in between."""
+    happened in between. Skips where there is no way to make one. Every command runs
+    under NICE0."""
 
     def __init__(self, prefix="rqbl"):
         if not shutil.which("useradd") or not shutil.which("runuser"):
@@ -44,6 +45,11 @@ class User:
                              start_new_session=True, **kw)
         self.procs.append(p)
         return p
+
+    def run(self, argv, **kw):
+        """argv as the user, to its end; its output captured."""
+        return subprocess.run(["runuser", "-u", self.name, "--", *NICE0, *argv],
+                              capture_output=True, timeout=60, **kw)
 
     def start(self, script):
         """Runs sh -c script as the user; the script echoes its pid first."""

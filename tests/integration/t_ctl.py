@@ -11,16 +11,16 @@ import socket
 import struct
 import subprocess
 
-from rqb import (BUILD, ROOT, TOPO_2LLC, Daemon, check, main, require, tmpdir)
+from rqb import BUILD, ROOT, TOPO_2LLC, Daemon, check, main, require, tmpdir, user_rqctl
+from rqb_user import User
 
 RQCTL = os.path.join(ROOT, BUILD, "rqctl")
 MAGIC, VERSION, STATUS, RELOAD, SYNC, OK, ERR = 0x43425152, 1, 1, 2, 8, 100, 101
 HDR = struct.Struct("=IHHII")
 
 
-def rqctl(sock, *args, user=None, prog=RQCTL):
-    pre = ["runuser", "-u", user, "--"] if user else []
-    return subprocess.run(pre + [prog, "-s", sock, *args], capture_output=True, text=True,
+def rqctl(sock, *args):
+    return subprocess.run([RQCTL, "-s", sock, *args], capture_output=True, text=True,
                           timeout=30)
 
 
@@ -187,26 +187,19 @@ def permissions(tmp, d):
     if not shutil.which("useradd") or not shutil.which("runuser"):
         print("(useradd or runuser missing: permission checks not run)")
         return
-    user = f"rqbt{os.getpid()}"  # pids are unique among the runs at one time
-    # The checkout may sit where the user cannot reach: run a copy from the test's dir.
-    prog = os.path.join(tmp, "rqctl")
-    shutil.copy(RQCTL, prog)
-    os.chmod(prog, 0o755)
-    subprocess.run(["useradd", "-M", "-N", "-g", "nogroup", "-s", "/usr/sbin/nologin", user],
-                   check=True)
-    try:
-        p = rqctl(d.ctl, "status", user=user, prog=prog)
+    with User("rqbs") as user:
+        # The checkout may sit where the user cannot reach: run a copy from the test's dir.
+        prog = user_rqctl(tmp)
+        p = user.run([prog, "-s", d.ctl, "status"], text=True)
         check(p.returncode == 0, f"any user may ask for status {p.stderr!r}")
-        p = rqctl(d.ctl, "reload", user=user, prog=prog)
+        p = user.run([prog, "-s", d.ctl, "reload"], text=True)
         check(p.returncode == 1 and "permission denied" in p.stderr,
               "an unprivileged user may not reload")
         with open(d.conf, "a") as f:
-            f.write("[daemon]\nctl_group = nogroup\n")
+            f.write(f"[daemon]\nctl_group = {grp.getgrgid(user.gid).gr_name}\n")
         check(rqctl(d.ctl, "reload").returncode == 0, "root may (and sets ctl_group)")
-        p = rqctl(d.ctl, "reload", user=user, prog=prog)
+        p = user.run([prog, "-s", d.ctl, "reload"], text=True)
         check(p.returncode == 0, "a member of ctl_group may reload")
-    finally:
-        subprocess.run(["userdel", user], check=False)
 
 
 main(test)

@@ -9,56 +9,34 @@ exited is refused. A user given CAP_SYS_NICE (setpriv --ambient-caps) may lower 
 own value and change another user's task, on this machine too, where not even root
 may resolve /proc/1/ns/user."""
 import os
-import pwd
 import resource
 import shutil
-import signal
 import stat
 import subprocess
 import sys
 
+import rqb_user
 from rqb import (RQCTL, TOPO_2LLC, Daemon, check, main, private_copy, require, skip, tmpdir,
                  write_replay)
+from rqb_user import NICE0
 
 SET, RESET = 3, 6
 ATTACK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ctl_attack.py")
-NICE0 = ["prlimit", "--nice=0:0", "--"]
 # The interpreter a test runs under may sit where the user cannot reach (/root).
 PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 
 
-class User:
-    """A throwaway unprivileged user; its processes killed and the user removed on exit."""
+class User(rqb_user.User):
+    """The throwaway user, and setpriv(1) to act as it with CAP_SYS_NICE too."""
 
     def __init__(self):
-        self.name = f"rqbc{os.getpid() % 100000}"
-        subprocess.run(["useradd", "-M", "-N", "-g", "nogroup", "-s", "/usr/sbin/nologin",
-                        self.name], check=True)
-        pw = pwd.getpwnam(self.name)
-        self.uid, self.gid = pw.pw_uid, pw.pw_gid
-        self.procs = []
+        super().__init__("rqbc")
 
     def as_user(self, caps=False):
         pre = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
         if caps:
             pre += ["--inh-caps=+sys_nice", "--ambient-caps=+sys_nice"]
         return pre + ["--", *NICE0]
-
-    def start(self, script):
-        p = subprocess.Popen(self.as_user() + ["sh", "-c", script], stdout=subprocess.PIPE,
-                             text=True, start_new_session=True)
-        self.procs.append(p)
-        return int(p.stdout.readline())
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        for p in self.procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-        subprocess.run(["userdel", self.name], check=False)
 
 
 def value(d, pid):

@@ -7,7 +7,8 @@ import json
 import os
 import subprocess
 
-from rqb import Daemon, User, check, main, private_copy, require, skip, tmpdir, user_rqctl
+from rqb import Daemon, check, main, private_copy, require, skip, tmpdir, user_rqctl
+from rqb_user import User
 
 CPU_V1 = "/sys/fs/cgroup/cpu"
 COMM = b"\x1b[2J\x1b[31mpw\xc2\x9b\xff"  # 15 bytes: the most comm holds

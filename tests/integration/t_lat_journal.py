@@ -5,8 +5,8 @@ journal is), and the process's own record stays."""
 import os
 import subprocess
 
-from rqb import (RQCTL, Daemon, User, check, main, private_copy, require, rqctl, skip, tmpdir,
-                 user_rqctl)
+from rqb import RQCTL, Daemon, check, main, private_copy, require, rqctl, skip, tmpdir, user_rqctl
+from rqb_user import User
 
 ROUNDS, CHILDREN = 8, 100
 SLACK = 1024  # lat_act.c's JOURNAL_SLACK

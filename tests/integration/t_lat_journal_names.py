@@ -6,8 +6,8 @@ import os
 import signal
 import subprocess
 
-from rqb import (Daemon, User, check, cpu_cgroup, main, private_copy, require, rqctl, skip,
-                 tmpdir)
+from rqb import Daemon, check, cpu_cgroup, main, private_copy, require, rqctl, skip, tmpdir
+from rqb_user import User
 
 CPU_V1 = "/sys/fs/cgroup/cpu"
 

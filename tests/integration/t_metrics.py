@@ -199,10 +199,16 @@ def test():
                 check(sample(m, "rqbalance_errors_total", kind=kind) == 0,
                       f"no {kind} errors")
             check(m["rqbalance_ticks_total"]["type"] == "counter", "ticks is a counter")
-            ticks = sample(m, "rqbalance_ticks_total")
-            m2 = wait_for_file(prom, lambda m: sample(m, "rqbalance_ticks_total") > ticks)
-            check(True, f"the file is written again: ticks {ticks} -> "
-                  f"{sample(m2, 'rqbalance_ticks_total')}")
+            with open(prom) as held:
+                first = held.read()
+                ticks = sample(read_metrics(first), "rqbalance_ticks_total")
+                m2 = wait_for_file(prom, lambda m: sample(m, "rqbalance_ticks_total") > ticks)
+                # Written whole beside it and renamed over it: a reader that has the old
+                # file open still reads all of it, unchanged, and it has no name any more.
+                held.seek(0)
+                check(os.fstat(held.fileno()).st_nlink == 0 and held.read() == first,
+                      f"a new file replaces the one a reader holds, which stays as it was: "
+                      f"ticks {ticks} -> {sample(m2, 'rqbalance_ticks_total')}")
 
             moved = os.path.join(tmp, "moved.prom")
             with open(d.conf) as f:

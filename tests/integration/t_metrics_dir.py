@@ -9,8 +9,10 @@ even when the user swaps root's directory for one after the start."""
 import os
 import re
 import subprocess
+from contextlib import contextmanager
 
-from rqb import DAEMON, Daemon, User, check, main, require, rqctl, tmpdir, user_rqctl
+from rqb import DAEMON, Daemon, check, main, require, rqctl, tmpdir, user_rqctl
+from rqb_user import User
 
 
 def conf_line(path, key):
@@ -19,6 +21,29 @@ def conf_line(path, key):
             if line.startswith(key):
                 return n
     raise AssertionError(f"no {key} in {path}")
+
+
+def metrics_conf(path):
+    return f"[metrics]\npath = {path}\ninterval_ms = 1000\n"
+
+
+def repoint(conf, old, new):
+    """The config file now names new where it named old."""
+    with open(conf) as f:
+        text = f.read()
+    with open(conf, "w") as f:
+        f.write(text.replace(old, new))
+
+
+@contextmanager
+def written_then_reloaded(tmp, path, new, what):
+    """A daemon whose metrics file is path, checked written (what); then its config names
+    new instead and is reloaded. Gives the daemon and rqctl reload's result."""
+    with Daemon(tmp, conf=metrics_conf(path)) as d:
+        d.wait_for(r"running: sampler")
+        check(wait_written(d, path), what)
+        repoint(d.conf, path, new)
+        yield d, rqctl(d, "reload")
 
 
 def test():
@@ -37,7 +62,7 @@ def test():
         good_prom = os.path.join(good, "rqbalance.prom")
         want = re.escape(bad)
         try:
-            d = Daemon(tmp, conf=f"[metrics]\npath = {prom}\ninterval_ms = 1000\n")
+            d = Daemon(tmp, conf=metrics_conf(prom))
             with d:
                 try:
                     rc = d.proc.wait(60)  # a safety net: the daemon must exit at once
@@ -54,10 +79,7 @@ def test():
             check(p.returncode == 1 and "[metrics] path: directory" in p.stderr,
                   f"--check-config refuses it too ({p.stderr.strip()!r})")
 
-            with open(d.conf) as f:
-                text = f.read()
-            with open(d.conf, "w") as f:
-                f.write(text.replace(prom, "/tmp/rqbalance.prom"))
+            repoint(d.conf, prom, "/tmp/rqbalance.prom")
             p = subprocess.run([DAEMON, "--check-config", d.conf], capture_output=True,
                                text=True, timeout=60)
             check(p.returncode == 1 and 'directory "/tmp" may be written by others' in p.stderr,
@@ -73,15 +95,8 @@ def test():
             r = user.run(["ln", "-s", good, os.path.join(bad, "link")])
             check(r.returncode == 0, "the user links its directory to a good one")
             linked_prom = os.path.join(bad, "link", "rqbalance.prom")
-            with Daemon(tmp, conf=f"[metrics]\npath = {nested_prom}\ninterval_ms = 1000\n") as d:
-                d.wait_for(r"running: sampler")
-                check(wait_written(d, nested_prom),
-                      "root's directory inside the user's is accepted and written")
-                with open(d.conf) as f:
-                    text = f.read()
-                with open(d.conf, "w") as f:
-                    f.write(text.replace(nested_prom, linked_prom))
-                r = rqctl(d, "reload")
+            with written_then_reloaded(tmp, nested_prom, linked_prom, "root's directory inside "
+                                       "the user's is accepted and written") as (d, r):
                 check(r.returncode == 1 and "a symbolic link is not followed" in r.stderr,
                       f"a path through the user's link is refused ({r.stderr.strip()!r})")
                 # The user swaps root's directory for a link to another: the next write
@@ -96,15 +111,8 @@ def test():
                 os.unlink(os.path.join(bad, name))
             subprocess.run(["rm", "-rf", os.path.join(bad, "old")], check=True)
 
-            with Daemon(tmp, conf=f"[metrics]\npath = {good_prom}\ninterval_ms = 1000\n") as d:
-                d.wait_for(r"running: sampler")
-                check(wait_written(d, good_prom),
-                      "the metrics file is written in a root-owned directory")
-                with open(d.conf) as f:
-                    text = f.read()
-                with open(d.conf, "w") as f:
-                    f.write(text.replace(good_prom, prom))
-                r = rqctl(d, "reload")
+            with written_then_reloaded(tmp, good_prom, prom, "the metrics file is written in a "
+                                       "root-owned directory") as (d, r):
                 check(r.returncode == 1 and re.search(
                     rf"rqbalance\.conf:\d+: \[metrics\] path: directory \"{want}\"", r.stderr),
                       f"a reload to the user's directory is refused ({r.stderr.strip()!r})")

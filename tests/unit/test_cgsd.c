@@ -653,64 +653,59 @@ static uint64_t foo_weight(const struct fixture *f)
 	return w;
 }
 
+/*
+ * The unit-weight cases, one a row: each runs on a latency actuator opened afresh on
+ * the fake systemd, with a journal directory of its own; then the actuator stops, as
+ * the daemon does, and foo.service's CPUWeight must be the row's after_stop.
+ */
+struct unit_weight_case {
+	const char *name;
+	/* Before the actuator opens: what an earlier daemon left in dir. May be NULL. */
+	void (*before)(struct fixture *f, const char *dir);
+	void (*run)(struct fixture *f, struct latact *la);
+	uint64_t after_stop;
+};
+
 /* Both sides of the mapping on the unit, then given back: CPUWeight "[not set]" again. */
-static void unit_weight_given_back_at_release(void **state)
+static void given_back_at_release(struct fixture *f, struct latact *la)
 {
-	struct fixture *f = bus_fixture(state);
-	struct latact la;
 	const char *why;
-	char dir[64];
 	uint32_t calls;
 
-	lat_dir(dir, sizeof(dir));
-	assert_int_equal(lat_open(f, dir, &la), 0);
-	assert_int_equal(latact_unit(&la, FOO_CG, -20, "unit of ctl uid 0", &why), 0);
+	assert_int_equal(latact_unit(la, FOO_CG, -20, "unit of ctl uid 0", &why), 0);
 	assert_int_equal(foo_weight(f), 8668);
-	assert_true(latact_find_cgroup(&la, FOO_CG)->by_procs);
-	assert_true(latact_find_cgroup(&la, FOO_CG)->prev_weight == CGSD_WEIGHT_UNSET);
+	assert_true(latact_find_cgroup(la, FOO_CG)->by_procs);
+	assert_true(latact_find_cgroup(la, FOO_CG)->prev_weight == CGSD_WEIGHT_UNSET);
 	/* The same value again asks systemd nothing. */
 	calls = read_record(f->bus).calls;
-	assert_int_equal(latact_unit(&la, FOO_CG, -20, "unit of ctl uid 0", &why), 0);
+	assert_int_equal(latact_unit(la, FOO_CG, -20, "unit of ctl uid 0", &why), 0);
 	assert_int_equal(read_record(f->bus).calls, calls);
-	assert_int_equal(latact_unit(&la, FOO_CG, 19, "unit of ctl uid 0", &why), 0);
+	assert_int_equal(latact_unit(la, FOO_CG, 19, "unit of ctl uid 0", &why), 0);
 	assert_int_equal(foo_weight(f), 1);
 	assert_int_equal(read_record(f->bus).runtime, 1);
-	assert_true(latact_find_cgroup(&la, FOO_CG)->prev_weight == CGSD_WEIGHT_UNSET);
-	assert_int_equal(latact_unit_release(&la, FOO_CG), 0);
+	assert_true(latact_find_cgroup(la, FOO_CG)->prev_weight == CGSD_WEIGHT_UNSET);
+	assert_int_equal(latact_unit_release(la, FOO_CG), 0);
 	assert_true(foo_weight(f) == CGSD_WEIGHT_UNSET);
-	assert_null(latact_find_cgroup(&la, FOO_CG));
-	assert_int_equal(latact_unit_release(&la, FOO_CG), -ENOENT);
-	latact_fini(&la);
-	lat_dir_rm(dir);
+	assert_null(latact_find_cgroup(la, FOO_CG));
+	assert_int_equal(latact_unit_release(la, FOO_CG), -ENOENT);
 }
 
-static void unit_weight_given_back_at_stop(void **state)
+/* Set, then the stop (after_stop) gives it back. */
+static void given_back_at_stop(struct fixture *f, struct latact *la)
 {
-	struct fixture *f = bus_fixture(state);
-	struct latact la;
 	const char *why;
-	char dir[64];
 
-	lat_dir(dir, sizeof(dir));
-	assert_int_equal(lat_open(f, dir, &la), 0);
-	assert_int_equal(latact_unit(&la, FOO_CG, 10, "unit of rule x", &why), 0);
+	assert_int_equal(latact_unit(la, FOO_CG, 10, "unit of rule x", &why), 0);
 	assert_int_equal(foo_weight(f), 11);
-	latact_fini(&la);
-	assert_true(foo_weight(f) == CGSD_WEIGHT_UNSET);
-	lat_dir_rm(dir);
 }
 
 /* A daemon killed with the weight set: the next start gives it back from the journal. */
-static void unit_weight_given_back_after_a_crash(void **state)
+static void killed_with_weight_set(struct fixture *f, const char *dir)
 {
-	struct fixture *f = bus_fixture(state);
 	struct latact la;
-	char dir[64];
 	int status;
-	pid_t pid;
+	pid_t pid = fork();
 
-	lat_dir(dir, sizeof(dir));
-	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		const char *why;
@@ -722,59 +717,77 @@ static void unit_weight_given_back_after_a_crash(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	assert_int_equal(foo_weight(f), 305);
-	assert_int_equal(lat_open(f, dir, &la), 0);
-	assert_true(foo_weight(f) == CGSD_WEIGHT_UNSET);
-	assert_int_equal(la.cnt.restored, 1);
-	latact_fini(&la);
-	lat_dir_rm(dir);
 }
 
-/* Someone changed the weight since: that is theirs, and stays. */
-static void unit_weight_changed_since_is_left_alone(void **state)
+static void given_back_after_a_crash(struct fixture *f, struct latact *la)
 {
-	struct fixture *f = bus_fixture(state);
-	struct latact la;
-	const char *why;
-	char dir[64];
+	assert_true(foo_weight(f) == CGSD_WEIGHT_UNSET);
+	assert_int_equal(la->cnt.restored, 1);
+}
 
-	lat_dir(dir, sizeof(dir));
-	assert_int_equal(lat_open(f, dir, &la), 0);
-	assert_int_equal(latact_unit(&la, FOO_CG, -20, "unit of ctl uid 0", &why), 0);
+/* Someone changed the weight since: that is theirs, and stays, past the stop too. */
+static void changed_since_is_left_alone(struct fixture *f, struct latact *la)
+{
+	const char *why;
+
+	assert_int_equal(latact_unit(la, FOO_CG, -20, "unit of ctl uid 0", &why), 0);
 	assert_int_equal(cgsd_set_weight(f->bus, "foo.service", 500, NULL, 0), 0);
-	assert_int_equal(latact_unit_release(&la, FOO_CG), 0);
+	assert_int_equal(latact_unit_release(la, FOO_CG), 0);
 	assert_int_equal(foo_weight(f), 500);
-	assert_int_equal(la.cnt.left_alone, 1);
-	latact_fini(&la);
-	assert_int_equal(foo_weight(f), 500);
-	assert_int_equal(cgsd_set_weight(f->bus, "foo.service", CGSD_WEIGHT_UNSET, NULL, 0), 0);
-	lat_dir_rm(dir);
+	assert_int_equal(la->cnt.left_alone, 1);
 }
 
 /*
  * A cgroup given a value of its own keeps it; a unit's processes never weigh what is
  * not a unit, nor anything in a delegated subtree.
  */
-static void unit_weight_refused(void **state)
+static void refused(struct fixture *f, struct latact *la)
+{
+	const char *why;
+
+	assert_int_equal(latact_cgroup(la, FOO_CG, -5, "ctl uid 0", &why), 0);
+	assert_int_equal(latact_unit(la, FOO_CG, -20, "unit of ctl uid 0", &why), -EEXIST);
+	assert_non_null(strstr(why, "a value of its own"));
+	assert_int_equal(latact_unit_release(la, FOO_CG), -ENOENT);
+	assert_int_equal(foo_weight(f), 305);
+	assert_int_equal(latact_cgroup_reset(la, FOO_CG), 0);
+	assert_true(foo_weight(f) == CGSD_WEIGHT_UNSET);
+	assert_int_equal(latact_unit(la, "/mygroup", -20, "x", &why), -EINVAL);
+	assert_int_equal(latact_unit(la, FOO_CG "/sub", -20, "x", &why), -EPERM);
+	assert_int_equal(la->ncg, 0);
+}
+
+static const struct unit_weight_case unit_weight_cases[] = {
+	{ "given back at release", NULL, given_back_at_release, CGSD_WEIGHT_UNSET },
+	{ "given back at stop", NULL, given_back_at_stop, CGSD_WEIGHT_UNSET },
+	{ "given back after a crash", killed_with_weight_set, given_back_after_a_crash,
+	  CGSD_WEIGHT_UNSET },
+	{ "changed since is left alone", NULL, changed_since_is_left_alone, 500 },
+	{ "refused", NULL, refused, CGSD_WEIGHT_UNSET },
+};
+
+static void unit_weight(void **state)
 {
 	struct fixture *f = bus_fixture(state);
-	struct latact la;
-	const char *why;
-	char dir[64];
 
-	lat_dir(dir, sizeof(dir));
-	assert_int_equal(lat_open(f, dir, &la), 0);
-	assert_int_equal(latact_cgroup(&la, FOO_CG, -5, "ctl uid 0", &why), 0);
-	assert_int_equal(latact_unit(&la, FOO_CG, -20, "unit of ctl uid 0", &why), -EEXIST);
-	assert_non_null(strstr(why, "a value of its own"));
-	assert_int_equal(latact_unit_release(&la, FOO_CG), -ENOENT);
-	assert_int_equal(foo_weight(f), 305);
-	assert_int_equal(latact_cgroup_reset(&la, FOO_CG), 0);
-	assert_true(foo_weight(f) == CGSD_WEIGHT_UNSET);
-	assert_int_equal(latact_unit(&la, "/mygroup", -20, "x", &why), -EINVAL);
-	assert_int_equal(latact_unit(&la, FOO_CG "/sub", -20, "x", &why), -EPERM);
-	assert_int_equal(la.ncg, 0);
-	latact_fini(&la);
-	lat_dir_rm(dir);
+	for (size_t i = 0; i < ARRAY_SIZE(unit_weight_cases); i++) {
+		const struct unit_weight_case *c = &unit_weight_cases[i];
+		struct latact la;
+		char dir[64];
+
+		print_message("unit weight: %s\n", c->name);
+		lat_dir(dir, sizeof(dir));
+		if (c->before)
+			c->before(f, dir);
+		assert_int_equal(lat_open(f, dir, &la), 0);
+		c->run(f, &la);
+		latact_fini(&la);
+		assert_true(foo_weight(f) == c->after_stop);
+		/* The next row starts from a unit with no weight of its own. */
+		assert_int_equal(cgsd_set_weight(f->bus, "foo.service", CGSD_WEIGHT_UNSET, NULL, 0),
+				 0);
+		lat_dir_rm(dir);
+	}
 }
 
 /* Last: it stops the fake. */
@@ -801,11 +814,7 @@ int main(void)
 		cmocka_unit_test(weight_of_slice_and_scope),
 		cmocka_unit_test(weight_errors),
 		cmocka_unit_test(systemctl_encoding),
-		cmocka_unit_test(unit_weight_given_back_at_release),
-		cmocka_unit_test(unit_weight_given_back_at_stop),
-		cmocka_unit_test(unit_weight_given_back_after_a_crash),
-		cmocka_unit_test(unit_weight_changed_since_is_left_alone),
-		cmocka_unit_test(unit_weight_refused),
+		cmocka_unit_test(unit_weight),
 		cmocka_unit_test(no_systemd_on_bus),
 	};
 

@@ -21,30 +21,15 @@ WORKLOAD="--workers 8 --interval-us 500"
 WAKELAT=/usr/local/lib/rqbt/wakelat
 [ -x "$WAKELAT" ] || skip "no wakelat beside the bench (bench/latency-systemd adds it)"
 base_state
-uid=$(id -u rqbuser)
-as_user() { runuser -u rqbuser -- env XDG_RUNTIME_DIR=/run/user/$uid "$@"; }
-SLICE=/sys/fs/cgroup/user.slice/user-$uid.slice
+SLICE=/sys/fs/cgroup/user.slice/user-$RQBUSER_UID.slice
 echo "$(nproc) CPUs; user.slice enables: $(cat /sys/fs/cgroup/user.slice/cgroup.subtree_control);" \
-	"user-$uid.slice enables: $(cat $SLICE/cgroup.subtree_control)"
+	"user-$RQBUSER_UID.slice enables: $(cat $SLICE/cgroup.subtree_control)"
 D=$(mktemp -d /run/rqbt/bench.XXXXXX)
 chmod 755 "$D"
-weight_of() { systemctl show -P CPUWeight "$1"; }
 usage_of() { awk '$1 == "usage_usec" { print $2 }' "$SLICE/$1/cpu.stat"; }
 # A run whose scopes do not have the weights the case is about: its figures mean nothing.
 problem() { echo "PROBLEM: $*"; FAILED=1; }
 now_us() { awk '{ printf "%d", $1 * 1000000 }' /proc/uptime; }
-
-# scope NAME CMD...: CMD as rqbuser in scope NAME of user-$uid.slice; its pid in $P.
-scope() {
-	local name=$1
-	shift
-	systemd-run -q --scope --unit="$name" --slice="user-$uid.slice" \
-		setpriv --reuid="$uid" --regid="$uid" --clear-groups "$@" &
-	P=$!
-	PIDS="$PIDS $P"
-	UNITS="$UNITS $name.scope"
-	poll_until 60 is_active "$name.scope" || fail "$name.scope did not start"
-}
 
 # run_case ROUND CASE: one run; appends "CASE p50 p99 p999 samples hogs_cpu" to $D/results.
 run_case() {
@@ -52,8 +37,8 @@ run_case() {
 	local fifo=$D/go-$rnd$c
 	mkfifo -m 666 "$fifo"
 	# The workload runs as rqbuser: its output file is rqbuser's.
-	install -o "$uid" -m 644 /dev/null "$D/out-$rnd$c"
-	scope "$hs" sh -c "$WAKELAT --hog --seconds $((SECS * 4)) & $WAKELAT --hog --seconds $((SECS * 4)) & wait"
+	install -o "$RQBUSER_UID" -m 644 /dev/null "$D/out-$rnd$c"
+	in_scope "$hs" sh -c "$WAKELAT --hog --seconds $((SECS * 4)) & $WAKELAT --hog --seconds $((SECS * 4)) & wait"
 	hp=$P
 	poll_until 60 eval '[ "$(pgrep -P '"$hp"' -c)" = 2 ]' || fail "the hogs did not start"
 	read -r h1 h2 <<<"$(pgrep -P "$hp" | paste -sd' ')"
@@ -63,7 +48,7 @@ run_case() {
 		done
 	fi
 	# The workload waits on a FIFO, so that its value is in place before it measures.
-	scope "$ws" sh -c "read _ <$fifo; exec $WAKELAT $WORKLOAD --seconds $SECS >$D/out-$rnd$c"
+	in_scope "$ws" sh -c "read _ <$fifo; exec $WAKELAT $WORKLOAD --seconds $SECS >$D/out-$rnd$c"
 	wp=$P
 	[ "$c" = B ] && { rqctl set -l -20 -p "$wp" >/dev/null || fail "rqctl set -l -20 -p $wp"; }
 	echo "round $rnd $c: hogs $(weight_of "$hs.scope"), workload $(weight_of "$ws.scope")" >>"$D/weights"

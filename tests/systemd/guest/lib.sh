@@ -102,6 +102,28 @@ sleeper() {
 	poll_until 60 grep -qx sleep "/proc/$S/comm"
 }
 
+# rqbuser, the guest's unprivileged user (mkroot makes it): its uid; a command as it,
+# with its user manager's runtime directory; a unit's CPUWeight.
+RQBUSER_UID=$(id -u rqbuser 2>/dev/null)
+as_user() { runuser -u rqbuser -- env XDG_RUNTIME_DIR=/run/user/$RQBUSER_UID "$@"; }
+weight_of() { systemctl show -P CPUWeight "$1"; }
+
+# in_scope NAME CMD...: CMD as rqbuser in a new scope NAME in user-$RQBUSER_UID.slice,
+# as on a host where a user runs a command in a scope of its own. systemd-run --scope
+# execs the command, and setpriv execs it too: its pid is in $P, killed at exit, and
+# the scope stopped. Returns once the scope is active and runs CMD.
+in_scope() {
+	local name=$1
+	shift
+	systemd-run -q --scope --unit="$name" --slice="user-$RQBUSER_UID.slice" \
+		setpriv --reuid="$RQBUSER_UID" --regid="$RQBUSER_UID" --clear-groups "$@" &
+	P=$!
+	PIDS="$PIDS $P"
+	UNITS="$UNITS $name.scope"
+	poll_until 60 is_active "$name.scope" || fail "$name.scope did not start"
+	poll_until 60 grep -qx "$(basename "$1")" "/proc/$P/comm" || fail "$1 did not start"
+}
+
 # The package's state as installed, each test's start: the shipped config, no drop-in
 # or rule of a test's, both units enabled, the service started anew and ready.
 base_state() {

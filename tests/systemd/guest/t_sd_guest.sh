@@ -7,10 +7,8 @@ check "the system is up" poll_until 300 up
 echo "systemctl is-system-running: $(systemctl is-system-running)"
 check "/sys/fs/cgroup is cgroup2" [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]
 check "and no v1 hierarchy is mounted" [ -z "$(awk '$3 == "cgroup"' /proc/mounts)" ]
-uid=$(id -u rqbuser)
 check "rqbuser lingers" [ "$(loginctl show-user rqbuser -P Linger)" = yes ]
-check "and has its own user@$uid.service" wait_active "user@$uid.service"
-check "whose manager answers" runuser -u rqbuser -- env XDG_RUNTIME_DIR=/run/user/$uid \
-	systemctl --user is-system-running --wait
+check "and has its own user@$RQBUSER_UID.service" wait_active "user@$RQBUSER_UID.service"
+check "whose manager answers" as_user systemctl --user is-system-running --wait
 echo "cgroup2 controllers at the root: $(cat /sys/fs/cgroup/cgroup.controllers)"
 echo "and enabled below it: $(cat /sys/fs/cgroup/cgroup.subtree_control)"

@@ -5,33 +5,16 @@
 # keeps it. A unit shared with a process without the value is left as it is, and
 # `rqctl get` and the log say why; once that process leaves, the unit is weighed.
 # The scopes are made as on a host where a user runs a command in a scope of its own:
-# `systemd-run --scope` in user-1000.slice, the process running as rqbuser.
+# `systemd-run --scope` in user-1000.slice, the process running as rqbuser (in_scope).
 . /usr/local/lib/rqbt/lib.sh
 base_state
-uid=$(id -u rqbuser)
-as_user() { runuser -u rqbuser -- env XDG_RUNTIME_DIR=/run/user/$uid "$@"; }
-weight_of() { systemctl show -P CPUWeight "$1"; }
 # A cursor in the daemon's own entries: the last entry of all may be in rqbuser's
-# journal (systemd's lines about a scope of user-$uid.slice go there too).
+# journal (systemd's lines about a scope of user-$RQBUSER_UID.slice go there too).
 unit_cursor() { journalctl -q -n1 -o export -u "$UNIT" | sed -n 's/^__CURSOR=//p'; }
-# in_scope NAME CMD...: CMD as rqbuser in a new scope NAME in user-$uid.slice; its pid
-# (systemd-run --scope execs the command, and setpriv execs it too) in $P.
-in_scope() {
-	local name=$1
-	shift
-	systemd-run -q --scope --unit="$name" --slice="user-$uid.slice" \
-		setpriv --reuid="$uid" --regid="$uid" --clear-groups "$@" &
-	P=$!
-	PIDS="$PIDS $P"
-	UNITS="$UNITS $name.scope"
-	poll_until 60 is_active "$name.scope" || fail "$name.scope did not start"
-	poll_until 60 grep -qx "$(basename "$1")" "/proc/$P/comm" || fail "$1 did not start"
-}
-
 # --- a scope of its own ---
 in_scope rqbt-lat-own sleep 600
 cg=$(sed -n 's/^0:://p' "/proc/$P/cgroup")
-echo "pid $P in $cg; user-$uid.slice enables: $(cat /sys/fs/cgroup/user.slice/user-$uid.slice/cgroup.subtree_control)"
+echo "pid $P in $cg; user-$RQBUSER_UID.slice enables: $(cat /sys/fs/cgroup/user.slice/user-$RQBUSER_UID.slice/cgroup.subtree_control)"
 check "it is the scope's only process" [ "$(cat "/sys/fs/cgroup$cg/cgroup.procs")" = "$P" ]
 w0=$(weight_of rqbt-lat-own.scope)
 c=$(unit_cursor)

@@ -17,9 +17,7 @@ check "rqctl --json status parses" eval 'echo "$json" | jq -e . >/dev/null'
 check "with the same sampler" [ "$(echo "$json" | jq -r .sampler)" = \
 	"$(echo "$out" | awk '$1 == "sampler" { print $2 }')" ]
 check "and the daemon's tick count, a number" eval 'echo "$json" | jq -e ".ticks | numbers" >/dev/null'
-uid=$(id -u rqbuser)
-as_user() { runuser -u rqbuser -- env XDG_RUNTIME_DIR=/run/user/$uid "$@"; }
-check "rqbuser's user@$uid.service runs" is_active "user@$uid.service"
+check "rqbuser's user@$RQBUSER_UID.service runs" is_active "user@$RQBUSER_UID.service"
 check "rqctl status as rqbuser" as_user rqctl status >/dev/null
 check "rqctl --json status as rqbuser" eval 'as_user rqctl --json status | jq -e .sampler >/dev/null'
 r=$(as_user rqctl reload 2>&1)
