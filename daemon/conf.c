@@ -17,6 +17,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "rqbalance.h"
+#include "safedir.h"
 
 static const char *const sampler_names[] = { "auto", "bpf", "proc", "replay", NULL };
 static const char *const class_names[] = { "auto", "yes", "no", NULL };
@@ -35,12 +36,13 @@ const struct conf_key conf_keys[] = {
 	{ "daemon", "replay_file", CONF_STR, 0, 0, NULL, "", OFF(replay_file),
 	  "Snapshot file that sampler = replay reads.", true },
 	{ "daemon", "journal_dir", CONF_STR, 0, 0, NULL, RQB_RUNDIR, OFF(journal_dir),
-	  "Directory of the restore journal; must be absolute.", true },
+	  "Directory of the restore journal; must be absolute, root's and writable by root "
+	  "alone, reached through no symbolic link.", true },
 	{ "daemon", "topology", CONF_STR, 0, 0, NULL, "", OFF(topology),
 	  "hwloc XML file describing this machine; empty asks hwloc.", true },
 	{ "daemon", "ctl_socket", CONF_STR, 0, 0, NULL, RQB_RUNDIR "/ctl.sock", OFF(ctl_socket),
-	  "The ctl socket rqctl talks to; must be absolute (a socket passed by the service "
-	  "manager takes its place).", true },
+	  "The ctl socket rqctl talks to; must be absolute, in a directory as journal_dir's "
+	  "(a socket passed by the service manager takes its place).", true },
 	{ "daemon", "ctl_group", CONF_STR, 0, 0, NULL, "", OFF(ctl_group),
 	  "Members of this group may ask for a reload through rqctl; empty: root only.", false },
 	{ "daemon", "dry_run", CONF_BOOL, 0, 0, NULL, "no", OFF(dry_run),
@@ -598,11 +600,36 @@ static void check_metrics_dir(struct parse_ctx *p)
 	report_at(p, p->seen_line[k - conf_keys], "[metrics] path", why);
 }
 
+/*
+ * The journals and the ctl socket are made by root in these directories: one that a
+ * user may write, or a link on the way, lets that user plant a link, a FIFO or a
+ * socket of their own there. Refused at start, check and reload (they take effect
+ * at a restart, which would then fail).
+ */
+static void check_run_dir(struct parse_ctx *p, const char *key, const char *path, bool file)
+{
+	const struct conf_key *k = find_key("daemon", key);
+	char dir[CONF_MAX_STR], what[64], why[PATH_MAX + 128];
+	const char *slash = strrchr(path, '/');
+
+	if (file)
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	else
+		snprintf(dir, sizeof(dir), "%s", path);
+	if (safedir_check_path(dir, why, sizeof(why)) == 0)
+		return;
+	snprintf(what, sizeof(what), "[daemon] %s", key);
+	report_at(p, p->seen_line[k - conf_keys], what, why);
+}
+
 /* The rules are checked as a whole only once every file is read without an error. */
 static int finish(struct parse_ctx *p, struct rqb_conf *ret)
 {
-	if (!p->nerrors)
+	if (!p->nerrors) {
 		check_metrics_dir(p);
+		check_run_dir(p, "journal_dir", p->conf.journal_dir, false);
+		check_run_dir(p, "ctl_socket", p->conf.ctl_socket, true);
+	}
 	if (!p->nerrors && rules_check(&p->conf.rules, p->err) < 0)
 		p->nerrors++;
 	if (p->nerrors)

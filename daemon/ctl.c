@@ -32,6 +32,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "rqbalance.h"
+#include "safedir.h"
 
 struct conn {
 	struct ctl_server *srv;
@@ -1000,50 +1001,71 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	return 0;
 }
 
-/* A socket file left by a daemon that is gone is removed; one still served is not. */
-static int clear_stale(const char *path)
+/*
+ * The socket's address through the directory's descriptor (/proc/self/fd/N/NAME), so
+ * that bind and connect reach the directory that was checked, not whatever its path
+ * names by then.
+ */
+static int dir_addr(const struct ctl_server *s, struct sockaddr_un *a)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	a->sun_family = AF_UNIX;
+	if (snprintf(a->sun_path, sizeof(a->sun_path), "/proc/self/fd/%d/%s", s->dirfd,
+		     s->name) >= (int)sizeof(a->sun_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* A socket file left by a daemon that is gone is removed; one still served is not. */
+static int clear_stale(const struct ctl_server *s, const struct sockaddr_un *a)
+{
 	int fd, r;
 
-	strcpy(a.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	r = connect(fd, (struct sockaddr *)&a, sizeof(a));
+	r = connect(fd, (const struct sockaddr *)a, sizeof(*a));
 	close(fd);
 	if (r == 0)
 		return -EADDRINUSE;
-	if (unlink(path) < 0 && errno != ENOENT)
+	if (unlinkat(s->dirfd, s->name, 0) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
 }
 
+/*
+ * Binds path in its directory, made if missing and refused (logged with why) unless
+ * only root may write it: there nobody else can put a link or a socket of their own
+ * at the name. Mode 0666 comes from the umask at bind: no chmod by path to redirect.
+ */
 static int create(struct ctl_server *s, const char *path)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct sockaddr_un a;
+	char dir[sizeof(s->path)], why[PATH_MAX + 128];
+	const char *slash = strrchr(path, '/');
+	mode_t mask;
 	int r;
 
-	char dir[sizeof(a.sun_path)], *slash;
-
-	if (strlen(path) >= sizeof(a.sun_path))
+	if (strlen(path) >= sizeof(a.sun_path) || !slash || !slash[1])
 		return -ENAMETOOLONG;
-	strcpy(a.sun_path, path);
-	strcpy(dir, path);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return -errno;
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	snprintf(s->name, sizeof(s->name), "%s", slash + 1);
+	r = safedir_open(dir, true, &s->dirfd, why, sizeof(why));
+	if (r < 0) {
+		log_err("ctl socket %s: %s", path, why);
+		return r;
 	}
-	r = clear_stale(path);
+	r = dir_addr(s, &a);
+	if (r == 0)
+		r = clear_stale(s, &a);
 	if (r < 0)
 		return r;
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->fd < 0)
 		return -errno;
-	if (bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(path, 0666) < 0 ||
-	    listen(s->fd, 16) < 0)
+	mask = umask(0111);
+	r = bind(s->fd, (struct sockaddr *)&a, sizeof(a));
+	umask(mask);
+	if (r < 0 || listen(s->fd, 16) < 0)
 		return -errno;
 	return 0;
 }
@@ -1054,6 +1076,7 @@ int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon 
 
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
+	s->dirfd = -1;
 	s->d = d;
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	if (n > 0 && sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) > 0) {
@@ -1085,8 +1108,11 @@ void ctl_fini(struct ctl_server *s)
 	s->src = NULL;
 	if (s->fd >= 0) {
 		close(s->fd);
-		if (!s->activated)
-			unlink(s->path);
+		if (!s->activated && s->dirfd >= 0)
+			unlinkat(s->dirfd, s->name, 0);
 	}
+	if (s->dirfd >= 0)
+		close(s->dirfd);
 	s->fd = -1;
+	s->dirfd = -1;
 }

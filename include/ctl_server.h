@@ -21,6 +21,8 @@ struct ctl_server {
 	int fd;                 /* listening socket, -1 if none */
 	bool activated;         /* passed in by the service manager: not ours to unlink */
 	char path[108];
+	int dirfd;              /* path's directory (safedir), -1 if none: bind and unlink go there */
+	char name[108];         /* the socket's name in it */
 	sd_event_source *src;
 	unsigned nconns;
 	unsigned long refused;  /* connections closed at accept: over CTL_MAX_CONNS, or
