@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,19 +129,20 @@ static int reply_err(struct conn *c, uint32_t seq, int err, const char *msg)
 	return reply(c, CTL_ERR, seq, text);
 }
 
-/* Root, or a member of ctl_group, may change what the daemon does. */
+/*
+ * Root, or a member of ctl_group, may change what the daemon does: judged on the
+ * gids the connection had at accept, against the gid the config resolved.
+ */
 static bool may_control(const struct conn *c, const struct rqb_conf *conf)
 {
-	struct group *g;
-
 	if (c->cred.uid == 0)
 		return true;
-	if (!conf->ctl_group[0] || !(g = getgrnam(conf->ctl_group)))
+	if (!conf->ctl_gid_set)
 		return false;
-	if (c->cred.gid == g->gr_gid)
+	if (c->cred.gid == conf->ctl_gid)
 		return true;
 	for (int i = 0; i < c->ngroups; i++)
-		if (c->groups[i] == g->gr_gid)
+		if (c->groups[i] == conf->ctl_gid)
 			return true;
 	return false;
 }
