@@ -544,16 +544,32 @@ static int do_get(struct conn *c, const struct target *t, char *out, size_t size
 	return 0;
 }
 
+/* The comm as the task set it: only the newline the kernel adds is taken off. */
 static void comm_of(pid_t tid, char *ret, size_t size)
 {
 	char path[64];
+	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)tid);
-	if (rqb_read_file(path, ret, size) < 0)
+	n = rqb_read_file(path, ret, size);
+	if (n <= 0)
 		snprintf(ret, size, "?");
-	for (char *p = ret; *p; p++)
-		if (*p == '\t' || *p == '\n')
-			*p = *p == '\n' ? '\0' : ' ';
+	else if (ret[n - 1] == '\n')
+		ret[n - 1] = '\0';
+}
+
+/*
+ * One field of a list line, any bytes in it: a backslash, a tab, a newline and the
+ * other controls go as \xHH, so a name never ends its field or its line early
+ * (rqctl undoes it).
+ */
+static void put_field(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f || *p == '\\')
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
 }
 
 static char *list_text(const struct daemon *d)
@@ -569,20 +585,28 @@ static char *list_text(const struct daemon *d)
 		const struct lm_proc *p = lm_find_process(&d->lm, e->tgid);
 
 		comm_of(e->task.tid, comm, sizeof(comm));
-		fprintf(f, "task\t%d\t%d\t%d\t%s\t%s\t%s\t%" PRIu64 "\t%s\t%s\n", (int)e->task.tid,
-			(int)e->tgid, e->value, e->source, p ? "process" : "thread",
-			latact_policy_name(e->set.policy), e->set.slice_ns,
-			e->set.cgroup[0] ? e->set.cgroup : "-", comm);
+		fprintf(f, "task\t%d\t%d\t%d\t", (int)e->task.tid, (int)e->tgid, e->value);
+		put_field(f, e->source);
+		fprintf(f, "\t%s\t%s\t%" PRIu64 "\t", p ? "process" : "thread",
+			latact_policy_name(e->set.policy), e->set.slice_ns);
+		put_field(f, e->set.cgroup[0] ? e->set.cgroup : "-");
+		fputc('\t', f);
+		put_field(f, comm);
+		fputc('\n', f);
 		fflush(f);
 	}
 	for (size_t i = 0; i < d->lm.nu && len < CTL_MAX_PAYLOAD - 512; i++) {
 		const struct lm_unit *u = &d->lm.u[i];
 		const struct lat_cg_entry *g = latact_find_cgroup(&d->lat, u->cgroup);
 
-		fprintf(f, "unit\t%s\t%s\t%d\t%" PRIu64 "\t%d\t%s\n", u->cgroup,
-			u->unit[0] ? u->unit : "-", g ? g->value : u->d.value,
-			g ? g->set_weight : 0, g ? g->set_idle : -1,
-			u->d.why[0] ? u->d.why : u->act_why[0] ? u->act_why : "-");
+		fputs("unit\t", f);
+		put_field(f, u->cgroup);
+		fputc('\t', f);
+		put_field(f, u->unit[0] ? u->unit : "-");
+		fprintf(f, "\t%d\t%" PRIu64 "\t%d\t", g ? g->value : u->d.value,
+			g ? g->set_weight : 0, g ? g->set_idle : -1);
+		put_field(f, u->d.why[0] ? u->d.why : u->act_why[0] ? u->act_why : "-");
+		fputc('\n', f);
 		fflush(f);
 	}
 	for (size_t i = 0; i < d->lat.ncg && len < CTL_MAX_PAYLOAD - 512; i++) {
@@ -590,8 +614,11 @@ static char *list_text(const struct daemon *d)
 
 		if (g->by_procs)
 			continue;
-		fprintf(f, "cgroup\t%s\t%d\t%s\t%" PRIu64 "\t%d\n", g->path, g->value, g->source,
-			g->set_weight, g->set_idle);
+		fputs("cgroup\t", f);
+		put_field(f, g->path);
+		fprintf(f, "\t%d\t", g->value);
+		put_field(f, g->source);
+		fprintf(f, "\t%" PRIu64 "\t%d\n", g->set_weight, g->set_idle);
 		fflush(f);
 	}
 	if (len >= CTL_MAX_PAYLOAD - 512)
