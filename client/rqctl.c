@@ -438,11 +438,31 @@ static int parse_command(int argc, char **argv, struct req *q)
 	return -1;
 }
 
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* The next field of a list line, its \xHH (a byte the daemon escaped) undone in place. */
 static const char *field(char **p)
 {
-	char *f = strsep(p, "\t");
+	char *f = strsep(p, "\t"), *in, *out;
 
-	return f ? f : "";
+	if (!f)
+		return "";
+	for (in = out = f; *in; in++) {
+		int hi, lo;
+
+		if (in[0] == '\\' && in[1] == 'x' && (hi = hex_digit(in[2])) >= 0 &&
+		    (lo = hex_digit(in[3])) >= 0 && (hi || lo)) {
+			*out++ = (char)(hi << 4 | lo);
+			in += 3;
+		} else {
+			*out++ = *in;
+		}
+	}
+	*out = '\0';
+	return f;
 }
 
 /* list: tab-separated lines, as a table or a JSON array. */

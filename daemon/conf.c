@@ -4,6 +4,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <ini.h>
 #include <limits.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "rqbalance.h"
+#include "safedir.h"
 
 static const char *const sampler_names[] = { "auto", "bpf", "proc", "replay", NULL };
 static const char *const class_names[] = { "auto", "yes", "no", NULL };
@@ -35,14 +37,16 @@ const struct conf_key conf_keys[] = {
 	{ "daemon", "replay_file", CONF_STR, 0, 0, NULL, "", OFF(replay_file),
 	  "Snapshot file that sampler = replay reads.", true },
 	{ "daemon", "journal_dir", CONF_STR, 0, 0, NULL, RQB_RUNDIR, OFF(journal_dir),
-	  "Directory of the restore journal; must be absolute.", true },
+	  "Directory of the restore journal; must be absolute, root's and writable by root "
+	  "alone, reached through no symbolic link.", true },
 	{ "daemon", "topology", CONF_STR, 0, 0, NULL, "", OFF(topology),
 	  "hwloc XML file describing this machine; empty asks hwloc.", true },
 	{ "daemon", "ctl_socket", CONF_STR, 0, 0, NULL, RQB_RUNDIR "/ctl.sock", OFF(ctl_socket),
-	  "The ctl socket rqctl talks to; must be absolute (a socket passed by the service "
-	  "manager takes its place).", true },
+	  "The ctl socket rqctl talks to; must be absolute, in a directory as journal_dir's "
+	  "(a socket passed by the service manager takes its place).", true },
 	{ "daemon", "ctl_group", CONF_STR, 0, 0, NULL, "", OFF(ctl_group),
-	  "Members of this group may ask for a reload through rqctl; empty: root only.", false },
+	  "Members of this group (a name, resolved at load and reload, or a gid) may ask for a "
+	  "reload through rqctl; empty: root only.", false },
 	{ "daemon", "dry_run", CONF_BOOL, 0, 0, NULL, "no", OFF(dry_run),
 	  "Log the plan each tick and change nothing.", true },
 	{ "daemon", "log_level", CONF_LOGLEVEL, 0, 0, NULL, "info", OFF(log_level),
@@ -598,11 +602,71 @@ static void check_metrics_dir(struct parse_ctx *p)
 	report_at(p, p->seen_line[k - conf_keys], "[metrics] path", why);
 }
 
+/*
+ * The journals and the ctl socket are made by root in these directories: one that a
+ * user may write, or a link on the way, lets that user plant a link, a FIFO or a
+ * socket of their own there. Refused at start, check and reload (they take effect
+ * at a restart, which would then fail).
+ */
+static void check_run_dir(struct parse_ctx *p, const char *key, const char *path, bool file)
+{
+	const struct conf_key *k = find_key("daemon", key);
+	char dir[CONF_MAX_STR], what[64], why[PATH_MAX + 128];
+	const char *slash = strrchr(path, '/');
+
+	if (file)
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	else
+		snprintf(dir, sizeof(dir), "%s", path);
+	if (safedir_check_path(dir, why, sizeof(why)) == 0)
+		return;
+	snprintf(what, sizeof(what), "[daemon] %s", key);
+	report_at(p, p->seen_line[k - conf_keys], what, why);
+}
+
+/*
+ * ctl_group is resolved here, at start and reload, so that a request never waits on
+ * NSS (LDAP, sssd) in the event loop. A name that does not resolve is an error, not
+ * a silent "root only": a number needs no NSS, for groups a directory serves late.
+ */
+static void resolve_ctl_group(struct parse_ctx *p)
+{
+	const struct conf_key *k = find_key("daemon", "ctl_group");
+	const char *name = p->conf.ctl_group;
+	struct group *g;
+	char *end;
+	unsigned long v;
+
+	p->conf.ctl_gid_set = false;
+	if (!name[0])
+		return;
+	errno = 0;
+	v = strtoul(name, &end, 10);
+	if (name[0] >= '0' && name[0] <= '9' && !*end && !errno && v < (gid_t)-1) {
+		p->conf.ctl_gid = (gid_t)v;
+		p->conf.ctl_gid_set = true;
+		return;
+	}
+	errno = 0;
+	g = getgrnam(name);
+	if (!g) {
+		report_at(p, p->seen_line[k - conf_keys], "[daemon] ctl_group",
+			  errno ? strerror(errno) : "no such group (a gid may be given as a number)");
+		return;
+	}
+	p->conf.ctl_gid = g->gr_gid;
+	p->conf.ctl_gid_set = true;
+}
+
 /* The rules are checked as a whole only once every file is read without an error. */
 static int finish(struct parse_ctx *p, struct rqb_conf *ret)
 {
-	if (!p->nerrors)
+	if (!p->nerrors) {
 		check_metrics_dir(p);
+		check_run_dir(p, "journal_dir", p->conf.journal_dir, false);
+		check_run_dir(p, "ctl_socket", p->conf.ctl_socket, true);
+		resolve_ctl_group(p);
+	}
 	if (!p->nerrors && rules_check(&p->conf.rules, p->err) < 0)
 		p->nerrors++;
 	if (p->nerrors)

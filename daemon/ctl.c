@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +31,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "rqbalance.h"
+#include "safedir.h"
 
 struct conn {
 	struct ctl_server *srv;
@@ -129,19 +129,20 @@ static int reply_err(struct conn *c, uint32_t seq, int err, const char *msg)
 	return reply(c, CTL_ERR, seq, text);
 }
 
-/* Root, or a member of ctl_group, may change what the daemon does. */
+/*
+ * Root, or a member of ctl_group, may change what the daemon does: judged on the
+ * gids the connection had at accept, against the gid the config resolved.
+ */
 static bool may_control(const struct conn *c, const struct rqb_conf *conf)
 {
-	struct group *g;
-
 	if (c->cred.uid == 0)
 		return true;
-	if (!conf->ctl_group[0] || !(g = getgrnam(conf->ctl_group)))
+	if (!conf->ctl_gid_set)
 		return false;
-	if (c->cred.gid == g->gr_gid)
+	if (c->cred.gid == conf->ctl_gid)
 		return true;
 	for (int i = 0; i < c->ngroups; i++)
-		if (c->groups[i] == g->gr_gid)
+		if (c->groups[i] == conf->ctl_gid)
 			return true;
 	return false;
 }
@@ -536,16 +537,32 @@ static int do_get(struct conn *c, const struct target *t, char *out, size_t size
 	return 0;
 }
 
+/* The comm as the task set it: only the newline the kernel adds is taken off. */
 static void comm_of(pid_t tid, char *ret, size_t size)
 {
 	char path[64];
+	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)tid);
-	if (rqb_read_file(path, ret, size) < 0)
+	n = rqb_read_file(path, ret, size);
+	if (n <= 0)
 		snprintf(ret, size, "?");
-	for (char *p = ret; *p; p++)
-		if (*p == '\t' || *p == '\n')
-			*p = *p == '\n' ? '\0' : ' ';
+	else if (ret[n - 1] == '\n')
+		ret[n - 1] = '\0';
+}
+
+/*
+ * One field of a list line, any bytes in it: a backslash, a tab, a newline and the
+ * other controls go as \xHH, so a name never ends its field or its line early
+ * (rqctl undoes it).
+ */
+static void put_field(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f || *p == '\\')
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
 }
 
 static char *list_text(const struct daemon *d)
@@ -561,20 +578,28 @@ static char *list_text(const struct daemon *d)
 		const struct lm_proc *p = lm_find_process(&d->lm, e->tgid);
 
 		comm_of(e->task.tid, comm, sizeof(comm));
-		fprintf(f, "task\t%d\t%d\t%d\t%s\t%s\t%s\t%" PRIu64 "\t%s\t%s\n", (int)e->task.tid,
-			(int)e->tgid, e->value, e->source, p ? "process" : "thread",
-			latact_policy_name(e->set.policy), e->set.slice_ns,
-			e->set.cgroup[0] ? e->set.cgroup : "-", comm);
+		fprintf(f, "task\t%d\t%d\t%d\t", (int)e->task.tid, (int)e->tgid, e->value);
+		put_field(f, e->source);
+		fprintf(f, "\t%s\t%s\t%" PRIu64 "\t", p ? "process" : "thread",
+			latact_policy_name(e->set.policy), e->set.slice_ns);
+		put_field(f, e->set.cgroup[0] ? e->set.cgroup : "-");
+		fputc('\t', f);
+		put_field(f, comm);
+		fputc('\n', f);
 		fflush(f);
 	}
 	for (size_t i = 0; i < d->lm.nu && len < CTL_MAX_PAYLOAD - 512; i++) {
 		const struct lm_unit *u = &d->lm.u[i];
 		const struct lat_cg_entry *g = latact_find_cgroup(&d->lat, u->cgroup);
 
-		fprintf(f, "unit\t%s\t%s\t%d\t%" PRIu64 "\t%d\t%s\n", u->cgroup,
-			u->unit[0] ? u->unit : "-", g ? g->value : u->d.value,
-			g ? g->set_weight : 0, g ? g->set_idle : -1,
-			u->d.why[0] ? u->d.why : u->act_why[0] ? u->act_why : "-");
+		fputs("unit\t", f);
+		put_field(f, u->cgroup);
+		fputc('\t', f);
+		put_field(f, u->unit[0] ? u->unit : "-");
+		fprintf(f, "\t%d\t%" PRIu64 "\t%d\t", g ? g->value : u->d.value,
+			g ? g->set_weight : 0, g ? g->set_idle : -1);
+		put_field(f, u->d.why[0] ? u->d.why : u->act_why[0] ? u->act_why : "-");
+		fputc('\n', f);
 		fflush(f);
 	}
 	for (size_t i = 0; i < d->lat.ncg && len < CTL_MAX_PAYLOAD - 512; i++) {
@@ -582,8 +607,11 @@ static char *list_text(const struct daemon *d)
 
 		if (g->by_procs)
 			continue;
-		fprintf(f, "cgroup\t%s\t%d\t%s\t%" PRIu64 "\t%d\n", g->path, g->value, g->source,
-			g->set_weight, g->set_idle);
+		fputs("cgroup\t", f);
+		put_field(f, g->path);
+		fprintf(f, "\t%d\t", g->value);
+		put_field(f, g->source);
+		fprintf(f, "\t%" PRIu64 "\t%d\n", g->set_weight, g->set_idle);
 		fflush(f);
 	}
 	if (len >= CTL_MAX_PAYLOAD - 512)
@@ -876,14 +904,6 @@ static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static void peer_groups(struct conn *c)
-{
-	socklen_t len = sizeof(c->groups);
-
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &len) == 0)
-		c->ngroups = (int)(len / sizeof(gid_t));
-}
-
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77
 #endif
@@ -947,49 +967,26 @@ static bool over_share(const struct ctl_server *srv, struct conn *c)
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct ctl_server *srv = userdata;
-	sd_event *e = sd_event_source_get_event(s);
-	socklen_t len = sizeof(struct ucred);
-	struct conn *c;
-	uint64_t now;
-	int cfd;
+	socklen_t len = sizeof(struct ucred), glen;
+	gid_t groups[64];
+	struct ucred cred;
+	int cfd, r;
 
 	(void)revents;
 	cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 	if (cfd < 0)
 		return 0;
-	if (srv->nconns >= CTL_MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
-		srv->refused++;
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
 		close(cfd);
 		return 0;
 	}
-	c->srv = srv;
-	c->fd = cfd;
-	c->pidfd = -1;
-	c->next = srv->conns;
-	c->pprev = &srv->conns;
-	if (c->next)
-		c->next->pprev = &c->next;
-	srv->conns = c;
-	srv->nconns++;
-	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0) {
-		conn_close(c);
-		return 0;
-	}
-	peer_groups(c);
-	if (peer_accept(c) < 0) {
-		conn_close(c);
-		return 0;
-	}
-	if (over_share(srv, c)) {
+	glen = sizeof(groups);
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) < 0)
+		glen = 0;
+	r = ctl_serve_fd(srv, sd_event_source_get_event(s), cfd, &cred, groups,
+			 (int)(glen / sizeof(gid_t)));
+	if (r == -EBUSY || r == -EUSERS)
 		srv->refused++;
-		conn_close(c);
-		return 0;
-	}
-	sd_event_now(e, CLOCK_MONOTONIC, &now);
-	if (sd_event_add_io(e, &c->io, cfd, EPOLLIN, on_conn_io, c) < 0 ||
-	    sd_event_add_time(e, &c->timer, CLOCK_MONOTONIC, now + CTL_CONN_TIMEOUT_USEC, 0,
-			      on_conn_timeout, c) < 0)
-		conn_close(c);
 	return 0;
 }
 
@@ -1031,50 +1028,71 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 	return r < 0 ? r : 0;
 }
 
-/* A socket file left by a daemon that is gone is removed; one still served is not. */
-static int clear_stale(const char *path)
+/*
+ * The socket's address through the directory's descriptor (/proc/self/fd/N/NAME), so
+ * that bind and connect reach the directory that was checked, not whatever its path
+ * names by then.
+ */
+static int dir_addr(const struct ctl_server *s, struct sockaddr_un *a)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	a->sun_family = AF_UNIX;
+	if (snprintf(a->sun_path, sizeof(a->sun_path), "/proc/self/fd/%d/%s", s->dirfd,
+		     s->name) >= (int)sizeof(a->sun_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* A socket file left by a daemon that is gone is removed; one still served is not. */
+static int clear_stale(const struct ctl_server *s, const struct sockaddr_un *a)
+{
 	int fd, r;
 
-	strcpy(a.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	r = connect(fd, (struct sockaddr *)&a, sizeof(a));
+	r = connect(fd, (const struct sockaddr *)a, sizeof(*a));
 	close(fd);
 	if (r == 0)
 		return -EADDRINUSE;
-	if (unlink(path) < 0 && errno != ENOENT)
+	if (unlinkat(s->dirfd, s->name, 0) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
 }
 
+/*
+ * Binds path in its directory, made if missing and refused (logged with why) unless
+ * only root may write it: there nobody else can put a link or a socket of their own
+ * at the name. Mode 0666 comes from the umask at bind: no chmod by path to redirect.
+ */
 static int create(struct ctl_server *s, const char *path)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct sockaddr_un a;
+	char dir[sizeof(s->path)], why[PATH_MAX + 128];
+	const char *slash = strrchr(path, '/');
+	mode_t mask;
 	int r;
 
-	char dir[sizeof(a.sun_path)], *slash;
-
-	if (strlen(path) >= sizeof(a.sun_path))
+	if (strlen(path) >= sizeof(a.sun_path) || !slash || !slash[1])
 		return -ENAMETOOLONG;
-	strcpy(a.sun_path, path);
-	strcpy(dir, path);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return -errno;
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	snprintf(s->name, sizeof(s->name), "%s", slash + 1);
+	r = safedir_open(dir, true, &s->dirfd, why, sizeof(why));
+	if (r < 0) {
+		log_err("ctl socket %s: %s", path, why);
+		return r;
 	}
-	r = clear_stale(path);
+	r = dir_addr(s, &a);
+	if (r == 0)
+		r = clear_stale(s, &a);
 	if (r < 0)
 		return r;
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->fd < 0)
 		return -errno;
-	if (bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(path, 0666) < 0 ||
-	    listen(s->fd, 16) < 0)
+	mask = umask(0111);
+	r = bind(s->fd, (struct sockaddr *)&a, sizeof(a));
+	umask(mask);
+	if (r < 0 || listen(s->fd, 16) < 0)
 		return -errno;
 	return 0;
 }
@@ -1085,6 +1103,7 @@ int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon 
 
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
+	s->dirfd = -1;
 	s->d = d;
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	if (n > 0 && sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) > 0) {
@@ -1116,8 +1135,11 @@ void ctl_fini(struct ctl_server *s)
 	s->src = NULL;
 	if (s->fd >= 0) {
 		close(s->fd);
-		if (!s->activated)
-			unlink(s->path);
+		if (!s->activated && s->dirfd >= 0)
+			unlinkat(s->dirfd, s->name, 0);
 	}
+	if (s->dirfd >= 0)
+		close(s->dirfd);
 	s->fd = -1;
+	s->dirfd = -1;
 }

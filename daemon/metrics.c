@@ -18,6 +18,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "rqbalance.h"
+#include "safedir.h"
 
 /* One metric without labels. */
 struct scalar {
@@ -176,89 +177,19 @@ int metrics_format(const struct daemon *d, FILE *out)
 	return ferror(out) ? -EIO : 0;
 }
 
-/* Cuts path after its last '/': its directory ("/" for a file at the top). */
-/* One directory the file goes in: root's (or ours), and writable only by its owner. */
-static int check_dir(const char *dir, const struct stat *st, char *why, size_t len)
-{
-	if (!S_ISDIR(st->st_mode)) {
-		snprintf(why, len, "\"%s\" is not a directory", dir);
-		return -ENOTDIR;
-	}
-	if (st->st_uid != 0 && st->st_uid != geteuid()) {
-		snprintf(why, len, "directory \"%s\" belongs to uid %u, not root", dir,
-			 (unsigned)st->st_uid);
-		return -EPERM;
-	}
-	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(why, len, "directory \"%s\" may be written by others than root (mode %04o)",
-			 dir, (unsigned)(st->st_mode & 07777));
-		return -EPERM;
-	}
-	return 0;
-}
-
-/*
- * Opens the directory of path one component at a time, following no symbolic link
- * (O_NOFOLLOW), and checks it. Its parents may be anyone's (Debian's
- * /var/lib/prometheus is the prometheus user's): without a link, their owner can only
- * rename or replace a directory, never make one that root owns and alone may write,
- * and the file is then made and renamed through this descriptor. -ENOENT where a
- * component does not exist yet: *ret_fd is then the deepest that does, which must
- * pass the same check (whoever may make the rest there must be root alone).
- */
+/* The directory of path, opened and checked as safedir_open does (-ENOENT: not made yet). */
 static int open_dir(const char *path, int *ret_fd, char *why, size_t len)
 {
-	char buf[PATH_MAX], *save = NULL, *comp, *last;
-	struct stat st;
-	int fd, next, r;
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
 
 	*ret_fd = -1;
-	if (path[0] != '/' || strlen(path) >= sizeof(buf)) {
+	if (path[0] != '/' || strlen(path) >= sizeof(dir)) {
 		snprintf(why, len, "\"%s\" is not an absolute path", path);
 		return -EINVAL;
 	}
-	snprintf(buf, sizeof(buf), "%s", path);
-	last = strrchr(buf, '/');
-	*last = '\0'; /* the directory: everything before the file's name */
-	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = 0;
-	for (comp = strtok_r(buf, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
-		next = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (next < 0) {
-			r = -errno;
-			if (r == -ELOOP || r == -ENOTDIR)
-				snprintf(why, len, "\"%s\" in the path of \"%s\" is not a directory "
-					 "(a symbolic link is not followed)", comp, path);
-			else if (r != -ENOENT)
-				snprintf(why, len, "\"%s\": %s", path, strerror(-r));
-			break;
-		}
-		close(fd);
-		fd = next;
-	}
-	if (r < 0 && r != -ENOENT) {
-		close(fd);
-		return r;
-	}
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	snprintf(buf, sizeof(buf), "%s", path);
-	*strrchr(buf, '/') = '\0';
-	{
-		int c = check_dir(buf[0] ? buf : "/", &st, why, len);
-
-		if (c < 0) {
-			close(fd);
-			return c;
-		}
-	}
-	*ret_fd = fd;
-	return r;
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	return safedir_open(dir, false, ret_fd, why, len);
 }
 
 int metrics_check_path(const char *path, char *why, size_t len)

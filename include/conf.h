@@ -30,6 +30,8 @@ struct rqb_conf {
 	char topology[CONF_MAX_STR];    /* hwloc XML file; "" = this machine */
 	char ctl_socket[CONF_MAX_STR];  /* where rqctl connects */
 	char ctl_group[CONF_MAX_STR];   /* a group whose members may control it; "" = root only */
+	bool ctl_gid_set;               /* ctl_group named a group: ctl_gid is its gid */
+	gid_t ctl_gid;                  /* resolved at load, never in the event loop (NSS may block) */
 	bool dry_run;                   /* plan and log, change nothing */
 	int log_level;                  /* syslog level */
 	char rules_dir[CONF_MAX_STR];   /* drop-ins of [rule NAME] sections; "" = none */

@@ -23,6 +23,8 @@ struct ctl_server {
 	int fd;                 /* listening socket, -1 if none */
 	bool activated;         /* passed in by the service manager: not ours to unlink */
 	char path[108];
+	int dirfd;              /* path's directory (safedir), -1 if none: bind and unlink go there */
+	char name[108];         /* the socket's name in it */
 	sd_event_source *src;
 	unsigned nconns;
 	unsigned long refused;  /* connections closed at accept: over CTL_MAX_CONNS, or
@@ -44,10 +46,10 @@ void ctl_fini(struct ctl_server *s);
  * peer with credentials cred (SO_PEERCRED) and ngroups supplementary groups
  * (SO_PEERGROUPS): what the daemon does with a connection it accepts, from the point
  * where it has read those. Its capabilities are read then, as at accept, under the
- * latency manager's proc root. For the ctl fuzz target, which drives every request
- * handler without a listening socket or a real peer of each kind. Takes fd (closed on
- * failure). 0, or -errno: refused as the daemon would refuse it (-EUSERS: over a
- * user's share of the connections).
+ * latency manager's proc root. The accept handler calls it; so does the ctl fuzz
+ * target, which drives every request handler without a listening socket or a real
+ * peer of each kind. Takes fd (closed on failure). 0, or -errno: refused as the daemon
+ * would refuse it (-EBUSY: no slot; -EUSERS: over a user's share of the connections).
  */
 int ctl_serve_fd(struct ctl_server *s, sd_event *e, int fd, const struct ucred *cred,
 		 const gid_t *groups, int ngroups);

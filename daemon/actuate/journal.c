@@ -18,34 +18,17 @@
 #include "journal.h"
 #include "log.h"
 #include "rqbalance.h"
+#include "safedir.h"
 
 #define JOURNAL_HEADER "# rqbalance affinity journal v1\n"
 
 struct journal {
 	int fd;
+	int dirfd;              /* the directory, reached following no link: every open goes here */
 	unsigned lines;
-	char dir[PATH_MAX];
-	char path[PATH_MAX];
+	char name[NAME_MAX + 1];
+	char path[PATH_MAX];    /* for messages only */
 };
-
-static int mkdir_p(const char *dir)
-{
-	char tmp[PATH_MAX];
-
-	if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
 
 /* A crash can cut the last record short: end it, so that the next append stands alone. */
 static int end_last_line(int fd)
@@ -65,25 +48,32 @@ static int end_last_line(int fd)
 }
 
 /*
- * Opens and locks the file at path. A rewrite renames a new file over the old one:
+ * Opens and locks the file name in dirfd, a directory only root may write (safedir):
+ * nothing another user planted is opened, and a FIFO or a link left there by root is
+ * refused, not waited on or followed. A rewrite renames a new file over the old one:
  * if the lock was taken on a file that has just lost its name, try again.
  */
-static int open_locked(const char *path)
+static int open_locked(int dirfd, const char *name)
 {
 	for (int tries = 0; tries < 3; tries++) {
 		struct stat fst, pst;
-		int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+		int fd = openat(dirfd, name,
+				O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
 		int r;
 
 		if (fd < 0)
 			return -errno;
+		if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode)) {
+			close(fd);
+			return -EPERM;
+		}
 		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 			r = errno == EWOULDBLOCK ? -EBUSY : -errno;
 			close(fd);
 			return r;
 		}
-		if (fstat(fd, &fst) == 0 && stat(path, &pst) == 0 && fst.st_ino == pst.st_ino &&
-		    fst.st_dev == pst.st_dev)
+		if (fstatat(dirfd, name, &pst, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    fst.st_ino == pst.st_ino && fst.st_dev == pst.st_dev)
 			return fd;
 		close(fd);
 	}
@@ -97,30 +87,38 @@ int journal_open(const char *dir, struct journal **ret)
 
 int journal_open_named(const char *dir, const char *name, struct journal **ret)
 {
+	char why[PATH_MAX + 128];
 	struct journal *j;
-	int r;
+	int dirfd, r;
 
-	r = mkdir_p(dir);
-	if (r < 0)
-		return r;
-	j = calloc(1, sizeof(*j));
-	if (!j)
-		return -ENOMEM;
-	snprintf(j->dir, sizeof(j->dir), "%s", dir);
-	if (snprintf(j->path, sizeof(j->path), "%s/%s", dir, name) >= (int)sizeof(j->path)) {
-		free(j);
-		return -ENAMETOOLONG;
-	}
-	j->fd = open_locked(j->path);
-	r = j->fd < 0 ? j->fd : end_last_line(j->fd);
+	r = safedir_open(dir, true, &dirfd, why, sizeof(why));
 	if (r < 0) {
-		if (j->fd >= 0)
-			close(j->fd);
-		free(j);
+		log_err("journal: %s", why);
 		return r;
 	}
-	*ret = j;
-	return 0;
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		close(dirfd);
+		return -ENOMEM;
+	}
+	j->dirfd = dirfd;
+	if (snprintf(j->name, sizeof(j->name), "%s", name) >= (int)sizeof(j->name) ||
+	    snprintf(j->path, sizeof(j->path), "%s/%s", dir, name) >= (int)sizeof(j->path)) {
+		r = -ENAMETOOLONG;
+		goto fail;
+	}
+	j->fd = open_locked(dirfd, name);
+	r = j->fd < 0 ? j->fd : end_last_line(j->fd);
+	if (r == 0) {
+		*ret = j;
+		return 0;
+	}
+	if (j->fd >= 0)
+		close(j->fd);
+fail:
+	close(dirfd);
+	free(j);
+	return r;
 }
 
 void journal_close(struct journal *j)
@@ -128,6 +126,7 @@ void journal_close(struct journal *j)
 	if (!j)
 		return;
 	close(j->fd);
+	close(j->dirfd);
 	free(j);
 }
 
@@ -321,7 +320,7 @@ int journal_each_line(struct journal *j, void (*fn)(void *ctx, unsigned lineno, 
 	int fd;
 	FILE *f;
 
-	fd = open(j->path, O_RDONLY | O_CLOEXEC);
+	fd = openat(j->dirfd, j->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	f = fdopen(fd, "r");
@@ -343,12 +342,15 @@ int journal_each_line(struct journal *j, void (*fn)(void *ctx, unsigned lineno, 
 
 int journal_rewrite_text(struct journal *j, const char *text)
 {
-	char tmp[PATH_MAX + 8];
+	char tmp[NAME_MAX + 8];
 	size_t len = strlen(text);
 	int fd, r = 0;
 
-	snprintf(tmp, sizeof(tmp), "%s.new", j->path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* A .new a crash left is ours (the directory is root's alone): made afresh. */
+	snprintf(tmp, sizeof(tmp), "%s.new", j->name);
+	if (unlinkat(j->dirfd, tmp, 0) < 0 && errno != ENOENT)
+		return -errno;
+	fd = openat(j->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, text, len) != (ssize_t)len)
@@ -356,11 +358,11 @@ int journal_rewrite_text(struct journal *j, const char *text)
 	/* The new file takes the lock before it takes the name. */
 	if (r == 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
 		r = -errno;
-	if (r == 0 && rename(tmp, j->path) < 0)
+	if (r == 0 && renameat(j->dirfd, tmp, j->dirfd, j->name) < 0)
 		r = -errno;
 	if (r < 0) {
 		close(fd);
-		unlink(tmp);
+		unlinkat(j->dirfd, tmp, 0);
 		return r;
 	}
 	close(j->fd);
