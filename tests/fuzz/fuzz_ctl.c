@@ -420,6 +420,9 @@ static struct daemon *daemon_new(const uint8_t *sc)
 	conf_defaults(&d->conf);
 	d->conf.dry_run = true;
 	snprintf(d->conf.ctl_group, sizeof(d->conf.ctl_group), "%s", sc[0] & 0x10 ? "root" : "");
+	/* As the config loader leaves it: the group resolved once, to its gid. */
+	d->conf.ctl_gid_set = d->conf.ctl_group[0] != '\0';
+	d->conf.ctl_gid = 0;
 	d->opts.config_path = conf_path;
 	d->opts.config_explicit = true;
 	d->opts.dry_run = true;

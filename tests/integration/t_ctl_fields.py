@@ -6,7 +6,8 @@ import json
 import os
 import subprocess
 
-from rqb import Daemon, User, check, main, private_copy, require, tmpdir, user_rqctl
+from rqb import Daemon, check, main, private_copy, require, tmpdir, user_rqctl
+from rqb_user import User
 
 COMM = b"a\tb\nc\\x41\\"
 
@@ -21,7 +22,7 @@ sys.stdin.readline()
 
 def test():
     require()
-    with tmpdir() as tmp, User("rqbf") as user:
+    with tmpdir() as tmp, User("rqbx") as user:
         prog = user_rqctl(tmp)
         py = private_copy(tmp, "python3")
         with Daemon(tmp) as d:

@@ -9,7 +9,8 @@ import os
 import re
 import subprocess
 
-from rqb import DAEMON, Daemon, User, check, main, require, rqctl, tmpdir, user_rqctl
+from rqb import DAEMON, Daemon, check, main, require, rqctl, tmpdir, user_rqctl
+from rqb_user import User
 
 
 def check_config(path):

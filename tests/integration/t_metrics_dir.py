@@ -48,7 +48,7 @@ def written_then_reloaded(tmp, path, new, what):
 
 def test():
     require()
-    with tmpdir() as tmp, User("rqbm") as user:
+    with tmpdir() as tmp, User("rqbw") as user:
         user_rqctl(tmp)  # tmp may be entered by the user
         bad = os.path.join(tmp, "user-dir")
         os.mkdir(bad)
