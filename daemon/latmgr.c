@@ -126,10 +126,20 @@ static int set_task_as(struct latmgr *m, pid_t tid, pid_t tgid, uint64_t expect,
 	return latact_task(m->la, tid, tgid, start, v, source, from, ret_why);
 }
 
-static int set_task(struct latmgr *m, pid_t tid, pid_t tgid, int v, const char *source,
-		    const struct lat_entry *from, const char **ret_why)
+/*
+ * The start time of tid as a thread of tgid, read under tgid's task directory: a tid
+ * that has left tgid, even one reused since by another process, is not found there.
+ */
+static int thread_start(const struct latmgr *m, pid_t tgid, pid_t tid, uint64_t *ret)
 {
-	return set_task_as(m, tid, tgid, 0, v, source, from, ret_why);
+	char path[PATH_MAX], buf[1024];
+	struct proc_stat_line l;
+
+	snprintf(path, sizeof(path), "%s/%d/task/%d/stat", m->proc_root, (int)tgid, (int)tid);
+	if (rqb_read_file(path, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &l) < 0)
+		return -ESRCH;
+	*ret = l.start_time;
+	return 0;
 }
 
 /*
@@ -143,6 +153,7 @@ static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 	const struct lat_entry *e = latact_find(m->la, tgid);
 	struct lat_entry fr;
 	char path[PATH_MAX];
+	uint64_t start;
 	struct dirent *de;
 	int done = 0, r = 0;
 	DIR *d;
@@ -173,7 +184,10 @@ static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 		e = latact_find(m->la, tid);
 		if (e && e->value == v && strcmp(e->source, source) == 0)
 			continue;
-		rr = set_task(m, tid, tgid, v, source, from, ret_why);
+		/* Checked as a thread of tgid, then written only to the task of that start. */
+		rr = thread_start(m, tgid, tid, &start);
+		if (rr == 0)
+			rr = set_task_as(m, tid, tgid, start, v, source, from, ret_why);
 		if (rr == 0)
 			done++;
 		else if (rr != -ESRCH && r == 0)
