@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,8 @@ struct conn {
 	struct lm_mark sync_mark; /* ... and for the connector to pass this mark */
 	uint32_t sync_seq;
 	bool privileged;        /* root or ctl_group: may use the reserved slots */
+	bool blind;             /* pid 0: a process in a pid namespace the daemon cannot
+				 * see, so not judged: served read-only requests alone */
 	bool closing;           /* closed once the replies queued are written */
 	uint8_t *out;           /* replies not written yet: the socket was full */
 	size_t out_len, out_off;
@@ -105,10 +108,17 @@ static int flush(struct conn *c)
 static int reply(struct conn *c, uint16_t type, uint32_t seq, const char *text)
 {
 	size_t len = strlen(text), need;
+	char too_long[64];
 	uint8_t *out;
 
-	if (len > CTL_MAX_REPLY)
-		return -EMSGSIZE;
+	if (len > CTL_MAX_PAYLOAD) {
+		/* What rqctl would refuse as a protocol error: an error it can show. */
+		snprintf(too_long, sizeof(too_long), "errno %d\nmessage reply too long\n",
+			 EMSGSIZE);
+		type = CTL_ERR;
+		text = too_long;
+		len = strlen(text);
+	}
 	need = c->out_len + sizeof(struct ctl_hdr) + len;
 	out = realloc(c->out, need);
 	if (!out)
@@ -127,6 +137,47 @@ static int reply_err(struct conn *c, uint32_t seq, int err, const char *msg)
 		n--;
 	snprintf(text, sizeof(text), "errno %d\nmessage %.*s\n", err, n, msg);
 	return reply(c, CTL_ERR, seq, text);
+}
+
+/*
+ * Logs a refusal unless CTL_LOG_BURST were logged in this CTL_LOG_WINDOW_NS: one user's
+ * refused requests must not flood the journal. ctl_after_tick counts the rest.
+ */
+static void log_refusal(struct ctl_server *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void log_refusal(struct ctl_server *s, const char *fmt, ...)
+{
+	uint64_t now = rqb_now_ns();
+	char text[512];
+	va_list ap;
+
+	if (now - s->log_window_ns >= CTL_LOG_WINDOW_NS && !s->unlogged) {
+		s->log_window_ns = now;
+		s->logged = 0;
+	}
+	if (s->logged >= CTL_LOG_BURST) {
+		s->unlogged++;
+		return;
+	}
+	s->logged++;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	log_notice("%s", text);
+}
+
+/* Once a window has passed: how many refusals it did not log. */
+static void log_unlogged(struct ctl_server *s)
+{
+	uint64_t now = rqb_now_ns();
+
+	if (!s->unlogged || now - s->log_window_ns < CTL_LOG_WINDOW_NS)
+		return;
+	log_notice("ctl: %lu more refusals in the last %llu s not logged", s->unlogged,
+		   (unsigned long long)((now - s->log_window_ns) / 1000000000ull));
+	s->unlogged = 0;
+	s->logged = 0;
+	s->log_window_ns = now;
 }
 
 /*
@@ -565,57 +616,99 @@ static void put_field(FILE *f, const char *s)
 			fputc(*p, f);
 }
 
+/* The list stops short of the protocol's limit, with room for its "truncated" line. */
+#define LIST_MAX (CTL_MAX_PAYLOAD - 64)
+
+static void list_task(FILE *f, const struct daemon *d, const struct lat_entry *e)
+{
+	const struct lm_proc *p = lm_find_process(&d->lm, e->tgid);
+	char comm[32];
+
+	comm_of(e->task.tid, comm, sizeof(comm));
+	fprintf(f, "task\t%d\t%d\t%d\t", (int)e->task.tid, (int)e->tgid, e->value);
+	put_field(f, e->source);
+	fprintf(f, "\t%s\t%s\t%" PRIu64 "\t", p ? "process" : "thread",
+		latact_policy_name(e->set.policy), e->set.slice_ns);
+	put_field(f, e->set.cgroup[0] ? e->set.cgroup : "-");
+	fputc('\t', f);
+	put_field(f, comm);
+	fputc('\n', f);
+}
+
+static void list_unit(FILE *f, const struct daemon *d, const struct lm_unit *u)
+{
+	const struct lat_cg_entry *g = latact_find_cgroup(&d->lat, u->cgroup);
+
+	fputs("unit\t", f);
+	put_field(f, u->cgroup);
+	fputc('\t', f);
+	put_field(f, u->unit[0] ? u->unit : "-");
+	fprintf(f, "\t%d\t%" PRIu64 "\t%d\t", g ? g->value : u->d.value,
+		g ? g->set_weight : 0, g ? g->set_idle : -1);
+	put_field(f, u->d.why[0] ? u->d.why : u->act_why[0] ? u->act_why : "-");
+	fputc('\n', f);
+}
+
+static void list_cgroup(FILE *f, const struct lat_cg_entry *g)
+{
+	fputs("cgroup\t", f);
+	put_field(f, g->path);
+	fprintf(f, "\t%d\t", g->value);
+	put_field(f, g->source);
+	fprintf(f, "\t%" PRIu64 "\t%d\n", g->set_weight, g->set_idle);
+}
+
+/* Writes line k of the list to f: the tasks, then the units, then the cgroups. */
+static void list_line(const struct daemon *d, size_t k, FILE *f)
+{
+	if (k < d->lat.n) {
+		list_task(f, d, &d->lat.e[k]);
+		return;
+	}
+	k -= d->lat.n;
+	if (k < d->lm.nu) {
+		list_unit(f, d, &d->lm.u[k]);
+		return;
+	}
+	k -= d->lm.nu;
+	if (!d->lat.cg[k].by_procs)
+		list_cgroup(f, &d->lat.cg[k]);
+}
+
+/*
+ * One line a managed task, unit and cgroup, as many as fit in one reply: a line is
+ * written apart and kept only if the whole still fits, since an escaped path makes
+ * one line up to a few KiB.
+ */
 static char *list_text(const struct daemon *d)
 {
-	char *buf = NULL, comm[32];
-	size_t len = 0;
+	char *buf = NULL;
+	size_t len = 0, k, total = d->lat.n + d->lm.nu + d->lat.ncg;
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
 		return NULL;
-	for (size_t i = 0; i < d->lat.n && len < CTL_MAX_PAYLOAD - 512; i++) {
-		const struct lat_entry *e = &d->lat.e[i];
-		const struct lm_proc *p = lm_find_process(&d->lm, e->tgid);
+	for (k = 0; k < total; k++) {
+		char *ln = NULL;
+		size_t ll = 0;
+		FILE *lf = open_memstream(&ln, &ll);
+		bool fits;
 
-		comm_of(e->task.tid, comm, sizeof(comm));
-		fprintf(f, "task\t%d\t%d\t%d\t", (int)e->task.tid, (int)e->tgid, e->value);
-		put_field(f, e->source);
-		fprintf(f, "\t%s\t%s\t%" PRIu64 "\t", p ? "process" : "thread",
-			latact_policy_name(e->set.policy), e->set.slice_ns);
-		put_field(f, e->set.cgroup[0] ? e->set.cgroup : "-");
-		fputc('\t', f);
-		put_field(f, comm);
-		fputc('\n', f);
-		fflush(f);
+		if (!lf)
+			break;
+		list_line(d, k, lf);
+		fclose(lf);
+		fits = len + ll <= LIST_MAX;
+		if (fits) {
+			fwrite(ln, 1, ll, f);
+			fflush(f);
+		}
+		free(ln);
+		if (!fits)
+			break;
 	}
-	for (size_t i = 0; i < d->lm.nu && len < CTL_MAX_PAYLOAD - 512; i++) {
-		const struct lm_unit *u = &d->lm.u[i];
-		const struct lat_cg_entry *g = latact_find_cgroup(&d->lat, u->cgroup);
-
-		fputs("unit\t", f);
-		put_field(f, u->cgroup);
-		fputc('\t', f);
-		put_field(f, u->unit[0] ? u->unit : "-");
-		fprintf(f, "\t%d\t%" PRIu64 "\t%d\t", g ? g->value : u->d.value,
-			g ? g->set_weight : 0, g ? g->set_idle : -1);
-		put_field(f, u->d.why[0] ? u->d.why : u->act_why[0] ? u->act_why : "-");
-		fputc('\n', f);
-		fflush(f);
-	}
-	for (size_t i = 0; i < d->lat.ncg && len < CTL_MAX_PAYLOAD - 512; i++) {
-		const struct lat_cg_entry *g = &d->lat.cg[i];
-
-		if (g->by_procs)
-			continue;
-		fputs("cgroup\t", f);
-		put_field(f, g->path);
-		fprintf(f, "\t%d\t", g->value);
-		put_field(f, g->source);
-		fprintf(f, "\t%" PRIu64 "\t%d\n", g->set_weight, g->set_idle);
-		fflush(f);
-	}
-	if (len >= CTL_MAX_PAYLOAD - 512)
-		fprintf(f, "truncated\t%zu\n", d->lat.n + d->lat.ncg);
+	if (k < total)
+		fprintf(f, "truncated\t%zu\n", total);
 	fclose(f);
 	return buf;
 }
@@ -673,8 +766,8 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");
 	r = permitted(c, &t, m->hdr.type == CTL_SET ? value : 0, &trusted, &why);
 	if (r < 0) {
-		log_notice("ctl: %s refused to uid %u (pid %d): %s", ctl_type_name(m->hdr.type),
-			   c->cred.uid, c->cred.pid, why);
+		log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d): %s",
+			    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
 		return reply_err(c, m->hdr.seq, -r, why);
 	}
 	if (m->hdr.type == CTL_RESET) {
@@ -747,7 +840,8 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 		return reply(c, CTL_OK, m->hdr.seq, text);
 	case CTL_RELOAD:
 		if (!may_control(c, &d->conf)) {
-			log_notice("ctl: reload refused to uid %u (pid %d)", c->cred.uid, c->cred.pid);
+			log_refusal(c->srv, "ctl: reload refused to uid %u (pid %d)", c->cred.uid,
+				    c->cred.pid);
 			return reply_err(c, m->hdr.seq, EPERM,
 					 "permission denied: reload is for root or ctl_group");
 		}
@@ -795,11 +889,32 @@ static int refuse_stale(struct conn *c, const struct ctl_msg *m, const char *why
 {
 	char text[256];
 
-	log_notice("ctl: %s refused to uid %u (pid %d), connection closed: %s",
-		   ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
+	log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d), connection closed: %s",
+		    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
 	snprintf(text, sizeof(text), "permission denied: %s", why);
 	reply_err(c, m->hdr.seq, EPERM, text);
 	return -EPERM;
+}
+
+/*
+ * A peer out of sight has no credentials to judge beyond its uid: it may ask what
+ * anyone may ask and nothing that changes a task, a cgroup or the daemon.
+ */
+static int serve_blind(struct conn *c, const struct ctl_msg *m)
+{
+	switch (m->hdr.type) {
+	case CTL_STATUS:
+	case CTL_GET:
+	case CTL_LIST:
+	case CTL_LATENCY:
+	case CTL_SYNC:
+		return handle(c, m);
+	}
+	log_refusal(c->srv, "ctl: %s refused to uid %u: its process is in a pid namespace "
+		    "rqbalanced cannot see", ctl_type_name(m->hdr.type), c->cred.uid);
+	return reply_err(c, m->hdr.seq, EPERM,
+			 "permission denied: your process is in a pid namespace rqbalanced "
+			 "cannot see; only status, get, list, latency and sync are served");
 }
 
 /* Serves every whole request in the buffer; <0 means close the connection. */
@@ -822,9 +937,9 @@ static int serve(struct conn *c)
 			reply_err(c, 0, EPROTO, "malformed message");
 			return -EPROTO;
 		}
-		if (peer_stale(c, &why) < 0)
+		if (!c->blind && peer_stale(c, &why) < 0)
 			return refuse_stale(c, &m, why);
-		if (handle(c, &m) < 0)
+		if ((c->blind ? serve_blind(c, &m) : handle(c, &m)) < 0)
 			return -ECONNRESET;
 		memmove(c->buf, c->buf + n, c->have - (size_t)n);
 		c->have -= (size_t)n;
@@ -882,6 +997,7 @@ void ctl_after_tick(struct ctl_server *s)
 	const struct daemon *d = s->d;
 	char text[64];
 
+	log_unlogged(s);
 	for (struct conn *c = s->conns, *next; c; c = next) {
 		next = c->next;
 		if (!c->sync_tick || d->ticks < c->sync_tick || !lm_passed(&d->lm, &c->sync_mark))
@@ -927,8 +1043,16 @@ static int peer_pidfd(struct conn *c)
 static int peer_accept(struct conn *c)
 {
 	const char *why = NULL;
-	int r = peer_pidfd(c);
+	int r;
 
+	if (c->cred.pid == 0) {
+		/* Its process is out of sight (another pid namespace): nothing to judge. */
+		c->blind = true;
+		log_debug("ctl: uid %u connected from a pid namespace rqbalanced cannot see: "
+			  "read-only", c->cred.uid);
+		return 0;
+	}
+	r = peer_pidfd(c);
 	if (r == 0)
 		r = ctl_peer_read(c->srv->d->lm.proc_root, c->cred.pid, c->pidfd, &c->peer);
 	if (r < 0) {
@@ -938,8 +1062,8 @@ static int peer_accept(struct conn *c)
 	}
 	r = perm_peer_accept(c->cred.uid, c->cred.gid, &c->peer, &c->cap_sys_nice, &why);
 	if (r < 0)
-		log_notice("ctl: connection from uid %u (pid %d) refused: %s", c->cred.uid,
-			   c->cred.pid, why);
+		log_refusal(c->srv, "ctl: connection from uid %u (pid %d) refused: %s",
+			    c->cred.uid, c->cred.pid, why);
 	return r;
 }
 

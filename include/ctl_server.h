@@ -10,8 +10,10 @@
 #define CTL_MAX_CONNS 64      /* connections at once; more are closed at accept */
 #define CTL_RESERVED 8        /* ...of which only root and ctl_group may use these */
 #define CTL_MAX_PER_UID 16    /* ...and one other uid at most this many */
-#define CTL_MAX_REPLY (16u << 20) /* bytes of one reply's payload */
 #define CTL_MAX_REQUEST 4096  /* payload bytes a request may carry */
+/* Refusals logged in one window; the rest are counted in one line. */
+#define CTL_LOG_BURST 20
+#define CTL_LOG_WINDOW_NS (10 * 1000000000ull)
 #define CTL_MAX_MSGS 16       /* requests on one connection */
 #define CTL_CONN_TIMEOUT_USEC (2 * 1000000ULL) /* a connection's whole life */
 #define CTL_SYNC_TICKS 16     /* ...and this many ticks more for each sync it waits on */
@@ -30,6 +32,9 @@ struct ctl_server {
 	unsigned long refused;  /* connections closed at accept: over CTL_MAX_CONNS, or
 				 * over a uid's share (CTL_MAX_PER_UID, CTL_RESERVED) */
 	unsigned long bad;      /* messages refused as malformed */
+	uint64_t log_window_ns; /* when the current window of logged refusals began */
+	unsigned logged;        /* refusals logged in it, at most CTL_LOG_BURST */
+	unsigned long unlogged; /* ... and refused beyond that, counted, not logged */
 	struct conn *conns;     /* open connections */
 	struct daemon *d;
 };

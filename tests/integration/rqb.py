@@ -171,7 +171,8 @@ class Daemon:
     and a log file. Unless args name a topology, it runs on TOPO_1LLC (topology=None:
     the machine's own), so that it never moves another run's or the machine's tasks."""
 
-    def __init__(self, tmp, args=(), conf="", env=None, journal=None, topology=TOPO_1LLC):
+    def __init__(self, tmp, args=(), conf="", env=None, journal=None, topology=TOPO_1LLC,
+                 wrap=()):
         if topology and "--topology" not in args:
             args = ["--topology", topology, *args]
         self.tmp = tmp
@@ -190,7 +191,8 @@ class Daemon:
         e.pop("JOURNAL_STREAM", None)
         e.update(env or {})
         self.logf = open(self.log, "w")
-        self.proc = subprocess.Popen([DAEMON, "-f", "-c", self.conf, *args],
+        # wrap: a command that runs the daemon (unshare ...); self.proc is then that.
+        self.proc = subprocess.Popen([*wrap, DAEMON, "-f", "-c", self.conf, *args],
                                      stdout=self.logf, stderr=subprocess.STDOUT, env=e)
 
     def text(self):
