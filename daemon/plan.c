@@ -154,6 +154,8 @@ static void format_latency(const struct plan_action *a, char *buf, size_t len)
 			 name, (int)a->tid, (int)a->tgid, a->start_time, a->value, src);
 		if (a->from_tid > 0)
 			snprintf(buf + strlen(buf), len - strlen(buf), " from=%d", (int)a->from_tid);
+		if (a->whole)
+			snprintf(buf + strlen(buf), len - strlen(buf), " whole");
 		break;
 	case PLAN_LAT_RESET:
 		snprintf(buf, len, "%s tid=%d tgid=%d start=%" PRIu64, name, (int)a->tid,

@@ -44,6 +44,11 @@ struct plan_action {
 	 * rqbalance is what this one had.
 	 */
 	pid_t from_tid;
+	/*
+	 * LAT_SET: one of a process's tasks given a value as a whole: its first thread
+	 * gone or refused (a real-time task) leaves the others as they are.
+	 */
+	bool whole;
 	char source[PLAN_SOURCE_MAX]; /* who asked: "ctl uid N", "rule NAME" */
 	char path[PLAN_PATH_MAX];     /* LAT_CG_*: the cgroup, in the cpu hierarchy */
 	unsigned order;           /* set by plan_add: keeps the first of duplicates first */
@@ -69,8 +74,8 @@ int plan_add(struct plan *p, const struct plan_action *a);
 void plan_finish(struct plan *p);
 /*
  * One line an action: "pin tid=12 tgid=10 comm="x" llc=0->1 cpus=2-3 why=overload",
- * "lat tid=12 tgid=10 start=345 value=-5 source="rule db" from=11" (from only when
- * inherited), "unlat tid=12 tgid=10 start=345", "latcg path=/a value=3 source="…"",
+ * "lat tid=12 tgid=10 start=345 value=-5 source="rule db" from=11 whole" (from only
+ * when inherited, whole only for a whole process), "unlat tid=12 tgid=10 start=345", "latcg path=/a value=3 source="…"",
  * "unlatcg path=/a". Paths and sources escape controls, '"' and '\' as \xHH, paths
  * blanks too.
  */
