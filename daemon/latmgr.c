@@ -118,11 +118,16 @@ static void read_task(const struct latmgr *m, pid_t tid, pid_t tgid, struct latp
 	ret->gone = task_info(tid, &ret->start_time, &ret->kthread) < 0;
 }
 
-/* Process tgid and its threads (those that exit meanwhile left out); *ret_t to free. */
-static void read_proc(const struct latmgr *m, pid_t tgid, struct latpol_proc *ret,
-		      struct latpol_task **ret_t)
+/*
+ * Process tgid and its threads (those that exit meanwhile left out); *ret_t to free.
+ * A thread that has value v from source already is left as it is (latpol_process):
+ * its stat is not read, so that a walk costs no read a thread for what is set.
+ */
+static void read_proc(const struct latmgr *m, pid_t tgid, int v, const char *source,
+		      struct latpol_proc *ret, struct latpol_task **ret_t)
 {
 	struct latpol_task *t = NULL, *arr;
+	const struct lat_entry *e;
 	size_t n = 0, cap = 0;
 	char path[PATH_MAX];
 	struct dirent *de;
@@ -139,7 +144,13 @@ static void read_proc(const struct latmgr *m, pid_t tgid, struct latpol_proc *re
 		if (tid <= 0 || !(arr = rqb_grow(t, &cap, n, sizeof(*t))))
 			continue;
 		t = arr;
-		read_task(m, tid, tgid, &t[n]);
+		e = latact_find(m->la, tid);
+		if (tid != tgid && e && e->value == v && strcmp(e->source, source) == 0)
+			t[n] = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = v,
+						     .source = e->source,
+						     .start_time = e->task.start_time };
+		else
+			read_task(m, tid, tgid, &t[n]);
 		n += !t[n].gone;
 	}
 	if (d)
@@ -251,7 +262,7 @@ static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 	struct plan pl;
 	int r;
 
-	read_proc(m, tgid, &p, &t);
+	read_proc(m, tgid, v, source, &p, &t);
 	plan_init(&pl);
 	r = latpol_process(&p, expect, v, source, from_tid, m->self, &pl, ret_why);
 	free(t);
