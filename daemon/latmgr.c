@@ -119,6 +119,26 @@ static void read_task(const struct latmgr *m, pid_t tid, pid_t tgid, struct latp
 }
 
 /*
+ * Thread tid of process tgid as it is now, read under tgid's task directory: a tid that
+ * has left tgid, even one reused since by another process, is not found there (gone).
+ */
+static void read_thread(const struct latmgr *m, pid_t tid, pid_t tgid, struct latpol_task *ret)
+{
+	char path[PATH_MAX], buf[1024];
+	const struct lat_entry *e = latact_find(m->la, tid);
+	struct proc_stat_line l;
+
+	*ret = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = e ? e->value : LAT_NONE,
+				     .source = e ? e->source : "" };
+	snprintf(path, sizeof(path), "%s/%d/task/%d/stat", m->proc_root, (int)tgid, (int)tid);
+	ret->gone = rqb_read_file(path, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &l) < 0;
+	if (!ret->gone) {
+		ret->start_time = l.start_time;
+		ret->kthread = (l.flags & PF_KTHREAD) != 0;
+	}
+}
+
+/*
  * Process tgid and its threads (those that exit meanwhile left out); *ret_t to free.
  * A thread that has value v from source already is left as it is (latpol_process):
  * its stat is not read, so that a walk costs no read a thread for what is set.
@@ -149,8 +169,10 @@ static void read_proc(const struct latmgr *m, pid_t tgid, int v, const char *sou
 			t[n] = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = v,
 						     .source = e->source,
 						     .start_time = e->task.start_time };
-		else
+		else if (tid == tgid)
 			read_task(m, tid, tgid, &t[n]);
+		else
+			read_thread(m, tid, tgid, &t[n]);
 		n += !t[n].gone;
 	}
 	if (d)
