@@ -24,17 +24,17 @@ DAEMON_SRC = \
 	daemon/sample/bpf.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/sample/cgmembers.c \
 	daemon/caps.c \
 	daemon/snapshot.c \
-	daemon/policy/spread.c daemon/policy/rules.c daemon/policy/latency.c \
+	daemon/policy/spread.c daemon/policy/rules.c daemon/policy/latency.c daemon/policy/latpol.c \
 	daemon/plan.c \
 	daemon/actuate/journal.c daemon/actuate/act.c \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c daemon/actuate/lat_act.c \
-	daemon/actuate/cg_systemd.c \
+	daemon/actuate/lat_apply.c daemon/actuate/cg_systemd.c \
 	daemon/latmgr.c daemon/ctl_peer.c daemon/ctl_perm.c daemon/ctl_proto.c daemon/ctl.c daemon/metrics.c \
 	daemon/daemon.c
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/main.o
 
-UNIT_TESTS = conf latency perm cpumask topo snapshot policy plan proc journal act kfeatures ctl cgsd cgm procconn \
+UNIT_TESTS = conf latency latpol perm cpumask topo snapshot policy plan proc journal act kfeatures ctl cgsd cgm procconn \
 	rules ident bpf rqlat bpfev
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 

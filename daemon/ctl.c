@@ -529,7 +529,7 @@ static int do_set(struct conn *c, const struct target *t, int v, bool trusted, c
 		r = r == 0 ? 1 : r;
 		break;
 	default:
-		r = latact_cgroup(&d->lat, t->path, v, source, why);
+		r = lm_set_cgroup(&d->lm, t->path, v, source, why);
 		if (r == 0)
 			snprintf(out, size, "cgroup %s\n", t->path);
 		return r;
@@ -727,7 +727,7 @@ static int reset_target(struct conn *c, const struct target *t, char *out, size_
 		r = r == 0 ? 1 : r;
 		break;
 	default:
-		r = latact_cgroup_reset(&d->lat, t->path);
+		r = lm_reset_cgroup(&d->lm, t->path);
 		r = r == 0 ? 1 : r;
 		break;
 	}

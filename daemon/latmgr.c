@@ -19,6 +19,7 @@
 #include "cgmembers.h"
 #include "ident.h"
 #include "latmgr.h"
+#include "latpol.h"
 #include "log.h"
 #include "procconn.h"
 #include "rqbalance.h"
@@ -105,117 +106,208 @@ static int task_info(pid_t tid, uint64_t *ret_start, bool *ret_kthread)
 	return 0;
 }
 
-/* expect: the start time the decision was made on; 0 takes the task as it is now. */
-static int set_task_as(struct latmgr *m, pid_t tid, pid_t tgid, uint64_t expect, int v,
-		       const char *source, const struct lat_entry *from, const char **ret_why)
-{
-	uint64_t start;
-	bool kthread;
-	int r = task_info(tid, &start, &kthread);
+/* ---- the inputs the policy decides on, and its plans to the actuator ---- */
 
-	if (r == 0 && expect && start != expect)
-		r = -ESRCH;
-	if (r < 0) {
-		*ret_why = "no such task (or its pid was reused)";
-		return r;
-	}
-	if (kthread || tgid == m->self) {
-		*ret_why = kthread ? "a kernel thread" : "rqbalanced itself";
-		return -EPERM;
-	}
-	return latact_task(m->la, tid, tgid, start, v, source, from, ret_why);
+/* Task tid as it is now, with the value rqbalance gave it. */
+static void read_task(const struct latmgr *m, pid_t tid, pid_t tgid, struct latpol_task *ret)
+{
+	const struct lat_entry *e = latact_find(m->la, tid);
+
+	*ret = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = e ? e->value : LAT_NONE,
+				     .source = e ? e->source : "" };
+	ret->gone = task_info(tid, &ret->start_time, &ret->kthread) < 0;
 }
 
 /*
- * The start time of tid as a thread of tgid, read under tgid's task directory: a tid
- * that has left tgid, even one reused since by another process, is not found there.
+ * Thread tid of process tgid as it is now, read under tgid's task directory: a tid that
+ * has left tgid, even one reused since by another process, is not found there (gone).
  */
-static int thread_start(const struct latmgr *m, pid_t tgid, pid_t tid, uint64_t *ret)
+static void read_thread(const struct latmgr *m, pid_t tid, pid_t tgid, struct latpol_task *ret)
 {
 	char path[PATH_MAX], buf[1024];
+	const struct lat_entry *e = latact_find(m->la, tid);
 	struct proc_stat_line l;
 
+	*ret = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = e ? e->value : LAT_NONE,
+				     .source = e ? e->source : "" };
 	snprintf(path, sizeof(path), "%s/%d/task/%d/stat", m->proc_root, (int)tgid, (int)tid);
-	if (rqb_read_file(path, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &l) < 0)
-		return -ESRCH;
-	*ret = l.start_time;
-	return 0;
+	ret->gone = rqb_read_file(path, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &l) < 0;
+	if (!ret->gone) {
+		ret->start_time = l.start_time;
+		ret->kthread = (l.flags & PF_KTHREAD) != 0;
+	}
 }
 
 /*
- * Gives every thread of tgid value v; from is the entry of the task they came from.
- * The first thread goes first, checked against expect (its start time when the
- * decision was made): if the pid now names another process, nothing is done.
+ * Process tgid and its threads (those that exit meanwhile left out); *ret_t to free.
+ * A thread that has value v from source already is left as it is (latpol_process):
+ * its stat is not read, so that a walk costs no read a thread for what is set.
  */
-static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
-		       const struct lat_entry *from, const char **ret_why)
+static void read_proc(const struct latmgr *m, pid_t tgid, int v, const char *source,
+		      struct latpol_proc *ret, struct latpol_task **ret_t)
 {
-	const struct lat_entry *e = latact_find(m->la, tgid);
-	struct lat_entry fr;
+	struct latpol_task *t = NULL, *arr;
+	const struct lat_entry *e;
+	size_t n = 0, cap = 0;
 	char path[PATH_MAX];
-	uint64_t start;
 	struct dirent *de;
-	int done = 0, r = 0;
 	DIR *d;
 
-	/* from may point into the actuator's entries, which each task given a value moves. */
-	if (from) {
-		fr = *from;
-		from = &fr;
-	}
-	if (!e || e->value != v || strcmp(e->source, source) != 0) {
-		r = set_task_as(m, tgid, tgid, expect, v, source, from, ret_why);
-		if (r < 0 && (r == -ESRCH || r == -EPERM))
-			return r;
-		done += r == 0;
-	}
+	*ret = (struct latpol_proc){ 0 };
+	read_task(m, tgid, tgid, &ret->lead);
 	snprintf(path, sizeof(path), "%s/%d/task", m->proc_root, (int)tgid);
 	d = opendir(path);
-	if (!d) {
-		*ret_why = "no such process";
-		return -ESRCH;
-	}
-	while ((de = readdir(d))) {
+	ret->no_threads = !d;
+	while (d && (de = readdir(d))) {
 		pid_t tid = (pid_t)atoi(de->d_name);
-		int rr;
 
-		if (tid <= 0 || tid == tgid)
+		if (tid <= 0 || !(arr = rqb_grow(t, &cap, n, sizeof(*t))))
 			continue;
+		t = arr;
 		e = latact_find(m->la, tid);
-		if (e && e->value == v && strcmp(e->source, source) == 0)
-			continue;
-		/* Checked as a thread of tgid, then written only to the task of that start. */
-		rr = thread_start(m, tgid, tid, &start);
-		if (rr == 0)
-			rr = set_task_as(m, tid, tgid, start, v, source, from, ret_why);
-		if (rr == 0)
-			done++;
-		else if (rr != -ESRCH && r == 0)
-			r = rr; /* a thread that exits meanwhile is no failure */
+		if (tid != tgid && e && e->value == v && strcmp(e->source, source) == 0)
+			t[n] = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = v,
+						     .source = e->source,
+						     .start_time = e->task.start_time };
+		else if (tid == tgid)
+			read_task(m, tid, tgid, &t[n]);
+		else
+			read_thread(m, tid, tgid, &t[n]);
+		n += !t[n].gone;
 	}
-	closedir(d);
-	if (r < 0 && done == 0)
+	if (d)
+		closedir(d);
+	ret->t = t;
+	ret->nt = n;
+	*ret_t = t;
+}
+
+/* The manager's record of a process, as the policy reads it. */
+static struct latpol_rec rec_of(const struct lm_proc *p)
+{
+	if (!p)
+		return (struct latpol_rec){ .value = LAT_NONE, .source = "" };
+	return (struct latpol_rec){ .managed = true, .start_time = p->start_time,
+				    .value = p->value, .source = p->source,
+				    .from_rule = p->from_rule };
+}
+
+/* The tasks that have a value (of process tgid; 0: all), as the policy reads them. */
+static struct latpol_task *entries_of(const struct latmgr *m, pid_t tgid, size_t *ret_n)
+{
+	struct latpol_task *t = calloc(m->la->n ? m->la->n : 1, sizeof(*t));
+	size_t n = 0;
+
+	for (size_t i = 0; t && i < m->la->n; i++) {
+		const struct lat_entry *e = &m->la->e[i];
+
+		if (tgid && e->tgid != tgid)
+			continue;
+		t[n++] = (struct latpol_task){ .tid = e->task.tid, .tgid = e->tgid,
+					       .start_time = e->task.start_time,
+					       .value = e->value, .source = e->source };
+	}
+	*ret_n = n;
+	return t;
+}
+
+/* Hands a plan to the actuator: one result an action, or NULL (nothing was done). */
+static struct latact_result *apply(struct latmgr *m, const struct plan *pl)
+{
+	struct latact_result *res = calloc(pl->n ? pl->n : 1, sizeof(*res));
+
+	if (res && latact_apply_plan(m->la, pl, res) < 0) {
+		free(res);
+		res = NULL;
+	}
+	return res;
+}
+
+/* The one result of a plan of one action (or the policy's refusal r, or none). */
+static int apply_one(struct latmgr *m, struct plan *pl, int r, const char **ret_why)
+{
+	struct latact_result *res;
+
+	if (r <= 0) {
+		plan_fini(pl);
 		return r;
-	return done;
+	}
+	res = apply(m, pl);
+	r = res ? res[0].r : -ENOMEM;
+	if (res && ret_why)
+		*ret_why = res[0].why;
+	free(res);
+	plan_fini(pl);
+	return r;
+}
+
+/*
+ * What a process's plan came to: its first thread's refusal (-ESRCH, -EPERM), else
+ * the tasks given the value, or an error where none was (a thread that exited
+ * meanwhile is no failure).
+ */
+static int threads_result(const struct plan *pl, const struct latact_result *res,
+			  const char **ret_why)
+{
+	int done = 0, r = 0;
+
+	for (size_t i = 0; i < pl->n; i++) {
+		const struct plan_action *pa = &pl->a[i];
+		bool lead = pa->tid == pa->tgid;
+
+		if (res[i].r == 0) {
+			done++;
+			continue;
+		}
+		if (res[i].r == -ECANCELED || (!lead && res[i].r == -ESRCH) || r < 0)
+			continue;
+		*ret_why = res[i].why;
+		if (lead && (res[i].r == -ESRCH || res[i].r == -EPERM))
+			return res[i].r;
+		r = res[i].r;
+	}
+	return r < 0 && done == 0 ? r : done;
+}
+
+/*
+ * Gives every thread of tgid value v; from_tid: the task whose settings they inherited
+ * (0: none). expect: the start time the decision was made on (0: as it is now); if
+ * the pid now names another process, nothing is done. ret_start, if not NULL, gets the
+ * process's. Returns the tasks given the value, or -errno with *ret_why.
+ */
+static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
+		       pid_t from_tid, uint64_t *ret_start, const char **ret_why)
+{
+	struct latpol_task *t;
+	struct latpol_proc p;
+	struct latact_result *res;
+	struct plan pl;
+	int r;
+
+	read_proc(m, tgid, v, source, &p, &t);
+	plan_init(&pl);
+	r = latpol_process(&p, expect, v, source, from_tid, m->self, &pl, ret_why);
+	free(t);
+	if (r > 0) {
+		res = apply(m, &pl);
+		r = res ? threads_result(&pl, res, ret_why) : -ENOMEM;
+		free(res);
+	}
+	plan_fini(&pl);
+	if (r >= 0 && ret_start)
+		*ret_start = p.lead.start_time;
+	return r;
 }
 
 static int set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
 		       bool from_rule, bool trusted, const char **ret_why)
 {
 	struct lm_proc p = { .tgid = tgid, .value = v, .from_rule = from_rule, .trusted = trusted };
-	bool kthread;
 	int n, r;
 
 	*ret_why = NULL;
-	r = task_info(tgid, &p.start_time, &kthread);
-	if (r == 0 && expect && p.start_time != expect)
-		r = -ESRCH;
-	if (r < 0) {
-		*ret_why = "no such process (or its pid was reused)";
-		return r;
-	}
 	snprintf(p.source, sizeof(p.source), "%s", source);
-	n = set_threads(m, tgid, p.start_time, v, source, NULL, ret_why);
+	n = set_threads(m, tgid, expect, v, source, 0, &p.start_time, ret_why);
 	if (n < 0)
 		return n;
 	r = proc_put(m, &p);
@@ -236,6 +328,8 @@ int lm_set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const c
 int lm_set_thread(struct latmgr *m, pid_t tid, uint64_t expect, int v, const char *source,
 		  const char **ret_why)
 {
+	struct latpol_task t;
+	struct plan pl;
 	pid_t tgid;
 
 	*ret_why = NULL;
@@ -243,34 +337,69 @@ int lm_set_thread(struct latmgr *m, pid_t tid, uint64_t expect, int v, const cha
 		*ret_why = "no such task";
 		return -ESRCH;
 	}
-	return set_task_as(m, tid, tgid, expect, v, source, NULL, ret_why);
+	read_task(m, tid, tgid, &t);
+	plan_init(&pl);
+	return apply_one(m, &pl, latpol_task(&t, expect, v, source, 0, m->self, &pl, ret_why),
+			 ret_why);
 }
 
 int lm_reset_thread(struct latmgr *m, pid_t tid, uint64_t expect)
 {
-	return latact_task_reset(m->la, tid, expect);
+	const struct lat_entry *e = latact_find(m->la, tid);
+	struct latpol_task t;
+	struct plan pl;
+
+	if (e)
+		t = (struct latpol_task){ .tid = tid, .tgid = e->tgid,
+					  .start_time = e->task.start_time };
+	plan_init(&pl);
+	return apply_one(m, &pl, latpol_reset_task(e ? &t : NULL, expect, &pl), NULL);
 }
 
 int lm_reset_process(struct latmgr *m, pid_t tgid, uint64_t expect)
 {
-	const struct lm_proc *p = lm_find_process(m, tgid);
-	bool had = p != NULL;
-	int n = 0;
+	struct latpol_rec rec = rec_of(lm_find_process(m, tgid));
+	struct latact_result *res = NULL;
+	size_t ne;
+	struct latpol_task *e = entries_of(m, tgid, &ne);
+	struct plan pl;
+	int r, n = 0;
 
-	/* What is managed under tgid is another process than the one the caller meant. */
-	if (p && expect && p->start_time != expect)
-		return -ENOENT;
-	proc_del(m, tgid);
-	for (size_t i = m->la->n; i-- > 0;) {
-		const struct lat_entry *e = &m->la->e[i];
-
-		if (e->tgid == tgid &&
-		    latact_task_reset(m->la, e->task.tid, e->task.tid == tgid ? expect : 0) == 0)
-			n++;
+	plan_init(&pl);
+	r = e ? latpol_reset_process(tgid, &rec, expect, e, ne, &pl) : -ENOMEM;
+	free(e);
+	if (r < 0) {
+		plan_fini(&pl);
+		return r;
 	}
-	if (had)
+	proc_del(m, tgid);
+	if (pl.n)
+		res = apply(m, &pl);
+	for (size_t i = 0; res && i < pl.n; i++)
+		n += res[i].r == 0;
+	free(res);
+	plan_fini(&pl);
+	if (rec.managed)
 		lm_units_refresh(m);
-	return had || n ? n : -ENOENT;
+	return rec.managed || n ? n : -ENOENT;
+}
+
+int lm_set_cgroup(struct latmgr *m, const char *path, int v, const char *source,
+		  const char **ret_why)
+{
+	struct plan pl;
+
+	*ret_why = NULL;
+	plan_init(&pl);
+	return apply_one(m, &pl, latpol_cgroup(path, v, source, &pl), ret_why);
+}
+
+int lm_reset_cgroup(struct latmgr *m, const char *path)
+{
+	struct plan pl;
+
+	plan_init(&pl);
+	return apply_one(m, &pl, latpol_cgroup_reset(path, &pl), NULL);
 }
 
 int lm_value_of(const struct latmgr *m, pid_t tid, pid_t tgid)
@@ -301,57 +430,60 @@ static uint64_t boot_ticks(uint64_t ns)
 }
 
 /*
- * The first rule process pid matches, or -1. ret_start: its start time before the
- * read. kx, where known, is what the kernel said the process runs: believed only if
- * the pid still names the process it was said of.
+ * What the rules say of process pid, which has rec (latpol_rule): APPLY sets *ret_rule
+ * and ret_source. ret_start: its start time before the read. kx, where known, is what
+ * the kernel said the process runs: believed only if the pid still names the process
+ * it was said of.
  */
-static int rule_for(const struct latmgr *m, pid_t pid, const struct lm_exe *kx,
-		    uint64_t *ret_start)
+static enum latpol_rule_verdict rule_for(const struct latmgr *m, pid_t pid,
+					 const struct lm_exe *kx, const struct latpol_rec *rec,
+					 uint64_t *ret_start, int *ret_rule, char *ret_source)
 {
-	bool kthread;
-	struct ident_buf *buf;
+	bool kthread, known = false;
+	struct ident_buf *buf = NULL;
 	struct proc_ident id;
-	int i = -1;
+	enum latpol_rule_verdict v;
 
-	if (!m->conf->rules.n || task_info(pid, ret_start, &kthread) < 0 || kthread)
-		return -1;
-	if (kx && boot_ticks(kx->start_ns) != *ret_start)
-		kx = NULL;
-	buf = malloc(sizeof(*buf));
-	if (!buf)
-		return -1;
-	if (ident_read_known(m->proc_root, pid, kx ? &kx->id : NULL, &m->conf->rules, buf,
-			     &id) == 0)
-		i = rules_match(&m->conf->rules, &id);
+	if (m->conf->rules.n && task_info(pid, ret_start, &kthread) == 0 && !kthread) {
+		if (kx && boot_ticks(kx->start_ns) != *ret_start)
+			kx = NULL;
+		buf = malloc(sizeof(*buf));
+		/* Without memory to read it, the process is taken as it was. */
+		if (!buf)
+			return LATPOL_RULE_KEEP;
+		known = ident_read_known(m->proc_root, pid, kx ? &kx->id : NULL, &m->conf->rules,
+					 buf, &id) == 0;
+	}
+	v = latpol_rule(&m->conf->rules, known ? &id : NULL, rec, ret_rule, ret_source);
 	free(buf);
-	return i;
+	return v;
 }
 
 /* Applies the rules to process pid; a ctl value is left as it is. kx: as rule_for's. */
 static void apply_rules(struct latmgr *m, pid_t pid, const struct lm_exe *kx)
 {
 	const struct lm_proc *p = lm_find_process(m, pid);
+	struct latpol_rec rec = rec_of(p);
 	const struct rule *rule;
-	char source[48];
+	char source[PLAN_SOURCE_MAX];
 	const char *why;
 	uint64_t start = 0;
-	int i;
+	int i = -1;
 
-	if (pid == m->self || (p && !p->from_rule))
+	if (!latpol_rules_may_change(&rec, pid == m->self))
 		return;
-	i = rule_for(m, pid, kx, &start);
-	if (i < 0) {
-		if (p) {
-			log_info("latency: process %d no longer matches rule %s: given back",
-				 (int)pid, p->source + 5);
-			lm_reset_process(m, pid, 0);
-		}
+	switch (rule_for(m, pid, kx, &rec, &start, &i, source)) {
+	case LATPOL_RULE_KEEP:
 		return;
+	case LATPOL_RULE_GIVE_BACK:
+		log_info("latency: process %d no longer matches rule %s: given back", (int)pid,
+			 p->source + 5);
+		lm_reset_process(m, pid, 0);
+		return;
+	case LATPOL_RULE_APPLY:
+		break;
 	}
 	rule = &m->conf->rules.r[i];
-	snprintf(source, sizeof(source), "rule %s", rule->name);
-	if (p && p->value == rule->latency_nice && strcmp(p->source, source) == 0)
-		return;
 	if (set_process(m, pid, start, rule->latency_nice, source, true, true, &why) < 0) {
 		log_info("latency: rule %s matches process %d, not applied: %s", rule->name,
 			 (int)pid, why ? why : "failed");
@@ -458,34 +590,37 @@ static void on_fork(struct latmgr *m, const struct pc_event *ev)
 	pid_t ctid = known ? ev->creator_tid : thread ? ev->tgid : ev->parent_tid;
 	pid_t ctgid = thread ? ev->tgid : known ? ev->creator_tgid : ev->parent_tgid;
 	const struct lm_proc *p = lm_find_process(m, ctgid);
+	struct latpol_fork f = { .creator = rec_of(p), .thread = thread, .creator_known = known,
+				 .inherited = true };
 	const struct lat_entry *from;
 	struct lm_proc child;
+	struct plan pl;
 	const char *why;
-	uint64_t start;
-	bool kthread;
+	int r;
 
-	if (!p || task_info(ev->tid, &start, &kthread) < 0 || !event_is_about(ev, start))
+	if (!p)
+		return;
+	read_task(m, ev->tid, ev->tgid, &f.child);
+	if (f.child.gone || !event_is_about(ev, f.child.start_time))
 		return;
 	latact_check_cgroup(m->la, ctid);
 	from = from_of(m, ctid, ctgid);
-	if (!thread && !known && !kernel_inherited(m, ev->tid, from)) {
-		log_debug("latency: process %d, forked under %d, did not inherit what rqbalance "
-			  "set there (cloned by another task): not managed", (int)ev->tid,
-			  (int)ev->parent_tgid);
-		return;
-	}
-	if (thread) {
-		if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source, from, &why) == 0)
-			m->cnt.threads++;
-		return;
-	}
+	f.from_tid = from ? from->task.tid : 0;
+	if (!thread && !known)
+		f.inherited = kernel_inherited(m, ev->tid, from);
 	child = *p;
 	child.tgid = ev->tgid;
-	child.start_time = start;
-	if (set_task_as(m, ev->tid, ev->tgid, start, p->value, p->source, from, &why) == 0) {
+	child.start_time = f.child.start_time;
+	plan_init(&pl);
+	r = latpol_fork(&f, m->self, &pl, &why);
+	if (r == 0 && why)
+		log_debug("latency: process %d, forked under %d, %s: not managed", (int)ev->tid,
+			  (int)ev->parent_tgid, why);
+	if (apply_one(m, &pl, r, &why) != 0 || r <= 0)
+		return;
+	if (!thread)
 		proc_put(m, &child);
-		m->cnt.threads++;
-	}
+	m->cnt.threads++;
 }
 
 static void on_exit_event(struct latmgr *m, const struct pc_event *ev)
@@ -594,7 +729,8 @@ static const struct pc_callbacks callbacks = { .event = on_event, .overflow = on
 /* New threads and children of managed processes, missed while events were lost. */
 static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 {
-	const struct lm_proc *p = lm_find_process(m, pid);
+	const struct lm_proc *p = lm_find_process(m, pid), *parent;
+	const struct lat_entry *from;
 	const char *why;
 
 	/*
@@ -603,21 +739,24 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 	 * the parent's value only if the kernel gave it what rqbalance set there, and a
 	 * rule's value only by matching the rule itself, below.
 	 */
-	if (!p && (p = lm_find_process(m, ppid)) != NULL && !p->from_rule) {
-		const struct lat_entry *from = from_of(m, ppid, ppid);
-		struct lm_proc child = *p;
-		uint64_t start;
-		bool kthread;
+	if (!p && (parent = lm_find_process(m, ppid)) != NULL && !parent->from_rule) {
+		struct latpol_rec rec = rec_of(parent);
+		struct lm_proc child = *parent;
+		struct latpol_task t;
 
-		if (task_info(pid, &start, &kthread) < 0 || start < p->start_time ||
-		    !kernel_inherited(m, pid, from))
+		from = from_of(m, ppid, ppid);
+		read_task(m, pid, pid, &t);
+		if (t.gone || !latpol_adopt(&rec, t.start_time,
+					    t.start_time >= rec.start_time &&
+					    kernel_inherited(m, pid, from)))
 			return;
 		child.tgid = pid;
-		child.start_time = start;
+		child.start_time = t.start_time;
 		if (proc_put(m, &child) < 0)
 			return;
 		p = lm_find_process(m, pid);
-		if (set_threads(m, pid, start, p->value, p->source, from, &why) > 0)
+		if (set_threads(m, pid, t.start_time, p->value, p->source,
+				from ? from->task.tid : 0, NULL, &why) > 0)
 			m->cnt.threads++;
 		return;
 	}
@@ -631,8 +770,9 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 		apply_rules(m, pid, x && x->has_exe ? &kx : NULL);
 	}
 	p = lm_find_process(m, pid);
-	if (p && set_threads(m, pid, p->start_time, p->value, p->source, from_of(m, pid, pid),
-			     &why) > 0)
+	from = p ? from_of(m, pid, pid) : NULL;
+	if (p && set_threads(m, pid, p->start_time, p->value, p->source,
+			     from ? from->task.tid : 0, NULL, &why) > 0)
 		m->cnt.threads++;
 }
 
@@ -670,16 +810,22 @@ void lm_rescan(struct latmgr *m)
 
 void lm_rules_changed(struct latmgr *m)
 {
+	struct latact_result *res = NULL;
+	size_t n;
 	/* The mapping's settings may have changed too: every task gets its value anew. */
-	for (size_t i = 0; i < m->la->n; i++) {
-		struct lat_entry e = m->la->e[i];
-		const char *why;
+	struct latpol_task *e = entries_of(m, 0, &n);
+	struct plan pl;
 
-		if (latact_task(m->la, e.task.tid, e.tgid, e.task.start_time, e.value, e.source,
-				NULL, &why) < 0)
+	plan_init(&pl);
+	if (e && latpol_reapply(e, n, &pl) > 0)
+		res = apply(m, &pl);
+	free(e);
+	for (size_t i = 0; res && i < pl.n; i++)
+		if (res[i].r < 0)
 			log_debug("latency: task %d kept its settings at reload: %s",
-				  (int)e.task.tid, why ? why : "failed");
-	}
+				  (int)pl.a[i].tid, res[i].why ? res[i].why : "failed");
+	free(res);
+	plan_fini(&pl);
 	lm_rescan(m);
 }
 

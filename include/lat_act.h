@@ -160,6 +160,21 @@ int latact_unit_release(struct latact *la, const char *path);
 bool latact_cgroup_path_ok(const char *path);
 const struct lat_cg_entry *latact_find_cgroup(const struct latact *la, const char *path);
 
+/* What one plan action came to. */
+struct latact_result {
+	int r;                       /* 0, or -errno (-ECANCELED: its process was refused) */
+	const char *why;             /* a reason for the caller, or NULL */
+};
+/*
+ * Carries out the PLAN_LAT_* actions of p in its order (pins are act_apply's), each
+ * through latact_task, latact_task_reset, latact_cgroup or latact_cgroup_reset; a SET
+ * with from_tid inherits from that task's entry as it was before the plan. A whole
+ * process's SET of its first thread that fails with -ESRCH or -EPERM cancels (-ECANCELED)
+ * the SETs of its other threads. ret (p->n results, may be NULL) gets each action's result.
+ * Returns how many took, or -ENOMEM (nothing done). A dry run logs each action.
+ */
+int latact_apply_plan(struct latact *la, const struct plan *p, struct latact_result *ret);
+
 /* Drops entries whose task is gone; notes tasks someone else moved (latact_check_cgroup). */
 void latact_verify(struct latact *la);
 /* Gives back everything. Returns the knobs restored. */

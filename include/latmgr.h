@@ -120,6 +120,10 @@ int lm_set_thread(struct latmgr *m, pid_t tid, uint64_t expect, int v, const cha
  */
 int lm_reset_process(struct latmgr *m, pid_t tgid, uint64_t expect);
 int lm_reset_thread(struct latmgr *m, pid_t tid, uint64_t expect);
+/* A cgroup target (rqctl set -g), and giving it back (-ENOENT if it had none). */
+int lm_set_cgroup(struct latmgr *m, const char *path, int v, const char *source,
+		  const char **ret_why);
+int lm_reset_cgroup(struct latmgr *m, const char *path);
 const struct lm_proc *lm_find_process(const struct latmgr *m, pid_t tgid);
 /* The value a task has from rqbalance (thread entry, else its process), or LAT_NONE. */
 int lm_value_of(const struct latmgr *m, pid_t tid, pid_t tgid);

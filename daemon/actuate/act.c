@@ -362,7 +362,12 @@ int act_apply(struct act *a, const struct plan *p, act_dropped_fn dropped, void 
 
 	for (size_t i = 0; i < p->n; i++) {
 		const struct plan_action *pa = &p->a[i];
-		int r = pa->op == PLAN_PIN ? pin(a, pa) : unpin(a, pa);
+		int r;
+
+		/* Latency actions are the latency actuator's (latact_apply_plan). */
+		if (plan_op_is_latency(pa->op))
+			continue;
+		r = pa->op == PLAN_PIN ? pin(a, pa) : unpin(a, pa);
 
 		log_action(a, pa, r);
 		if (r < 0) {

@@ -844,10 +844,9 @@ int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, i
 	e.set = want;
 	if (e.cg != LAT_CG_OURS)
 		e.set.cgroup[0] = '\0';
-	if (la->o.dry_run) {
-		log_info("latency: would give task %d value %d", (int)tid, v);
+	/* A dry run stops here: latact_apply_plan logs what the plan would do. */
+	if (la->o.dry_run)
 		goto fail;
-	}
 	r = journal_task(la, &e);
 	if (r < 0) {
 		*ret_why = strerror(-r);

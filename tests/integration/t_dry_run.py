@@ -1,8 +1,9 @@
-"""--dry-run logs the plan and changes nothing: no affinity, no journal. SIGINT stops it."""
+"""--dry-run logs the plan and changes nothing: no affinity, no latency-nice value (its
+actions are logged as pins are), no journal. SIGINT stops it."""
 import os
 import signal
 
-from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, require, tmpdir,
+from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, require, rqctl, tmpdir,
                  write_overload)
 
 
@@ -18,6 +19,11 @@ def test():
             # overload change nothing either.
             d.sync(3)
             check(allowed(a) == {0, 1} and allowed(b) == {0, 1}, "no affinity changed")
+            nice = os.getpriority(os.PRIO_PROCESS, a)
+            p = rqctl(d, "set", "-l", "7", "-p", str(a))
+            check(p.returncode == 0, f"rqctl set answers in a dry run: {p.stdout!r} {p.stderr!r}")
+            d.wait_for(rf'dry-run: lat tid={a} tgid={a} start=\d+ value=7 source="ctl uid 0" whole')
+            check(os.getpriority(os.PRIO_PROCESS, a) == nice, "no nice value changed")
             check(not os.path.exists(d.journal), "no journal was created")
             check(d.stop(signal.SIGINT) == 0, "SIGINT stops it cleanly")
 

@@ -154,6 +154,78 @@ static void format_one_action(void **state)
 	assert_string_equal(plan_op_name(PLAN_UNPIN), "unpin");
 }
 
+static struct plan_action lat(pid_t tid, pid_t tgid, uint64_t start, int v, const char *source)
+{
+	struct plan_action a = { .op = PLAN_LAT_SET, .tid = tid, .tgid = tgid,
+				 .start_time = start, .value = v };
+
+	snprintf(a.source, sizeof(a.source), "%s", source);
+	return a;
+}
+
+static struct plan_action latcg(enum plan_op op, const char *path, int v)
+{
+	struct plan_action a = { .op = op, .value = v };
+
+	snprintf(a.path, sizeof(a.path), "%s", path);
+	snprintf(a.source, sizeof(a.source), "ctl uid 0");
+	return a;
+}
+
+static void latency_actions_format_one_line_each(void **state)
+{
+	struct plan_action a = lat(12, 10, 345, -5, "rule db");
+	char buf[PLAN_LINE_MAX];
+
+	plan_format(&a, buf, sizeof(buf));
+	assert_string_equal(buf, "lat tid=12 tgid=10 start=345 value=-5 source=\"rule db\"");
+	a.from_tid = 11;
+	snprintf(a.source, sizeof(a.source), "rule \"q\"\\\n");
+	plan_format(&a, buf, sizeof(buf));
+	assert_string_equal(buf, "lat tid=12 tgid=10 start=345 value=-5 "
+				 "source=\"rule \\x22q\\x22\\x5c\\x0a\" from=11");
+	a.op = PLAN_LAT_RESET;
+	plan_format(&a, buf, sizeof(buf));
+	assert_string_equal(buf, "unlat tid=12 tgid=10 start=345");
+	a = latcg(PLAN_LAT_CG_SET, "/a b/c\td", 3);
+	plan_format(&a, buf, sizeof(buf));
+	assert_string_equal(buf, "latcg path=/a\\x20b/c\\x09d value=3 source=\"ctl uid 0\"");
+	a.op = PLAN_LAT_CG_RESET;
+	plan_format(&a, buf, sizeof(buf));
+	assert_string_equal(buf, "unlatcg path=/a\\x20b/c\\x09d");
+	assert_true(plan_op_is_latency(PLAN_LAT_CG_RESET));
+	assert_false(plan_op_is_latency(PLAN_UNPIN));
+}
+
+/* Pins first, then tasks by process (first thread first), then cgroups by path. */
+static void latency_actions_sort_beside_pins(void **state)
+{
+	struct plan p;
+
+	plan_init(&p);
+	add(&p, latcg(PLAN_LAT_CG_SET, "/z", 1));
+	add(&p, lat(21, 30, 5, 2, "ctl uid 0"));
+	add(&p, lat(30, 30, 4, 2, "ctl uid 0"));
+	add(&p, latcg(PLAN_LAT_CG_RESET, "/b", 0));
+	add(&p, lat(7, 7, 1, -3, "rule a"));
+	add(&p, pin(40, 2, 0, 1, "2-3", "overload"));
+	/* The same targets again: the first added stays, whatever the op. */
+	add(&p, latcg(PLAN_LAT_CG_RESET, "/z", 0));
+	add(&p, lat(21, 30, 5, 9, "later"));
+	/* A pin and a latency value on one task are two knobs: both stay. */
+	add(&p, lat(40, 40, 2, 0, "ctl uid 0"));
+	plan_finish(&p);
+	assert_string_equal(unit_plan_dump(&p),
+		"pin tid=40 tgid=40 comm=\"t40\" llc=0->1 cpus=2-3 why=overload\n"
+		"lat tid=7 tgid=7 start=1 value=-3 source=\"rule a\"\n"
+		"lat tid=30 tgid=30 start=4 value=2 source=\"ctl uid 0\"\n"
+		"lat tid=21 tgid=30 start=5 value=2 source=\"ctl uid 0\"\n"
+		"lat tid=40 tgid=40 start=2 value=0 source=\"ctl uid 0\"\n"
+		"unlatcg path=/b\n"
+		"latcg path=/z value=1 source=\"ctl uid 0\"\n");
+	plan_fini(&p);
+}
+
 static void clear_keeps_capacity(void **state)
 {
 	struct plan_action *a;
@@ -191,6 +263,8 @@ int main(void)
 		cmocka_unit_test(dump_of_empty_plan_is_empty),
 		cmocka_unit_test(format_one_action),
 		cmocka_unit_test(clear_keeps_capacity),
+		cmocka_unit_test(latency_actions_format_one_line_each),
+		cmocka_unit_test(latency_actions_sort_beside_pins),
 		/* Last: the sanitizer build aborts the program if this one goes wrong. */
 		cmocka_unit_test(finish_of_never_used_plan),
 	};
