@@ -325,12 +325,48 @@ static int arm_metrics(struct daemon *d, uint64_t delay_ns)
 	return r < 0 ? r : sd_event_source_set_enabled(d->metrics_timer, SD_EVENT_ONESHOT);
 }
 
+/* What the metrics file shows, from every stage's counters. */
+static void metrics_figures(const struct daemon *d, struct metrics_figures *ret)
+{
+	*ret = (struct metrics_figures){
+		.sampler = d->sampler->ops->name,
+		.dry_run = d->conf.dry_run,
+		.interval_ms = d->conf.interval_ms,
+		.ticks = d->ticks,
+		.sample_failures = d->sample_failures,
+		.managed = act_managed(&d->act),
+		.moves = d->act.cnt.moves,
+		.restores = d->act.cnt.restores,
+		.gone = d->act.cnt.gone,
+		.left_alone = d->act.cnt.left_alone,
+		.transient = d->act.cnt.transient,
+		.permanent = d->act.cnt.permanent,
+		.lat_tasks = d->lat.n,
+		.lat_cgroups = d->lat.ncg,
+		.lat_processes = d->lm.np,
+		.lat_applied = d->lat.cnt.applied,
+		.lat_restored = d->lat.cnt.restored,
+		.lat_errors = d->lat.cnt.errors,
+		.lat_refused = d->lat.cnt.refused,
+		.events_up = lm_has_events(&d->lm),
+		.events_bpf = d->lm.bev != NULL,
+		.events = d->lm.cnt.events,
+		.overflows = d->lm.cnt.overflows,
+		.rescans = d->lm.cnt.rescans,
+		.rule_matches = d->lm.cnt.rule_matches,
+		.topo = d->topo,
+		.snap = d->snap,
+	};
+}
+
 static int on_metrics(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
+	struct metrics_figures f;
 
 	/* A failure is logged and counted there; the next interval tries again. */
-	metrics_write(&d->metrics, d, d->conf.metrics_path);
+	metrics_figures(d, &f);
+	metrics_write(&d->metrics, &f, d->conf.metrics_path);
 	return arm_metrics(d, d->conf.metrics_interval_ms * NSEC_PER_MSEC);
 }
 
