@@ -18,7 +18,7 @@
 
 #include "act.h"
 #include "rqbalance.h"
-#include "sampler.h"
+#include "parse.h"
 
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD O_EXCL
@@ -51,7 +51,7 @@ int act_read_stat(pid_t tid, struct proc_stat_line *ret)
 	if (n <= 0)
 		return -ESRCH;
 	buf[n] = '\0';
-	return proc_parse_stat(buf, ret) < 0 ? -EIO : 0;
+	return parse_stat(buf, ret) < 0 ? -EIO : 0;
 }
 
 static int read_start_time(pid_t tid, uint64_t *ret)
