@@ -460,7 +460,7 @@ static int start_latency(struct daemon *d)
 			r == -EBUSY ? "locked by another rqbalanced" : strerror(-r));
 		return r;
 	}
-	return lm_init(&d->lm, &d->lat, &d->conf, d->event, "/proc");
+	return lm_init(&d->lm, &d->lat, &d->conf, d->event, RQB_PROC_ROOT);
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)

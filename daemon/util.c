@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -119,4 +121,23 @@ int rqb_word_in(const char *list, const char *word, char sep)
 		p = end ? end + 1 : NULL;
 	}
 	return 0;
+}
+
+const char *rqb_proc_root(const char *root)
+{
+	return root && *root ? root : RQB_PROC_ROOT;
+}
+
+int rqb_proc_path(char *buf, size_t len, const char *root, const char *fmt, ...)
+{
+	va_list ap;
+	int n, m;
+
+	n = snprintf(buf, len, "%s/", rqb_proc_root(root));
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	va_start(ap, fmt);
+	m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+	va_end(ap);
+	return m < 0 || (size_t)m >= len - (size_t)n ? -ENAMETOOLONG : 0;
 }

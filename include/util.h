@@ -47,4 +47,16 @@ int rqb_word_in(const char *list, const char *word, char sep);
  */
 ssize_t rqb_read_file(const char *path, char *buf, size_t len);
 
+/* Where procfs is unless a caller is told otherwise (tests point at a fake tree). */
+#define RQB_PROC_ROOT "/proc"
+/* root, or RQB_PROC_ROOT when root is NULL or "". */
+const char *rqb_proc_root(const char *root);
+/*
+ * Builds the path "ROOT/REST" into buf, REST formatted from fmt ("%d/stat"), ROOT as
+ * rqb_proc_root(root) gives it, so that a path under /proc is spelled in one place.
+ * 0, or -ENAMETOOLONG (buf then holds a cut path, not to be used).
+ */
+int rqb_proc_path(char *buf, size_t len, const char *root, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 #endif

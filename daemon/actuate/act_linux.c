@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,11 +39,12 @@ static int pidfd_open_thread(pid_t tid, pid_t tgid)
 
 int act_read_stat(pid_t tid, struct proc_stat_line *ret)
 {
-	char path[64], buf[1024];
+	char path[PATH_MAX], buf[1024];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
+	if (rqb_proc_path(path, sizeof(path), NULL, "%d/stat", (int)tid) < 0)
+		return -ENAMETOOLONG;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
@@ -146,11 +148,12 @@ uint64_t act_boot_ticks(void)
 static void threads_since(pid_t tgid, uint64_t since,
 			  void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start), void *ctx)
 {
-	char path[64];
+	char path[PATH_MAX];
 	struct dirent *de;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)tgid);
+	if (rqb_proc_path(path, sizeof(path), NULL, "%d/task", (int)tgid) < 0)
+		return;
 	d = opendir(path);
 	if (!d)
 		return;
@@ -171,7 +174,7 @@ static int linux_offspring(pid_t tgid, uint64_t since,
 	DIR *d;
 
 	threads_since(tgid, since, fn, ctx);
-	d = opendir("/proc");
+	d = opendir(rqb_proc_root(NULL));
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {
