@@ -18,9 +18,9 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 # The pipeline, in the order data walks it each tick.
 DAEMON_SRC = \
-	daemon/log.c daemon/safedir.c daemon/cpumask.c daemon/conf.c \
-	daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c daemon/sample/ident.c \
-	daemon/sample/sampler.c daemon/sample/kfeatures.c daemon/sample/procconn.c \
+	daemon/log.c daemon/util.c daemon/safedir.c daemon/cpumask.c daemon/conf.c \
+	daemon/sample/parse.c daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
+	daemon/sample/ident.c daemon/sample/sampler.c daemon/sample/kfeatures.c daemon/sample/procconn.c \
 	daemon/sample/bpf.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/sample/cgmembers.c \
 	daemon/caps.c \
 	daemon/snapshot.c \

@@ -2,11 +2,13 @@
  * Config stage: turns the INI file into a struct rqb_conf through one key table.
  * It never touches the running daemon: callers swap in a new struct only when valid.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <ini.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "conf.h"
+#include "latency.h"
 #include "log.h"
 #include "metrics.h"
 #include "rqbalance.h"
@@ -25,36 +28,36 @@ static const char *const class_names[] = { "auto", "yes", "no", NULL };
 static const char *const events_names[] = { "auto", "bpf", "connector", NULL };
 
 #define OFF(f) offsetof(struct rqb_conf, f)
-#define INT(s, k, lo, hi, d, f, h) { s, k, CONF_INT, lo, hi, NULL, d, OFF(f), h, false }
-#define INTR(s, k, lo, hi, d, f, h) { s, k, CONF_INT, lo, hi, NULL, d, OFF(f), h, true }
+#define INT(s, k, lo, hi, d, f, h) { s, k, CONF_INT, lo, hi, NULL, d, OFF(f), h, false, 0 }
+#define INTR(s, k, lo, hi, d, f, h) { s, k, CONF_INT, lo, hi, NULL, d, OFF(f), h, true, 0 }
 
 const struct conf_key conf_keys[] = {
 	INT("daemon", "interval_ms", 10, 60000, "100", interval_ms,
 	    "Tick: how often to sample, decide and act, in milliseconds."),
 	{ "daemon", "sampler", CONF_ENUM, 0, 0, sampler_names, "auto", OFF(sampler),
 	  "Where samples come from: bpf (live, from BPF programs), proc (live, from /proc), "
-	  "auto (bpf where it loads, else proc) or replay (replay_file).", true },
+	  "auto (bpf where it loads, else proc) or replay (replay_file).", true, 0 },
 	{ "daemon", "replay_file", CONF_STR, 0, 0, NULL, "", OFF(replay_file),
-	  "Snapshot file that sampler = replay reads.", true },
+	  "Snapshot file that sampler = replay reads.", true, 0 },
 	{ "daemon", "journal_dir", CONF_STR, 0, 0, NULL, RQB_RUNDIR, OFF(journal_dir),
 	  "Directory of the restore journal; must be absolute, root's and writable by root "
-	  "alone, reached through no symbolic link.", true },
+	  "alone, reached through no symbolic link.", true, CONF_ABSOLUTE },
 	{ "daemon", "topology", CONF_STR, 0, 0, NULL, "", OFF(topology),
-	  "hwloc XML file describing this machine; empty asks hwloc.", true },
+	  "hwloc XML file describing this machine; empty asks hwloc.", true, 0 },
 	{ "daemon", "ctl_socket", CONF_STR, 0, 0, NULL, RQB_RUNDIR "/ctl.sock", OFF(ctl_socket),
 	  "The ctl socket rqctl talks to; must be absolute, in a directory as journal_dir's "
-	  "(a socket passed by the service manager takes its place).", true },
+	  "(a socket passed by the service manager takes its place).", true, CONF_ABSOLUTE },
 	{ "daemon", "ctl_group", CONF_STR, 0, 0, NULL, "", OFF(ctl_group),
 	  "Members of this group (a name, resolved at load and reload, or a gid) may ask for a "
-	  "reload through rqctl; empty: root only.", false },
+	  "reload through rqctl; empty: root only.", false, 0 },
 	{ "daemon", "dry_run", CONF_BOOL, 0, 0, NULL, "no", OFF(dry_run),
-	  "Log the plan each tick and change nothing.", true },
+	  "Log the plan each tick and change nothing.", true, 0 },
 	{ "daemon", "log_level", CONF_LOGLEVEL, 0, 0, NULL, "info", OFF(log_level),
-	  "Least important message logged: err, warning, notice, info or debug.", false },
+	  "Least important message logged: err, warning, notice, info or debug.", false, 0 },
 	{ "daemon", "rules_dir", CONF_STR, 0, 0, NULL, RQB_SYSCONFDIR "/rqbalance/rules.d",
 	  OFF(rules_dir),
 	  "Directory whose *.conf files hold more [rule NAME] sections, read in byte order "
-	  "of name after this file; must be absolute; empty: none.", false },
+	  "of name after this file; must be absolute; empty: none.", false, CONF_ABSOLUTE_EMPTY },
 	INT("balance", "imbalance_pct", 101, 1000, "117", imbalance_pct,
 	    "Move a task only if its LLC is this much more loaded per CPU than the target "
 	    "would be after the move; 117 means 17 %, the kernel's imbalance_pct."),
@@ -67,20 +70,20 @@ const struct conf_key conf_keys[] = {
 	    "A pin is released at this age even if the imbalance remains."),
 	{ "balance", "keep_pairs", CONF_BOOL, 0, 0, NULL, "yes", OFF(keep_pairs),
 	  "Keep tasks that wake each other in one LLC: move such a pair only together, "
-	  "to an LLC with two idle CPUs.", false },
+	  "to an LLC with two idle CPUs.", false, 0 },
 	{ "exclude", "comms", CONF_LIST, 0, 0, NULL, "", OFF(exclude_comms),
-	  "Never move tasks whose comm matches one of these fnmatch(3) patterns.", false },
+	  "Never move tasks whose comm matches one of these fnmatch(3) patterns.", false, 0 },
 	{ "exclude", "cgroups", CONF_LIST, 0, 0, NULL, "", OFF(exclude_cgroups),
-	  "Never move tasks in these cgroups or below (absolute cgroup paths).", false },
+	  "Never move tasks in these cgroups or below (absolute cgroup paths).", false, 0 },
 	{ "latency", "class_cgroups", CONF_ENUM, 0, 0, class_names, "auto", OFF(lat_class),
 	  "Give a task with a latency-nice value the weight of that nice value through a "
 	  "class cgroup of rqbalance's own: yes, no, or auto (yes where systemd is not the "
 	  "init system and a cpu controller is mounted). Where systemd is, the unit of a "
-	  "process whose processes all have the value gets it as CPUWeight instead.", true },
+	  "process whose processes all have the value gets it as CPUWeight instead.", true, 0 },
 	{ "latency", "cgroup_root", CONF_STR, 0, 0, NULL, "", OFF(lat_cgroup_root),
 	  "Where the class cgroups are made, as a path in the cpu hierarchy; empty: its top. "
 	  "A weight counts only against siblings, so a class below a parent of default "
-	  "weight gains nothing against tasks outside it.", true },
+	  "weight gains nothing against tasks outside it.", true, 0 },
 	INT("latency", "boost_cpu_pct", 0, 99, "0", lat_boost_cpu_pct,
 	    "Caps a negative value's weight so that, when both want all the CPU, it takes at "
 	    "most this share from one competitor of default weight; a weight, never a "
@@ -88,15 +91,15 @@ const struct conf_key conf_keys[] = {
 	INT("latency", "batch_from", 1, 20, "10", lat_batch_from,
 	    "Tasks at this value or above run SCHED_BATCH; 20 = never."),
 	{ "latency", "idle_at_19", CONF_BOOL, 0, 0, NULL, "no", OFF(lat_idle_at_19),
-	  "At 19 a task runs SCHED_IDLE and a cgroup gets cpu.idle (a unit CPUWeight=idle).", false },
+	  "At 19 a task runs SCHED_IDLE and a cgroup gets cpu.idle (a unit CPUWeight=idle).", false, 0 },
 	{ "latency", "uclamp", CONF_BOOL, 0, 0, NULL, "yes", OFF(lat_uclamp),
 	  "Set uclamp min (negative values) and max (positive values) where the kernel has it.",
-	  false },
+	  false, 0 },
 	{ "latency", "events", CONF_ENUM, 0, 0, events_names, "auto", OFF(lat_events),
 	  "Where fork, exec and exit events come from: bpf (tracepoints; exe rules match on "
 	  "the device and inode the kernel reports), connector (the proc connector; exe rules "
 	  "read /proc/PID/exe), or auto (bpf where it loads, else the connector, else walks "
-	  "of /proc).", true },
+	  "of /proc).", true, 0 },
 	INTR("proc", "rescan_ms", 100, 600000, "10000", proc_rescan_ms,
 	    "The proc sampler walks all of /proc at most this far apart (sooner when "
 	    "more tasks run than it follows)."),
@@ -104,11 +107,36 @@ const struct conf_key conf_keys[] = {
 	    "Busy tasks the proc sampler follows between walks, at most."),
 	{ "metrics", "path", CONF_STR, 0, 0, NULL, "", OFF(metrics_path),
 	  "Prometheus text file the counters are written to, whole, every interval_ms; "
-	  "must be absolute, in a directory only root may write; empty: none.", false },
+	  "must be absolute, in a directory only root may write; empty: none.", false,
+	  CONF_ABSOLUTE_EMPTY },
 	INT("metrics", "interval_ms", 1000, 3600000, "10000", metrics_interval_ms,
 	    "How often the metrics file is written, in milliseconds."),
 };
 const size_t conf_nkeys = ARRAY_SIZE(conf_keys);
+
+#define ROFF(f) offsetof(struct rule, f)
+#define MATCH_STR(k, f, fl, h) { "rule", k, CONF_STR, 0, 0, NULL, NULL, ROFF(f), h, false, fl }
+
+_Static_assert(RULE_STR_MAX == CONF_MAX_STR, "a rule's strings are config strings");
+
+/* No defaults: a key the rule leaves out matches anything (rule_start). */
+const struct conf_key conf_rule_keys[] = {
+	{ "rule", "latency_nice", CONF_NICE, LAT_MIN, LAT_MAX, NULL, NULL, ROFF(latency_nice),
+	  "The latency-nice value a matching process gets; required.", false, 0 },
+	MATCH_STR("comm", comm, CONF_NOT_EMPTY, "fnmatch(3) pattern on the process's comm."),
+	MATCH_STR("exe", exe, CONF_NOT_EMPTY | CONF_ABSOLUTE,
+		  "fnmatch(3) pattern (FNM_PATHNAME) on the path of the file it runs."),
+	MATCH_STR("cmdline", cmdline, CONF_NOT_EMPTY,
+		  "fnmatch(3) pattern on its arguments joined by spaces."),
+	MATCH_STR("cgroup", cgroup, CONF_NOT_EMPTY | CONF_ABSOLUTE | CONF_CUT_SLASH,
+		  "Cgroup path prefix, matched at a '/' boundary."),
+	{ "rule", "uid", CONF_UID, 0, 0, NULL, NULL, ROFF(uid),
+	  "Real user id, by number or name (looked up when the config is read).", false, 0 },
+	{ "rule", "spoofable", CONF_BOOL, 0, 0, NULL, "no", ROFF(spoofable),
+	  "Allow a negative value on comm or cmdline alone, which any process can set.",
+	  false, 0 },
+};
+const size_t conf_nrule_keys = ARRAY_SIZE(conf_rule_keys);
 
 const char *conf_sampler_name(int sampler)
 {
@@ -228,28 +256,64 @@ static int parse_list(const struct conf_key *k, const char *v, struct conf_list 
 
 static int parse_str(const struct conf_key *k, const char *v, char *ret, const char **reason)
 {
-	if (strlen(v) >= CONF_MAX_STR) {
+	size_t n = strlen(v);
+
+	if (n == 0 && (k->flags & CONF_NOT_EMPTY)) {
+		*reason = "empty (leave the key out to match any)";
+		return -EINVAL;
+	}
+	if (n >= CONF_MAX_STR) {
 		*reason = "too long";
 		return -EINVAL;
 	}
-	if ((strcmp(k->key, "journal_dir") == 0 || strcmp(k->key, "ctl_socket") == 0) &&
-	    v[0] != '/') {
+	if ((k->flags & CONF_ABSOLUTE) && v[0] != '/') {
 		*reason = "must be an absolute path";
 		return -EINVAL;
 	}
-	if ((strcmp(k->key, "rules_dir") == 0 || strcmp(k->section, "metrics") == 0) && v[0] &&
-	    v[0] != '/') {
+	if ((k->flags & CONF_ABSOLUTE_EMPTY) && v[0] && v[0] != '/') {
 		*reason = "must be an absolute path, or empty";
 		return -EINVAL;
 	}
-	strcpy(ret, v);
+	memcpy(ret, v, n + 1);
+	/* A cgroup prefix is kept without a trailing slash, so that matching stops at one. */
+	if (k->flags & CONF_CUT_SLASH)
+		while (n > 1 && ret[n - 1] == '/')
+			ret[--n] = '\0';
 	return 0;
 }
 
-static int set_value(struct rqb_conf *c, const struct conf_key *k, const char *v,
-		     const char **reason)
+/* A user by number, or by name: the lookup is made here, once, not where rules match. */
+static int parse_uid(const char *v, uid_t *ret, const char **reason)
 {
-	char *field = (char *)c + k->offset;
+	struct passwd *pw;
+
+	if (v[0] && v[strspn(v, "0123456789")] == '\0') {
+		unsigned long long n;
+		char *end;
+
+		errno = 0;
+		n = strtoull(v, &end, 10);
+		/* RULE_UID_ANY, (uid_t)-1, is no one's: "unchanged" to setresuid(2). */
+		if (*end != '\0' || errno || n >= RULE_UID_ANY) {
+			*reason = "not a user id";
+			return -EINVAL;
+		}
+		*ret = (uid_t)n;
+		return 0;
+	}
+	pw = v[0] ? getpwnam(v) : NULL;
+	if (!pw) {
+		*reason = "no such user";
+		return -EINVAL;
+	}
+	*ret = pw->pw_uid;
+	return 0;
+}
+
+/* Sets k's field in base (a struct rqb_conf, or a struct rule for a rule key). */
+static int set_value(void *base, const struct conf_key *k, const char *v, const char **reason)
+{
+	char *field = (char *)base + k->offset;
 	int lvl;
 
 	switch (k->type) {
@@ -271,6 +335,10 @@ static int set_value(struct rqb_conf *c, const struct conf_key *k, const char *v
 		}
 		*(int *)field = lvl;
 		return 0;
+	case CONF_NICE:
+		return lat_parse(v, (int *)field, reason);
+	case CONF_UID:
+		return parse_uid(v, (uid_t *)field, reason);
 	}
 	*reason = "unknown key type";
 	return -EINVAL;
@@ -297,6 +365,174 @@ void conf_defaults(struct rqb_conf *c)
 		if (set_value(c, &conf_keys[i], conf_keys[i].def, &reason) < 0)
 			abort();
 	}
+}
+
+/* ---- [rule NAME] sections: parsed through conf_rule_keys, checked as a whole ---- */
+
+#define RULE_SECTION "rule"
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+bool conf_rule_section(const char *section, const char **ret_name)
+{
+	size_t n = strlen(RULE_SECTION);
+
+	/* "[rule]" alone is a rule section too, so that the missing name is what is reported. */
+	if (strncmp(section, RULE_SECTION, n) != 0 || (section[n] != '\0' && section[n] != ' '))
+		return false;
+	*ret_name = section[n] ? section + n + 1 : section + n;
+	return true;
+}
+
+static const struct conf_key *find_rule_key(const char *key)
+{
+	for (size_t i = 0; i < conf_nrule_keys; i++)
+		if (strcmp(conf_rule_keys[i].key, key) == 0)
+			return &conf_rule_keys[i];
+	return NULL;
+}
+
+/* Whether r names k: every key but a yes/no has an unset state, which the dump leaves out. */
+static bool rule_has(const struct rule *r, const struct conf_key *k)
+{
+	const char *field = (const char *)r + k->offset;
+
+	switch (k->type) {
+	case CONF_STR:
+		return field[0] != '\0';
+	case CONF_NICE:
+		return *(const int *)field != LAT_NONE;
+	case CONF_UID:
+		return *(const uid_t *)field != RULE_UID_ANY;
+	default:
+		return false;
+	}
+}
+
+static const char *check_rule_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0)
+		return "a rule needs a name: [rule NAME]";
+	if (n >= RULE_NAME_MAX)
+		return "rule name too long";
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("-_.@", name[i]))
+			return "a rule name is letters, digits, '-', '_', '.' and '@'";
+	return NULL;
+}
+
+/* Whether r was started by file: the stored name is cut to fit, so compare it cut. */
+static bool same_file(const struct rule *r, const char *file)
+{
+	char cut[sizeof(r->file)];
+
+	snprintf(cut, sizeof(cut), "%s", file);
+	return strcmp(r->file, cut) == 0;
+}
+
+static void rule_start(struct rule *r, const char *name, const char *file, unsigned line)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	snprintf(r->file, sizeof(r->file), "%s", file);
+	r->line = line;
+	r->latency_nice = LAT_NONE;
+	r->uid = RULE_UID_ANY;
+}
+
+/*
+ * Sets key in r, which holds the rule as the current file has it so far. The unset
+ * state of every key but spoofable can be seen, so those are refused twice.
+ */
+static int rule_set_key(struct rule *r, const char *key, const char *v, const char **reason)
+{
+	const struct conf_key *k = find_rule_key(key);
+
+	if (!k) {
+		*reason = "unknown key";
+		return -EINVAL;
+	}
+	if (rule_has(r, k)) {
+		*reason = "set twice in this rule";
+		return -EINVAL;
+	}
+	return set_value(r, k, v, reason);
+}
+
+int conf_rule_set(struct rule_set *rs, const char *name, const char *key, const char *value,
+		  const char *file, unsigned line, const char **ret_reason)
+{
+	const char *reason = check_rule_name(name);
+	struct rule r;
+	unsigned i;
+	int ret;
+
+	if (reason) {
+		*ret_reason = reason;
+		return -EINVAL;
+	}
+	for (i = 0; i < rs->n; i++)
+		if (strcmp(rs->r[i].name, name) == 0)
+			break;
+	if (i == RULES_MAX) {
+		*ret_reason = "too many rules (at most " STR(RULES_MAX) ")";
+		return -EINVAL;
+	}
+	/* Work on a copy: a bad value leaves the set as it was. */
+	if (i < rs->n && same_file(&rs->r[i], file))
+		r = rs->r[i];
+	else
+		rule_start(&r, name, file, line);
+	ret = rule_set_key(&r, key, value, ret_reason);
+	if (ret < 0)
+		return ret;
+	rs->r[i] = r;
+	if (i == rs->n)
+		rs->n++;
+	return 0;
+}
+
+static void rule_error(FILE *err, const struct rule *r, const char *key, const char *reason)
+{
+	if (err)
+		fprintf(err, "%s:%u: [rule %s]%s%s: %s\n", r->file, r->line, r->name,
+			key[0] ? " " : "", key, reason);
+}
+
+/* What a rule needs beyond each key being well formed; 0 or -EINVAL. */
+static int check_rule(const struct rule *r, FILE *err)
+{
+	bool has_exe = r->exe[0], has_uid = r->uid != RULE_UID_ANY;
+	int ret = 0;
+
+	if (r->latency_nice == LAT_NONE) {
+		rule_error(err, r, "latency_nice", "missing: every rule needs a value");
+		ret = -EINVAL;
+	}
+	if (!r->comm[0] && !has_exe && !r->cmdline[0] && !r->cgroup[0] && !has_uid) {
+		rule_error(err, r, "",
+			   "no match key (comm, exe, cmdline, cgroup or uid): "
+			   "it would match every process");
+		ret = -EINVAL;
+	} else if (r->latency_nice < 0 && !has_exe && !has_uid && !r->spoofable) {
+		rule_error(err, r, "latency_nice",
+			   "a negative value needs exe or uid, since any process can "
+			   "set its own comm and cmdline (or say spoofable = yes)");
+		ret = -EINVAL;
+	}
+	return ret;
+}
+
+int conf_rules_check(const struct rule_set *rs, FILE *err)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < rs->n; i++)
+		if (check_rule(&rs->r[i], err) < 0)
+			ret = -EINVAL;
+	return ret;
 }
 
 /* inih's section buffer (MAX_SECTION): a longer name would be cut, silently. */
@@ -363,10 +599,10 @@ static bool rule_key(struct parse_ctx *p, const char *section, const char *key,
 {
 	const char *rule, *reason = NULL;
 
-	if (!rules_is_section(section, &rule))
+	if (!conf_rule_section(section, &rule))
 		return false;
 	p->empty_rule = 0;
-	if (rules_set_key(&p->conf.rules, rule, key, value, p->name, p->lineno, &reason) < 0)
+	if (conf_rule_set(&p->conf.rules, rule, key, value, p->name, p->lineno, &reason) < 0)
 		report(p, what, reason);
 	return true;
 }
@@ -426,7 +662,7 @@ static void new_section(struct parse_ctx *p, const char *s)
 	}
 	memcpy(p->empty_name, s + 1, n);
 	p->empty_name[n] = '\0';
-	if (rules_is_section(p->empty_name, &rule)) {
+	if (conf_rule_section(p->empty_name, &rule)) {
 		p->empty_rule = p->lineno;
 	} else if (p->rules_only) {
 		char what[INI_SECTION_MAX + 2];
@@ -667,7 +903,7 @@ static int finish(struct parse_ctx *p, struct rqb_conf *ret)
 		check_run_dir(p, "ctl_socket", p->conf.ctl_socket, true);
 		resolve_ctl_group(p);
 	}
-	if (!p->nerrors && rules_check(&p->conf.rules, p->err) < 0)
+	if (!p->nerrors && conf_rules_check(&p->conf.rules, p->err) < 0)
 		p->nerrors++;
 	if (p->nerrors)
 		return -EINVAL;
@@ -741,7 +977,11 @@ int conf_load_defaults(FILE *err, struct rqb_conf *ret)
 	return r;
 }
 
-void conf_dump_line(FILE *out, const char *key, const char *value)
+/*
+ * One "key = value" line, as the reader takes it back: "key=value" when value starts
+ * with ';' (a comment after a blank) or the blanks would make it too long.
+ */
+static void dump_line(FILE *out, const char *key, const char *value)
 {
 	bool tight = value[0] == ';' || strlen(key) + 3 + strlen(value) > INI_LINE_MAX;
 
@@ -761,7 +1001,7 @@ static void dump_list(const char *key, const struct conf_list *l, FILE *out)
 		/* After a blank, ';' starts a comment: such an entry opens a line of its own. */
 		if (n && (e[0] == ';' || strlen(key) + 3 + n + 1 + el > INI_LINE_MAX)) {
 			line[n] = '\0';
-			conf_dump_line(out, key, line);
+			dump_line(out, key, line);
 			n = 0;
 		}
 		if (n)
@@ -771,12 +1011,13 @@ static void dump_list(const char *key, const struct conf_list *l, FILE *out)
 	}
 	line[n] = '\0';
 	if (n || l->n == 0)
-		conf_dump_line(out, key, line);
+		dump_line(out, key, line);
 }
 
-static void dump_value(const struct rqb_conf *c, const struct conf_key *k, FILE *out)
+/* k's line for its field in base (a struct rqb_conf, or a struct rule for a rule key). */
+static void dump_value(const void *base, const struct conf_key *k, FILE *out)
 {
-	const char *field = (const char *)c + k->offset;
+	const char *field = (const char *)base + k->offset;
 	char v[CONF_MAX_STR];
 
 	switch (k->type) {
@@ -795,11 +1036,17 @@ static void dump_value(const struct rqb_conf *c, const struct conf_key *k, FILE 
 	case CONF_LOGLEVEL:
 		snprintf(v, sizeof(v), "%s", log_level_name(*(const int *)field));
 		break;
+	case CONF_NICE:
+		snprintf(v, sizeof(v), "%d", *(const int *)field);
+		break;
+	case CONF_UID:
+		snprintf(v, sizeof(v), "%u", (unsigned)*(const uid_t *)field);
+		break;
 	case CONF_LIST:
 		dump_list(k->key, (const struct conf_list *)field, out);
 		return;
 	}
-	conf_dump_line(out, k->key, v);
+	dump_line(out, k->key, v);
 }
 
 size_t conf_key_size(const struct conf_key *k)
@@ -811,7 +1058,10 @@ size_t conf_key_size(const struct conf_key *k)
 		return sizeof(bool);
 	case CONF_ENUM:
 	case CONF_LOGLEVEL:
+	case CONF_NICE:
 		return sizeof(int);
+	case CONF_UID:
+		return sizeof(uid_t);
 	case CONF_STR:
 		return CONF_MAX_STR;
 	case CONF_LIST:
@@ -835,6 +1085,22 @@ void conf_dump(const struct rqb_conf *c, FILE *out)
 	}
 	if (c->rules.n) {
 		fputc('\n', out);
-		rules_dump(&c->rules, out);
+		conf_dump_rules(&c->rules, out);
+	}
+}
+
+void conf_dump_rules(const struct rule_set *rs, FILE *out)
+{
+	for (unsigned i = 0; i < rs->n; i++) {
+		const struct rule *r = &rs->r[i];
+
+		fprintf(out, "%s[rule %s]\n", i ? "\n" : "", r->name);
+		for (size_t j = 0; j < conf_nrule_keys; j++) {
+			const struct conf_key *k = &conf_rule_keys[j];
+
+			/* A yes/no has no unset state: it is always written. */
+			if (k->type == CONF_BOOL || rule_has(r, k))
+				dump_value(r, k, out);
+		}
 	}
 }

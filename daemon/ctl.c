@@ -799,7 +799,7 @@ static int handle_histograms(struct conn *c, const struct ctl_msg *m)
 			 d->rqlat_why[0] ? d->rqlat_why : "unknown");
 		return reply_err(c, m->hdr.seq, EOPNOTSUPP, why);
 	}
-	daemon_rqlat_cgroups(d);
+	c->srv->ops->rqlat_cgroups(d);
 	text = rqlat_text(d->rqlat);
 	if (!text)
 		return reply_err(c, m->hdr.seq, errno, strerror(errno));
@@ -846,7 +846,7 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 					 "permission denied: reload is for root or ctl_group");
 		}
 		log_notice("ctl: reload asked by uid %u (pid %d)", c->cred.uid, c->cred.pid);
-		r = daemon_reload(d, &errors);
+		r = c->srv->ops->reload(d, &errors);
 		r = r < 0 ? reply_err(c, m->hdr.seq, -r, errors ? errors : "reload failed")
 			  : reply(c, CTL_OK, m->hdr.seq, "");
 		free(errors);
@@ -1221,7 +1221,8 @@ static int create(struct ctl_server *s, const char *path)
 	return 0;
 }
 
-int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon *d)
+int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon *d,
+	     const struct ctl_ops *ops)
 {
 	int n = sd_listen_fds(1), r;
 
@@ -1229,6 +1230,7 @@ int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon 
 	s->fd = -1;
 	s->dirfd = -1;
 	s->d = d;
+	s->ops = ops;
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	if (n > 0 && sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) > 0) {
 		s->fd = SD_LISTEN_FDS_START;

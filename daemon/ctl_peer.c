@@ -21,7 +21,7 @@ int ctl_peer_start_time(const char *proc_root, pid_t pid, uint64_t *ret)
 	struct proc_stat_line l;
 
 	snprintf(path, sizeof(path), "%s/%d/stat", proc_root, (int)pid);
-	if (rqb_read_file(path, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &l) < 0)
+	if (rqb_read_file(path, buf, sizeof(buf)) < 0 || parse_stat(buf, &l) < 0)
 		return -ESRCH;
 	*ret = l.start_time;
 	return 0;

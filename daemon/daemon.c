@@ -325,12 +325,48 @@ static int arm_metrics(struct daemon *d, uint64_t delay_ns)
 	return r < 0 ? r : sd_event_source_set_enabled(d->metrics_timer, SD_EVENT_ONESHOT);
 }
 
+/* What the metrics file shows, from every stage's counters. */
+static void metrics_figures(const struct daemon *d, struct metrics_figures *ret)
+{
+	*ret = (struct metrics_figures){
+		.sampler = d->sampler->ops->name,
+		.dry_run = d->conf.dry_run,
+		.interval_ms = d->conf.interval_ms,
+		.ticks = d->ticks,
+		.sample_failures = d->sample_failures,
+		.managed = act_managed(&d->act),
+		.moves = d->act.cnt.moves,
+		.restores = d->act.cnt.restores,
+		.gone = d->act.cnt.gone,
+		.left_alone = d->act.cnt.left_alone,
+		.transient = d->act.cnt.transient,
+		.permanent = d->act.cnt.permanent,
+		.lat_tasks = d->lat.n,
+		.lat_cgroups = d->lat.ncg,
+		.lat_processes = d->lm.np,
+		.lat_applied = d->lat.cnt.applied,
+		.lat_restored = d->lat.cnt.restored,
+		.lat_errors = d->lat.cnt.errors,
+		.lat_refused = d->lat.cnt.refused,
+		.events_up = lm_has_events(&d->lm),
+		.events_bpf = d->lm.bev != NULL,
+		.events = d->lm.cnt.events,
+		.overflows = d->lm.cnt.overflows,
+		.rescans = d->lm.cnt.rescans,
+		.rule_matches = d->lm.cnt.rule_matches,
+		.topo = d->topo,
+		.snap = d->snap,
+	};
+}
+
 static int on_metrics(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
+	struct metrics_figures f;
 
 	/* A failure is logged and counted there; the next interval tries again. */
-	metrics_write(&d->metrics, d, d->conf.metrics_path);
+	metrics_figures(d, &f);
+	metrics_write(&d->metrics, &f, d->conf.metrics_path);
 	return arm_metrics(d, d->conf.metrics_interval_ms * NSEC_PER_MSEC);
 }
 
@@ -424,7 +460,7 @@ static int start_latency(struct daemon *d)
 			r == -EBUSY ? "locked by another rqbalanced" : strerror(-r));
 		return r;
 	}
-	return lm_init(&d->lm, &d->lat, &d->conf, d->event, "/proc");
+	return lm_init(&d->lm, &d->lat, &d->conf, d->event, RQB_PROC_ROOT);
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -481,6 +517,12 @@ static int setup_loop(struct daemon *d)
 	r = sd_event_add_time(d->event, &d->metrics_timer, CLOCK_MONOTONIC, 0, 0, on_metrics, d);
 	return r < 0 ? r : arm_metrics(d, d->conf.interval_ms * NSEC_PER_MSEC);
 }
+
+/* What the ctl server may ask of the daemon. */
+static const struct ctl_ops ctl_ops = {
+	.reload = daemon_reload,
+	.rqlat_cgroups = daemon_rqlat_cgroups,
+};
 
 int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_conf *c)
 {
@@ -547,7 +589,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 		     "%s", d->lm.events_why);
 	features_log_one(&d->features, FEAT_TASK_EVENTS);
 	follow_lat_tasks(d);
-	r = ctl_init(&d->ctl, d->event, d->conf.ctl_socket, d);
+	r = ctl_init(&d->ctl, d->event, d->conf.ctl_socket, d, &ctl_ops);
 	if (r < 0) {
 		log_err("ctl socket %s: %s", d->conf.ctl_socket,
 			r == -EADDRINUSE ? "another rqbalanced serves it" : strerror(-r));

@@ -131,7 +131,7 @@ static void read_thread(const struct latmgr *m, pid_t tid, pid_t tgid, struct la
 	*ret = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = e ? e->value : LAT_NONE,
 				     .source = e ? e->source : "" };
 	snprintf(path, sizeof(path), "%s/%d/task/%d/stat", m->proc_root, (int)tgid, (int)tid);
-	ret->gone = rqb_read_file(path, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &l) < 0;
+	ret->gone = rqb_read_file(path, buf, sizeof(buf)) < 0 || parse_stat(buf, &l) < 0;
 	if (!ret->gone) {
 		ret->start_time = l.start_time;
 		ret->kthread = (l.flags & PF_KTHREAD) != 0;

@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "cpumask.h"
-#include "daemon.h"
+#include "sampler.h"
+#include "snapshot.h"
+#include "topo.h"
 #include "log.h"
 #include "metrics.h"
 #include "rqbalance.h"
@@ -68,48 +70,48 @@ static void labelled(FILE *out, const char *name, const char *label, const char 
 	fprintf(out, "} %" PRIu64 "\n", value);
 }
 
-static void scalars(const struct daemon *d, FILE *out)
+static void scalars(const struct metrics *m, const struct metrics_figures *f, FILE *out)
 {
 	const struct scalar s[] = {
 		{ "rqbalance_dry_run", "gauge", "1 if the daemon plans and logs but changes nothing.",
-		  d->conf.dry_run },
+		  f->dry_run },
 		{ "rqbalance_ticks_total", "counter", "Ticks: passes of sample, decide and act.",
-		  d->ticks },
+		  f->ticks },
 		{ "rqbalance_managed_tasks", "gauge", "Tasks whose affinity rqbalance set now.",
-		  act_managed(&d->act) },
+		  f->managed },
 		{ "rqbalance_moves_total", "counter", "Affinity changes that took.",
-		  d->act.cnt.moves },
+		  f->moves },
 		{ "rqbalance_restores_total", "counter", "Affinities given back.",
-		  d->act.cnt.restores },
+		  f->restores },
 		{ "rqbalance_latency_tasks", "gauge", "Tasks that have a latency value from rqbalance.",
-		  d->lat.n },
+		  f->lat_tasks },
 		{ "rqbalance_latency_cgroups", "gauge",
-		  "Cgroups and units that have a latency value from rqbalance.", d->lat.ncg },
+		  "Cgroups and units that have a latency value from rqbalance.", f->lat_cgroups },
 		{ "rqbalance_latency_processes", "gauge",
-		  "Processes whose threads and children follow a latency value.", d->lm.np },
+		  "Processes whose threads and children follow a latency value.", f->lat_processes },
 		{ "rqbalance_latency_applied_total", "counter",
-		  "Tasks and cgroups given a latency value.", d->lat.cnt.applied },
+		  "Tasks and cgroups given a latency value.", f->lat_applied },
 		{ "rqbalance_latency_restored_total", "counter",
-		  "Scheduling settings given back after a latency value.", d->lat.cnt.restored },
+		  "Scheduling settings given back after a latency value.", f->lat_restored },
 		{ "rqbalance_connector_up", "gauge",
 		  "1 if fork and exec events arrive (from BPF or the proc connector); 0: rescans "
-		  "instead.", lm_has_events(&d->lm) },
+		  "instead.", f->events_up },
 		{ "rqbalance_events_bpf", "gauge",
 		  "1 if fork and exec events come from BPF tracepoints, 0 otherwise.",
-		  d->lm.bev != NULL },
+		  f->events_bpf },
 		{ "rqbalance_connector_events_total", "counter",
 		  "Fork, exec and exit events handled (from BPF or the proc connector).",
-		  d->lm.cnt.events },
+		  f->events },
 		{ "rqbalance_connector_overflows_total", "counter",
 		  "Times events were lost (a full BPF ring buffer, an overflowing connector "
-		  "socket); each is followed by a rescan.", d->lm.cnt.overflows },
+		  "socket); each is followed by a rescan.", f->overflows },
 		{ "rqbalance_latency_rescans_total", "counter",
 		  "Walks of /proc for the threads of managed processes and rule matches.",
-		  d->lm.cnt.rescans },
+		  f->rescans },
 		{ "rqbalance_rule_matches_total", "counter", "Processes a rule gave a latency value.",
-		  d->lm.cnt.rule_matches },
+		  f->rule_matches },
 		{ "rqbalance_metrics_write_failures_total", "counter",
-		  "Writes of this file that failed.", d->metrics.failures },
+		  "Writes of this file that failed.", m->failures },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(s); i++) {
@@ -119,27 +121,25 @@ static void scalars(const struct daemon *d, FILE *out)
 }
 
 /* Counters of one kind of event, split by a label. */
-static void by_kind(const struct daemon *d, FILE *out)
+static void by_kind(const struct metrics_figures *f, FILE *out)
 {
-	const struct act_counters *k = &d->act.cnt;
-
 	header(out, "rqbalance_dropped_total", "counter",
 	       "Affinities rqbalance stopped managing without giving them back, by reason.");
-	labelled(out, "rqbalance_dropped_total", "reason", "gone", k->gone);
-	labelled(out, "rqbalance_dropped_total", "reason", "left_alone", k->left_alone);
+	labelled(out, "rqbalance_dropped_total", "reason", "gone", f->gone);
+	labelled(out, "rqbalance_dropped_total", "reason", "left_alone", f->left_alone);
 	header(out, "rqbalance_errors_total", "counter", "Errors, by kind.");
-	labelled(out, "rqbalance_errors_total", "kind", "affinity_transient", k->transient);
-	labelled(out, "rqbalance_errors_total", "kind", "affinity_permanent", k->permanent);
-	labelled(out, "rqbalance_errors_total", "kind", "latency", d->lat.cnt.errors);
-	labelled(out, "rqbalance_errors_total", "kind", "sample", d->sample_failures);
+	labelled(out, "rqbalance_errors_total", "kind", "affinity_transient", f->transient);
+	labelled(out, "rqbalance_errors_total", "kind", "affinity_permanent", f->permanent);
+	labelled(out, "rqbalance_errors_total", "kind", "latency", f->lat_errors);
+	labelled(out, "rqbalance_errors_total", "kind", "sample", f->sample_failures);
 	header(out, "rqbalance_refusals_total", "counter",
 	       "Requests refused by rule, such as a latency value for a real-time task.");
-	labelled(out, "rqbalance_refusals_total", "kind", "latency", d->lat.cnt.refused);
+	labelled(out, "rqbalance_refusals_total", "kind", "latency", f->lat_refused);
 }
 
-static void per_llc(const struct daemon *d, FILE *out, const char *name, bool runnable)
+static void per_llc(const struct metrics_figures *f, FILE *out, const char *name, bool runnable)
 {
-	const struct topo *t = d->topo;
+	const struct topo *t = f->topo;
 
 	for (int l = 0; l < t->nllcs; l++) {
 		char cpus[CPUMASK_STRLEN];
@@ -147,9 +147,9 @@ static void per_llc(const struct daemon *d, FILE *out, const char *name, bool ru
 
 		if (runnable) {
 			v = 0;
-			for (int c = 0; c < t->nr_cpu_ids && c < d->snap->nr_cpu_ids; c++)
+			for (int c = 0; c < t->nr_cpu_ids && c < f->snap->nr_cpu_ids; c++)
 				if (t->cpus[c].present && t->cpus[c].llc == l)
-					v += d->snap->cpus[c].nr_running;
+					v += f->snap->cpus[c].nr_running;
 		}
 		fprintf(out, "%s{llc=\"%d\",cpus=", name, l);
 		label_value(out, cpumask_format(&t->llcs[l].cpus, cpus, sizeof(cpus)));
@@ -157,22 +157,22 @@ static void per_llc(const struct daemon *d, FILE *out, const char *name, bool ru
 	}
 }
 
-int metrics_format(const struct daemon *d, FILE *out)
+int metrics_format(const struct metrics *m, const struct metrics_figures *f, FILE *out)
 {
 	header(out, "rqbalance_build_info", "gauge", "The version of rqbalanced, as a label.");
 	labelled(out, "rqbalance_build_info", "version", RQB_VERSION, 1);
 	header(out, "rqbalance_sampler", "gauge", "The sampler in use, as a label.");
-	labelled(out, "rqbalance_sampler", "name", d->sampler->ops->name, 1);
+	labelled(out, "rqbalance_sampler", "name", f->sampler, 1);
 	header(out, "rqbalance_tick_interval_seconds", "gauge", "The configured tick.");
-	fprintf(out, "rqbalance_tick_interval_seconds %u.%03u\n", d->conf.interval_ms / 1000,
-		d->conf.interval_ms % 1000);
-	scalars(d, out);
-	by_kind(d, out);
+	fprintf(out, "rqbalance_tick_interval_seconds %u.%03u\n", f->interval_ms / 1000,
+		f->interval_ms % 1000);
+	scalars(m, f, out);
+	by_kind(f, out);
 	header(out, "rqbalance_llc_cpus", "gauge", "Online CPUs of each last-level cache.");
-	per_llc(d, out, "rqbalance_llc_cpus", false);
+	per_llc(f, out, "rqbalance_llc_cpus", false);
 	header(out, "rqbalance_llc_runnable", "gauge",
 	       "Runnable tasks on the CPUs of each last-level cache at the last tick.");
-	per_llc(d, out, "rqbalance_llc_runnable", true);
+	per_llc(f, out, "rqbalance_llc_runnable", true);
 	fflush(out);
 	return ferror(out) ? -EIO : 0;
 }
@@ -206,11 +206,11 @@ int metrics_check_path(const char *path, char *why, size_t len)
  * (O_EXCL: no FIFO to block on, no link to follow), and returns that name in tmp; the
  * reader's user (node_exporter) needs it readable.
  */
-static int write_tmp(const struct daemon *d, int dirfd, const char *base, char *tmp,
-		     size_t size, bool *ret_made)
+static int write_tmp(const struct metrics *m, const struct metrics_figures *fig, int dirfd,
+		     const char *base, char *tmp, size_t size, bool *ret_made)
 {
 	struct stat st;
-	FILE *f;
+	FILE *out;
 	int fd = -1, r;
 
 	for (int i = 0; i < 16 && fd < 0; i++) {
@@ -224,13 +224,13 @@ static int write_tmp(const struct daemon *d, int dirfd, const char *base, char *
 	*ret_made = true;
 	errno = EPERM;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    fchmod(fd, 0644) < 0 || !(f = fdopen(fd, "w"))) {
+	    fchmod(fd, 0644) < 0 || !(out = fdopen(fd, "w"))) {
 		r = -errno;
 		close(fd);
 		return r;
 	}
-	r = metrics_format(d, f);
-	if (fclose(f) != 0 && r == 0)
+	r = metrics_format(m, fig, out);
+	if (fclose(out) != 0 && r == 0)
 		r = -errno;
 	return r;
 }
@@ -244,7 +244,7 @@ static void note_failure(struct metrics *m, const char *path, int r, const char 
 	m->failing = true;
 }
 
-int metrics_write(struct metrics *m, const struct daemon *d, const char *path)
+int metrics_write(struct metrics *m, const struct metrics_figures *f, const char *path)
 {
 	char tmp[NAME_MAX + 1], why[PATH_MAX + 128];
 	const char *base = strrchr(path, '/');
@@ -264,7 +264,7 @@ int metrics_write(struct metrics *m, const struct daemon *d, const char *path)
 		return r < 0 ? r : -ENAMETOOLONG;
 	}
 	base++;
-	r = write_tmp(d, dirfd, base, tmp, sizeof(tmp), &made);
+	r = write_tmp(m, f, dirfd, base, tmp, sizeof(tmp), &made);
 	if (r == 0 && renameat(dirfd, tmp, dirfd, base) < 0)
 		r = -errno;
 	if (r < 0 && made)

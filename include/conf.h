@@ -62,7 +62,17 @@ struct rqb_conf {
 	struct rule_set rules;
 };
 
-enum conf_type { CONF_INT, CONF_BOOL, CONF_STR, CONF_ENUM, CONF_LIST, CONF_LOGLEVEL };
+enum conf_type {
+	CONF_INT, CONF_BOOL, CONF_STR, CONF_ENUM, CONF_LIST, CONF_LOGLEVEL,
+	CONF_NICE,   /* a latency-nice value, LAT_MIN…LAT_MAX (int) */
+	CONF_UID,    /* a user id, by number or by name (uid_t) */
+};
+
+/* What a CONF_STR value must be, beyond fitting. */
+#define CONF_ABSOLUTE       0x1u  /* an absolute path */
+#define CONF_ABSOLUTE_EMPTY 0x2u  /* an absolute path, or empty */
+#define CONF_NOT_EMPTY      0x4u  /* a rule's match key: left out, not empty, to match any */
+#define CONF_CUT_SLASH      0x8u  /* stored without its trailing slashes ("/" stays) */
 
 struct conf_key {
 	const char *section;
@@ -71,14 +81,18 @@ struct conf_key {
 	long long min, max;        /* CONF_INT range, inclusive */
 	const char *const *names;  /* CONF_ENUM values, NULL-terminated; index = value */
 	const char *def;           /* default, as it is written in the file */
-	size_t offset;             /* into struct rqb_conf */
+	size_t offset;             /* into struct rqb_conf (a rule key's: into struct rule) */
 	const char *help;
 	bool restart;              /* names what is set up at start: a reload keeps it */
+	unsigned flags;            /* CONF_STR: CONF_ABSOLUTE… */
 };
 
 /* The table: every key the daemon knows. */
 extern const struct conf_key conf_keys[];
 extern const size_t conf_nkeys;
+/* The keys of a [rule NAME] section, in the order the dump writes them. */
+extern const struct conf_key conf_rule_keys[];
+extern const size_t conf_nrule_keys;
 
 /* Fills c with every default. */
 void conf_defaults(struct rqb_conf *c);
@@ -97,14 +111,25 @@ int conf_load_defaults(FILE *err, struct rqb_conf *ret);
 size_t conf_key_size(const struct conf_key *k);
 /* Prints the effective config as an INI file that conf_load accepts. */
 void conf_dump(const struct rqb_conf *c, FILE *out);
-/*
- * Prints one "key = value" line of it, as the reader takes it back: "key=value" when
- * value starts with ';' (a comment after a blank) or the blanks would make it too long.
- */
-void conf_dump_line(FILE *out, const char *key, const char *value);
+/* Prints the [rule NAME] sections of rs as conf_dump does. */
+void conf_dump_rules(const struct rule_set *rs, FILE *out);
 /* Sets one key from its text form, as the file would; 0 or -EINVAL with reason. */
 int conf_set(struct rqb_conf *c, const char *section, const char *key, const char *value,
 	     const char **ret_reason);
+/* True if the section name is "rule NAME" (or "rule", NAME ""); *ret_name then points at NAME. */
+bool conf_rule_section(const char *section, const char **ret_name);
+/*
+ * Sets key = value of rule name in rs (creating it, or starting it afresh the first time
+ * a file names it), as the file would; a bad value leaves rs as it was. 0, or -EINVAL
+ * with a reason for the message.
+ */
+int conf_rule_set(struct rule_set *rs, const char *name, const char *key, const char *value,
+		  const char *file, unsigned line, const char **ret_reason);
+/*
+ * Checks every rule as a whole (a value is required; a favour needs exe or uid). 0 or
+ * -EINVAL; errors go to err (may be NULL) as "file:line: [rule NAME] key: reason".
+ */
+int conf_rules_check(const struct rule_set *rs, FILE *err);
 const char *conf_sampler_name(int sampler);
 
 #endif

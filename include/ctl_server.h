@@ -21,6 +21,17 @@
 struct daemon;
 struct conn;
 
+/*
+ * What the server asks of the daemon, passed in at ctl_init: ctl calls no function of
+ * the daemon's own, so the two do not depend on each other.
+ */
+struct ctl_ops {
+	/* Reloads the config: 0, or -errno with what was wrong in *ret_errors (to free). */
+	int (*reload)(struct daemon *d, char **ret_errors);
+	/* Brings the run-queue histograms' cgroups up to date before they are read. */
+	void (*rqlat_cgroups)(struct daemon *d);
+};
+
 struct ctl_server {
 	int fd;                 /* listening socket, -1 if none */
 	bool activated;         /* passed in by the service manager: not ours to unlink */
@@ -37,6 +48,7 @@ struct ctl_server {
 	unsigned long unlogged; /* ... and refused beyond that, counted, not logged */
 	struct conn *conns;     /* open connections */
 	struct daemon *d;
+	const struct ctl_ops *ops;
 };
 
 /*
@@ -44,7 +56,8 @@ struct ctl_server {
  * passed, else creates it (mode 0666: every user may ask for status; what a request
  * may do is checked against the peer's credentials). 0 or -errno.
  */
-int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon *d);
+int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon *d,
+	     const struct ctl_ops *ops);
 void ctl_fini(struct ctl_server *s);
 /*
  * Serves fd, one end of a connected stream socket, as a connection accepted from a

@@ -58,7 +58,5 @@ void features_print(const struct features *f, FILE *out);
 void features_log(const struct features *f);
 /* One feature's line: "features: NAME: detail", or "features: cannot use NAME: why". */
 void features_log_one(const struct features *f, enum feat_id id);
-/* Parses /proc/mounts text: where the v1 cpu hierarchy and the cgroup2 mount are. */
-void features_parse_mounts(const char *text, char *ret_v1cpu, char *ret_v2, size_t len);
 
 #endif

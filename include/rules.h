@@ -14,12 +14,13 @@
 #define RQB_RULES_H
 
 #include <stdbool.h>
-#include <stdio.h>
 #include <sys/types.h>
 
 #define RULES_MAX 128
 #define RULE_NAME_MAX 64
 #define RULE_STR_MAX 256
+/* No one's uid ((uid_t)-1 means "unchanged" to setresuid(2)): a rule without uid. */
+#define RULE_UID_ANY ((uid_t)-1)
 
 struct rule {
 	char name[RULE_NAME_MAX];
@@ -28,8 +29,7 @@ struct rule {
 	char exe[RULE_STR_MAX];        /* fnmatch(3) pattern (FNM_PATHNAME) on the exe path */
 	char cmdline[RULE_STR_MAX];    /* fnmatch(3) pattern on argv joined by spaces */
 	char cgroup[RULE_STR_MAX];     /* cgroup path prefix, at a '/' boundary */
-	bool has_uid;
-	uid_t uid;                     /* real uid */
+	uid_t uid;                     /* real uid; RULE_UID_ANY if the rule names none */
 	bool spoofable;                /* a negative value without exe or uid is allowed */
 	char file[RULE_STR_MAX];       /* where it was defined, for messages */
 	unsigned line;
@@ -51,21 +51,10 @@ struct proc_ident {
 	const char *cgroup;   /* the cgroup path: v2 "0::" line, else the v1 cpu controller's */
 };
 
-/* The index of the first rule that matches, or -1. */
+/*
+ * The index of the first rule that matches, or -1. The rules come from the config
+ * (conf.c parses and checks them); this side only matches.
+ */
 int rules_match(const struct rule_set *rs, const struct proc_ident *id);
-/* True if the section name is "rule NAME" (or "rule", NAME ""); *ret_name then points at NAME. */
-bool rules_is_section(const char *section, const char **ret_name);
-/*
- * Sets key = value of rule name (creating it, or starting it afresh the first time a
- * file names it). 0, or -EINVAL with a reason for the message.
- */
-int rules_set_key(struct rule_set *rs, const char *name, const char *key, const char *value,
-		  const char *file, unsigned line, const char **ret_reason);
-/*
- * Checks every rule (a value is required; a favour needs exe or uid). 0 or -EINVAL;
- * errors go to err (may be NULL) as "file:line: [rule NAME] key: reason".
- */
-int rules_check(const struct rule_set *rs, FILE *err);
-void rules_dump(const struct rule_set *rs, FILE *out);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "parse.h"
 #include "snapshot.h"
 
 struct sampler;
@@ -97,26 +98,5 @@ struct proc_stats {
 	unsigned tracked;       /* tasks being followed now */
 };
 void sampler_proc_stats(const struct sampler *sm, struct proc_stats *ret);
-
-/* Parsers, exposed for unit tests and fuzzing. */
-struct proc_stat_line {
-	char state;
-	pid_t ppid;             /* parent's tgid */
-	uint32_t flags;
-	uint64_t utime, stime;  /* clock ticks */
-	uint64_t start_time;    /* clock ticks after boot */
-	int cpu;
-	char comm[SNAP_COMM_LEN];
-};
-/* Parses one /proc/TID/stat line. 0 or -EINVAL. */
-int proc_parse_stat(const char *buf, struct proc_stat_line *ret);
-/*
- * Parses /proc/stat: per-CPU busy and idle jiffies into arrays of n entries (CPUs not
- * listed stay 0) and procs_running. Returns 0 or -EINVAL.
- */
-int proc_parse_cpustat(const char *buf, int n, uint64_t *busy, uint64_t *total,
-		       unsigned *ret_procs_running);
-/* Picks the cpu controller's path, else the unified one, from /proc/PID/cgroup. */
-int proc_parse_cgroup(const char *buf, char *ret_path, size_t len);
 
 #endif

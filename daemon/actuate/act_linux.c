@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@
 
 #include "act.h"
 #include "rqbalance.h"
-#include "sampler.h"
+#include "parse.h"
 
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD O_EXCL
@@ -38,11 +39,12 @@ static int pidfd_open_thread(pid_t tid, pid_t tgid)
 
 int act_read_stat(pid_t tid, struct proc_stat_line *ret)
 {
-	char path[64], buf[1024];
+	char path[PATH_MAX], buf[1024];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
+	if (rqb_proc_path(path, sizeof(path), NULL, "%d/stat", (int)tid) < 0)
+		return -ENAMETOOLONG;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
@@ -51,7 +53,7 @@ int act_read_stat(pid_t tid, struct proc_stat_line *ret)
 	if (n <= 0)
 		return -ESRCH;
 	buf[n] = '\0';
-	return proc_parse_stat(buf, ret) < 0 ? -EIO : 0;
+	return parse_stat(buf, ret) < 0 ? -EIO : 0;
 }
 
 static int read_start_time(pid_t tid, uint64_t *ret)
@@ -146,11 +148,12 @@ uint64_t act_boot_ticks(void)
 static void threads_since(pid_t tgid, uint64_t since,
 			  void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start), void *ctx)
 {
-	char path[64];
+	char path[PATH_MAX];
 	struct dirent *de;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)tgid);
+	if (rqb_proc_path(path, sizeof(path), NULL, "%d/task", (int)tgid) < 0)
+		return;
 	d = opendir(path);
 	if (!d)
 		return;
@@ -171,7 +174,7 @@ static int linux_offspring(pid_t tgid, uint64_t since,
 	DIR *d;
 
 	threads_since(tgid, since, fn, ctx);
-	d = opendir("/proc");
+	d = opendir(rqb_proc_root(NULL));
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {

@@ -20,7 +20,7 @@
 
 #include "cg_systemd.h"
 #include "journal.h"
-#include "kfeatures.h"
+#include "parse.h"
 #include "lat_act.h"
 #include "log.h"
 #include "rqbalance.h"
@@ -420,7 +420,7 @@ static void classes_find(struct latact *la)
 	la->cls.on = false;
 	if (rqb_read_file(mounts, buf, sizeof(buf)) < 0)
 		return;
-	features_parse_mounts(buf, v1, v2, sizeof(v1));
+	parse_mounts(buf, v1, v2, sizeof(v1));
 	if (v1[0]) {
 		snprintf(la->cls.mount, sizeof(la->cls.mount), "%s", v1);
 	} else if (v2[0]) {

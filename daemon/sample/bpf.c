@@ -27,6 +27,7 @@
 #include "caps.h"
 #include "cpumask.h"
 #include "log.h"
+#include "parse.h"
 #include "rqbalance.h"
 #include "rqsample.h"
 #include "rqsample.skel.h"
@@ -485,7 +486,7 @@ static char *read_cgroup(const struct bpf_sampler *bs, pid_t tgid, pid_t tid)
 	char path[PATH_MAX], buf[8192], cg[4096];
 
 	snprintf(path, sizeof(path), "%s/proc/%d/task/%d/cgroup", bs->root, (int)tgid, (int)tid);
-	if (rqb_read_file(path, buf, sizeof(buf)) < 0 || proc_parse_cgroup(buf, cg, sizeof(cg)) < 0)
+	if (rqb_read_file(path, buf, sizeof(buf)) < 0 || parse_cgroup(buf, cg, sizeof(cg)) < 0)
 		return NULL;
 	return strdup(cg);
 }
@@ -676,7 +677,7 @@ static void idle_or_held(struct bpf_sampler *bs, uint64_t now_ns, cpu_set_t *hel
 
 	snprintf(path, sizeof(path), "%s/proc/stat", bs->root);
 	if (rqb_read_file(path, buf, sizeof(buf)) < 0 ||
-	    proc_parse_cpustat(buf, bs->ncpus, bs->busy, bs->total, &running) < 0) {
+	    parse_cpustat(buf, bs->ncpus, bs->busy, bs->total, &running) < 0) {
 		CPU_ZERO(held);
 		return;
 	}

@@ -17,6 +17,7 @@
 
 #include "kfeatures.h"
 #include "log.h"
+#include "parse.h"
 #include "rqbalance.h"
 #include "schedattr.h"
 
@@ -77,29 +78,6 @@ static int read_small(const char *root, const char *path, char *buf, size_t len)
 	return 0;
 }
 
-void features_parse_mounts(const char *text, char *ret_v1cpu, char *ret_v2, size_t len)
-{
-	const char *p = text;
-
-	ret_v1cpu[0] = ret_v2[0] = '\0';
-	while (*p) {
-		char dev[64], dir[PATH_MAX], type[32], opts[512];
-		const char *eol = strchrnul(p, '\n');
-
-		if (sscanf(p, "%63s %4095s %31s %511s", dev, dir, type, opts) == 4) {
-			bool cpu = false;
-
-			for (char *o = strtok(opts, ","); o; o = strtok(NULL, ","))
-				cpu |= strcmp(o, "cpu") == 0;
-			if (strcmp(type, "cgroup") == 0 && cpu && !ret_v1cpu[0])
-				snprintf(ret_v1cpu, len, "%s", dir);
-			else if (strcmp(type, "cgroup2") == 0 && !ret_v2[0])
-				snprintf(ret_v2, len, "%s", dir);
-		}
-		p = *eol ? eol + 1 : eol;
-	}
-}
-
 /* Is word one of the blank-separated words of list? */
 static bool has_word(const char *list, const char *word)
 {
@@ -120,7 +98,7 @@ static void probe_cgroups(const char *root, struct features *f)
 		set(f, FEAT_CGROUP_V2_CPU, FEAT_MISSING, "cannot read /proc/mounts");
 		return;
 	}
-	features_parse_mounts(mounts, v1, v2, sizeof(v1));
+	parse_mounts(mounts, v1, v2, sizeof(v1));
 	if (v1[0])
 		set(f, FEAT_CGROUP_V1_CPU, FEAT_FOUND, "%s (cpu.shares, cpu.idle)", v1);
 	else

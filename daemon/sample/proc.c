@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "parse.h"
 #include "rqbalance.h"
 #include "sampler.h"
 
@@ -59,131 +60,6 @@ struct proc_sampler {
 	struct proc_stats stats;
 };
 
-int proc_parse_stat(const char *buf, struct proc_stat_line *ret)
-{
-	struct proc_stat_line l = { 0 };
-	const char *open = strchr(buf, '('), *close = strrchr(buf, ')'), *p;
-	unsigned long long v[40];
-	int field = 3;
-	size_t n;
-
-	if (!open || !close || close < open)
-		return -EINVAL;
-	n = (size_t)(close - open - 1);
-	if (n >= sizeof(l.comm))
-		n = sizeof(l.comm) - 1;
-	memcpy(l.comm, open + 1, n);
-	p = close + 1;
-	if (p[0] != ' ' || !p[1] || p[2] != ' ')
-		return -EINVAL;
-	l.state = p[1];
-	p += 3;
-	/* Fields 4..39, all numbers (some may be negative; we only need non-negative ones). */
-	for (field = 4; field <= 39; field++) {
-		char *end;
-
-		while (*p == ' ')
-			p++;
-		if (*p == '-')
-			p++;
-		if (!isdigit((unsigned char)*p))
-			return -EINVAL;
-		errno = 0;
-		v[field] = strtoull(p, &end, 10);
-		if (errno)
-			return -EINVAL;
-		p = end;
-	}
-	l.ppid = (pid_t)v[4];
-	l.flags = (uint32_t)v[9];
-	l.utime = v[14];
-	l.stime = v[15];
-	l.start_time = v[22];
-	l.cpu = (int)v[39];
-	if (v[39] >= RQB_MAX_CPUS)
-		return -EINVAL;
-	*ret = l;
-	return 0;
-}
-
-int proc_parse_cpustat(const char *buf, int n, uint64_t *busy, uint64_t *total,
-		       unsigned *ret_procs_running)
-{
-	const char *p = buf;
-	bool got_running = false;
-	unsigned running = 0;
-
-	memset(busy, 0, (size_t)n * sizeof(*busy));
-	memset(total, 0, (size_t)n * sizeof(*total));
-	while (*p) {
-		const char *eol = strchrnul(p, '\n');
-		unsigned long long u, ni, sy, id, io, irq, sirq, st;
-		int cpu;
-
-		/* "cpu  ..." is the sum of all CPUs: %d would skip the blanks and misread it. */
-		if (strncmp(p, "cpu", 3) == 0 && isdigit((unsigned char)p[3]) &&
-		    sscanf(p, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &u, &ni, &sy,
-			   &id, &io, &irq, &sirq, &st) == 9) {
-			if (cpu >= 0 && cpu < n) {
-				busy[cpu] = u + ni + sy + irq + sirq + st;
-				total[cpu] = busy[cpu] + id + io;
-			}
-		} else if (sscanf(p, "procs_running %u", &running) == 1) {
-			got_running = true;
-		}
-		p = *eol ? eol + 1 : eol;
-	}
-	if (!got_running)
-		return -EINVAL;
-	*ret_procs_running = running;
-	return 0;
-}
-
-int proc_parse_cgroup(const char *buf, char *ret_path, size_t len)
-{
-	const char *p = buf, *unified = NULL, *cpu = NULL;
-	size_t ulen = 0, clen = 0;
-
-	while (*p) {
-		const char *eol = strchrnul(p, '\n');
-		const char *c1 = memchr(p, ':', (size_t)(eol - p));
-		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(eol - c1 - 1)) : NULL;
-
-		if (c2) {
-			const char *ctl = c1 + 1;
-			size_t ctl_len = (size_t)(c2 - ctl);
-
-			if (ctl_len == 0 && strncmp(p, "0:", 2) == 0) {
-				unified = c2 + 1;
-				ulen = (size_t)(eol - unified);
-			}
-			/* v1 lists controllers comma-separated: "4:cpu,cpuacct:/x". */
-			for (const char *q = ctl; q < c2;) {
-				const char *comma = memchr(q, ',', (size_t)(c2 - q));
-				size_t l = (size_t)((comma ? comma : c2) - q);
-
-				if (l == 3 && strncmp(q, "cpu", 3) == 0) {
-					cpu = c2 + 1;
-					clen = (size_t)(eol - cpu);
-				}
-				q += l + 1;
-			}
-		}
-		p = *eol ? eol + 1 : eol;
-	}
-	if (cpu) {
-		unified = cpu;
-		ulen = clen;
-	}
-	if (!unified)
-		return -ENOENT;
-	if (ulen >= len)
-		return -ENAMETOOLONG;
-	memcpy(ret_path, unified, ulen);
-	ret_path[ulen] = '\0';
-	return 0;
-}
-
 static ssize_t read_fd(int fd, char *buf, size_t len)
 {
 	ssize_t n = pread(fd, buf, len - 1, 0);
@@ -199,7 +75,7 @@ static char *read_cgroup(const struct proc_sampler *ps, pid_t tgid, pid_t tid)
 	char path[PATH_MAX], buf[8192], cg[4096];
 
 	snprintf(path, sizeof(path), "%s/proc/%d/task/%d/cgroup", ps->root, (int)tgid, (int)tid);
-	if (rqb_read_file(path, buf, sizeof(buf)) < 0 || proc_parse_cgroup(buf, cg, sizeof(cg)) < 0)
+	if (rqb_read_file(path, buf, sizeof(buf)) < 0 || parse_cgroup(buf, cg, sizeof(cg)) < 0)
 		return NULL;
 	return strdup(cg);
 }
@@ -264,7 +140,7 @@ static void walk_task(struct proc_sampler *ps, struct walk *w, int taskdir, pid_
 	fd = openat(taskdir, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (read_fd(fd, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &l) < 0) {
+	if (read_fd(fd, buf, sizeof(buf)) < 0 || parse_stat(buf, &l) < 0) {
 		close(fd);
 		return;
 	}
@@ -395,7 +271,7 @@ static int read_cpustat(struct proc_sampler *ps, struct snapshot *s, unsigned *r
 	n = rqb_read_file(path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
-	r = proc_parse_cpustat(buf, ps->nr_cpus, ps->nbusy, ps->ntotal, ret_running);
+	r = parse_cpustat(buf, ps->nr_cpus, ps->nbusy, ps->ntotal, ret_running);
 	if (r < 0)
 		return r;
 	for (int c = 0; c < ps->nr_cpus && c < s->nr_cpu_ids; c++) {
@@ -420,7 +296,7 @@ static int read_task(struct proc_sampler *ps, struct ptask *t, uint64_t now_ns,
 	uint64_t used;
 
 	ps->stats.stat_reads++;
-	if (read_fd(t->fd, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &l) < 0 ||
+	if (read_fd(t->fd, buf, sizeof(buf)) < 0 || parse_stat(buf, &l) < 0 ||
 	    l.start_time != t->start_time)
 		return -ESRCH;
 	/* CPU time since the last read; for a task just found, since it started. */

@@ -2,9 +2,9 @@
  * Fuzz target: the /proc parsers. The first byte picks one (its value mod 6; the
  * digits '0'…'5' pick them in this order) and a variant (its value / 6: the buffer
  * size handed to the parser); the rest is the file's text:
- *   0 proc_parse_stat      /proc/TID/stat
- *   1 proc_parse_cpustat   /proc/stat
- *   2 proc_parse_cgroup    /proc/PID/cgroup, for the sampler
+ *   0 parse_stat           /proc/TID/stat
+ *   1 parse_cpustat        /proc/stat
+ *   2 parse_cgroup         /proc/PID/cgroup, for the sampler
  *   3 ident_parse_uid      /proc/PID/status
  *   4 ident_parse_cgroup   /proc/PID/cgroup, for the rules
  *   5 ident_join_cmdline   /proc/PID/cmdline (bytes, NULs and all)
@@ -16,6 +16,7 @@
 #include "fuzz.h"
 #include "ident.h"
 #include "rqbalance.h"
+#include "parse.h"
 #include "sampler.h"
 
 /* Printable first bytes get the daemon's own sizes; bytes from 192 up small ones. */
@@ -28,7 +29,7 @@ static void stat_line(const char *text)
 {
 	struct proc_stat_line l;
 
-	if (proc_parse_stat(text, &l) == 0) {
+	if (parse_stat(text, &l) == 0) {
 		FUZZ_CHECK(l.cpu >= 0 && l.cpu < RQB_MAX_CPUS);
 		FUZZ_CHECK(strnlen(l.comm, sizeof(l.comm)) < sizeof(l.comm));
 	}
@@ -43,7 +44,7 @@ static void cpustat(const char *text, unsigned variant)
 
 	if (!busy || !total)
 		abort();
-	proc_parse_cpustat(text, n, busy, total, &running);
+	parse_cpustat(text, n, busy, total, &running);
 	free(busy);
 	free(total);
 }
@@ -56,7 +57,7 @@ static void cgroup(const char *text, unsigned variant, bool for_rules)
 
 	if (!path)
 		abort();
-	r = for_rules ? ident_parse_cgroup(text, path, len) : proc_parse_cgroup(text, path, len);
+	r = for_rules ? ident_parse_cgroup(text, path, len) : parse_cgroup(text, path, len);
 	if (r == 0)
 		FUZZ_CHECK(strlen(path) < len);
 	else

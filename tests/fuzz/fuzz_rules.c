@@ -1,11 +1,12 @@
 /*
  * Fuzz target: the rule matcher. The input is text: rule lines "NAME KEY VALUE" fed
- * to rules_set_key (as the config parser would), then a line "%%", then the process:
+ * to conf_rule_set (as the config parser would), then a line "%%", then the process:
  * uid, comm, exe, cmdline and cgroup, one a line, each cut to what ident_read gives.
  */
 #include <limits.h>
 
 #include "fuzz.h"
+#include "conf.h"
 #include "ident.h"
 #include "rules.h"
 
@@ -68,12 +69,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char *key = cut_word(line), *value = cut_word(key);
 		const char *reason = NULL;
 
-		if (rules_set_key(&rs, line, key, value, "fuzz.conf", ++lineno, &reason) < 0)
+		if (conf_rule_set(&rs, line, key, value, "fuzz.conf", ++lineno, &reason) < 0)
 			FUZZ_CHECK(reason != NULL);
 		FUZZ_CHECK(rs.n <= RULES_MAX);
 	}
-	rules_check(&rs, fuzz_devnull());
-	rules_dump(&rs, fuzz_devnull());
+	conf_rules_check(&rs, fuzz_devnull());
+	conf_dump_rules(&rs, fuzz_devnull());
 	id.uid = (uid_t)strtoul(field(&p, 32), NULL, 10);
 	id.comm = field(&p, IDENT_COMM_MAX);
 	id.exe = field(&p, PATH_MAX);

@@ -174,7 +174,7 @@ static uint64_t start_time_of(pid_t tid)
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
 	assert_true(rqb_read_file(path, buf, sizeof(buf)) > 0);
-	assert_int_equal(proc_parse_stat(buf, &l), 0);
+	assert_int_equal(parse_stat(buf, &l), 0);
 	return l.start_time;
 }
 

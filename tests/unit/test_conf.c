@@ -126,6 +126,9 @@ static bool holds_default(const struct rqb_conf *c, const struct conf_key *k)
 	case CONF_LIST:
 		list_join(f, buf, sizeof(buf));
 		return strcmp(buf, k->def) == 0;
+	case CONF_NICE:
+	case CONF_UID:
+		break; /* rule keys: a rule has no defaults */
 	}
 	return false;
 }
@@ -152,7 +155,10 @@ static bool field_equal(const struct rqb_conf *a, const struct rqb_conf *b,
 		return *(const bool *)fa == *(const bool *)fb;
 	case CONF_ENUM:
 	case CONF_LOGLEVEL:
+	case CONF_NICE:
 		return *(const int *)fa == *(const int *)fb;
+	case CONF_UID:
+		return *(const uid_t *)fa == *(const uid_t *)fb;
 	case CONF_STR:
 		return strcmp(fa, fb) == 0;
 	case CONF_LIST:

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "kfeatures.h"
+#include "parse.h"
 #include "unit.h"
 
 static void put(const char *root, const char *path, const char *text)
@@ -34,14 +35,14 @@ static void mounts_v1_and_v2(void **state)
 {
 	char v1[PATH_MAX], v2[PATH_MAX];
 
-	features_parse_mounts("proc /proc proc rw 0 0\n"
-			      "cgroup /sys/fs/cgroup/cpuset cgroup rw,cpuset 0 0\n"
-			      "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n"
-			      "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,nsdelegate 0 0\n",
-			      v1, v2, sizeof(v1));
+	parse_mounts("proc /proc proc rw 0 0\n"
+		     "cgroup /sys/fs/cgroup/cpuset cgroup rw,cpuset 0 0\n"
+		     "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n"
+		     "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,nsdelegate 0 0\n",
+		     v1, v2, sizeof(v1));
 	assert_string_equal(v1, "/sys/fs/cgroup/cpu,cpuacct");
 	assert_string_equal(v2, "/sys/fs/cgroup/unified");
-	features_parse_mounts("cgroup /x cgroup rw,cpuset 0 0\n", v1, v2, sizeof(v1));
+	parse_mounts("cgroup /x cgroup rw,cpuset 0 0\n", v1, v2, sizeof(v1));
 	assert_string_equal(v1, "");
 	assert_string_equal(v2, "");
 }

@@ -20,9 +20,10 @@
 
 #include "log.h"
 #include "rqbalance.h"
+#include "parse.h"
 #include "sampler.h"
 
-/* ---- proc_parse_stat ---- */
+/* ---- parse_stat ---- */
 
 /*
  * Builds a /proc/TID/stat line: fields 4..last from f[] ("0" where NULL), like the
@@ -59,7 +60,7 @@ static void test_stat_comm_with_paren_and_space(void **state)
 
 	(void)state;
 	stat_line(buf, sizeof(buf), "(a) b)", 'R', f, 52);
-	assert_int_equal(proc_parse_stat(buf, &l), 0);
+	assert_int_equal(parse_stat(buf, &l), 0);
 	assert_string_equal(l.comm, "(a) b)");
 	assert_int_equal(l.state, 'R');
 	assert_int_equal(l.ppid, 1);
@@ -79,7 +80,7 @@ static void test_stat_long_comm_is_cut(void **state)
 	(void)state;
 	/* The kernel caps comm at 15 bytes; a longer one must not overflow ours. */
 	stat_line(buf, sizeof(buf), "0123456789abcdefghij", 'S', f, 52);
-	assert_int_equal(proc_parse_stat(buf, &l), 0);
+	assert_int_equal(parse_stat(buf, &l), 0);
 	assert_string_equal(l.comm, "0123456789abcde");
 	assert_int_equal(l.state, 'S');
 	assert_int_equal(l.start_time, 5);
@@ -96,7 +97,7 @@ static void test_stat_negative_fields(void **state)
 
 	(void)state;
 	stat_line(buf, sizeof(buf), "kworker/1:1-ev", 'I', f, 52);
-	assert_int_equal(proc_parse_stat(buf, &l), 0);
+	assert_int_equal(parse_stat(buf, &l), 0);
 	assert_int_equal(l.state, 'I');
 	assert_int_equal(l.flags, 2097216);
 	assert_true(l.flags & 0x00200000u); /* PF_KTHREAD */
@@ -120,7 +121,7 @@ static void test_stat_truncated(void **state)
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		l = sentinel;
-		assert_int_equal(proc_parse_stat(bad[i], &l), -EINVAL);
+		assert_int_equal(parse_stat(bad[i], &l), -EINVAL);
 		assert_memory_equal(&l, &sentinel, sizeof(l));
 	}
 	/* Cut anywhere before field 39 starts: every such prefix is -EINVAL. */
@@ -131,20 +132,20 @@ static void test_stat_truncated(void **state)
 		memcpy(cut, buf, k);
 		cut[k] = '\0';
 		l = sentinel;
-		assert_int_equal(proc_parse_stat(cut, &l), -EINVAL);
+		assert_int_equal(parse_stat(cut, &l), -EINVAL);
 		assert_memory_equal(&l, &sentinel, sizeof(l));
 	}
 	/* Exactly 39 fields is enough. */
-	assert_int_equal(proc_parse_stat(buf, &l), 0);
+	assert_int_equal(parse_stat(buf, &l), 0);
 	assert_int_equal(l.start_time, 123);
 	assert_int_equal(l.cpu, 1);
 	/* A non-number among the fields. */
 	f[30] = "x";
 	stat_line(buf, sizeof(buf), "a", 'R', f, 52);
-	assert_int_equal(proc_parse_stat(buf, &l), -EINVAL);
+	assert_int_equal(parse_stat(buf, &l), -EINVAL);
 	f[30] = "-";
 	stat_line(buf, sizeof(buf), "a", 'R', f, 52);
-	assert_int_equal(proc_parse_stat(buf, &l), -EINVAL);
+	assert_int_equal(parse_stat(buf, &l), -EINVAL);
 }
 
 static void test_stat_cpu_range(void **state)
@@ -156,7 +157,7 @@ static void test_stat_cpu_range(void **state)
 	(void)state;
 	f[39] = "1023";
 	stat_line(buf, sizeof(buf), "x", 'R', f, 52);
-	assert_int_equal(proc_parse_stat(buf, &l), 0);
+	assert_int_equal(parse_stat(buf, &l), 0);
 	assert_int_equal(l.cpu, 1023);
 
 	const char *bad[] = { "1024", "4096", "2147483648", "99999999999999999999999" };
@@ -165,14 +166,14 @@ static void test_stat_cpu_range(void **state)
 		f[39] = bad[i];
 		stat_line(buf, sizeof(buf), "x", 'R', f, 52);
 		l = sentinel;
-		assert_int_equal(proc_parse_stat(buf, &l), -EINVAL);
+		assert_int_equal(parse_stat(buf, &l), -EINVAL);
 		assert_memory_equal(&l, &sentinel, sizeof(l));
 	}
 	/* A start time past 2^64 is not a start time. */
 	f[39] = "0";
 	f[22] = "18446744073709551616";
 	stat_line(buf, sizeof(buf), "x", 'R', f, 52);
-	assert_int_equal(proc_parse_stat(buf, &l), -EINVAL);
+	assert_int_equal(parse_stat(buf, &l), -EINVAL);
 }
 
 /* Reads a whole small file; returns its length. */
@@ -189,7 +190,7 @@ static size_t slurp(const char *path, char *buf, size_t len)
 	return (size_t)n;
 }
 
-/* Field (>= 3) of a stat file, found independently of proc_parse_stat. */
+/* Field (>= 3) of a stat file, found independently of parse_stat. */
 static uint64_t stat_field(const char *path, int field)
 {
 	char buf[2048], *p;
@@ -225,7 +226,7 @@ static void test_stat_real_self(void **state)
 
 	(void)state;
 	slurp("/proc/self/stat", buf, sizeof(buf));
-	assert_int_equal(proc_parse_stat(buf, &l), 0);
+	assert_int_equal(parse_stat(buf, &l), 0);
 	assert_int_equal(l.state, 'R');
 	assert_int_equal(l.start_time, stat_field("/proc/self/stat", 22));
 	assert_int_equal(l.cpu, (int)stat_field("/proc/self/stat", 39));
@@ -237,7 +238,7 @@ static void test_stat_real_self(void **state)
 	assert_string_equal(l.comm, comm);
 }
 
-/* ---- proc_parse_cpustat ---- */
+/* ---- parse_cpustat ---- */
 
 static const char cpustat_4[] =
 	"cpu  10132153 290696 3084719 46828483 16683 0 25195 0 175628 0\n"
@@ -263,7 +264,7 @@ static void test_cpustat_multi(void **state)
 	unsigned running = 0;
 
 	(void)state;
-	assert_int_equal(proc_parse_cpustat(cpustat_4, 4, busy, total, &running), 0);
+	assert_int_equal(parse_cpustat(cpustat_4, 4, busy, total, &running), 0);
 	assert_int_equal(running, 3);
 	assert_int_equal(busy[0], BUSY(1393280, 32966, 572056, 13343292, 6130, 0, 17875, 0));
 	assert_int_equal(total[0], TOTAL(1393280, 32966, 572056, 13343292, 6130, 0, 17875, 0));
@@ -282,7 +283,7 @@ static void test_cpustat_fewer_slots(void **state)
 
 	(void)state;
 	/* n = 2: CPUs 2 and 3 are listed but must not be written past the arrays. */
-	assert_int_equal(proc_parse_cpustat(cpustat_4, 2, busy, total, &running), 0);
+	assert_int_equal(parse_cpustat(cpustat_4, 2, busy, total, &running), 0);
 	assert_int_equal(busy[1], BUSY(1335, 11, 2222, 4444, 55, 66, 77, 88));
 	assert_int_equal(busy[2], 7);
 	assert_int_equal(busy[3], 7);
@@ -301,7 +302,7 @@ static void test_cpustat_unlisted_stay_zero(void **state)
 	unsigned running = 0;
 
 	(void)state;
-	assert_int_equal(proc_parse_cpustat(text, 4, busy, total, &running), 0);
+	assert_int_equal(parse_cpustat(text, 4, busy, total, &running), 0);
 	assert_int_equal(running, 1);
 	assert_int_equal(busy[0], 4000);
 	assert_int_equal(total[0], 44000);
@@ -326,7 +327,7 @@ static void test_cpustat_aggregate_is_not_a_cpu(void **state)
 	unsigned running = 0;
 
 	(void)state;
-	assert_int_equal(proc_parse_cpustat(text, 8, busy, total, &running), 0);
+	assert_int_equal(parse_cpustat(text, 8, busy, total, &running), 0);
 	assert_int_equal(busy[0], 8);
 	assert_int_equal(total[0], 209);
 	assert_int_equal(busy[1], 9);
@@ -346,9 +347,9 @@ static void test_cpustat_no_procs_running(void **state)
 	unsigned running = 12345;
 
 	(void)state;
-	assert_int_equal(proc_parse_cpustat(text, 2, busy, total, &running), -EINVAL);
+	assert_int_equal(parse_cpustat(text, 2, busy, total, &running), -EINVAL);
 	assert_int_equal(running, 12345);
-	assert_int_equal(proc_parse_cpustat("", 2, busy, total, &running), -EINVAL);
+	assert_int_equal(parse_cpustat("", 2, busy, total, &running), -EINVAL);
 	assert_int_equal(running, 12345);
 }
 
@@ -360,13 +361,13 @@ static void test_cpustat_real(void **state)
 
 	(void)state;
 	slurp("/proc/stat", buf, sizeof(buf));
-	assert_int_equal(proc_parse_cpustat(buf, RQB_MAX_CPUS, busy, total, &running), 0);
+	assert_int_equal(parse_cpustat(buf, RQB_MAX_CPUS, busy, total, &running), 0);
 	assert_true(running >= 1); /* us */
 	assert_true(total[0] > 0);
 	assert_true(total[0] >= busy[0]);
 }
 
-/* ---- proc_parse_cgroup ---- */
+/* ---- parse_cgroup ---- */
 
 static void test_cgroup_v1(void **state)
 {
@@ -379,13 +380,13 @@ static void test_cgroup_v1(void **state)
 	char path[256];
 
 	(void)state;
-	assert_int_equal(proc_parse_cgroup(text, path, sizeof(path)), 0);
+	assert_int_equal(parse_cgroup(text, path, sizeof(path)), 0);
 	assert_string_equal(path, "/a/b");
 	/* The controller anywhere in the list; the path may hold ':'; no final newline. */
-	assert_int_equal(proc_parse_cgroup("0::/u\n2:cpuacct,cpu:/c:d", path, sizeof(path)), 0);
+	assert_int_equal(parse_cgroup("0::/u\n2:cpuacct,cpu:/c:d", path, sizeof(path)), 0);
 	assert_string_equal(path, "/c:d");
 	/* This machine's layout: cpu alone, after cpuacct. */
-	assert_int_equal(proc_parse_cgroup("2:cpuacct:/x\n1:cpu:/\n0::/\n", path, sizeof(path)), 0);
+	assert_int_equal(parse_cgroup("2:cpuacct:/x\n1:cpu:/\n0::/\n", path, sizeof(path)), 0);
 	assert_string_equal(path, "/");
 }
 
@@ -394,9 +395,9 @@ static void test_cgroup_v2(void **state)
 	char path[256];
 
 	(void)state;
-	assert_int_equal(proc_parse_cgroup("0::/x\n", path, sizeof(path)), 0);
+	assert_int_equal(parse_cgroup("0::/x\n", path, sizeof(path)), 0);
 	assert_string_equal(path, "/x");
-	assert_int_equal(proc_parse_cgroup("0::/user.slice/a b.scope", path, sizeof(path)), 0);
+	assert_int_equal(parse_cgroup("0::/user.slice/a b.scope", path, sizeof(path)), 0);
 	assert_string_equal(path, "/user.slice/a b.scope");
 }
 
@@ -406,7 +407,7 @@ static void test_cgroup_unified_fallback(void **state)
 	char path[256];
 
 	(void)state;
-	assert_int_equal(proc_parse_cgroup(text, path, sizeof(path)), 0);
+	assert_int_equal(parse_cgroup(text, path, sizeof(path)), 0);
 	assert_string_equal(path, "/u");
 }
 
@@ -415,14 +416,14 @@ static void test_cgroup_neither(void **state)
 	char path[16] = "untouched";
 
 	(void)state;
-	assert_int_equal(proc_parse_cgroup("3:cpuset:/c\n1:name=systemd:/s\n", path, sizeof(path)),
+	assert_int_equal(parse_cgroup("3:cpuset:/c\n1:name=systemd:/s\n", path, sizeof(path)),
 			 -ENOENT);
-	assert_int_equal(proc_parse_cgroup("", path, sizeof(path)), -ENOENT);
-	assert_int_equal(proc_parse_cgroup("garbage\n\n", path, sizeof(path)), -ENOENT);
-	assert_int_equal(proc_parse_cgroup("2:cpuacct:/d\n10::/x\n", path, sizeof(path)), -ENOENT);
+	assert_int_equal(parse_cgroup("", path, sizeof(path)), -ENOENT);
+	assert_int_equal(parse_cgroup("garbage\n\n", path, sizeof(path)), -ENOENT);
+	assert_int_equal(parse_cgroup("2:cpuacct:/d\n10::/x\n", path, sizeof(path)), -ENOENT);
 	assert_string_equal(path, "untouched");
 	/* A path that does not fit fails and leaves the buffer alone. */
-	assert_true(proc_parse_cgroup("0::/a/much/longer/path\n", path, sizeof(path)) < 0);
+	assert_true(parse_cgroup("0::/a/much/longer/path\n", path, sizeof(path)) < 0);
 	assert_string_equal(path, "untouched");
 }
 
@@ -667,7 +668,7 @@ static void check_pinned(struct fix *f, int cpu)
 		comm[n - 1] = '\0';
 	snprintf(buf, sizeof(buf), "/proc/%d/cgroup", (int)kid);
 	slurp(buf, buf, sizeof(buf));
-	assert_int_equal(proc_parse_cgroup(buf, cg, sizeof(cg)), 0);
+	assert_int_equal(parse_cgroup(buf, cg, sizeof(cg)), 0);
 
 	/* The first tick walks /proc; the next ones only re-read the followed tasks. */
 	for (int round = 0; round < 3; round++) {

@@ -1,12 +1,14 @@
 /*
  * The latency rules: which rule a process matches (order, first match, replacement,
- * every match key, spoofing) and what the parser and the check refuse, word for word.
+ * every match key, spoofing; policy/rules.c) and what the config's rule parser and
+ * check refuse, word for word (conf.c, through its rule key table).
  */
 #include <errno.h>
 #include <pwd.h>
 
 #include "unit.h"
 
+#include "conf.h"
 #include "latency.h"
 #include "rqbalance.h"
 #include "rules.h"
@@ -26,11 +28,11 @@ static void set(struct rule_set *rs, const char *file, const char *name, const c
 {
 	const char *reason = NULL;
 
-	if (rules_set_key(rs, name, key, value, file, 1, &reason) < 0)
+	if (conf_rule_set(rs, name, key, value, file, 1, &reason) < 0)
 		fail_msg("[rule %s] %s = %s: %s", name, key, value, reason);
 }
 
-/* rules_set_key must refuse key = value with exactly reason, and leave rs as it was. */
+/* conf_rule_set must refuse key = value with exactly reason, and leave rs as it was. */
 static void refuse(struct rule_set *rs, const char *name, const char *key, const char *value,
 		   const char *reason)
 {
@@ -38,14 +40,14 @@ static void refuse(struct rule_set *rs, const char *name, const char *key, const
 	const char *got = NULL;
 
 	*before = *rs;
-	assert_int_equal(rules_set_key(rs, name, key, value, MAIN, 9, &got), -EINVAL);
+	assert_int_equal(conf_rule_set(rs, name, key, value, MAIN, 9, &got), -EINVAL);
 	assert_non_null(got);
 	assert_string_equal(got, reason);
 	assert_memory_equal(before, rs, sizeof(*rs));
 	free(before);
 }
 
-/* What rules_check says about rs, in a static buffer. */
+/* What conf_rules_check says about rs, in a static buffer. */
 static const char *check(const struct rule_set *rs, int expect)
 {
 	static char buf[4096];
@@ -54,7 +56,7 @@ static const char *check(const struct rule_set *rs, int expect)
 	buf[0] = '\0';
 	f = fmemopen(buf, sizeof(buf), "w");
 	assert_non_null(f);
-	assert_int_equal(rules_check(rs, f), expect);
+	assert_int_equal(conf_rules_check(rs, f), expect);
 	fclose(f);
 	return buf;
 }
@@ -109,7 +111,7 @@ static void later_file_replaces_in_place(void **state)
 	/* Within one file, a second [rule a] section goes on with the same rule. */
 	set(rs, "rules.d/50-a.conf", "a", "uid", "27");
 	assert_int_equal(rs->n, 2);
-	assert_true(rs->r[0].has_uid);
+	assert_int_not_equal(rs->r[0].uid, RULE_UID_ANY);
 	assert_string_equal(rs->r[0].exe, "/usr/sbin/postgres");
 	free(rs);
 }
@@ -229,9 +231,9 @@ static void uid_by_name_and_number(void **state)
 	assert_non_null(pw);
 	set(rs, MAIN, "by_name", "uid", "root");
 	set(rs, MAIN, "by_number", "uid", "4000000000");
-	assert_true(rs->r[0].has_uid);
+	assert_int_not_equal(rs->r[0].uid, RULE_UID_ANY);
 	assert_int_equal(rs->r[0].uid, pw->pw_uid);
-	assert_true(rs->r[1].has_uid);
+	assert_int_not_equal(rs->r[1].uid, RULE_UID_ANY);
 	assert_int_equal(rs->r[1].uid, 4000000000u);
 	refuse(rs, "x", "uid", "no-such-user-rqb", "no such user");
 	refuse(rs, "x", "uid", "4294967295", "not a user id");
@@ -305,12 +307,12 @@ static void check_errors(void **state)
 	struct rule_set *rs = new_set();
 	const char *reason;
 
-	assert_int_equal(rules_set_key(rs, "novalue", "comm", "x", "a.conf", 3, &reason), 0);
-	assert_int_equal(rules_set_key(rs, "nokey", "latency_nice", "4", "a.conf", 7, &reason), 0);
-	assert_int_equal(rules_set_key(rs, "favour", "latency_nice", "-2", "b.conf", 2, &reason),
+	assert_int_equal(conf_rule_set(rs, "novalue", "comm", "x", "a.conf", 3, &reason), 0);
+	assert_int_equal(conf_rule_set(rs, "nokey", "latency_nice", "4", "a.conf", 7, &reason), 0);
+	assert_int_equal(conf_rule_set(rs, "favour", "latency_nice", "-2", "b.conf", 2, &reason),
 			 0);
-	assert_int_equal(rules_set_key(rs, "favour", "comm", "game", "b.conf", 3, &reason), 0);
-	assert_int_equal(rules_set_key(rs, "favour", "cmdline", "game *", "b.conf", 4, &reason), 0);
+	assert_int_equal(conf_rule_set(rs, "favour", "comm", "game", "b.conf", 3, &reason), 0);
+	assert_int_equal(conf_rule_set(rs, "favour", "cmdline", "game *", "b.conf", 4, &reason), 0);
 	assert_string_equal(check(rs, -EINVAL),
 			    "a.conf:3: [rule novalue] latency_nice: missing: every rule needs a "
 			    "value\n"
@@ -320,14 +322,14 @@ static void check_errors(void **state)
 			    "uid, since any process can set its own comm and cmdline (or say "
 			    "spoofable = yes)\n");
 	/* A favour on comm alone is allowed when the rule says it knows. */
-	assert_int_equal(rules_set_key(rs, "favour", "spoofable", "yes", "b.conf", 5, &reason), 0);
-	assert_int_equal(rules_set_key(rs, "novalue", "latency_nice", "0", "a.conf", 4, &reason),
+	assert_int_equal(conf_rule_set(rs, "favour", "spoofable", "yes", "b.conf", 5, &reason), 0);
+	assert_int_equal(conf_rule_set(rs, "novalue", "latency_nice", "0", "a.conf", 4, &reason),
 			 0);
-	assert_int_equal(rules_set_key(rs, "nokey", "cgroup", "/x", "a.conf", 8, &reason), 0);
+	assert_int_equal(conf_rule_set(rs, "nokey", "cgroup", "/x", "a.conf", 8, &reason), 0);
 	assert_string_equal(check(rs, 0), "");
 	/* err may be NULL. */
-	assert_int_equal(rules_set_key(rs, "bare", "latency_nice", "1", "c.conf", 1, &reason), 0);
-	assert_int_equal(rules_check(rs, NULL), -EINVAL);
+	assert_int_equal(conf_rule_set(rs, "bare", "latency_nice", "1", "c.conf", 1, &reason), 0);
+	assert_int_equal(conf_rules_check(rs, NULL), -EINVAL);
 	free(rs);
 }
 
@@ -352,13 +354,13 @@ static void section_names(void **state)
 {
 	const char *name = NULL;
 
-	assert_true(rules_is_section("rule db", &name));
+	assert_true(conf_rule_section("rule db", &name));
 	assert_string_equal(name, "db");
-	assert_true(rules_is_section("rule", &name));
+	assert_true(conf_rule_section("rule", &name));
 	assert_string_equal(name, "");
-	assert_false(rules_is_section("rules db", &name));
-	assert_false(rules_is_section("daemon", &name));
-	assert_false(rules_is_section("ruledb", &name));
+	assert_false(conf_rule_section("rules db", &name));
+	assert_false(conf_rule_section("daemon", &name));
+	assert_false(conf_rule_section("ruledb", &name));
 }
 
 static void dump_lists_set_keys(void **state)
@@ -377,7 +379,7 @@ static void dump_lists_set_keys(void **state)
 	buf[0] = '\0';
 	f = fmemopen(buf, sizeof(buf), "w");
 	assert_non_null(f);
-	rules_dump(rs, f);
+	conf_dump_rules(rs, f);
 	fclose(f);
 	assert_string_equal(buf, "[rule db]\n"
 				 "latency_nice = -10\n"

@@ -1,0 +1,162 @@
+/*
+ * Sample stage, its pure parsers: the text of /proc/TID/stat, /proc/stat,
+ * /proc/PID/cgroup and /proc/mounts into plain values. Text in, values out: no I/O,
+ * no clock, no logging, so any stage that has read such a file may parse it here.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+#include "rqbalance.h"
+
+int parse_stat(const char *buf, struct proc_stat_line *ret)
+{
+	struct proc_stat_line l = { 0 };
+	const char *open = strchr(buf, '('), *close = strrchr(buf, ')'), *p;
+	unsigned long long v[40];
+	int field = 3;
+	size_t n;
+
+	if (!open || !close || close < open)
+		return -EINVAL;
+	n = (size_t)(close - open - 1);
+	if (n >= sizeof(l.comm))
+		n = sizeof(l.comm) - 1;
+	memcpy(l.comm, open + 1, n);
+	p = close + 1;
+	if (p[0] != ' ' || !p[1] || p[2] != ' ')
+		return -EINVAL;
+	l.state = p[1];
+	p += 3;
+	/* Fields 4..39, all numbers (some may be negative; we only need non-negative ones). */
+	for (field = 4; field <= 39; field++) {
+		char *end;
+
+		while (*p == ' ')
+			p++;
+		if (*p == '-')
+			p++;
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		errno = 0;
+		v[field] = strtoull(p, &end, 10);
+		if (errno)
+			return -EINVAL;
+		p = end;
+	}
+	l.ppid = (pid_t)v[4];
+	l.flags = (uint32_t)v[9];
+	l.utime = v[14];
+	l.stime = v[15];
+	l.start_time = v[22];
+	l.cpu = (int)v[39];
+	if (v[39] >= RQB_MAX_CPUS)
+		return -EINVAL;
+	*ret = l;
+	return 0;
+}
+
+int parse_cpustat(const char *buf, int n, uint64_t *busy, uint64_t *total,
+		  unsigned *ret_procs_running)
+{
+	const char *p = buf;
+	bool got_running = false;
+	unsigned running = 0;
+
+	memset(busy, 0, (size_t)n * sizeof(*busy));
+	memset(total, 0, (size_t)n * sizeof(*total));
+	while (*p) {
+		const char *eol = strchrnul(p, '\n');
+		unsigned long long u, ni, sy, id, io, irq, sirq, st;
+		int cpu;
+
+		/* "cpu  ..." is the sum of all CPUs: %d would skip the blanks and misread it. */
+		if (strncmp(p, "cpu", 3) == 0 && isdigit((unsigned char)p[3]) &&
+		    sscanf(p, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &u, &ni, &sy,
+			   &id, &io, &irq, &sirq, &st) == 9) {
+			if (cpu >= 0 && cpu < n) {
+				busy[cpu] = u + ni + sy + irq + sirq + st;
+				total[cpu] = busy[cpu] + id + io;
+			}
+		} else if (sscanf(p, "procs_running %u", &running) == 1) {
+			got_running = true;
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+	if (!got_running)
+		return -EINVAL;
+	*ret_procs_running = running;
+	return 0;
+}
+
+int parse_cgroup(const char *buf, char *ret_path, size_t len)
+{
+	const char *p = buf, *unified = NULL, *cpu = NULL;
+	size_t ulen = 0, clen = 0;
+
+	while (*p) {
+		const char *eol = strchrnul(p, '\n');
+		const char *c1 = memchr(p, ':', (size_t)(eol - p));
+		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(eol - c1 - 1)) : NULL;
+
+		if (c2) {
+			const char *ctl = c1 + 1;
+			size_t ctl_len = (size_t)(c2 - ctl);
+
+			if (ctl_len == 0 && strncmp(p, "0:", 2) == 0) {
+				unified = c2 + 1;
+				ulen = (size_t)(eol - unified);
+			}
+			/* v1 lists controllers comma-separated: "4:cpu,cpuacct:/x". */
+			for (const char *q = ctl; q < c2;) {
+				const char *comma = memchr(q, ',', (size_t)(c2 - q));
+				size_t l = (size_t)((comma ? comma : c2) - q);
+
+				if (l == 3 && strncmp(q, "cpu", 3) == 0) {
+					cpu = c2 + 1;
+					clen = (size_t)(eol - cpu);
+				}
+				q += l + 1;
+			}
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+	if (cpu) {
+		unified = cpu;
+		ulen = clen;
+	}
+	if (!unified)
+		return -ENOENT;
+	if (ulen >= len)
+		return -ENAMETOOLONG;
+	memcpy(ret_path, unified, ulen);
+	ret_path[ulen] = '\0';
+	return 0;
+}
+
+void parse_mounts(const char *text, char *ret_v1cpu, char *ret_v2, size_t len)
+{
+	const char *p = text;
+
+	ret_v1cpu[0] = ret_v2[0] = '\0';
+	while (*p) {
+		char dev[64], dir[PATH_MAX], type[32], opts[512];
+		const char *eol = strchrnul(p, '\n');
+
+		if (sscanf(p, "%63s %4095s %31s %511s", dev, dir, type, opts) == 4) {
+			bool cpu = false;
+
+			for (char *o = strtok(opts, ","); o; o = strtok(NULL, ","))
+				cpu |= strcmp(o, "cpu") == 0;
+			if (strcmp(type, "cgroup") == 0 && cpu && !ret_v1cpu[0])
+				snprintf(ret_v1cpu, len, "%s", dir);
+			else if (strcmp(type, "cgroup2") == 0 && !ret_v2[0])
+				snprintf(ret_v2, len, "%s", dir);
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+}
