@@ -518,8 +518,7 @@ static int setup_loop(struct daemon *d)
 	return r < 0 ? r : arm_metrics(d, d->conf.interval_ms * NSEC_PER_MSEC);
 }
 
-/* What the ctl server may ask of the daemon. */
-static const struct ctl_ops ctl_ops = {
+const struct ctl_ops daemon_ctl_ops = {
 	.reload = daemon_reload,
 	.rqlat_cgroups = daemon_rqlat_cgroups,
 };
@@ -589,7 +588,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 		     "%s", d->lm.events_why);
 	features_log_one(&d->features, FEAT_TASK_EVENTS);
 	follow_lat_tasks(d);
-	r = ctl_init(&d->ctl, d->event, d->conf.ctl_socket, d, &ctl_ops);
+	r = ctl_init(&d->ctl, d->event, d->conf.ctl_socket, d, &daemon_ctl_ops);
 	if (r < 0) {
 		log_err("ctl socket %s: %s", d->conf.ctl_socket,
 			r == -EADDRINUSE ? "another rqbalanced serves it" : strerror(-r));

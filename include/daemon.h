@@ -63,6 +63,8 @@ struct daemon {
 /* Loads the config the options name; missing default file means defaults. */
 int daemon_load_config(const struct daemon_opts *o, FILE *err, struct rqb_conf *ret);
 int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_conf *c);
+/* What the ctl server may ask of the daemon (reload, the histograms' cgroups). */
+extern const struct ctl_ops daemon_ctl_ops;
 /* Runs the event loop until SIGTERM or SIGINT. */
 int daemon_run(struct daemon *d);
 /* Restores every task, then frees everything. */

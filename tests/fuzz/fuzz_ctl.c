@@ -453,6 +453,7 @@ static struct daemon *daemon_new(const uint8_t *sc)
 
 	d->ctl.fd = -1;
 	d->ctl.d = d;
+	d->ctl.ops = &daemon_ctl_ops;
 	/* daemon_reload re-arms it: a timer that never fires. */
 	FUZZ_CHECK(sd_event_add_time(loop, &d->metrics_timer, CLOCK_MONOTONIC, UINT64_MAX, 0,
 				     NULL, NULL) >= 0);
