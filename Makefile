@@ -18,23 +18,23 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 # The pipeline, in the order data walks it each tick.
 DAEMON_SRC = \
-	daemon/log.c daemon/util.c daemon/safedir.c daemon/cpumask.c daemon/conf.c \
+	daemon/util/log.c daemon/util/util.c daemon/util/safedir.c daemon/util/cpumask.c daemon/conf/conf.c \
 	daemon/sample/parse.c daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
-	daemon/sample/ident.c daemon/sample/sampler.c daemon/sample/kfeatures.c daemon/sample/procconn.c \
-	daemon/sample/bpf.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/sample/cgmembers.c \
-	daemon/caps.c \
-	daemon/snapshot.c \
+	daemon/sample/ident.c daemon/sample/sampler.c daemon/sample/features.c daemon/sample/procconn.c \
+	daemon/sample/bpf.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/sample/cgm.c \
+	daemon/core/caps.c \
+	daemon/snapshot/snap.c \
 	daemon/policy/spread.c daemon/policy/rules.c daemon/policy/latency.c daemon/policy/latpol.c \
-	daemon/plan.c \
+	daemon/plan/plan.c \
 	daemon/actuate/journal.c daemon/actuate/act.c \
-	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c daemon/actuate/lat_act.c \
-	daemon/actuate/lat_apply.c daemon/actuate/cg_systemd.c \
-	daemon/latmgr.c daemon/ctl_peer.c daemon/ctl_perm.c daemon/ctl_proto.c daemon/ctl.c daemon/metrics.c \
-	daemon/daemon.c
+	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c daemon/actuate/latact.c \
+	daemon/actuate/latact_apply.c daemon/actuate/cgsd.c \
+	daemon/core/latmgr.c daemon/ctl/ctl_peer.c daemon/ctl/ctl_perm.c daemon/ctl/ctl_proto.c daemon/ctl/ctl.c daemon/core/metrics.c \
+	daemon/core/daemon.c
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
-MAIN_OBJ   = $(B)/daemon/main.o
+MAIN_OBJ   = $(B)/daemon/core/main.o
 
-UNIT_TESTS = conf latency latpol perm cpumask topo snapshot policy plan proc journal act kfeatures ctl cgsd cgm procconn \
+UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread plan proc journal act features ctl cgsd cgm procconn \
 	rules ident bpf rqlat bpfev
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
@@ -62,10 +62,10 @@ $(B)/rqbalanced: $(DAEMON_OBJ) $(MAIN_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # rqctl needs only the protocol, not the daemon.
-$(B)/rqctl: $(B)/client/rqctl.o $(B)/daemon/ctl_proto.o
+$(B)/rqctl: $(B)/client/rqctl.o $(B)/daemon/ctl/ctl_proto.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
-$(B)/%.o: %.c $(wildcard include/*.h)
+$(B)/%.o: %.c $(wildcard include/*.h daemon/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -88,7 +88,7 @@ $(B)/bpf/vmlinux.h: daemon/sample/bpf/vmlinux_min.h
 		cp daemon/sample/bpf/vmlinux_min.h $@.tmp; \
 	fi && mv $@.tmp $@
 
-$(B)/bpf/%.bpf.o: daemon/sample/bpf/%.bpf.c daemon/sample/bpf/%.h $(B)/bpf/vmlinux.h
+$(B)/bpf/%.bpf.o: daemon/sample/bpf/%.bpf.c daemon/sample/bpf/%.bpf.h $(B)/bpf/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -I$(B)/bpf -Idaemon/sample/bpf -c -o $@.dbg $<
 	$(LLVM_STRIP) -g -o $@ $@.dbg
 	@rm -f $@.dbg
@@ -101,18 +101,18 @@ $(B)/bpf/min/vmlinux.h: daemon/sample/bpf/vmlinux_min.h
 	@mkdir -p $(@D)
 	cp $< $@
 
-$(B)/bpf/min/%.bpf.o: daemon/sample/bpf/%.bpf.c daemon/sample/bpf/%.h $(B)/bpf/min/vmlinux.h
+$(B)/bpf/min/%.bpf.o: daemon/sample/bpf/%.bpf.c daemon/sample/bpf/%.bpf.h $(B)/bpf/min/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -I$(B)/bpf/min -Idaemon/sample/bpf -c -o $@ $<
 
 bpf-fallback: $(BPF_SRC:daemon/sample/bpf/%.bpf.c=$(B)/bpf/min/%.bpf.o)
 
 $(B)/daemon/sample/bpf.o build-fuzz/daemon/sample/bpf.o: CPPFLAGS += -I$(B)/bpf -Idaemon/sample/bpf
-$(B)/daemon/sample/bpf.o build-fuzz/daemon/sample/bpf.o: $(BPF_SKEL) daemon/sample/bpf/rqsample.h
+$(B)/daemon/sample/bpf.o build-fuzz/daemon/sample/bpf.o: $(BPF_SKEL) daemon/sample/bpf/rqsample.bpf.h
 $(B)/daemon/sample/rqlat.o build-fuzz/daemon/sample/rqlat.o: CPPFLAGS += -I$(B)/bpf
-$(B)/daemon/sample/rqlat.o build-fuzz/daemon/sample/rqlat.o: $(B)/bpf/rqlat.skel.h daemon/sample/bpf/rqlat.h
+$(B)/daemon/sample/rqlat.o build-fuzz/daemon/sample/rqlat.o: $(B)/bpf/rqlat.skel.h daemon/sample/bpf/rqlat.bpf.h
 $(B)/daemon/sample/bpfev.o build-fuzz/daemon/sample/bpfev.o: CPPFLAGS += -I$(B)/bpf
 $(B)/daemon/sample/bpfev.o build-fuzz/daemon/sample/bpfev.o: $(B)/bpf/rqevents.skel.h \
-	daemon/sample/bpf/rqevents.h
+	daemon/sample/bpf/rqevents.bpf.h
 
 $(B)/tests/unit/test_%: tests/unit/test_%.c tests/unit/unit.h $(DAEMON_OBJ)
 	@mkdir -p $(@D)
@@ -124,7 +124,7 @@ $(B)/tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c tests/fuzz/
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/fuzz $(CFLAGS) $(LDFLAGS) -o $@ $< \
 		tests/fuzz/replay_main.c $(DAEMON_OBJ) $(PKG_LIBS)
 
-build-fuzz/%.o: %.c $(wildcard include/*.h)
+build-fuzz/%.o: %.c $(wildcard include/*.h daemon/*/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CPPFLAGS) $(PKG_CFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
@@ -144,7 +144,7 @@ $(B)/bench/samplecost: bench/samplecost.c $(DAEMON_OBJ)
 $(B)/bench/sim/sim: $(SIM_OBJ) $(DAEMON_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(B)/bench/sim/%.o: bench/sim/%.c bench/sim/sim.h bench/sim/plot.h $(wildcard include/*.h)
+$(B)/bench/sim/%.o: bench/sim/%.c bench/sim/sim.h bench/sim/plot.h $(wildcard include/*.h daemon/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) -Ibench/sim $(CFLAGS) -c -o $@ $<
 

@@ -22,7 +22,7 @@ PKGS    = libsystemd hwloc inih libnl-3.0 libnl-genl-3.0 libcgroup libbpf
 WARN    = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
           -Wformat=2 -Wundef -Wpointer-arith -Wvla -Wno-unused-parameter \
           -Wno-format-truncation
-CPPFLAGS = -D_GNU_SOURCE -Iinclude -DRQB_VERSION=\"$(VERSION)\" \
+CPPFLAGS = -D_GNU_SOURCE -Iinclude -Idaemon -DRQB_VERSION=\"$(VERSION)\" \
            -DRQB_SYSCONFDIR=\"$(SYSCONFDIR)\" -DRQB_RUNDIR=\"$(RUNDIR)\"
 CFLAGS  = -std=gnu11 -O2 -g $(WARN)
 LDFLAGS =

@@ -15,10 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
 #include "rqbalance.h"
-#include "sampler.h"
-#include "topo.h"
+#include "sample/sampler.h"
+#include "sample/topo.h"
+#include "util/log.h"
+#include "util/util.h"
 
 #define WARMUP_S 2
 
@@ -71,7 +72,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "samplecost: cannot start the %s sampler\n", argv[1]);
 		return 1;
 	}
-	next_ns = rqb_now_ns();
+	next_ns = util_now_ns();
 	start_ns = next_ns + WARMUP_S * NSEC_PER_SEC;
 	end_ns = start_ns + (uint64_t)atoi(argv[3]) * NSEC_PER_SEC;
 	while (next_ns < end_ns) {
@@ -82,7 +83,7 @@ int main(int argc, char **argv)
 		t0 = thread_ns();
 		snap_reset(s);
 		s->seq = ++ticks;
-		s->now_ns = rqb_now_ns();
+		s->now_ns = util_now_ns();
 		sampler_sample(sm, s->now_ns, s);
 		if (next_ns >= start_ns) {
 			used += thread_ns() - t0;

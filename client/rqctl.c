@@ -15,7 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "ctl_proto.h"
 #include "rqbalance.h"
 
 #define TIMEOUT_MS 10000

@@ -27,7 +27,4 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The helpers (util.c); the layout moves this include to the files that call them. */
-#include "util.h"
-
 #endif

@@ -1,6 +1,6 @@
 /*
  * The balancers in the simulator's loop, once a tick: none, the utilization puller,
- * and rqbalance's own pol_decide() fed a snapshot built like the proc sampler's. Also
+ * and rqbalance's own spread_decide() fed a snapshot built like the proc sampler's. Also
  * the per-tick metrics. The plan is applied as sched_setaffinity would: the task moves
  * at once if its CPU is no longer allowed.
  */
@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpumask.h"
 #include "rqbalance.h"
 #include "sim.h"
+#include "util/cpumask.h"
 
 #define PINGPONG_TICKS 10 /* back to an LLC it left within this many ticks (1 s) */
 #define PULLER_HOLD_TICKS 10
@@ -89,7 +89,7 @@ static void rqbalance(struct sim *s)
 	snapshot(s);
 	plan_clear(&s->plan);
 	t0 = mono_ns();
-	if (pol_decide(s->snap, &s->conf, &s->pol, &s->plan) < 0)
+	if (spread_decide(s->snap, &s->conf, &s->pol, &s->plan) < 0)
 		abort();
 	s->decide_ns += mono_ns() - t0;
 	for (size_t k = 0; k < s->plan.n; k++) {
@@ -97,7 +97,7 @@ static void rqbalance(struct sim *s)
 		int i = a->tid - 1000;
 
 		if (i < 0 || i >= s->nt || !s->t[i].alive) {
-			pol_forget(&s->pol, a->tid, a->start_time);
+			spread_forget(&s->pol, a->tid, a->start_time);
 			continue;
 		}
 		set_affinity(s, i, a->op == PLAN_PIN ? &a->mask : &s->t[i].orig,

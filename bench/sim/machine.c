@@ -14,9 +14,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpumask.h"
 #include "rqbalance.h"
 #include "sim.h"
+#include "util/cpumask.h"
 
 #define SLICE_MS 4
 #define COLD_MS 2
@@ -51,7 +51,7 @@ int sim_init(struct sim *s, const struct topo *t, enum sim_balancer bal, uint64_
 	s->kernel_lb_ms = 32;
 	s->cross_llc_penalty_pct = 50;
 	conf_defaults(&s->conf);
-	pol_init(&s->pol);
+	spread_init(&s->pol);
 	plan_init(&s->plan);
 	s->disp.last_wakee = SIM_NO_WAKEE;
 	s->cpu = calloc((size_t)t->nr_cpu_ids, sizeof(*s->cpu));
@@ -74,7 +74,7 @@ void sim_fini(struct sim *s)
 	free(s->series);
 	snap_free(s->snap);
 	plan_fini(&s->plan);
-	pol_fini(&s->pol);
+	spread_fini(&s->pol);
 }
 
 int sim_add(struct sim *s, enum sim_kind kind)

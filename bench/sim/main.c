@@ -13,10 +13,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "cpumask.h"
 #include "plot.h"
 #include "rqbalance.h"
 #include "sim.h"
+#include "util/cpumask.h"
 
 #define DEFAULT_TOPO "package:2 l3cache:4 core:4 pu:2"  /* 64 CPUs, 8 LLCs */
 #define BIG_TOPO "package:2 l3cache:16 core:8 pu:2"     /* 512 CPUs, 32 LLCs */
@@ -337,20 +337,20 @@ struct scale_point {
 	double us;
 };
 
-/* Median time of pol_decide over ticks on a machine with 10 runnable tasks per CPU. */
+/* Median time of spread_decide over ticks on a machine with 10 runnable tasks per CPU. */
 static struct scale_point scale_one(const char *synthetic, uint64_t seed)
 {
 	struct topo *t = load_topo(synthetic);
 	struct snapshot *sn = snap_new(t);
 	struct rqb_conf c;
-	struct pol_state st;
+	struct spread_state st;
 	struct plan p;
 	double us[41];
 	uint64_t rng = seed;
 	int n = 0;
 
 	conf_defaults(&c);
-	pol_init(&st);
+	spread_init(&st);
 	plan_init(&p);
 	for (int c2 = 0; c2 < t->nr_cpu_ids; c2++) {
 		/* Half the LLCs get 15 tasks a CPU, the others 5: 10 on average. */
@@ -373,7 +373,7 @@ static struct scale_point scale_one(const char *synthetic, uint64_t seed)
 		sn->now_ns = (uint64_t)(k + 1) * 100 * NSEC_PER_MSEC;
 		plan_clear(&p);
 		clock_gettime(CLOCK_MONOTONIC, &a);
-		pol_decide(sn, &c, &st, &p);
+		spread_decide(sn, &c, &st, &p);
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		us[k] = (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3;
 	}
@@ -387,7 +387,7 @@ static struct scale_point scale_one(const char *synthetic, uint64_t seed)
 	struct scale_point pt = { t->ncpus, sn->ntasks, us[20] };
 
 	plan_fini(&p);
-	pol_fini(&st);
+	spread_fini(&st);
 	snap_free(sn);
 	topo_free(t);
 	return pt;

@@ -10,11 +10,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "conf.h"
-#include "plan.h"
-#include "policy.h"
-#include "snapshot.h"
-#include "topo.h"
+#include "conf/conf.h"
+#include "plan/plan.h"
+#include "policy/spread.h"
+#include "sample/topo.h"
+#include "snapshot/snap.h"
 
 enum sim_kind {
 	SIM_HOG,   /* CPU-bound from arrival to departure */
@@ -25,7 +25,7 @@ enum sim_kind {
 enum sim_balancer {
 	SIM_NONE,     /* the kernel model alone */
 	SIM_PULLER,   /* takes from the most utilized CPU, even when it runs one task */
-	SIM_RQB,      /* rqbalance's policy, pol_decide(), as the daemon runs it */
+	SIM_RQB,      /* rqbalance's policy, spread_decide(), as the daemon runs it */
 	SIM_NBALANCERS
 };
 
@@ -103,7 +103,7 @@ struct sim {
 	int kernel_lb_ms;        /* the kernel model's cross-LLC balance interval */
 	int cross_llc_penalty_pct; /* extra work for a pair burst run away from its waker's LLC */
 	struct rqb_conf conf;    /* rqbalance's config (keep_pairs, imbalance_pct...) */
-	struct pol_state pol;
+	struct spread_state pol;
 	struct snapshot *snap;
 	struct plan plan;
 	uint64_t decide_ns;      /* time spent in the balancer's decisions */

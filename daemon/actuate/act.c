@@ -9,11 +9,12 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "act.h"
-#include "cpumask.h"
-#include "journal.h"
-#include "log.h"
+#include "actuate/act.h"
+#include "actuate/journal.h"
 #include "rqbalance.h"
+#include "util/cpumask.h"
+#include "util/log.h"
+#include "util/util.h"
 
 /* Compact the journal when it holds this many more lines than live entries. */
 #define JOURNAL_SLACK 1024
@@ -25,7 +26,7 @@ bool act_error_is_transient(int err)
 
 static ssize_t find(const struct act *a, pid_t tid, uint64_t start)
 {
-	size_t lo = rqb_pid_lower_bound(a->e, a->n, sizeof(*a->e),
+	size_t lo = util_pid_lower_bound(a->e, a->n, sizeof(*a->e),
 					offsetof(struct act_entry, task.tid), tid);
 
 	for (; lo < a->n && a->e[lo].task.tid == tid; lo++)
@@ -38,7 +39,7 @@ static int insert(struct act *a, const struct act_entry *e)
 {
 	size_t i = 0;
 
-	struct act_entry *arr = rqb_grow(a->e, &a->cap, a->n, sizeof(*arr));
+	struct act_entry *arr = util_grow(a->e, &a->cap, a->n, sizeof(*arr));
 
 	if (!arr)
 		return -ENOMEM;

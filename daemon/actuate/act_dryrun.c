@@ -3,7 +3,7 @@
  * does, so a dry run logs only writes that would really happen, but its write does
  * nothing. It must never change a task.
  */
-#include "act.h"
+#include "actuate/act.h"
 
 static int dry_open(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret)
 {

@@ -17,9 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "act.h"
+#include "actuate/act.h"
 #include "rqbalance.h"
-#include "parse.h"
+#include "sample/parse.h"
+#include "util/util.h"
 
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD O_EXCL
@@ -43,7 +44,7 @@ int act_read_stat(pid_t tid, struct proc_stat_line *ret)
 	ssize_t n;
 	int fd;
 
-	if (rqb_proc_path(path, sizeof(path), NULL, "%d/stat", (int)tid) < 0)
+	if (util_proc_path(path, sizeof(path), NULL, "%d/stat", (int)tid) < 0)
 		return -ENAMETOOLONG;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -73,7 +74,7 @@ static int linux_alive(const struct act_task *t)
 	int r;
 
 	if (t->pidfd >= 0)
-		return rqb_pidfd_alive(t->pidfd);
+		return util_pidfd_alive(t->pidfd);
 	r = read_start_time(t->tid, &start);
 	if (r < 0)
 		return r;
@@ -152,7 +153,7 @@ static void threads_since(pid_t tgid, uint64_t since,
 	struct dirent *de;
 	DIR *d;
 
-	if (rqb_proc_path(path, sizeof(path), NULL, "%d/task", (int)tgid) < 0)
+	if (util_proc_path(path, sizeof(path), NULL, "%d/task", (int)tgid) < 0)
 		return;
 	d = opendir(path);
 	if (!d)
@@ -174,7 +175,7 @@ static int linux_offspring(pid_t tgid, uint64_t since,
 	DIR *d;
 
 	threads_since(tgid, since, fn, ctx);
-	d = opendir(rqb_proc_root(NULL));
+	d = opendir(util_proc_root(NULL));
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {

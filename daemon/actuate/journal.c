@@ -14,11 +14,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cpumask.h"
-#include "journal.h"
-#include "log.h"
+#include "actuate/journal.h"
 #include "rqbalance.h"
-#include "safedir.h"
+#include "util/cpumask.h"
+#include "util/log.h"
+#include "util/safedir.h"
+#include "util/util.h"
 
 #define JOURNAL_HEADER "# rqbalance affinity journal v1\n"
 
@@ -230,7 +231,7 @@ static int active_add(struct active *a, const struct journal_rec *r)
 			a->r[i].set = r->set;
 			return 0;
 		}
-	struct journal_rec *arr = rqb_grow(a->r, &a->cap, a->n, sizeof(*arr));
+	struct journal_rec *arr = util_grow(a->r, &a->cap, a->n, sizeof(*arr));
 
 	if (!arr)
 		return -ENOMEM;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "latency.h"
+#include "policy/latency.h"
 #include "rqbalance.h"
 
 /* The kernel's sched_prio_to_weight[], nice -20 … 19: each step is about 1.25×. */

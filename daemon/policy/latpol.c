@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "latency.h"
-#include "latpol.h"
+#include "policy/latency.h"
+#include "policy/latpol.h"
 
 static const char *const why_reused = "no such process (or its pid was reused)";
 

@@ -6,7 +6,7 @@
 #include <fnmatch.h>
 #include <string.h>
 
-#include "rules.h"
+#include "policy/rules.h"
 
 static bool match_cgroup(const char *prefix, const char *path)
 {

@@ -36,16 +36,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpumask.h"
-#include "policy.h"
+#include "policy/spread.h"
 #include "rqbalance.h"
+#include "util/cpumask.h"
+#include "util/util.h"
 
-void pol_init(struct pol_state *st)
+void spread_init(struct spread_state *st)
 {
 	memset(st, 0, sizeof(*st));
 }
 
-static void free_scratch(struct pol_state *st)
+static void free_scratch(struct spread_state *st)
 {
 	free(st->cpu_nr);
 	free(st->raw_nr);
@@ -67,7 +68,7 @@ static void free_scratch(struct pol_state *st)
 	st->llc_done = NULL;
 }
 
-void pol_fini(struct pol_state *st)
+void spread_fini(struct spread_state *st)
 {
 	free(st->pins);
 	free(st->recent);
@@ -95,10 +96,10 @@ static size_t lower_bound(const void *base, size_t n, size_t size, size_t tid_of
 	return lo;
 }
 
-static ssize_t find_pin_idx(const struct pol_state *st, pid_t tid, uint64_t start)
+static ssize_t find_pin_idx(const struct spread_state *st, pid_t tid, uint64_t start)
 {
 	size_t i = lower_bound(st->pins, st->npins, sizeof(*st->pins),
-			       offsetof(struct pol_pin, tid), tid);
+			       offsetof(struct spread_pin, tid), tid);
 
 	for (; i < st->npins && st->pins[i].tid == tid; i++)
 		if (st->pins[i].start_time == start)
@@ -106,23 +107,23 @@ static ssize_t find_pin_idx(const struct pol_state *st, pid_t tid, uint64_t star
 	return -1;
 }
 
-const struct pol_pin *pol_find_pin(const struct pol_state *st, pid_t tid, uint64_t start_time)
+const struct spread_pin *spread_find_pin(const struct spread_state *st, pid_t tid, uint64_t start_time)
 {
 	ssize_t i = find_pin_idx(st, tid, start_time);
 
 	return i < 0 ? NULL : &st->pins[i];
 }
 
-static int add_pin(struct pol_state *st, const struct pol_pin *p)
+static int add_pin(struct spread_state *st, const struct spread_pin *p)
 {
 	size_t i;
 
-	struct pol_pin *pins = rqb_grow(st->pins, &st->pins_cap, st->npins, sizeof(*pins));
+	struct spread_pin *pins = util_grow(st->pins, &st->pins_cap, st->npins, sizeof(*pins));
 
 	if (!pins)
 		return -ENOMEM;
 	st->pins = pins;
-	i = lower_bound(st->pins, st->npins, sizeof(*st->pins), offsetof(struct pol_pin, tid),
+	i = lower_bound(st->pins, st->npins, sizeof(*st->pins), offsetof(struct spread_pin, tid),
 			p->tid);
 	memmove(&st->pins[i + 1], &st->pins[i], (st->npins - i) * sizeof(*st->pins));
 	st->pins[i] = *p;
@@ -130,16 +131,16 @@ static int add_pin(struct pol_state *st, const struct pol_pin *p)
 	return 0;
 }
 
-static void del_pin(struct pol_state *st, size_t i)
+static void del_pin(struct spread_state *st, size_t i)
 {
 	memmove(&st->pins[i], &st->pins[i + 1], (st->npins - i - 1) * sizeof(*st->pins));
 	st->npins--;
 }
 
-static bool recently_moved(const struct pol_state *st, pid_t tid, uint64_t start)
+static bool recently_moved(const struct spread_state *st, pid_t tid, uint64_t start)
 {
 	size_t i = lower_bound(st->recent, st->nrecent, sizeof(*st->recent),
-			       offsetof(struct pol_recent, tid), tid);
+			       offsetof(struct spread_recent, tid), tid);
 
 	for (; i < st->nrecent && st->recent[i].tid == tid; i++)
 		if (st->recent[i].start_time == start)
@@ -147,29 +148,29 @@ static bool recently_moved(const struct pol_state *st, pid_t tid, uint64_t start
 	return false;
 }
 
-static int note_move(struct pol_state *st, pid_t tid, uint64_t start, uint64_t now_ns)
+static int note_move(struct spread_state *st, pid_t tid, uint64_t start, uint64_t now_ns)
 {
 	size_t i = lower_bound(st->recent, st->nrecent, sizeof(*st->recent),
-			       offsetof(struct pol_recent, tid), tid);
+			       offsetof(struct spread_recent, tid), tid);
 
 	for (size_t j = i; j < st->nrecent && st->recent[j].tid == tid; j++)
 		if (st->recent[j].start_time == start) {
 			st->recent[j].moved_ns = now_ns;
 			return 0;
 		}
-	struct pol_recent *rec = rqb_grow(st->recent, &st->recent_cap, st->nrecent, sizeof(*rec));
+	struct spread_recent *rec = util_grow(st->recent, &st->recent_cap, st->nrecent, sizeof(*rec));
 
 	if (!rec)
 		return -ENOMEM;
 	st->recent = rec;
 	memmove(&st->recent[i + 1], &st->recent[i], (st->nrecent - i) * sizeof(*st->recent));
-	st->recent[i] = (struct pol_recent){ tid, start, now_ns };
+	st->recent[i] = (struct spread_recent){ tid, start, now_ns };
 	st->nrecent++;
 	st->moves++;
 	return 0;
 }
 
-static void expire_recent(struct pol_state *st, uint64_t now_ns, uint64_t residency_ns)
+static void expire_recent(struct spread_state *st, uint64_t now_ns, uint64_t residency_ns)
 {
 	size_t out = 0;
 
@@ -179,7 +180,7 @@ static void expire_recent(struct pol_state *st, uint64_t now_ns, uint64_t reside
 	st->nrecent = out;
 }
 
-void pol_forget(struct pol_state *st, pid_t tid, uint64_t start_time)
+void spread_forget(struct spread_state *st, pid_t tid, uint64_t start_time)
 {
 	ssize_t i = find_pin_idx(st, tid, start_time);
 
@@ -200,7 +201,7 @@ static bool cgroup_under(const char *path, const char *prefix)
 	return path[n] == '\0' || path[n] == '/' || (n == 1 && prefix[0] == '/');
 }
 
-const char *pol_ineligible(const struct snapshot *s, const struct rqb_conf *c,
+const char *spread_ineligible(const struct snapshot *s, const struct rqb_conf *c,
 			   const struct snap_task *t)
 {
 	if (t->flags & SNAP_TASK_KTHREAD)
@@ -233,7 +234,7 @@ static bool settled(const struct snapshot *s, const struct rqb_conf *c,
 	return !s->tick_hz || t->start_time + min_ticks <= s->uptime_ticks;
 }
 
-static int size_scratch(struct pol_state *st, const struct snapshot *s)
+static int size_scratch(struct spread_state *st, const struct snapshot *s)
 {
 	int ncpu = s->nr_cpu_ids, nllc = s->topo->nllcs;
 
@@ -270,9 +271,9 @@ static int size_scratch(struct pol_state *st, const struct snapshot *s)
  * A pinned task sampled outside its pin is stale (sched_setaffinity moves it at once):
  * it is counted on its pin's LLC, and on no CPU.
  */
-static const struct pol_pin *stale_pin(const struct pol_state *st, const struct snap_task *t)
+static const struct spread_pin *stale_pin(const struct spread_state *st, const struct snap_task *t)
 {
-	const struct pol_pin *p = pol_find_pin(st, t->tid, t->start_time);
+	const struct spread_pin *p = spread_find_pin(st, t->tid, t->start_time);
 
 	return p && !CPU_ISSET(t->cpu, &p->mask) ? p : NULL;
 }
@@ -286,7 +287,7 @@ static bool on_topology(const struct snapshot *s, int cpu)
  * Per-CPU and per-LLC runnable counts, idle CPUs per LLC, tasks bucketed by CPU, and
  * the listed tasks per LLC that are not settled yet.
  */
-static void count(const struct snapshot *s, const struct rqb_conf *conf, struct pol_state *st)
+static void count(const struct snapshot *s, const struct rqb_conf *conf, struct spread_state *st)
 {
 	const struct topo *tp = s->topo;
 	int *listed = st->bucket_start; /* reused: counts first, then bucket offsets */
@@ -299,7 +300,7 @@ static void count(const struct snapshot *s, const struct rqb_conf *conf, struct 
 	memset(st->cpu_nr, 0, (size_t)s->nr_cpu_ids * sizeof(int));
 	for (size_t i = 0; i < s->ntasks; i++) {
 		const struct snap_task *t = &s->tasks[i];
-		const struct pol_pin *p;
+		const struct spread_pin *p;
 
 		if (!on_topology(s, t->cpu))
 			continue;
@@ -350,7 +351,7 @@ static void count(const struct snapshot *s, const struct rqb_conf *conf, struct 
  * an idle CPU is one idle in both ticks. With no last tick (at start) an overload of
  * one task is not trusted yet, and idle CPUs are.
  */
-static void persist(const struct snapshot *s, struct pol_state *st)
+static void persist(const struct snapshot *s, struct spread_state *st)
 {
 	bool have_prev = st->nprev_llcs == s->topo->nllcs;
 
@@ -367,7 +368,7 @@ static void persist(const struct snapshot *s, struct pol_state *st)
 }
 
 /* Keeps this tick's settled and idle counts, moves applied, for the next. 0 or -ENOMEM. */
-static int remember(const struct snapshot *s, struct pol_state *st)
+static int remember(const struct snapshot *s, struct spread_state *st)
 {
 	int n = s->topo->nllcs;
 
@@ -388,7 +389,7 @@ static int remember(const struct snapshot *s, struct pol_state *st)
 	return 0;
 }
 
-static int bucket_begin(const struct pol_state *st, int cpu)
+static int bucket_begin(const struct spread_state *st, int cpu)
 {
 	return cpu == 0 ? 0 : st->bucket_start[cpu - 1];
 }
@@ -401,7 +402,7 @@ static bool load_less(int a, int b, int c, int d)
 	return (long long)a * d < (long long)c * b;
 }
 
-static int pick_source(const struct snapshot *s, const struct pol_state *st)
+static int pick_source(const struct snapshot *s, const struct spread_state *st)
 {
 	const struct topo *tp = s->topo;
 	int best = -1;
@@ -421,7 +422,7 @@ static int closeness(const struct topo *tp, int a, int b)
 	return (tp->llcs[a].numa == tp->llcs[b].numa) + (tp->llcs[a].package == tp->llcs[b].package);
 }
 
-static int pick_target(const struct snapshot *s, const struct pol_state *st, int src)
+static int pick_target(const struct snapshot *s, const struct spread_state *st, int src)
 {
 	const struct topo *tp = s->topo;
 	int best = -1;
@@ -442,7 +443,7 @@ static int pick_target(const struct snapshot *s, const struct pol_state *st, int
 	return best;
 }
 
-static bool clearly_less_loaded(const struct snapshot *s, const struct pol_state *st,
+static bool clearly_less_loaded(const struct snapshot *s, const struct spread_state *st,
 				const struct rqb_conf *c, int src, int dst)
 {
 	const struct topo *tp = s->topo;
@@ -454,18 +455,18 @@ static bool clearly_less_loaded(const struct snapshot *s, const struct pol_state
 /* ---- rules (b), (d), (e): choosing the task ---- */
 
 static bool movable(const struct snapshot *s, const struct rqb_conf *c,
-		    const struct pol_state *st, const struct snap_task *t)
+		    const struct spread_state *st, const struct snap_task *t)
 {
 	/* A task that used no CPU since the last sample was caught running for an instant. */
-	return !(t->flags & SNAP_TASK_NO_CPU) && settled(s, c, t) && !pol_ineligible(s, c, t) &&
-	       !pol_find_pin(st, t->tid, t->start_time) && !recently_moved(st, t->tid, t->start_time);
+	return !(t->flags & SNAP_TASK_NO_CPU) && settled(s, c, t) && !spread_ineligible(s, c, t) &&
+	       !spread_find_pin(st, t->tid, t->start_time) && !recently_moved(st, t->tid, t->start_time);
 }
 
 /* ---- keep_pairs: tasks that wake each other move together or not at all ---- */
 
 static int cmp_slot(const void *a, const void *b)
 {
-	const struct pol_slot *x = a, *y = b;
+	const struct spread_slot *x = a, *y = b;
 
 	return (x->tid > y->tid) - (x->tid < y->tid);
 }
@@ -475,7 +476,7 @@ static int cmp_slot(const void *a, const void *b)
  * task names a partner (the proc sampler never does) the index stays empty: the sort
  * would cost more than all the rest of the tick.
  */
-static void index_tasks(const struct snapshot *s, struct pol_state *st)
+static void index_tasks(const struct snapshot *s, struct spread_state *st)
 {
 	int nslots = s->nr_cpu_ids ? st->bucket_start[s->nr_cpu_ids - 1] : 0;
 	bool partners = false;
@@ -486,16 +487,16 @@ static void index_tasks(const struct snapshot *s, struct pol_state *st)
 	if (!partners)
 		return;
 	for (int b = 0; b < nslots; b++)
-		st->byid[st->nbyid++] = (struct pol_slot){ s->tasks[st->bucket[b]].tid, b };
+		st->byid[st->nbyid++] = (struct spread_slot){ s->tasks[st->bucket[b]].tid, b };
 	if (st->nbyid > 1)
 		qsort(st->byid, st->nbyid, sizeof(*st->byid), cmp_slot);
 }
 
 /* The bucket slot of t's partner when it is runnable and bucketed in LLC l, else -1. */
-static int partner_slot(const struct snapshot *s, const struct pol_state *st,
+static int partner_slot(const struct snapshot *s, const struct spread_state *st,
 			const struct snap_task *t, int l)
 {
-	struct pol_slot key = { .tid = t->partner }, *hit;
+	struct spread_slot key = { .tid = t->partner }, *hit;
 	const struct snap_task *p;
 
 	if (!t->partner || !st->nbyid)
@@ -513,7 +514,7 @@ static int partner_slot(const struct snapshot *s, const struct pol_state *st,
  * and its CPU must keep a task after both go (rule b holds for the partner too).
  */
 static bool pair_may_leave(const struct snapshot *s, const struct rqb_conf *c,
-			   const struct pol_state *st, const struct snap_task *t, int src, int dst,
+			   const struct spread_state *st, const struct snap_task *t, int src, int dst,
 			   unsigned budget)
 {
 	const struct snap_task *p;
@@ -532,7 +533,7 @@ static bool pair_may_leave(const struct snapshot *s, const struct rqb_conf *c,
  * the LLC. Returns the bucket slot, or -1.
  */
 static int pick_task(const struct snapshot *s, const struct rqb_conf *c,
-		     const struct pol_state *st, int src, int dst, unsigned budget)
+		     const struct spread_state *st, int src, int dst, unsigned budget)
 {
 	const struct topo *tp = s->topo;
 	int best_slot = -1, best_nr = 1;
@@ -562,7 +563,7 @@ static int pick_task(const struct snapshot *s, const struct rqb_conf *c,
 
 /* ---- the tick ---- */
 
-static int release(const struct snapshot *s, const struct rqb_conf *c, struct pol_state *st,
+static int release(const struct snapshot *s, const struct rqb_conf *c, struct spread_state *st,
 		   struct plan *plan, unsigned *budget)
 {
 	const uint64_t min_ns = c->min_residency_ms * NSEC_PER_MSEC;
@@ -573,7 +574,7 @@ static int release(const struct snapshot *s, const struct rqb_conf *c, struct po
 	for (size_t i = 0; i < st->npins; i++)
 		away[st->pins[i].from_llc]++;
 	for (size_t i = 0; i < st->npins && *budget > 0;) {
-		struct pol_pin *p = &st->pins[i];
+		struct spread_pin *p = &st->pins[i];
 		uint64_t age = s->now_ns - p->since_ns;
 		const char *why = NULL;
 		struct plan_action a;
@@ -610,11 +611,11 @@ static int release(const struct snapshot *s, const struct rqb_conf *c, struct po
 	return 0;
 }
 
-static int pin(const struct snapshot *s, struct pol_state *st, struct plan *plan, int slot,
+static int pin(const struct snapshot *s, struct spread_state *st, struct plan *plan, int slot,
 	       int src, int dst)
 {
 	const struct snap_task *t = &s->tasks[st->bucket[slot]];
-	struct pol_pin p = { .tid = t->tid, .tgid = t->tgid, .start_time = t->start_time,
+	struct spread_pin p = { .tid = t->tid, .tgid = t->tgid, .start_time = t->start_time,
 			     .from_llc = src, .to_llc = dst, .orig = t->allowed,
 			     .since_ns = s->now_ns };
 	struct plan_action a = { .op = PLAN_PIN, .tid = t->tid, .tgid = t->tgid,
@@ -641,7 +642,7 @@ static int pin(const struct snapshot *s, struct pol_state *st, struct plan *plan
 	return 0;
 }
 
-static int spread(const struct snapshot *s, const struct rqb_conf *c, struct pol_state *st,
+static int spread(const struct snapshot *s, const struct rqb_conf *c, struct spread_state *st,
 		  struct plan *plan, unsigned *budget)
 {
 	while (*budget > 0) {
@@ -672,7 +673,7 @@ static int spread(const struct snapshot *s, const struct rqb_conf *c, struct pol
 	return 0;
 }
 
-int pol_decide(const struct snapshot *s, const struct rqb_conf *c, struct pol_state *st,
+int spread_decide(const struct snapshot *s, const struct rqb_conf *c, struct spread_state *st,
 	       struct plan *plan)
 {
 	unsigned budget = c->max_moves_per_tick;

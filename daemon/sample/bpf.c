@@ -24,14 +24,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "caps.h"
-#include "cpumask.h"
-#include "log.h"
-#include "parse.h"
+#include "core/caps.h"
 #include "rqbalance.h"
-#include "rqsample.h"
 #include "rqsample.skel.h"
-#include "sampler.h"
+#include "sample/bpf/rqsample.bpf.h"
+#include "sample/parse.h"
+#include "sample/sampler.h"
+#include "util/cpumask.h"
+#include "util/log.h"
+#include "util/util.h"
 
 /* The perf period: half a tick, within these bounds. */
 #define PERIOD_MIN_NS (1 * NSEC_PER_MSEC)
@@ -234,7 +235,7 @@ static int read_online(const char *root, cpu_set_t *ret)
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online", root);
-	n = rqb_read_file(path, buf, sizeof(buf));
+	n = util_read_file(path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
 	buf[strcspn(buf, "\n")] = '\0';
@@ -274,7 +275,7 @@ static bool perf_refused(struct bpf_sampler *bs, int cpu)
 	int paranoid = 2, fd;
 
 	snprintf(path, sizeof(path), "%s/proc/sys/kernel/perf_event_paranoid", bs->root);
-	if (rqb_read_file(path, buf, sizeof(buf)) > 0)
+	if (util_read_file(path, buf, sizeof(buf)) > 0)
 		paranoid = atoi(buf);
 	if (paranoid > 2 && caps_get(&eff, &perm) == 0 && !(eff & (1ULL << CAP_SYS_ADMIN))) {
 		snprintf(bs->tp_why, sizeof(bs->tp_why),
@@ -391,10 +392,10 @@ static bool copy_slot(struct bpf_sampler *bs, int cpu, struct rqs_cpu *ret)
  */
 static int wait_first_sample(struct bpf_sampler *bs)
 {
-	uint64_t deadline = rqb_now_ns() + FIRST_SAMPLE_NS;
+	uint64_t deadline = util_now_ns() + FIRST_SAMPLE_NS;
 
 	for (;;) {
-		uint64_t until = rqb_now_ns() + bs->period_ns;
+		uint64_t until = util_now_ns() + bs->period_ns;
 
 		for (int c = 0; c < bs->ncpus && c < RQB_MAX_CPUS; c++) {
 			const struct rqs_cpu *r = slot(bs, c);
@@ -409,10 +410,10 @@ static int wait_first_sample(struct bpf_sampler *bs)
 				   "CONFIG_KALLSYMS_ALL and current->se.cfs_rq->rq needs "
 				   "CONFIG_FAIR_GROUP_SCHED");
 		}
-		if (rqb_now_ns() > deadline)
+		if (util_now_ns() > deadline)
 			return why(&bs->o, -ETIME, "no sample from any CPU within %" PRIu64 " ms",
 				   (uint64_t)(FIRST_SAMPLE_NS / NSEC_PER_MSEC));
-		while (rqb_now_ns() < until)
+		while (util_now_ns() < until)
 			;
 	}
 }
@@ -486,7 +487,7 @@ static char *read_cgroup(const struct bpf_sampler *bs, pid_t tgid, pid_t tid)
 	char path[PATH_MAX], buf[8192], cg[4096];
 
 	snprintf(path, sizeof(path), "%s/proc/%d/task/%d/cgroup", bs->root, (int)tgid, (int)tid);
-	if (rqb_read_file(path, buf, sizeof(buf)) < 0 || parse_cgroup(buf, cg, sizeof(cg)) < 0)
+	if (util_read_file(path, buf, sizeof(buf)) < 0 || parse_cgroup(buf, cg, sizeof(cg)) < 0)
 		return NULL;
 	return strdup(cg);
 }
@@ -510,7 +511,7 @@ static struct btask *remember(struct bpf_sampler *bs, const struct rqs_task *t, 
 		k->seen_ns = 0;
 	}
 	if (!k) {
-		struct btask *a = rqb_grow(bs->known, &bs->knowncap, bs->nknown, sizeof(*a));
+		struct btask *a = util_grow(bs->known, &bs->knowncap, bs->nknown, sizeof(*a));
 
 		if (!a)
 			return NULL;
@@ -651,7 +652,7 @@ static void use_record(struct bpf_sampler *bs, int c, struct snapshot *s, unsign
 	if (!r->complete)
 		*complete = false;
 	for (uint32_t i = 0; i < r->ntasks && i < RQS_MAX_TASKS; i++) {
-		struct cand *a = rqb_grow(bs->cands, &bs->candcap, bs->ncands, sizeof(*a));
+		struct cand *a = util_grow(bs->cands, &bs->candcap, bs->ncands, sizeof(*a));
 
 		if (!a)
 			return;
@@ -676,7 +677,7 @@ static void idle_or_held(struct bpf_sampler *bs, uint64_t now_ns, cpu_set_t *hel
 	unsigned running;
 
 	snprintf(path, sizeof(path), "%s/proc/stat", bs->root);
-	if (rqb_read_file(path, buf, sizeof(buf)) < 0 ||
+	if (util_read_file(path, buf, sizeof(buf)) < 0 ||
 	    parse_cpustat(buf, bs->ncpus, bs->busy, bs->total, &running) < 0) {
 		CPU_ZERO(held);
 		return;
@@ -911,7 +912,7 @@ static int start(struct bpf_sampler *bs)
 		cpu_set_t none;
 
 		CPU_ZERO(&none);
-		idle_or_held(bs, rqb_now_ns(), &none);
+		idle_or_held(bs, util_now_ns(), &none);
 	}
 	return r;
 }

@@ -1,6 +1,6 @@
 /*
  * Sample stage, BPF event source: loads rqevents.bpf.c, reads its ring buffer into
- * struct pc_event for the owner's callbacks (the proc connector's interface), counts
+ * struct procconn_event for the owner's callbacks (the proc connector's interface), counts
  * what the programs dropped, and walks every process's exe with the task iterator.
  * It only reads; it never changes a task.
  */
@@ -16,15 +16,15 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "bpf/rqevents.h"
-#include "bpfev.h"
-#include "caps.h"
-#include "log.h"
+#include "core/caps.h"
 #include "rqbalance.h"
 #include "rqevents.skel.h"
+#include "sample/bpf/rqevents.bpf.h"
+#include "sample/bpfev.h"
+#include "util/log.h"
 
-_Static_assert(RQE_FORK == PC_FORK && RQE_EXEC == PC_EXEC && RQE_EXIT == PC_EXIT,
-	       "bpf/rqevents.h and procconn.h disagree");
+_Static_assert(RQE_FORK == PROCCONN_FORK && RQE_EXEC == PROCCONN_EXEC && RQE_EXIT == PROCCONN_EXIT,
+	       "bpf/rqevents.bpf.h and procconn.h disagree");
 
 /*
  * Records delivered by one bpfev_dispatch, as the connector's bound: under a fork
@@ -38,9 +38,9 @@ _Static_assert(RQE_FORK == PC_FORK && RQE_EXEC == PC_EXEC && RQE_EXIT == PC_EXIT
 struct bpfev {
 	struct rqevents *skel;
 	struct ring_buffer *rb;
-	struct pc_callbacks cb;
+	struct procconn_callbacks cb;
 	void *ctx;
-	struct pc_counters n;
+	struct procconn_counters n;
 	uint64_t dropped_seen;     /* the programs' drop count at the last dispatch */
 	int delivered;             /* by the current dispatch */
 	bool empty;
@@ -68,7 +68,7 @@ dev_t bpfev_dev(uint64_t kdev)
 	return makedev((unsigned)(kdev >> 20), (unsigned)(kdev & ((1u << 20) - 1)));
 }
 
-int bpfev_decode(const void *data, size_t len, struct pc_event *ret)
+int bpfev_decode(const void *data, size_t len, struct procconn_event *ret)
 {
 	struct rqe_event e;
 
@@ -79,8 +79,8 @@ int bpfev_decode(const void *data, size_t len, struct pc_event *ret)
 	    e.tgid <= 0 || (e.kind == RQE_FORK && (e.parent_tid < 0 || e.parent_tgid < 0 ||
 						     e.creator_tid < 0 || e.creator_tgid < 0)))
 		return -EINVAL;
-	*ret = (struct pc_event){
-		.kind = (enum pc_event_kind)e.kind,
+	*ret = (struct procconn_event){
+		.kind = (enum procconn_event_kind)e.kind,
 		.tid = e.tid,
 		.tgid = e.tgid,
 		.parent_tid = e.kind == RQE_FORK ? e.parent_tid : 0,
@@ -123,7 +123,7 @@ size_t bpfev_decode_exes(const void *data, size_t len, struct bpfev_exe *ret, si
 static int on_record(void *ctx, void *data, size_t len)
 {
 	struct bpfev *ev = ctx;
-	struct pc_event e;
+	struct procconn_event e;
 
 	if (bpfev_decode(data, len, &e) < 0) {
 		ev->n.ignored++;
@@ -160,7 +160,7 @@ static int load(struct bpfev *ev, char *why, size_t why_len)
 	return r;
 }
 
-int bpfev_open(const struct pc_callbacks *cb, void *ctx, struct bpfev **ret, char *why,
+int bpfev_open(const struct procconn_callbacks *cb, void *ctx, struct bpfev **ret, char *why,
 	       size_t why_len)
 {
 	struct bpfev *ev;
@@ -228,7 +228,7 @@ bool bpfev_empty(const struct bpfev *ev)
 	return ev->empty;
 }
 
-void bpfev_counters(const struct bpfev *ev, struct pc_counters *ret, uint64_t *ret_dropped)
+void bpfev_counters(const struct bpfev *ev, struct procconn_counters *ret, uint64_t *ret_dropped)
 {
 	*ret = ev->n;
 	if (ret_dropped)

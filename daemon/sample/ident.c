@@ -11,8 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ident.h"
 #include "rqbalance.h"
+#include "sample/ident.h"
+#include "util/util.h"
 
 int ident_parse_uid(const char *status, uid_t *ret)
 {
@@ -116,7 +117,7 @@ static void read_line(const char *dir, const char *name, char *buf, size_t len)
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (rqb_read_file(path, buf, len) < 0)
+	if (util_read_file(path, buf, len) < 0)
 		buf[0] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
 }
@@ -178,7 +179,7 @@ static void read_cmdline(const char *dir, char *buf, size_t len)
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s/cmdline", dir);
-	n = rqb_read_file(path, buf, len);
+	n = util_read_file(path, buf, len);
 	if (n < 0) {
 		buf[0] = '\0';
 		return;
@@ -191,7 +192,7 @@ static void read_cgroup(const char *dir, char *buf, size_t len)
 	char path[PATH_MAX], text[8192];
 
 	snprintf(path, sizeof(path), "%s/cgroup", dir);
-	if (rqb_read_file(path, text, sizeof(text)) < 0 || ident_parse_cgroup(text, buf, len) < 0)
+	if (util_read_file(path, text, sizeof(text)) < 0 || ident_parse_cgroup(text, buf, len) < 0)
 		buf[0] = '\0';
 }
 
@@ -204,7 +205,7 @@ int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *k
 
 	snprintf(dir, sizeof(dir), "%s/%d", proc_root, (int)pid);
 	snprintf(path, sizeof(path), "%s/status", dir);
-	n = rqb_read_file(path, status, sizeof(status));
+	n = util_read_file(path, status, sizeof(status));
 	if (n == -ENOENT || n == -ESRCH)
 		return -ESRCH;
 	if (n < 0)

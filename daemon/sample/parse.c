@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parse.h"
 #include "rqbalance.h"
+#include "sample/parse.h"
 
 int parse_stat(const char *buf, struct proc_stat_line *ret)
 {

@@ -16,10 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "parse.h"
 #include "rqbalance.h"
-#include "sampler.h"
+#include "sample/parse.h"
+#include "sample/sampler.h"
+#include "util/log.h"
+#include "util/util.h"
 
 #define PF_KTHREAD 0x00200000u
 /* An early walk (more running than followed) comes at most this often: ~17 ms each. */
@@ -75,7 +76,7 @@ static char *read_cgroup(const struct proc_sampler *ps, pid_t tgid, pid_t tid)
 	char path[PATH_MAX], buf[8192], cg[4096];
 
 	snprintf(path, sizeof(path), "%s/proc/%d/task/%d/cgroup", ps->root, (int)tgid, (int)tid);
-	if (rqb_read_file(path, buf, sizeof(buf)) < 0 || parse_cgroup(buf, cg, sizeof(cg)) < 0)
+	if (util_read_file(path, buf, sizeof(buf)) < 0 || parse_cgroup(buf, cg, sizeof(cg)) < 0)
 		return NULL;
 	return strdup(cg);
 }
@@ -145,7 +146,7 @@ static void walk_task(struct proc_sampler *ps, struct walk *w, int taskdir, pid_
 		return;
 	}
 	cpu_ticks = l.utime + l.stime;
-	seen = rqb_grow(w->seen, &w->cap, w->n, sizeof(*seen));
+	seen = util_grow(w->seen, &w->cap, w->n, sizeof(*seen));
 	if (seen) {
 		w->seen = seen;
 		w->seen[w->n++] = (struct seen){ tid, l.start_time, cpu_ticks };
@@ -161,7 +162,7 @@ static void walk_task(struct proc_sampler *ps, struct walk *w, int taskdir, pid_
 		return;
 	}
 	add = active && ps->n + w->nadd < ps->o.max_tracked
-		      ? rqb_grow(w->add, &w->addcap, w->nadd, sizeof(*add))
+		      ? util_grow(w->add, &w->addcap, w->nadd, sizeof(*add))
 		      : NULL;
 	if (!add) {
 		close(fd);
@@ -268,7 +269,7 @@ static int read_cpustat(struct proc_sampler *ps, struct snapshot *s, unsigned *r
 	int r;
 
 	snprintf(path, sizeof(path), "%s/proc/stat", ps->root);
-	n = rqb_read_file(path, buf, sizeof(buf));
+	n = util_read_file(path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
 	r = parse_cpustat(buf, ps->nr_cpus, ps->nbusy, ps->ntotal, ret_running);

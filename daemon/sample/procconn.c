@@ -16,33 +16,34 @@
 #include <netlink/msg.h>
 #include <netlink/socket.h>
 
-#include "procconn.h"
 #include "rqbalance.h"
+#include "sample/procconn.h"
+#include "util/util.h"
 
 /* Only delays overflow under a fork storm, but covers the bursts of a busy build. */
-#define PC_RCVBUF_BYTES (4 << 20)
+#define PROCCONN_RCVBUF_BYTES (4 << 20)
 /* One connector message is under 100 bytes; a fixed buffer saves libnl's MSG_PEEK call. */
-#define PC_MSGBUF_BYTES 4096
+#define PROCCONN_MSGBUF_BYTES 4096
 /*
- * Datagrams read by one pc_dispatch: under a fork storm the socket refills as fast as it
+ * Datagrams read by one procconn_dispatch: under a fork storm the socket refills as fast as it
  * is read, and a handler that drained it would keep the loop from its tick, its ctl
  * socket and its watchdog. What is left is read when the loop comes back to it.
  */
-#define PC_DISPATCH_MAX 256
+#define PROCCONN_DISPATCH_MAX 256
 /* The kernel acks in the sender's context; this only bounds a wait that should not happen. */
-#define PC_ACK_WAIT_NS (200 * NSEC_PER_MSEC)
+#define PROCCONN_ACK_WAIT_NS (200 * NSEC_PER_MSEC)
 
 struct procconn {
 	struct nl_sock *sk;       /* NETLINK_CONNECTOR, in group CN_IDX_PROC, non-blocking */
 	struct nl_cb *nlcb;       /* the socket's callbacks, with our MSG_IN handler */
-	struct pc_callbacks cb;   /* the owner's, with ctx */
+	struct procconn_callbacks cb;   /* the owner's, with ctx */
 	void *ctx;
-	struct pc_counters n;     /* since pc_open */
+	struct procconn_counters n;     /* since procconn_open */
 	uint32_t seq;             /* cn_msg seq and ack of our LISTEN: the port, unique */
 	int ack_err;              /* -1 until our ack arrives, then the kernel's errno (0: ok) */
-	bool subscribing;         /* inside pc_open: nothing is delivered yet */
-	int delivered;            /* events delivered by the current pc_dispatch */
-	bool empty;               /* the last pc_dispatch stopped at an empty socket */
+	bool subscribing;         /* inside procconn_open: nothing is delivered yet */
+	int delivered;            /* events delivered by the current procconn_dispatch */
+	bool empty;               /* the last procconn_dispatch stopped at an empty socket */
 };
 
 /* libnl's codes back to errno, as far as nl_syserr2nlerr() keeps them apart. */
@@ -115,25 +116,25 @@ static size_t needed_len(uint32_t what)
 }
 
 /* 0 and *ret filled for fork, exec and exit; -EINVAL for anything else. */
-static int translate(const struct proc_event *pe, struct pc_event *ret)
+static int translate(const struct proc_event *pe, struct procconn_event *ret)
 {
-	struct pc_event ev = { .ts_ns = pe->timestamp_ns };
+	struct procconn_event ev = { .ts_ns = pe->timestamp_ns };
 
 	switch (pe->what) {
 	case PROC_EVENT_FORK:
-		ev.kind = PC_FORK;
+		ev.kind = PROCCONN_FORK;
 		ev.tid = pe->event_data.fork.child_pid;
 		ev.tgid = pe->event_data.fork.child_tgid;
 		ev.parent_tid = pe->event_data.fork.parent_pid;
 		ev.parent_tgid = pe->event_data.fork.parent_tgid;
 		break;
 	case PROC_EVENT_EXEC:
-		ev.kind = PC_EXEC;
+		ev.kind = PROCCONN_EXEC;
 		ev.tid = pe->event_data.exec.process_pid;
 		ev.tgid = pe->event_data.exec.process_tgid;
 		break;
 	case PROC_EVENT_EXIT:
-		ev.kind = PC_EXIT;
+		ev.kind = PROCCONN_EXIT;
 		ev.tid = pe->event_data.exit.process_pid;
 		ev.tgid = pe->event_data.exit.process_tgid;
 		break;
@@ -185,7 +186,7 @@ static int on_msg(struct nl_msg *msg, void *arg)
 	struct procconn *pc = arg;
 	struct cn_msg cn;
 	struct proc_event pe;
-	struct pc_event ev;
+	struct procconn_event ev;
 
 	if (extract(msg, &cn, &pe) < 0) {
 		pc->n.ignored++;
@@ -224,8 +225,8 @@ static int read_once(struct procconn *pc)
 
 static int wait_readable(struct procconn *pc, uint64_t deadline_ns)
 {
-	struct pollfd pfd = { .fd = pc_fd(pc), .events = POLLIN };
-	uint64_t now = rqb_now_ns();
+	struct pollfd pfd = { .fd = procconn_fd(pc), .events = POLLIN };
+	uint64_t now = util_now_ns();
 	int r;
 
 	if (now >= deadline_ns)
@@ -242,7 +243,7 @@ static int wait_readable(struct procconn *pc, uint64_t deadline_ns)
  */
 static int subscribe(struct procconn *pc)
 {
-	uint64_t deadline = rqb_now_ns() + PC_ACK_WAIT_NS;
+	uint64_t deadline = util_now_ns() + PROCCONN_ACK_WAIT_NS;
 	int r;
 
 	pc->ack_err = -1;
@@ -266,7 +267,7 @@ static int set_rcvbuf(struct procconn *pc, int bytes)
 	int r;
 
 	/* SO_RCVBUF stops at net.core.rmem_max; a privileged daemon may go past it. */
-	if (setsockopt(pc_fd(pc), SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) == 0)
+	if (setsockopt(procconn_fd(pc), SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) == 0)
 		return 0;
 	r = nl_socket_set_buffer_size(pc->sk, bytes, 0);
 	return r < 0 ? -nle_errno(r) : 0;
@@ -281,7 +282,7 @@ static int connect_sock(struct procconn *pc)
 	nl_socket_disable_auto_ack(pc->sk);
 	r = nl_socket_modify_cb(pc->sk, NL_CB_MSG_IN, NL_CB_CUSTOM, on_msg, pc);
 	if (r >= 0)
-		r = nl_socket_set_msg_buf_size(pc->sk, PC_MSGBUF_BYTES);
+		r = nl_socket_set_msg_buf_size(pc->sk, PROCCONN_MSGBUF_BYTES);
 	if (r >= 0)
 		r = nl_connect(pc->sk, NETLINK_CONNECTOR);
 	if (r >= 0)
@@ -294,7 +295,7 @@ static int connect_sock(struct procconn *pc)
 	return pc->nlcb ? 0 : -ENOMEM;
 }
 
-int pc_open(const struct pc_callbacks *cb, void *ctx, struct procconn **ret)
+int procconn_open(const struct procconn_callbacks *cb, void *ctx, struct procconn **ret)
 {
 	struct procconn *pc = calloc(1, sizeof(*pc));
 	int r;
@@ -311,20 +312,20 @@ int pc_open(const struct pc_callbacks *cb, void *ctx, struct procconn **ret)
 	}
 	r = connect_sock(pc);
 	if (r == 0)
-		r = set_rcvbuf(pc, PC_RCVBUF_BYTES);
+		r = set_rcvbuf(pc, PROCCONN_RCVBUF_BYTES);
 	if (r == 0) {
 		pc->seq = nl_socket_get_local_port(pc->sk);
 		r = subscribe(pc);
 	}
 	if (r < 0) {
-		pc_close(pc);
+		procconn_close(pc);
 		return r;
 	}
 	*ret = pc;
 	return 0;
 }
 
-void pc_close(struct procconn *pc)
+void procconn_close(struct procconn *pc)
 {
 	if (!pc)
 		return;
@@ -340,29 +341,29 @@ void pc_close(struct procconn *pc)
 	free(pc);
 }
 
-int pc_fd(const struct procconn *pc)
+int procconn_fd(const struct procconn *pc)
 {
 	return nl_socket_get_fd(pc->sk);
 }
 
-int pc_dispatch(struct procconn *pc)
+int procconn_dispatch(struct procconn *pc)
 {
 	int r, n = 0;
 
 	pc->delivered = 0;
 	do
 		r = read_once(pc);
-	while (r > 0 && ++n < PC_DISPATCH_MAX);
+	while (r > 0 && ++n < PROCCONN_DISPATCH_MAX);
 	pc->empty = r == 0;
 	return r < 0 ? r : pc->delivered;
 }
 
-bool pc_empty(const struct procconn *pc)
+bool procconn_empty(const struct procconn *pc)
 {
 	return pc->empty;
 }
 
-void pc_counters(const struct procconn *pc, struct pc_counters *ret)
+void procconn_counters(const struct procconn *pc, struct procconn_counters *ret)
 {
 	*ret = pc->n;
 }

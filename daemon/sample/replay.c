@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "sampler.h"
+#include "sample/sampler.h"
+#include "util/log.h"
 
 struct replay {
 	pid_t self_tgid;

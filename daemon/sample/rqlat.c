@@ -16,15 +16,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bpf/rqlat.h"
-#include "caps.h"
-#include "latency.h"
-#include "log.h"
+#include "core/caps.h"
+#include "policy/latency.h"
 #include "rqbalance.h"
-#include "rqlat.h"
 #include "rqlat.skel.h"
+#include "sample/bpf/rqlat.bpf.h"
+#include "sample/rqlat.h"
+#include "util/log.h"
 
-_Static_assert(RQB_RQLAT_MAX_CG == RQL_MAX_CGROUPS, "include/rqlat.h and bpf/rqlat.h disagree");
+_Static_assert(RQB_RQLAT_MAX_CG == RQL_MAX_CGROUPS, "daemon/sample/rqlat.h and bpf/rqlat.bpf.h disagree");
 
 struct rql_cg {
 	char path[PATH_MAX];         /* relative to the mount, as the actuator names it */

@@ -3,7 +3,7 @@
 #include <unistd.h>
 
 #include "rqbalance.h"
-#include "sampler.h"
+#include "sample/sampler.h"
 
 void sampler_stamp_uptime(struct snapshot *s)
 {

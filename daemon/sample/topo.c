@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpumask.h"
-#include "log.h"
 #include "rqbalance.h"
-#include "topo.h"
+#include "sample/topo.h"
+#include "util/cpumask.h"
+#include "util/log.h"
 
 static int read_online(const char *root, cpu_set_t *ret)
 {

@@ -3,7 +3,7 @@
  * Beyond not crashing: a config it accepts dumps (as --dump-config does) to a file
  * it accepts again, and that dumps the same.
  */
-#include "conf.h"
+#include "conf/conf.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -20,10 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ctl.h"
-#include "daemon.h"
+#include "core/daemon.h"
+#include "ctl_proto.h"
 #include "fuzz.h"
-#include "latency.h"
+#include "policy/latency.h"
 
 static const char *const keys[] = { "pid", "tid", "self", "cgroup", "value",
 				    "errno", "message", "tasks", "source", "" };
@@ -373,7 +373,7 @@ static void cg_entry(struct latact *la, const char *path, int v)
 
 static void proc_entry(struct latmgr *m, pid_t tgid, int v)
 {
-	struct lm_proc *p = &m->p[m->np++];
+	struct latmgr_proc *p = &m->p[m->np++];
 
 	memset(p, 0, sizeof(*p));
 	p->tgid = tgid;
@@ -554,7 +554,7 @@ static int value_now(const struct daemon *d, const struct sent *s)
 	    ctl_kv(s->payload, s->hdr.len, "tid", v, sizeof(v)) < 0)
 		return 0;
 	pid = atoi(v);
-	return lm_value_of(&d->lm, pid, pid) == LAT_NONE ? 0 : lm_value_of(&d->lm, pid, pid);
+	return latmgr_value_of(&d->lm, pid, pid) == LAT_NONE ? 0 : latmgr_value_of(&d->lm, pid, pid);
 }
 
 /*

@@ -9,9 +9,9 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include "actuate/journal.h"
+#include "actuate/latact.h"
 #include "fuzz.h"
-#include "journal.h"
-#include "lat_act.h"
 
 #define NAME "fuzz.journal"
 

@@ -14,10 +14,10 @@
 #include <limits.h>
 
 #include "fuzz.h"
-#include "ident.h"
 #include "rqbalance.h"
-#include "parse.h"
-#include "sampler.h"
+#include "sample/ident.h"
+#include "sample/parse.h"
+#include "sample/sampler.h"
 
 /* Printable first bytes get the daemon's own sizes; bytes from 192 up small ones. */
 static size_t variant_size(unsigned variant, size_t full)

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "sampler.h"
-#include "snapshot.h"
-#include "topo.h"
+#include "sample/sampler.h"
+#include "sample/topo.h"
+#include "snapshot/snap.h"
 
 #define SELF 4242
 

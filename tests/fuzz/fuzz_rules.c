@@ -5,10 +5,10 @@
  */
 #include <limits.h>
 
+#include "conf/conf.h"
 #include "fuzz.h"
-#include "conf.h"
-#include "ident.h"
-#include "rules.h"
+#include "policy/rules.h"
+#include "sample/ident.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

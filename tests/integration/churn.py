@@ -52,7 +52,7 @@ WAIT_MS = 20000
 STOPPED_EXECS = 100
 HOLD_MS = 20
 # The daemon gives freed memory back to the kernel (malloc_trim) at a tick at most
-# every 10 s (TRIM_EVERY_NS in daemon/daemon.c). Ticks keep their cadence, never
+# every 10 s (TRIM_EVERY_NS in daemon/core/daemon.c). Ticks keep their cadence, never
 # faster than the 100 ms interval: this many ticks after the churn span a trim.
 RSS_SETTLE_TICKS = 10 * 10 + 2
 # The margin: what a few thousand tasks' entries may leave in malloc's free lists.

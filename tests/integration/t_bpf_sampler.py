@@ -11,7 +11,7 @@ from rqb import (Daemon, Hogs, allowed, check, main, require, start_time, tmpdir
 from rqb_bpf import CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_NICE, caps, records, wait_bpf
 
 BPF = "[daemon]\nsampler = bpf\n"
-LONG_QUEUE = 40  # more than RQS_MAX_TASKS (32) in daemon/sample/bpf/rqsample.h
+LONG_QUEUE = 40  # more than RQS_MAX_TASKS (32) in daemon/sample/bpf/rqsample.bpf.h
 
 
 def comm(pid):

@@ -18,10 +18,10 @@
 
 #include "unit.h"
 
-#include "act.h"
-#include "journal.h"
-#include "log.h"
+#include "actuate/act.h"
+#include "actuate/journal.h"
 #include "rqbalance.h"
+#include "util/log.h"
 
 #define MAX_KIDS 8
 

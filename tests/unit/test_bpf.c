@@ -18,9 +18,10 @@
 
 #include "unit.h"
 
-#include "caps.h"
+#include "core/caps.h"
 #include "rqbalance.h"
-#include "sampler.h"
+#include "sample/sampler.h"
+#include "util/util.h"
 
 #define TICK_NS (100 * NSEC_PER_MSEC)
 /*
@@ -145,16 +146,16 @@ static void stop_spin(struct fix *f)
 static void tick(struct fix *f)
 {
 	struct timespec nap = { 0, (long)NSEC_PER_MSEC };
-	uint64_t deadline = rqb_now_ns() + SPIN_WAIT_NS;
+	uint64_t deadline = util_now_ns() + SPIN_WAIT_NS;
 
 	while (spin_cpu(f) < f->spin_cpu_ns + SPIN_CPU_NS) {
-		if (rqb_now_ns() > deadline)
+		if (util_now_ns() > deadline)
 			fail_msg("the spinning thread got no CPU time for %d s",
 				 (int)(SPIN_WAIT_NS / NSEC_PER_SEC));
 		nanosleep(&nap, NULL);
 	}
 	snap_reset(f->snap);
-	assert_int_equal(sampler_sample(f->sm, rqb_now_ns(), f->snap), 0);
+	assert_int_equal(sampler_sample(f->sm, util_now_ns(), f->snap), 0);
 	/* At least what the sample this tick read says. */
 	f->spin_cpu_ns = spin_cpu(f);
 }
@@ -173,7 +174,7 @@ static uint64_t start_time_of(pid_t tid)
 	struct proc_stat_line l;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	assert_true(rqb_read_file(path, buf, sizeof(buf)) > 0);
+	assert_true(util_read_file(path, buf, sizeof(buf)) > 0);
 	assert_int_equal(parse_stat(buf, &l), 0);
 	return l.start_time;
 }

@@ -19,10 +19,11 @@
 
 #include <linux/types.h>
 
-#include "unit.h"
-#include "../../daemon/sample/bpf/rqevents.h"
-#include "bpfev.h"
 #include "rqbalance.h"
+#include "sample/bpf/rqevents.bpf.h"
+#include "sample/bpfev.h"
+#include "unit.h"
+#include "util/util.h"
 
 #define MAX_SEEN 64
 #define MAX_ATTEMPTS 10
@@ -51,11 +52,11 @@ static struct rqe_event record(__u32 kind)
 static void test_decode(void **state)
 {
 	struct rqe_event r = record(RQE_FORK);
-	struct pc_event e;
+	struct procconn_event e;
 
 	(void)state;
 	assert_int_equal(bpfev_decode(&r, sizeof(r), &e), 0);
-	assert_int_equal(e.kind, PC_FORK);
+	assert_int_equal(e.kind, PROCCONN_FORK);
 	assert_int_equal(e.tid, 101);
 	assert_int_equal(e.tgid, 100);
 	assert_int_equal(e.parent_tid, 7);
@@ -69,7 +70,7 @@ static void test_decode(void **state)
 
 	r = record(RQE_EXEC);
 	assert_int_equal(bpfev_decode(&r, sizeof(r), &e), 0);
-	assert_int_equal(e.kind, PC_EXEC);
+	assert_int_equal(e.kind, PROCCONN_EXEC);
 	assert_true(e.has_exe);
 	assert_true(e.exe_dev == makedev(8, 2));
 	assert_int_equal(e.exe_ino, 1234);
@@ -82,7 +83,7 @@ static void test_decode(void **state)
 
 	r = record(RQE_EXIT);
 	assert_int_equal(bpfev_decode(&r, sizeof(r), &e), 0);
-	assert_int_equal(e.kind, PC_EXIT);
+	assert_int_equal(e.kind, PROCCONN_EXIT);
 	assert_false(e.has_exe);
 
 	/* Not an event: a short record, an unknown kind, a pid that no task has. */
@@ -139,12 +140,12 @@ struct seen {
 	pid_t parent;
 	pid_t child;
 	size_t n;
-	struct pc_event ev[MAX_SEEN];
+	struct procconn_event ev[MAX_SEEN];
 	uint64_t events;
 	uint64_t overflows;
 };
 
-static void on_event(void *ctx, const struct pc_event *ev)
+static void on_event(void *ctx, const struct procconn_event *ev)
 {
 	struct seen *s = ctx;
 
@@ -159,7 +160,7 @@ static void on_overflow(void *ctx)
 	((struct seen *)ctx)->overflows++;
 }
 
-static const struct pc_callbacks callbacks = { .event = on_event, .overflow = on_overflow };
+static const struct procconn_callbacks callbacks = { .event = on_event, .overflow = on_overflow };
 
 static struct bpfev *open_or_skip(struct seen *s)
 {
@@ -186,7 +187,7 @@ static void drain(struct bpfev *ev)
 	while (!bpfev_empty(ev));
 }
 
-static const struct pc_event *find(const struct seen *s, enum pc_event_kind kind, pid_t tid)
+static const struct procconn_event *find(const struct seen *s, enum procconn_event_kind kind, pid_t tid)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (s->ev[i].kind == kind && s->ev[i].tid == tid)
@@ -201,7 +202,7 @@ static uint64_t start_ticks(pid_t pid)
 	unsigned long long v = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	assert_true(rqb_read_file(path, buf, sizeof(buf)) > 0);
+	assert_true(util_read_file(path, buf, sizeof(buf)) > 0);
 	p = strrchr(buf, ')');
 	assert_non_null(p);
 	/* After ')': state is field 3; start time field 22. */
@@ -269,8 +270,8 @@ static void test_child_events(void **state)
 	(void)state;
 	assert_int_equal(stat(prog, &st), 0);
 	for (attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-		struct pc_counters before, after;
-		const struct pc_event *fork_ev, *exec_ev, *exit_ev, *thr = NULL;
+		struct procconn_counters before, after;
+		const struct procconn_event *fork_ev, *exec_ev, *exit_ev, *thr = NULL;
 		uint64_t start;
 		pid_t pid;
 		int wst;
@@ -291,11 +292,11 @@ static void test_child_events(void **state)
 			print_message("events were dropped by a fork storm elsewhere: again\n");
 			continue;
 		}
-		fork_ev = find(s, PC_FORK, pid);
-		exec_ev = find(s, PC_EXEC, pid);
-		exit_ev = find(s, PC_EXIT, pid);
+		fork_ev = find(s, PROCCONN_FORK, pid);
+		exec_ev = find(s, PROCCONN_EXEC, pid);
+		exit_ev = find(s, PROCCONN_EXIT, pid);
 		for (size_t i = 0; i < s->n; i++)
-			if (s->ev[i].kind == PC_FORK && s->ev[i].tgid == pid && s->ev[i].tid != pid)
+			if (s->ev[i].kind == PROCCONN_FORK && s->ev[i].tgid == pid && s->ev[i].tid != pid)
 				thr = &s->ev[i];
 		assert_non_null(fork_ev);
 		assert_non_null(exec_ev);
@@ -322,9 +323,9 @@ static void test_child_events(void **state)
 		/* In the order they happened, on one clock. */
 		assert_true(fork_ev < exec_ev && exec_ev < exit_ev);
 		assert_true(fork_ev->ts_ns <= exec_ev->ts_ns && exec_ev->ts_ns <= exit_ev->ts_ns);
-		assert_true(exit_ev->ts_ns <= rqb_now_ns());
+		assert_true(exit_ev->ts_ns <= util_now_ns());
 		/* And the thread's exit, before the exec. */
-		assert_non_null(find(s, PC_EXIT, thr->tid));
+		assert_non_null(find(s, PROCCONN_EXIT, thr->tid));
 		break;
 	}
 	if (attempt > MAX_ATTEMPTS) {
@@ -372,7 +373,7 @@ static void test_overflow(void **state)
 {
 	struct seen s;
 	struct bpfev *ev = open_or_skip(&s);
-	struct pc_counters c;
+	struct procconn_counters c;
 	uint64_t dropped = 0;
 	int r, forks = 0;
 

@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgmembers.h"
 #include "rqbalance.h"
+#include "sample/cgm.h"
 #include "unit.h"
 
 static char top[64];

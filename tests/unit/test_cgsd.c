@@ -12,9 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "act.h"
-#include "cg_systemd.h"
-#include "lat_act.h"
+#include "actuate/act.h"
+#include "actuate/cgsd.h"
+#include "actuate/latact.h"
 #include "rqbalance.h"
 #include "unit.h"
 

@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "unit.h"
-#include "log.h"
 #include "rqbalance.h"
+#include "unit.h"
+#include "util/log.h"
 
 #define SHIPPED_CONF "conf/rqbalance.conf"
 

@@ -1,8 +1,8 @@
 /* CPU lists as the kernel writes them: format and parse round trips, bad input refused. */
 #include <errno.h>
 
-#include "unit.h"
 #include "rqbalance.h"
+#include "unit.h"
 
 /* Parses s, formats the set again and checks the text is the canonical form. */
 static void round_trip(const char *s, const char *canonical)

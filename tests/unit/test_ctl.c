@@ -1,7 +1,7 @@
 /* The ctl protocol's encoder and decoder: round trips and every malformed header. */
 #include <errno.h>
 
-#include "ctl.h"
+#include "ctl_proto.h"
 #include "rqbalance.h"
 #include "unit.h"
 

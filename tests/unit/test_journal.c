@@ -6,11 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "unit.h"
-#include "journal.h"
-#include "lat_act.h"
-#include "log.h"
+#include "actuate/journal.h"
+#include "actuate/latact.h"
 #include "rqbalance.h"
+#include "unit.h"
+#include "util/log.h"
 
 struct fixture {
 	char root[64];          /* the mkdtemp directory */

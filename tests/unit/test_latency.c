@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <sched.h>
 
-#include "latency.h"
+#include "policy/latency.h"
 #include "unit.h"
 
 static const struct lat_conf defaults = {

@@ -4,9 +4,9 @@
  */
 #include <errno.h>
 
+#include "policy/latency.h"
+#include "policy/latpol.h"
 #include "unit.h"
-#include "latency.h"
-#include "latpol.h"
 
 #define SELF 999
 

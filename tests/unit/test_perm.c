@@ -8,14 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ctl_peer.h"
+#include "ctl/ctl_peer.h"
 
-#include "ctl_perm.h"
+#include "ctl/ctl_perm.h"
 #include "unit.h"
 
-static struct perm_facts user(int cur, int want)
+static struct ctl_perm_facts user(int cur, int want)
 {
-	struct perm_facts f = {
+	struct ctl_perm_facts f = {
 		.peer_euid = 1000, .target_ruid = 1000, .target_euid = 1000,
 		.cur = cur, .want = want,
 	};
@@ -23,10 +23,10 @@ static struct perm_facts user(int cur, int want)
 	return f;
 }
 
-static int check(const struct perm_facts *f)
+static int check(const struct ctl_perm_facts *f)
 {
 	const char *why = NULL;
-	int r = perm_check(f, &why);
+	int r = ctl_perm_check(f, &why);
 
 	if (r < 0)
 		assert_non_null(why);
@@ -35,7 +35,7 @@ static int check(const struct perm_facts *f)
 
 static void own_task_raise_allowed(void **state)
 {
-	struct perm_facts f = user(0, 5);
+	struct ctl_perm_facts f = user(0, 5);
 
 	assert_int_equal(check(&f), 0);
 	f = user(5, 5);
@@ -46,7 +46,7 @@ static void own_task_raise_allowed(void **state)
 
 static void own_task_lower_refused(void **state)
 {
-	struct perm_facts f = user(0, -1);
+	struct ctl_perm_facts f = user(0, -1);
 
 	assert_int_equal(check(&f), -EPERM);
 	f = user(10, 9);
@@ -57,7 +57,7 @@ static void own_task_lower_refused(void **state)
 
 static void rlimit_nice_allows_lowering_to_its_bound(void **state)
 {
-	struct perm_facts f = user(10, 5);
+	struct ctl_perm_facts f = user(10, 5);
 
 	f.rlim_nice = 15; /* the kernel lets this user renice down to 20 - 15 = 5 */
 	assert_int_equal(check(&f), 0);
@@ -70,7 +70,7 @@ static void rlimit_nice_allows_lowering_to_its_bound(void **state)
 
 static void other_users_task_refused(void **state)
 {
-	struct perm_facts f = user(0, 10);
+	struct ctl_perm_facts f = user(0, 10);
 
 	f.target_ruid = f.target_euid = 1001;
 	assert_int_equal(check(&f), -EPERM);
@@ -80,7 +80,7 @@ static void other_users_task_refused(void **state)
 
 static void cap_sys_nice_allows_any(void **state)
 {
-	struct perm_facts f = user(0, -20);
+	struct ctl_perm_facts f = user(0, -20);
 
 	f.target_ruid = f.target_euid = 0;
 	f.cap_sys_nice = true;
@@ -89,7 +89,7 @@ static void cap_sys_nice_allows_any(void **state)
 
 static void admin_allows_any(void **state)
 {
-	struct perm_facts f = user(19, -20);
+	struct ctl_perm_facts f = user(19, -20);
 
 	f.target_ruid = f.target_euid = 4242;
 	f.admin = true;
@@ -114,16 +114,16 @@ static void accept_counts_cap_sys_nice_only_when_sound(void **state)
 	const char *why = NULL;
 	bool cap = false;
 
-	assert_int_equal(perm_peer_accept(1000, 100, &p, &cap, &why), 0);
+	assert_int_equal(ctl_perm_peer_accept(1000, 100, &p, &cap, &why), 0);
 	assert_true(cap);
 	p.same_userns = false; /* a container's own CAP_SYS_NICE */
-	assert_int_equal(perm_peer_accept(1000, 100, &p, &cap, &why), 0);
+	assert_int_equal(ctl_perm_peer_accept(1000, 100, &p, &cap, &why), 0);
 	assert_false(cap);
 	p = peer("1000\t1000\t1000\t1000", NICE, 0); /* non-dumpable: raised by an exec */
-	assert_int_equal(perm_peer_accept(1000, 100, &p, &cap, &why), 0);
+	assert_int_equal(ctl_perm_peer_accept(1000, 100, &p, &cap, &why), 0);
 	assert_false(cap);
 	p = peer("1000\t1000\t1000\t1000", 0, 1000);
-	assert_int_equal(perm_peer_accept(1000, 100, &p, &cap, &why), 0);
+	assert_int_equal(ctl_perm_peer_accept(1000, 100, &p, &cap, &why), 0);
 	assert_false(cap);
 }
 
@@ -133,11 +133,11 @@ static void accept_refuses_ids_changed_since_connect(void **state)
 	const char *why = NULL;
 	bool cap = true;
 
-	assert_int_equal(perm_peer_accept(1000, 100, &p, &cap, &why), -EPERM);
+	assert_int_equal(ctl_perm_peer_accept(1000, 100, &p, &cap, &why), -EPERM);
 	assert_non_null(why);
 	p = peer("1000\t1000\t1000\t1000", 0, 1000);
-	assert_int_equal(perm_peer_accept(1000, 101, &p, &cap, &why), -EPERM);
-	assert_int_equal(perm_peer_accept(0, 100, &p, &cap, &why), -EPERM);
+	assert_int_equal(ctl_perm_peer_accept(1000, 101, &p, &cap, &why), -EPERM);
+	assert_int_equal(ctl_perm_peer_accept(0, 100, &p, &cap, &why), -EPERM);
 }
 
 static void same_peer_or_stale(void **state)
@@ -145,21 +145,21 @@ static void same_peer_or_stale(void **state)
 	struct ctl_peer a = peer("1000\t1000\t1000\t1000", 0, 1000), b = a;
 	const char *why = NULL;
 
-	assert_int_equal(perm_peer_same(&a, &b, &why), 0);
+	assert_int_equal(ctl_perm_peer_same(&a, &b, &why), 0);
 	b = peer("1000\t0\t0\t0", ~0ULL, 0);
-	assert_int_equal(perm_peer_same(&a, &b, &why), -EPERM);
+	assert_int_equal(ctl_perm_peer_same(&a, &b, &why), -EPERM);
 	b = a;
 	b.cap_prm = NICE; /* file capabilities */
-	assert_int_equal(perm_peer_same(&a, &b, &why), -EPERM);
+	assert_int_equal(ctl_perm_peer_same(&a, &b, &why), -EPERM);
 	b = a;
 	b.owner = 0; /* made non-dumpable */
-	assert_int_equal(perm_peer_same(&a, &b, &why), -EPERM);
+	assert_int_equal(ctl_perm_peer_same(&a, &b, &why), -EPERM);
 	b = a;
 	b.start_time++; /* its pid reused */
-	assert_int_equal(perm_peer_same(&a, &b, &why), -EPERM);
+	assert_int_equal(ctl_perm_peer_same(&a, &b, &why), -EPERM);
 	b = a;
 	snprintf(b.gid, sizeof(b.gid), "100\t0\t0\t0");
-	assert_int_equal(perm_peer_same(&a, &b, &why), -EPERM);
+	assert_int_equal(ctl_perm_peer_same(&a, &b, &why), -EPERM);
 	assert_non_null(why);
 }
 

@@ -18,10 +18,11 @@
 
 #include "unit.h"
 
-#include "log.h"
 #include "rqbalance.h"
-#include "parse.h"
-#include "sampler.h"
+#include "sample/parse.h"
+#include "sample/sampler.h"
+#include "util/log.h"
+#include "util/util.h"
 
 /* ---- parse_stat ---- */
 
@@ -588,7 +589,7 @@ static void tick_at(struct fix *f, uint64_t now_ns)
 
 static void tick(struct fix *f)
 {
-	tick_at(f, rqb_now_ns());
+	tick_at(f, util_now_ns());
 }
 
 static const struct snap_task *find_task(const struct snapshot *s, pid_t tid)
@@ -768,7 +769,7 @@ static void test_sampler_reads_cheaply(void **state)
 	 * On the sampler's clock, ten ticks 100 ms apart, whatever time they really take
 	 * (a sanitizer build under load takes seconds): what it walks depends on that clock.
 	 */
-	t0 = rqb_now_ns();
+	t0 = util_now_ns();
 	for (int i = 0; i < 10; i++) {
 		tick_at(f, t0 + (uint64_t)i * 100 * NSEC_PER_MSEC);
 		assert_non_null(find_task(f->snap, kid));

@@ -20,10 +20,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "unit.h"
-#include "log.h"
-#include "procconn.h"
 #include "rqbalance.h"
+#include "sample/procconn.h"
+#include "unit.h"
+#include "util/log.h"
+#include "util/util.h"
 
 #define MAX_SEEN 64
 #define MAX_ATTEMPTS 10
@@ -33,29 +34,29 @@ struct seen {
 	pid_t parent;              /* this test process */
 	pid_t child;               /* 0: keep nothing */
 	size_t n;
-	struct pc_event ev[MAX_SEEN];
+	struct procconn_event ev[MAX_SEEN];
 	uint64_t recv_ns[MAX_SEEN]; /* when the callback got it (CLOCK_MONOTONIC) */
 	uint64_t events;           /* every event delivered */
 	uint64_t own_forks;        /* FORK events of processes this test forked */
 	uint64_t overflows;
-	int delivered;             /* sum of what pc_dispatch returned */
+	int delivered;             /* sum of what procconn_dispatch returned */
 };
 
-static bool is_childs(const struct seen *s, const struct pc_event *ev)
+static bool is_childs(const struct seen *s, const struct procconn_event *ev)
 {
 	return s->child > 0 && (ev->tgid == s->child || ev->tid == s->child);
 }
 
-static void on_event(void *ctx, const struct pc_event *ev)
+static void on_event(void *ctx, const struct procconn_event *ev)
 {
 	struct seen *s = ctx;
 
 	s->events++;
-	if (ev->kind == PC_FORK && ev->parent_tgid == s->parent && ev->tid == ev->tgid)
+	if (ev->kind == PROCCONN_FORK && ev->parent_tgid == s->parent && ev->tid == ev->tgid)
 		s->own_forks++;
 	if (!is_childs(s, ev) || s->n == MAX_SEEN)
 		return;
-	s->recv_ns[s->n] = rqb_now_ns();
+	s->recv_ns[s->n] = util_now_ns();
 	s->ev[s->n++] = *ev;
 }
 
@@ -66,7 +67,7 @@ static void on_overflow(void *ctx)
 	s->overflows++;
 }
 
-static const struct pc_callbacks callbacks = { .event = on_event, .overflow = on_overflow };
+static const struct procconn_callbacks callbacks = { .event = on_event, .overflow = on_overflow };
 
 static struct procconn *open_or_skip(struct seen *s)
 {
@@ -75,7 +76,7 @@ static struct procconn *open_or_skip(struct seen *s)
 
 	memset(s, 0, sizeof(*s));
 	s->parent = getpid();
-	r = pc_open(&callbacks, s, &pc);
+	r = procconn_open(&callbacks, s, &pc);
 	if (r == -EPERM || r == -EPROTONOSUPPORT) {
 		print_message("skip: no proc connector here (%s)\n", strerror(-r));
 		skip();
@@ -84,7 +85,7 @@ static struct procconn *open_or_skip(struct seen *s)
 	return pc;
 }
 
-static const struct pc_event *find(const struct seen *s, enum pc_event_kind kind, pid_t tid)
+static const struct procconn_event *find(const struct seen *s, enum procconn_event_kind kind, pid_t tid)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (s->ev[i].kind == kind && s->ev[i].tid == tid)
@@ -93,19 +94,19 @@ static const struct pc_event *find(const struct seen *s, enum pc_event_kind kind
 }
 
 /* The FORK of a thread of the child: the one task of its process that is not the child. */
-static const struct pc_event *find_thread(const struct seen *s)
+static const struct procconn_event *find_thread(const struct seen *s)
 {
 	for (size_t i = 0; i < s->n; i++)
-		if (s->ev[i].kind == PC_FORK && s->ev[i].tgid == s->child &&
+		if (s->ev[i].kind == PROCCONN_FORK && s->ev[i].tgid == s->child &&
 		    s->ev[i].tid != s->child)
 			return &s->ev[i];
 	return NULL;
 }
 
-/* One pc_dispatch, its count added to what the test saw delivered. */
+/* One procconn_dispatch, its count added to what the test saw delivered. */
 static void dispatch(struct procconn *pc, struct seen *s)
 {
-	int r = pc_dispatch(pc);
+	int r = procconn_dispatch(pc);
 
 	assert_true(r >= 0);
 	s->delivered += r;
@@ -119,7 +120,7 @@ static void drain(struct procconn *pc, struct seen *s)
 {
 	do
 		dispatch(pc, s);
-	while (!pc_empty(pc));
+	while (!procconn_empty(pc));
 }
 
 /*
@@ -134,7 +135,7 @@ static void finish_child(struct procconn *pc, struct seen *s, pid_t pid)
 
 	assert_true(pidfd >= 0);
 	for (;;) {
-		struct pollfd pfd[2] = { { .fd = pc_fd(pc), .events = POLLIN },
+		struct pollfd pfd[2] = { { .fd = procconn_fd(pc), .events = POLLIN },
 					 { .fd = pidfd, .events = POLLIN } };
 
 		assert_true(poll(pfd, 2, -1) > 0 || errno == EINTR);
@@ -245,12 +246,12 @@ static void test_child_lifecycle(void **state)
 {
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
-	const struct pc_event *fork_ev, *thr, *exec_ev, *exit_ev;
+	const struct procconn_event *fork_ev, *thr, *exec_ev, *exit_ev;
 	uint64_t t0, overflows;
 
 	for (int attempt = 1;; attempt++) {
 		overflows = begin_attempt(pc, &s);
-		t0 = rqb_now_ns();
+		t0 = util_now_ns();
 		s.child = fork();
 		assert_true(s.child >= 0);
 		if (s.child == 0)
@@ -260,7 +261,7 @@ static void test_child_lifecycle(void **state)
 			break;
 	}
 
-	fork_ev = find(&s, PC_FORK, s.child);
+	fork_ev = find(&s, PROCCONN_FORK, s.child);
 	assert_non_null(fork_ev);
 	assert_int_equal(fork_ev->tgid, s.child);
 	assert_int_equal(fork_ev->parent_tgid, s.parent);
@@ -269,12 +270,12 @@ static void test_child_lifecycle(void **state)
 	assert_non_null(thr);
 	/* The kernel names the thread's real_parent: its process's parent, not the cloner. */
 	assert_int_equal(thr->parent_tgid, s.parent);
-	assert_non_null(find(&s, PC_EXIT, thr->tid));
-	assert_int_equal(find(&s, PC_EXIT, thr->tid)->tgid, s.child);
-	exec_ev = find(&s, PC_EXEC, s.child);
+	assert_non_null(find(&s, PROCCONN_EXIT, thr->tid));
+	assert_int_equal(find(&s, PROCCONN_EXIT, thr->tid)->tgid, s.child);
+	exec_ev = find(&s, PROCCONN_EXEC, s.child);
 	assert_non_null(exec_ev);
 	assert_int_equal(exec_ev->tgid, s.child);
-	exit_ev = find(&s, PC_EXIT, s.child);
+	exit_ev = find(&s, PROCCONN_EXIT, s.child);
 	assert_non_null(exit_ev);
 	assert_int_equal(exit_ev->tgid, s.child);
 	/* In order, on CLOCK_MONOTONIC: after t0, no later than receipt. */
@@ -283,21 +284,21 @@ static void test_child_lifecycle(void **state)
 	for (size_t i = 0; i < s.n; i++)
 		assert_true(s.ev[i].ts_ns <= s.recv_ns[i]);
 	report_latency(&s);
-	pc_close(pc);
+	procconn_close(pc);
 }
 
 static void test_counters(void **state)
 {
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
-	struct pc_counters c, c0;
+	struct procconn_counters c, c0;
 	uint64_t overflows;
 
 	/*
-	 * Nothing delivered yet. An overflow inside pc_open (before the subscription's
+	 * Nothing delivered yet. An overflow inside procconn_open (before the subscription's
 	 * ack) is counted but not called back: compare overflows from here on.
 	 */
-	pc_counters(pc, &c0);
+	procconn_counters(pc, &c0);
 	assert_int_equal(c0.events, 0);
 	for (int attempt = 1;; attempt++) {
 		overflows = begin_attempt(pc, &s);
@@ -307,15 +308,15 @@ static void test_counters(void **state)
 		if (attempt_clean(&s, overflows, attempt, "counters"))
 			break;
 	}
-	assert_non_null(find(&s, PC_FORK, s.child));
-	assert_non_null(find(&s, PC_EXIT, s.child));
+	assert_non_null(find(&s, PROCCONN_FORK, s.child));
+	assert_non_null(find(&s, PROCCONN_EXIT, s.child));
 	/* Every event delivered, the child's two among them, counted once each way. */
-	pc_counters(pc, &c);
+	procconn_counters(pc, &c);
 	assert_true(c.events >= 2);
 	assert_int_equal(c.events, s.events);
 	assert_int_equal((uint64_t)s.delivered, s.events);
 	assert_int_equal(c.overflows - c0.overflows, s.overflows);
-	pc_close(pc);
+	procconn_close(pc);
 }
 
 /*
@@ -329,22 +330,22 @@ static void test_overflow(void **state)
 {
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
-	struct pc_counters c, c0;
+	struct procconn_counters c, c0;
 	uint64_t overflows;
 	int r;
 
-	pc_counters(pc, &c0);
+	procconn_counters(pc, &c0);
 	for (int i = 0; i < 20000; i++)
 		reap(spawn_exiting());
 	/* The overflow is reported by the first read; one call reads a bounded share. */
-	r = pc_dispatch(pc);
+	r = procconn_dispatch(pc);
 	assert_true(r >= 0);
 	s.delivered += r;
 	assert_true(s.overflows >= 1);
 	assert_true(s.events <= 256);
-	assert_false(pc_empty(pc));
+	assert_false(procconn_empty(pc));
 	drain(pc, &s);
-	pc_counters(pc, &c);
+	procconn_counters(pc, &c);
 	assert_int_equal(c.overflows - c0.overflows, s.overflows);
 	assert_int_equal(c.events, s.events);
 	assert_int_equal((uint64_t)s.delivered, s.events);
@@ -359,14 +360,14 @@ static void test_overflow(void **state)
 		if (attempt_clean(&s, overflows, attempt, "a child after the overflow"))
 			break;
 	}
-	assert_non_null(find(&s, PC_FORK, s.child));
-	assert_non_null(find(&s, PC_EXIT, s.child));
-	pc_close(pc);
+	assert_non_null(find(&s, PROCCONN_FORK, s.child));
+	assert_non_null(find(&s, PROCCONN_EXIT, s.child));
+	procconn_close(pc);
 }
 
 static void test_close_null(void **state)
 {
-	pc_close(NULL);
+	procconn_close(NULL);
 }
 
 int main(void)

@@ -1,8 +1,8 @@
 /* The run-queue histograms' buckets: the function the BPF program runs, against a loop. */
 #include <stdint.h>
 
+#include "sample/rqlat.h"
 #include "unit.h"
-#include "rqlat.h"
 
 /* floor(log2(µs)) the slow way, 0 below 2 µs, capped at the last bucket (25). */
 static unsigned slow_bucket(uint64_t ns)

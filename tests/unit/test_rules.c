@@ -8,10 +8,10 @@
 
 #include "unit.h"
 
-#include "conf.h"
-#include "latency.h"
+#include "conf/conf.h"
+#include "policy/latency.h"
+#include "policy/rules.h"
 #include "rqbalance.h"
-#include "rules.h"
 
 #define MAIN "main.conf"
 

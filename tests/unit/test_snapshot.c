@@ -1,8 +1,8 @@
 /* Snapshot text form: write/read round trips, several in a stream, every malformed record. */
 #include <errno.h>
 
-#include "unit.h"
 #include "rqbalance.h"
+#include "unit.h"
 
 #define TWO_LLCS "package:1 l3cache:2 core:1 pu:1"
 

@@ -12,11 +12,11 @@
 
 #include <cmocka.h>
 
-#include "conf.h"
-#include "cpumask.h"
-#include "plan.h"
-#include "snapshot.h"
-#include "topo.h"
+#include "conf/conf.h"
+#include "plan/plan.h"
+#include "sample/topo.h"
+#include "snapshot/snap.h"
+#include "util/cpumask.h"
 
 /* A synthetic hwloc topology that is not this machine (no online filter). */
 static inline struct topo *unit_topo(const char *synthetic)

@@ -30,7 +30,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "rqevents.h"
+#include "rqevents.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

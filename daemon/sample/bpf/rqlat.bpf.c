@@ -27,7 +27,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "rqlat.h"
+#include "rqlat.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -41,7 +41,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 
-#include "rqsample.h"
+#include "rqsample.bpf.h"
 
 /* The helpers that read kernel memory are offered only to GPL-compatible programs. */
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

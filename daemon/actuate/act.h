@@ -1,0 +1,102 @@
+/*
+ * The actuator: the only code that changes the system. One table of operations
+ * (a Linux driver and a dry-run driver); journals before it writes, reads back,
+ * writes only on difference, and sorts errors into transient and permanent.
+ */
+#ifndef RQB_ACT_H
+#define RQB_ACT_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "plan/plan.h"
+
+struct journal;
+
+/* A task opened for acting on, its identity checked. */
+struct act_task {
+	pid_t tid;
+	uint64_t start_time;
+	int pidfd;            /* -1 where the kernel cannot open one for a thread */
+};
+
+struct act_ops {
+	const char *name;
+	/* Opens tid if its start time is start_time: 0, -ESRCH (gone or reused), -errno. */
+	int (*open)(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret);
+	/* 0 while the task opened is alive, -ESRCH once it is gone. */
+	int (*alive)(const struct act_task *t);
+	int (*get_affinity)(const struct act_task *t, cpu_set_t *ret);
+	int (*set_affinity)(const struct act_task *t, const cpu_set_t *mask);
+	void (*close)(struct act_task *t);
+	/*
+	 * Calls fn for every thread of process tgid, and every thread of its child
+	 * processes, started at or after since (clock ticks after boot): the tasks that
+	 * inherited what rqbalance set on a thread of tgid. 0 or -errno.
+	 */
+	int (*offspring)(pid_t tgid, uint64_t since,
+			 void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start), void *ctx);
+};
+
+struct proc_stat_line;
+/* Reads /proc/TID/stat. 0, -ESRCH when the task is gone, or -errno. */
+int act_read_stat(pid_t tid, struct proc_stat_line *ret);
+
+/* Clock ticks after boot now: the unit of start times in /proc. */
+uint64_t act_boot_ticks(void);
+
+extern const struct act_ops act_linux_ops;
+extern const struct act_ops act_dryrun_ops;
+
+/* A task rqbalance changed: what it had and what it was given. */
+struct act_entry {
+	struct act_task task;
+	pid_t tgid;
+	cpu_set_t prev;
+	cpu_set_t set;
+	uint64_t since;          /* clock ticks after boot of the first change */
+};
+
+struct act_counters {
+	uint64_t moves;          /* affinity writes that took */
+	uint64_t restores;       /* affinities given back */
+	uint64_t inherited;      /* of those, to threads and children that inherited a pin */
+	uint64_t left_alone;     /* entries dropped because the task changed it itself */
+	uint64_t gone;           /* entries dropped because the task exited */
+	uint64_t transient;      /* errors worth a retry next tick */
+	uint64_t permanent;      /* errors that dropped the action */
+};
+
+struct act {
+	const struct act_ops *ops;
+	struct journal *journal;  /* NULL in dry-run */
+	bool dry_run;
+	size_t n, cap;
+	struct act_entry *e;      /* sorted by tid */
+	struct act_counters cnt;
+};
+
+/* Told about every task whose pin the actuator dropped or could not make. */
+typedef void (*act_dropped_fn)(void *ctx, pid_t tid, uint64_t start_time);
+
+/*
+ * Opens the journal in journal_dir (unless dry_run) and first gives back whatever a
+ * previous run left in it. 0 or -errno (-EBUSY: another daemon holds the journal).
+ */
+int act_init(struct act *a, const struct act_ops *ops, const char *journal_dir, bool dry_run);
+/* Restores every task still as rqbalance left it, then closes the journal. */
+void act_fini(struct act *a);
+/* Carries out a plan; returns how many actions took. */
+int act_apply(struct act *a, const struct plan *p, act_dropped_fn dropped, void *ctx);
+/* Drops entries whose task exited or changed its own affinity since. */
+void act_verify(struct act *a, act_dropped_fn dropped, void *ctx);
+/* Gives back every affinity still as rqbalance set it. Returns the number restored. */
+int act_restore_all(struct act *a);
+static inline size_t act_managed(const struct act *a) { return a->n; }
+/* -ESRCH, -EPERM, -EINVAL...: permanent; -EAGAIN, -EINTR, -EBUSY, -ENOMEM: transient. */
+bool act_error_is_transient(int err);
+
+#endif

@@ -1,0 +1,207 @@
+/*
+ * The latency actuator: gives tasks and cgroups what the mapping (latency.h) says a
+ * latency-nice value is, and gives it back. Like the affinity actuator it checks a
+ * task's identity before it acts, journals before it writes (latency.journal), reads
+ * back, and restores a knob only where it still has the value rqbalance set.
+ */
+#ifndef RQB_LATACT_H
+#define RQB_LATACT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "actuate/act.h"
+#include "policy/latency.h"
+
+#define LAT_JOURNAL_NAME "latency.journal"
+#define LAT_PATH_MAX 256
+/* A path as the journal writes it (\xHH for blanks, controls and '\\'): 4 bytes a byte. */
+#define LAT_ESC_MAX (4 * LAT_PATH_MAX)
+/* The longest journal record: a task's, with two escaped cgroup paths. */
+#define LAT_LINE_MAX (2 * LAT_ESC_MAX + 256)
+
+/* What a task has, of the knobs the mapping sets. */
+struct lat_state {
+	int policy;                 /* SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, … */
+	int nice;
+	uint64_t slice_ns;          /* sched_runtime; 0 = the kernel's default */
+	int umin, umax;             /* uclamp, 0…1024; -1 where the kernel has none */
+	char cgroup[LAT_PATH_MAX];  /* in the class hierarchy; "" without one */
+};
+
+struct lat_entry {
+	struct act_task task;
+	pid_t tgid;
+	int value;
+	char source[48];            /* who asked: "ctl uid N", "rule NAME", "inherited" */
+	struct lat_state prev;      /* what it had before rqbalance */
+	struct lat_state set;       /* what rqbalance gave it, read back */
+	/*
+	 * Whether its cgroup is rqbalance's to move (lat_cg_decide). When it is not,
+	 * set.cgroup is "" (nothing to give back) and cg_left is where it was left.
+	 */
+	enum lat_cg_verdict cg;
+	char cg_left[LAT_PATH_MAX];
+};
+
+struct lat_cg_entry {
+	char path[LAT_PATH_MAX];    /* cgroup path in the cpu hierarchy */
+	char unit[LAT_PATH_MAX];    /* the systemd unit that owns it; "" = cgroupfs */
+	int value;
+	char source[48];
+	uint64_t prev_weight, set_weight; /* v1 shares, v2 / systemd weight */
+	int prev_idle, set_idle;    /* cpu.idle; -1 where there is none */
+	bool by_procs;              /* a unit weighted for its processes' value, not a target */
+};
+
+/* Where the class cgroups are, if anywhere. */
+struct lat_classes {
+	bool on;
+	bool v2;
+	char mount[PATH_MAX];       /* the cpu hierarchy's mount point */
+	char root[LAT_PATH_MAX];    /* the classes' parent, relative to mount; "" = the top */
+	bool made_root;             /* rqbalance made that parent: it removes it */
+	bool rt;                    /* v1 with RT group scheduling: classes get RT runtime */
+	bool made[LAT_MAX - LAT_MIN + 1];
+};
+
+struct latact_opts {
+	const char *journal_dir;
+	const char *cgroup_root;     /* the classes' parent; "" = the top of the hierarchy */
+	bool class_cgroups;          /* resolved: use them if a cpu hierarchy is there */
+	bool slices;                 /* the kernel takes sched_runtime as the slice */
+	bool uclamp;                 /* the kernel has uclamp */
+	bool dry_run;
+	bool systemd;                /* systemd owns the cgroups: units are set over D-Bus */
+	const char *bus_address;     /* "" = the system bus */
+	const char *proc_root;       /* "" = "/proc"; for the cgroup of a task */
+	const char *mounts_file;     /* "" = /proc/self/mounts */
+};
+
+struct latact_counters {
+	uint64_t applied;      /* tasks and cgroups given a value */
+	uint64_t restored;     /* knobs given back */
+	uint64_t left_alone;   /* knobs not restored: changed since by someone else */
+	uint64_t gone;         /* entries dropped because the task exited */
+	uint64_t refused;      /* real-time tasks and the like */
+	uint64_t errors;
+};
+
+struct latact {
+	const struct act_ops *ops;
+	struct journal *journal;     /* NULL in dry-run */
+	struct latact_opts o;
+	char proc_root[PATH_MAX];
+	struct lat_classes cls;
+	struct lat_conf lc;
+	uint64_t default_slice_ns;   /* what sched_getattr says for "no slice of its own" */
+	size_t n, cap;
+	struct lat_entry *e;         /* sorted by tid */
+	size_t ncg, capcg;
+	struct lat_cg_entry *cg;
+	struct latact_counters cnt;
+	void *bus;                   /* sd_bus *, opened at the first unit target */
+	/* Told of each task entry added or changed (managed) and dropped; may be NULL. */
+	void (*on_task)(void *ctx, pid_t tid, int value, bool managed);
+	void *on_task_ctx;
+};
+
+/*
+ * Opens the journal, gives back what a previous run left in it, and finds the class
+ * hierarchy. 0 or -errno (-EBUSY: another daemon holds the journal).
+ */
+int latact_init(struct latact *la, const struct act_ops *ops, const struct latact_opts *o,
+		const struct lat_conf *lc);
+/* Restores everything still as rqbalance set it, removes its class cgroups, closes. */
+void latact_fini(struct latact *la);
+/* The mapping's settings changed (reload). */
+void latact_set_conf(struct latact *la, const struct lat_conf *lc);
+
+/*
+ * Gives task tid (of process tgid, started at start_time) value v. from, if not NULL,
+ * is the entry of the task that created it, whose settings it inherited: what that
+ * one had before rqbalance is what the new task had, and its cgroup is rqbalance's to
+ * move only if the kernel put it where rqbalance put the creator. A task rqbalance
+ * did not put where it is now (someone else moved it, or its cgroup limits its CPU)
+ * keeps its cgroup (lat_cg_decide). 0, or -errno with *ret_why set to a reason for
+ * the caller.
+ */
+int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, int v,
+		const char *source, const struct lat_entry *from, const char **ret_why);
+/*
+ * Whether task tid is still in the cgroup rqbalance put it in; if someone else moved
+ * it, its cgroup is theirs from now on (logged once).
+ */
+void latact_check_cgroup(struct latact *la, pid_t tid);
+/* Gives a task back what it had (where still as set); -ENOENT if not managed. */
+int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time);
+/* The task exited: forget it. */
+void latact_task_gone(struct latact *la, pid_t tid);
+const struct lat_entry *latact_find(const struct latact *la, pid_t tid);
+
+/* A cgroup target (path in the cpu hierarchy, or a systemd unit's cgroup). */
+int latact_cgroup(struct latact *la, const char *path, int v, const char *source,
+		  const char **ret_why);
+int latact_cgroup_reset(struct latact *la, const char *path);
+/*
+ * The unit that owns cgroup path (a systemd host only) gets the weight of value v for
+ * the processes in it, which all carry v (lat_unit_decide): journalled, and given back
+ * as a cgroup target's is. A cgroup given a value of its own (latact_cgroup) keeps it:
+ * -EEXIST. 0 or -errno with *ret_why.
+ */
+int latact_unit(struct latact *la, const char *path, int v, const char *source,
+		const char **ret_why);
+/* Gives back what latact_unit set on path; -ENOENT if it set nothing there. */
+int latact_unit_release(struct latact *la, const char *path);
+/* An absolute path, no . or .. components, no blanks, short enough. */
+bool latact_cgroup_path_ok(const char *path);
+const struct lat_cg_entry *latact_find_cgroup(const struct latact *la, const char *path);
+
+/* What one plan action came to. */
+struct latact_result {
+	int r;                       /* 0, or -errno (-ECANCELED: its process was refused) */
+	const char *why;             /* a reason for the caller, or NULL */
+};
+/*
+ * Carries out the PLAN_LAT_* actions of p in its order (pins are act_apply's), each
+ * through latact_task, latact_task_reset, latact_cgroup or latact_cgroup_reset; a SET
+ * with from_tid inherits from that task's entry as it was before the plan. A whole
+ * process's SET of its first thread that fails with -ESRCH or -EPERM cancels (-ECANCELED)
+ * the SETs of its other threads. ret (p->n results, may be NULL) gets each action's result.
+ * Returns how many took, or -ENOMEM (nothing done). A dry run logs each action.
+ */
+int latact_apply_plan(struct latact *la, const struct plan *p, struct latact_result *ret);
+
+/* Drops entries whose task is gone; notes tasks someone else moved (latact_check_cgroup). */
+void latact_verify(struct latact *la);
+/* Gives back everything. Returns the knobs restored. */
+int latact_restore_all(struct latact *la);
+
+/* The records of the latency journal, as latact_parse_line names them. */
+enum latact_rec {
+	/*
+	 * PATH, UNIT and the cgroup in PREV and SET are escaped: \xHH for bytes up to
+	 * space, DEL and '\\', "-" for none, so that any name the kernel allows round-trips.
+	 */
+	LATACT_REC_TASK = 1, /* "lat TID TGID START VALUE PREV... SET...": all of *ret_e */
+	LATACT_REC_UNTASK,   /* "unlat TID START": ret_e's task.tid and task.start_time only */
+	LATACT_REC_CG,       /* "cg VALUE PATH UNIT PREV_W PREV_IDLE SET_W SET_IDLE": *ret_c */
+	LATACT_REC_UNCG,     /* "uncg PATH": ret_c->path only */
+	LATACT_REC_ROOT,     /* "root": rqbalance made the classes' parent */
+};
+/*
+ * Parses one latency journal line (its newline cut; a "lat" line is cut into tokens in
+ * place). Pure, for the journal replay and the fuzzer. Returns its enum latact_rec,
+ * or -EINVAL for a malformed line (ret_e and ret_c then untouched).
+ */
+int latact_parse_line(char *line, struct lat_entry *ret_e, struct lat_cg_entry *ret_c);
+
+/* Reads what task tid has now. 0 or -errno. */
+int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret);
+/* A policy's name: "other", "batch", "idle", "fifo", "rr", "deadline". */
+const char *latact_policy_name(int policy);
+
+#endif

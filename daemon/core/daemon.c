@@ -1,0 +1,647 @@
+/*
+ * The daemon: wires the stages into the sd-event loop and walks the pipeline once a
+ * tick. Handlers return quickly; state lives in struct daemon, nowhere else.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/capability.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "core/caps.h"
+#include "core/daemon.h"
+#include "rqbalance.h"
+#include "util/cpumask.h"
+#include "util/log.h"
+#include "util/util.h"
+
+#define TRIM_EVERY_NS (10 * NSEC_PER_SEC)
+
+static void apply_opts(const struct daemon_opts *o, struct rqb_conf *c)
+{
+	if (o->dry_run)
+		c->dry_run = true;
+	if (o->topology)
+		snprintf(c->topology, sizeof(c->topology), "%s", o->topology);
+	if (o->replay) {
+		c->sampler = CONF_SAMPLER_REPLAY;
+		snprintf(c->replay_file, sizeof(c->replay_file), "%s", o->replay);
+	}
+	if (o->log_level >= 0)
+		c->log_level = o->log_level;
+}
+
+int daemon_load_config(const struct daemon_opts *o, FILE *err, struct rqb_conf *ret)
+{
+	struct rqb_conf c;
+	int r;
+
+	/* Without the file, rules_dir (its default) may still hold rules. */
+	if (!o->config_explicit && access(o->config_path, F_OK) < 0 && errno == ENOENT)
+		r = conf_load_defaults(err, &c);
+	else
+		r = conf_load(o->config_path, err, &c);
+	if (r < 0)
+		return r;
+	apply_opts(o, &c);
+	if (c.sampler == CONF_SAMPLER_REPLAY && !c.replay_file[0]) {
+		if (err)
+			fprintf(err, "%s: [daemon] sampler: replay needs replay_file\n", o->config_path);
+		return -EINVAL;
+	}
+	*ret = c;
+	return 0;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	/* The proc sampler keeps a stat file open per busy task, the actuator a pidfd. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int make_sampler(struct daemon *d)
+{
+	struct proc_sampler_opts po = {
+		.root = "",
+		.self_tgid = getpid(),
+		.rescan_ns = d->conf.proc_rescan_ms * NSEC_PER_MSEC,
+		.max_tracked = d->conf.proc_max_tracked,
+	};
+	char why[256] = "";
+	struct bpf_sampler_opts bo = {
+		.self_tgid = po.self_tgid,
+		.interval_ns = d->conf.interval_ms * NSEC_PER_MSEC,
+		.walk_gap_ns = NSEC_PER_SEC,
+		.forget_ns = d->conf.proc_rescan_ms * NSEC_PER_MSEC,
+		.root = "",
+		.why = why,
+		.why_len = sizeof(why),
+	};
+	int r;
+
+	if (d->conf.sampler == CONF_SAMPLER_REPLAY)
+		r = sampler_replay_new(d->conf.replay_file, d->topo, po.self_tgid, &d->sampler);
+	else if (d->conf.sampler == CONF_SAMPLER_PROC)
+		r = sampler_proc_new(&po, &d->sampler);
+	else if ((r = sampler_bpf_new(&bo, &d->sampler)) < 0 &&
+		 d->conf.sampler == CONF_SAMPLER_AUTO) {
+		log_notice("bpf sampler unavailable: %s; using the proc sampler", why);
+		r = sampler_proc_new(&po, &d->sampler);
+	}
+	if (r < 0)
+		log_err("%s sampler: cannot start: %s", conf_sampler_name(d->conf.sampler),
+			why[0] && d->conf.sampler == CONF_SAMPLER_BPF ? why : strerror(-r));
+	return r;
+}
+
+/*
+ * Loading BPF and opening perf events are done: CAP_BPF, CAP_PERFMON and
+ * CAP_SYS_ADMIN go. What stays is what the ticks use on other users' tasks:
+ * CAP_SYS_NICE (affinity, sched_setattr), CAP_SYS_RESOURCE (their RLIMIT_NICE), and
+ * where it was given, CAP_SYS_PTRACE (/proc/PID/exe, which exe rules read without
+ * BPF events) and CAP_NET_ADMIN (the proc connector before 6.6). CAP_BPF stays
+ * permitted, not effective, where this kernel asks for it to start a task walk.
+ */
+static void drop_caps(struct daemon *d)
+{
+	uint64_t drop = CAPS_BIT(CAP_BPF) | CAPS_BIT(CAP_PERFMON) | CAPS_BIT(CAP_SYS_ADMIN);
+	uint64_t eff, perm, forever;
+	char names[128];
+	int r;
+
+	if (caps_get(&eff, &perm) < 0 || !((eff | perm) & drop))
+		return;
+	forever = drop & perm;
+	/* Lowered first, to learn whether a task walk still works without them. */
+	r = caps_drop(drop, 0);
+	if (r == 0 && ((strcmp(d->sampler->ops->name, "bpf") == 0 &&
+			!sampler_bpf_walks_unprivileged(d->sampler)) ||
+		       (d->lat.ops && !latmgr_walks_unprivileged(&d->lm))))
+		forever &= ~CAPS_BIT(CAP_BPF);
+	if (r == 0)
+		r = caps_drop(drop, forever);
+	if (r < 0) {
+		log_warn("capabilities: cannot drop: %s; keeping them", strerror(-r));
+		return;
+	}
+	caps_format(drop & (eff | perm), names, sizeof(names));
+	log_info("capabilities: dropped %s%s", names,
+		 (perm & ~forever & CAPS_BIT(CAP_BPF))
+			 ? "; cap_bpf stays permitted, raised only to start a task walk "
+			   "(this kernel checks it on every bpf() call)"
+			 : "");
+}
+
+/*
+ * The wait histograms load whichever sampler runs: they need CAP_BPF and CAP_PERFMON,
+ * so before drop_caps(). Without them the daemon runs on, and rqctl latency says why.
+ */
+static void start_rqlat(struct daemon *d)
+{
+	int r = rqlat_new(&d->rqlat, d->rqlat_why, sizeof(d->rqlat_why));
+
+	if (r < 0)
+		log_notice("run-queue wait histograms unavailable: %s", d->rqlat_why);
+	else
+		log_info("run-queue wait histograms: on (rqctl latency)");
+}
+
+static void on_lat_task(void *ctx, pid_t tid, int value, bool managed)
+{
+	struct daemon *d = ctx;
+
+	rqlat_task(d->rqlat, tid, value, managed);
+}
+
+/* From now on the histograms follow each value given or taken back; these are older. */
+static void follow_lat_tasks(struct daemon *d)
+{
+	if (!d->rqlat)
+		return;
+	d->lat.on_task = on_lat_task;
+	d->lat.on_task_ctx = d;
+	for (size_t i = 0; i < d->lat.n; i++)
+		rqlat_task(d->rqlat, d->lat.e[i].task.tid, d->lat.e[i].value, true);
+	daemon_rqlat_cgroups(d);
+}
+
+void daemon_rqlat_cgroups(struct daemon *d)
+{
+	const char *paths[RQB_RQLAT_MAX_CG];
+	size_t n = 0;
+
+	if (!d->rqlat || !d->lat.cls.mount[0])
+		return;
+	for (size_t i = 0; i < d->lat.ncg && n < RQB_RQLAT_MAX_CG; i++)
+		paths[n++] = d->lat.cg[i].path;
+	rqlat_cgroups(d->rqlat, d->lat.cls.mount, paths, n);
+}
+
+static void on_dropped(void *ctx, pid_t tid, uint64_t start_time)
+{
+	struct daemon *d = ctx;
+
+	spread_forget(&d->pol, tid, start_time);
+}
+
+/* The mapping's settings from the config; class cgroups resolved against this host. */
+static void lat_conf_from(const struct daemon *d, struct lat_conf *ret)
+{
+	ret->batch_from = (int)d->conf.lat_batch_from;
+	ret->idle_at_19 = d->conf.lat_idle_at_19;
+	ret->uclamp = d->conf.lat_uclamp;
+	ret->boost_cpu_pct = d->conf.lat_boost_cpu_pct;
+	/* On a systemd host the cgroups are systemd's: moving tasks between them is not ours. */
+	ret->class_cgroups = d->conf.lat_class == CONF_CLASS_YES ||
+			     (d->conf.lat_class == CONF_CLASS_AUTO && sd_booted() <= 0);
+}
+
+static void notify_status(struct daemon *d)
+{
+	char status[sizeof(d->status)];
+	size_t n = act_managed(&d->act);
+
+	snprintf(status, sizeof(status), "sampler %s, %zu task%s managed, %" PRIu64 " move%s%s",
+		 d->sampler->ops->name, n, n == 1 ? "" : "s", d->act.cnt.moves,
+		 d->act.cnt.moves == 1 ? "" : "s", d->conf.dry_run ? " (dry run)" : "");
+	if (strcmp(status, d->status) == 0)
+		return;
+	strcpy(d->status, status);
+	sd_notifyf(0, "STATUS=%s", status);
+}
+
+/*
+ * CPU hotplug: a CPU that goes offline leaves the topology the tick's policy sees (no
+ * load counted, no pin made to it) until it is back. Pins made to it before are the
+ * kernel's to break; the verify pass then leaves those tasks as they are.
+ */
+static void follow_hotplug(struct daemon *d)
+{
+	char buf[CPUMASK_STRLEN];
+	cpu_set_t went, came;
+	int r = topo_follow_online(d->topo, "", &went, &came);
+
+	if (r < 0)
+		log_debug("topology: cannot read the online CPUs: %s", strerror(-r));
+	if (r <= 0)
+		return;
+	if (CPU_COUNT(&went))
+		log_notice("topology: CPU %s went offline: left out until it is back",
+			   cpumask_format(&went, buf, sizeof(buf)));
+	if (CPU_COUNT(&came))
+		log_notice("topology: CPU %s online again", cpumask_format(&came, buf, sizeof(buf)));
+}
+
+/*
+ * A burst of tasks (a fork storm, thousands of threads) leaves its entries' memory in
+ * malloc's free lists, where it counts as the daemon's for good: give it back to the
+ * kernel now and then: about 0.1 ms on a fragmented heap of a few megabytes.
+ */
+static void trim_memory(struct daemon *d, uint64_t now_ns)
+{
+	if (now_ns < d->next_trim_ns)
+		return;
+	malloc_trim(0);
+	d->next_trim_ns = now_ns + TRIM_EVERY_NS;
+}
+
+int daemon_tick(struct daemon *d, uint64_t now_ns)
+{
+	int r;
+
+	follow_hotplug(d);
+	trim_memory(d, now_ns);
+	snap_reset(d->snap);
+	d->snap->seq = ++d->ticks;
+	d->snap->now_ns = now_ns;
+	r = sampler_sample(d->sampler, now_ns, d->snap);
+	if (r < 0) {
+		d->sample_failures++;
+		if (d->sample_errors++ == 0)
+			log_warn("%s sampler failed: %s; skipping ticks until it recovers",
+				 d->sampler->ops->name, strerror(-r));
+		return r;
+	}
+	if (d->sample_errors) {
+		log_notice("%s sampler recovered after %" PRIu64 " failed tick%s",
+			   d->sampler->ops->name, d->sample_errors, d->sample_errors == 1 ? "" : "s");
+		d->sample_errors = 0;
+	}
+	if (d->record && snap_write(d->snap, d->record) < 0)
+		log_warn("--record %s: write failed", d->opts.record);
+	act_verify(&d->act, on_dropped, d);
+	if (d->lat.ops)
+		latmgr_tick(&d->lm);
+	daemon_rqlat_cgroups(d);
+	plan_clear(&d->plan);
+	r = spread_decide(d->snap, &d->conf, &d->pol, &d->plan);
+	if (r < 0) {
+		log_err("policy: %s", strerror(-r));
+		return r;
+	}
+	if (d->plan.n)
+		act_apply(&d->act, &d->plan, on_dropped, d);
+	notify_status(d);
+	return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	uint64_t now = util_now_ns(), interval = d->conf.interval_ms * NSEC_PER_MSEC;
+	int r;
+
+	daemon_tick(d, now);
+	ctl_after_tick(&d->ctl);
+	/* Keep the cadence; after a stall, start again from now rather than catch up. */
+	d->next_tick_ns += interval;
+	if (d->next_tick_ns <= now)
+		d->next_tick_ns = now + interval;
+	/* Time sources are one-shot: re-arm. */
+	r = sd_event_source_set_time(s, d->next_tick_ns / NSEC_PER_USEC);
+	return r < 0 ? r : sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+/* The metrics file has a timer of its own: the file is written far less often than a tick. */
+static int arm_metrics(struct daemon *d, uint64_t delay_ns)
+{
+	int r;
+
+	if (!d->conf.metrics_path[0]) {
+		metrics_fini(&d->metrics);
+		return sd_event_source_set_enabled(d->metrics_timer, SD_EVENT_OFF);
+	}
+	r = sd_event_source_set_time_relative(d->metrics_timer, delay_ns / NSEC_PER_USEC);
+	return r < 0 ? r : sd_event_source_set_enabled(d->metrics_timer, SD_EVENT_ONESHOT);
+}
+
+/* What the metrics file shows, from every stage's counters. */
+static void metrics_figures(const struct daemon *d, struct metrics_figures *ret)
+{
+	*ret = (struct metrics_figures){
+		.sampler = d->sampler->ops->name,
+		.dry_run = d->conf.dry_run,
+		.interval_ms = d->conf.interval_ms,
+		.ticks = d->ticks,
+		.sample_failures = d->sample_failures,
+		.managed = act_managed(&d->act),
+		.moves = d->act.cnt.moves,
+		.restores = d->act.cnt.restores,
+		.gone = d->act.cnt.gone,
+		.left_alone = d->act.cnt.left_alone,
+		.transient = d->act.cnt.transient,
+		.permanent = d->act.cnt.permanent,
+		.lat_tasks = d->lat.n,
+		.lat_cgroups = d->lat.ncg,
+		.lat_processes = d->lm.np,
+		.lat_applied = d->lat.cnt.applied,
+		.lat_restored = d->lat.cnt.restored,
+		.lat_errors = d->lat.cnt.errors,
+		.lat_refused = d->lat.cnt.refused,
+		.events_up = latmgr_has_events(&d->lm),
+		.events_bpf = d->lm.bev != NULL,
+		.events = d->lm.cnt.events,
+		.overflows = d->lm.cnt.overflows,
+		.rescans = d->lm.cnt.rescans,
+		.rule_matches = d->lm.cnt.rule_matches,
+		.topo = d->topo,
+		.snap = d->snap,
+	};
+}
+
+static int on_metrics(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	struct metrics_figures f;
+
+	/* A failure is logged and counted there; the next interval tries again. */
+	metrics_figures(d, &f);
+	metrics_write(&d->metrics, &f, d->conf.metrics_path);
+	return arm_metrics(d, d->conf.metrics_interval_ms * NSEC_PER_MSEC);
+}
+
+/* Keys that name resources made at start (the table marks them): a reload keeps them. */
+static void keep_restart_keys(const struct rqb_conf *old, struct rqb_conf *c)
+{
+	for (size_t i = 0; i < conf_nkeys; i++) {
+		const struct conf_key *k = &conf_keys[i];
+		const char *o = (const char *)old + k->offset;
+		char *n = (char *)c + k->offset;
+
+		if (!k->restart || memcmp(o, n, conf_key_size(k)) == 0)
+			continue;
+		log_warn("reload: %s changed, which takes a restart: keeping the running value",
+			 k->key);
+		memcpy(n, o, conf_key_size(k));
+	}
+}
+
+int daemon_reload(struct daemon *d, char **ret_errors)
+{
+	struct rqb_conf c;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *err = open_memstream(&buf, &len);
+	int r;
+
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, (uint64_t)(util_now_ns() / NSEC_PER_USEC));
+	r = daemon_load_config(&d->opts, err, &c);
+	if (err)
+		fclose(err);
+	if (r < 0) {
+		/* Each error line already names file:line: [section] key: reason. */
+		char *copy = buf && ret_errors ? strdup(buf) : NULL;
+
+		for (char *line = buf ? strtok(buf, "\n") : NULL; line; line = strtok(NULL, "\n"))
+			log_err("reload: %s", line);
+		log_err("reload failed: keeping the running configuration");
+		sd_notify(0, "READY=1\nSTATUS=reload failed: kept the running configuration");
+		d->status[0] = '\0';
+		free(buf);
+		if (ret_errors)
+			*ret_errors = copy;
+		return -EINVAL;
+	}
+	free(buf);
+	keep_restart_keys(&d->conf, &c);
+	d->conf = c;
+	if (d->lat.ops) {
+		struct lat_conf lc;
+
+		lat_conf_from(d, &lc);
+		latact_set_conf(&d->lat, &lc);
+		latmgr_rules_changed(&d->lm);
+	}
+	log_set_level(c.log_level);
+	/* A new path or interval counts from now; an empty path removes the old file. */
+	if (arm_metrics(d, d->conf.interval_ms * NSEC_PER_MSEC) < 0)
+		log_warn("reload: metrics timer: cannot re-arm");
+	log_notice("reloaded %s", d->opts.config_path);
+	sd_notify(0, "READY=1");
+	d->status[0] = '\0';
+	notify_status(d);
+	return 0;
+}
+
+static int start_latency(struct daemon *d)
+{
+	struct latact_opts o = {
+		.journal_dir = d->conf.journal_dir,
+		.cgroup_root = d->conf.lat_cgroup_root,
+		.slices = d->features.f[FEAT_EEVDF_SLICE].state != FEAT_MISSING,
+		.uclamp = d->features.f[FEAT_UCLAMP].state != FEAT_MISSING && d->conf.lat_uclamp,
+		.dry_run = d->conf.dry_run,
+		/* RQB_SYSTEMD_BUS: a private bus with a stand-in for systemd, for tests. */
+		.bus_address = getenv("RQB_SYSTEMD_BUS"),
+	};
+	struct lat_conf lc;
+	int r;
+
+	lat_conf_from(d, &lc);
+	o.class_cgroups = lc.class_cgroups;
+	o.systemd = sd_booted() > 0 || (o.bus_address && *o.bus_address);
+	if (d->conf.lat_uclamp && !o.uclamp)
+		log_info("latency: no uclamp in this kernel: values set no util clamps");
+	if (!o.slices)
+		log_info("latency: no EEVDF slices in this kernel: values set no slice");
+	r = latact_init(&d->lat, d->conf.dry_run ? &act_dryrun_ops : &act_linux_ops, &o, &lc);
+	if (r < 0) {
+		log_err("latency journal in %s: %s", d->conf.journal_dir,
+			r == -EBUSY ? "locked by another rqbalanced" : strerror(-r));
+		return r;
+	}
+	return latmgr_init(&d->lm, &d->lat, &d->conf, d->event, RQB_PROC_ROOT);
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	if (si->ssi_signo == SIGHUP) {
+		daemon_reload(d, NULL);
+		return 0;
+	}
+	log_notice("%s: stopping", strsignal((int)si->ssi_signo));
+	return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+static const int handled_signals[] = { SIGTERM, SIGINT, SIGHUP };
+
+/*
+ * Blocked from the very start, so that a signal that comes during start-up waits for
+ * the loop and is handled in order, instead of killing a half-started daemon.
+ */
+static int block_signals(void)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	for (size_t i = 0; i < ARRAY_SIZE(handled_signals); i++)
+		sigaddset(&mask, handled_signals[i]);
+	return sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ? -errno : 0;
+}
+
+static int setup_loop(struct daemon *d)
+{
+	const int *sigs = handled_signals;
+	int r;
+
+	r = sd_event_new(&d->event);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ARRAY_SIZE(handled_signals); i++) {
+		r = sd_event_add_signal(d->event, NULL, sigs[i], on_signal, d);
+		if (r < 0)
+			return r;
+	}
+	/* Sends WATCHDOG=1 at half of WATCHDOG_USEC, when the service manager set it. */
+	r = sd_event_set_watchdog(d->event, true);
+	if (r < 0)
+		return r;
+	d->next_tick_ns = util_now_ns();
+	r = sd_event_add_time(d->event, &d->timer, CLOCK_MONOTONIC,
+			      d->next_tick_ns / NSEC_PER_USEC, 1000, on_timer, d);
+	if (r < 0)
+		return r;
+	/* Armed below; the first file comes after the first tick, not before. */
+	r = sd_event_add_time(d->event, &d->metrics_timer, CLOCK_MONOTONIC, 0, 0, on_metrics, d);
+	return r < 0 ? r : arm_metrics(d, d->conf.interval_ms * NSEC_PER_MSEC);
+}
+
+const struct ctl_ops daemon_ctl_ops = {
+	.reload = daemon_reload,
+	.rqlat_cgroups = daemon_rqlat_cgroups,
+};
+
+int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_conf *c)
+{
+	struct topo_opts to = { .filter_online = true, .root = "" };
+	char desc[512];
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	r = block_signals();
+	if (r < 0)
+		return r;
+	d->opts = *o;
+	d->conf = *c;
+	spread_init(&d->pol);
+	plan_init(&d->plan);
+	metrics_init(&d->metrics);
+	raise_nofile();
+	to.xml = d->conf.topology[0] ? d->conf.topology : NULL;
+	r = topo_load(&to, &d->topo);
+	if (r < 0) {
+		log_err("topology%s%s: cannot load: %s", to.xml ? " " : "", to.xml ? to.xml : "",
+			strerror(-r));
+		return r;
+	}
+	topo_describe(d->topo, desc, sizeof(desc));
+	log_info("topology: %s", desc);
+	if (d->topo->noffline)
+		log_notice("topology: %d CPU%s it names %s not online here: left out",
+			   d->topo->noffline, d->topo->noffline == 1 ? "" : "s",
+			   d->topo->noffline == 1 ? "is" : "are");
+	features_probe("", d->topo, &d->features);
+	features_log(&d->features);
+	d->snap = snap_new(d->topo);
+	if (!d->snap)
+		return -ENOMEM;
+	r = make_sampler(d);
+	if (r < 0)
+		return r;
+	start_rqlat(d);
+	if (o->record) {
+		d->record = fopen(o->record, "we");
+		if (!d->record) {
+			r = -errno;
+			log_err("--record %s: %s", o->record, strerror(-r));
+			return r;
+		}
+	}
+	r = act_init(&d->act, d->conf.dry_run ? &act_dryrun_ops : &act_linux_ops,
+		     d->conf.journal_dir, d->conf.dry_run);
+	if (r < 0) {
+		log_err("journal in %s: %s", d->conf.journal_dir,
+			r == -EBUSY ? "locked by another rqbalanced" : strerror(-r));
+		return r;
+	}
+	r = setup_loop(d);
+	if (r < 0) {
+		log_err("event loop: %s", strerror(-r));
+		return r;
+	}
+	r = start_latency(d);
+	if (r < 0)
+		return r;
+	features_set(&d->features, FEAT_TASK_EVENTS, latmgr_has_events(&d->lm) ? FEAT_USED : FEAT_MISSING,
+		     "%s", d->lm.events_why);
+	features_log_one(&d->features, FEAT_TASK_EVENTS);
+	follow_lat_tasks(d);
+	r = ctl_init(&d->ctl, d->event, d->conf.ctl_socket, d, &daemon_ctl_ops);
+	if (r < 0) {
+		log_err("ctl socket %s: %s", d->conf.ctl_socket,
+			r == -EADDRINUSE ? "another rqbalanced serves it" : strerror(-r));
+		return r;
+	}
+	drop_caps(d);
+	return 0;
+}
+
+int daemon_run(struct daemon *d)
+{
+	int r;
+
+	log_info("running: sampler %s, tick %u ms%s", d->sampler->ops->name, d->conf.interval_ms,
+		 d->conf.dry_run ? ", dry run" : "");
+	sd_notify(0, "READY=1");
+	notify_status(d);
+	r = sd_event_loop(d->event);
+	sd_notify(0, "STOPPING=1\nSTATUS=stopping: restoring tasks");
+	return r;
+}
+
+void daemon_fini(struct daemon *d)
+{
+	if (d->act.ops) {
+		uint64_t before = d->act.cnt.restores;
+
+		act_fini(&d->act);
+		log_info("stopped: %" PRIu64 " task%s restored", d->act.cnt.restores - before,
+			 d->act.cnt.restores - before == 1 ? "" : "s");
+	}
+	if (d->ctl.d)
+		ctl_fini(&d->ctl);
+	if (d->lat.ops) {
+		int n;
+
+		latmgr_fini(&d->lm);
+		n = latact_restore_all(&d->lat);
+		latact_fini(&d->lat);
+		log_info("stopped: %d latency setting%s given back", n, n == 1 ? "" : "s");
+	}
+	metrics_fini(&d->metrics);
+	sd_event_source_unref(d->metrics_timer);
+	sd_event_source_unref(d->timer);
+	sd_event_unref(d->event);
+	if (d->record)
+		fclose(d->record);
+	sampler_free(d->sampler);
+	rqlat_free(d->rqlat);
+	snap_free(d->snap);
+	plan_fini(&d->plan);
+	spread_fini(&d->pol);
+	topo_free(d->topo);
+	memset(d, 0, sizeof(*d));
+}

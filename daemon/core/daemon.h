@@ -1,0 +1,83 @@
+/* The daemon: one struct holds the state of every stage, passed explicitly. */
+#ifndef RQB_DAEMON_H
+#define RQB_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <systemd/sd-event.h>
+
+#include "actuate/act.h"
+#include "actuate/latact.h"
+#include "conf/conf.h"
+#include "core/latmgr.h"
+#include "core/metrics.h"
+#include "ctl/ctl.h"
+#include "plan/plan.h"
+#include "policy/spread.h"
+#include "sample/features.h"
+#include "sample/rqlat.h"
+#include "sample/sampler.h"
+#include "sample/topo.h"
+#include "snapshot/snap.h"
+
+/* What the command line asked for; it wins over the config file, on reload too. */
+struct daemon_opts {
+	const char *config_path;
+	bool config_explicit;       /* -c given: a missing file is an error */
+	bool dry_run;               /* --dry-run */
+	const char *topology;       /* --topology */
+	const char *replay;         /* --replay */
+	const char *record;         /* --record */
+	int log_level;              /* --log-level, or -1 */
+};
+
+struct daemon {
+	struct daemon_opts opts;
+	struct rqb_conf conf;
+	struct topo *topo;
+	struct features features;    /* probed once at start */
+	struct sampler *sampler;
+	struct snapshot *snap;
+	struct spread_state pol;
+	struct plan plan;
+	struct act act;
+	struct latact lat;           /* latency knobs: the second actuator's state */
+	struct latmgr lm;            /* who has a latency value, followed through fork/exec */
+	struct ctl_server ctl;
+	FILE *record;
+	sd_event *event;
+	sd_event_source *timer;
+	uint64_t next_tick_ns;
+	uint64_t next_trim_ns;       /* CLOCK_MONOTONIC: when freed memory goes back next */
+	uint64_t ticks;
+	uint64_t sample_errors;
+	uint64_t sample_failures;    /* ticks whose sample failed, ever: sample_errors resets */
+	struct rqlat_state *rqlat;   /* run-queue wait histograms; NULL where BPF cannot load */
+	char rqlat_why[256];         /* why not, for rqctl latency */
+	struct metrics metrics;
+	sd_event_source *metrics_timer;
+	char status[256];            /* last STATUS= sent */
+};
+
+/* Loads the config the options name; missing default file means defaults. */
+int daemon_load_config(const struct daemon_opts *o, FILE *err, struct rqb_conf *ret);
+int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_conf *c);
+/* What the ctl server may ask of the daemon (reload, the histograms' cgroups). */
+extern const struct ctl_ops daemon_ctl_ops;
+/* Runs the event loop until SIGTERM or SIGINT. */
+int daemon_run(struct daemon *d);
+/* Restores every task, then frees everything. */
+void daemon_fini(struct daemon *d);
+/* Tells the histograms which cgroups the latency actuator manages now. */
+void daemon_rqlat_cgroups(struct daemon *d);
+/* One pass of sample -> snapshot -> policy -> plan -> actuate. */
+int daemon_tick(struct daemon *d, uint64_t now_ns);
+/*
+ * SIGHUP or rqctl reload: re-reads the config; on error keeps the old one and returns
+ * -EINVAL, with the reasons (one "file:line: key: reason" a line) in *ret_errors when
+ * ret_errors is not NULL (free it).
+ */
+int daemon_reload(struct daemon *d, char **ret_errors);
+
+#endif

@@ -1,0 +1,169 @@
+/*
+ * Latency management: who has a latency-nice value and why. It turns ctl requests,
+ * rules and proc connector events into calls on the latency actuator: a process
+ * target covers its threads now and later, and the child processes it starts; a rule
+ * applies at exec and to what already runs at start and at reload.
+ */
+#ifndef RQB_LATMGR_H
+#define RQB_LATMGR_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "actuate/latact.h"
+#include "conf/conf.h"
+
+struct procconn;
+struct bpfev;
+struct bpfev_exe;
+
+/* A process given a value: all its threads, now and later. */
+struct latmgr_proc {
+	pid_t tgid;
+	uint64_t start_time;
+	int value;
+	bool from_rule;         /* a rule's: re-checked at exec and reload; ctl's win over it */
+	bool trusted;           /* given by a rule or a privileged caller (lat_member) */
+	char source[48];
+};
+
+/*
+ * A unit that holds a managed process, on a systemd host: whether its processes all
+ * carry one value, and so whether it has that value's CPUWeight (lat_unit_decide).
+ */
+struct latmgr_unit {
+	char cgroup[LAT_PATH_MAX];     /* the processes' cgroup, as /proc/PID/cgroup says */
+	char unit[LAT_PATH_MAX];       /* the unit that owns it; "" for none */
+	struct lat_unit_decision d;
+	pid_t pid;                     /* a managed process in it, for the log */
+	int act_r;                     /* the actuator's answer for OWN: 0 or -errno */
+	char act_why[96];              /* and its reason */
+	bool seen;                     /* a managed process is in it (this refresh) */
+	bool logged;                   /* the decision in d was logged */
+};
+
+struct latmgr_counters {
+	uint64_t events;        /* fork/exec/exit events handled (BPF or connector) */
+	uint64_t overflows;     /* times events were lost, each followed by a rescan */
+	uint64_t rescans;       /* full /proc walks */
+	uint64_t rule_matches;  /* processes a rule gave a value */
+	uint64_t threads;       /* threads and children that joined a managed process */
+};
+
+struct latmgr {
+	struct latact *la;
+	const struct rqb_conf *conf;   /* the daemon's; its rules */
+	/* The event source: BPF where it loads, else the connector, else none (walks). */
+	struct bpfev *bev;
+	struct procconn *pc;
+	sd_event_source *pc_src;       /* the one that is open's fd */
+	struct bpfev_exe *exes;        /* during a rescan: a task walk's, sorted by tgid */
+	size_t nexes;
+	bool resync;                   /* events were lost: rescan */
+	bool drained;                  /* the connector was read empty since the last loss */
+	unsigned resync_wait;          /* ticks a resync has waited for that */
+	uint64_t empty_reads;          /* times the connector was read to empty */
+	uint64_t last_event_ns;        /* kernel timestamp of the last event handled */
+	uint64_t rescan_ns;            /* when the last /proc walk began */
+	uint64_t ticks;
+	pid_t self;
+	char proc_root[PATH_MAX];
+	struct latmgr_proc *p;             /* sorted by tgid */
+	size_t np, capp;
+	struct latmgr_counters cnt;
+	char pc_state[96];             /* "bpf", "connector", or "none (why)" */
+	char events_why[320];          /* what the source is and why, for --features */
+	bool units_on;                 /* systemd owns the cgroups: units are weighed */
+	bool units_dirty;              /* a process came, went or changed value: refresh */
+	struct latmgr_unit *u;             /* the units of managed processes */
+	size_t nu, capu;
+};
+
+/*
+ * The event source conf's [latency] events chooses, probed as latmgr_init would open it,
+ * and closed again: true and what it would be, or false and why there is none
+ * (--features).
+ */
+bool latmgr_probe_events(const struct rqb_conf *c, char *ret_detail, size_t len);
+/* Whether fork/exec/exit events arrive (from BPF or the connector). */
+bool latmgr_has_events(const struct latmgr *m);
+/* Whether a rescan's task walk works without CAP_BPF effective (true without BPF). */
+bool latmgr_walks_unprivileged(struct latmgr *m);
+
+/*
+ * Starts the event source on e (if it can: without one, managed processes are
+ * rescanned every tick) and adopts what the rules match among the running processes.
+ * -errno only when [latency] events = bpf and BPF does not load.
+ */
+int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, sd_event *e,
+	    const char *proc_root);
+void latmgr_fini(struct latmgr *m);
+
+/*
+ * A whole process (all threads now and later). trusted: the caller may give any task
+ * any value (root, ctl_group, CAP_SYS_NICE): it may weigh a unit another user shares.
+ * expect: the start time the permission was decided on (0: as it is now); a process
+ * that no longer has it reused the pid, and is left alone (-ESRCH).
+ * 0 or -errno with *ret_why.
+ */
+int latmgr_set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
+		   bool trusted, const char **ret_why);
+/* One thread only; expect is its own start time. */
+int latmgr_set_thread(struct latmgr *m, pid_t tid, uint64_t expect, int v, const char *source,
+		  const char **ret_why);
+/*
+ * Gives back what the process (or thread) had. -ENOENT if it was not managed, or
+ * (expect not 0) what is managed under that pid has another start time.
+ */
+int latmgr_reset_process(struct latmgr *m, pid_t tgid, uint64_t expect);
+int latmgr_reset_thread(struct latmgr *m, pid_t tid, uint64_t expect);
+/* A cgroup target (rqctl set -g), and giving it back (-ENOENT if it had none). */
+int latmgr_set_cgroup(struct latmgr *m, const char *path, int v, const char *source,
+		  const char **ret_why);
+int latmgr_reset_cgroup(struct latmgr *m, const char *path);
+const struct latmgr_proc *latmgr_find_process(const struct latmgr *m, pid_t tgid);
+/* The value a task has from rqbalance (thread entry, else its process), or LAT_NONE. */
+int latmgr_value_of(const struct latmgr *m, pid_t tid, pid_t tgid);
+
+/*
+ * A barrier on the connector: every event queued before now_ns is handled once the
+ * socket was read to empty since, or an event stamped margin_ns after it was handled
+ * (events queue in the order they were stamped, but for the moment between stamp and
+ * queue: the margin covers it), so a fork storm that never lets the socket empty
+ * only delays it. Events lost to an overflow are covered by a /proc walk begun after.
+ */
+struct latmgr_mark {
+	uint64_t ns;            /* the barrier's moment, CLOCK_MONOTONIC */
+	uint64_t margin_ns;
+	uint64_t empty_reads;   /* the count before the mark's own read */
+	uint64_t overflows;
+	bool lost;              /* a resync was due at the mark */
+};
+/* Sets a mark at now_ns and handles one bounded batch of what the connector holds. */
+void latmgr_mark(struct latmgr *m, uint64_t now_ns, uint64_t margin_ns, struct latmgr_mark *ret);
+/* Whether every event queued before the mark has been handled. */
+bool latmgr_passed(const struct latmgr *m, const struct latmgr_mark *mk);
+
+/* Once a tick: rescans after an overflow, drops what exited. */
+void latmgr_tick(struct latmgr *m);
+/* The rules changed: undo rule values that no longer match, apply new matches. */
+void latmgr_rules_changed(struct latmgr *m);
+/* Walks /proc: threads of managed processes, and processes the rules match. */
+void latmgr_rescan(struct latmgr *m);
+
+/*
+ * Units on a systemd host: finds the unit of each managed process, decides for each
+ * (lat_unit_decide) and gives it, or takes back, its processes' weight. The ctl
+ * requests call it at once; fork, exec and exit mark it due at the next tick.
+ */
+void latmgr_units_refresh(struct latmgr *m);
+/* The unit record of process tgid's cgroup, NULL if none. */
+const struct latmgr_unit *latmgr_unit_of(const struct latmgr *m, pid_t tgid);
+
+/* A task's process id from /proc/TID/status. 0 or -ESRCH. */
+int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret);
+
+#endif

@@ -1,0 +1,300 @@
+/*
+ * rqbalanced: options, then the init/fini block. Everything that acts is in the
+ * stages; main only decides which of them to start.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf/conf.h"
+#include "core/daemon.h"
+#include "rqbalance.h"
+#include "sample/features.h"
+#include "sample/topo.h"
+#include "util/cpumask.h"
+#include "util/log.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: rqbalanced [OPTION]...\n"
+		"Spread runnable tasks across last-level caches by soft-pinning them with\n"
+		"sched_setaffinity, and turn latency-nice values (set with rqctl(1) or by\n"
+		"[rule] sections) into slices, policies and cgroup weights. Every change is\n"
+		"journalled and given back on stop.\n"
+		"\n"
+		"  -c, --config FILE        config file (default " RQB_DEFAULT_CONFIG ";\n"
+		"                           if that is missing, built-in defaults)\n"
+		"  -f, --foreground         stay in the foreground, log to stderr\n"
+		"  -n, --dry-run            log what would be done each tick, change nothing\n"
+		"      --check-config [FILE]\n"
+		"                           check FILE (default: the config) and exit 0 or 1;\n"
+		"                           errors print as file:line: [section] key: reason\n"
+		"      --dump-config        print the effective configuration and exit\n"
+		"      --show-topology      print the CPUs and LLC groups found and exit\n"
+		"      --features           print which kernel features were found, which are\n"
+		"                           used, and why the missing ones cannot be, and exit\n"
+		"      --topology FILE.xml  use an hwloc XML topology whose CPU numbers are\n"
+		"                           this machine's (also HWLOC_XMLFILE)\n"
+		"      --replay FILE        take snapshots from FILE instead of /proc\n"
+		"      --record FILE        write every snapshot taken to FILE (replay format)\n"
+		"  -l, --log-level LEVEL    err, warning, notice, info or debug\n"
+		"  -h, --help               show this help and exit\n"
+		"  -V, --version            show the version and exit\n"
+		"\n"
+		"Signals: SIGTERM or SIGINT restore every task and stop; SIGHUP reloads the\n"
+		"config (a bad one is refused and the running one kept).\n"
+		"See rqbalanced(8) and rqbalance.conf(5).\n");
+}
+
+enum { OPT_CHECK = 256, OPT_DUMP, OPT_SHOW_TOPO, OPT_FEATURES, OPT_TOPOLOGY, OPT_REPLAY,
+       OPT_RECORD };
+
+static const struct option long_opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "foreground", no_argument, NULL, 'f' },
+	{ "dry-run", no_argument, NULL, 'n' },
+	{ "check-config", optional_argument, NULL, OPT_CHECK },
+	{ "dump-config", no_argument, NULL, OPT_DUMP },
+	{ "show-topology", no_argument, NULL, OPT_SHOW_TOPO },
+	{ "features", no_argument, NULL, OPT_FEATURES },
+	{ "topology", required_argument, NULL, OPT_TOPOLOGY },
+	{ "replay", required_argument, NULL, OPT_REPLAY },
+	{ "record", required_argument, NULL, OPT_RECORD },
+	{ "log-level", required_argument, NULL, 'l' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+enum action { RUN, CHECK, DUMP, SHOW_TOPO, FEATURES };
+
+struct cli {
+	struct daemon_opts o;
+	enum action action;
+	bool foreground;
+};
+
+static int parse_args(int argc, char **argv, struct cli *cli)
+{
+	int ch;
+
+	cli->o.config_path = RQB_DEFAULT_CONFIG;
+	cli->o.log_level = -1;
+	while ((ch = getopt_long(argc, argv, "c:fnl:hV", long_opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			cli->o.config_path = optarg;
+			cli->o.config_explicit = true;
+			break;
+		case 'f':
+			cli->foreground = true;
+			break;
+		case 'n':
+			cli->o.dry_run = true;
+			break;
+		case OPT_CHECK:
+			cli->action = CHECK;
+			/* Accept "--check-config FILE" as well as "--check-config=FILE". */
+			if (!optarg && optind < argc && argv[optind][0] != '-')
+				optarg = argv[optind++];
+			if (optarg) {
+				cli->o.config_path = optarg;
+				cli->o.config_explicit = true;
+			}
+			break;
+		case OPT_DUMP:
+			cli->action = DUMP;
+			break;
+		case OPT_SHOW_TOPO:
+			cli->action = SHOW_TOPO;
+			break;
+		case OPT_FEATURES:
+			cli->action = FEATURES;
+			break;
+		case OPT_TOPOLOGY:
+			cli->o.topology = optarg;
+			break;
+		case OPT_REPLAY:
+			cli->o.replay = optarg;
+			break;
+		case OPT_RECORD:
+			cli->o.record = optarg;
+			break;
+		case 'l':
+			cli->o.log_level = log_level_from_name(optarg);
+			if (cli->o.log_level < 0) {
+				fprintf(stderr, "rqbalanced: --log-level: unknown level '%s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			exit(EXIT_SUCCESS);
+		case 'V':
+			printf("rqbalanced %s\n", RQB_VERSION);
+			exit(EXIT_SUCCESS);
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rqbalanced: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (!cli->o.topology && getenv("HWLOC_XMLFILE") && *getenv("HWLOC_XMLFILE"))
+		cli->o.topology = getenv("HWLOC_XMLFILE");
+	return 0;
+}
+
+/*
+ * Without --foreground: fork, and let the parent wait until the child has started
+ * (exit 0) or failed (exit 1), so that a failed start is never reported as success
+ * and its errors still reach the terminal. Returns the pipe the child reports on.
+ */
+static int detach_begin(void)
+{
+	int fds[2];
+	char ok = 0;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(fds[1]);
+		if (read(fds[0], &ok, 1) != 1)
+			ok = 0;
+		_exit(ok == '1' ? EXIT_SUCCESS : EXIT_FAILURE);
+	}
+	close(fds[0]);
+	setsid();
+	return fds[1];
+}
+
+/* The child has started: leave the terminal and the working directory, tell the parent. */
+static void detach_end(int fd)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (chdir("/") < 0)
+		log_warn("chdir /: %s", strerror(errno));
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		close(null);
+	}
+	log_init("rqbalanced", 1);
+	if (write(fd, "1", 1) != 1)
+		log_warn("cannot tell the parent process that the start succeeded");
+	close(fd);
+}
+
+/* A reload after chdir("/") must still find a relative config path. */
+static int absolute_config(struct cli *cli)
+{
+	static char path[4096];
+	char cwd[2048];
+
+	if (cli->o.config_path[0] == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	snprintf(path, sizeof(path), "%s/%s", cwd, cli->o.config_path);
+	cli->o.config_path = path;
+	return 0;
+}
+
+static int show_topology(const struct rqb_conf *c, bool features)
+{
+	struct topo_opts to = { .xml = c->topology[0] ? c->topology : NULL,
+				.filter_online = true, .root = "" };
+	struct features f;
+	struct topo *t;
+	char buf[512];
+	int r = topo_load(&to, &t);
+
+	if (r < 0) {
+		fprintf(stderr, "rqbalanced: topology: %s\n", strerror(-r));
+		return EXIT_FAILURE;
+	}
+	if (features) {
+		char detail[sizeof(f.f[0].detail)];
+		bool on;
+
+		features_probe("", t, &f);
+		on = latmgr_probe_events(c, detail, sizeof(detail));
+		features_set(&f, FEAT_TASK_EVENTS, on ? FEAT_USED : FEAT_MISSING, "%s", detail);
+		features_print(&f, stdout);
+		topo_free(t);
+		return EXIT_SUCCESS;
+	}
+	topo_describe(t, buf, sizeof(buf));
+	printf("%s\n", buf);
+	for (int l = 0; l < t->nllcs; l++) {
+		char cpus[4096];
+
+		printf("llc %d: cpus %s numa %d package %d\n", l,
+		       cpumask_format(&t->llcs[l].cpus, cpus, sizeof(cpus)), t->llcs[l].numa,
+		       t->llcs[l].package);
+	}
+	topo_free(t);
+	return EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d;
+	struct rqb_conf conf;
+	struct cli cli = { 0 };
+	int r, detach_fd = -1;
+
+	if (parse_args(argc, argv, &cli) < 0)
+		return 2;
+	r = daemon_load_config(&cli.o, stderr, &conf);
+	if (cli.action == CHECK) {
+		if (r == 0 && !cli.o.config_explicit && access(cli.o.config_path, F_OK) < 0)
+			printf("%s: no such file: the built-in defaults are used, and valid\n",
+			       cli.o.config_path);
+		else if (r == 0)
+			printf("%s: ok\n", cli.o.config_path);
+		return r == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	}
+	if (r < 0)
+		return EXIT_FAILURE;
+	if (cli.action == DUMP) {
+		conf_dump(&conf, stdout);
+		return EXIT_SUCCESS;
+	}
+	if (cli.action == SHOW_TOPO || cli.action == FEATURES)
+		return show_topology(&conf, cli.action == FEATURES);
+
+	if (!cli.foreground) {
+		if (absolute_config(&cli) < 0 || (detach_fd = detach_begin()) < 0) {
+			fprintf(stderr, "rqbalanced: cannot go to the background: %s\n",
+				strerror(errno));
+			return EXIT_FAILURE;
+		}
+	}
+	log_init("rqbalanced", 0);
+	log_set_level(conf.log_level);
+	if (!cli.o.config_explicit && access(cli.o.config_path, F_OK) < 0)
+		log_notice("no config file at %s: running on built-in defaults", cli.o.config_path);
+
+	r = daemon_init(&d, &cli.o, &conf);
+	if (r == 0 && detach_fd >= 0)
+		detach_end(detach_fd);
+	if (r == 0)
+		r = daemon_run(&d);
+	daemon_fini(&d);
+	log_fini();
+	return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,1272 @@
+/*
+ * The ctl socket: accepts rqctl's connections, decodes their size-checked requests
+ * and answers them. It never lends the daemon's privilege: a request that changes
+ * anything is checked against the credentials the peer had when it connected
+ * (SO_PEERCRED, SO_PEERGROUPS, its capabilities read at accept), and a connection
+ * whose peer has since gone or changed its credentials is closed. Each connection is
+ * bounded in size, time and number of requests.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "actuate/act.h"
+#include "core/daemon.h"
+#include "ctl/ctl.h"
+#include "ctl/ctl_peer.h"
+#include "ctl/ctl_perm.h"
+#include "ctl_proto.h"
+#include "rqbalance.h"
+#include "util/cpumask.h"
+#include "util/log.h"
+#include "util/safedir.h"
+#include "util/util.h"
+
+struct conn {
+	struct ctl_server *srv;
+	struct conn *next, **pprev; /* in srv->conns */
+	int fd;
+	sd_event_source *io, *timer;
+	struct ucred cred;      /* SO_PEERCRED: taken by the kernel at connect */
+	int pidfd;              /* SO_PEERPIDFD: pins the peer process; -1 without (< 6.5) */
+	struct ctl_peer peer;   /* its credentials at accept, compared before each request */
+	bool cap_sys_nice;      /* ...and whether they count as holding CAP_SYS_NICE */
+	gid_t groups[64];
+	int ngroups;
+	unsigned msgs;
+	uint64_t sync_tick;     /* a sync waits for this tick to end; 0: none waits */
+	struct latmgr_mark sync_mark; /* ... and for the connector to pass this mark */
+	uint32_t sync_seq;
+	bool privileged;        /* root or ctl_group: may use the reserved slots */
+	bool blind;             /* pid 0: a process in a pid namespace the daemon cannot
+				 * see, so not judged: served read-only requests alone */
+	bool closing;           /* closed once the replies queued are written */
+	uint8_t *out;           /* replies not written yet: the socket was full */
+	size_t out_len, out_off;
+	size_t have;
+	uint8_t buf[sizeof(struct ctl_hdr) + CTL_MAX_REQUEST];
+};
+
+static void conn_close(struct conn *c)
+{
+	*c->pprev = c->next;
+	if (c->next)
+		c->next->pprev = c->pprev;
+	sd_event_source_disable_unref(c->io);
+	sd_event_source_disable_unref(c->timer);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	close(c->fd);
+	c->srv->nconns--;
+	free(c->out);
+	free(c);
+}
+
+static bool pending(const struct conn *c)
+{
+	return c->out_off < c->out_len;
+}
+
+/*
+ * Writes what the socket takes now, never waiting: the rest waits for EPOLLOUT, and
+ * meanwhile no request of the connection is read or served, so a client that does not
+ * read holds one reply at most and never the event loop. <0: the peer is gone.
+ */
+static int flush(struct conn *c)
+{
+	while (pending(c)) {
+		ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			return sd_event_source_set_io_events(c->io, EPOLLOUT);
+		if (w <= 0)
+			return -EPIPE;
+		c->out_off += (size_t)w;
+	}
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
+	return c->io ? sd_event_source_set_io_events(c->io, EPOLLIN) : 0;
+}
+
+/* Queues a whole reply and writes what the socket takes (flush). */
+static int reply(struct conn *c, uint16_t type, uint32_t seq, const char *text)
+{
+	size_t len = strlen(text), need;
+	char too_long[64];
+	uint8_t *out;
+
+	if (len > CTL_MAX_PAYLOAD) {
+		/* What rqctl would refuse as a protocol error: an error it can show. */
+		snprintf(too_long, sizeof(too_long), "errno %d\nmessage reply too long\n",
+			 EMSGSIZE);
+		type = CTL_ERR;
+		text = too_long;
+		len = strlen(text);
+	}
+	need = c->out_len + sizeof(struct ctl_hdr) + len;
+	out = realloc(c->out, need);
+	if (!out)
+		return -ENOMEM;
+	c->out = out;
+	c->out_len += ctl_encode(out + c->out_len, type, seq, text, (uint32_t)len);
+	return flush(c);
+}
+
+static int reply_err(struct conn *c, uint32_t seq, int err, const char *msg)
+{
+	char text[4096];
+	int n = (int)strlen(msg);
+
+	while (n > 0 && msg[n - 1] == '\n')
+		n--;
+	snprintf(text, sizeof(text), "errno %d\nmessage %.*s\n", err, n, msg);
+	return reply(c, CTL_ERR, seq, text);
+}
+
+/*
+ * Logs a refusal unless CTL_LOG_BURST were logged in this CTL_LOG_WINDOW_NS: one user's
+ * refused requests must not flood the journal. ctl_after_tick counts the rest.
+ */
+static void log_refusal(struct ctl_server *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void log_refusal(struct ctl_server *s, const char *fmt, ...)
+{
+	uint64_t now = util_now_ns();
+	char text[512];
+	va_list ap;
+
+	if (now - s->log_window_ns >= CTL_LOG_WINDOW_NS && !s->unlogged) {
+		s->log_window_ns = now;
+		s->logged = 0;
+	}
+	if (s->logged >= CTL_LOG_BURST) {
+		s->unlogged++;
+		return;
+	}
+	s->logged++;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	log_notice("%s", text);
+}
+
+/* Once a window has passed: how many refusals it did not log. */
+static void log_unlogged(struct ctl_server *s)
+{
+	uint64_t now = util_now_ns();
+
+	if (!s->unlogged || now - s->log_window_ns < CTL_LOG_WINDOW_NS)
+		return;
+	log_notice("ctl: %lu more refusals in the last %llu s not logged", s->unlogged,
+		   (unsigned long long)((now - s->log_window_ns) / 1000000000ull));
+	s->unlogged = 0;
+	s->logged = 0;
+	s->log_window_ns = now;
+}
+
+/*
+ * Root, or a member of ctl_group, may change what the daemon does: judged on the
+ * gids the connection had at accept, against the gid the config resolved.
+ */
+static bool may_control(const struct conn *c, const struct rqb_conf *conf)
+{
+	if (c->cred.uid == 0)
+		return true;
+	if (!conf->ctl_gid_set)
+		return false;
+	if (c->cred.gid == conf->ctl_gid)
+		return true;
+	for (int i = 0; i < c->ngroups; i++)
+		if (c->groups[i] == conf->ctl_gid)
+			return true;
+	return false;
+}
+
+/* The daemon's open file descriptors, this count's own left out; -1 if unknown. */
+static int open_fds(void)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	int n = -1; /* the directory's own */
+
+	if (!dir)
+		return -1;
+	while (readdir(dir))
+		n++;
+	closedir(dir);
+	return n - 2; /* . and .. */
+}
+
+static void status_text(const struct daemon *d, char *out, size_t len)
+{
+	const struct act_counters *k = &d->act.cnt;
+	size_t off = 0;
+
+#define PUT(...) (off += (size_t)snprintf(out + off, off < len ? len - off : 0, __VA_ARGS__))
+	PUT("version %s\nsampler %s\ntick_ms %u\ndry_run %s\nticks %" PRIu64 "\n", RQB_VERSION,
+	    d->sampler->ops->name, d->conf.interval_ms, d->conf.dry_run ? "yes" : "no", d->ticks);
+	PUT("managed %zu\nmoves %" PRIu64 "\nrestores %" PRIu64 "\nleft_alone %" PRIu64
+	    "\ngone %" PRIu64 "\nerrors_transient %" PRIu64 "\nerrors_permanent %" PRIu64
+	    "\nsample_errors %" PRIu64 "\n",
+	    act_managed(&d->act), k->moves, k->restores, k->left_alone, k->gone, k->transient,
+	    k->permanent, d->sample_errors);
+	/* Between handlers: only what the daemon holds, and the asker's own connection. */
+	PUT("ctl_connections %u\nopen_fds %d\n", d->ctl.nconns, open_fds());
+	PUT("latency_tasks %zu\nlatency_cgroups %zu\nlatency_processes %zu\n"
+	    "latency_events %s\nlatency_overflows %" PRIu64 "\nlatency_rescans %" PRIu64
+	    "\nlatency_rule_matches %" PRIu64 "\nlatency_restored %" PRIu64
+	    "\nlatency_errors %" PRIu64 "\nlatency_class_cgroups %s%s%s\n",
+	    d->lat.n, d->lat.ncg, d->lm.np, d->lm.pc_state, d->lm.cnt.overflows,
+	    d->lm.cnt.rescans, d->lm.cnt.rule_matches, d->lat.cnt.restored, d->lat.cnt.errors,
+	    d->lat.cls.on ? d->lat.cls.mount : "off",
+	    d->lat.cls.on && d->lat.cls.root[0] ? "/" : "", d->lat.cls.on ? d->lat.cls.root : "");
+	for (int l = 0; l < d->topo->nllcs; l++) {
+		char cpus[CPUMASK_STRLEN];
+		unsigned nr = 0;
+
+		for (int c = 0; c < d->topo->nr_cpu_ids; c++)
+			if (d->topo->cpus[c].present && d->topo->cpus[c].llc == l)
+				nr += d->snap->cpus[c].nr_running;
+		PUT("llc %d cpus %s runnable %u\n", l,
+		    cpumask_format(&d->topo->llcs[l].cpus, cpus, sizeof(cpus)), nr);
+	}
+#undef PUT
+}
+
+/* ---- latency requests ---- */
+
+enum target_kind { TGT_PID, TGT_TID, TGT_CGROUP };
+
+struct target {
+	enum target_kind kind;
+	pid_t pid;                /* TGT_PID: a process; TGT_TID: a thread */
+	pid_t tgid;               /* TGT_TID: its process */
+	uint64_t start_time;      /* of pid, when judged: the write is refused if it changed */
+	char path[LAT_PATH_MAX];  /* TGT_CGROUP */
+};
+
+static int parse_pid(const char *s, pid_t *ret)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v <= 0 || v > INT32_MAX)
+		return -EINVAL;
+	*ret = (pid_t)v;
+	return 0;
+}
+
+/* Lines of the payload that give key: one given twice is refused, not guessed at. */
+static int kv_count(const char *p, size_t len, const char *key)
+{
+	size_t kl = strlen(key), off = 0;
+	int n = 0;
+
+	while (off < len) {
+		const char *line = p + off, *nl = memchr(line, '\n', len - off);
+		size_t ll = nl ? (size_t)(nl - line) : len - off;
+
+		off += ll + 1;
+		n += ll > kl && memcmp(line, key, kl) == 0 && line[kl] == ' ';
+	}
+	return n;
+}
+
+static int parse_target(struct conn *c, const struct ctl_msg *m, struct target *t,
+			const char **why)
+{
+	const char *p = m->payload;
+	size_t len = m->hdr.len;
+	char v[LAT_PATH_MAX];
+	int found = 0, lines;
+
+	memset(t, 0, sizeof(*t));
+	if (ctl_kv(p, len, "pid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
+		t->kind = TGT_PID;
+	if (ctl_kv(p, len, "tid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
+		t->kind = TGT_TID;
+	if (ctl_kv(p, len, "self", v, sizeof(v)) == 0 && ++found) {
+		/* The peer, as checked before this request (peer_stale). */
+		t->kind = TGT_PID;
+		t->pid = c->cred.pid;
+		t->start_time = c->peer.start_time;
+	}
+	if (ctl_kv(p, len, "cgroup", v, sizeof(v)) == 0 && ++found) {
+		t->kind = TGT_CGROUP;
+		snprintf(t->path, sizeof(t->path), "%s", v);
+	}
+	lines = kv_count(p, len, "pid") + kv_count(p, len, "tid") + kv_count(p, len, "self") +
+		kv_count(p, len, "cgroup");
+	if (found != 1 || lines != 1 || (t->kind != TGT_CGROUP && t->pid <= 0)) {
+		*why = "name one target: pid N, tid N, cgroup PATH or self";
+		return -EINVAL;
+	}
+	if (t->kind == TGT_CGROUP && !latact_cgroup_path_ok(t->path)) {
+		*why = "not an absolute cgroup path without . or .. components or blanks";
+		return -EINVAL;
+	}
+	if (t->kind == TGT_TID && latmgr_tgid_of(&c->srv->d->lm, t->pid, &t->tgid) < 0) {
+		*why = "no such thread";
+		return -ESRCH;
+	}
+	/* /proc/TID exists for any thread: taken for a process, it would stand for its group. */
+	if (t->kind == TGT_PID && latmgr_tgid_of(&c->srv->d->lm, t->pid, &t->tgid) == 0 &&
+	    t->tgid != t->pid) {
+		*why = "a thread, not a process: name it with tid";
+		return -EINVAL;
+	}
+	if (t->kind == TGT_PID)
+		t->tgid = t->pid;
+	return 0;
+}
+
+static int status_field(const char *proc_root, pid_t pid, const char *key, char *ret,
+			size_t size)
+{
+	char path[PATH_MAX], buf[4096], *p;
+	size_t kl = strlen(key);
+
+	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
+	if (util_read_file(path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, key, kl) == 0 && p[kl] == ':') {
+			snprintf(ret, size, "%.*s", (int)strcspn(p + kl + 1, "\n"), p + kl + 1);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/*
+ * If a thread of tgid has neither a real nor an effective uid that is the caller's,
+ * the target's uids become that thread's, so that the rule judges it as the kernel
+ * would judge a request on that thread.
+ */
+static void other_thread(struct conn *c, pid_t tgid, struct ctl_perm_facts *f)
+{
+	char path[PATH_MAX], line[128];
+	unsigned ruid, euid;
+	struct dirent *de;
+	DIR *dir;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%d/task", c->srv->d->lm.proc_root, (int)tgid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%d/task/%s/status", c->srv->d->lm.proc_root,
+			 (int)tgid, de->d_name);
+		fp = fopen(path, "re");
+		if (!fp)
+			continue; /* exited meanwhile */
+		while (fgets(line, sizeof(line), fp))
+			if (sscanf(line, "Uid: %u %u", &ruid, &euid) == 2) {
+				if (ruid != c->cred.uid && euid != c->cred.uid) {
+					f->target_ruid = ruid;
+					f->target_euid = euid;
+				}
+				break;
+			}
+		fclose(fp);
+		if (f->target_ruid != c->cred.uid && f->target_euid != c->cred.uid)
+			break;
+	}
+	closedir(dir);
+}
+
+/*
+ * A task's owner and RLIMIT_NICE, read by pid between two reads of its start time:
+ * the facts are about the task whose start time t carries to the write (or, with
+ * none yet, the one it then gets), never about one that reused its pid meanwhile.
+ */
+static int task_facts(struct conn *c, struct target *t, struct ctl_perm_facts *f)
+{
+	const char *root = c->srv->d->lm.proc_root;
+	char uids[128];
+	unsigned ruid, euid;
+	uint64_t before = 0, after = 0;
+	struct rlimit rl;
+
+	if (ctl_peer_start_time(root, t->pid, &before) < 0 ||
+	    (t->start_time && before != t->start_time))
+		return -ESRCH;
+	if (status_field(root, t->pid, "Uid", uids, sizeof(uids)) < 0 ||
+	    sscanf(uids, "%u %u", &ruid, &euid) != 2)
+		return -ESRCH;
+	f->target_ruid = ruid;
+	f->target_euid = euid;
+	/*
+	 * A process target gives every thread the value, and the kernel judges each
+	 * thread on its own credentials (setpriority(2) on a thread of another user is
+	 * refused): a thread that is not the caller's makes the process not the caller's.
+	 */
+	if (t->kind == TGT_PID)
+		other_thread(c, t->pid, f);
+	if (prlimit(t->pid, RLIMIT_NICE, NULL, &rl) == 0)
+		f->rlim_nice = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 40 ? 40 :
+										  (long)rl.rlim_cur;
+	f->cur = latmgr_value_of(&c->srv->d->lm, t->pid, t->tgid);
+	if (f->cur == LAT_NONE)
+		f->cur = 0;
+	if (ctl_peer_start_time(root, t->pid, &after) < 0 || after != before)
+		return -ESRCH;
+	t->start_time = before;
+	return 0;
+}
+
+static int target_facts(struct conn *c, struct target *t, struct ctl_perm_facts *f)
+{
+	struct daemon *d = c->srv->d;
+	char file[PATH_MAX];
+	struct stat st;
+
+	if (t->kind == TGT_CGROUP) {
+		const struct lat_cg_entry *e = latact_find_cgroup(&d->lat, t->path);
+
+		/*
+		 * Whoever may write its weight file may set its value. A cgroup with no
+		 * cpu controller enabled (a systemd unit that asked for none) has no such
+		 * file: only systemd can give it one, so only root's rule applies.
+		 */
+		snprintf(file, sizeof(file), "%s%s/%s", d->lat.cls.mount, t->path,
+			 d->lat.cls.v2 ? "cpu.weight" : "cpu.shares");
+		if (stat(file, &st) == 0) {
+			f->target_ruid = f->target_euid = st.st_uid;
+		} else {
+			if (errno != ENOENT || !d->lat.cls.v2)
+				return -ENOENT;
+			snprintf(file, sizeof(file), "%s%s/cgroup.procs", d->lat.cls.mount,
+				 t->path);
+			if (stat(file, &st) < 0)
+				return -ENOENT;
+			f->target_ruid = f->target_euid = 0;
+		}
+		f->cur = e ? e->value : 0;
+		return 0;
+	}
+	return task_facts(c, t, f);
+}
+
+/*
+ * *ret_trusted: the peer may give any task any value (root, ctl_group, CAP_SYS_NICE).
+ * Sets t's start time, which the write must find again.
+ */
+static int permitted(struct conn *c, struct target *t, int want, bool *ret_trusted,
+		     const char **why)
+{
+	struct ctl_perm_facts f = { .peer_euid = c->cred.uid, .want = want };
+
+	f.admin = may_control(c, &c->srv->d->conf);
+	f.cap_sys_nice = !f.admin && c->cap_sys_nice;
+	*ret_trusted = f.admin || f.cap_sys_nice;
+	if (target_facts(c, t, &f) < 0) {
+		*why = t->kind == TGT_CGROUP ? "no such cgroup in the cpu hierarchy" : "no such task";
+		return t->kind == TGT_CGROUP ? -ENOENT : -ESRCH;
+	}
+	return ctl_perm_check(&f, why);
+}
+
+/*
+ * Where systemd owns the cgroups: the unit of process tgid, and what it got for the
+ * process's value, or why it got nothing (then only the task's nice applies).
+ */
+static void unit_text(const struct daemon *d, pid_t tgid, char *out, size_t size)
+{
+	const struct latmgr_unit *u = latmgr_unit_of(&d->lm, tgid);
+	const struct lat_cg_entry *g = u ? latact_find_cgroup(&d->lat, u->cgroup) : NULL;
+	char w[32] = "-";
+
+	if (!u) {
+		out[0] = '\0';
+		return;
+	}
+	if (g && g->set_idle != 1 && g->set_weight != 0)
+		snprintf(w, sizeof(w), "%" PRIu64, g->set_weight);
+	else if (g)
+		snprintf(w, sizeof(w), "idle");
+	snprintf(out, size, "unit %s\nunit_weight %s\n%s%s%s", u->unit[0] ? u->unit : "-", w,
+		 u->d.why[0] || u->act_why[0] ? "unit_why " : "",
+		 u->d.why[0] ? u->d.why : u->act_why, u->d.why[0] || u->act_why[0] ? "\n" : "");
+	if (g && !g->by_procs)
+		snprintf(out + strlen(out), size - strlen(out),
+			 "unit_why the cgroup has a value of its own (rqctl set -g)\n");
+}
+
+static int do_set(struct conn *c, const struct target *t, int v, bool trusted, char *out,
+		  size_t size, const char **why)
+{
+	struct daemon *d = c->srv->d;
+	char source[48];
+	int r;
+
+	snprintf(source, sizeof(source), "ctl uid %u", c->cred.uid);
+	switch (t->kind) {
+	case TGT_PID:
+		r = latmgr_set_process(&d->lm, t->pid, t->start_time, v, source, trusted, why);
+		break;
+	case TGT_TID:
+		r = latmgr_set_thread(&d->lm, t->pid, t->start_time, v, source, why);
+		r = r == 0 ? 1 : r;
+		break;
+	default:
+		r = latmgr_set_cgroup(&d->lm, t->path, v, source, why);
+		if (r == 0)
+			snprintf(out, size, "cgroup %s\n", t->path);
+		return r;
+	}
+	if (r >= 0 && t->kind == TGT_PID) {
+		/* How many have the value now, not how many changed: a repeat says the same. */
+		r = 0;
+		for (size_t i = 0; i < d->lat.n; i++)
+			r += d->lat.e[i].tgid == t->pid;
+	}
+	if (r >= 0) {
+		snprintf(out, size, "tasks %d\n", r);
+		if (t->kind == TGT_PID)
+			unit_text(d, t->pid, out + strlen(out), size - strlen(out));
+	}
+	return r < 0 ? r : 0;
+}
+
+static void knobs_text(const struct lat_state *s, char *out, size_t size)
+{
+	snprintf(out, size, "policy %s\nslice_ns %" PRIu64 "\nuclamp %d %d\ncgroup %s\n",
+		 latact_policy_name(s->policy), s->slice_ns, s->umin, s->umax,
+		 s->cgroup[0] ? s->cgroup : "-");
+}
+
+static int do_get(struct conn *c, const struct target *t, char *out, size_t size)
+{
+	struct daemon *d = c->srv->d;
+	const struct latmgr_proc *p = t->kind == TGT_PID ? latmgr_find_process(&d->lm, t->pid) : NULL;
+	const struct lat_entry *e = t->kind == TGT_CGROUP ? NULL : latact_find(&d->lat, t->pid);
+	const struct lat_cg_entry *g;
+	char knobs[LAT_PATH_MAX + 128] = "";
+	size_t ntasks = 0;
+
+	if (t->kind == TGT_CGROUP) {
+		g = latact_find_cgroup(&d->lat, t->path);
+		if (!g)
+			return -ENOENT;
+		snprintf(out, size, "value %d\nsource %s\nweight %" PRIu64 "\nidle %d\n", g->value,
+			 g->source, g->set_weight, g->set_idle);
+		return 0;
+	}
+	if (!p && !e)
+		return -ENOENT;
+	for (size_t i = 0; i < d->lat.n; i++)
+		ntasks += t->kind == TGT_PID ? d->lat.e[i].tgid == t->pid : d->lat.e[i].task.tid == t->pid;
+	if (e)
+		knobs_text(&e->set, knobs, sizeof(knobs));
+	snprintf(out, size, "value %d\nsource %s\nscope %s\ntasks %zu\n%s", p ? p->value : e->value,
+		 p ? p->source : e->source, p ? "process" : "thread", ntasks, knobs);
+	if (e && e->cg != LAT_CG_OURS)
+		snprintf(out + strlen(out), size - strlen(out), "cgroup_left %s: %s\n", e->cg_left,
+			 lat_cg_why(e->cg));
+	if (p)
+		unit_text(d, t->pid, out + strlen(out), size - strlen(out));
+	return 0;
+}
+
+/* The comm as the task set it: only the newline the kernel adds is taken off. */
+static void comm_of(pid_t tid, char *ret, size_t size)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)tid);
+	n = util_read_file(path, ret, size);
+	if (n <= 0)
+		snprintf(ret, size, "?");
+	else if (ret[n - 1] == '\n')
+		ret[n - 1] = '\0';
+}
+
+/*
+ * One field of a list line, any bytes in it: a backslash, a tab, a newline and the
+ * other controls go as \xHH, so a name never ends its field or its line early
+ * (rqctl undoes it).
+ */
+static void put_field(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f || *p == '\\')
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+}
+
+/* The list stops short of the protocol's limit, with room for its "truncated" line. */
+#define LIST_MAX (CTL_MAX_PAYLOAD - 64)
+
+static void list_task(FILE *f, const struct daemon *d, const struct lat_entry *e)
+{
+	const struct latmgr_proc *p = latmgr_find_process(&d->lm, e->tgid);
+	char comm[32];
+
+	comm_of(e->task.tid, comm, sizeof(comm));
+	fprintf(f, "task\t%d\t%d\t%d\t", (int)e->task.tid, (int)e->tgid, e->value);
+	put_field(f, e->source);
+	fprintf(f, "\t%s\t%s\t%" PRIu64 "\t", p ? "process" : "thread",
+		latact_policy_name(e->set.policy), e->set.slice_ns);
+	put_field(f, e->set.cgroup[0] ? e->set.cgroup : "-");
+	fputc('\t', f);
+	put_field(f, comm);
+	fputc('\n', f);
+}
+
+static void list_unit(FILE *f, const struct daemon *d, const struct latmgr_unit *u)
+{
+	const struct lat_cg_entry *g = latact_find_cgroup(&d->lat, u->cgroup);
+
+	fputs("unit\t", f);
+	put_field(f, u->cgroup);
+	fputc('\t', f);
+	put_field(f, u->unit[0] ? u->unit : "-");
+	fprintf(f, "\t%d\t%" PRIu64 "\t%d\t", g ? g->value : u->d.value,
+		g ? g->set_weight : 0, g ? g->set_idle : -1);
+	put_field(f, u->d.why[0] ? u->d.why : u->act_why[0] ? u->act_why : "-");
+	fputc('\n', f);
+}
+
+static void list_cgroup(FILE *f, const struct lat_cg_entry *g)
+{
+	fputs("cgroup\t", f);
+	put_field(f, g->path);
+	fprintf(f, "\t%d\t", g->value);
+	put_field(f, g->source);
+	fprintf(f, "\t%" PRIu64 "\t%d\n", g->set_weight, g->set_idle);
+}
+
+/* Writes line k of the list to f: the tasks, then the units, then the cgroups. */
+static void list_line(const struct daemon *d, size_t k, FILE *f)
+{
+	if (k < d->lat.n) {
+		list_task(f, d, &d->lat.e[k]);
+		return;
+	}
+	k -= d->lat.n;
+	if (k < d->lm.nu) {
+		list_unit(f, d, &d->lm.u[k]);
+		return;
+	}
+	k -= d->lm.nu;
+	if (!d->lat.cg[k].by_procs)
+		list_cgroup(f, &d->lat.cg[k]);
+}
+
+/*
+ * One line a managed task, unit and cgroup, as many as fit in one reply: a line is
+ * written apart and kept only if the whole still fits, since an escaped path makes
+ * one line up to a few KiB.
+ */
+static char *list_text(const struct daemon *d)
+{
+	char *buf = NULL;
+	size_t len = 0, k, total = d->lat.n + d->lm.nu + d->lat.ncg;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	for (k = 0; k < total; k++) {
+		char *ln = NULL;
+		size_t ll = 0;
+		FILE *lf = open_memstream(&ln, &ll);
+		bool fits;
+
+		if (!lf)
+			break;
+		list_line(d, k, lf);
+		fclose(lf);
+		fits = len + ll <= LIST_MAX;
+		if (fits) {
+			fwrite(ln, 1, ll, f);
+			fflush(f);
+		}
+		free(ln);
+		if (!fits)
+			break;
+	}
+	if (k < total)
+		fprintf(f, "truncated\t%zu\n", total);
+	fclose(f);
+	return buf;
+}
+
+static int reset_target(struct conn *c, const struct target *t, char *out, size_t size)
+{
+	struct daemon *d = c->srv->d;
+	int r;
+
+	switch (t->kind) {
+	case TGT_PID:
+		r = latmgr_reset_process(&d->lm, t->pid, t->start_time);
+		break;
+	case TGT_TID:
+		r = latmgr_reset_thread(&d->lm, t->pid, t->start_time);
+		r = r == 0 ? 1 : r;
+		break;
+	default:
+		r = latmgr_reset_cgroup(&d->lm, t->path);
+		r = r == 0 ? 1 : r;
+		break;
+	}
+	if (r >= 0)
+		snprintf(out, size, "tasks %d\n", r);
+	return r;
+}
+
+static int handle_latency(struct conn *c, const struct ctl_msg *m)
+{
+	struct daemon *d = c->srv->d;
+	const char *why = NULL;
+	char text[2048], v[32];
+	struct target t;
+	bool trusted = false;
+	int value = 0, r;
+
+	if (m->hdr.type == CTL_LIST) {
+		char *list = list_text(d);
+		r = list ? reply(c, CTL_OK, m->hdr.seq, list) : reply_err(c, m->hdr.seq, ENOMEM, "out of memory");
+		free(list);
+		return r;
+	}
+	r = parse_target(c, m, &t, &why);
+	if (r < 0)
+		return reply_err(c, m->hdr.seq, -r, why);
+	if (m->hdr.type == CTL_GET) {
+		r = do_get(c, &t, text, sizeof(text));
+		return r < 0 ? reply_err(c, m->hdr.seq, -r, "not managed by rqbalance")
+			     : reply(c, CTL_OK, m->hdr.seq, text);
+	}
+	if (m->hdr.type == CTL_SET &&
+	    (kv_count(m->payload, m->hdr.len, "value") != 1 ||
+	     ctl_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
+	     lat_parse(v, &value, &why) < 0))
+		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");
+	r = permitted(c, &t, m->hdr.type == CTL_SET ? value : 0, &trusted, &why);
+	if (r < 0) {
+		log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d): %s",
+			    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
+		return reply_err(c, m->hdr.seq, -r, why);
+	}
+	if (m->hdr.type == CTL_RESET) {
+		r = reset_target(c, &t, text, sizeof(text));
+		return r < 0 ? reply_err(c, m->hdr.seq, -r, "not managed by rqbalance")
+			     : reply(c, CTL_OK, m->hdr.seq, text);
+	}
+	r = do_set(c, &t, value, trusted, text, sizeof(text), &why);
+	if (r < 0)
+		return reply_err(c, m->hdr.seq, -r, why ? why : strerror(-r));
+	if (t.kind == TGT_CGROUP)
+		snprintf(v, sizeof(v), "cgroup");
+	else
+		snprintf(v, sizeof(v), "%s %d", t.kind == TGT_PID ? "process" : "thread", (int)t.pid);
+	log_info("ctl: uid %u gave %s%s%s value %d", c->cred.uid, v,
+		 t.kind == TGT_CGROUP ? " " : "", t.kind == TGT_CGROUP ? t.path : "", value);
+	return reply(c, CTL_OK, m->hdr.seq, text);
+}
+
+/* Like status, for anyone: how long tasks waited for a CPU, by class. */
+static int handle_histograms(struct conn *c, const struct ctl_msg *m)
+{
+	struct daemon *d = c->srv->d;
+	char why[512], *text;
+	int r;
+
+	if (!d->rqlat) {
+		snprintf(why, sizeof(why), "no run-queue histograms: the BPF programs did not load: %s",
+			 d->rqlat_why[0] ? d->rqlat_why : "unknown");
+		return reply_err(c, m->hdr.seq, EOPNOTSUPP, why);
+	}
+	c->srv->ops->rqlat_cgroups(d);
+	text = rqlat_text(d->rqlat);
+	if (!text)
+		return reply_err(c, m->hdr.seq, errno, strerror(errno));
+	r = reply(c, CTL_OK, m->hdr.seq, text);
+	free(text);
+	return r;
+}
+
+/*
+ * A barrier: marks the connector (every event queued so far must be handled), then
+ * parks the connection until that is so and a tick that begins after this one has
+ * ended (ctl_after_tick answers it). Nothing blocks: a fork storm, a resync after an
+ * overflow, or a slow tick only delay the answer; the connection's time limit still
+ * holds, stretched by CTL_SYNC_TICKS ticks, which cover a resync's wait.
+ */
+static int park_sync(struct conn *c, const struct ctl_msg *m)
+{
+	struct daemon *d = c->srv->d;
+	uint64_t deadline, tick_ns = d->conf.interval_ms * NSEC_PER_MSEC;
+
+	latmgr_mark(&d->lm, util_now_ns(), tick_ns, &c->sync_mark);
+	c->sync_tick = d->ticks + 1;
+	c->sync_seq = m->hdr.seq;
+	if (sd_event_source_get_time(c->timer, &deadline) >= 0)
+		sd_event_source_set_time(c->timer, deadline + CTL_SYNC_TICKS * tick_ns / 1000);
+	return 0;
+}
+
+static int handle(struct conn *c, const struct ctl_msg *m)
+{
+	struct daemon *d = c->srv->d;
+	char *errors = NULL, text[16384];
+	int r;
+
+	switch (m->hdr.type) {
+	case CTL_STATUS:
+		status_text(d, text, sizeof(text));
+		return reply(c, CTL_OK, m->hdr.seq, text);
+	case CTL_RELOAD:
+		if (!may_control(c, &d->conf)) {
+			log_refusal(c->srv, "ctl: reload refused to uid %u (pid %d)", c->cred.uid,
+				    c->cred.pid);
+			return reply_err(c, m->hdr.seq, EPERM,
+					 "permission denied: reload is for root or ctl_group");
+		}
+		log_notice("ctl: reload asked by uid %u (pid %d)", c->cred.uid, c->cred.pid);
+		r = c->srv->ops->reload(d, &errors);
+		r = r < 0 ? reply_err(c, m->hdr.seq, -r, errors ? errors : "reload failed")
+			  : reply(c, CTL_OK, m->hdr.seq, "");
+		free(errors);
+		return r;
+	case CTL_SET:
+	case CTL_GET:
+	case CTL_LIST:
+	case CTL_RESET:
+		return handle_latency(c, m);
+	case CTL_LATENCY:
+		return handle_histograms(c, m);
+	case CTL_SYNC:
+		return park_sync(c, m);
+	}
+	return reply_err(c, m->hdr.seq, EPROTO, "not a request");
+}
+
+/*
+ * 0 while the peer is the process, with the credentials, that the connection was
+ * accepted on. A peer that has exited is gone for good, even while a child it forked
+ * holds the socket: its pidfd (or, before Linux 6.5, its start time) tells it from a
+ * process that reused its pid.
+ */
+static int peer_stale(struct conn *c, const char **ret_why)
+{
+	struct ctl_peer now;
+
+	if (ctl_peer_read(c->srv->d->lm.proc_root, c->cred.pid, c->pidfd, &now) < 0 ||
+	    now.start_time != c->peer.start_time) {
+		*ret_why = "the process that connected is gone";
+		return -EPERM;
+	}
+	if (ctl_perm_peer_same(&c->peer, &now, ret_why) < 0)
+		return -EPERM;
+	return 0;
+}
+
+/* Refuses a request on a stale connection, which is then closed (returns <0). */
+static int refuse_stale(struct conn *c, const struct ctl_msg *m, const char *why)
+{
+	char text[256];
+
+	log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d), connection closed: %s",
+		    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
+	snprintf(text, sizeof(text), "permission denied: %s", why);
+	reply_err(c, m->hdr.seq, EPERM, text);
+	return -EPERM;
+}
+
+/*
+ * A peer out of sight has no credentials to judge beyond its uid: it may ask what
+ * anyone may ask and nothing that changes a task, a cgroup or the daemon.
+ */
+static int serve_blind(struct conn *c, const struct ctl_msg *m)
+{
+	switch (m->hdr.type) {
+	case CTL_STATUS:
+	case CTL_GET:
+	case CTL_LIST:
+	case CTL_LATENCY:
+	case CTL_SYNC:
+		return handle(c, m);
+	}
+	log_refusal(c->srv, "ctl: %s refused to uid %u: its process is in a pid namespace "
+		    "rqbalanced cannot see", ctl_type_name(m->hdr.type), c->cred.uid);
+	return reply_err(c, m->hdr.seq, EPERM,
+			 "permission denied: your process is in a pid namespace rqbalanced "
+			 "cannot see; only status, get, list, latency and sync are served");
+}
+
+/* Serves every whole request in the buffer; <0 means close the connection. */
+static int serve(struct conn *c)
+{
+	const char *why;
+	struct ctl_msg m;
+	ssize_t n;
+
+	/* Requests after a parked sync wait for its answer, in order. */
+	while (!c->sync_tick && !c->closing && !pending(c) &&
+	       (n = ctl_decode(c->buf, c->have, &m)) != 0) {
+		if (n < 0 || !ctl_is_request(m.hdr.type) || m.hdr.len > CTL_MAX_REQUEST) {
+			/* A flood of bad clients must not flood the log: 1st, 2nd, 4th, 8th... */
+			unsigned long bad = ++c->srv->bad;
+
+			if ((bad & (bad - 1)) == 0)
+				log_info("ctl: malformed message from pid %d, closing (%lu so far)",
+					 c->cred.pid, c->srv->bad);
+			reply_err(c, 0, EPROTO, "malformed message");
+			return -EPROTO;
+		}
+		if (!c->blind && peer_stale(c, &why) < 0)
+			return refuse_stale(c, &m, why);
+		if ((c->blind ? serve_blind(c, &m) : handle(c, &m)) < 0)
+			return -ECONNRESET;
+		memmove(c->buf, c->buf + n, c->have - (size_t)n);
+		c->have -= (size_t)n;
+		/* The last request's answer is still written, then the connection ends. */
+		if (++c->msgs >= CTL_MAX_MSGS)
+			c->closing = true;
+	}
+	if (c->closing && !pending(c))
+		return -ECONNRESET;
+	/* A header that promises more than a request may hold is refused at once. */
+	if (c->have >= sizeof(struct ctl_hdr)) {
+		struct ctl_hdr h;
+
+		memcpy(&h, c->buf, sizeof(h));
+		if (h.len > CTL_MAX_REQUEST) {
+			c->srv->bad++;
+			reply_err(c, h.seq, EMSGSIZE, "request too long");
+			return -EMSGSIZE;
+		}
+	}
+	return 0;
+}
+
+static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct conn *c = userdata;
+	ssize_t n;
+
+	(void)s;
+	if (revents & EPOLLOUT) {
+		/* Written out: the requests read meanwhile are served. */
+		if (flush(c) < 0 || (!pending(c) && serve(c) < 0))
+			conn_close(c);
+		return 0;
+	}
+	if (revents & (EPOLLERR | EPOLLHUP) && !(revents & EPOLLIN)) {
+		conn_close(c);
+		return 0;
+	}
+	n = recv(fd, c->buf + c->have, sizeof(c->buf) - c->have, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		conn_close(c);
+		return 0;
+	}
+	c->have += (size_t)n;
+	if (serve(c) < 0)
+		conn_close(c);
+	return 0;
+}
+
+void ctl_after_tick(struct ctl_server *s)
+{
+	const struct daemon *d = s->d;
+	char text[64];
+
+	log_unlogged(s);
+	for (struct conn *c = s->conns, *next; c; c = next) {
+		next = c->next;
+		if (!c->sync_tick || d->ticks < c->sync_tick || !latmgr_passed(&d->lm, &c->sync_mark))
+			continue;
+		c->sync_tick = 0;
+		snprintf(text, sizeof(text), "ticks %" PRIu64 "\n", d->ticks);
+		if (reply(c, CTL_OK, c->sync_seq, text) < 0 || serve(c) < 0)
+			conn_close(c);
+	}
+}
+
+static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct conn *c = userdata;
+
+	(void)s;
+	(void)usec;
+	log_debug("ctl: connection from pid %d timed out", c->cred.pid);
+	conn_close(c);
+	return 0;
+}
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+/* 0, with c->pidfd -1 where the kernel has no SO_PEERPIDFD; else -errno: gone. */
+static int peer_pidfd(struct conn *c)
+{
+	socklen_t len = sizeof(c->pidfd);
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &c->pidfd, &len) == 0)
+		return 0;
+	c->pidfd = -1;
+	return errno == ENOPROTOOPT ? 0 : -errno;
+}
+
+/*
+ * Takes the peer's credentials once: what the kernel took at connect (SO_PEERCRED),
+ * and its capabilities and user namespace, read now through the pidfd-pinned
+ * process. Every request is judged on these; <0: refused, close.
+ */
+static int peer_accept(struct conn *c)
+{
+	const char *why = NULL;
+	int r;
+
+	if (c->cred.pid == 0) {
+		/* Its process is out of sight (another pid namespace): nothing to judge. */
+		c->blind = true;
+		log_debug("ctl: uid %u connected from a pid namespace rqbalanced cannot see: "
+			  "read-only", c->cred.uid);
+		return 0;
+	}
+	r = peer_pidfd(c);
+	if (r == 0)
+		r = ctl_peer_read(c->srv->d->lm.proc_root, c->cred.pid, c->pidfd, &c->peer);
+	if (r < 0) {
+		log_debug("ctl: connection from uid %u (pid %d) closed: its process is gone",
+			  c->cred.uid, c->cred.pid);
+		return r;
+	}
+	r = ctl_perm_peer_accept(c->cred.uid, c->cred.gid, &c->peer, &c->cap_sys_nice, &why);
+	if (r < 0)
+		log_refusal(c->srv, "ctl: connection from uid %u (pid %d) refused: %s",
+			    c->cred.uid, c->cred.pid, why);
+	return r;
+}
+
+/*
+ * Whether an unprivileged peer would take more than its share: CTL_MAX_PER_UID
+ * connections of one uid, and CTL_RESERVED of the slots kept for root and ctl_group,
+ * so that one user's flood never locks root out (nor systemctl reload).
+ */
+static bool over_share(const struct ctl_server *srv, struct conn *c)
+{
+	unsigned mine = 0, users = 0;
+
+	c->privileged = may_control(c, &srv->d->conf);
+	if (c->privileged)
+		return false;
+	for (const struct conn *o = srv->conns; o; o = o->next) {
+		if (o == c || o->privileged)
+			continue;
+		users++;
+		mine += o->cred.uid == c->cred.uid;
+	}
+	return mine >= CTL_MAX_PER_UID || users >= CTL_MAX_CONNS - CTL_RESERVED;
+}
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct ctl_server *srv = userdata;
+	socklen_t len = sizeof(struct ucred), glen;
+	gid_t groups[64];
+	struct ucred cred;
+	int cfd, r;
+
+	(void)revents;
+	cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+	if (cfd < 0)
+		return 0;
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		close(cfd);
+		return 0;
+	}
+	glen = sizeof(groups);
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) < 0)
+		glen = 0;
+	r = ctl_serve_fd(srv, sd_event_source_get_event(s), cfd, &cred, groups,
+			 (int)(glen / sizeof(gid_t)));
+	if (r == -EBUSY || r == -EUSERS)
+		srv->refused++;
+	return 0;
+}
+
+int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred *cred,
+		 const gid_t *groups, int ngroups)
+{
+	struct conn *c;
+	uint64_t now;
+	int r;
+
+	if (srv->nconns >= CTL_MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
+		close(fd);
+		return -EBUSY;
+	}
+	c->srv = srv;
+	c->fd = fd;
+	c->pidfd = -1;
+	c->next = srv->conns;
+	c->pprev = &srv->conns;
+	if (c->next)
+		c->next->pprev = &c->next;
+	srv->conns = c;
+	srv->nconns++;
+	c->cred = *cred;
+	c->ngroups = ngroups < 0 ? 0 : ngroups > 64 ? 64 : ngroups;
+	if (c->ngroups)
+		memcpy(c->groups, groups, (size_t)c->ngroups * sizeof(gid_t));
+	r = peer_accept(c);
+	if (r == 0 && over_share(srv, c))
+		r = -EUSERS;
+	if (r == 0 && sd_event_now(e, CLOCK_MONOTONIC, &now) >= 0) {
+		r = sd_event_add_io(e, &c->io, fd, EPOLLIN, on_conn_io, c);
+		if (r >= 0)
+			r = sd_event_add_time(e, &c->timer, CLOCK_MONOTONIC,
+					      now + CTL_CONN_TIMEOUT_USEC, 0, on_conn_timeout, c);
+	}
+	if (r < 0)
+		conn_close(c);
+	return r < 0 ? r : 0;
+}
+
+/*
+ * The socket's address through the directory's descriptor (/proc/self/fd/N/NAME), so
+ * that bind and connect reach the directory that was checked, not whatever its path
+ * names by then.
+ */
+static int dir_addr(const struct ctl_server *s, struct sockaddr_un *a)
+{
+	a->sun_family = AF_UNIX;
+	if (snprintf(a->sun_path, sizeof(a->sun_path), "/proc/self/fd/%d/%s", s->dirfd,
+		     s->name) >= (int)sizeof(a->sun_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* A socket file left by a daemon that is gone is removed; one still served is not. */
+static int clear_stale(const struct ctl_server *s, const struct sockaddr_un *a)
+{
+	int fd, r;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	r = connect(fd, (const struct sockaddr *)a, sizeof(*a));
+	close(fd);
+	if (r == 0)
+		return -EADDRINUSE;
+	if (unlinkat(s->dirfd, s->name, 0) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Binds path in its directory, made if missing and refused (logged with why) unless
+ * only root may write it: there nobody else can put a link or a socket of their own
+ * at the name. Mode 0666 comes from the umask at bind: no chmod by path to redirect.
+ */
+static int create(struct ctl_server *s, const char *path)
+{
+	struct sockaddr_un a;
+	char dir[sizeof(s->path)], why[PATH_MAX + 128];
+	const char *slash = strrchr(path, '/');
+	mode_t mask;
+	int r;
+
+	if (strlen(path) >= sizeof(a.sun_path) || !slash || !slash[1])
+		return -ENAMETOOLONG;
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	snprintf(s->name, sizeof(s->name), "%s", slash + 1);
+	r = safedir_open(dir, true, &s->dirfd, why, sizeof(why));
+	if (r < 0) {
+		log_err("ctl socket %s: %s", path, why);
+		return r;
+	}
+	r = dir_addr(s, &a);
+	if (r == 0)
+		r = clear_stale(s, &a);
+	if (r < 0)
+		return r;
+	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->fd < 0)
+		return -errno;
+	mask = umask(0111);
+	r = bind(s->fd, (struct sockaddr *)&a, sizeof(a));
+	umask(mask);
+	if (r < 0 || listen(s->fd, 16) < 0)
+		return -errno;
+	return 0;
+}
+
+int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon *d,
+	     const struct ctl_ops *ops)
+{
+	int n = sd_listen_fds(1), r;
+
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	s->dirfd = -1;
+	s->d = d;
+	s->ops = ops;
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	if (n > 0 && sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) > 0) {
+		s->fd = SD_LISTEN_FDS_START;
+		s->activated = true;
+		fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
+	} else {
+		r = create(s, path);
+		if (r < 0) {
+			if (s->fd >= 0)
+				close(s->fd);
+			s->fd = -1;
+			return r;
+		}
+	}
+	r = sd_event_add_io(e, &s->src, s->fd, EPOLLIN, on_accept, s);
+	if (r < 0)
+		return r;
+	log_info("ctl: serving %s%s", s->activated ? "the socket passed in" : path,
+		 s->activated ? " (socket activation)" : "");
+	return 0;
+}
+
+void ctl_fini(struct ctl_server *s)
+{
+	while (s->conns)
+		conn_close(s->conns);
+	sd_event_source_disable_unref(s->src);
+	s->src = NULL;
+	if (s->fd >= 0) {
+		close(s->fd);
+		if (!s->activated && s->dirfd >= 0)
+			unlinkat(s->dirfd, s->name, 0);
+	}
+	if (s->dirfd >= 0)
+		close(s->dirfd);
+	s->fd = -1;
+	s->dirfd = -1;
+}

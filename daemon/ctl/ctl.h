@@ -1,0 +1,77 @@
+/* The ctl socket in the daemon: accepts rqctl connections and answers them. */
+#ifndef RQB_CTL_H
+#define RQB_CTL_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#define CTL_MAX_CONNS 64      /* connections at once; more are closed at accept */
+#define CTL_RESERVED 8        /* ...of which only root and ctl_group may use these */
+#define CTL_MAX_PER_UID 16    /* ...and one other uid at most this many */
+#define CTL_MAX_REQUEST 4096  /* payload bytes a request may carry */
+/* Refusals logged in one window; the rest are counted in one line. */
+#define CTL_LOG_BURST 20
+#define CTL_LOG_WINDOW_NS (10 * 1000000000ull)
+#define CTL_MAX_MSGS 16       /* requests on one connection */
+#define CTL_CONN_TIMEOUT_USEC (2 * 1000000ULL) /* a connection's whole life */
+#define CTL_SYNC_TICKS 16     /* ...and this many ticks more for each sync it waits on */
+
+struct daemon;
+struct conn;
+
+/*
+ * What the server asks of the daemon, passed in at ctl_init: ctl calls no function of
+ * the daemon's own, so the two do not depend on each other.
+ */
+struct ctl_ops {
+	/* Reloads the config: 0, or -errno with what was wrong in *ret_errors (to free). */
+	int (*reload)(struct daemon *d, char **ret_errors);
+	/* Brings the run-queue histograms' cgroups up to date before they are read. */
+	void (*rqlat_cgroups)(struct daemon *d);
+};
+
+struct ctl_server {
+	int fd;                 /* listening socket, -1 if none */
+	bool activated;         /* passed in by the service manager: not ours to unlink */
+	char path[108];
+	int dirfd;              /* path's directory (safedir), -1 if none: bind and unlink go there */
+	char name[108];         /* the socket's name in it */
+	sd_event_source *src;
+	unsigned nconns;
+	unsigned long refused;  /* connections closed at accept: over CTL_MAX_CONNS, or
+				 * over a uid's share (CTL_MAX_PER_UID, CTL_RESERVED) */
+	unsigned long bad;      /* messages refused as malformed */
+	uint64_t log_window_ns; /* when the current window of logged refusals began */
+	unsigned logged;        /* refusals logged in it, at most CTL_LOG_BURST */
+	unsigned long unlogged; /* ... and refused beyond that, counted, not logged */
+	struct conn *conns;     /* open connections */
+	struct daemon *d;
+	const struct ctl_ops *ops;
+};
+
+/*
+ * Serves path: takes a socket from the service manager (sd_listen_fds) if one was
+ * passed, else creates it (mode 0666: every user may ask for status; what a request
+ * may do is checked against the peer's credentials). 0 or -errno.
+ */
+int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon *d,
+	     const struct ctl_ops *ops);
+void ctl_fini(struct ctl_server *s);
+/*
+ * Serves fd, one end of a connected stream socket, as a connection accepted from a
+ * peer with credentials cred (SO_PEERCRED) and ngroups supplementary groups
+ * (SO_PEERGROUPS): what the daemon does with a connection it accepts, from the point
+ * where it has read those. Its capabilities are read then, as at accept, under the
+ * latency manager's proc root. The accept handler calls it; so does the ctl fuzz
+ * target, which drives every request handler without a listening socket or a real
+ * peer of each kind. Takes fd (closed on failure). 0, or -errno: refused as the daemon
+ * would refuse it (-EBUSY: no slot; -EUSERS: over a user's share of the connections).
+ */
+int ctl_serve_fd(struct ctl_server *s, sd_event *e, int fd, const struct ucred *cred,
+		 const gid_t *groups, int ngroups);
+/* After each tick: answers the syncs that tick completed (CTL_SYNC). */
+void ctl_after_tick(struct ctl_server *s);
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * Acquire for the ctl socket: reads a peer's credentials from /proc into a plain
+ * struct. It decides nothing (ctl_perm.c does) and never reads a file by pid without
+ * proving afterwards that the pid still named the same process.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ctl/ctl_peer.h"
+#include "rqbalance.h"
+#include "sample/sampler.h"
+#include "util/util.h"
+
+int ctl_peer_start_time(const char *proc_root, pid_t pid, uint64_t *ret)
+{
+	char path[PATH_MAX], buf[1024];
+	struct proc_stat_line l;
+
+	snprintf(path, sizeof(path), "%s/%d/stat", proc_root, (int)pid);
+	if (util_read_file(path, buf, sizeof(buf)) < 0 || parse_stat(buf, &l) < 0)
+		return -ESRCH;
+	*ret = l.start_time;
+	return 0;
+}
+
+/* The value of "key:" in a /proc status text, to the end of its line. */
+static int field(const char *text, const char *key, char *ret, size_t size)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, key, kl) == 0 && p[kl] == ':') {
+			p += kl + 1;
+			p += strspn(p, " \t");
+			snprintf(ret, size, "%.*s", (int)strcspn(p, "\n"), p);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+static int caps_of(const char *text, const char *key, uint64_t *ret)
+{
+	char v[32], *end;
+
+	if (field(text, key, v, sizeof(v)) < 0)
+		return -ENOENT;
+	errno = 0;
+	*ret = strtoull(v, &end, 16);
+	return errno || end == v ? -EINVAL : 0;
+}
+
+static int read_status(const char *proc_root, pid_t pid, struct ctl_peer *p)
+{
+	char path[PATH_MAX], buf[4096];
+
+	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
+	if (util_read_file(path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	if (field(buf, "Uid", p->uid, sizeof(p->uid)) < 0 ||
+	    field(buf, "Gid", p->gid, sizeof(p->gid)) < 0 ||
+	    caps_of(buf, "CapEff", &p->cap_eff) < 0 || caps_of(buf, "CapPrm", &p->cap_prm) < 0)
+		return -ESRCH;
+	return 0;
+}
+
+/* Both files read, and equal: an unreadable map is never taken for a match. */
+static bool same_file(const char *a, const char *b)
+{
+	char x[4096], y[4096];
+	ssize_t nx = util_read_file(a, x, sizeof(x)), ny = util_read_file(b, y, sizeof(y));
+
+	return nx >= 0 && nx == ny && memcmp(x, y, (size_t)nx) == 0;
+}
+
+static bool same_userns(const char *proc_root, pid_t pid)
+{
+	char mine[PATH_MAX], theirs[PATH_MAX];
+	struct stat a, b;
+
+	for (int i = 0; i < 2; i++) {
+		const char *map = i ? "gid_map" : "uid_map";
+
+		snprintf(mine, sizeof(mine), "%s/self/%s", proc_root, map);
+		snprintf(theirs, sizeof(theirs), "%s/%d/%s", proc_root, (int)pid, map);
+		if (!same_file(mine, theirs))
+			return false;
+	}
+	/* Only a proof where it can be had: without CAP_SYS_PTRACE the link is denied. */
+	snprintf(mine, sizeof(mine), "%s/self/ns/user", proc_root);
+	snprintf(theirs, sizeof(theirs), "%s/%d/ns/user", proc_root, (int)pid);
+	if (stat(mine, &a) == 0 && stat(theirs, &b) == 0)
+		return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	return true;
+}
+
+int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *ret)
+{
+	char path[PATH_MAX];
+	struct ctl_peer p = { 0 };
+	uint64_t again;
+	struct stat st;
+
+	if (ctl_peer_start_time(proc_root, pid, &p.start_time) < 0 ||
+	    read_status(proc_root, pid, &p) < 0)
+		return -ESRCH;
+	snprintf(path, sizeof(path), "%s/%d", proc_root, (int)pid);
+	if (stat(path, &st) < 0)
+		return -ESRCH;
+	p.owner = st.st_uid;
+	p.same_userns = same_userns(proc_root, pid);
+	/* Everything above was about pid; now prove pid was still the same process. */
+	if (pidfd >= 0 ? util_pidfd_alive(pidfd) < 0
+		       : ctl_peer_start_time(proc_root, pid, &again) < 0 || again != p.start_time)
+		return -ESRCH;
+	*ret = p;
+	return 0;
+}

@@ -1,0 +1,56 @@
+/*
+ * Who may do what through the ctl socket: the kernel's own rules for changing
+ * another task, applied to the peer's credentials, so that the daemon never lends
+ * its privilege. Pure: the facts are read elsewhere (ctl.c) and passed in.
+ */
+#ifndef RQB_CTL_PERM_H
+#define RQB_CTL_PERM_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "ctl/ctl_peer.h"
+
+struct ctl_perm_facts {
+	bool admin;          /* root, or a member of ctl_group */
+	bool cap_sys_nice;   /* CAP_SYS_NICE effective, in the daemon's user namespace */
+	uid_t peer_euid;
+	uid_t target_ruid;   /* for a cgroup: the owner of its weight file */
+	uid_t target_euid;
+	long rlim_nice;      /* the target's RLIMIT_NICE soft limit (as setrlimit: 0…40) */
+	int cur;             /* the value it has now; 0 when it has none */
+	int want;            /* the value asked for; 0 for a reset */
+};
+
+/*
+ * 0 if the peer may, else -EPERM with *ret_why:
+ * - root and ctl_group may do anything;
+ * - others only to tasks they could renice themselves: their euid is the target's
+ *   real or effective uid, or they have CAP_SYS_NICE;
+ * - without CAP_SYS_NICE a value may only go up, except down to 20 - RLIMIT_NICE
+ *   (the bound the kernel puts on lowering nice).
+ */
+int ctl_perm_check(const struct ctl_perm_facts *f, const char **ret_why);
+
+/*
+ * At accept: whether a connection may be served on the peer's credentials p, read
+ * just after SO_PEERCRED gave euid and egid (taken by the kernel at connect). 0, or
+ * -EPERM with *ret_why when the euid or egid differ (the peer changed its credentials
+ * before the daemon took the connection). *ret_cap_sys_nice: the peer counts as
+ * holding CAP_SYS_NICE: effective, in the daemon's user namespace, and dumpable
+ * (/proc/PID owned by its euid): an exec that raised its capabilities (a file with
+ * capabilities, set-user-ID root) or any other raise of its permitted set makes it
+ * non-dumpable, so a capability gained between connect and accept is never counted.
+ */
+int ctl_perm_peer_accept(uid_t euid, gid_t egid, const struct ctl_peer *p, bool *ret_cap_sys_nice,
+		     const char **ret_why);
+/*
+ * Before each request: 0 if now (read again) is the peer as it was at accept, else
+ * -EPERM with *ret_why. A set-user-ID or set-group-ID exec that grants anything
+ * changes the effective and saved IDs (Uid/Gid), one that grants capabilities
+ * CapPrm, and either makes the process non-dumpable (the owner of /proc/PID); an
+ * exec that changes none of them (nosuid, no_new_privs) grants nothing either.
+ */
+int ctl_perm_peer_same(const struct ctl_peer *then, const struct ctl_peer *now, const char **ret_why);
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * The spread policy: pure. A snapshot, the config and the policy's own memory in,
+ * a plan out. No I/O, no clock (time comes in the snapshot), no randomness.
+ */
+#ifndef RQB_SPREAD_H
+#define RQB_SPREAD_H
+
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "conf/conf.h"
+#include "plan/plan.h"
+#include "snapshot/snap.h"
+
+/* A task the policy has pinned to an LLC. */
+struct spread_pin {
+	pid_t tid;
+	pid_t tgid;
+	uint64_t start_time;
+	int from_llc, to_llc;
+	cpu_set_t mask;          /* what it was pinned to */
+	cpu_set_t orig;          /* what it was allowed before */
+	uint64_t since_ns;       /* when the pin was planned */
+	uint64_t room_ns;        /* since when its LLC of origin could take it back; 0: not now */
+	char comm[SNAP_COMM_LEN];
+};
+
+/* A task moved recently: not moved again before min_residency. */
+struct spread_recent {
+	pid_t tid;
+	uint64_t start_time;
+	uint64_t moved_ns;
+};
+
+struct spread_state {
+	size_t npins, pins_cap;
+	struct spread_pin *pins;         /* sorted by tid */
+	size_t nrecent, recent_cap;
+	struct spread_recent *recent;    /* sorted by tid */
+	uint64_t moves;               /* pins and releases planned so far */
+	/*
+	 * The last tick's runnable and idle counts per LLC, after its moves: a sample is
+	 * one instant, so an overload of one task, or an idle CPU, counts only when two
+	 * ticks in a row show it (a short task caught running is not load). nprev_llcs
+	 * is 0 until then.
+	 */
+	int nprev_llcs;
+	int *prev_nr, *prev_idle;
+	/* Scratch reused across ticks, sized to the topology and the snapshot. */
+	size_t scratch_tasks;
+	int nscratch_cpus, nscratch_llcs;
+	int *cpu_nr, *bucket_start, *bucket;
+	int *raw_nr, *raw_idle;  /* this tick's counts per LLC, moves applied */
+	int *raw_young;          /* listed tasks per LLC not settled yet (see persist()) */
+	int *llc_nr;             /* runnable as a source (see persist() in spread.c) */
+	int *llc_load;           /* runnable as a target: the higher of the two */
+	int *llc_idle;           /* CPUs idle in both ticks */
+	int *llc_away;           /* pins that took a task away from each LLC */
+	unsigned char *llc_done;
+	struct spread_slot { pid_t tid; int slot; } *byid; /* keep_pairs: tid -> bucket slot */
+	size_t nbyid;
+};
+
+void spread_init(struct spread_state *st);
+void spread_fini(struct spread_state *st);
+
+/*
+ * Decides one tick: appends to plan (which the caller cleared) and updates st as if the
+ * plan is carried out. Returns the number of actions, or -ENOMEM.
+ */
+int spread_decide(const struct snapshot *s, const struct rqb_conf *c, struct spread_state *st,
+	       struct plan *plan);
+/* The actuator could not carry out, or has given up, the pin of this task: forget it. */
+void spread_forget(struct spread_state *st, pid_t tid, uint64_t start_time);
+const struct spread_pin *spread_find_pin(const struct spread_state *st, pid_t tid, uint64_t start_time);
+
+/* Rule (e), exposed for tests: why a task may not be touched, or NULL if it may. */
+const char *spread_ineligible(const struct snapshot *s, const struct rqb_conf *c,
+			   const struct snap_task *t);
+
+#endif

@@ -1,0 +1,154 @@
+/*
+ * Sample stage: who is in a cgroup, and a process's cgroup. It reads cgroupfs and
+ * /proc under roots the caller gives, and never writes either.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rqbalance.h"
+#include "sample/cgm.h"
+#include "util/util.h"
+
+int cgm_task_cgroup(const char *proc_root, pid_t pid, bool v2, char *ret, size_t size)
+{
+	char path[PATH_MAX], buf[4096];
+	ssize_t r;
+
+	snprintf(path, sizeof(path), "%s/%d/cgroup", proc_root, (int)pid);
+	r = util_read_file(path, buf, sizeof(buf));
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : (int)r;
+	for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *ctl = strchr(line, ':'), *p;
+
+		if (!ctl || !(p = strchr(ctl + 1, ':')))
+			continue;
+		*p++ = '\0';
+		ctl++;
+		if (v2 ? strcmp(ctl, "") == 0 : util_word_in(ctl, "cpu", ',')) {
+			if (strlen(p) >= size)
+				return -ENAMETOOLONG;
+			memcpy(ret, p, strlen(p) + 1);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* Parent, real and effective uid from PROC_ROOT/PID/status; -ESRCH when it is gone. */
+static int status_of(const char *proc_root, pid_t pid, struct cgm_proc *m)
+{
+	char path[PATH_MAX], buf[4096], *p, *q;
+	unsigned ruid, euid;
+
+	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
+	if (util_read_file(path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	p = strstr(buf, "\nUid:");
+	q = strstr(buf, "\nPPid:");
+	if (!p || !q || sscanf(p + 5, "%u %u", &ruid, &euid) != 2)
+		return -ESRCH;
+	m->ppid = (pid_t)atoi(q + 6);
+	m->ruid = ruid;
+	m->euid = euid;
+	return 0;
+}
+
+struct members {
+	const char *proc_root;
+	size_t max, n, cap;
+	struct cgm_proc *m;
+	bool truncated;
+};
+
+static int add_procs(struct members *s, const char *dir)
+{
+	char path[PATH_MAX], *buf;
+	ssize_t r;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	buf = malloc(65536);
+	if (!buf)
+		return -ENOMEM;
+	r = util_read_file(path, buf, 65536);
+	if (r < 0) {
+		free(buf);
+		return (int)r;
+	}
+	for (char *save = NULL, *t = strtok_r(buf, "\n", &save); t && !err;
+	     t = strtok_r(NULL, "\n", &save)) {
+		struct cgm_proc m = { .pid = (pid_t)atoi(t) };
+		struct cgm_proc *arr;
+
+		if (m.pid <= 0 || status_of(s->proc_root, m.pid, &m) < 0)
+			continue;
+		if (s->n >= s->max) {
+			s->truncated = true;
+			break;
+		}
+		arr = util_grow(s->m, &s->cap, s->n, sizeof(*arr));
+		if (!arr) {
+			err = -ENOMEM;
+			break;
+		}
+		s->m = arr;
+		s->m[s->n++] = m;
+	}
+	free(buf);
+	return err;
+}
+
+static int walk(struct members *s, const char *dir, unsigned depth)
+{
+	char sub[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int r;
+
+	if (depth > CGM_MAX_DEPTH) {
+		s->truncated = true;
+		return 0;
+	}
+	r = add_procs(s, dir);
+	if (r < 0 || s->truncated)
+		return r;
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	while (r == 0 && !s->truncated && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		r = walk(s, sub, depth + 1);
+		/* A child cgroup removed meanwhile held nobody. */
+		if (r == -ENOENT)
+			r = 0;
+	}
+	closedir(d);
+	return r;
+}
+
+int cgm_read(const char *mount, const char *path, const char *proc_root, size_t max,
+	     struct cgm_proc **ret, size_t *ret_n, bool *ret_truncated)
+{
+	struct members s = { .proc_root = proc_root, .max = max };
+	char dir[PATH_MAX];
+	int r;
+
+	snprintf(dir, sizeof(dir), "%s%s", mount, strcmp(path, "/") ? path : "");
+	r = walk(&s, dir, 0);
+	if (r < 0) {
+		free(s.m);
+		return r;
+	}
+	*ret = s.m;
+	*ret_n = s.n;
+	*ret_truncated = s.truncated;
+	return 0;
+}

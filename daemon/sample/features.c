@@ -1,0 +1,222 @@
+/*
+ * Sample stage: the kernel's features, probed once at start for the feature report
+ * and for the stages that adapt to them. Reads only, and its syscall probes touch
+ * nothing but the daemon itself.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "rqbalance.h"
+#include "sample/features.h"
+#include "sample/parse.h"
+#include "util/log.h"
+#include "util/schedattr.h"
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+
+static const char *const names[FEAT_COUNT] = {
+	[FEAT_LLC_GROUPS] = "llc-groups",     [FEAT_PIDFD_THREAD] = "pidfd-thread",
+	[FEAT_EEVDF_SLICE] = "eevdf-slice",   [FEAT_UCLAMP] = "uclamp",
+	[FEAT_CGROUP_V1_CPU] = "cgroup-v1-cpu", [FEAT_CGROUP_V2_CPU] = "cgroup-v2-cpu",
+	[FEAT_BTF] = "btf",                   [FEAT_SCHEDSTATS] = "schedstats",
+	[FEAT_AUTOGROUP] = "autogroup",     [FEAT_TASK_EVENTS] = "task-events",
+};
+
+const char *features_name(enum feat_id id)
+{
+	return (unsigned)id < FEAT_COUNT ? names[id] : "?";
+}
+
+void features_set(struct features *f, enum feat_id id, enum feat_state st, const char *fmt, ...)
+{
+	va_list ap;
+
+	if ((unsigned)id >= FEAT_COUNT)
+		return;
+	f->f[id].state = st;
+	va_start(ap, fmt);
+	vsnprintf(f->f[id].detail, sizeof(f->f[id].detail), fmt, ap);
+	va_end(ap);
+}
+
+#define set features_set
+
+static bool exists(const char *root, const char *path)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s%s", root, path);
+	return access(p, F_OK) == 0;
+}
+
+static int read_small(const char *root, const char *path, char *buf, size_t len)
+{
+	char p[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s%s", root, path);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Is word one of the blank-separated words of list? */
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+static void probe_cgroups(const char *root, struct features *f)
+{
+	char mounts[16384], v1[PATH_MAX], v2[PATH_MAX], ctl[512], path[PATH_MAX + 32];
+
+	if (read_small(root, "/proc/mounts", mounts, sizeof(mounts)) < 0) {
+		set(f, FEAT_CGROUP_V1_CPU, FEAT_MISSING, "cannot read /proc/mounts");
+		set(f, FEAT_CGROUP_V2_CPU, FEAT_MISSING, "cannot read /proc/mounts");
+		return;
+	}
+	parse_mounts(mounts, v1, v2, sizeof(v1));
+	if (v1[0])
+		set(f, FEAT_CGROUP_V1_CPU, FEAT_FOUND, "%s (cpu.shares, cpu.idle)", v1);
+	else
+		set(f, FEAT_CGROUP_V1_CPU, FEAT_MISSING, "no cgroup v1 hierarchy with cpu");
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", v2);
+	if (!v2[0])
+		set(f, FEAT_CGROUP_V2_CPU, FEAT_MISSING, "no cgroup2 mount");
+	else if (read_small(root, path, ctl, sizeof(ctl)) == 0 && has_word(ctl, "cpu"))
+		set(f, FEAT_CGROUP_V2_CPU, FEAT_FOUND, "%s (cpu.weight, cpu.idle)", v2);
+	else
+		set(f, FEAT_CGROUP_V2_CPU, FEAT_MISSING, "cgroup2 at %s without the cpu controller",
+		    v2);
+}
+
+static void probe_sched(struct features *f, const struct utsname *u)
+{
+	struct rqb_sched_attr a = { .size = sizeof(a) };
+	unsigned major = 0, minor = 0;
+	int fd;
+
+	fd = (int)syscall(SYS_pidfd_open, getpid(), PIDFD_THREAD);
+	if (fd >= 0) {
+		close(fd);
+		set(f, FEAT_PIDFD_THREAD, FEAT_USED, "threads are opened by pidfd before any change");
+	} else {
+		set(f, FEAT_PIDFD_THREAD, FEAT_MISSING,
+		    "%s: threads other than a process's first are checked by start time only",
+		    errno == EINVAL ? "before 6.9" : strerror(errno));
+	}
+	/* CFS ignores sched_runtime for fair tasks; EEVDF takes it as the slice from 6.12. */
+	sscanf(u->release, "%u.%u", &major, &minor);
+	if (major > 6 || (major == 6 && minor >= 12))
+		set(f, FEAT_EEVDF_SLICE, FEAT_FOUND, "sched_attr.sched_runtime sets the slice");
+	else
+		set(f, FEAT_EEVDF_SLICE, FEAT_MISSING, "kernel %u.%u: no custom EEVDF slice (6.12+)",
+		    major, minor);
+	/* Re-setting the daemon's own clamps to what they are shows whether uclamp is built. */
+	if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) < 0) {
+		set(f, FEAT_UCLAMP, FEAT_MISSING, "sched_getattr: %s", strerror(errno));
+		return;
+	}
+	a.sched_flags = SCHED_FLAG_KEEP_POLICY | SCHED_FLAG_KEEP_PARAMS |
+			SCHED_FLAG_UTIL_CLAMP_MIN | SCHED_FLAG_UTIL_CLAMP_MAX;
+	if (syscall(SYS_sched_setattr, 0, &a, 0) == 0)
+		set(f, FEAT_UCLAMP, FEAT_FOUND, "util clamps settable per task");
+	else
+		set(f, FEAT_UCLAMP, FEAT_MISSING, "sched_setattr util clamp: %s%s", strerror(errno),
+		    errno == EOPNOTSUPP ? " (CONFIG_UCLAMP_TASK off)" : "");
+}
+
+void features_probe(const char *root, const struct topo *t, struct features *ret)
+{
+	struct features f;
+	struct utsname u;
+	char buf[64];
+
+	memset(&f, 0, sizeof(f));
+	root = root ? root : "";
+	uname(&u);
+	snprintf(f.kernel, sizeof(f.kernel), "Linux %s %s", u.release, u.machine);
+	if (t && t->nllcs >= 2)
+		set(&f, FEAT_LLC_GROUPS, FEAT_USED, "%d LLCs to spread across", t->nllcs);
+	else
+		set(&f, FEAT_LLC_GROUPS, FEAT_MISSING, "one LLC: nothing to spread across");
+	probe_sched(&f, &u);
+	probe_cgroups(root, &f);
+	if (exists(root, "/sys/kernel/btf/vmlinux"))
+		set(&f, FEAT_BTF, FEAT_FOUND, "/sys/kernel/btf/vmlinux");
+	else
+		set(&f, FEAT_BTF, FEAT_MISSING, "no /sys/kernel/btf/vmlinux");
+	if (exists(root, "/proc/schedstat"))
+		set(&f, FEAT_SCHEDSTATS, FEAT_FOUND, "/proc/schedstat");
+	else
+		set(&f, FEAT_SCHEDSTATS, FEAT_MISSING, "no /proc/schedstat (CONFIG_SCHEDSTATS off)");
+	if (read_small(root, "/proc/sys/kernel/sched_autogroup_enabled", buf, sizeof(buf)) == 0 &&
+	    buf[0] == '1')
+		set(&f, FEAT_AUTOGROUP, FEAT_FOUND, "nice values compete only within a session");
+	else
+		set(&f, FEAT_AUTOGROUP, FEAT_MISSING, "off or not built");
+	/* Known once the latency manager opens it (latmgr_probe_events for the report). */
+	set(&f, FEAT_TASK_EVENTS, FEAT_MISSING, "not probed");
+	*ret = f;
+}
+
+static const char *state_name(enum feat_state s)
+{
+	return s == FEAT_USED ? "used" : s == FEAT_FOUND ? "found" : "missing";
+}
+
+void features_print(const struct features *f, FILE *out)
+{
+	fprintf(out, "kernel: %s\n", f->kernel);
+	for (int i = 0; i < FEAT_COUNT; i++)
+		fprintf(out, "%-14s %-8s %s\n", names[i], state_name(f->f[i].state),
+			f->f[i].detail);
+}
+
+void features_log(const struct features *f)
+{
+	char found[512] = "";
+	size_t off = 0;
+
+	for (int i = 0; i < FEAT_COUNT; i++)
+		if (i != FEAT_TASK_EVENTS && f->f[i].state != FEAT_MISSING && off < sizeof(found))
+			off += (size_t)snprintf(found + off, sizeof(found) - off, "%s%s", off ? " " : "",
+						names[i]);
+	log_info("features: %s: found %s", f->kernel, found);
+	for (int i = 0; i < FEAT_COUNT; i++)
+		if (i != FEAT_TASK_EVENTS && f->f[i].state == FEAT_MISSING)
+			log_info("features: cannot use %s: %s", names[i], f->f[i].detail);
+}
+
+void features_log_one(const struct features *f, enum feat_id id)
+{
+	if ((unsigned)id >= FEAT_COUNT)
+		return;
+	if (f->f[id].state == FEAT_MISSING)
+		log_info("features: cannot use %s: %s", names[id], f->f[id].detail);
+	else
+		log_info("features: %s: %s", names[id], f->f[id].detail);
+}

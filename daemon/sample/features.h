@@ -1,0 +1,62 @@
+/*
+ * Kernel features: what this kernel offers, and what rqbalance can use of it.
+ * (Not "features.h": that name would shadow glibc's own header.)
+ */
+#ifndef RQB_FEATURES_H
+#define RQB_FEATURES_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "sample/topo.h"
+
+enum feat_id {
+	FEAT_LLC_GROUPS,     /* two or more LLCs: something to spread across */
+	FEAT_PIDFD_THREAD,   /* pidfd_open(PIDFD_THREAD), 6.9+ */
+	FEAT_EEVDF_SLICE,    /* sched_attr.sched_runtime as the EEVDF slice, 6.12+ */
+	FEAT_UCLAMP,         /* CONFIG_UCLAMP_TASK */
+	FEAT_CGROUP_V1_CPU,  /* a v1 hierarchy with the cpu controller */
+	FEAT_CGROUP_V2_CPU,  /* a cgroup2 mount with the cpu controller enabled */
+	FEAT_BTF,            /* /sys/kernel/btf/vmlinux, for BPF CO-RE */
+	FEAT_SCHEDSTATS,     /* /proc/schedstat */
+	FEAT_AUTOGROUP,      /* autogroup on: nice competes only inside a session */
+	FEAT_TASK_EVENTS,    /* fork/exec/exit events: BPF, the proc connector, or none */
+	FEAT_COUNT
+};
+
+enum feat_state {
+	FEAT_MISSING, /* the kernel does not offer it (detail says why) */
+	FEAT_FOUND,   /* offered; no part of rqbalance relies on it yet */
+	FEAT_USED,    /* offered and in use */
+};
+
+struct feature {
+	enum feat_state state;
+	char detail[320];
+};
+
+struct features {
+	char kernel[160];                 /* uname: release and machine */
+	struct feature f[FEAT_COUNT];
+};
+
+/*
+ * Probes the running kernel. root prefixes /proc and /sys (tests point it at a fake
+ * tree); the syscall probes act on the calling process only.
+ */
+void features_probe(const char *root, const struct topo *t, struct features *ret);
+const char *features_name(enum feat_id id);
+/* Sets one feature (the latency manager's event source, known once it starts). */
+void features_set(struct features *f, enum feat_id id, enum feat_state st, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* A table, one feature a line: name, state, detail. */
+void features_print(const struct features *f, FILE *out);
+/*
+ * One log line each: what was found, what could not be used and why. task-events is
+ * left out: the daemon logs it with features_log_one once the latency manager starts.
+ */
+void features_log(const struct features *f);
+/* One feature's line: "features: NAME: detail", or "features: cannot use NAME: why". */
+void features_log_one(const struct features *f, enum feat_id id);
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * Who a process is, for the latency rules: comm, exe, cmdline, real uid and cgroup,
+ * read from PROC_ROOT/PID into a buffer the caller owns. A sample source: it only reads.
+ */
+#ifndef RQB_IDENT_H
+#define RQB_IDENT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "policy/rules.h"
+
+#define IDENT_COMM_MAX 16      /* the kernel's TASK_COMM_LEN */
+#define IDENT_CMDLINE_MAX 4096 /* a longer cmdline is cut to 4095 bytes */
+
+/* Where the strings of a struct proc_ident live; one per process being read. */
+struct ident_buf {
+	char comm[IDENT_COMM_MAX];
+	char exe[PATH_MAX];
+	char cmdline[IDENT_CMDLINE_MAX];
+	char cgroup[PATH_MAX];
+};
+
+/*
+ * What the kernel said a process runs (the BPF event source: at exec, or from a task
+ * walk): the device and inode of the file, as stat(2) gives them.
+ */
+struct ident_exe {
+	dev_t dev;
+	ino_t ino;
+};
+
+/*
+ * Reads process pid under proc_root ("/proc", or a fake tree in tests) into buf and
+ * points ret's strings into it. Only the real uid is required: a string that cannot
+ * be read is "". exe is "" also when the path the link names does not lead, in our
+ * mount namespace, to the file the process runs: another namespace can put any file
+ * at /usr/sbin/mysqld, and a deleted or replaced binary shows a stale path.
+ * 0, -ESRCH when the process is gone (or went while it was read), or -errno.
+ */
+int ident_read(const char *proc_root, pid_t pid, struct ident_buf *buf, struct proc_ident *ret);
+/*
+ * The same, where the kernel said which file the process runs (kexe, NULL if not):
+ * exe is then the first rule's exe in rules that is a plain path (no fnmatch(3)
+ * pattern characters) and whose lstat() here is that very file, which needs no access
+ * to /proc/PID/exe (CAP_SYS_PTRACE for another user's process); if none is, exe is
+ * read from /proc/PID/exe as ident_read does, for the rules' patterns.
+ */
+int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *kexe,
+		     const struct rule_set *rules, struct ident_buf *buf, struct proc_ident *ret);
+/* Whether a rule's exe is a plain absolute path, which fnmatch(3) matches only to itself. */
+bool ident_exe_is_path(const char *exe);
+
+/* Parsers, for tests and fuzzing. */
+/* The real uid from the text of /proc/PID/status. 0 or -EINVAL. */
+int ident_parse_uid(const char *status, uid_t *ret);
+/*
+ * The cgroup path from /proc/PID/cgroup: the "0::" line's if it names one, else the
+ * line whose controllers include cpu. 0, -ENOENT, or -ENAMETOOLONG if len is short.
+ */
+int ident_parse_cgroup(const char *text, char *ret_path, size_t len);
+/*
+ * Turns the n bytes of /proc/PID/cmdline in buf (NUL-ended at buf[n]) into argv
+ * joined by spaces, in place. full says the read filled the buffer, so the text may
+ * have been cut: a UTF-8 sequence cut in the middle is then dropped.
+ */
+void ident_join_cmdline(char *buf, size_t n, bool full);
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * Pure parsers of the kernel's text files (parse.c): sample/ reads the files, and any
+ * stage that has read one (the actuators, the ctl peer check) parses it with these
+ * rather than reaching into a sampler.
+ */
+#ifndef RQB_PARSE_H
+#define RQB_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "snapshot/snap.h"
+
+struct proc_stat_line {
+	char state;
+	pid_t ppid;             /* parent's tgid */
+	uint32_t flags;
+	uint64_t utime, stime;  /* clock ticks */
+	uint64_t start_time;    /* clock ticks after boot */
+	int cpu;
+	char comm[SNAP_COMM_LEN];
+};
+/* Parses one /proc/TID/stat line. 0 or -EINVAL. */
+int parse_stat(const char *buf, struct proc_stat_line *ret);
+/*
+ * Parses /proc/stat: per-CPU busy and idle jiffies into arrays of n entries (CPUs not
+ * listed stay 0) and procs_running. Returns 0 or -EINVAL.
+ */
+int parse_cpustat(const char *buf, int n, uint64_t *busy, uint64_t *total,
+		  unsigned *ret_procs_running);
+/* Picks the cpu controller's path, else the unified one, from /proc/PID/cgroup. */
+int parse_cgroup(const char *buf, char *ret_path, size_t len);
+/* Parses /proc/mounts text: where the v1 cpu hierarchy and the cgroup2 mount are. */
+void parse_mounts(const char *text, char *ret_v1cpu, char *ret_v2, size_t len);
+
+#endif

@@ -1,0 +1,102 @@
+/* The sampler interface: every way of reading the world fills the same snapshot. */
+#ifndef RQB_SAMPLER_H
+#define RQB_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sample/parse.h"
+#include "snapshot/snap.h"
+
+struct sampler;
+
+struct sampler_ops {
+	const char *name;
+	/* Fills s (already reset) for the tick at now_ns. 0 or -errno. */
+	int (*sample)(struct sampler *sm, uint64_t now_ns, struct snapshot *s);
+	void (*free)(struct sampler *sm);
+};
+
+struct sampler {
+	const struct sampler_ops *ops;
+	void *priv;
+};
+
+struct proc_sampler_opts {
+	const char *root;          /* prefix for /proc, "" for the real one */
+	pid_t self_tgid;           /* left out of every count */
+	uint64_t rescan_ns;        /* full walk at most this far apart */
+	unsigned max_tracked;      /* open stat files at most */
+};
+
+int sampler_proc_new(const struct proc_sampler_opts *o, struct sampler **ret);
+
+struct bpf_sampler_opts {
+	pid_t self_tgid;           /* counted apart and never listed */
+	uint64_t interval_ns;      /* the tick, which sets the perf sample period */
+	uint64_t walk_gap_ns;      /* full task walks at most this often */
+	uint64_t forget_ns;        /* a task unseen this long loses its cached cgroup */
+	const char *root;          /* prefix for /proc and /sys, "" for the real ones */
+	bool tracepoints;          /* sample at the scheduler's tracepoints even where perf
+	                              events are allowed (tests) */
+	char *why;                 /* on failure, one line saying why; may be NULL */
+	size_t why_len;
+};
+
+/*
+ * Loads rqsample.bpf.c, opens a cpu-clock perf event on every online CPU, or where
+ * perf events are refused (Debian's kernel.perf_event_paranoid = 3 without
+ * CAP_SYS_ADMIN) or o->tracepoints asks, attaches to the scheduler's sched_stat_runtime
+ * and sched_switch tracepoints instead, and waits for a first sample. 0, or -errno
+ * with the reason in o->why.
+ */
+int sampler_bpf_new(const struct bpf_sampler_opts *o, struct sampler **ret);
+
+/* Counters of the bpf sampler, for tests and the bench. */
+struct bpf_stats {
+	const char *rq_path;    /* "runqueues ksym" or "current task" */
+	const char *trigger;    /* "cpu-clock perf events" or "scheduler tracepoints" */
+	uint64_t period_ns;     /* the perf sample period */
+	uint64_t samples;       /* perf samples taken, all CPUs */
+	uint64_t stale;         /* CPU reads whose sample was too old (silent CPUs) */
+	uint64_t silent_reads;  /* reads of /proc/stat to tell an idle silent CPU from a held one */
+	uint64_t held;          /* silent CPUs that were not idle: their last record stood */
+	uint64_t torn;          /* CPU reads that raced a write twice: last good one used */
+	uint64_t walks;         /* full task walks through the iterator */
+};
+void sampler_bpf_stats(const struct sampler *sm, struct bpf_stats *ret);
+/*
+ * Whether a task walk still works without CAP_BPF in the effective set (older
+ * kernels ask for it on every bpf() call when unprivileged BPF is off; 6.1 and 6.18
+ * only to create maps and programs). Call it with CAP_BPF lowered; false also for
+ * any sampler that is not bpf.
+ */
+bool sampler_bpf_walks_unprivileged(struct sampler *sm);
+/*
+ * Replays the snapshots in path, one a tick; after the last, keeps returning the last
+ * one. The whole file is read and checked against the topology first: a bad record
+ * fails here, with "path:line: reason" logged. Whatever the file says, self_tgid (the
+ * running daemon) is the snapshot's "itself".
+ */
+int sampler_replay_new(const char *path, const struct topo *t, pid_t self_tgid,
+		       struct sampler **ret);
+
+static inline int sampler_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
+{
+	return sm->ops->sample(sm, now_ns, s);
+}
+void sampler_free(struct sampler *sm);
+/* Stamps s with the clock of the tasks' start times (uptime_ticks, tick_hz): live samplers. */
+void sampler_stamp_uptime(struct snapshot *s);
+
+/* Counters of the proc sampler, for tests and the bench. */
+struct proc_stats {
+	uint64_t rescans;       /* full walks of /proc */
+	uint64_t stat_reads;    /* per-task stat reads in ticks */
+	unsigned tracked;       /* tasks being followed now */
+};
+void sampler_proc_stats(const struct sampler *sm, struct proc_stats *ret);
+
+#endif

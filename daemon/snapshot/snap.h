@@ -1,0 +1,82 @@
+/*
+ * The snapshot: what the sampler saw in one tick. Immutable once handed to the
+ * policy. Its text form is the replay/record format, shared with the simulator.
+ */
+#ifndef RQB_SNAP_H
+#define RQB_SNAP_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "sample/topo.h"
+
+#define SNAP_COMM_LEN 16
+#define SNAP_TASK_KTHREAD 0x1u /* a kernel thread: never touched */
+/* Used no CPU time since the last sample: caught runnable for an instant, not load to move. */
+#define SNAP_TASK_NO_CPU 0x2u
+
+struct snap_cpu {
+	uint32_t nr_running; /* runnable tasks on its run queue, the daemon's own excluded */
+	uint32_t busy_pct;   /* share of the last interval spent not idle, 0..100 */
+};
+
+struct snap_task {
+	pid_t tid;
+	pid_t tgid;
+	int cpu;                  /* CPU it last ran on (stat field 39) */
+	uint64_t start_time;      /* stat field 22, clock ticks after boot: identity with tid */
+	uint32_t flags;           /* SNAP_TASK_* */
+	pid_t partner;            /* the tid it wakes, or is woken by, most; 0 if unknown */
+	cpu_set_t allowed;        /* its affinity mask when sampled */
+	char comm[SNAP_COMM_LEN];
+	char *cgroup;             /* cgroup path (cpu controller or unified), owned; may be NULL */
+};
+
+struct snapshot {
+	uint64_t seq;             /* tick number */
+	uint64_t now_ns;          /* CLOCK_MONOTONIC at the sample */
+	pid_t self_tgid;          /* the daemon: never touched */
+	/*
+	 * The sample's moment on the clock of start_time (clock ticks after boot, suspend
+	 * included) and that clock's ticks a second, so the policy knows a task's age;
+	 * both 0 where unknown (a replay written without them): no task is then too young.
+	 */
+	uint64_t uptime_ticks;
+	uint32_t tick_hz;
+	const struct topo *topo;  /* not owned */
+	int nr_cpu_ids;           /* entries in cpus */
+	struct snap_cpu *cpus;    /* indexed by OS CPU number */
+	size_t ntasks;            /* runnable tasks, each once */
+	size_t cap;
+	struct snap_task *tasks;
+};
+
+struct snapshot *snap_new(const struct topo *t);
+void snap_free(struct snapshot *s);
+/* Empties the task list and per-CPU counters, keeps the allocations. */
+void snap_reset(struct snapshot *s);
+/* Appends a task (copies cgroup); returns it or NULL on ENOMEM. */
+struct snap_task *snap_add_task(struct snapshot *s, const struct snap_task *t, const char *cgroup);
+
+/*
+ * Text form, one record a line:
+ *   snapshot SEQ NOW_NS SELF_TGID [uptime=TICKS hz=HZ]
+ *   cpu CPU NR_RUNNING BUSY_PCT
+ *   task TID TGID CPU START_TIME FLAGS ALLOWED COMM CGROUP [partner=TID]
+ *   end
+ * COMM and CGROUP are escaped (\xHH for bytes <= 0x20, 0x7f, '\\' and a leading '-');
+ * "-" alone is an empty cgroup.
+ * Lines starting with '#' and blank lines are ignored.
+ */
+int snap_write(const struct snapshot *s, FILE *out);
+/*
+ * Reads the next snapshot into s (reset first). Returns 1 when one was read, 0 at end of
+ * file, -EINVAL on a malformed record (message in ret_err, with *lineno), or -errno.
+ */
+int snap_read(FILE *in, struct snapshot *s, unsigned *lineno, char *ret_err, size_t errlen);
+
+#endif

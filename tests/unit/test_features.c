@@ -1,0 +1,106 @@
+/* The feature probe against fake /proc and /sys trees, and its mounts parser. */
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sample/features.h"
+#include "sample/parse.h"
+#include "unit.h"
+
+static void put(const char *root, const char *path, const char *text)
+{
+	char p[PATH_MAX], cmd[PATH_MAX + 16];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s%s", root, path);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", p);
+	*strrchr(cmd, '/') = '\0';
+	strcat(cmd, "'");
+	assert_int_equal(system(cmd), 0);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void rm_rf(const char *root)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void mounts_v1_and_v2(void **state)
+{
+	char v1[PATH_MAX], v2[PATH_MAX];
+
+	parse_mounts("proc /proc proc rw 0 0\n"
+		     "cgroup /sys/fs/cgroup/cpuset cgroup rw,cpuset 0 0\n"
+		     "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n"
+		     "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,nsdelegate 0 0\n",
+		     v1, v2, sizeof(v1));
+	assert_string_equal(v1, "/sys/fs/cgroup/cpu,cpuacct");
+	assert_string_equal(v2, "/sys/fs/cgroup/unified");
+	parse_mounts("cgroup /x cgroup rw,cpuset 0 0\n", v1, v2, sizeof(v1));
+	assert_string_equal(v1, "");
+	assert_string_equal(v2, "");
+}
+
+/* A 6.1-like tree: pure cgroup2 with cpu, schedstats, BTF, autogroup off. */
+static void fake_tree(void **state)
+{
+	char root[] = "/tmp/rqb-feat.XXXXXX";
+	struct topo *t = unit_topo("package:1 l3cache:2 core:1 pu:1");
+	struct features f;
+
+	assert_non_null(mkdtemp(root));
+	put(root, "/proc/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n");
+	put(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io pids\n");
+	put(root, "/proc/schedstat", "version 15\n");
+	put(root, "/sys/kernel/btf/vmlinux", "");
+	put(root, "/proc/sys/kernel/sched_autogroup_enabled", "0\n");
+	features_probe(root, t, &f);
+	assert_int_equal(f.f[FEAT_LLC_GROUPS].state, FEAT_USED);
+	assert_int_equal(f.f[FEAT_CGROUP_V1_CPU].state, FEAT_MISSING);
+	assert_int_equal(f.f[FEAT_CGROUP_V2_CPU].state, FEAT_FOUND);
+	assert_string_equal(f.f[FEAT_CGROUP_V2_CPU].detail, "/sys/fs/cgroup (cpu.weight, cpu.idle)");
+	assert_int_equal(f.f[FEAT_SCHEDSTATS].state, FEAT_FOUND);
+	assert_int_equal(f.f[FEAT_BTF].state, FEAT_FOUND);
+	assert_int_equal(f.f[FEAT_AUTOGROUP].state, FEAT_MISSING);
+
+	/* "cpuset" alone is not the cpu controller. */
+	put(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset io\n");
+	features_probe(root, NULL, &f);
+	assert_int_equal(f.f[FEAT_CGROUP_V2_CPU].state, FEAT_MISSING);
+	assert_int_equal(f.f[FEAT_LLC_GROUPS].state, FEAT_MISSING);
+	topo_free(t);
+	rm_rf(root);
+}
+
+static void print_names_every_feature(void **state)
+{
+	struct features f;
+	char buf[8192];
+	FILE *out;
+
+	features_probe("", NULL, &f);
+	out = fmemopen(buf, sizeof(buf), "w");
+	assert_non_null(out);
+	features_print(&f, out);
+	fclose(out);
+	assert_true(strncmp(buf, "kernel: Linux ", 14) == 0);
+	for (int i = 0; i < FEAT_COUNT; i++)
+		assert_non_null(strstr(buf, features_name((enum feat_id)i)));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(mounts_v1_and_v2),
+		cmocka_unit_test(fake_tree),
+		cmocka_unit_test(print_names_every_feature),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
