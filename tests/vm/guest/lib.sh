@@ -95,8 +95,18 @@ start_daemon() {
 	DPID=$!
 }
 
-# wait_running: the daemon has started its loop (and serves its ctl socket).
-wait_running() { wait_log "running: sampler"; }
+# wait_running: the daemon has started its loop (and serves its ctl socket). A daemon
+# that exited instead (a zombie until stop_daemon waits for it) fails at once.
+daemon_gone() { [ "$(awk '/^State:/ { print $2 }' "/proc/$DPID/status" 2>/dev/null)" = Z ] ||
+	[ ! -e "/proc/$DPID" ]; }
+running_or_gone() { log_has "running: sampler" 1 || daemon_gone; }
+wait_running() {
+	poll_until 1200 running_or_gone
+	log_has "running: sampler" 1 && return 0
+	echo "the daemon did not start its loop; its log:"
+	cat "$LOG"
+	return 1
+}
 
 stop_daemon() { # signal
 	kill "-$1" "$DPID"
