@@ -18,20 +18,6 @@
 #include "util/schedattr.h"
 #include "util/util.h"
 
-int latact_write_small(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n, len = (ssize_t)strlen(text);
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, text, (size_t)len);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	return n == len ? 0 : -EIO;
-}
-
 int latact_read_u64(const char *path, uint64_t *ret)
 {
 	char buf[64], *end;
@@ -69,6 +55,7 @@ int latact_init(struct latact *la, const struct act_ops *ops, const struct latac
 
 	memset(la, 0, sizeof(*la));
 	la->ops = ops;
+	la->lops = o->ops ? o->ops : &latact_linux_ops;
 	la->o = *o;
 	la->lc = *lc;
 	snprintf(la->proc_root, sizeof(la->proc_root), "%s",
@@ -117,8 +104,7 @@ int latact_restore_all(struct latact *la)
 void latact_fini(struct latact *la)
 {
 	latact_restore_all(la);
-	if (!la->o.dry_run)
-		latact_classes_remove(la);
+	latact_classes_remove(la);
 	if (la->journal) {
 		journal_rewrite_text(la->journal, LATACT_JOURNAL_HEAD);
 		journal_close(la->journal);

@@ -51,7 +51,7 @@ static int cg_write(const struct latact *la, const char *path, uint64_t w, int i
 	if (idle >= 0) {
 		cg_file(la, path, "cpu.idle", f, sizeof(f));
 		snprintf(text, sizeof(text), "%d", idle);
-		r = latact_write_small(f, text);
+		r = la->lops->write(f, text);
 		if (r < 0)
 			return r;
 	}
@@ -59,7 +59,7 @@ static int cg_write(const struct latact *la, const char *path, uint64_t w, int i
 		return 0; /* an idle group's weight is not writable */
 	cg_file(la, path, la->cls.v2 ? "cpu.weight" : "cpu.shares", f, sizeof(f));
 	snprintf(text, sizeof(text), "%" PRIu64, w);
-	return latact_write_small(f, text);
+	return la->lops->write(f, text);
 }
 
 static size_t cg_index(const struct latact *la, const char *path)
@@ -96,8 +96,7 @@ static int unit_read(struct latact *la, const char *unit, uint64_t *ret_w, int *
 static int unit_write(struct latact *la, const char *unit, uint64_t w, int idle)
 {
 	char err[256];
-	int r = idle == 1 ? cgsd_set_idle(la->bus, unit, err, sizeof(err))
-			  : cgsd_set_weight(la->bus, unit, w, err, sizeof(err));
+	int r = la->lops->unit_weight(la->bus, unit, w, idle == 1, err, sizeof(err));
 
 	if (r < 0)
 		log_warn("latency: unit %s: setting CPUWeight: %s", unit, err);
@@ -189,6 +188,7 @@ static int cg_apply(struct latact *la, const char *path, int v, const char *sour
 	c.set_idle = idle < 0 ? -1 : k.cg_idle ? 1 : 0;
 	if (c.set_idle == 1 && c.unit[0])
 		c.set_weight = CGSD_WEIGHT_IDLE;
+	/* As latact_task: a dry run records no entry it did not make. */
 	if (la->o.dry_run)
 		return 0;
 	r = latact_journal_cg(la, &c);

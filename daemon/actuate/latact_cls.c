@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <libcgroup.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,53 +52,39 @@ int latact_read_task_cgroup(const struct latact *la, pid_t tid, char *ret, size_
 	return -ENOENT;
 }
 
-int latact_cg_attach(const char *rel, pid_t tid)
+/* Moves tid into cgroup (a path in the cpu hierarchy; "/" is its top). */
+int latact_cg_attach(const struct latact *la, const char *cgroup, pid_t tid)
 {
-	struct cgroup *cg = cgroup_new_cgroup(rel);
-	int r;
+	char path[PATH_MAX];
 
-	if (!cg)
-		return -ENOMEM;
-	if (!cgroup_add_controller(cg, "cpu")) {
-		cgroup_free(&cg);
-		return -ENOMEM;
-	}
-	r = cgroup_attach_task_pid(cg, tid);
-	cgroup_free(&cg);
-	if (r == 0)
-		return 0;
-	if (r == ECGOTHER && cgroup_get_last_errno() == ESRCH)
-		return -ESRCH;
-	return r == ECGROUPNOTEXIST ? -ENOENT : r == ECGROUPNOTOWNER ? -EPERM : -EIO;
+	while (cgroup[0] == '/')
+		cgroup++;
+	snprintf(path, sizeof(path), "%s/%s%s%s", la->cls.mount, cgroup, cgroup[0] ? "/" : "",
+		 la->cls.v2 ? "cgroup.procs" : "tasks");
+	return la->lops->attach(path, tid);
 }
 
-static int cg_create(const char *rel, const char *key, uint64_t value)
+/* Makes cgroup rel (relative to the mount), and gives it key = value unless key is NULL. */
+static int cg_create(const struct latact *la, const char *rel, const char *key, uint64_t value)
 {
-	struct cgroup *cg = cgroup_new_cgroup(rel);
-	struct cgroup_controller *c;
+	char path[PATH_MAX], text[32];
 	int r;
 
-	if (!cg)
-		return -ENOMEM;
-	c = cgroup_add_controller(cg, "cpu");
-	if (!c || (key && cgroup_add_value_uint64(c, key, value) != 0)) {
-		cgroup_free(&cg);
-		return -ENOMEM;
-	}
-	r = cgroup_create_cgroup(cg, 0);
-	cgroup_free(&cg);
-	return r == 0 ? 0 : -EIO;
+	snprintf(path, sizeof(path), "%s/%s", la->cls.mount, rel);
+	r = la->lops->mkdir(path);
+	if (r < 0 || !key)
+		return r;
+	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel, key);
+	snprintf(text, sizeof(text), "%" PRIu64, value);
+	return la->lops->write(path, text);
 }
 
-static void cg_delete(const char *rel)
+static void cg_delete(const struct latact *la, const char *rel)
 {
-	struct cgroup *cg = cgroup_new_cgroup(rel);
+	char path[PATH_MAX];
 
-	if (!cg)
-		return;
-	if (cgroup_add_controller(cg, "cpu"))
-		cgroup_delete_cgroup(cg, 0);
-	cgroup_free(&cg);
+	snprintf(path, sizeof(path), "%s/%s", la->cls.mount, rel);
+	la->lops->rmdir(path);
 }
 
 /* A class's path relative to the mount: PARENT/rqbalance-latN, or rqbalance-latN at the top. */
@@ -128,7 +113,7 @@ static int class_unthrottle(const struct latact *la, const char *rel)
 
 	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel,
 		 la->cls.v2 ? "cpu.max" : "cpu.cfs_quota_us");
-	return latact_write_small(path, la->cls.v2 ? "max" : "-1");
+	return la->lops->write(path, la->cls.v2 ? "max" : "-1");
 }
 
 /*
@@ -204,7 +189,7 @@ static void classes_share_rt(struct latact *la)
 			if ((pass == 0) != (rt_of(path) > share))
 				continue;
 			snprintf(path, sizeof(path), "%s/%s/cpu.rt_runtime_us", la->cls.mount, rel);
-			if (latact_write_small(path, text) < 0)
+			if (la->lops->write(path, text) < 0)
 				log_warn("latency: class cgroup \"%s\": cannot set cpu.rt_runtime_us %s",
 					 rel, text);
 		}
@@ -245,7 +230,7 @@ int latact_class_ensure(struct latact *la, int v, char *ret, size_t size)
 		la->cls.made[v - LAT_MIN] = false;
 	}
 	class_weight(la, v, &key, &w);
-	r = cg_create(rel, key, w);
+	r = cg_create(la, rel, key, w);
 	if (r == 0)
 		r = class_unthrottle(la, rel);
 	if (r < 0) {
@@ -263,7 +248,7 @@ static void root_rt(struct latact *la, const char *path)
 
 	snprintf(text, sizeof(text), "%" PRIu64, rt_free(la, la->cls.mount, false) / 2);
 	snprintf(file, sizeof(file), "%s/cpu.rt_runtime_us", path);
-	if (latact_write_small(file, text) < 0)
+	if (la->lops->write(file, text) < 0)
 		log_warn("latency: %s: cannot set cpu.rt_runtime_us %s", path, text);
 }
 
@@ -279,7 +264,7 @@ static int classes_root_setup(struct latact *la)
 	if (la->cls.root[0]) {
 		snprintf(path, sizeof(path), "%s/%s", la->cls.mount, la->cls.root);
 		la->cls.made_root = stat(path, &st) < 0;
-		r = cg_create(la->cls.root, NULL, 0);
+		r = cg_create(la, la->cls.root, NULL, 0);
 		if (r < 0)
 			return r;
 		/* A parent of ours takes half of what the top has free, for its classes. */
@@ -289,11 +274,11 @@ static int classes_root_setup(struct latact *la)
 	if (!la->cls.v2)
 		return 0;
 	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", la->cls.mount);
-	r = latact_write_small(path, "+cpu");
+	r = la->lops->write(path, "+cpu");
 	if (r == 0 && la->cls.root[0]) {
 		snprintf(path, sizeof(path), "%s/%s/cgroup.subtree_control", la->cls.mount,
 			 la->cls.root);
-		r = latact_write_small(path, "+cpu");
+		r = la->lops->write(path, "+cpu");
 	}
 	return r;
 }
@@ -324,10 +309,10 @@ void latact_classes_find(struct latact *la)
 	/* The mount serves cgroup targets too; the classes only where asked for. */
 	if (!la->o.class_cgroups)
 		return;
-	if (cgroup_init() != 0) {
-		log_warn("latency: libcgroup cannot read the mounts: class cgroups off");
-		return;
-	}
+	/*
+	 * Classes the dry-run driver does not make would be found missing at each use
+	 * (class_ensure's stat) and read back as nothing: a dry run plans no class moves.
+	 */
 	if (la->o.dry_run) {
 		log_info("latency: dry run: no class cgroups are made");
 		return;
@@ -360,7 +345,7 @@ void latact_classes_reweigh(struct latact *la)
 		class_weight(la, v, &key, &w);
 		snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel, key);
 		snprintf(text, sizeof(text), "%" PRIu64, w);
-		if (latact_write_small(path, text) < 0)
+		if (la->lops->write(path, text) < 0)
 			log_warn("latency: class cgroup \"%s\": cannot set %s %s", rel, key, text);
 	}
 }
@@ -380,13 +365,13 @@ void latact_classes_remove(struct latact *la)
 			 la->cls.v2 ? "cgroup.procs" : "tasks");
 		if (util_read_file(path, buf, sizeof(buf)) > 0)
 			for (char *t = strtok(buf, "\n"); t; t = strtok(NULL, "\n"))
-				if (latact_cg_attach("/", (pid_t)atoi(t)) == 0)
+				if (latact_cg_attach(la, "/", (pid_t)atoi(t)) == 0)
 					log_info("latency: task %s left in %s moved to /", t, rel);
-		cg_delete(rel);
+		cg_delete(la, rel);
 		la->cls.made[v - LAT_MIN] = false;
 	}
 	if (la->cls.made_root)
-		cg_delete(la->cls.root);
+		cg_delete(la, la->cls.root);
 }
 
 /* Groups a previous run made and did not remove: empty them and take them away. */

@@ -17,7 +17,6 @@
 #define LATACT_JOURNAL_SLACK 1024
 
 /* latact.c: small file helpers, rooted at paths the caller built. */
-int latact_write_small(const char *path, const char *text);
 int latact_read_u64(const char *path, uint64_t *ret);
 
 /* latact_journal.c: the journal's records. */
@@ -31,7 +30,7 @@ void latact_compact(struct latact *la);
 
 /* latact_cls.c: the class hierarchy, and whose a task's cgroup is. */
 int latact_read_task_cgroup(const struct latact *la, pid_t tid, char *ret, size_t size);
-int latact_cg_attach(const char *rel, pid_t tid);
+int latact_cg_attach(const struct latact *la, const char *cgroup, pid_t tid);
 int latact_class_ensure(struct latact *la, int v, char *ret, size_t size);
 void latact_classes_find(struct latact *la);
 void latact_classes_stale(struct latact *la);

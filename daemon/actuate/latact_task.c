@@ -75,7 +75,7 @@ static int write_sched(const struct latact *la, pid_t tid, const struct lat_stat
 		a.sched_util_min = (uint32_t)want->umin;
 		a.sched_util_max = (uint32_t)want->umax;
 	}
-	return rqb_sched_setattr(tid, &a);
+	return la->lops->set_attr(tid, &a);
 }
 
 /* What value v asks of a task that had prev. */
@@ -100,7 +100,7 @@ static void want_for(struct latact *la, int v, pid_t tid, pid_t tgid,
 			ret->umax = k.uclamp_max;
 	}
 	/* cgroup2 moves whole processes: a lone thread keeps its process's group. */
-	if (k.use_class && la->cls.on && (!la->cls.v2 || tid == tgid) && !la->o.dry_run &&
+	if (k.use_class && la->cls.on && (!la->cls.v2 || tid == tgid) &&
 	    latact_class_ensure(la, v, ret->cgroup, sizeof(ret->cgroup)) < 0)
 		snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", prev->cgroup);
 }
@@ -174,7 +174,7 @@ static int write_state(struct latact *la, pid_t tid, pid_t tgid, const struct la
 		r = write_sched(la, tid, want);
 	if (r == 0 && la->cls.on && want->cgroup[0] && strcmp(cur->cgroup, want->cgroup) != 0 &&
 	    (!la->cls.v2 || tid == tgid))
-		r = latact_cg_attach(want->cgroup, tid);
+		r = latact_cg_attach(la, want->cgroup, tid);
 	return r;
 }
 
@@ -259,7 +259,11 @@ int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, i
 	e.set = want;
 	if (e.cg != LAT_CG_OURS)
 		e.set.cgroup[0] = '\0';
-	/* A dry run stops here: latact_apply_plan logs what the plan would do. */
+	/*
+	 * A dry run stops here, records nothing and answers 0: latact_apply_plan logs what
+	 * the plan would do. Past here the driver would write nothing, but the read-back
+	 * would record what the task already had and tell the manager it is managed.
+	 */
 	if (la->o.dry_run)
 		goto fail;
 	r = latact_journal_task(la, &e);
@@ -334,7 +338,7 @@ void latact_restore_entry(struct latact *la, const struct lat_entry *e)
 		if (sched_differs(&cur, &want) || strcmp(cur.cgroup, want.cgroup) != 0)
 			la->cnt.restored++;
 	} else if (want.cgroup[0] && strcmp(cur.cgroup, want.cgroup) != 0 &&
-		   latact_cg_attach("/", tid) == 0) {
+		   latact_cg_attach(la, "/", tid) == 0) {
 		log_warn("latency: task %d: cgroup \"%s\" is gone; moved to /", (int)tid,
 			 want.cgroup);
 	} else {
