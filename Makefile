@@ -38,7 +38,7 @@ DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/core/main.o
 
 UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread plan proc journal act features ctl cgsd cgm procconn \
-	rules ident bpf rqlat bpfev
+	rules ident bpf rqlat bpfev latact
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
