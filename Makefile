@@ -28,6 +28,9 @@ DAEMON_SRC = \
 	daemon/plan/plan.c \
 	daemon/actuate/journal.c daemon/actuate/act.c \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c daemon/actuate/latact.c \
+	daemon/actuate/latact_journal.c daemon/actuate/latact_cls.c daemon/actuate/latact_task.c \
+	daemon/actuate/latact_cg.c daemon/actuate/latact_replay.c daemon/actuate/latact_linux.c \
+	daemon/actuate/latact_dryrun.c \
 	daemon/actuate/latact_apply.c daemon/actuate/cgsd.c \
 	daemon/core/latmgr.c daemon/ctl/ctl_peer.c daemon/ctl/ctl_perm.c daemon/ctl/ctl_proto.c daemon/ctl/ctl.c daemon/core/metrics.c \
 	daemon/core/daemon.c
@@ -35,7 +38,7 @@ DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/core/main.o
 
 UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread plan proc journal act features ctl cgsd cgm procconn \
-	rules ident bpf rqlat bpfev
+	rules ident bpf rqlat bpfev latact
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c

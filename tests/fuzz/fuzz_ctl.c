@@ -436,6 +436,7 @@ static struct daemon *daemon_new(const uint8_t *sc)
 		snap->cpus[c].nr_running = (sc[3] >> (c % 8)) & 3;
 
 	d->lat.ops = &fuzz_ops;
+	d->lat.lops = &latact_dryrun_ops;
 	d->lat.o.dry_run = true;
 	d->lat.o.proc_root = proc_root;
 	snprintf(d->lat.proc_root, sizeof(d->lat.proc_root), "%s", proc_root);

@@ -9,7 +9,7 @@ from rqb import RQCTL, Daemon, check, main, private_copy, require, rqctl, skip, 
 from rqb_user import User
 
 ROUNDS, CHILDREN = 8, 100
-SLACK = 1024  # latact.c's JOURNAL_SLACK
+SLACK = 1024  # latact_int.h's LATACT_JOURNAL_SLACK
 
 # Says its pid; forks CHILDREN children that wait on a pipe, says "forked", waits for a line on
 # stdin, lets them exit and reaps them, says "reaped", waits for a line; ROUNDS times.

@@ -1,0 +1,48 @@
+/*
+ * What the parts of the latency actuator share (latact.c, latact_journal.c,
+ * latact_cls.c, latact_task.c, latact_cg.c, latact_replay.c); nothing outside
+ * daemon/actuate/latact*.c includes it.
+ */
+#ifndef RQB_LATACT_INT_H
+#define RQB_LATACT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "actuate/latact.h"
+
+#define LATACT_JOURNAL_HEAD "# rqbalance latency journal v1\n"
+/* Compact the journal when it holds this many more lines than live entries (as act.c). */
+#define LATACT_JOURNAL_SLACK 1024
+
+/* latact.c: small file helpers, rooted at paths the caller built. */
+int latact_read_u64(const char *path, uint64_t *ret);
+
+/* latact_journal.c: the journal's records. */
+void latact_escape_field(const char *s, char *ret, size_t size);
+int latact_unescape_field(const char *in, char *ret, size_t size);
+int latact_journal_task(struct latact *la, const struct lat_entry *e);
+void latact_journal_untask(struct latact *la, pid_t tid, uint64_t start);
+int latact_journal_cg(struct latact *la, const struct lat_cg_entry *c);
+void latact_journal_uncg(struct latact *la, const char *path);
+void latact_compact(struct latact *la);
+
+/* latact_cls.c: the class hierarchy, and whose a task's cgroup is. */
+int latact_read_task_cgroup(const struct latact *la, pid_t tid, char *ret, size_t size);
+int latact_cg_attach(const struct latact *la, const char *cgroup, pid_t tid);
+int latact_class_ensure(struct latact *la, int v, char *ret, size_t size);
+void latact_classes_find(struct latact *la);
+void latact_classes_stale(struct latact *la);
+void latact_classes_reweigh(struct latact *la);
+void latact_classes_remove(struct latact *la);
+bool latact_cg_limits_cpu(const struct latact *la, const char *cg);
+
+/* latact_task.c and latact_cg.c: give back what an entry set, where still as set. */
+void latact_restore_entry(struct latact *la, const struct lat_entry *e);
+void latact_restore_cg(struct latact *la, const struct lat_cg_entry *c);
+
+/* latact_replay.c: restores what the journal says a previous run left, then starts it afresh. */
+void latact_recover(struct latact *la);
+
+#endif

@@ -1,0 +1,404 @@
+/*
+ * Actuate stage, latency: tasks. It changes a task's policy, slice, uclamp or class
+ * cgroup only after checking its identity (pid and start time) and journalling, and
+ * gives back only what still holds the value rqbalance wrote.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "actuate/latact.h"
+#include "actuate/latact_int.h"
+#include "util/log.h"
+#include "util/schedattr.h"
+#include "util/util.h"
+
+const char *latact_policy_name(int policy)
+{
+	switch (policy) {
+	case SCHED_OTHER: return "other";
+	case SCHED_FIFO: return "fifo";
+	case SCHED_RR: return "rr";
+	case SCHED_BATCH: return "batch";
+	case SCHED_IDLE: return "idle";
+	case 6: return "deadline";
+	default: return "?";
+	}
+}
+
+static bool policy_is_rt(int policy)
+{
+	return policy == SCHED_FIFO || policy == SCHED_RR || policy == 6;
+}
+
+int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret)
+{
+	struct rqb_sched_attr a;
+	struct lat_state s = { .umin = -1, .umax = -1 };
+	int r = rqb_sched_getattr(tid, &a);
+
+	if (r < 0)
+		return r;
+	s.policy = (int)a.sched_policy;
+	s.nice = a.sched_nice;
+	/* The kernel reports its default as a number: 0 says "the default" and follows it. */
+	s.slice_ns = la->o.slices && a.sched_runtime != la->default_slice_ns ? a.sched_runtime : 0;
+	if (la->o.uclamp) {
+		s.umin = (int)a.sched_util_min;
+		s.umax = (int)a.sched_util_max;
+	}
+	r = latact_read_task_cgroup(la, tid, s.cgroup, sizeof(s.cgroup));
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	*ret = s;
+	return 0;
+}
+
+static bool sched_differs(const struct lat_state *a, const struct lat_state *b)
+{
+	return a->policy != b->policy || a->nice != b->nice || a->slice_ns != b->slice_ns ||
+	       a->umin != b->umin || a->umax != b->umax;
+}
+
+/* Writes policy, nice, slice and uclamp of want in one call. */
+static int write_sched(const struct latact *la, pid_t tid, const struct lat_state *want)
+{
+	struct rqb_sched_attr a = { .size = sizeof(a) };
+
+	a.sched_policy = (uint32_t)want->policy;
+	a.sched_nice = want->nice;
+	a.sched_runtime = la->o.slices ? want->slice_ns : 0;
+	if (la->o.uclamp && want->umin >= 0 && want->umax >= 0) {
+		a.sched_flags |= SCHED_FLAG_UTIL_CLAMP_MIN | SCHED_FLAG_UTIL_CLAMP_MAX;
+		a.sched_util_min = (uint32_t)want->umin;
+		a.sched_util_max = (uint32_t)want->umax;
+	}
+	return la->lops->set_attr(tid, &a);
+}
+
+/* What value v asks of a task that had prev. */
+static void want_for(struct latact *la, int v, pid_t tid, pid_t tgid,
+		     const struct lat_state *prev, struct lat_state *ret)
+{
+	struct lat_knobs k;
+
+	lat_map(&la->lc, v, &k);
+	*ret = *prev;
+	ret->nice = k.nice;
+	if (v < 0)
+		ret->policy = SCHED_OTHER;
+	else if (v > 0 && k.policy != SCHED_OTHER)
+		ret->policy = k.policy;
+	if (k.slice_ns && la->o.slices)
+		ret->slice_ns = k.slice_ns;
+	if (la->o.uclamp) {
+		if (k.uclamp_min >= 0)
+			ret->umin = k.uclamp_min;
+		if (k.uclamp_max >= 0)
+			ret->umax = k.uclamp_max;
+	}
+	/* cgroup2 moves whole processes: a lone thread keeps its process's group. */
+	if (k.use_class && la->cls.on && (!la->cls.v2 || tid == tgid) &&
+	    latact_class_ensure(la, v, ret->cgroup, sizeof(ret->cgroup)) < 0)
+		snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", prev->cgroup);
+}
+
+static size_t find_index(const struct latact *la, pid_t tid, bool *found)
+{
+	size_t lo = util_pid_lower_bound(la->e, la->n, sizeof(*la->e),
+					offsetof(struct lat_entry, task.tid), tid);
+
+	*found = lo < la->n && la->e[lo].task.tid == tid;
+	return lo;
+}
+
+const struct lat_entry *latact_find(const struct latact *la, pid_t tid)
+{
+	bool found;
+	size_t i = find_index(la, tid, &found);
+
+	return found ? &la->e[i] : NULL;
+}
+
+static struct lat_entry *entry_add(struct latact *la, const struct lat_entry *e)
+{
+	bool found;
+	size_t i = find_index(la, e->task.tid, &found);
+	struct lat_entry *arr;
+
+	if (found) {
+		la->e[i] = *e;
+		goto told;
+	}
+	arr = util_grow(la->e, &la->cap, la->n, sizeof(*arr));
+	if (!arr)
+		return NULL;
+	la->e = arr;
+	memmove(&la->e[i + 1], &la->e[i], (la->n - i) * sizeof(*la->e));
+	la->e[i] = *e;
+	la->n++;
+told:
+	if (la->on_task)
+		la->on_task(la->on_task_ctx, e->task.tid, e->value, true);
+	return &la->e[i];
+}
+
+static void entry_del(struct latact *la, pid_t tid)
+{
+	bool found;
+	size_t i = find_index(la, tid, &found);
+
+	if (!found)
+		return;
+	la->ops->close(&la->e[i].task);
+	if (la->on_task)
+		la->on_task(la->on_task_ctx, tid, 0, false);
+	memmove(&la->e[i], &la->e[i + 1], (la->n - i - 1) * sizeof(*la->e));
+	la->n--;
+	la->e = util_shrink(la->e, &la->cap, la->n, sizeof(*la->e));
+}
+
+/*
+ * Writes want over cur: the sched knobs in one call, then the cgroup. On cgroup2 a
+ * move takes the whole process: only its first thread (tid == tgid) moves it.
+ */
+static int write_state(struct latact *la, pid_t tid, pid_t tgid, const struct lat_state *cur,
+		       const struct lat_state *want)
+{
+	int r = 0;
+
+	/* A task that made itself real-time since: its policy and parameters are its own. */
+	if (sched_differs(cur, want) && !policy_is_rt(cur->policy))
+		r = write_sched(la, tid, want);
+	if (r == 0 && la->cls.on && want->cgroup[0] && strcmp(cur->cgroup, want->cgroup) != 0 &&
+	    (!la->cls.v2 || tid == tgid))
+		r = latact_cg_attach(la, want->cgroup, tid);
+	return r;
+}
+
+/* Whether a task left to others is said in the log: a process once, not each thread. */
+static bool cg_says(const struct latact *la, const struct lat_entry *e)
+{
+	const struct lat_entry *lead = latact_find(la, e->tgid);
+
+	return e->task.tid == e->tgid || !lead || lead->task.tid == e->task.tid;
+}
+
+/*
+ * Whether the task's cgroup is rqbalance's to move (into e->cg and e->cg_left): where
+ * rqbalance put it (old), where the kernel put it after its creator (from), or, for a
+ * first value, anywhere that does not cap its CPU. Said once, when it stops being so.
+ */
+static void cg_decide(struct latact *la, const struct lat_entry *old,
+		      const struct lat_entry *from, const struct lat_state *cur, struct lat_entry *e)
+{
+	const struct lat_entry *held = old ? old : from;
+	struct lat_cg_view v = { .cur = cur->cgroup };
+
+	e->cg = LAT_CG_OURS;
+	e->cg_left[0] = '\0';
+	if (!la->cls.on)
+		return;
+	if (held && held->cg != LAT_CG_OURS) {
+		/* Still left, or a new task of a creator whose cgroup was left: no new word. */
+		e->cg = held->cg;
+	} else {
+		v.held = held ? held->set.cgroup : NULL;
+		v.limits = !held && latact_cg_limits_cpu(la, cur->cgroup);
+		e->cg = lat_cg_decide(&v);
+		if (e->cg != LAT_CG_OURS && cg_says(la, e))
+			log_notice("latency: task %d is in cgroup \"%s\": %s", (int)e->task.tid,
+				   cur->cgroup, lat_cg_why(e->cg));
+	}
+	if (e->cg != LAT_CG_OURS)
+		snprintf(e->cg_left, sizeof(e->cg_left), "%s", cur->cgroup);
+}
+
+int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, int v,
+		const char *source, const struct lat_entry *from, const char **ret_why)
+{
+	const struct lat_entry *old = latact_find(la, tid);
+	struct lat_entry e = { .tgid = tgid, .value = v }, fr;
+
+	snprintf(e.source, sizeof(e.source), "%s", source ? source : "");
+	struct lat_state cur, want;
+	int r;
+
+	*ret_why = NULL;
+	/* from may point into la->e, which dropping an entry below moves. */
+	if (from) {
+		fr = *from;
+		from = &fr;
+	}
+	if (old && old->task.start_time != start_time) {
+		latact_task_gone(la, tid);
+		old = NULL;
+	}
+	r = old ? 0 : la->ops->open(tid, tgid, start_time, &e.task);
+	if (r < 0) {
+		*ret_why = r == -ESRCH ? "no such task (or its pid was reused)" : strerror(-r);
+		return r;
+	}
+	if (old)
+		e.task = old->task;
+	r = latact_read(la, tid, &cur);
+	if (r == 0 && policy_is_rt(cur.policy) && !old) {
+		*ret_why = "the task has a real-time policy";
+		r = -EPERM;
+	}
+	if (r < 0)
+		goto fail;
+	e.prev = old ? old->prev : from ? from->prev : cur;
+	cg_decide(la, old, from, &cur, &e);
+	want_for(la, v, tid, tgid, &e.prev, &want);
+	/* A cgroup left to others stays as it is, and is not rqbalance's to give back. */
+	if (e.cg != LAT_CG_OURS)
+		snprintf(want.cgroup, sizeof(want.cgroup), "%s", cur.cgroup);
+	e.set = want;
+	if (e.cg != LAT_CG_OURS)
+		e.set.cgroup[0] = '\0';
+	/*
+	 * A dry run stops here, records nothing and answers 0: latact_apply_plan logs what
+	 * the plan would do. Past here the driver would write nothing, but the read-back
+	 * would record what the task already had and tell the manager it is managed.
+	 */
+	if (la->o.dry_run)
+		goto fail;
+	r = latact_journal_task(la, &e);
+	if (r < 0) {
+		*ret_why = strerror(-r);
+		la->cnt.errors++;
+		goto fail;
+	}
+	r = write_state(la, tid, tgid, &cur, &want);
+	if (r == 0)
+		r = latact_read(la, tid, &e.set);
+	if (r == 0 && e.cg != LAT_CG_OURS)
+		e.set.cgroup[0] = '\0';
+	if (r == 0)
+		r = la->ops->alive(&e.task);
+	if (r == -ESRCH) {
+		/* It exited meanwhile, as short tasks do: no error, and its record is closed. */
+		*ret_why = "the task exited";
+		la->cnt.gone++;
+		if (!old) {
+			latact_journal_untask(la, tid, start_time);
+			latact_compact(la);
+		}
+		goto fail;
+	}
+	if (r < 0) {
+		*ret_why = strerror(-r);
+		la->cnt.errors++;
+		goto fail;
+	}
+	if (!entry_add(la, &e)) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	la->cnt.applied++;
+	latact_compact(la);
+	return 0;
+fail:
+	if (!old)
+		la->ops->close(&e.task);
+	return la->o.dry_run ? 0 : r;
+}
+
+/* Gives back each knob that is still what rqbalance set. */
+void latact_restore_entry(struct latact *la, const struct lat_entry *e)
+{
+	struct lat_state cur, want;
+	pid_t tid = e->task.tid;
+
+	if (la->ops->alive(&e->task) < 0 || latact_read(la, tid, &cur) < 0) {
+		la->cnt.gone++;
+		return;
+	}
+	want = cur;
+	if (cur.policy == e->set.policy)
+		want.policy = e->prev.policy;
+	if (cur.nice == e->set.nice)
+		want.nice = e->prev.nice;
+	if (cur.slice_ns == e->set.slice_ns)
+		want.slice_ns = e->prev.slice_ns;
+	if (cur.umin == e->set.umin && cur.umax == e->set.umax) {
+		want.umin = e->prev.umin;
+		want.umax = e->prev.umax;
+	}
+	/* A cgroup left to others (set.cgroup "") is theirs: it stays where it is. */
+	if (strcmp(cur.cgroup, e->set.cgroup) == 0)
+		snprintf(want.cgroup, sizeof(want.cgroup), "%s", e->prev.cgroup);
+	if (sched_differs(&cur, &e->set) ||
+	    (e->set.cgroup[0] && strcmp(cur.cgroup, e->set.cgroup) != 0))
+		la->cnt.left_alone++;
+	if (write_state(la, tid, e->tgid, &cur, &want) == 0) {
+		if (sched_differs(&cur, &want) || strcmp(cur.cgroup, want.cgroup) != 0)
+			la->cnt.restored++;
+	} else if (want.cgroup[0] && strcmp(cur.cgroup, want.cgroup) != 0 &&
+		   latact_cg_attach(la, "/", tid) == 0) {
+		log_warn("latency: task %d: cgroup \"%s\" is gone; moved to /", (int)tid,
+			 want.cgroup);
+	} else {
+		la->cnt.errors++;
+	}
+	if (la->ops->alive(&e->task) < 0)
+		log_debug("latency: task %d exited while being restored", (int)tid);
+}
+
+int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time)
+{
+	const struct lat_entry *e = latact_find(la, tid);
+
+	if (!e || (start_time && e->task.start_time != start_time))
+		return -ENOENT;
+	latact_restore_entry(la, e);
+	latact_journal_untask(la, tid, e->task.start_time);
+	entry_del(la, tid);
+	latact_compact(la);
+	return 0;
+}
+
+void latact_task_gone(struct latact *la, pid_t tid)
+{
+	const struct lat_entry *e = latact_find(la, tid);
+
+	if (!e)
+		return;
+	latact_journal_untask(la, tid, e->task.start_time);
+	entry_del(la, tid);
+	la->cnt.gone++;
+	latact_compact(la);
+}
+
+void latact_check_cgroup(struct latact *la, pid_t tid)
+{
+	bool found;
+	size_t i = find_index(la, tid, &found);
+	struct lat_entry *e;
+	struct lat_state cur;
+
+	if (!found || !la->cls.on)
+		return;
+	e = &la->e[i];
+	if (e->cg != LAT_CG_OURS || latact_read(la, tid, &cur) < 0 ||
+	    la->ops->alive(&e->task) < 0 || strcmp(cur.cgroup, e->set.cgroup) == 0)
+		return;
+	cg_decide(la, e, NULL, &cur, e);
+	/* Nothing to give back there: the record says so too, should rqbalance crash. */
+	e->set.cgroup[0] = '\0';
+	if (latact_journal_task(la, e) < 0)
+		la->cnt.errors++;
+}
+
+void latact_verify(struct latact *la)
+{
+	for (size_t i = la->n; i-- > 0;) {
+		if (la->ops->alive(&la->e[i].task) < 0)
+			latact_task_gone(la, la->e[i].task.tid);
+		else
+			latact_check_cgroup(la, la->e[i].task.tid);
+	}
+}

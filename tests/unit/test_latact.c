@@ -1,0 +1,480 @@
+/*
+ * Unit tests for the latency actuator on a fake cgroupfs tree in a fresh directory
+ * under /tmp (its mounts file names it as the cgroup2 mount): the Linux driver writes
+ * only files in that tree, the dry-run driver nothing. Task writes (sched_setattr)
+ * go to a driver that records them; the task is this test's own thread.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+#include "actuate/act.h"
+#include "actuate/journal.h"
+#include "actuate/latact.h"
+#include "policy/latency.h"
+#include "util/schedattr.h"
+
+struct fix {
+	char dir[64];          /* the tree: mounts, cg/ (the mount), proc/, journal/ */
+	char cg[128], proc[128], mounts[128], journal[128];
+	struct latact la;
+	struct lat_conf lc;
+	struct latact_opts o;
+};
+
+/* ---- the fake kernel: files a cgroupfs has, written as it replaces them ---- */
+
+static void put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static char *get(const char *path)
+{
+	static char buf[4096];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static void cg_files(const char *dir)
+{
+	static const char *const files[][2] = {
+		{ "cpu.weight", "100\n" }, { "cpu.idle", "0\n" }, { "cpu.max", "max 100000\n" },
+		{ "cgroup.procs", "" }, { "cgroup.subtree_control", "" },
+	};
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i][0]);
+		put(path, files[i][1]);
+	}
+}
+
+/* The Linux driver's writes, on files the fake kernel made and empties first. */
+static int tree_write(const char *path, const char *text)
+{
+	if (truncate(path, 0) < 0)
+		return -errno;
+	return latact_linux_ops.write(path, text);
+}
+
+static int tree_attach(const char *procs_file, pid_t tid)
+{
+	if (truncate(procs_file, 0) < 0)
+		return -errno;
+	return latact_linux_ops.attach(procs_file, tid);
+}
+
+/* mkdir on cgroupfs makes a group's files; rmdir takes them with it. */
+static int tree_mkdir(const char *dir)
+{
+	struct stat st;
+	bool fresh = stat(dir, &st) < 0;
+	int r = latact_linux_ops.mkdir(dir);
+
+	if (r == 0 && fresh)
+		cg_files(dir);
+	return r;
+}
+
+static int unlink_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return flag == FTW_DP ? 0 : unlink(path);
+}
+
+static int tree_rmdir(const char *dir)
+{
+	nftw(dir, unlink_one, 8, FTW_DEPTH | FTW_PHYS);
+	return latact_linux_ops.rmdir(dir);
+}
+
+/* sched_setattr, recorded and not made. */
+static unsigned attr_calls;
+static pid_t attr_tid;
+static struct rqb_sched_attr attr_last;
+
+static int rec_set_attr(pid_t tid, const struct rqb_sched_attr *a)
+{
+	attr_calls++;
+	attr_tid = tid;
+	attr_last = *a;
+	return 0;
+}
+
+static int rec_unit_weight(void *bus, const char *unit, uint64_t w, bool idle, char *err,
+			   size_t errlen)
+{
+	(void)bus, (void)unit, (void)w, (void)idle, (void)err, (void)errlen;
+	fail_msg("no unit on a host without systemd");
+	return -ENOSYS;
+}
+
+static const struct latact_ops tree_ops = {
+	.name = "tree",
+	.set_attr = rec_set_attr,
+	.attach = tree_attach,
+	.write = tree_write,
+	.mkdir = tree_mkdir,
+	.rmdir = tree_rmdir,
+	.unit_weight = rec_unit_weight,
+};
+
+/* The task's identity is the test's own: no pidfd, always alive. */
+static int fake_open(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret)
+{
+	(void)tgid;
+	ret->tid = tid;
+	ret->start_time = start_time;
+	ret->pidfd = -1;
+	return 0;
+}
+
+static int fake_alive(const struct act_task *t)
+{
+	(void)t;
+	return 0;
+}
+
+static void fake_close(struct act_task *t)
+{
+	(void)t;
+}
+
+static const struct act_ops task_ops = {
+	.name = "fake",
+	.open = fake_open,
+	.alive = fake_alive,
+	.close = fake_close,
+};
+
+/* ---- the tree ---- */
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static int setup(void **state)
+{
+	struct fix *f = calloc(1, sizeof(*f));
+	char path[PATH_MAX];
+
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/rqb-latact.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->cg, sizeof(f->cg), "%s/cg", f->dir);
+	snprintf(f->proc, sizeof(f->proc), "%s/proc", f->dir);
+	snprintf(f->mounts, sizeof(f->mounts), "%s/mounts", f->dir);
+	snprintf(f->journal, sizeof(f->journal), "%s/journal", f->dir);
+	assert_int_equal(mkdir(f->cg, 0755), 0);
+	assert_int_equal(mkdir(f->proc, 0755), 0);
+	assert_int_equal(mkdir(f->journal, 0755), 0);
+	snprintf(path, sizeof(path), "proc %s/proc proc rw 0 0\ncgroup2 %s cgroup2 rw,nosuid 0 0\n",
+		 f->dir, f->cg);
+	put(f->mounts, path);
+	cg_files(f->cg);
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", f->cg);
+	put(path, "cpuset cpu io memory pids\n");
+	/* A cgroup target, and this thread's cgroup as /proc says it. */
+	snprintf(path, sizeof(path), "%s/app", f->cg);
+	assert_int_equal(mkdir(path, 0755), 0);
+	cg_files(path);
+	snprintf(path, sizeof(path), "%s/%d", f->proc, (int)gettid());
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)gettid());
+	put(path, "0::/\n");
+	f->lc = (struct lat_conf){ .batch_from = 20, .class_cgroups = true };
+	f->o = (struct latact_opts){
+		.ops = &tree_ops,
+		.journal_dir = f->journal,
+		.cgroup_root = "",
+		.class_cgroups = true,
+		.proc_root = f->proc,
+		.mounts_file = f->mounts,
+	};
+	attr_calls = 0;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fix *f = *state;
+
+	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static uint64_t weight_of(const struct lat_conf *lc, int v)
+{
+	struct lat_knobs k;
+
+	lat_map(lc, v, &k);
+	return lat_shares_to_weight(k.shares);
+}
+
+static uint64_t file_u64(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	const char *text;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	text = get(path);
+	assert_non_null(text);
+	return strtoull(text, NULL, 10);
+}
+
+/* ---- tests ---- */
+
+/* A negative value moves the task into a class made with the mapping's weight. */
+static void test_class_made_with_mapped_weight(void **state)
+{
+	struct fix *f = *state;
+	const char *why = NULL;
+	char cls[PATH_MAX];
+	struct lat_knobs k;
+	pid_t tid = gettid();
+
+	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_true(f->la.cls.on);
+	assert_int_equal(latact_task(&f->la, tid, getpid(), 1, -5, "test", NULL, &why), 0);
+	snprintf(cls, sizeof(cls), "%s/rqbalance-lat-5", f->cg);
+	assert_int_equal(file_u64(cls, "cpu.weight"), weight_of(&f->lc, -5));
+	assert_true(weight_of(&f->lc, -5) > 100);
+	/* The class has no CFS quota, and the task was written into it. */
+	snprintf(cls, sizeof(cls), "%s/rqbalance-lat-5/cpu.max", f->cg);
+	assert_string_equal(get(cls), "max");
+	snprintf(cls, sizeof(cls), "%s/rqbalance-lat-5/cgroup.procs", f->cg);
+	assert_int_equal(atoi(get(cls)), (int)tid);
+	/* Its sched knobs went to the driver in one call: the value's nice. */
+	lat_map(&f->lc, -5, &k);
+	assert_int_equal(attr_calls, 1);
+	assert_int_equal(attr_tid, tid);
+	assert_int_equal(attr_last.sched_nice, k.nice);
+	latact_fini(&f->la);
+	/* At fini the class is emptied to the top and removed. */
+	snprintf(cls, sizeof(cls), "%s/rqbalance-lat-5", f->cg);
+	assert_int_equal(access(cls, F_OK), -1);
+	snprintf(cls, sizeof(cls), "%s/cgroup.procs", f->cg);
+	assert_int_equal(atoi(get(cls)), (int)tid);
+}
+
+/* A reload gives the classes the new mapping's weights. */
+static void test_class_reweighed_on_reload(void **state)
+{
+	struct fix *f = *state;
+	const char *why = NULL;
+	char cls[PATH_MAX];
+	struct lat_conf lc2;
+
+	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_task(&f->la, gettid(), getpid(), 1, -10, "test", NULL, &why), 0);
+	lc2 = f->lc;
+	lc2.boost_cpu_pct = 10;
+	latact_set_conf(&f->la, &lc2);
+	snprintf(cls, sizeof(cls), "%s/rqbalance-lat-10", f->cg);
+	assert_int_equal(file_u64(cls, "cpu.weight"), weight_of(&lc2, -10));
+	latact_fini(&f->la);
+}
+
+/* A cgroup target's weight and idle, given back at reset. */
+static void test_cgroup_target_restored(void **state)
+{
+	struct fix *f = *state;
+	const char *why = NULL;
+	char app[PATH_MAX];
+	struct lat_knobs k;
+
+	f->o.class_cgroups = false;
+	snprintf(app, sizeof(app), "%s/app", f->cg);
+	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_cgroup(&f->la, "/app", 5, "test", &why), 0);
+	lat_map(&f->lc, 5, &k);
+	assert_false(k.cg_idle);
+	assert_int_equal(file_u64(app, "cpu.weight"), weight_of(&f->lc, 5));
+	assert_int_equal(file_u64(app, "cpu.idle"), 0);
+	assert_non_null(latact_find_cgroup(&f->la, "/app"));
+	assert_int_equal(latact_cgroup_reset(&f->la, "/app"), 0);
+	assert_int_equal(file_u64(app, "cpu.weight"), 100);
+	assert_int_equal(f->la.cnt.restored, 1);
+	assert_null(latact_find_cgroup(&f->la, "/app"));
+	latact_fini(&f->la);
+}
+
+/* At 19 (idle_at_19) a cgroup target is made idle, and given back its idle 0. */
+static void test_cgroup_target_idle(void **state)
+{
+	struct fix *f = *state;
+	const char *why = NULL;
+	char app[PATH_MAX];
+
+	f->o.class_cgroups = false;
+	f->lc.idle_at_19 = true;
+	snprintf(app, sizeof(app), "%s/app", f->cg);
+	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_cgroup(&f->la, "/app", 19, "test", &why), 0);
+	assert_int_equal(file_u64(app, "cpu.idle"), 1);
+	assert_int_equal(file_u64(app, "cpu.weight"), 100); /* not writable while idle */
+	latact_fini(&f->la);
+	assert_int_equal(file_u64(app, "cpu.idle"), 0);
+	assert_int_equal(file_u64(app, "cpu.weight"), 100);
+}
+
+/* A weight someone else changed since is theirs: left as it is, at reset and at fini. */
+static void test_cgroup_target_changed_left_alone(void **state)
+{
+	struct fix *f = *state;
+	const char *why = NULL;
+	char app[PATH_MAX], path[PATH_MAX];
+
+	f->o.class_cgroups = false;
+	snprintf(app, sizeof(app), "%s/app", f->cg);
+	snprintf(path, sizeof(path), "%s/cpu.weight", app);
+	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_cgroup(&f->la, "/app", -8, "test", &why), 0);
+	assert_int_equal(file_u64(app, "cpu.weight"), weight_of(&f->lc, -8));
+	put(path, "42\n");
+	latact_fini(&f->la);
+	assert_int_equal(file_u64(app, "cpu.weight"), 42);
+}
+
+/* What a crashed run left in the journal is given back at the next start. */
+static void test_cgroup_target_restored_after_crash(void **state)
+{
+	struct fix *f = *state;
+	const char *why = NULL;
+	char app[PATH_MAX];
+
+	f->o.class_cgroups = false;
+	snprintf(app, sizeof(app), "%s/app", f->cg);
+	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_cgroup(&f->la, "/app", -8, "test", &why), 0);
+	/* A crash: the journal stays, nothing is given back. */
+	free(f->la.e);
+	free(f->la.cg);
+	journal_close(f->la.journal);
+	assert_int_equal(file_u64(app, "cpu.weight"), weight_of(&f->lc, -8));
+	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(file_u64(app, "cpu.weight"), 100);
+	latact_fini(&f->la);
+}
+
+/* ---- the dry-run driver ---- */
+
+struct snap {
+	char *text;
+	size_t len;
+	FILE *f;
+};
+
+static struct snap *snap_cur;
+
+static int snap_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)ftw;
+	fprintf(snap_cur->f, "%s %o %lld\n", path, (unsigned)st->st_mode, (long long)st->st_size);
+	if (flag == FTW_F) {
+		const char *t = get(path);
+
+		fprintf(snap_cur->f, "%s\n", t ? t : "?");
+	}
+	return 0;
+}
+
+/* Every path, mode and content under dir, as text. */
+static char *tree_text(const char *dir)
+{
+	struct snap s = { 0 };
+
+	s.f = open_memstream(&s.text, &s.len);
+	assert_non_null(s.f);
+	snap_cur = &s;
+	assert_int_equal(nftw(dir, snap_one, 16, FTW_PHYS), 0);
+	fclose(s.f);
+	return s.text;
+}
+
+static void dry_run_everything(struct fix *f)
+{
+	const char *why = NULL;
+
+	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_task(&f->la, gettid(), getpid(), 1, -5, "test", NULL, &why), 0);
+	assert_int_equal(latact_cgroup(&f->la, "/app", 7, "test", &why), 0);
+	latact_set_conf(&f->la, &f->lc);
+	latact_cgroup_reset(&f->la, "/app");
+	latact_task_reset(&f->la, gettid(), 0);
+	latact_fini(&f->la);
+}
+
+/* The driver alone: the actuator believes it wrote, and the tree is as it was. */
+static void test_dryrun_driver_writes_nothing(void **state)
+{
+	struct fix *f = *state;
+	char *before, *after;
+
+	f->o.ops = &latact_dryrun_ops;
+	before = tree_text(f->cg);
+	dry_run_everything(f);
+	after = tree_text(f->cg);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+}
+
+/* As the daemon's -n runs it: the dry-run driver, no journal, no class cgroups. */
+static void test_dry_run_writes_nothing(void **state)
+{
+	struct fix *f = *state;
+	char *before, *after;
+
+	f->o.ops = &latact_dryrun_ops;
+	f->o.dry_run = true;
+	before = tree_text(f->dir);
+	dry_run_everything(f);
+	after = tree_text(f->dir);
+	assert_string_equal(before, after);
+	assert_false(f->la.cls.on);
+	free(before);
+	free(after);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_class_made_with_mapped_weight, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_class_reweighed_on_reload, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cgroup_target_restored, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cgroup_target_idle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cgroup_target_changed_left_alone, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_cgroup_target_restored_after_crash, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_dryrun_driver_writes_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
