@@ -58,8 +58,7 @@ int latact_init(struct latact *la, const struct act_ops *ops, const struct latac
 	la->lops = o->ops ? o->ops : &latact_linux_ops;
 	la->o = *o;
 	la->lc = *lc;
-	snprintf(la->proc_root, sizeof(la->proc_root), "%s",
-		 o->proc_root && *o->proc_root ? o->proc_root : "/proc");
+	snprintf(la->proc_root, sizeof(la->proc_root), "%s", util_proc_root(o->proc_root));
 	snprintf(la->cls.root, sizeof(la->cls.root), "%s",
 		 o->cgroup_root ? o->cgroup_root : "");
 	while (la->cls.root[0] == '/')

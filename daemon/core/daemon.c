@@ -462,7 +462,7 @@ static int start_latency(struct daemon *d)
 			r == -EBUSY ? "locked by another rqbalanced" : strerror(-r));
 		return r;
 	}
-	return latmgr_init(&d->lm, &d->lat, &d->conf, d->event, RQB_PROC_ROOT);
+	return latmgr_init(&d->lm, &d->lat, &d->conf, d->event, UTIL_PROC_ROOT);
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)

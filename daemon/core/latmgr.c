@@ -988,8 +988,7 @@ int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, s
 	m->la = la;
 	m->conf = c;
 	m->self = getpid();
-	snprintf(m->proc_root, sizeof(m->proc_root), "%s",
-		 proc_root && *proc_root ? proc_root : "/proc");
+	snprintf(m->proc_root, sizeof(m->proc_root), "%s", util_proc_root(proc_root));
 	r = open_events(m, e);
 	if (r < 0)
 		return r;

@@ -590,13 +590,13 @@ static int do_get(struct conn *c, const struct target *t, char *out, size_t size
 }
 
 /* The comm as the task set it: only the newline the kernel adds is taken off. */
-static void comm_of(pid_t tid, char *ret, size_t size)
+static void comm_of(const char *proc_root, pid_t tid, char *ret, size_t size)
 {
-	char path[64];
-	ssize_t n;
+	char path[PATH_MAX];
+	ssize_t n = -1;
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)tid);
-	n = util_read_file(path, ret, size);
+	if (util_proc_path(path, sizeof(path), proc_root, "%d/comm", (int)tid) == 0)
+		n = util_read_file(path, ret, size);
 	if (n <= 0)
 		snprintf(ret, size, "?");
 	else if (ret[n - 1] == '\n')
@@ -625,7 +625,7 @@ static void list_task(FILE *f, const struct daemon *d, const struct lat_entry *e
 	const struct latmgr_proc *p = latmgr_find_process(&d->lm, e->tgid);
 	char comm[32];
 
-	comm_of(e->task.tid, comm, sizeof(comm));
+	comm_of(d->lm.proc_root, e->task.tid, comm, sizeof(comm));
 	fprintf(f, "task\t%d\t%d\t%d\t", (int)e->task.tid, (int)e->tgid, e->value);
 	put_field(f, e->source);
 	fprintf(f, "\t%s\t%s\t%" PRIu64 "\t", p ? "process" : "thread",

@@ -125,7 +125,7 @@ int util_word_in(const char *list, const char *word, char sep)
 
 const char *util_proc_root(const char *root)
 {
-	return root && *root ? root : RQB_PROC_ROOT;
+	return root && *root ? root : UTIL_PROC_ROOT;
 }
 
 int util_proc_path(char *buf, size_t len, const char *root, const char *fmt, ...)

@@ -48,8 +48,8 @@ int util_word_in(const char *list, const char *word, char sep);
 ssize_t util_read_file(const char *path, char *buf, size_t len);
 
 /* Where procfs is unless a caller is told otherwise (tests point at a fake tree). */
-#define RQB_PROC_ROOT "/proc"
-/* root, or RQB_PROC_ROOT when root is NULL or "". */
+#define UTIL_PROC_ROOT "/proc"
+/* root, or UTIL_PROC_ROOT when root is NULL or "". */
 const char *util_proc_root(const char *root);
 /*
  * Builds the path "ROOT/REST" into buf, REST formatted from fmt ("%d/stat"), ROOT as
