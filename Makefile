@@ -38,8 +38,11 @@ DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/core/main.o
 
 UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread plan proc journal act features ctl cgsd cgm procconn \
-	rules ident bpf rqlat bpfev latact
+	rules ident bpf rqlat bpfev latact ctlsrv latmgr
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
+# The ctl fuzz target and the ctl server and latency manager tests share one in-memory daemon.
+$(B)/tests/unit/test_ctlsrv $(B)/tests/unit/test_latmgr $(B)/tests/fuzz/fuzz_ctl $(B)/fuzz/fuzz_ctl: \
+	tests/common/ctl_harness.h
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
 SIM_OBJ    = $(SIM_SRC:%.c=$(B)/%.o)

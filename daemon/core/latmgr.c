@@ -94,11 +94,22 @@ int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret)
 	return *ret > 0 ? 0 : -ESRCH;
 }
 
+/* Task tid's /proc/TID/stat, under the manager's proc root. 0 or -ESRCH. */
+static int read_stat(const struct latmgr *m, pid_t tid, struct proc_stat_line *ret)
+{
+	char path[PATH_MAX], buf[1024];
+
+	if (util_proc_path(path, sizeof(path), m->proc_root, "%d/stat", (int)tid) < 0 ||
+	    util_read_file(path, buf, sizeof(buf)) < 0 || parse_stat(buf, ret) < 0)
+		return -ESRCH;
+	return 0;
+}
+
 /* Start time and kernel-thread flag of a task; -ESRCH when it is gone. */
-static int task_info(pid_t tid, uint64_t *ret_start, bool *ret_kthread)
+static int task_info(const struct latmgr *m, pid_t tid, uint64_t *ret_start, bool *ret_kthread)
 {
 	struct proc_stat_line l;
-	int r = act_read_stat(tid, &l);
+	int r = read_stat(m, tid, &l);
 
 	if (r < 0)
 		return r;
@@ -116,7 +127,7 @@ static void read_task(const struct latmgr *m, pid_t tid, pid_t tgid, struct latp
 
 	*ret = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = e ? e->value : LAT_NONE,
 				     .source = e ? e->source : "" };
-	ret->gone = task_info(tid, &ret->start_time, &ret->kthread) < 0;
+	ret->gone = task_info(m, tid, &ret->start_time, &ret->kthread) < 0;
 }
 
 /*
@@ -217,6 +228,8 @@ static struct latact_result *apply(struct latmgr *m, const struct plan *pl)
 {
 	struct latact_result *res = calloc(pl->n ? pl->n : 1, sizeof(*res));
 
+	if (m->on_plan)
+		m->on_plan(m->on_plan_ctx, pl);
 	if (res && latact_apply_plan(m->la, pl, res) < 0) {
 		free(res);
 		res = NULL;
@@ -445,7 +458,7 @@ static enum latpol_rule_verdict rule_for(const struct latmgr *m, pid_t pid,
 	struct proc_ident id;
 	enum latpol_rule_verdict v;
 
-	if (m->conf->rules.n && task_info(pid, ret_start, &kthread) == 0 && !kthread) {
+	if (m->conf->rules.n && task_info(m, pid, ret_start, &kthread) == 0 && !kthread) {
 		if (kx && boot_ticks(kx->start_ns) != *ret_start)
 			kx = NULL;
 		buf = malloc(sizeof(*buf));
@@ -797,7 +810,7 @@ void latmgr_rescan(struct latmgr *m)
 		pid_t pid = (pid_t)atoi(de->d_name);
 		struct proc_stat_line l;
 
-		if (pid <= 0 || pid == m->self || act_read_stat(pid, &l) < 0 ||
+		if (pid <= 0 || pid == m->self || read_stat(m, pid, &l) < 0 ||
 		    (l.flags & PF_KTHREAD))
 			continue;
 		rescan_process(m, pid, l.ppid);
@@ -856,7 +869,7 @@ static void sweep(struct latmgr *m, bool resync)
 		uint64_t start;
 		bool kthread;
 
-		if (task_info(m->p[i].tgid, &start, &kthread) < 0 || start != m->p[i].start_time)
+		if (task_info(m, m->p[i].tgid, &start, &kthread) < 0 || start != m->p[i].start_time)
 			proc_del(m, m->p[i].tgid);
 	}
 	/* Without events, new threads are found by walking; with them, after losses. */
@@ -1078,7 +1091,7 @@ static void member_value(const struct latmgr *m, const struct cgm_proc *c, struc
 				    .value = LAT_NONE };
 	/* Within a clock tick of the last event counts as after it. */
 	if (!p && latmgr_has_events(m) && (p = latmgr_find_process(m, c->ppid)) != NULL &&
-	    (!t || task_info(c->pid, &start, &kthread) < 0 || start + 1 < t))
+	    (!t || task_info(m, c->pid, &start, &kthread) < 0 || start + 1 < t))
 		p = NULL;
 	if (p) {
 		ret->value = p->value;

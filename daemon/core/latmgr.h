@@ -80,6 +80,9 @@ struct latmgr {
 	bool units_dirty;              /* a process came, went or changed value: refresh */
 	struct latmgr_unit *u;             /* the units of managed processes */
 	size_t nu, capu;
+	/* Shown each plan before the actuator carries it out (tests); may be NULL. */
+	void (*on_plan)(void *ctx, const struct plan *p);
+	void *on_plan_ctx;
 };
 
 /*

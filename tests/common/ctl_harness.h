@@ -1,0 +1,489 @@
+/*
+ * A daemon in memory for the ctl server, shared by the ctl fuzz target and the ctl
+ * server's unit test: a dry-run latency actuator whose task operations refuse every
+ * task, and targets resolved under a fake /proc and a fake cgroup hierarchy in a
+ * temporary directory, with a config file there. Connections are served through
+ * ctl_serve_fd() on a socketpair. Nothing outside the temporary directory is written;
+ * the fake tasks' pids are above the kernel's PID_MAX_LIMIT, so no real task is ever
+ * named by them. A failure to build any of it aborts: there is nothing to test then.
+ */
+#ifndef RQB_CTL_HARNESS_H
+#define RQB_CTL_HARNESS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/daemon.h"
+
+#define CTLH_CHECK(cond)                                                                  \
+	do {                                                                              \
+		if (!(cond)) {                                                            \
+			fprintf(stderr, "%s:%d: harness: %s\n", __FILE__, __LINE__, #cond);  \
+			abort();                                                          \
+		}                                                                         \
+	} while (0)
+
+/*
+ * Above PID_MAX_LIMIT (4194304): no real task has these ids, so what reads the real
+ * /proc by pid (the affinity actuator, prlimit) finds nothing, whatever the machine.
+ */
+#define CTLH_BASE 4194400
+#define CTLH_PEER (CTLH_BASE + 0)   /* the caller's process: "self" */
+#define CTLH_PROC_A (CTLH_BASE + 1) /* uid 1000's, threads A and A + 1 */
+#define CTLH_PROC_C (CTLH_BASE + 3) /* uid 1000's leader, thread C + 1 is root's */
+#define CTLH_PROC_B (CTLH_BASE + 5) /* root's */
+#define CTLH_PROC_D (CTLH_BASE + 7) /* uid 1001's */
+#define CTLH_GHOST (CTLH_BASE + 9)  /* managed, but not in the fake /proc */
+#define CTLH_START_TIME 4242
+#define CTLH_NICE_CAP (1ULL << 23)  /* CAP_SYS_NICE in CapEff */
+
+/* The daemon's setting, as a test or a fuzz input's scenario bytes pick it. */
+struct ctlh_scenario {
+	bool ctl_group;         /* ctl_group = root */
+	uint8_t managed;        /* 1: task entries, 2: process records, 4: cgroup entries */
+	bool classes;           /* class cgroups on */
+	uint64_t ticks;
+	uint8_t runnable;       /* two bits a CPU: its nr_running */
+};
+
+static char ctlh_tmp[PATH_MAX], ctlh_proc_root[PATH_MAX], ctlh_cg_mount[PATH_MAX],
+	ctlh_conf_path[PATH_MAX];
+static struct topo *ctlh_topo;
+static struct snapshot *ctlh_snap;
+static sd_event *ctlh_loop;
+
+/* ---- the fake system ---- */
+
+static inline void ctlh_put(const char *rel, const char *text)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", ctlh_tmp, rel);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	CTLH_CHECK(fd >= 0);
+	CTLH_CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+	close(fd);
+}
+
+static inline void ctlh_dir(const char *rel)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", ctlh_tmp, rel);
+	CTLH_CHECK(mkdir(path, 0755) == 0 || errno == EEXIST);
+}
+
+/* Owned by uid where the test may chown (as root); else the check stays stricter. */
+static inline void ctlh_own(const char *rel, uid_t uid)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", ctlh_tmp, rel);
+	if (chown(path, uid, (gid_t)-1) < 0)
+		return;
+}
+
+static inline void ctlh_status_file(const char *rel, pid_t tid, pid_t tgid, unsigned uid,
+				    unsigned gid, uint64_t cap_eff)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text),
+		 "Name:\tfake\nTgid:\t%d\nPid:\t%d\nPPid:\t1\nUid:\t%u\t%u\t%u\t%u\n"
+		 "Gid:\t%u\t%u\t%u\t%u\nCapInh:\t0000000000000000\nCapPrm:\t%016llx\n"
+		 "CapEff:\t%016llx\n",
+		 (int)tgid, (int)tid, uid, uid, uid, uid, gid, gid, gid, gid,
+		 (unsigned long long)cap_eff, (unsigned long long)cap_eff);
+	ctlh_put(rel, text);
+}
+
+/* Task tid's stat (parent ppid), status and id maps in directory at/TID. */
+static inline void ctlh_task_files(const char *at, pid_t tid, pid_t tgid, pid_t ppid,
+				   unsigned uid, unsigned gid, uint64_t cap_eff)
+{
+	char rel[PATH_MAX], text[1024];
+
+	snprintf(rel, sizeof(rel), "%s/%d", at, (int)tid);
+	ctlh_dir(rel);
+	snprintf(rel, sizeof(rel), "%s/%d/stat", at, (int)tid);
+	snprintf(text, sizeof(text),
+		 "%d (fake %d) S %d %d %d 0 -1 4194304 99 0 0 0 0 0 0 0 20 0 1 0 %d 3133440 383 "
+		 "18446744073709551615 1 1 1 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 1 1 1 1 1 1 1 0\n",
+		 (int)tid, (int)tid, (int)ppid, (int)tgid, (int)tgid, CTLH_START_TIME);
+	ctlh_put(rel, text);
+	snprintf(rel, sizeof(rel), "%s/%d/status", at, (int)tid);
+	ctlh_status_file(rel, tid, tgid, uid, gid, cap_eff);
+	snprintf(rel, sizeof(rel), "%s/%d/uid_map", at, (int)tid);
+	ctlh_put(rel, "         0          0 4294967295\n");
+	snprintf(rel, sizeof(rel), "%s/%d/gid_map", at, (int)tid);
+	ctlh_put(rel, "         0          0 4294967295\n");
+	snprintf(rel, sizeof(rel), "%s/%d", at, (int)tid);
+	ctlh_own(rel, uid);
+}
+
+/* A process with its threads (uids[i] the i-th's), in proc/PID and proc/PID/task/TID. */
+static inline void ctlh_process(pid_t tgid, const unsigned *uids, int nthreads, uint64_t cap_eff)
+{
+	char at[64];
+
+	ctlh_task_files("proc", tgid, tgid, 1, uids[0], uids[0], cap_eff);
+	snprintf(at, sizeof(at), "proc/%d/task", (int)tgid);
+	ctlh_dir(at);
+	for (int i = 0; i < nthreads; i++) {
+		ctlh_task_files(at, tgid + i, tgid, 1, uids[i], uids[i], cap_eff);
+		if (i)
+			ctlh_task_files("proc", tgid + i, tgid, 1, uids[i], uids[i], cap_eff);
+	}
+}
+
+static inline void ctlh_cgroup(const char *name, bool weight, uid_t uid)
+{
+	char rel[PATH_MAX];
+
+	snprintf(rel, sizeof(rel), "cg/%s", name);
+	ctlh_dir(rel);
+	snprintf(rel, sizeof(rel), "cg/%s/cgroup.procs", name);
+	ctlh_put(rel, "");
+	if (!weight)
+		return;
+	snprintf(rel, sizeof(rel), "cg/%s/cpu.weight", name);
+	ctlh_put(rel, "100\n");
+	ctlh_own(rel, uid);
+	snprintf(rel, sizeof(rel), "cg/%s/cpu.idle", name);
+	ctlh_put(rel, "0\n");
+}
+
+/* The weights a reset gives back are written there: each run starts from the same. */
+static inline void ctlh_cgroups(void)
+{
+	ctlh_cgroup("sys", true, 0);
+	ctlh_cgroup("user", true, 1000);
+	ctlh_cgroup("nocpu", false, 0);
+}
+
+static inline int ctlh_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static inline void ctlh_cleanup(void)
+{
+	if (ctlh_tmp[0])
+		nftw(ctlh_tmp, ctlh_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The caller's process: its credentials, and CAP_SYS_NICE or not. */
+static inline void ctlh_peer_files(uid_t uid, gid_t gid, bool cap_sys_nice)
+{
+	ctlh_task_files("proc", CTLH_PEER, CTLH_PEER, 1, uid, gid, cap_sys_nice ? CTLH_NICE_CAP : 0);
+}
+
+/* The peer executes a set-user-ID program: its saved uid changes. */
+static inline void ctlh_peer_setuid(void)
+{
+	char rel[64];
+
+	snprintf(rel, sizeof(rel), "proc/%d/status", CTLH_PEER);
+	ctlh_status_file(rel, CTLH_PEER, CTLH_PEER, 1, 1, 0);
+}
+
+static inline void ctlh_fake_system(const char *name)
+{
+	static const unsigned a[] = { 1000, 1000 }, c[] = { 1000, 0 }, b[] = { 0 }, d[] = { 1001 };
+	char text[PATH_MAX * 2];
+
+	snprintf(ctlh_tmp, sizeof(ctlh_tmp), "%s/%s.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", name);
+	CTLH_CHECK(mkdtemp(ctlh_tmp));
+	atexit(ctlh_cleanup);
+	snprintf(ctlh_proc_root, sizeof(ctlh_proc_root), "%s/proc", ctlh_tmp);
+	snprintf(ctlh_cg_mount, sizeof(ctlh_cg_mount), "%s/cg", ctlh_tmp);
+	snprintf(ctlh_conf_path, sizeof(ctlh_conf_path), "%s/rqbalance.conf", ctlh_tmp);
+	ctlh_dir("proc");
+	ctlh_dir("proc/self");
+	ctlh_put("proc/self/uid_map", "         0          0 4294967295\n");
+	ctlh_put("proc/self/gid_map", "         0          0 4294967295\n");
+	ctlh_process(CTLH_PROC_A, a, 2, 0);
+	ctlh_process(CTLH_PROC_C, c, 2, 0);
+	ctlh_process(CTLH_PROC_B, b, 1, 0);
+	ctlh_process(CTLH_PROC_D, d, 1, 0);
+	ctlh_dir("cg");
+	ctlh_cgroups();
+	ctlh_dir("rules.d");
+	snprintf(text, sizeof(text),
+		 "[daemon]\nctl_group = root\ndry_run = yes\nlog_level = err\nrules_dir = %s/rules.d\n",
+		 ctlh_tmp);
+	ctlh_put("rqbalance.conf", text);
+}
+
+/* The fake system, a two-LLC synthetic topology, its snapshot and an event loop. */
+static inline void ctlh_init(const char *name)
+{
+	struct topo_opts to = { .synthetic = "package:1 l3cache:2 core:1 pu:1" };
+
+	/* No service manager is told anything (sd_notify on reload). */
+	unsetenv("NOTIFY_SOCKET");
+	ctlh_fake_system(name);
+	CTLH_CHECK(topo_load(&to, &ctlh_topo) == 0);
+	ctlh_snap = snap_new(ctlh_topo);
+	CTLH_CHECK(ctlh_snap);
+	CTLH_CHECK(sd_event_new(&ctlh_loop) >= 0);
+}
+
+/* ---- the daemon, in memory ---- */
+
+static inline int ctlh_no_open(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret)
+{
+	(void)tid;
+	(void)tgid;
+	(void)start_time;
+	(void)ret;
+	return -ESRCH;
+}
+
+static inline int ctlh_no_task(const struct act_task *t)
+{
+	(void)t;
+	return -ESRCH;
+}
+
+static inline int ctlh_no_get(const struct act_task *t, cpu_set_t *ret)
+{
+	(void)t;
+	(void)ret;
+	return -ESRCH;
+}
+
+/* A write that reached the actuator is a failure: the tasks here are not real. */
+static inline int ctlh_never_set(const struct act_task *t, const cpu_set_t *mask)
+{
+	(void)t;
+	(void)mask;
+	CTLH_CHECK(!"an affinity write reached the actuator");
+	return -EPERM;
+}
+
+static inline void ctlh_no_close(struct act_task *t)
+{
+	(void)t;
+}
+
+static inline int ctlh_no_offspring(pid_t tgid, uint64_t since,
+				    void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start),
+				    void *ctx)
+{
+	(void)tgid;
+	(void)since;
+	(void)fn;
+	(void)ctx;
+	return 0;
+}
+
+static const struct act_ops ctlh_ops = {
+	.name = "ctlh", .open = ctlh_no_open, .alive = ctlh_no_task, .get_affinity = ctlh_no_get,
+	.set_affinity = ctlh_never_set, .close = ctlh_no_close, .offspring = ctlh_no_offspring,
+};
+
+static const struct sampler_ops ctlh_sampler_ops = { .name = "ctlh" };
+static struct sampler ctlh_sampler = { .ops = &ctlh_sampler_ops };
+
+static inline void ctlh_task_entry(struct latact *la, pid_t tid, pid_t tgid, int v, const char *cg)
+{
+	struct lat_entry *e = &la->e[la->n++];
+
+	memset(e, 0, sizeof(*e));
+	e->task = (struct act_task){ .tid = tid, .start_time = CTLH_START_TIME, .pidfd = -1 };
+	e->tgid = tgid;
+	e->value = v;
+	snprintf(e->source, sizeof(e->source), "ctl uid 1000");
+	e->prev.umin = e->prev.umax = e->set.umin = e->set.umax = -1;
+	e->set.nice = v;
+	snprintf(e->set.cgroup, sizeof(e->set.cgroup), "%s", cg);
+	e->cg = cg[0] ? LAT_CG_OURS : LAT_CG_MOVED;
+	snprintf(e->cg_left, sizeof(e->cg_left), "/elsewhere\t\x1b[2J");
+}
+
+static inline void ctlh_cg_entry(struct latact *la, const char *path, int v)
+{
+	struct lat_cg_entry *g = &la->cg[la->ncg++];
+
+	memset(g, 0, sizeof(*g));
+	snprintf(g->path, sizeof(g->path), "%s", path);
+	g->value = v;
+	snprintf(g->source, sizeof(g->source), "ctl uid 0");
+	g->prev_weight = 100;
+	g->set_weight = 100;
+	g->prev_idle = g->set_idle = 0;
+}
+
+static inline void ctlh_proc_entry(struct latmgr *m, pid_t tgid, int v)
+{
+	struct latmgr_proc *p = &m->p[m->np++];
+
+	memset(p, 0, sizeof(*p));
+	p->tgid = tgid;
+	p->start_time = CTLH_START_TIME;
+	p->value = v;
+	snprintf(p->source, sizeof(p->source), "ctl uid 1000");
+}
+
+/* What is already managed (struct ctlh_scenario's managed): sorted by tid and tgid. */
+static inline void ctlh_managed(struct daemon *d, uint8_t what)
+{
+	struct latact *la = &d->lat;
+
+	la->e = calloc(8, sizeof(*la->e));
+	la->cg = calloc(4, sizeof(*la->cg));
+	d->lm.p = calloc(4, sizeof(*d->lm.p));
+	CTLH_CHECK(la->e && la->cg && d->lm.p);
+	la->cap = 8;
+	la->capcg = 4;
+	d->lm.capp = 4;
+	if (what & 1) {
+		ctlh_task_entry(la, CTLH_PROC_A, CTLH_PROC_A, 5, "/user");
+		ctlh_task_entry(la, CTLH_PROC_A + 1, CTLH_PROC_A, 5, "");
+		ctlh_task_entry(la, CTLH_PROC_C + 1, CTLH_PROC_C, -3, "");
+		ctlh_task_entry(la, CTLH_GHOST, CTLH_GHOST, 19, "");
+	}
+	if (what & 2) {
+		ctlh_proc_entry(&d->lm, CTLH_PROC_A, 5);
+		ctlh_proc_entry(&d->lm, CTLH_PROC_B, -10);
+		ctlh_proc_entry(&d->lm, CTLH_PROC_D, 0);
+	}
+	if (what & 4) {
+		ctlh_cg_entry(la, "/gone", 1);
+		ctlh_cg_entry(la, "/sys", -2);
+		ctlh_cg_entry(la, "/user", 3);
+	}
+}
+
+static inline struct daemon *ctlh_daemon_new(const struct ctlh_scenario *sc)
+{
+	struct daemon *d = calloc(1, sizeof(*d));
+
+	CTLH_CHECK(d);
+	conf_defaults(&d->conf);
+	d->conf.dry_run = true;
+	snprintf(d->conf.ctl_group, sizeof(d->conf.ctl_group), "%s", sc->ctl_group ? "root" : "");
+	/* As the config loader leaves it: the group resolved once, to its gid. */
+	d->conf.ctl_gid_set = d->conf.ctl_group[0] != '\0';
+	d->conf.ctl_gid = 0;
+	d->opts.config_path = ctlh_conf_path;
+	d->opts.config_explicit = true;
+	d->opts.dry_run = true;
+	d->opts.log_level = -1;
+	d->topo = ctlh_topo;
+	d->snap = ctlh_snap;
+	d->sampler = &ctlh_sampler;
+	d->event = ctlh_loop;
+	d->ticks = sc->ticks;
+	for (int c = 0; c < ctlh_topo->nr_cpu_ids; c++)
+		ctlh_snap->cpus[c].nr_running = (sc->runnable >> (c % 8)) & 3;
+
+	d->lat.ops = &ctlh_ops;
+	d->lat.lops = &latact_dryrun_ops;
+	d->lat.o.dry_run = true;
+	d->lat.o.proc_root = ctlh_proc_root;
+	snprintf(d->lat.proc_root, sizeof(d->lat.proc_root), "%s", ctlh_proc_root);
+	d->lat.cls.v2 = true;
+	d->lat.cls.on = sc->classes;
+	snprintf(d->lat.cls.mount, sizeof(d->lat.cls.mount), "%s", ctlh_cg_mount);
+	d->lat.lc.batch_from = 20;
+
+	d->lm.la = &d->lat;
+	d->lm.conf = &d->conf;
+	d->lm.self = getpid();
+	snprintf(d->lm.proc_root, sizeof(d->lm.proc_root), "%s", ctlh_proc_root);
+	snprintf(d->lm.pc_state, sizeof(d->lm.pc_state), "none (test)");
+	ctlh_managed(d, sc->managed);
+
+	d->ctl.fd = -1;
+	d->ctl.d = d;
+	d->ctl.ops = &daemon_ctl_ops;
+	/* daemon_reload re-arms it: a timer that never fires. */
+	CTLH_CHECK(sd_event_add_time(ctlh_loop, &d->metrics_timer, CLOCK_MONOTONIC, UINT64_MAX, 0,
+				     NULL, NULL) >= 0);
+	sd_event_source_set_enabled(d->metrics_timer, SD_EVENT_OFF);
+	return d;
+}
+
+/* Frees d and puts back the cgroup files a reset may have written. */
+static inline void ctlh_daemon_free(struct daemon *d)
+{
+	ctl_fini(&d->ctl);
+	sd_event_source_disable_unref(d->metrics_timer);
+	free(d->lat.e);
+	free(d->lat.cg);
+	free(d->lm.p);
+	free(d->lm.u);
+	free(d);
+	ctlh_cgroups();
+}
+
+/* ---- a connection ---- */
+
+/* What the server wrote to the client's end fd so far, appended to *buf. */
+static inline void ctlh_drain(int fd, uint8_t **buf, size_t *len, size_t *cap)
+{
+	for (;;) {
+		ssize_t r;
+
+		if (*cap - *len < 65536) {
+			*cap = *cap * 2 + 65536;
+			*buf = realloc(*buf, *cap);
+			CTLH_CHECK(*buf);
+		}
+		r = recv(fd, *buf + *len, *cap - *len, MSG_DONTWAIT);
+		if (r <= 0)
+			return;
+		*len += (size_t)r;
+	}
+}
+
+/* Runs the loop until it is idle, reading what the server writes; then a few ticks. */
+static inline void ctlh_settle(struct daemon *d, int fd, uint8_t **buf, size_t *len, size_t *cap)
+{
+	for (int round = 0; round < 4; round++) {
+		for (int i = 0; i < 256 && sd_event_run(ctlh_loop, 0) > 0; i++)
+			ctlh_drain(fd, buf, len, cap);
+		ctlh_drain(fd, buf, len, cap);
+		d->ticks++;
+		ctl_after_tick(&d->ctl);
+		ctlh_drain(fd, buf, len, cap);
+	}
+}
+
+/* Sends size bytes as the client, serving them as they go, until sent or closed. */
+static inline void ctlh_send_all(struct daemon *d, int fd, const uint8_t *data, size_t size,
+				 uint8_t **buf, size_t *len, size_t *cap)
+{
+	size_t off = 0;
+
+	while (off < size) {
+		ssize_t w = send(fd, data + off, size - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (w < 0 && errno != EAGAIN)
+			return; /* the server closed it */
+		if (w > 0)
+			off += (size_t)w;
+		ctlh_settle(d, fd, buf, len, cap);
+		if (w <= 0 && d->ctl.nconns == 0)
+			return;
+	}
+}
+
+#endif

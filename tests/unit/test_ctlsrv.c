@@ -1,0 +1,298 @@
+/*
+ * The ctl server without a daemon process: each case serves one connection of a
+ * socketpair through ctl_serve_fd() against the in-memory daemon the ctl fuzz target
+ * also uses (tests/common/ctl_harness.h: dry run, fake /proc and cgroup tree), as a
+ * caller whose credentials the fake /proc gives, and compares the replies' texts.
+ */
+#include <inttypes.h>
+#include <sys/socket.h>
+
+#include "unit.h"
+
+#include "../common/ctl_harness.h"
+#include "ctl/ctl.h"
+#include "ctl_proto.h"
+#include "util/log.h"
+
+struct conn_t {
+	struct daemon *d;
+	int fd;                 /* the client's end */
+	uint32_t seq;
+	uint8_t *buf;           /* what the server wrote, not yet taken */
+	size_t len, cap;
+	char text[CTL_MAX_PAYLOAD + 256]; /* the replies taken by the last call, as text */
+};
+
+static int setup(void **state)
+{
+	struct ctlh_scenario sc = { .ctl_group = true };
+
+	*state = ctlh_daemon_new(&sc);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	ctlh_daemon_free(*state);
+	log_set_level(-1); /* a reload sets the config's */
+	return 0;
+}
+
+/* A connection from pid, uid and gid (and gid 0 as a supplementary group if wheel). */
+static void conn_open(struct conn_t *c, struct daemon *d, pid_t pid, uid_t uid, bool wheel,
+		      bool cap_sys_nice)
+{
+	struct ucred cred = { .pid = pid, .uid = uid, .gid = uid };
+	gid_t groups[2] = { uid, 0 };
+	int sv[2];
+
+	memset(c, 0, sizeof(*c));
+	c->d = d;
+	ctlh_peer_files(uid, uid, cap_sys_nice);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
+	assert_int_equal(ctl_serve_fd(&d->ctl, ctlh_loop, sv[0], &cred, groups, wheel ? 2 : 1), 0);
+	c->fd = sv[1];
+}
+
+static void conn_close(struct conn_t *c)
+{
+	close(c->fd);
+	/* The server sees the end and closes its side. */
+	ctlh_settle(c->d, -1, &c->buf, &c->len, &c->cap);
+	free(c->buf);
+}
+
+/* The replies received so far, one "ok SEQ" or "err SEQ" line and its payload each. */
+static const char *take(struct conn_t *c)
+{
+	size_t off = 0, at = 0;
+
+	c->text[0] = '\0';
+	while (off < c->len) {
+		struct ctl_msg m;
+		ssize_t k = ctl_decode(c->buf + off, c->len - off, &m);
+
+		assert_true(k > 0);
+		at += (size_t)snprintf(c->text + at, sizeof(c->text) - at, "%s %u\n%.*s",
+				       m.hdr.type == CTL_OK ? "ok" : "err", m.hdr.seq,
+				       (int)m.hdr.len, m.payload);
+		assert_true(at < sizeof(c->text));
+		off += (size_t)k;
+	}
+	c->len = 0;
+	return c->text;
+}
+
+static void send_raw(struct conn_t *c, const void *data, size_t n)
+{
+	ctlh_send_all(c->d, c->fd, data, n, &c->buf, &c->len, &c->cap);
+	ctlh_settle(c->d, c->fd, &c->buf, &c->len, &c->cap);
+}
+
+/* Sends one request; returns the replies it brought. */
+static const char *ask(struct conn_t *c, uint16_t type, const char *payload)
+{
+	uint8_t msg[sizeof(struct ctl_hdr) + CTL_MAX_REQUEST];
+	size_t n = ctl_encode(msg, type, ++c->seq, payload, (uint32_t)strlen(payload));
+
+	send_raw(c, msg, n);
+	return take(c);
+}
+
+/* Whether the server has closed the connection (read to its end). */
+static bool closed(struct conn_t *c)
+{
+	char b;
+
+	return recv(c->fd, &b, 1, MSG_DONTWAIT) == 0;
+}
+
+/* The status text with the open_fds count, which is the process's, as "N". */
+static void mask_fds(char *text)
+{
+	char *p = strstr(text, "open_fds ");
+
+	assert_non_null(p);
+	p += strlen("open_fds ");
+	memmove(p + 1, p + strcspn(p, "\n"), strlen(p + strcspn(p, "\n")) + 1);
+	*p = 'N';
+}
+
+static void test_status_to_anyone(void **state)
+{
+	struct conn_t c;
+	char want[2048], got[2048];
+
+	conn_open(&c, *state, CTLH_PEER, 65534, false, false);
+	snprintf(got, sizeof(got), "%s", ask(&c, CTL_STATUS, ""));
+	mask_fds(got);
+	snprintf(want, sizeof(want),
+		 "ok 1\nversion %s\nsampler ctlh\ntick_ms 100\ndry_run yes\nticks 0\nmanaged 0\n"
+		 "moves 0\nrestores 0\nleft_alone 0\ngone 0\nerrors_transient 0\n"
+		 "errors_permanent 0\nsample_errors 0\nctl_connections 1\nopen_fds N\n"
+		 "latency_tasks 0\nlatency_cgroups 0\nlatency_processes 0\n"
+		 "latency_events none (test)\nlatency_overflows 0\nlatency_rescans 0\n"
+		 "latency_rule_matches 0\nlatency_restored 0\nlatency_errors 0\n"
+		 "latency_class_cgroups off\nllc 0 cpus 0 runnable 0\nllc 1 cpus 1 runnable 0\n",
+		 RQB_VERSION);
+	assert_string_equal(got, want);
+	assert_false(closed(&c));
+	conn_close(&c);
+}
+
+static void test_reload_for_root_and_ctl_group(void **state)
+{
+	struct conn_t c;
+
+	conn_open(&c, *state, CTLH_PEER, 1000, false, false);
+	assert_string_equal(ask(&c, CTL_RELOAD, ""),
+			    "err 1\nerrno 1\nmessage permission denied: reload is for root or "
+			    "ctl_group\n");
+	conn_close(&c);
+	conn_open(&c, *state, CTLH_PEER, 0, false, false);
+	assert_string_equal(ask(&c, CTL_RELOAD, ""), "ok 1\n");
+	conn_close(&c);
+	log_set_level(-1);
+	/* ctl_group is root (gid 0): a member of it may reload. */
+	conn_open(&c, *state, CTLH_PEER, 1000, true, false);
+	assert_string_equal(ask(&c, CTL_RELOAD, ""), "ok 1\n");
+	conn_close(&c);
+}
+
+static void test_set_negative_needs_cap_sys_nice(void **state)
+{
+	struct conn_t c;
+
+	conn_open(&c, *state, CTLH_PEER, 1000, false, false);
+	assert_string_equal(ask(&c, CTL_SET, "cgroup /user\nvalue -5\n"),
+			    "err 1\nerrno 1\nmessage permission denied: lowering a value needs "
+			    "CAP_SYS_NICE (or RLIMIT_NICE)\n");
+	/* Its own cgroup (it owns the weight file), a positive value: granted. */
+	assert_string_equal(ask(&c, CTL_SET, "cgroup /user\nvalue 5\n"), "ok 2\ncgroup /user\n");
+	/* Not its own. */
+	assert_string_equal(ask(&c, CTL_SET, "cgroup /sys\nvalue 5\n"),
+			    "err 3\nerrno 1\nmessage permission denied: not yours (needs the same "
+			    "uid or CAP_SYS_NICE)\n");
+	conn_close(&c);
+	conn_open(&c, *state, CTLH_PEER, 1000, false, true);
+	assert_string_equal(ask(&c, CTL_SET, "cgroup /user\nvalue -5\n"), "ok 1\ncgroup /user\n");
+	conn_close(&c);
+}
+
+static void test_malformed_closes(void **state)
+{
+	struct ctl_hdr h = { CTL_MAGIC ^ 1, CTL_VERSION, CTL_STATUS, 0, 1 };
+	struct conn_t c;
+
+	conn_open(&c, *state, CTLH_PEER, 1000, false, false);
+	assert_non_null(strstr(ask(&c, CTL_STATUS, ""), "ok 1\nversion "));
+	send_raw(&c, &h, sizeof(h));
+	assert_string_equal(take(&c), "err 0\nerrno 71\nmessage malformed message\n");
+	assert_true(closed(&c));
+	assert_int_equal(((struct daemon *)*state)->ctl.nconns, 0);
+	conn_close(&c);
+}
+
+static void test_seventeenth_refused(void **state)
+{
+	uint8_t msgs[(CTL_MAX_MSGS + 1) * sizeof(struct ctl_hdr)];
+	char want[4096] = "";
+	struct conn_t c;
+	size_t n = 0;
+
+	conn_open(&c, *state, CTLH_PEER, 1000, false, false);
+	/* All at once: the server takes them as they come, and answers only 16. */
+	for (uint32_t i = 1; i <= CTL_MAX_MSGS + 1; i++)
+		n += ctl_encode(msgs + n, CTL_GET, i, NULL, 0);
+	send_raw(&c, msgs, n);
+	for (uint32_t i = 1; i <= CTL_MAX_MSGS; i++)
+		snprintf(want + strlen(want), sizeof(want) - strlen(want),
+			 "err %u\nerrno 22\nmessage name one target: pid N, tid N, cgroup PATH or "
+			 "self\n", i);
+	assert_string_equal(take(&c), want);
+	assert_true(closed(&c));
+	conn_close(&c);
+}
+
+static void test_credentials_changed(void **state)
+{
+	struct conn_t c;
+
+	conn_open(&c, *state, CTLH_PEER, 1000, false, false);
+	assert_string_equal(ask(&c, CTL_RELOAD, ""),
+			    "err 1\nerrno 1\nmessage permission denied: reload is for root or "
+			    "ctl_group\n");
+	ctlh_peer_setuid();
+	assert_string_equal(ask(&c, CTL_STATUS, ""),
+			    "err 2\nerrno 1\nmessage permission denied: the process that connected "
+			    "has changed its credentials or executed a privileged program since\n");
+	assert_true(closed(&c));
+	conn_close(&c);
+}
+
+static void test_pid_namespace(void **state)
+{
+	struct conn_t c;
+
+	conn_open(&c, *state, 0, 1000, false, false);
+	assert_string_equal(ask(&c, CTL_GET, "cgroup /user\n"),
+			    "err 1\nerrno 2\nmessage not managed by rqbalance\n");
+	assert_string_equal(ask(&c, CTL_SET, "cgroup /user\nvalue 5\n"),
+			    "err 2\nerrno 1\nmessage permission denied: your process is in a pid "
+			    "namespace rqbalanced cannot see; only status, get, list, latency and "
+			    "sync are served\n");
+	assert_non_null(strstr(ask(&c, CTL_STATUS, ""), "ok 3\nversion "));
+	assert_false(closed(&c));
+	conn_close(&c);
+}
+
+/* 3000 managed tasks, more than one reply holds: the list says how many there are. */
+#define FIRST "ok 1\ntask\t4194500\t4194500\t7\tctl uid 1000\tthread\tother\t0\t/user\t?\n"
+static void test_list_truncated(void **state)
+{
+	struct daemon *d = *state;
+	struct latact *la = &d->lat;
+	const char *text, *last;
+	struct conn_t c;
+	size_t lines = 0;
+
+	free(la->e);
+	la->cap = 3000;
+	la->e = calloc(la->cap, sizeof(*la->e));
+	assert_non_null(la->e);
+	for (int i = 0; i < 3000; i++)
+		ctlh_task_entry(la, CTLH_BASE + 100 + i, CTLH_BASE + 100 + i, 7, "/user");
+	conn_open(&c, d, CTLH_PEER, 1000, false, false);
+	text = ask(&c, CTL_LIST, "");
+	assert_true(strlen(text) - strlen("ok 1\n") <= CTL_MAX_PAYLOAD);
+	assert_memory_equal(text, FIRST, strlen(FIRST));
+	for (const char *p = text; (p = strchr(p, '\n')); p++)
+		lines++;
+	last = text + strlen(text) - 1;
+	while (last > text && last[-1] != '\n')
+		last--;
+	assert_string_equal(last, "truncated\t3000\n");
+	/* "ok 1", the 1109 tasks of 59 bytes that fit in 65536 - 64, the truncated line. */
+	assert_int_equal(lines, 1 + 1109 + 1);
+	conn_close(&c);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_status_to_anyone),
+		T(test_reload_for_root_and_ctl_group),
+		T(test_set_negative_needs_cap_sys_nice),
+		T(test_malformed_closes),
+		T(test_seventeenth_refused),
+		T(test_credentials_changed),
+		T(test_pid_namespace),
+		T(test_list_truncated),
+	};
+
+	log_set_level(-1);
+	ctlh_init("rqb-test-ctlsrv");
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,175 @@
+/*
+ * The latency manager on a fake /proc (tests/common/ctl_harness.h's, plus the
+ * processes below) with the dry-run latency actuator: the plans it hands the actuator
+ * (its on_plan hook) are compared as text dumps. No real task is named: the fake
+ * pids are above PID_MAX_LIMIT.
+ */
+#include <sys/socket.h>
+
+#include "unit.h"
+
+#include "../common/ctl_harness.h"
+#include "core/latmgr.h"
+#include "util/log.h"
+
+#define PROC_W (CTLH_BASE + 20) /* comm "worker", threads W and W + 1 */
+#define PROC_E (CTLH_BASE + 30) /* threads E and E + 1; E + 2 listed, its stat gone */
+#define OTHER (PROC_E + 2)      /* another process that has E + 2's pid in /proc */
+
+static char plans[1 << 14]; /* every plan the manager made, dumped, in order */
+static char first[1 << 12]; /* the first of them */
+
+static void on_plan(void *ctx, const struct plan *p)
+{
+	(void)ctx;
+	if (!plans[0])
+		snprintf(first, sizeof(first), "%s", unit_plan_dump(p));
+	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", unit_plan_dump(p));
+}
+
+/* The dry run's task operations: every fake task opens (the real driver finds none). */
+static int open_fake(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret)
+{
+	(void)tgid;
+	*ret = (struct act_task){ .tid = tid, .start_time = start_time, .pidfd = -1 };
+	return 0;
+}
+
+static int alive_fake(const struct act_task *t)
+{
+	(void)t;
+	return 0;
+}
+
+static const struct act_ops fake_ops = {
+	.name = "fake", .open = open_fake, .alive = alive_fake, .get_affinity = ctlh_no_get,
+	.set_affinity = ctlh_never_set, .close = ctlh_no_close, .offspring = ctlh_no_offspring,
+};
+
+/* W runs "worker"; E's task directory lists a tid whose stat is not there. */
+static void more_processes(void)
+{
+	static const unsigned w[] = { 1000, 1000 }, e[] = { 1000, 1000 };
+	char rel[64];
+
+	ctlh_process(PROC_W, w, 2, 0);
+	snprintf(rel, sizeof(rel), "proc/%d/comm", PROC_W);
+	ctlh_put(rel, "worker\n");
+	ctlh_process(PROC_E, e, 2, 0);
+	snprintf(rel, sizeof(rel), "proc/%d/task/%d", PROC_E, OTHER);
+	ctlh_dir(rel);
+	/* The pid is now another process's, which /proc/PID/stat shows. */
+	ctlh_task_files("proc", OTHER, OTHER, 1, 1000, 1000, 0);
+}
+
+static struct daemon *daemon_with(uint8_t managed)
+{
+	struct ctlh_scenario sc = { .managed = managed };
+	struct daemon *d = ctlh_daemon_new(&sc);
+
+	d->lat.ops = &fake_ops;
+	d->lm.on_plan = on_plan;
+	plans[0] = first[0] = '\0';
+	return d;
+}
+
+static int setup(void **state)
+{
+	*state = daemon_with(0);
+	return 0;
+}
+
+static int setup_managed(void **state)
+{
+	*state = daemon_with(1 | 2);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	ctlh_daemon_free(*state);
+	return 0;
+}
+
+static void test_rule_at_rescan(void **state)
+{
+	struct daemon *d = *state;
+	struct rule *r = &d->conf.rules.r[0];
+	const struct latmgr_proc *p;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "w");
+	snprintf(r->comm, sizeof(r->comm), "worker");
+	r->latency_nice = 7;
+	r->uid = RULE_UID_ANY;
+	d->conf.rules.n = 1;
+	latmgr_rescan(&d->lm);
+	/*
+	 * The match's plan. (A second, the same, follows: the pass over a managed
+	 * process's threads, which in a dry run finds none of them with the value.)
+	 */
+	assert_string_equal(first,
+			    "lat tid=4194420 tgid=4194420 start=4242 value=7 source=\"rule w\" whole\n"
+			    "lat tid=4194421 tgid=4194420 start=4242 value=7 source=\"rule w\" whole\n");
+	assert_int_equal(d->lm.cnt.rule_matches, 1);
+	p = latmgr_find_process(&d->lm, PROC_W);
+	assert_non_null(p);
+	assert_int_equal(p->value, 7);
+	assert_true(p->from_rule);
+	assert_string_equal(p->source, "rule w");
+	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A));
+}
+
+static void test_set_process_threads(void **state)
+{
+	struct daemon *d = *state;
+	const char *why = NULL;
+
+	assert_int_equal(latmgr_set_process(&d->lm, CTLH_PROC_A, 0, 5, "ctl uid 1000", false, &why), 2);
+	assert_string_equal(plans,
+			    "lat tid=4194401 tgid=4194401 start=4242 value=5 source=\"ctl uid 1000\" whole\n"
+			    "lat tid=4194402 tgid=4194401 start=4242 value=5 source=\"ctl uid 1000\" whole\n");
+	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_A));
+}
+
+static void test_thread_not_under_task_dir(void **state)
+{
+	struct daemon *d = *state;
+	const char *why = NULL;
+
+	/* E + 2 is listed under /proc/E/task, but its stat there is gone: left out. */
+	assert_int_equal(latmgr_set_process(&d->lm, PROC_E, 0, 3, "ctl uid 0", true, &why), 2);
+	assert_string_equal(plans,
+			    "lat tid=4194430 tgid=4194430 start=4242 value=3 source=\"ctl uid 0\" whole\n"
+			    "lat tid=4194431 tgid=4194430 start=4242 value=3 source=\"ctl uid 0\" whole\n");
+}
+
+static void test_reset_gives_back(void **state)
+{
+	struct daemon *d = *state;
+
+	/* Its two threads have entries (ctlh_managed): both are given back. */
+	assert_int_equal(latmgr_reset_process(&d->lm, CTLH_PROC_A, 0), 2);
+	assert_string_equal(plans, "unlat tid=4194401 tgid=4194401 start=4242\n"
+				   "unlat tid=4194402 tgid=4194401 start=4242\n");
+	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A));
+	/* Not managed: nothing to give back, no plan. */
+	plans[0] = '\0';
+	assert_int_equal(latmgr_reset_process(&d->lm, PROC_W, 0), -ENOENT);
+	assert_string_equal(plans, "");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_rule_at_rescan, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_set_process_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_thread_not_under_task_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reset_gives_back, setup_managed, teardown),
+	};
+
+	log_set_level(-1);
+	ctlh_init("rqb-test-latmgr");
+	more_processes();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
