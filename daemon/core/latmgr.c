@@ -474,7 +474,8 @@ static enum latpol_rule_verdict rule_for(const struct latmgr *m, pid_t pid,
 }
 
 /* Applies the rules to process pid; a ctl value is left as it is. kx: as rule_for's. */
-static void apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx)
+/* True if a rule's value was given just now (to every thread the process has). */
+static bool apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx)
 {
 	const struct latmgr_proc *p = latmgr_find_process(m, pid);
 	struct latpol_rec rec = rec_of(p);
@@ -485,15 +486,15 @@ static void apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx
 	int i = -1;
 
 	if (!latpol_rules_may_change(&rec, pid == m->self))
-		return;
+		return false;
 	switch (rule_for(m, pid, kx, &rec, &start, &i, source)) {
 	case LATPOL_RULE_KEEP:
-		return;
+		return false;
 	case LATPOL_RULE_GIVE_BACK:
 		log_info("latency: process %d no longer matches rule %s: given back", (int)pid,
 			 p->source + 5);
 		latmgr_reset_process(m, pid, 0);
-		return;
+		return false;
 	case LATPOL_RULE_APPLY:
 		break;
 	}
@@ -501,11 +502,12 @@ static void apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx
 	if (set_process(m, pid, start, rule->latency_nice, source, true, true, &why) < 0) {
 		log_info("latency: rule %s matches process %d, not applied: %s", rule->name,
 			 (int)pid, why ? why : "failed");
-		return;
+		return false;
 	}
 	m->cnt.rule_matches++;
 	log_debug("latency: rule %s gives process %d value %d", rule->name, (int)pid,
 		  rule->latency_nice);
+	return true;
 }
 
 /* ---- fork, exec, exit ---- */
@@ -745,6 +747,7 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 {
 	const struct latmgr_proc *p = latmgr_find_process(m, pid), *parent;
 	const struct lat_entry *from;
+	bool given = false;
 	const char *why;
 
 	/*
@@ -781,9 +784,10 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 		struct latmgr_exe kx = { .start_ns = x ? x->start_ns : 0,
 				     .id = { .dev = x ? x->dev : 0, .ino = x ? x->ino : 0 } };
 
-		apply_rules(m, pid, x && x->has_exe ? &kx : NULL);
+		given = apply_rules(m, pid, x && x->has_exe ? &kx : NULL);
 	}
-	p = latmgr_find_process(m, pid);
+	/* Threads missed meanwhile; not those a rule gave its value to just now. */
+	p = given ? NULL : latmgr_find_process(m, pid);
 	from = p ? from_of(m, pid, pid) : NULL;
 	if (p && set_threads(m, pid, p->start_time, p->value, p->source,
 			     from ? from->task.tid : 0, NULL, &why) > 0)
