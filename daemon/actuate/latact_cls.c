@@ -390,26 +390,15 @@ void latact_classes_stale(struct latact *la)
 	}
 }
 
-/* A cgroup file's first line, blanks cut; "" where there is none. */
-static void read_line(const char *dir, const char *name, char *ret, size_t size)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (util_read_file(path, ret, size) < 0)
-		ret[0] = '\0';
-	ret[strcspn(ret, "\n")] = '\0';
-}
-
 /* Whether dir caps its tasks' CPU: a CFS quota, or a cpuset other than the top's. */
 static bool dir_limits(const struct latact *la, const char *dir, const char *top_cpus)
 {
 	char buf[256];
 
-	read_line(dir, la->cls.v2 ? "cpu.max" : "cpu.cfs_quota_us", buf, sizeof(buf));
+	util_read_line(dir, la->cls.v2 ? "cpu.max" : "cpu.cfs_quota_us", buf, sizeof(buf));
 	if (buf[0] && (la->cls.v2 ? strncmp(buf, "max", 3) != 0 : strcmp(buf, "-1") != 0))
 		return true;
-	read_line(dir, "cpuset.cpus", buf, sizeof(buf));
+	util_read_line(dir, "cpuset.cpus", buf, sizeof(buf));
 	return buf[0] && top_cpus[0] && strcmp(buf, top_cpus) != 0;
 }
 
@@ -422,9 +411,9 @@ bool latact_cg_limits_cpu(const struct latact *la, const char *cg)
 {
 	char top_cpus[256], rel[LAT_PATH_MAX], dir[PATH_MAX], *slash;
 
-	read_line(la->cls.mount, "cpuset.cpus.effective", top_cpus, sizeof(top_cpus));
+	util_read_line(la->cls.mount, "cpuset.cpus.effective", top_cpus, sizeof(top_cpus));
 	if (!top_cpus[0])
-		read_line(la->cls.mount, "cpuset.cpus", top_cpus, sizeof(top_cpus));
+		util_read_line(la->cls.mount, "cpuset.cpus", top_cpus, sizeof(top_cpus));
 	snprintf(rel, sizeof(rel), "%s", cg);
 	while (rel[0] == '/' && rel[1]) {
 		slash = strrchr(rel, '/');

@@ -111,17 +111,6 @@ void ident_join_cmdline(char *buf, size_t n, bool full)
 	buf[n] = '\0';
 }
 
-/* A string field: "" when unreadable, with a trailing newline cut. */
-static void read_line(const char *dir, const char *name, char *buf, size_t len)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (util_read_file(path, buf, len) < 0)
-		buf[0] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-}
-
 static void read_exe(const char *dir, char *exe, size_t len)
 {
 	struct stat runs, named;
@@ -212,7 +201,7 @@ int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *k
 		return (int)n;
 	if (ident_parse_uid(status, &uid) < 0)
 		return -EINVAL;
-	read_line(dir, "comm", buf->comm, sizeof(buf->comm));
+	util_read_line(dir, "comm", buf->comm, sizeof(buf->comm));
 	if (!kexe || !exe_from_rules(kexe, rules, buf->exe, sizeof(buf->exe)))
 		read_exe(dir, buf->exe, sizeof(buf->exe));
 	read_cmdline(dir, buf->cmdline, sizeof(buf->cmdline));

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,16 @@ ssize_t util_read_file(const char *path, char *buf, size_t len)
 	close(fd);
 	buf[n] = '\0';
 	return (ssize_t)n;
+}
+
+void util_read_line(const char *dir, const char *name, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (util_read_file(path, buf, len) < 0)
+		buf[0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
 }
 
 uint64_t util_now_ns(void)

@@ -46,6 +46,8 @@ int util_word_in(const char *list, const char *word, char sep);
  * (the bytes read may hold NULs of their own). The byte count, or -errno.
  */
 ssize_t util_read_file(const char *path, char *buf, size_t len);
+/* The first line of file name in dir, its newline cut; "" where it cannot be read. */
+void util_read_line(const char *dir, const char *name, char *buf, size_t len);
 
 /* Where procfs is unless a caller is told otherwise (tests point at a fake tree). */
 #define UTIL_PROC_ROOT "/proc"
