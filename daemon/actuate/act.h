@@ -41,9 +41,9 @@ struct act_ops {
 			 void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start), void *ctx);
 };
 
-struct proc_stat_line;
+struct parse_stat_line;
 /* Reads /proc/TID/stat. 0, -ESRCH when the task is gone, or -errno. */
-int act_read_stat(pid_t tid, struct proc_stat_line *ret);
+int act_read_stat(pid_t tid, struct parse_stat_line *ret);
 
 /* Clock ticks after boot now: the unit of start times in /proc. */
 uint64_t act_boot_ticks(void);

@@ -38,7 +38,7 @@ static int pidfd_open_thread(pid_t tid, pid_t tgid)
 	return fd < 0 ? -errno : fd;
 }
 
-int act_read_stat(pid_t tid, struct proc_stat_line *ret)
+int act_read_stat(pid_t tid, struct parse_stat_line *ret)
 {
 	char path[PATH_MAX], buf[1024];
 	ssize_t n;
@@ -59,7 +59,7 @@ int act_read_stat(pid_t tid, struct proc_stat_line *ret)
 
 static int read_start_time(pid_t tid, uint64_t *ret)
 {
-	struct proc_stat_line l;
+	struct parse_stat_line l;
 	int r = act_read_stat(tid, &l);
 
 	if (r < 0)
@@ -180,7 +180,7 @@ static int linux_offspring(pid_t tgid, uint64_t since,
 		return -errno;
 	while ((de = readdir(d))) {
 		pid_t pid = (pid_t)atoi(de->d_name);
-		struct proc_stat_line l;
+		struct parse_stat_line l;
 
 		if (pid > 0 && pid != tgid && act_read_stat(pid, &l) == 0 && l.ppid == tgid &&
 		    l.start_time >= since)

@@ -95,7 +95,7 @@ int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret)
 }
 
 /* Task tid's /proc/TID/stat, under the manager's proc root. 0 or -ESRCH. */
-static int read_stat(const struct latmgr *m, pid_t tid, struct proc_stat_line *ret)
+static int read_stat(const struct latmgr *m, pid_t tid, struct parse_stat_line *ret)
 {
 	char path[PATH_MAX], buf[1024];
 
@@ -108,7 +108,7 @@ static int read_stat(const struct latmgr *m, pid_t tid, struct proc_stat_line *r
 /* Start time and kernel-thread flag of a task; -ESRCH when it is gone. */
 static int task_info(const struct latmgr *m, pid_t tid, uint64_t *ret_start, bool *ret_kthread)
 {
-	struct proc_stat_line l;
+	struct parse_stat_line l;
 	int r = read_stat(m, tid, &l);
 
 	if (r < 0)
@@ -138,7 +138,7 @@ static void read_thread(const struct latmgr *m, pid_t tid, pid_t tgid, struct la
 {
 	char path[PATH_MAX], buf[1024];
 	const struct lat_entry *e = latact_find(m->la, tid);
-	struct proc_stat_line l;
+	struct parse_stat_line l;
 
 	*ret = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = e ? e->value : LAT_NONE,
 				     .source = e ? e->source : "" };
@@ -812,7 +812,7 @@ void latmgr_rescan(struct latmgr *m)
 	}
 	while ((de = readdir(d))) {
 		pid_t pid = (pid_t)atoi(de->d_name);
-		struct proc_stat_line l;
+		struct parse_stat_line l;
 
 		if (pid <= 0 || pid == m->self || read_stat(m, pid, &l) < 0 ||
 		    (l.flags & PF_KTHREAD))

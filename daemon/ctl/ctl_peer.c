@@ -19,7 +19,7 @@
 int ctl_peer_start_time(const char *proc_root, pid_t pid, uint64_t *ret)
 {
 	char path[PATH_MAX], buf[1024];
-	struct proc_stat_line l;
+	struct parse_stat_line l;
 
 	snprintf(path, sizeof(path), "%s/%d/stat", proc_root, (int)pid);
 	if (util_read_file(path, buf, sizeof(buf)) < 0 || parse_stat(buf, &l) < 0)

@@ -13,9 +13,9 @@
 #include "rqbalance.h"
 #include "sample/parse.h"
 
-int parse_stat(const char *buf, struct proc_stat_line *ret)
+int parse_stat(const char *buf, struct parse_stat_line *ret)
 {
-	struct proc_stat_line l = { 0 };
+	struct parse_stat_line l = { 0 };
 	const char *open = strchr(buf, '('), *close = strrchr(buf, ')'), *p;
 	unsigned long long v[40];
 	int field = 3;

@@ -12,7 +12,7 @@
 
 #include "snapshot/snap.h"
 
-struct proc_stat_line {
+struct parse_stat_line {
 	char state;
 	pid_t ppid;             /* parent's tgid */
 	uint32_t flags;
@@ -22,7 +22,7 @@ struct proc_stat_line {
 	char comm[SNAP_COMM_LEN];
 };
 /* Parses one /proc/TID/stat line. 0 or -EINVAL. */
-int parse_stat(const char *buf, struct proc_stat_line *ret);
+int parse_stat(const char *buf, struct parse_stat_line *ret);
 /*
  * Parses /proc/stat: per-CPU busy and idle jiffies into arrays of n entries (CPUs not
  * listed stay 0) and procs_running. Returns 0 or -EINVAL.

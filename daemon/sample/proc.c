@@ -127,7 +127,7 @@ struct walk {
 static void walk_task(struct proc_sampler *ps, struct walk *w, int taskdir, pid_t tgid,
 		      const char *name, uint64_t now_ns)
 {
-	struct proc_stat_line l;
+	struct parse_stat_line l;
 	const struct seen *old;
 	struct seen *seen;
 	struct ptask *tr, *add;
@@ -291,7 +291,7 @@ static int read_cpustat(struct proc_sampler *ps, struct snapshot *s, unsigned *r
 static int read_task(struct proc_sampler *ps, struct ptask *t, uint64_t now_ns,
 		     struct snapshot *s)
 {
-	struct proc_stat_line l;
+	struct parse_stat_line l;
 	struct snap_task st = { 0 };
 	char buf[1024];
 	uint64_t used;

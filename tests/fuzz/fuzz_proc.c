@@ -27,7 +27,7 @@ static size_t variant_size(unsigned variant, size_t full)
 
 static void stat_line(const char *text)
 {
-	struct proc_stat_line l;
+	struct parse_stat_line l;
 
 	if (parse_stat(text, &l) == 0) {
 		FUZZ_CHECK(l.cpu >= 0 && l.cpu < RQB_MAX_CPUS);

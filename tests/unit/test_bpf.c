@@ -171,7 +171,7 @@ static const struct snap_task *find(const struct snapshot *s, pid_t tid)
 static uint64_t start_time_of(pid_t tid)
 {
 	char path[64], buf[1024];
-	struct proc_stat_line l;
+	struct parse_stat_line l;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
 	assert_true(util_read_file(path, buf, sizeof(buf)) > 0);

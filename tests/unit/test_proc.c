@@ -42,9 +42,9 @@ static void stat_line(char *buf, size_t len, const char *comm, char state, const
 }
 
 /* A sentinel to check that a failed parse leaves *ret alone. */
-static struct proc_stat_line stat_sentinel(void)
+static struct parse_stat_line stat_sentinel(void)
 {
-	struct proc_stat_line l;
+	struct parse_stat_line l;
 
 	memset(&l, 0x5a, sizeof(l));
 	return l;
@@ -56,7 +56,7 @@ static void test_stat_comm_with_paren_and_space(void **state)
 			      [10] = "120", [14] = "57", [15] = "13", [18] = "20", [20] = "1",
 			      [22] = "987654", [23] = "10000000", [24] = "200",
 			      [25] = "18446744073709551615", [38] = "17", [39] = "1" };
-	struct proc_stat_line l;
+	struct parse_stat_line l;
 	char buf[1024];
 
 	(void)state;
@@ -75,7 +75,7 @@ static void test_stat_comm_with_paren_and_space(void **state)
 static void test_stat_long_comm_is_cut(void **state)
 {
 	const char *f[53] = { [22] = "5", [39] = "0" };
-	struct proc_stat_line l;
+	struct parse_stat_line l;
 	char buf[1024];
 
 	(void)state;
@@ -93,7 +93,7 @@ static void test_stat_negative_fields(void **state)
 	const char *f[53] = { [4] = "1", [8] = "-1", [9] = "2097216", [14] = "9", [15] = "8",
 			      [16] = "-7", [17] = "-6", [18] = "-51", [19] = "-20", [20] = "3",
 			      [22] = "31337", [38] = "-1", [39] = "1", [40] = "50", [41] = "1" };
-	struct proc_stat_line l;
+	struct parse_stat_line l;
 	char buf[1024];
 
 	(void)state;
@@ -112,7 +112,7 @@ static void test_stat_negative_fields(void **state)
 static void test_stat_truncated(void **state)
 {
 	const char *f[53] = { [22] = "123", [39] = "1" };
-	struct proc_stat_line l, sentinel = stat_sentinel();
+	struct parse_stat_line l, sentinel = stat_sentinel();
 	char buf[1024], cut[1024];
 	const char *bad[] = { "", "4242", "4242 (x", "4242 x) R 1", "4242 )x( R 1 2 3",
 			      "4242 (x)", "4242 (x) ", "4242 (x) R", "4242 (x)R 1 2",
@@ -152,7 +152,7 @@ static void test_stat_truncated(void **state)
 static void test_stat_cpu_range(void **state)
 {
 	const char *f[53] = { [22] = "77" };
-	struct proc_stat_line l, sentinel = stat_sentinel();
+	struct parse_stat_line l, sentinel = stat_sentinel();
 	char buf[1024];
 
 	(void)state;
@@ -222,7 +222,7 @@ static char stat_state(pid_t pid)
 static void test_stat_real_self(void **state)
 {
 	char buf[2048], comm[64];
-	struct proc_stat_line l;
+	struct parse_stat_line l;
 	size_t n;
 
 	(void)state;
