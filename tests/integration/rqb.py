@@ -248,6 +248,16 @@ class Daemon:
         print(self.text())
 
 
+def conf_line(path, key):
+    """The number of the first line of config file path that starts with key, as the
+    daemon's file:line errors give it."""
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if line.startswith(key):
+                return n
+    raise AssertionError(f"no {key} in {path}")
+
+
 def private_copy(tmp, prog):
     """A copy of prog (a name on PATH, or a path) in a directory of the test's own that
     every user may enter: a rule naming its exe matches what this test runs and nothing

@@ -11,16 +11,8 @@ import re
 import subprocess
 from contextlib import contextmanager
 
-from rqb import DAEMON, Daemon, check, main, require, rqctl, tmpdir, user_rqctl
+from rqb import DAEMON, Daemon, check, conf_line, main, require, rqctl, tmpdir, user_rqctl
 from rqb_user import User
-
-
-def conf_line(path, key):
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            if line.startswith(key):
-                return n
-    raise AssertionError(f"no {key} in {path}")
 
 
 def metrics_conf(path):

@@ -9,16 +9,9 @@ import os
 import re
 import subprocess
 
-from rqb import DAEMON, TOPO_1LLC, Daemon, check, main, require, rqctl, tmpdir, user_rqctl
+from rqb import (DAEMON, TOPO_1LLC, Daemon, check, conf_line, main, require, rqctl, tmpdir,
+                 user_rqctl)
 from rqb_user import User
-
-
-def conf_line(path, key):
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            if line.startswith(key):
-                return n
-    raise AssertionError(f"no {key} in {path}")
 
 
 def refused(tmp, key, value, pattern):
