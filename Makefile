@@ -29,8 +29,7 @@ DAEMON_SRC = \
 	daemon/actuate/journal.c daemon/actuate/act.c \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c daemon/actuate/latact.c \
 	daemon/actuate/latact_journal.c daemon/actuate/latact_cls.c daemon/actuate/latact_task.c \
-	daemon/actuate/latact_cg.c daemon/actuate/latact_replay.c daemon/actuate/latact_linux.c \
-	daemon/actuate/latact_dryrun.c \
+	daemon/actuate/latact_cg.c daemon/actuate/latact_replay.c \
 	daemon/actuate/latact_apply.c daemon/actuate/cgsd.c \
 	daemon/core/latmgr.c daemon/ctl/ctl_peer.c daemon/ctl/ctl_perm.c daemon/ctl/ctl_proto.c daemon/ctl/ctl.c daemon/core/metrics.c \
 	daemon/core/daemon.c

@@ -15,6 +15,7 @@
 #include "plan/plan.h"
 
 struct journal;
+struct rqb_sched_attr;
 
 /* A task opened for acting on, its identity checked. */
 struct act_task {
@@ -39,6 +40,23 @@ struct act_ops {
 	 */
 	int (*offspring)(pid_t tgid, uint64_t since,
 			 void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start), void *ctx);
+	/*
+	 * The latency actuator's writes (latact.h). Paths are absolute, under the cpu
+	 * hierarchy's mount, so that a test can point them at a fake tree. 0 or -errno.
+	 */
+	/* sched_setattr: a task's policy, nice, slice and uclamp in one call. */
+	int (*set_attr)(pid_t tid, const struct rqb_sched_attr *a);
+	/* Moves tid into a cgroup: writes it to that group's cgroup.procs or tasks file. */
+	int (*attach)(const char *procs_file, pid_t tid);
+	/* Writes a cgroup file: cpu.shares, cpu.weight, cpu.idle, cpu.max, subtree_control… */
+	int (*write)(const char *path, const char *text);
+	/* Makes a class cgroup, or their parent: 0 where it is there already. */
+	int (*mkdir)(const char *dir);
+	/* Removes an empty class cgroup, or their parent. */
+	int (*rmdir)(const char *dir);
+	/* A systemd unit's CPUWeight over D-Bus (sd_bus *bus): w, or "idle" if idle. */
+	int (*unit_weight)(void *bus, const char *unit, uint64_t w, bool idle, char *err,
+			   size_t errlen);
 };
 
 struct parse_stat_line;

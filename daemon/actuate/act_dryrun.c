@@ -1,7 +1,9 @@
 /*
  * Actuate stage, the dry-run driver: it opens and reads tasks as the Linux driver
- * does, so a dry run logs only writes that would really happen, but its write does
- * nothing. It must never change a task.
+ * does, so a dry run logs only writes that would really happen, but every write
+ * (affinity, sched_setattr, cgroup files and moves, systemd units) succeeds and does
+ * nothing. It logs nothing either: act.c and latact_apply_plan log the plan's actions.
+ * It must never change a task, a cgroup or a unit.
  */
 #include "actuate/act.h"
 
@@ -38,6 +40,45 @@ static int dry_offspring(pid_t tgid, uint64_t since,
 	return act_linux_ops.offspring(tgid, since, fn, ctx);
 }
 
+static int dry_set_attr(pid_t tid, const struct rqb_sched_attr *a)
+{
+	(void)tid;
+	(void)a;
+	return 0;
+}
+
+static int dry_attach(const char *procs_file, pid_t tid)
+{
+	(void)procs_file;
+	(void)tid;
+	return 0;
+}
+
+static int dry_path(const char *path)
+{
+	(void)path;
+	return 0;
+}
+
+static int dry_write(const char *path, const char *text)
+{
+	(void)path;
+	(void)text;
+	return 0;
+}
+
+static int dry_unit_weight(void *bus, const char *unit, uint64_t w, bool idle, char *err,
+			   size_t errlen)
+{
+	(void)bus;
+	(void)unit;
+	(void)w;
+	(void)idle;
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
 const struct act_ops act_dryrun_ops = {
 	.name = "dry-run",
 	.open = dry_open,
@@ -46,4 +87,10 @@ const struct act_ops act_dryrun_ops = {
 	.set_affinity = dry_set,
 	.close = dry_close,
 	.offspring = dry_offspring,
+	.set_attr = dry_set_attr,
+	.attach = dry_attach,
+	.write = dry_write,
+	.mkdir = dry_path,
+	.rmdir = dry_path,
+	.unit_weight = dry_unit_weight,
 };

@@ -55,7 +55,6 @@ int latact_init(struct latact *la, const struct act_ops *ops, const struct latac
 
 	memset(la, 0, sizeof(*la));
 	la->ops = ops;
-	la->lops = o->ops ? o->ops : &latact_linux_ops;
 	la->o = *o;
 	la->lc = *lc;
 	snprintf(la->proc_root, sizeof(la->proc_root), "%s", util_proc_root(o->proc_root));

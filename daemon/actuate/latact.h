@@ -68,36 +68,7 @@ struct lat_classes {
 	bool made[LAT_MAX - LAT_MIN + 1];
 };
 
-struct rqb_sched_attr;
-
-/*
- * Every write the latency actuator makes, in one table (as struct act_ops is for
- * affinity): latact_linux_ops, and latact_dryrun_ops, which writes nothing and logs
- * nothing (latact_apply_plan logs the plan). Paths are absolute, under the cpu
- * hierarchy's mount, so that a test can point them at a fake tree. 0 or -errno.
- */
-struct latact_ops {
-	const char *name;
-	/* sched_setattr: a task's policy, nice, slice and uclamp in one call. */
-	int (*set_attr)(pid_t tid, const struct rqb_sched_attr *a);
-	/* Moves tid into a cgroup: writes it to that group's cgroup.procs or tasks file. */
-	int (*attach)(const char *procs_file, pid_t tid);
-	/* Writes a cgroup file: cpu.shares, cpu.weight, cpu.idle, cpu.max, subtree_control… */
-	int (*write)(const char *path, const char *text);
-	/* Makes a class cgroup, or their parent: 0 where it is there already. */
-	int (*mkdir)(const char *dir);
-	/* Removes an empty class cgroup, or their parent. */
-	int (*rmdir)(const char *dir);
-	/* A systemd unit's CPUWeight over D-Bus (sd_bus *bus): w, or "idle" if idle. */
-	int (*unit_weight)(void *bus, const char *unit, uint64_t w, bool idle, char *err,
-			   size_t errlen);
-};
-
-extern const struct latact_ops latact_linux_ops;
-extern const struct latact_ops latact_dryrun_ops;
-
 struct latact_opts {
-	const struct latact_ops *ops; /* the writes; NULL = latact_linux_ops */
 	const char *journal_dir;
 	const char *cgroup_root;     /* the classes' parent; "" = the top of the hierarchy */
 	bool class_cgroups;          /* resolved: use them if a cpu hierarchy is there */
@@ -120,8 +91,7 @@ struct latact_counters {
 };
 
 struct latact {
-	const struct act_ops *ops;
-	const struct latact_ops *lops; /* every write: o.ops, or latact_linux_ops */
+	const struct act_ops *ops;   /* opens tasks and makes every write */
 	struct journal *journal;     /* NULL in dry-run */
 	struct latact_opts o;
 	char proc_root[PATH_MAX];
@@ -141,7 +111,8 @@ struct latact {
 
 /*
  * Opens the journal, gives back what a previous run left in it, and finds the class
- * hierarchy. 0 or -errno (-EBUSY: another daemon holds the journal).
+ * hierarchy. ops opens tasks and makes every write (act_linux_ops, act_dryrun_ops, a
+ * test's). 0 or -errno (-EBUSY: another daemon holds the journal).
  */
 int latact_init(struct latact *la, const struct act_ops *ops, const struct latact_opts *o,
 		const struct lat_conf *lc);

@@ -51,7 +51,7 @@ static int cg_write(const struct latact *la, const char *path, uint64_t w, int i
 	if (idle >= 0) {
 		cg_file(la, path, "cpu.idle", f, sizeof(f));
 		snprintf(text, sizeof(text), "%d", idle);
-		r = la->lops->write(f, text);
+		r = la->ops->write(f, text);
 		if (r < 0)
 			return r;
 	}
@@ -59,7 +59,7 @@ static int cg_write(const struct latact *la, const char *path, uint64_t w, int i
 		return 0; /* an idle group's weight is not writable */
 	cg_file(la, path, la->cls.v2 ? "cpu.weight" : "cpu.shares", f, sizeof(f));
 	snprintf(text, sizeof(text), "%" PRIu64, w);
-	return la->lops->write(f, text);
+	return la->ops->write(f, text);
 }
 
 static size_t cg_index(const struct latact *la, const char *path)
@@ -96,7 +96,7 @@ static int unit_read(struct latact *la, const char *unit, uint64_t *ret_w, int *
 static int unit_write(struct latact *la, const char *unit, uint64_t w, int idle)
 {
 	char err[256];
-	int r = la->lops->unit_weight(la->bus, unit, w, idle == 1, err, sizeof(err));
+	int r = la->ops->unit_weight(la->bus, unit, w, idle == 1, err, sizeof(err));
 
 	if (r < 0)
 		log_warn("latency: unit %s: setting CPUWeight: %s", unit, err);

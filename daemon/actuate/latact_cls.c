@@ -61,7 +61,7 @@ int latact_cg_attach(const struct latact *la, const char *cgroup, pid_t tid)
 		cgroup++;
 	snprintf(path, sizeof(path), "%s/%s%s%s", la->cls.mount, cgroup, cgroup[0] ? "/" : "",
 		 la->cls.v2 ? "cgroup.procs" : "tasks");
-	return la->lops->attach(path, tid);
+	return la->ops->attach(path, tid);
 }
 
 /* Makes cgroup rel (relative to the mount), and gives it key = value unless key is NULL. */
@@ -71,12 +71,12 @@ static int cg_create(const struct latact *la, const char *rel, const char *key, 
 	int r;
 
 	snprintf(path, sizeof(path), "%s/%s", la->cls.mount, rel);
-	r = la->lops->mkdir(path);
+	r = la->ops->mkdir(path);
 	if (r < 0 || !key)
 		return r;
 	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel, key);
 	snprintf(text, sizeof(text), "%" PRIu64, value);
-	return la->lops->write(path, text);
+	return la->ops->write(path, text);
 }
 
 static void cg_delete(const struct latact *la, const char *rel)
@@ -84,7 +84,7 @@ static void cg_delete(const struct latact *la, const char *rel)
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/%s", la->cls.mount, rel);
-	la->lops->rmdir(path);
+	la->ops->rmdir(path);
 }
 
 /* A class's path relative to the mount: PARENT/rqbalance-latN, or rqbalance-latN at the top. */
@@ -113,7 +113,7 @@ static int class_unthrottle(const struct latact *la, const char *rel)
 
 	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel,
 		 la->cls.v2 ? "cpu.max" : "cpu.cfs_quota_us");
-	return la->lops->write(path, la->cls.v2 ? "max" : "-1");
+	return la->ops->write(path, la->cls.v2 ? "max" : "-1");
 }
 
 /*
@@ -189,7 +189,7 @@ static void classes_share_rt(struct latact *la)
 			if ((pass == 0) != (rt_of(path) > share))
 				continue;
 			snprintf(path, sizeof(path), "%s/%s/cpu.rt_runtime_us", la->cls.mount, rel);
-			if (la->lops->write(path, text) < 0)
+			if (la->ops->write(path, text) < 0)
 				log_warn("latency: class cgroup \"%s\": cannot set cpu.rt_runtime_us %s",
 					 rel, text);
 		}
@@ -248,7 +248,7 @@ static void root_rt(struct latact *la, const char *path)
 
 	snprintf(text, sizeof(text), "%" PRIu64, rt_free(la, la->cls.mount, false) / 2);
 	snprintf(file, sizeof(file), "%s/cpu.rt_runtime_us", path);
-	if (la->lops->write(file, text) < 0)
+	if (la->ops->write(file, text) < 0)
 		log_warn("latency: %s: cannot set cpu.rt_runtime_us %s", path, text);
 }
 
@@ -274,11 +274,11 @@ static int classes_root_setup(struct latact *la)
 	if (!la->cls.v2)
 		return 0;
 	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", la->cls.mount);
-	r = la->lops->write(path, "+cpu");
+	r = la->ops->write(path, "+cpu");
 	if (r == 0 && la->cls.root[0]) {
 		snprintf(path, sizeof(path), "%s/%s/cgroup.subtree_control", la->cls.mount,
 			 la->cls.root);
-		r = la->lops->write(path, "+cpu");
+		r = la->ops->write(path, "+cpu");
 	}
 	return r;
 }
@@ -345,7 +345,7 @@ void latact_classes_reweigh(struct latact *la)
 		class_weight(la, v, &key, &w);
 		snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel, key);
 		snprintf(text, sizeof(text), "%" PRIu64, w);
-		if (la->lops->write(path, text) < 0)
+		if (la->ops->write(path, text) < 0)
 			log_warn("latency: class cgroup \"%s\": cannot set %s %s", rel, key, text);
 	}
 }

@@ -75,7 +75,7 @@ static int write_sched(const struct latact *la, pid_t tid, const struct lat_stat
 		a.sched_util_min = (uint32_t)want->umin;
 		a.sched_util_max = (uint32_t)want->umax;
 	}
-	return la->lops->set_attr(tid, &a);
+	return la->ops->set_attr(tid, &a);
 }
 
 /* What value v asks of a task that had prev. */

@@ -441,7 +441,6 @@ static int start_latency(struct daemon *d)
 		.cgroup_root = d->conf.lat_cgroup_root,
 		.slices = d->features.f[FEAT_EEVDF_SLICE].state != FEAT_MISSING,
 		.uclamp = d->features.f[FEAT_UCLAMP].state != FEAT_MISSING && d->conf.lat_uclamp,
-		.ops = d->conf.dry_run ? &latact_dryrun_ops : &latact_linux_ops,
 		.dry_run = d->conf.dry_run,
 		/* RQB_SYSTEMD_BUS: a private bus with a stand-in for systemd, for tests. */
 		.bus_address = getenv("RQB_SYSTEMD_BUS"),

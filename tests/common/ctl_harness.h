@@ -293,9 +293,54 @@ static inline int ctlh_no_offspring(pid_t tgid, uint64_t since,
 	return 0;
 }
 
+/*
+ * The latency actuator's writes, as the dry-run driver makes them: they succeed and
+ * change nothing. The harness seeds entries a dry run never records, so a reset may
+ * reach a write here; the fake tree stays as the scenario made it.
+ */
+static inline int ctlh_dry_attr(pid_t tid, const struct rqb_sched_attr *a)
+{
+	(void)tid;
+	(void)a;
+	return 0;
+}
+
+static inline int ctlh_dry_attach(const char *procs_file, pid_t tid)
+{
+	(void)procs_file;
+	(void)tid;
+	return 0;
+}
+
+static inline int ctlh_dry_write(const char *path, const char *text)
+{
+	(void)path;
+	(void)text;
+	return 0;
+}
+
+static inline int ctlh_dry_dir(const char *dir)
+{
+	(void)dir;
+	return 0;
+}
+
+static inline int ctlh_dry_unit(void *bus, const char *unit, uint64_t w, bool idle, char *err,
+				size_t errlen)
+{
+	(void)bus, (void)unit, (void)w, (void)idle, (void)err, (void)errlen;
+	return 0;
+}
+
+/* Every write of struct act_ops but affinity's, for a harness's table. */
+#define CTLH_DRY_LAT_WRITES                                                        \
+	.set_attr = ctlh_dry_attr, .attach = ctlh_dry_attach, .write = ctlh_dry_write, \
+	.mkdir = ctlh_dry_dir, .rmdir = ctlh_dry_dir, .unit_weight = ctlh_dry_unit
+
 static const struct act_ops ctlh_ops = {
 	.name = "ctlh", .open = ctlh_no_open, .alive = ctlh_no_task, .get_affinity = ctlh_no_get,
 	.set_affinity = ctlh_never_set, .close = ctlh_no_close, .offspring = ctlh_no_offspring,
+	CTLH_DRY_LAT_WRITES,
 };
 
 static const struct sampler_ops ctlh_sampler_ops = { .name = "ctlh" };
@@ -395,7 +440,6 @@ static inline struct daemon *ctlh_daemon_new(const struct ctlh_scenario *sc)
 		ctlh_snap->cpus[c].nr_running = (sc->runnable >> (c % 8)) & 3;
 
 	d->lat.ops = &ctlh_ops;
-	d->lat.lops = &latact_dryrun_ops;
 	d->lat.o.dry_run = true;
 	d->lat.o.proc_root = ctlh_proc_root;
 	snprintf(d->lat.proc_root, sizeof(d->lat.proc_root), "%s", ctlh_proc_root);

@@ -26,6 +26,7 @@ struct fix {
 	struct latact la;
 	struct lat_conf lc;
 	struct latact_opts o;
+	struct act_ops ops;    /* fake_ops, or the dry-run driver's writes on fake tasks */
 };
 
 /* ---- the fake kernel: files a cgroupfs has, written as it replaces them ---- */
@@ -72,14 +73,14 @@ static int tree_write(const char *path, const char *text)
 {
 	if (truncate(path, 0) < 0)
 		return -errno;
-	return latact_linux_ops.write(path, text);
+	return act_linux_ops.write(path, text);
 }
 
 static int tree_attach(const char *procs_file, pid_t tid)
 {
 	if (truncate(procs_file, 0) < 0)
 		return -errno;
-	return latact_linux_ops.attach(procs_file, tid);
+	return act_linux_ops.attach(procs_file, tid);
 }
 
 /* mkdir on cgroupfs makes a group's files; rmdir takes them with it. */
@@ -87,7 +88,7 @@ static int tree_mkdir(const char *dir)
 {
 	struct stat st;
 	bool fresh = stat(dir, &st) < 0;
-	int r = latact_linux_ops.mkdir(dir);
+	int r = act_linux_ops.mkdir(dir);
 
 	if (r == 0 && fresh)
 		cg_files(dir);
@@ -104,7 +105,7 @@ static int unlink_one(const char *path, const struct stat *st, int flag, struct 
 static int tree_rmdir(const char *dir)
 {
 	nftw(dir, unlink_one, 8, FTW_DEPTH | FTW_PHYS);
-	return latact_linux_ops.rmdir(dir);
+	return act_linux_ops.rmdir(dir);
 }
 
 /* sched_setattr, recorded and not made. */
@@ -128,16 +129,6 @@ static int rec_unit_weight(void *bus, const char *unit, uint64_t w, bool idle, c
 	return -ENOSYS;
 }
 
-static const struct latact_ops tree_ops = {
-	.name = "tree",
-	.set_attr = rec_set_attr,
-	.attach = tree_attach,
-	.write = tree_write,
-	.mkdir = tree_mkdir,
-	.rmdir = tree_rmdir,
-	.unit_weight = rec_unit_weight,
-};
-
 /* The task's identity is the test's own: no pidfd, always alive. */
 static int fake_open(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret)
 {
@@ -159,12 +150,31 @@ static void fake_close(struct act_task *t)
 	(void)t;
 }
 
-static const struct act_ops task_ops = {
+/* The one table: the test's tasks, and the fake kernel's tree for every write. */
+static const struct act_ops fake_ops = {
 	.name = "fake",
 	.open = fake_open,
 	.alive = fake_alive,
 	.close = fake_close,
+	.set_attr = rec_set_attr,
+	.attach = tree_attach,
+	.write = tree_write,
+	.mkdir = tree_mkdir,
+	.rmdir = tree_rmdir,
+	.unit_weight = rec_unit_weight,
 };
+
+/* The dry-run driver's writes, on the test's tasks. */
+static struct act_ops dryrun_on_fake(void)
+{
+	struct act_ops o = act_dryrun_ops;
+
+	o.name = "dry-run on fake";
+	o.open = fake_open;
+	o.alive = fake_alive;
+	o.close = fake_close;
+	return o;
+}
 
 /* ---- the tree ---- */
 
@@ -204,9 +214,9 @@ static int setup(void **state)
 	assert_int_equal(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)gettid());
 	put(path, "0::/\n");
+	f->ops = fake_ops;
 	f->lc = (struct lat_conf){ .batch_from = 20, .class_cgroups = true };
 	f->o = (struct latact_opts){
-		.ops = &tree_ops,
 		.journal_dir = f->journal,
 		.cgroup_root = "",
 		.class_cgroups = true,
@@ -257,7 +267,7 @@ static void test_class_made_with_mapped_weight(void **state)
 	struct lat_knobs k;
 	pid_t tid = gettid();
 
-	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_true(f->la.cls.on);
 	assert_int_equal(latact_task(&f->la, tid, getpid(), 1, -5, "test", NULL, &why), 0);
 	snprintf(cls, sizeof(cls), "%s/rqbalance-lat-5", f->cg);
@@ -289,7 +299,7 @@ static void test_class_reweighed_on_reload(void **state)
 	char cls[PATH_MAX];
 	struct lat_conf lc2;
 
-	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_int_equal(latact_task(&f->la, gettid(), getpid(), 1, -10, "test", NULL, &why), 0);
 	lc2 = f->lc;
 	lc2.boost_cpu_pct = 10;
@@ -309,7 +319,7 @@ static void test_cgroup_target_restored(void **state)
 
 	f->o.class_cgroups = false;
 	snprintf(app, sizeof(app), "%s/app", f->cg);
-	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_int_equal(latact_cgroup(&f->la, "/app", 5, "test", &why), 0);
 	lat_map(&f->lc, 5, &k);
 	assert_false(k.cg_idle);
@@ -333,7 +343,7 @@ static void test_cgroup_target_idle(void **state)
 	f->o.class_cgroups = false;
 	f->lc.idle_at_19 = true;
 	snprintf(app, sizeof(app), "%s/app", f->cg);
-	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_int_equal(latact_cgroup(&f->la, "/app", 19, "test", &why), 0);
 	assert_int_equal(file_u64(app, "cpu.idle"), 1);
 	assert_int_equal(file_u64(app, "cpu.weight"), 100); /* not writable while idle */
@@ -352,7 +362,7 @@ static void test_cgroup_target_changed_left_alone(void **state)
 	f->o.class_cgroups = false;
 	snprintf(app, sizeof(app), "%s/app", f->cg);
 	snprintf(path, sizeof(path), "%s/cpu.weight", app);
-	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_int_equal(latact_cgroup(&f->la, "/app", -8, "test", &why), 0);
 	assert_int_equal(file_u64(app, "cpu.weight"), weight_of(&f->lc, -8));
 	put(path, "42\n");
@@ -369,14 +379,14 @@ static void test_cgroup_target_restored_after_crash(void **state)
 
 	f->o.class_cgroups = false;
 	snprintf(app, sizeof(app), "%s/app", f->cg);
-	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_int_equal(latact_cgroup(&f->la, "/app", -8, "test", &why), 0);
 	/* A crash: the journal stays, nothing is given back. */
 	free(f->la.e);
 	free(f->la.cg);
 	journal_close(f->la.journal);
 	assert_int_equal(file_u64(app, "cpu.weight"), weight_of(&f->lc, -8));
-	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_int_equal(file_u64(app, "cpu.weight"), 100);
 	latact_fini(&f->la);
 }
@@ -420,7 +430,7 @@ static void dry_run_everything(struct fix *f)
 {
 	const char *why = NULL;
 
-	assert_int_equal(latact_init(&f->la, &task_ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_int_equal(latact_task(&f->la, gettid(), getpid(), 1, -5, "test", NULL, &why), 0);
 	assert_int_equal(latact_cgroup(&f->la, "/app", 7, "test", &why), 0);
 	latact_set_conf(&f->la, &f->lc);
@@ -435,7 +445,7 @@ static void test_dryrun_driver_writes_nothing(void **state)
 	struct fix *f = *state;
 	char *before, *after;
 
-	f->o.ops = &latact_dryrun_ops;
+	f->ops = dryrun_on_fake();
 	before = tree_text(f->cg);
 	dry_run_everything(f);
 	after = tree_text(f->cg);
@@ -450,7 +460,7 @@ static void test_dry_run_writes_nothing(void **state)
 	struct fix *f = *state;
 	char *before, *after;
 
-	f->o.ops = &latact_dryrun_ops;
+	f->ops = dryrun_on_fake();
 	f->o.dry_run = true;
 	before = tree_text(f->dir);
 	dry_run_everything(f);

@@ -41,6 +41,7 @@ static int alive_fake(const struct act_task *t)
 static const struct act_ops fake_ops = {
 	.name = "fake", .open = open_fake, .alive = alive_fake, .get_affinity = ctlh_no_get,
 	.set_affinity = ctlh_never_set, .close = ctlh_no_close, .offspring = ctlh_no_offspring,
+	CTLH_DRY_LAT_WRITES,
 };
 
 /* W runs "worker"; E's task directory lists a tid whose stat is not there. */
