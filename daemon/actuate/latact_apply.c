@@ -57,6 +57,10 @@ static int apply_one(struct latact *la, const struct plan_action *pa,
 		return latact_cgroup(la, pa->path, pa->value, pa->source, ret_why);
 	case PLAN_LAT_CG_RESET:
 		return latact_cgroup_reset(la, pa->path);
+	case PLAN_LAT_UNIT_SET:
+		return latact_unit(la, pa->path, pa->value, pa->source, ret_why);
+	case PLAN_LAT_UNIT_RESET:
+		return latact_unit_release(la, pa->path);
 	default:
 		return -EINVAL; /* a pin: the affinity actuator's (act_apply) */
 	}

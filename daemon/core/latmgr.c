@@ -1150,24 +1150,43 @@ static void unit_log(struct latmgr_unit *u, const struct lat_unit_decision *d)
 		log_info("latency: process %d: %s", (int)u->pid, d->why);
 }
 
+/* The value rqbalance gave the unit at path for its processes, LAT_NONE if none. */
+static int unit_held(const struct latmgr *m, const char *path)
+{
+	const struct lat_cg_entry *c = latact_find_cgroup(m->la, path);
+
+	return c && c->by_procs ? c->value : LAT_NONE;
+}
+
+/*
+ * The policy's plan for the unit at path (d: its decision, NULL once no managed
+ * process is left in it), carried out: 0 with nothing to do, else the action's result.
+ */
+static int unit_plan(struct latmgr *m, const char *path, const struct lat_unit_decision *d,
+		     const char *source, const char **ret_why)
+{
+	struct plan pl;
+
+	plan_init(&pl);
+	return apply_one(m, &pl, latpol_unit(path, d, unit_held(m, path), source, &pl),
+			 ret_why);
+}
+
 static void unit_apply(struct latmgr *m, struct latmgr_unit *u)
 {
 	struct lat_unit_decision d;
 	const struct latmgr_proc *p = latmgr_find_process(m, u->pid);
 	const char *why = NULL;
 	char source[48];
+	int r;
 
 	unit_decide(m, u, &d);
-	u->act_r = 0;
+	snprintf(source, sizeof(source), "unit of %s", p ? p->source : "processes");
+	r = unit_plan(m, u->cgroup, &d, source, &why);
+	u->act_r = d.verdict == LAT_UNIT_OWN ? r : 0;
 	u->act_why[0] = '\0';
-	if (d.verdict == LAT_UNIT_OWN) {
-		snprintf(source, sizeof(source), "unit of %s", p ? p->source : "processes");
-		u->act_r = latact_unit(m->la, u->cgroup, d.value, source, &why);
-		if (u->act_r < 0)
-			snprintf(u->act_why, sizeof(u->act_why), "%s", why ? why : strerror(-u->act_r));
-	} else {
-		latact_unit_release(m->la, u->cgroup);
-	}
+	if (u->act_r < 0)
+		snprintf(u->act_why, sizeof(u->act_why), "%s", why ? why : strerror(-u->act_r));
 	unit_log(u, &d);
 	u->d = d;
 }
@@ -1186,7 +1205,8 @@ void latmgr_units_refresh(struct latmgr *m)
 			continue;
 		}
 		/* No managed process left in it: what rqbalance set goes back. */
-		if (latact_unit_release(m->la, u->cgroup) == 0)
+		if (unit_held(m, u->cgroup) != LAT_NONE &&
+		    unit_plan(m, u->cgroup, NULL, "", NULL) == 0)
 			log_info("latency: unit %s: no process with a value left: CPUWeight given back",
 				 u->unit[0] ? u->unit : u->cgroup);
 		m->u[i] = m->u[--m->nu];

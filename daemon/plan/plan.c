@@ -113,7 +113,8 @@ const char *plan_op_name(enum plan_op op)
 	static const char *const names[] = {
 		[PLAN_PIN] = "pin", [PLAN_UNPIN] = "unpin", [PLAN_LAT_SET] = "lat",
 		[PLAN_LAT_RESET] = "unlat", [PLAN_LAT_CG_SET] = "latcg",
-		[PLAN_LAT_CG_RESET] = "unlatcg",
+		[PLAN_LAT_CG_RESET] = "unlatcg", [PLAN_LAT_UNIT_SET] = "latunit",
+		[PLAN_LAT_UNIT_RESET] = "unlatunit",
 	};
 
 	return (size_t)op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
@@ -163,6 +164,7 @@ static void format_latency(const struct plan_action *a, char *buf, size_t len)
 			 (int)a->tgid, a->start_time);
 		break;
 	case PLAN_LAT_CG_SET:
+	case PLAN_LAT_UNIT_SET:
 		escape(a->path, false, esc, sizeof(esc));
 		snprintf(buf, len, "%s path=%s value=%d source=\"%s\"", name, esc, a->value, src);
 		break;

@@ -24,6 +24,12 @@ enum plan_op {
 	PLAN_LAT_RESET,    /* give the task back what it had before its value */
 	PLAN_LAT_CG_SET,   /* give cgroup path the weight of value */
 	PLAN_LAT_CG_RESET, /* give cgroup path back the weight it had */
+	/*
+	 * Give the systemd unit (or cgroup) path whose processes all carry value the weight
+	 * of value, and give it back: the weight follows its processes, not a request.
+	 */
+	PLAN_LAT_UNIT_SET,
+	PLAN_LAT_UNIT_RESET,
 };
 
 struct plan_action {
@@ -50,7 +56,7 @@ struct plan_action {
 	 */
 	bool whole;
 	char source[PLAN_SOURCE_MAX]; /* who asked: "ctl uid N", "rule NAME" */
-	char path[PLAN_PATH_MAX];     /* LAT_CG_*: the cgroup, in the cpu hierarchy */
+	char path[PLAN_PATH_MAX];     /* LAT_CG_*, LAT_UNIT_*: the cgroup, in the cpu hierarchy */
 	unsigned order;           /* set by plan_add: keeps the first of duplicates first */
 };
 
@@ -75,8 +81,9 @@ void plan_finish(struct plan *p);
 /*
  * One line an action: "pin tid=12 tgid=10 comm="x" llc=0->1 cpus=2-3 why=overload",
  * "lat tid=12 tgid=10 start=345 value=-5 source="rule db" from=11 whole" (from only
- * when inherited, whole only for a whole process), "unlat tid=12 tgid=10 start=345", "latcg path=/a value=3 source="…"",
- * "unlatcg path=/a". Paths and sources escape controls, '"' and '\' as \xHH, paths
+ * when inherited, whole only for a whole process), "unlat tid=12 tgid=10 start=345",
+ * "latcg path=/a value=3 source="…"", "unlatcg path=/a", and for a unit's weight
+ * "latunit path=/a.slice/b.service value=3 source="…"", "unlatunit path=…". Paths and sources escape controls, '"' and '\' as \xHH, paths
  * blanks too.
  */
 void plan_format(const struct plan_action *a, char *buf, size_t len);

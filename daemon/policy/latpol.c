@@ -153,6 +153,14 @@ int latpol_cgroup_reset(const char *path, struct plan *ret)
 	return add_cgroup(PLAN_LAT_CG_RESET, path, LAT_NONE, "", ret);
 }
 
+int latpol_unit(const char *path, const struct lat_unit_decision *d, int held,
+		const char *source, struct plan *ret)
+{
+	if (d && d->verdict == LAT_UNIT_OWN)
+		return held == d->value ? 0 : add_cgroup(PLAN_LAT_UNIT_SET, path, d->value, source, ret);
+	return held == LAT_NONE ? 0 : add_cgroup(PLAN_LAT_UNIT_RESET, path, LAT_NONE, "", ret);
+}
+
 bool latpol_rules_may_change(const struct latpol_rec *rec, bool self)
 {
 	return !self && !(rec->managed && !rec->from_rule);

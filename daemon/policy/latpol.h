@@ -70,6 +70,16 @@ int latpol_reset_task(const struct latpol_task *e, uint64_t expect, struct plan 
 int latpol_cgroup(const char *path, int v, const char *source, struct plan *ret);
 int latpol_cgroup_reset(const char *path, struct plan *ret);
 
+/*
+ * The unit (its cgroup, path) of managed processes, as lat_unit_decide found it
+ * (d; NULL: no managed process is left in it). held: the value rqbalance gave the
+ * unit for its processes, LAT_NONE if none. A unit whose processes all carry a value
+ * gets its weight; one that no longer does gets back what it had. Returns the
+ * actions added (0 or 1), or -ENOMEM.
+ */
+int latpol_unit(const char *path, const struct lat_unit_decision *d, int held,
+		const char *source, struct plan *ret);
+
 /* What the rules say of a process. */
 enum latpol_rule_verdict {
 	LATPOL_RULE_KEEP,       /* nothing changes */

@@ -158,6 +158,34 @@ static void cgroups_by_path_escaped(void **state)
 	plan_fini(&pl);
 }
 
+/*
+ * A unit's weight follows its processes: set where they all carry a value (and the
+ * unit does not hold it yet), given back once they do not, nothing where nothing changes.
+ */
+static void unit_weight_follows_processes(void **state)
+{
+	struct lat_unit_decision own = { .verdict = LAT_UNIT_OWN, .value = 5 };
+	struct lat_unit_decision shared = { .verdict = LAT_UNIT_SHARED, .value = LAT_NONE };
+	struct plan pl;
+
+	(void)state;
+	plan_init(&pl);
+	assert_int_equal(latpol_unit("/s.slice/a.service", &own, LAT_NONE, "unit of rule db", &pl), 1);
+	assert_int_equal(latpol_unit("/s.slice/b.service", &own, 3, "unit of rule db", &pl), 1);
+	assert_int_equal(latpol_unit("/s.slice/c.service", &own, 5, "unit of rule db", &pl), 0);
+	assert_int_equal(latpol_unit("/s.slice/d.service", &shared, 5, "", &pl), 1);
+	assert_int_equal(latpol_unit("/s.slice/e.service", &shared, LAT_NONE, "", &pl), 0);
+	assert_int_equal(latpol_unit("/s.slice/f.service", NULL, -2, "", &pl), 1);
+	assert_int_equal(latpol_unit("/s.slice/g.service", NULL, LAT_NONE, "", &pl), 0);
+	plan_finish(&pl);
+	assert_string_equal(unit_plan_dump(&pl),
+		"latunit path=/s.slice/a.service value=5 source=\"unit of rule db\"\n"
+		"latunit path=/s.slice/b.service value=5 source=\"unit of rule db\"\n"
+		"unlatunit path=/s.slice/d.service\n"
+		"unlatunit path=/s.slice/f.service\n");
+	plan_fini(&pl);
+}
+
 static struct rule_set *two_rules(void)
 {
 	static struct rule_set rs;
@@ -258,6 +286,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(process_first_thread_first_all_whole),
+		cmocka_unit_test(unit_weight_follows_processes),
 		cmocka_unit_test(process_skips_tasks_that_have_it),
 		cmocka_unit_test(process_refusals_plan_nothing),
 		cmocka_unit_test(thread_alone_is_not_whole),

@@ -193,6 +193,14 @@ static void latency_actions_format_one_line_each(void **state)
 	a.op = PLAN_LAT_CG_RESET;
 	plan_format(&a, buf, sizeof(buf));
 	assert_string_equal(buf, "unlatcg path=/a\\x20b/c\\x09d");
+	a = latcg(PLAN_LAT_UNIT_SET, "/s.slice/a b.service", -4);
+	plan_format(&a, buf, sizeof(buf));
+	assert_string_equal(buf, "latunit path=/s.slice/a\\x20b.service value=-4 "
+				 "source=\"ctl uid 0\"");
+	a.op = PLAN_LAT_UNIT_RESET;
+	plan_format(&a, buf, sizeof(buf));
+	assert_string_equal(buf, "unlatunit path=/s.slice/a\\x20b.service");
+	assert_true(plan_op_is_latency(PLAN_LAT_UNIT_RESET));
 	assert_true(plan_op_is_latency(PLAN_LAT_CG_RESET));
 	assert_false(plan_op_is_latency(PLAN_UNPIN));
 }
