@@ -1,7 +1,9 @@
 /*
  * execlat: how long after exec a rule's value is visible, for bench/latency. It spawns a
  * command again and again and polls the child's /proc/PID/cgroup until the cpu line names
- * the class cgroup. It only measures; it never changes a scheduling setting.
+ * the class cgroup; with --nice, it also polls the child's nice (sched_getattr) for the
+ * first knob the value sets, the moment from which the task is favoured. It only
+ * measures; it never changes a scheduling setting.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,14 +32,40 @@ static struct {
 	uint64_t timeout_ns;
 	uint64_t gap_ns;    /* pause between spawns, so each finds the daemon idle */
 	const char *cgroup; /* the class cgroup's last path component */
+	bool nice_on;       /* --nice given: time the first knob too */
+	int nice;           /* the nice the value sets */
 	char **argv;        /* the command, argv[0] an absolute path */
 } g = { .spawns = 200, .timeout_ns = 1000000000ULL, .gap_ns = 5000000ULL };
 
-/* Per spawn: the delay, and whether the value showed before the timeout. */
+/*
+ * Per spawn: the delay to the class (all knobs), and whether it showed before the
+ * timeout; with --nice, the delay to the nice (the first knob).
+ */
 struct sample {
 	uint64_t delay_ns;
 	bool seen;
+	uint64_t first_ns;
+	bool first_seen;
 };
+
+/* struct sched_attr as far as sched_nice: what the kernel fills for a size of 48. */
+struct attr_head {
+	uint32_t size, sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+};
+
+/* 1 when the child has the value's nice, 0 not yet, -errno (the child is gone). */
+static int has_nice(pid_t pid)
+{
+	struct attr_head a = { 0 };
+
+	if (syscall(SYS_sched_getattr, pid, &a, sizeof(a), 0) < 0)
+		return -errno;
+	return a.sched_nice == g.nice;
+}
 
 /* The polling's own cost: a spawn's delay is late by up to one poll. */
 struct polling {
@@ -121,20 +150,37 @@ static void poll_child(pid_t pid, struct stamp *st, struct sample *ret, struct p
 	uint64_t start = now_ns(), t = start;
 	int fd = open_cgroup_file(pid), r = 0;
 
+	uint64_t first_t = 0;
+
 	ret->seen = false;
+	ret->first_seen = false;
 	while (fd >= 0 && t - start < g.timeout_ns) {
+		if (g.nice_on && !first_t) {
+			int n = has_nice(pid);
+
+			if (n < 0)
+				break;
+			if (n)
+				first_t = now_ns();
+		}
 		r = in_class(fd);
 		t = now_ns();
 		pl->polls++;
-		if (r != 0)
+		if (r < 0 || (r == 1 && (first_t || !g.nice_on)))
 			break;
 	}
 	pl->ns += t - start;
 	if (fd >= 0)
 		close(fd);
-	if (r == 1 && atomic_load(&st->exec_ns)) {
+	if (!atomic_load(&st->exec_ns))
+		return;
+	if (r == 1) {
 		ret->seen = true;
 		ret->delay_ns = t - atomic_load(&st->exec_ns);
+	}
+	if (first_t) {
+		ret->first_seen = true;
+		ret->first_ns = first_t - atomic_load(&st->exec_ns);
 	}
 }
 
@@ -179,15 +225,18 @@ static double rank_us(const uint64_t *v, size_t n, double p)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: execlat --cgroup NAME [--spawns N] [--timeout-ms N] [--gap-ms N]"
-		     " -- /ABS/CMD [ARG...]\n"
-		     "Prints: p50_us p99_us max_us seen spawns poll_us\n");
+	fprintf(out, "Usage: execlat --cgroup NAME [--nice N] [--spawns N] [--timeout-ms N]"
+		     " [--gap-ms N] -- /ABS/CMD [ARG...]\n"
+		     "Prints: p50_us p99_us max_us seen spawns poll_us: exec to the class (all knobs)\n"
+		     "and with --nice: first_p50_us first_p99_us first_max_us first_seen: exec to\n"
+		     "the nice N (the first knob)\n");
 }
 
 static int parse_args(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "cgroup", required_argument, NULL, 'c' },
+		{ "nice", required_argument, NULL, 'N' },
 		{ "spawns", required_argument, NULL, 'n' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "gap-ms", required_argument, NULL, 'g' },
@@ -200,6 +249,10 @@ static int parse_args(int argc, char **argv)
 		switch (ch) {
 		case 'c':
 			g.cgroup = optarg;
+			break;
+		case 'N':
+			g.nice_on = true;
+			g.nice = atoi(optarg);
 			break;
 		case 'n':
 			g.spawns = atoi(optarg);
@@ -233,8 +286,8 @@ int main(int argc, char **argv)
 {
 	struct polling pl = { 0 };
 	struct stamp *st;
-	uint64_t *seen;
-	size_t n = 0;
+	uint64_t *seen, *first;
+	size_t n = 0, nf = 0;
 
 	if (parse_args(argc, argv) < 0) {
 		usage(stderr);
@@ -242,7 +295,8 @@ int main(int argc, char **argv)
 	}
 	st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	seen = calloc((size_t)g.spawns, sizeof(*seen));
-	if (st == MAP_FAILED || !seen) {
+	first = calloc((size_t)g.spawns, sizeof(*first));
+	if (st == MAP_FAILED || !seen || !first) {
 		fprintf(stderr, "execlat: out of memory\n");
 		return 1;
 	}
@@ -256,15 +310,25 @@ int main(int argc, char **argv)
 		}
 		if (s.seen)
 			seen[n++] = s.delay_ns;
+		if (s.first_seen)
+			first[nf++] = s.first_ns;
 		sleep_ns(g.gap_ns);
 	}
 	qsort(seen, n, sizeof(*seen), cmp_u64);
+	qsort(first, nf, sizeof(*first), cmp_u64);
 	if (n)
-		printf("%.1f %.1f %.1f %zu %d %.2f\n", rank_us(seen, n, 0.50),
+		printf("%.1f %.1f %.1f %zu %d %.2f", rank_us(seen, n, 0.50),
 		       rank_us(seen, n, 0.99), (double)seen[n - 1] / 1000.0, n, g.spawns,
 		       pl.polls ? (double)pl.ns / 1000.0 / (double)pl.polls : 0.0);
 	else
-		printf("- - - 0 %d -\n", g.spawns);
+		printf("- - - 0 %d -", g.spawns);
+	if (g.nice_on && nf)
+		printf(" %.1f %.1f %.1f %zu", rank_us(first, nf, 0.50), rank_us(first, nf, 0.99),
+		       (double)first[nf - 1] / 1000.0, nf);
+	else if (g.nice_on)
+		printf(" - - - 0");
+	printf("\n");
 	free(seen);
+	free(first);
 	return 0;
 }

@@ -68,6 +68,10 @@ const struct conf_key conf_keys[] = {
 	    "less than this ago, which the kernel placed then."),
 	INT("balance", "max_pin_ms", 100, 86400000, "10000", max_pin_ms,
 	    "A pin is released at this age even if the imbalance remains."),
+	INT("balance", "min_llc_cores", 1, 1024, "2", min_llc_cores,
+	    "Spread only across LLCs with at least this many cores: an LLC of one core (a VM "
+	    "that shows no L3, where each core's L2 is the last level) gains a task no cache, "
+	    "and a pin to it takes the kernel's balancing from the task. 1: every LLC."),
 	{ "balance", "keep_pairs", CONF_BOOL, 0, 0, NULL, "yes", OFF(keep_pairs),
 	  "Keep tasks that wake each other in one LLC: move such a pair only together, "
 	  "to an LLC with two idle CPUs.", false, 0 },

@@ -41,6 +41,7 @@ struct rqb_conf {
 	uint32_t min_residency_ms;      /* no task moves again sooner than this */
 	uint32_t max_pin_ms;            /* a pin is released at this age at the latest */
 	bool keep_pairs;                /* move tasks that wake each other only together */
+	uint32_t min_llc_cores;         /* LLCs with fewer cores are not spread across */
 	/* [exclude] */
 	struct conf_list exclude_comms;   /* fnmatch(3) patterns on comm */
 	struct conf_list exclude_cgroups; /* cgroup path prefixes */

@@ -241,6 +241,8 @@ static void follow_hotplug(struct daemon *d)
 			   cpumask_format(&went, buf, sizeof(buf)));
 	if (CPU_COUNT(&came))
 		log_notice("topology: CPU %s online again", cpumask_format(&came, buf, sizeof(buf)));
+	if (features_llcs(&d->features, d->topo, d->conf.min_llc_cores))
+		features_log_one(&d->features, FEAT_LLC_GROUPS);
 }
 
 /*
@@ -416,6 +418,8 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 	free(buf);
 	keep_restart_keys(&d->conf, &c);
 	d->conf = c;
+	if (features_llcs(&d->features, d->topo, d->conf.min_llc_cores))
+		features_log_one(&d->features, FEAT_LLC_GROUPS);
 	if (d->lat.ops) {
 		struct lat_conf lc;
 
@@ -553,7 +557,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 		log_notice("topology: %d CPU%s it names %s not online here: left out",
 			   d->topo->noffline, d->topo->noffline == 1 ? "" : "s",
 			   d->topo->noffline == 1 ? "is" : "are");
-	features_probe("", d->topo, &d->features);
+	features_probe("", d->topo, d->conf.min_llc_cores, &d->features);
 	features_log(&d->features);
 	d->snap = snap_new(d->topo);
 	if (!d->snap)

@@ -230,7 +230,7 @@ static int show_topology(const struct rqb_conf *c, bool features)
 		char detail[sizeof(f.f[0].detail)];
 		bool on;
 
-		features_probe("", t, &f);
+		features_probe("", t, c->min_llc_cores, &f);
 		on = latmgr_probe_events(c, detail, sizeof(detail));
 		features_set(&f, FEAT_TASK_EVENTS, on ? FEAT_USED : FEAT_MISSING, "%s", detail);
 		features_print(&f, stdout);

@@ -402,13 +402,20 @@ static bool load_less(int a, int b, int c, int d)
 	return (long long)a * d < (long long)c * b;
 }
 
-static int pick_source(const struct snapshot *s, const struct spread_state *st)
+/* Whether LLC l is big enough to spread across (min_llc_cores), from or to. */
+static bool spreadable(const struct topo *tp, const struct rqb_conf *c, int l)
+{
+	return tp->llcs[l].ncores >= (int)c->min_llc_cores;
+}
+
+static int pick_source(const struct snapshot *s, const struct rqb_conf *c,
+		       const struct spread_state *st)
 {
 	const struct topo *tp = s->topo;
 	int best = -1;
 
 	for (int l = 0; l < tp->nllcs; l++) {
-		if (st->llc_done[l] || st->llc_nr[l] <= tp->llcs[l].ncpus)
+		if (st->llc_done[l] || !spreadable(tp, c, l) || st->llc_nr[l] <= tp->llcs[l].ncpus)
 			continue;
 		if (best < 0 || load_less(st->llc_nr[best], tp->llcs[best].ncpus, st->llc_nr[l],
 					  tp->llcs[l].ncpus))
@@ -422,13 +429,14 @@ static int closeness(const struct topo *tp, int a, int b)
 	return (tp->llcs[a].numa == tp->llcs[b].numa) + (tp->llcs[a].package == tp->llcs[b].package);
 }
 
-static int pick_target(const struct snapshot *s, const struct spread_state *st, int src)
+static int pick_target(const struct snapshot *s, const struct rqb_conf *c,
+		       const struct spread_state *st, int src)
 {
 	const struct topo *tp = s->topo;
 	int best = -1;
 
 	for (int l = 0; l < tp->nllcs; l++) {
-		if (l == src || st->llc_idle[l] <= 0)
+		if (l == src || st->llc_idle[l] <= 0 || !spreadable(tp, c, l))
 			continue;
 		if (best < 0)
 			best = l;
@@ -589,7 +597,9 @@ static int release(const struct snapshot *s, const struct rqb_conf *c, struct sp
 			p->room_ns = 0;
 		else if (!p->room_ns)
 			p->room_ns = s->now_ns;
-		if (age >= max_ns)
+		if (!spreadable(s->topo, c, p->to_llc) || !spreadable(s->topo, c, p->from_llc))
+			why = "small_llc"; /* a reload raised min_llc_cores, or a core went offline */
+		else if (age >= max_ns)
 			why = "max_pin";
 		else if (age >= min_ns && p->room_ns && s->now_ns - p->room_ns >= min_ns)
 			why = "balanced";
@@ -646,11 +656,11 @@ static int spread(const struct snapshot *s, const struct rqb_conf *c, struct spr
 		  struct plan *plan, unsigned *budget)
 {
 	while (*budget > 0) {
-		int src = pick_source(s, st), dst, slot, pslot;
+		int src = pick_source(s, c, st), dst, slot, pslot;
 
 		if (src < 0)
 			break;
-		dst = pick_target(s, st, src);
+		dst = pick_target(s, c, st, src);
 		if (dst < 0)
 			break; /* no LLC has an idle CPU: nothing to spread to for anyone */
 		slot = clearly_less_loaded(s, st, c, src, dst)

@@ -149,7 +149,32 @@ static void probe_sched(struct features *f, const struct utsname *u)
 		    errno == EOPNOTSUPP ? " (CONFIG_UCLAMP_TASK off)" : "");
 }
 
-void features_probe(const char *root, const struct topo *t, struct features *ret)
+bool features_llcs(struct features *f, const struct topo *t, unsigned min_cores)
+{
+	struct feature was = f->f[FEAT_LLC_GROUPS];
+	int big = 0;
+
+	for (int l = 0; t && l < t->nllcs; l++)
+		big += t->llcs[l].ncores >= (int)min_cores;
+	if (big >= 2 && big == t->nllcs)
+		set(f, FEAT_LLC_GROUPS, FEAT_USED, "%d LLCs to spread across", big);
+	else if (big >= 2)
+		set(f, FEAT_LLC_GROUPS, FEAT_USED,
+		    "%d LLCs to spread across; %d of fewer than %u cores left out (min_llc_cores)",
+		    big, t->nllcs - big, min_cores);
+	else if (t && t->nllcs >= 2)
+		set(f, FEAT_LLC_GROUPS, FEAT_MISSING,
+		    "%d LLCs, %d of them of %u cores or more (min_llc_cores): nothing to spread "
+		    "across, no task is pinned",
+		    t->nllcs, big, min_cores);
+	else
+		set(f, FEAT_LLC_GROUPS, FEAT_MISSING, "one LLC: nothing to spread across");
+	return was.state != f->f[FEAT_LLC_GROUPS].state ||
+	       strcmp(was.detail, f->f[FEAT_LLC_GROUPS].detail) != 0;
+}
+
+void features_probe(const char *root, const struct topo *t, unsigned min_llc_cores,
+		    struct features *ret)
 {
 	struct features f;
 	struct utsname u;
@@ -159,10 +184,7 @@ void features_probe(const char *root, const struct topo *t, struct features *ret
 	root = root ? root : "";
 	uname(&u);
 	snprintf(f.kernel, sizeof(f.kernel), "Linux %s %s", u.release, u.machine);
-	if (t && t->nllcs >= 2)
-		set(&f, FEAT_LLC_GROUPS, FEAT_USED, "%d LLCs to spread across", t->nllcs);
-	else
-		set(&f, FEAT_LLC_GROUPS, FEAT_MISSING, "one LLC: nothing to spread across");
+	features_llcs(&f, t, min_llc_cores);
 	probe_sched(&f, &u);
 	probe_cgroups(root, &f);
 	if (exists(root, "/sys/kernel/btf/vmlinux"))

@@ -42,9 +42,16 @@ struct features {
 
 /*
  * Probes the running kernel. root prefixes /proc and /sys (tests point it at a fake
- * tree); the syscall probes act on the calling process only.
+ * tree); the syscall probes act on the calling process only. The LLCs of t count as
+ * groups to spread across where they have min_llc_cores cores or more.
  */
-void features_probe(const char *root, const struct topo *t, struct features *ret);
+void features_probe(const char *root, const struct topo *t, unsigned min_llc_cores,
+		    struct features *ret);
+/*
+ * llc-groups alone: whether t has two LLCs or more of min_llc_cores cores (after a
+ * reload or a CPU going offline). Returns whether its state or detail changed.
+ */
+bool features_llcs(struct features *f, const struct topo *t, unsigned min_llc_cores);
 const char *features_name(enum feat_id id);
 /* Sets one feature (the latency manager's event source, known once it starts). */
 void features_set(struct features *f, enum feat_id id, enum feat_state st, const char *fmt, ...)

@@ -96,6 +96,25 @@ static int count_cores(const struct topo *t, int hwloc_cores)
 	return n;
 }
 
+/* Each LLC's cores with an online CPU: a CPU counts unless an earlier one shares its core. */
+static void count_llc_cores(struct topo *t)
+{
+	for (int l = 0; l < t->nllcs; l++) {
+		const cpu_set_t *m = &t->llcs[l].cpus;
+
+		t->llcs[l].ncores = 0;
+		for (int c = 0; c < t->nr_cpu_ids; c++) {
+			bool first = true;
+
+			if (!CPU_ISSET(c, m))
+				continue;
+			for (int e = 0; e < c && first; e++)
+				first = !CPU_ISSET(e, m) || t->cpus[e].core != t->cpus[c].core;
+			t->llcs[l].ncores += first;
+		}
+	}
+}
+
 static int fill(hwloc_topology_t h, const cpu_set_t *online, struct topo *t)
 {
 	int npu = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_PU);
@@ -162,6 +181,7 @@ static int fill(hwloc_topology_t h, const cpu_set_t *online, struct topo *t)
 		t->llcs[l].package = t->cpus[first].package;
 	}
 	t->ncores = count_cores(t, hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE));
+	count_llc_cores(t);
 	t->nnuma = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_NUMANODE);
 	free(llc_objs);
 	return t->ncpus > 0 ? 0 : -ENODEV;
@@ -233,6 +253,8 @@ int topo_follow_online(struct topo *t, const char *root, cpu_set_t *ret_went,
 		t->noffline -= d;
 		n++;
 	}
+	if (n)
+		count_llc_cores(t);
 	if (ret_went)
 		*ret_went = went;
 	if (ret_came)

@@ -17,6 +17,7 @@ struct topo_cpu {
 struct topo_llc {
 	cpu_set_t cpus; /* online CPUs sharing this last-level cache */
 	int ncpus;
+	int ncores;     /* cores with an online CPU in it (SMT siblings count once) */
 	int numa;       /* NUMA node of its first CPU */
 	int package;
 };

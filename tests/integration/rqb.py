@@ -175,6 +175,11 @@ class Daemon:
                  wrap=()):
         if topology and "--topology" not in args:
             args = ["--topology", topology, *args]
+        topo = args[args.index("--topology") + 1] if "--topology" in args else None
+        if topo == TOPO_2LLC and "min_llc_cores" not in conf:
+            # The fake topology's two LLCs are of one core each: the tests of spreading
+            # across them ask for it (min_llc_cores = 2 by default leaves them alone).
+            conf = f"[balance]\nmin_llc_cores = 1\n{conf}"
         self.tmp = tmp
         self.journal = journal or os.path.join(tmp, "run")
         self.conf = os.path.join(tmp, "rqbalance.conf")

@@ -8,13 +8,35 @@ import subprocess
 from rqb import DAEMON, TOPO_2LLC, Daemon, check, main, require, tmpdir
 
 
-def report(*args):
+def report(*args, details=False):
     out = subprocess.run([DAEMON, "--features", *args], capture_output=True, text=True,
                          check=True).stdout
     lines = out.splitlines()
     check(lines[0] == f"kernel: Linux {platform.release()} {platform.machine()}",
           "the report names the kernel")
-    return {w[0]: w[1] for w in (l.split(None, 2) for l in lines[1:])}
+    rows = [l.split(None, 2) for l in lines[1:]]
+    if details:
+        return {w[0]: (w[1], w[2] if len(w) > 2 else "") for w in rows}
+    return {w[0]: w[1] for w in rows}
+
+
+def single_core_llcs(tmp):
+    """The fake topology's two LLCs are of one core each: nothing to spread across by
+    default (min_llc_cores = 2), said in --features and in the start-up log; two LLCs to
+    spread across with min_llc_cores = 1."""
+    state, detail = report("--topology", TOPO_2LLC, details=True)["llc-groups"]
+    check(state == "missing" and "nothing to spread across" in detail
+          and "min_llc_cores" in detail,
+          f"single-core LLCs are nothing to spread across by default: {state} {detail}")
+    conf = os.path.join(tmp, "one-core.conf")
+    with open(conf, "w") as f:
+        f.write("[balance]\nmin_llc_cores = 1\n")
+    check(report("-c", conf, "--topology", TOPO_2LLC)["llc-groups"] == "used",
+          "with min_llc_cores = 1 the fake topology's two LLCs are used")
+    with Daemon(tmp, ["--dry-run", "--topology", TOPO_2LLC], conf="[balance]\nmin_llc_cores = 2\n") as d:
+        d.wait_for(r"running: sampler")
+        check("features: cannot use llc-groups: 2 LLCs, 0 of them of 2 cores or more" in d.text(),
+              "the start-up log says single-core LLCs are not spread across")
 
 
 def uclamp_settable():
@@ -46,10 +68,9 @@ def test():
                 for l in open("/proc/mounts"))
     check(f["cgroup-v1-cpu"] == ("found" if v1cpu else "missing"),
           "cgroup-v1-cpu agrees with /proc/mounts")
-    check(report("--topology", TOPO_2LLC)["llc-groups"] == "used",
-          "two LLCs in the fake topology are used")
-
     with tmpdir() as tmp:
+        single_core_llcs(tmp)
+
         with Daemon(tmp, ["--dry-run"]) as d:
             d.wait_for(r"running: sampler")
             log = d.text()

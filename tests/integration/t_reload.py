@@ -39,7 +39,9 @@ def test():
             check(allowed(a) == {0, 1} and allowed(b) == {0, 1}, "no task was touched")
 
             with open(d.conf, "w") as f:
-                f.write(f"[daemon]\n{journal_line}log_level = debug\n")
+                # The fake topology's LLCs are of one core: spread across them anyway.
+                f.write(f"[daemon]\n{journal_line}log_level = debug\n"
+                        "[balance]\nmin_llc_cores = 1\n")
             d.proc.send_signal(signal.SIGHUP)
             d.wait_for(r"reloaded ")
             d.wait_for(rf"pin tid={b} ")

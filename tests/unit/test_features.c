@@ -60,7 +60,7 @@ static void fake_tree(void **state)
 	put(root, "/proc/schedstat", "version 15\n");
 	put(root, "/sys/kernel/btf/vmlinux", "");
 	put(root, "/proc/sys/kernel/sched_autogroup_enabled", "0\n");
-	features_probe(root, t, &f);
+	features_probe(root, t, 1, &f);
 	assert_int_equal(f.f[FEAT_LLC_GROUPS].state, FEAT_USED);
 	assert_int_equal(f.f[FEAT_CGROUP_V1_CPU].state, FEAT_MISSING);
 	assert_int_equal(f.f[FEAT_CGROUP_V2_CPU].state, FEAT_FOUND);
@@ -71,11 +71,26 @@ static void fake_tree(void **state)
 
 	/* "cpuset" alone is not the cpu controller. */
 	put(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset io\n");
-	features_probe(root, NULL, &f);
+	features_probe(root, NULL, 2, &f);
 	assert_int_equal(f.f[FEAT_CGROUP_V2_CPU].state, FEAT_MISSING);
 	assert_int_equal(f.f[FEAT_LLC_GROUPS].state, FEAT_MISSING);
 	topo_free(t);
 	rm_rf(root);
+}
+
+/* LLCs of fewer than min_llc_cores cores are nothing to spread across. */
+static void single_core_llcs(void **state)
+{
+	struct topo *ones = unit_topo("package:1 l3cache:2 core:1 pu:2");
+	struct features f;
+
+	(void)state;
+	features_probe("", ones, 2, &f);
+	assert_int_equal(f.f[FEAT_LLC_GROUPS].state, FEAT_MISSING);
+	assert_non_null(strstr(f.f[FEAT_LLC_GROUPS].detail, "nothing to spread across"));
+	features_probe("", ones, 1, &f);
+	assert_int_equal(f.f[FEAT_LLC_GROUPS].state, FEAT_USED);
+	topo_free(ones);
 }
 
 static void print_names_every_feature(void **state)
@@ -84,7 +99,7 @@ static void print_names_every_feature(void **state)
 	char buf[8192];
 	FILE *out;
 
-	features_probe("", NULL, &f);
+	features_probe("", NULL, 2, &f);
 	out = fmemopen(buf, sizeof(buf), "w");
 	assert_non_null(out);
 	features_print(&f, out);
@@ -99,6 +114,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(mounts_v1_and_v2),
 		cmocka_unit_test(fake_tree),
+		cmocka_unit_test(single_core_llcs),
 		cmocka_unit_test(print_names_every_feature),
 	};
 

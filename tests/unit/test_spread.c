@@ -32,6 +32,8 @@ static struct fx *fx_new(const char *synthetic)
 	f->s = snap_new(f->topo);
 	f->s->self_tgid = 1;
 	conf_defaults(&f->c);
+	/* Spread across every LLC: T2's are of one core, below the default min_llc_cores. */
+	f->c.min_llc_cores = 1;
 	spread_init(&f->st);
 	plan_init(&f->plan);
 	return f;
@@ -261,6 +263,40 @@ static void pin_released_at_max_age(void **state)
 	assert_string_equal(tick(f, 10100),
 			    "unpin tid=101 tgid=101 comm=\"t101\" llc=1->any cpus=0-1 "
 			    "why=max_pin\n");
+	fx_free(f);
+}
+
+/*
+ * LLCs of fewer than min_llc_cores cores are nothing to spread across: T2's, of one
+ * core each, get no pin by default, and a pin made across them is released as soon as
+ * a reload raises min_llc_cores.
+ */
+static int count_ops(const char *dump, const char *op);
+
+static void single_core_llcs_not_spread(void **state)
+{
+	struct fx *f = fx_new(T2);
+
+	f->c.min_llc_cores = 2;
+	add(f, 100, 0);
+	add(f, 101, 0);
+	assert_string_equal(decide(f, 100), "");
+	f->c.min_llc_cores = 1;
+	assert_string_equal(tick(f, 200),
+			    "pin tid=101 tgid=101 comm=\"t101\" llc=0->1 cpus=1 why=overload\n");
+	f->c.min_llc_cores = 2;
+	assert_string_equal(tick(f, 300),
+			    "unpin tid=101 tgid=101 comm=\"t101\" llc=1->any cpus=0-1 "
+			    "why=small_llc\n");
+	fx_free(f);
+
+	/* Two LLCs of four cores: spread at the default. */
+	f = fx_new(T2x4);
+	f->c.min_llc_cores = 2;
+	for (int i = 0; i < 4; i++)
+		add(f, 100 + i, i);
+	add(f, 200, 0);
+	assert_int_equal(count_ops(decide(f, 100), "pin "), 1);
 	fx_free(f);
 }
 
@@ -642,6 +678,7 @@ int main(void)
 		cmocka_unit_test(one_sample_overload_moves_nothing),
 		cmocka_unit_test(residency_and_release),
 		cmocka_unit_test(pin_released_at_max_age),
+		cmocka_unit_test(single_core_llcs_not_spread),
 		cmocka_unit_test(moves_capped_per_tick),
 		cmocka_unit_test(never_touches_ineligible),
 		cmocka_unit_test(moves_no_task_that_used_no_cpu),

@@ -1,6 +1,8 @@
 # A CPU going offline while the daemon runs (LLCs 0-1 and 2-3, CPU 3 unplugged): the
 # daemon leaves it out of its LLC, so it counts no idle CPU there and pins nothing to
 # it: one hog goes to CPU 2 alone. Back online, CPU 3 takes a second hog (2-3).
+# min_llc_cores = 1 lets the daemon spread to an LLC left with one core, as this test
+# follows the CPU itself; by default (2) it would pin nothing there at all.
 . /tests/lib.sh
 need_llcs
 LAST=$(echo "$ALL" | awk -F- '{ print $NF }')
@@ -26,7 +28,8 @@ lb_off
 # The proc sampler reads every CPU afresh each tick; how the bpf sampler's per-CPU perf
 # events take a CPU that comes back is its own matter (t_bpf).
 DAEMON_CONF="sampler = proc
-$LONG_PINS"
+$LONG_PINS
+min_llc_cores = 1"
 start_daemon
 check "the daemon runs" wait_running
 check "with the proc sampler" grep -q "running: sampler proc" "$LOG"
