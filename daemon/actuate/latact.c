@@ -32,20 +32,26 @@ int latact_read_u64(const char *path, uint64_t *ret)
 
 /*
  * The kernel's default slice, as sched_getattr reports it for a task without its own:
- * the daemon asks for the default on itself (runtime 0) and reads what that is.
+ * the daemon asks for the default on itself (runtime 0), reads what that is, and
+ * gives itself back the slice it had (its own, [daemon] latency_nice).
  */
 static uint64_t default_slice(void)
 {
-	struct rqb_sched_attr a;
+	struct rqb_sched_attr a, was;
+	uint64_t slice;
 
-	if (rqb_sched_getattr(0, &a) < 0 || (a.sched_policy != SCHED_OTHER &&
-					     a.sched_policy != SCHED_BATCH))
+	if (rqb_sched_getattr(0, &was) < 0 || (was.sched_policy != SCHED_OTHER &&
+					       was.sched_policy != SCHED_BATCH))
 		return 0;
+	a = was;
 	a.sched_runtime = 0;
-	a.sched_flags = 0;
+	a.sched_flags &= SCHED_FLAG_RESET_ON_FORK;
+	was.sched_flags &= SCHED_FLAG_RESET_ON_FORK;
 	if (rqb_sched_setattr(0, &a) < 0 || rqb_sched_getattr(0, &a) < 0)
 		return 0;
-	return a.sched_runtime;
+	slice = a.sched_runtime;
+	rqb_sched_setattr(0, &was);
+	return slice;
 }
 
 int latact_init(struct latact *la, const struct act_ops *ops, const struct latact_opts *o,

@@ -52,6 +52,10 @@ const struct conf_key conf_keys[] = {
 	  "reload through rqctl; empty: root only.", false, 0 },
 	{ "daemon", "dry_run", CONF_BOOL, 0, 0, NULL, "no", OFF(dry_run),
 	  "Log the plan each tick and change nothing.", true, 0 },
+	{ "daemon", "latency_nice", CONF_NICE, LAT_MIN, LAT_MAX, NULL, "-10", OFF(latency_nice),
+	  "The daemon's own latency-nice value: its nice, and its slice where the kernel "
+	  "takes one, so that it handles an exec ahead of the task that execs and a rule's "
+	  "value is in force from that task's first instructions.", false, 0 },
 	{ "daemon", "log_level", CONF_LOGLEVEL, 0, 0, NULL, "info", OFF(log_level),
 	  "Least important message logged: err, warning, notice, info or debug.", false, 0 },
 	{ "daemon", "rules_dir", CONF_STR, 0, 0, NULL, RQB_SYSCONFDIR "/rqbalance/rules.d",

@@ -34,6 +34,7 @@ struct rqb_conf {
 	gid_t ctl_gid;                  /* resolved at load, never in the event loop (NSS may block) */
 	bool dry_run;                   /* plan and log, change nothing */
 	int log_level;                  /* syslog level */
+	int latency_nice;               /* the daemon's own latency-nice value */
 	char rules_dir[CONF_MAX_STR];   /* drop-ins of [rule NAME] sections; "" = none */
 	/* [balance] */
 	uint32_t imbalance_pct;         /* target must be this much less loaded, 117 = 17 % */

@@ -16,6 +16,7 @@
 
 #include "core/caps.h"
 #include "core/daemon.h"
+#include "core/selfsched.h"
 #include "rqbalance.h"
 #include "util/cpumask.h"
 #include "util/log.h"
@@ -205,6 +206,23 @@ static void lat_conf_from(const struct daemon *d, struct lat_conf *ret)
 	/* On a systemd host the cgroups are systemd's: moving tasks between them is not ours. */
 	ret->class_cgroups = d->conf.lat_class == CONF_CLASS_YES ||
 			     (d->conf.lat_class == CONF_CLASS_AUTO && sd_booted() <= 0);
+}
+
+/* The daemon's own nice and slice ([daemon] latency_nice), at start and on reload. */
+static void self_sched(struct daemon *d)
+{
+	struct lat_conf lc;
+	char desc[64];
+	int r;
+
+	lat_conf_from(d, &lc);
+	r = selfsched_apply(&lc, d->conf.latency_nice, d->features.f[FEAT_EEVDF_SLICE].state !=
+			    FEAT_MISSING, desc, sizeof(desc));
+	if (r < 0)
+		log_warn("self: cannot give the daemon latency-nice %d (%s): %s",
+			 d->conf.latency_nice, desc, strerror(-r));
+	else
+		log_info("self: latency-nice %d: %s", d->conf.latency_nice, desc);
 }
 
 static void notify_status(struct daemon *d)
@@ -420,6 +438,7 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 	d->conf = c;
 	if (features_llcs(&d->features, d->topo, d->conf.min_llc_cores))
 		features_log_one(&d->features, FEAT_LLC_GROUPS);
+	self_sched(d);
 	if (d->lat.ops) {
 		struct lat_conf lc;
 
@@ -559,6 +578,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 			   d->topo->noffline == 1 ? "is" : "are");
 	features_probe("", d->topo, d->conf.min_llc_cores, &d->features);
 	features_log(&d->features);
+	self_sched(d);
 	d->snap = snap_new(d->topo);
 	if (!d->snap)
 		return -ENOMEM;
