@@ -185,27 +185,57 @@ static void read_cgroup(const char *dir, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
+/* What a process's identity must hold for rules to match on it: all of it without rules. */
+static void fields_needed(const struct rule_set *rules, bool ret[5])
+{
+	enum { UID, COMM, EXE, CMDLINE, CGROUP };
+
+	for (int f = 0; f < 5; f++)
+		ret[f] = !rules;
+	for (unsigned i = 0; rules && i < rules->n; i++) {
+		const struct rule *r = &rules->r[i];
+
+		ret[UID] |= r->uid != RULE_UID_ANY;
+		ret[COMM] |= r->comm[0] != '\0';
+		ret[EXE] |= r->exe[0] != '\0';
+		ret[CMDLINE] |= r->cmdline[0] != '\0';
+		ret[CGROUP] |= r->cgroup[0] != '\0';
+	}
+}
+
 int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *kexe,
 		     const struct rule_set *rules, struct ident_buf *buf, struct proc_ident *ret)
 {
 	char dir[PATH_MAX], path[PATH_MAX], status[4096];
-	uid_t uid;
+	uid_t uid = RULE_UID_ANY;
+	bool need[5];
 	ssize_t n;
 
+	/*
+	 * Only what some rule matches on is read (an exec is matched while the task
+	 * runs on, and each read delays its value); the rest is left "".
+	 */
+	fields_needed(rules, need);
+	buf->comm[0] = buf->exe[0] = buf->cmdline[0] = buf->cgroup[0] = '\0';
 	snprintf(dir, sizeof(dir), "%s/%d", proc_root, (int)pid);
-	snprintf(path, sizeof(path), "%s/status", dir);
-	n = util_read_file(path, status, sizeof(status));
-	if (n == -ENOENT || n == -ESRCH)
-		return -ESRCH;
-	if (n < 0)
-		return (int)n;
-	if (ident_parse_uid(status, &uid) < 0)
-		return -EINVAL;
-	util_read_line(dir, "comm", buf->comm, sizeof(buf->comm));
-	if (!kexe || !exe_from_rules(kexe, rules, buf->exe, sizeof(buf->exe)))
+	if (need[0]) {
+		snprintf(path, sizeof(path), "%s/status", dir);
+		n = util_read_file(path, status, sizeof(status));
+		if (n == -ENOENT || n == -ESRCH)
+			return -ESRCH;
+		if (n < 0)
+			return (int)n;
+		if (ident_parse_uid(status, &uid) < 0)
+			return -EINVAL;
+	}
+	if (need[1])
+		util_read_line(dir, "comm", buf->comm, sizeof(buf->comm));
+	if (need[2] && (!kexe || !exe_from_rules(kexe, rules, buf->exe, sizeof(buf->exe))))
 		read_exe(dir, buf->exe, sizeof(buf->exe));
-	read_cmdline(dir, buf->cmdline, sizeof(buf->cmdline));
-	read_cgroup(dir, buf->cgroup, sizeof(buf->cgroup));
+	if (need[3])
+		read_cmdline(dir, buf->cmdline, sizeof(buf->cmdline));
+	if (need[4])
+		read_cgroup(dir, buf->cgroup, sizeof(buf->cgroup));
 	/* Gone half-way, it may have left some strings empty: not an identity to match. */
 	if (access(dir, F_OK) < 0)
 		return -ESRCH;

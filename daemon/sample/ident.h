@@ -46,7 +46,9 @@ int ident_read(const char *proc_root, pid_t pid, struct ident_buf *buf, struct p
  * exe is then the first rule's exe in rules that is a plain path (no fnmatch(3)
  * pattern characters) and whose lstat() here is that very file, which needs no access
  * to /proc/PID/exe (CAP_SYS_PTRACE for another user's process); if none is, exe is
- * read from /proc/PID/exe as ident_read does, for the rules' patterns.
+ * read from /proc/PID/exe as ident_read does, for the rules' patterns. Only the
+ * fields some rule matches on are read (uid from status, comm, exe, cmdline, cgroup);
+ * the others are "" (uid RULE_UID_ANY): they change no match.
  */
 int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *kexe,
 		     const struct rule_set *rules, struct ident_buf *buf, struct proc_ident *ret);

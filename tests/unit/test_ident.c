@@ -167,6 +167,44 @@ static void fake_process(void **state)
 	free(buf);
 }
 
+/*
+ * With rules, only what a rule matches on is read: a rule on comm alone reads comm,
+ * and leaves uid, exe, cmdline and cgroup unread (a status that would not parse
+ * refuses nothing); a rule on uid reads status too. A pid not there is still gone.
+ */
+static void reads_only_what_rules_name(void **state)
+{
+	struct tree *t = *state;
+	struct proc_ident id;
+	struct ident_buf *buf = calloc(1, sizeof(*buf));
+	struct rule_set *rs = calloc(1, sizeof(*rs));
+
+	assert_non_null(buf);
+	assert_non_null(rs);
+	mkdir_in(t, "8");
+	put(t, "8/status", "Name:\tx\n", 8);
+	put(t, "8/comm", "worker\n", 7);
+	put(t, "8/cmdline", "worker\0", 7);
+	put(t, "8/cgroup", "0::/a\n", 6);
+	link_to(t, "8/exe", t->target);
+	rs->n = 1;
+	rs->r[0].uid = RULE_UID_ANY;
+	snprintf(rs->r[0].comm, sizeof(rs->r[0].comm), "work*");
+	assert_int_equal(ident_read_known(t->root, 8, NULL, rs, buf, &id), 0);
+	assert_string_equal(id.comm, "worker");
+	assert_string_equal(id.exe, "");
+	assert_string_equal(id.cmdline, "");
+	assert_string_equal(id.cgroup, "");
+	assert_int_equal(id.uid, RULE_UID_ANY);
+	assert_int_equal(rules_match(rs, &id), 0);
+	assert_int_equal(ident_read_known(t->root, 999, NULL, rs, buf, &id), -ESRCH);
+	/* A rule on uid: status is read, and one without a Uid line is refused. */
+	rs->r[0].uid = 1000;
+	assert_int_equal(ident_read_known(t->root, 8, NULL, rs, buf, &id), -EINVAL);
+	free(rs);
+	free(buf);
+}
+
 /* A kernel thread: no exe, no cmdline; and a process whose exe path leads nowhere here. */
 static void missing_and_unverified(void **state)
 {
@@ -313,6 +351,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(missing_and_unverified, setup, teardown),
 		cmocka_unit_test_setup_teardown(long_cmdline_is_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(known_exe, setup, teardown),
+		cmocka_unit_test_setup_teardown(reads_only_what_rules_name, setup, teardown),
 		cmocka_unit_test(real_self),
 	};
 
