@@ -2,8 +2,8 @@
 # it reaches the run queues (the runqueues ksym where /proc/kallsyms names it, that
 # is CONFIG_KALLSYMS_ALL; else the current task), lists a hog pinned to CPU 1 on
 # CPU 1, and once running has CAP_PERFMON and CAP_SYS_ADMIN no longer effective. The
-# other BPF programs load on 6.1 too: the run-queue wait histograms and the fork, exec
-# and exit events.
+# other BPF programs load on 6.1 too: the run-queue wait histograms (rqctl latency
+# answers) and the fork, exec and exit events.
 . /tests/lib.sh
 REC=/tmp/$NAME.rec
 hog 1
@@ -28,6 +28,11 @@ check "CAP_SYS_ADMIN no longer effective" [ $(((eff >> 21) & 1)) -eq 0 ]
 check "CAP_SYS_NICE still effective" [ $(((eff >> 23) & 1)) -eq 1 ]
 # Five whole ticks more, each one snapshot recorded.
 rqsync 5
+# rqctl latency answers on 6.1 with waits counted (the hog and this shell wait).
+LAT=/tmp/$NAME.latency
+rqctl latency >"$LAT" 2>&1
+head -3 "$LAT"
+check "rqctl latency answers with a histogram" grep -q '^class .*: [1-9][0-9]* waits' "$LAT"
 check "clean stop" stop_daemon TERM
 n=$(grep -c "^task $p $p 1 " "$REC")
 echo "the hog (pid $p) is listed on CPU 1 in $n of $(grep -c '^end' "$REC") snapshots"
