@@ -107,6 +107,30 @@ static int make_sampler(struct daemon *d)
 }
 
 /*
+ * keep_pairs: the bpf sampler reads who wakes whom while it is on; no other sampler
+ * can. Said in the features, at start and when a reload changes it.
+ */
+static void wake_pairs(struct daemon *d)
+{
+	bool seen = sampler_bpf_pairs(d->sampler, d->topo, d->conf.keep_pairs);
+
+	if (!d->conf.keep_pairs)
+		features_set(&d->features, FEAT_WAKE_PAIRS, FEAT_MISSING, "keep_pairs = no");
+	else if (seen)
+		features_set(&d->features, FEAT_WAKE_PAIRS, FEAT_USED,
+			     "the bpf sampler reads each listed task's last_wakee and wakee_flips, "
+			     "as the kernel's wake_wide() weighs them");
+	else if (d->conf.sampler == CONF_SAMPLER_REPLAY)
+		features_set(&d->features, FEAT_WAKE_PAIRS, FEAT_USED,
+			     "the replayed snapshots' partner= fields");
+	else
+		features_set(&d->features, FEAT_WAKE_PAIRS, FEAT_MISSING,
+			     "the %s sampler cannot see who wakes whom: keep_pairs acts on no pair",
+			     d->sampler->ops->name);
+	features_log_one(&d->features, FEAT_WAKE_PAIRS);
+}
+
+/*
  * Loading BPF and opening perf events are done: CAP_BPF, CAP_PERFMON and
  * CAP_SYS_ADMIN go. What stays is what the ticks use on other users' tasks:
  * CAP_SYS_NICE (affinity, sched_setattr), CAP_SYS_RESOURCE (their RLIMIT_NICE), and
@@ -435,6 +459,10 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 	}
 	free(buf);
 	keep_restart_keys(&d->conf, &c);
+	if (c.keep_pairs != d->conf.keep_pairs) {
+		d->conf.keep_pairs = c.keep_pairs;
+		wake_pairs(d);
+	}
 	d->conf = c;
 	if (features_llcs(&d->features, d->topo, d->conf.min_llc_cores))
 		features_log_one(&d->features, FEAT_LLC_GROUPS);
@@ -585,6 +613,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 	r = make_sampler(d);
 	if (r < 0)
 		return r;
+	wake_pairs(d);
 	start_rqlat(d);
 	if (o->record) {
 		d->record = fopen(o->record, "we");

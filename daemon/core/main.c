@@ -213,6 +213,49 @@ static int absolute_config(struct cli *cli)
 	return 0;
 }
 
+/* The bpf sampler, loaded without its info lines: --features prints a report, not a log. */
+static int sampler_bpf_quiet_new(const struct bpf_sampler_opts *o, struct sampler **ret)
+{
+	int level = log_get_level(), r;
+
+	log_set_level(LOG_WARNING);
+	r = sampler_bpf_new(o, ret);
+	log_set_level(level);
+	return r;
+}
+
+/* wake-pairs for --features: the bpf sampler, loaded as the daemon would, then closed. */
+static void probe_pairs(const struct rqb_conf *c, struct features *f)
+{
+	char why[256] = "";
+	struct bpf_sampler_opts bo = {
+		.self_tgid = getpid(),
+		.interval_ns = c->interval_ms * NSEC_PER_MSEC,
+		.walk_gap_ns = NSEC_PER_SEC,
+		.forget_ns = c->proc_rescan_ms * NSEC_PER_MSEC,
+		.root = "",
+		.why = why,
+		.why_len = sizeof(why),
+	};
+	struct sampler *sm = NULL;
+
+	if (!c->keep_pairs)
+		features_set(f, FEAT_WAKE_PAIRS, FEAT_MISSING, "keep_pairs = no");
+	else if (c->sampler == CONF_SAMPLER_REPLAY)
+		features_set(f, FEAT_WAKE_PAIRS, FEAT_USED, "the replayed snapshots' partner= fields");
+	else if (c->sampler == CONF_SAMPLER_PROC)
+		features_set(f, FEAT_WAKE_PAIRS, FEAT_MISSING,
+			     "the proc sampler cannot see who wakes whom: keep_pairs acts on no pair");
+	else if (sampler_bpf_quiet_new(&bo, &sm) < 0)
+		features_set(f, FEAT_WAKE_PAIRS, FEAT_MISSING,
+			     "the bpf sampler does not load here (%s): keep_pairs acts on no pair", why);
+	else
+		features_set(f, FEAT_WAKE_PAIRS, FEAT_USED,
+			     "the bpf sampler reads each listed task's last_wakee and wakee_flips, "
+			     "as the kernel's wake_wide() weighs them");
+	sampler_free(sm);
+}
+
 static int show_topology(const struct rqb_conf *c, bool features)
 {
 	struct topo_opts to = { .xml = c->topology[0] ? c->topology : NULL,
@@ -233,6 +276,7 @@ static int show_topology(const struct rqb_conf *c, bool features)
 		features_probe("", t, c->min_llc_cores, &f);
 		on = latmgr_probe_events(c, detail, sizeof(detail));
 		features_set(&f, FEAT_TASK_EVENTS, on ? FEAT_USED : FEAT_MISSING, "%s", detail);
+		probe_pairs(c, &f);
 		features_print(&f, stdout);
 		topo_free(t);
 		return EXIT_SUCCESS;

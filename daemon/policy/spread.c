@@ -517,19 +517,43 @@ static int partner_slot(const struct snapshot *s, const struct spread_state *st,
 }
 
 /*
+ * The LLC t's partner is in: where it is listed runnable, else where the sampler saw
+ * it last run (a partner asleep); -1 where unknown.
+ */
+static int partner_llc(const struct snapshot *s, const struct spread_state *st,
+		       const struct snap_task *t)
+{
+	struct spread_slot key = { .tid = t->partner }, *hit;
+
+	if (!t->partner)
+		return -1;
+	hit = st->nbyid ? bsearch(&key, st->byid, st->nbyid, sizeof(key), cmp_slot) : NULL;
+	if (hit && st->bucket[hit->slot] >= 0)
+		return topo_llc_of(s->topo, s->tasks[st->bucket[hit->slot]].cpu);
+	return t->partner_placed ? topo_llc_of(s->topo, t->partner_cpu) : -1;
+}
+
+/*
  * With keep_pairs, a task whose partner runs in the same LLC may leave only with it:
  * the target needs two idle CPUs, the budget two moves, the partner must be movable,
- * and its CPU must keep a task after both go (rule b holds for the partner too).
+ * and its CPU must keep a task after both go (rule b holds for the partner too). A
+ * task whose partner is not runnable with it may go alone only to the partner's LLC
+ * (where they meet again); one whose partner sleeps in its own LLC stays.
  */
 static bool pair_may_leave(const struct snapshot *s, const struct rqb_conf *c,
 			   const struct spread_state *st, const struct snap_task *t, int src, int dst,
 			   unsigned budget)
 {
 	const struct snap_task *p;
-	int ps;
+	int ps, pl;
 
-	if (!c->keep_pairs || (ps = partner_slot(s, st, t, src)) < 0)
+	if (!c->keep_pairs || !t->partner)
 		return true;
+	ps = partner_slot(s, st, t, src);
+	if (ps < 0) {
+		pl = partner_llc(s, st, t);
+		return pl < 0 || pl == dst;
+	}
 	p = &s->tasks[st->bucket[ps]];
 	return st->llc_idle[dst] >= 2 && budget >= 2 && movable(s, c, st, p) &&
 	       st->cpu_nr[p->cpu] - (p->cpu == t->cpu) >= 2;

@@ -102,6 +102,8 @@ struct bpf_sampler {
 	uint64_t last_walk_ns;
 	unsigned excess_ticks;
 	struct bpf_stats stats;
+	const struct topo *topo;     /* for the LLC sizes wake_wide() weighs pairs by; not owned */
+	bool pairs;                  /* rqs_pairs is set: listed tasks say whom they wake */
 };
 
 static char libbpf_first[256];
@@ -565,6 +567,42 @@ static bool used_cpu(const struct bpf_sampler *bs, const struct rqs_task *t,
 	return t->runtime_ns >= old_runtime && t->runtime_ns - old_runtime >= bs->used_ns;
 }
 
+/*
+ * The kernel's wake_wide(): a waker and wakee whose wakee_flips say one of them wakes
+ * many tasks (more than its LLC has CPUs, and the other's flips that many times over)
+ * are not a pair; the kernel does not keep them near each other either.
+ */
+static bool wakes_wide(const struct rqs_task *t, int llc_cpus)
+{
+	unsigned master = t->flips > t->wakee_flips ? t->flips : t->wakee_flips;
+	unsigned slave = t->flips > t->wakee_flips ? t->wakee_flips : t->flips;
+	unsigned factor = llc_cpus > 0 ? (unsigned)llc_cpus : 1;
+
+	return !(slave < factor || master < slave * factor);
+}
+
+/*
+ * t's partner for keep_pairs: the task it last woke, where that one last woke t (each
+ * wakes the other: a pid reused since, or a one-to-many waker, is no partner) and the
+ * two do not wake wide.
+ */
+static void set_partner(const struct bpf_sampler *bs, const struct rqs_task *t,
+			struct snap_task *ret)
+{
+	int llc;
+
+	if (!bs->pairs || !t->wakee || t->wakee == t->tid || t->wakee_wakee != t->tid)
+		return;
+	llc = bs->topo ? topo_llc_of(bs->topo, t->cpu) : -1;
+	if (wakes_wide(t, llc >= 0 ? bs->topo->llcs[llc].ncpus : 1))
+		return;
+	ret->partner = (pid_t)t->wakee;
+	if (t->wakee_cpu >= 0 && bs->topo && topo_llc_of(bs->topo, t->wakee_cpu) >= 0) {
+		ret->partner_placed = true;
+		ret->partner_cpu = t->wakee_cpu;
+	}
+}
+
 /* Adds t to s; 1 if added, 0 if it is gone or off the snapshot's CPUs, or -ENOMEM. */
 static int add_task(struct bpf_sampler *bs, struct snapshot *s, const struct rqs_task *t,
 		    uint64_t now_ns)
@@ -600,6 +638,7 @@ static int add_task(struct bpf_sampler *bs, struct snapshot *s, const struct rqs
 	}
 	memcpy(st.comm, t->comm, sizeof(st.comm));
 	st.comm[sizeof(st.comm) - 1] = '\0';
+	set_partner(bs, t, &st);
 	return snap_add_task(s, &st, k->cgroup) ? 1 : -ENOMEM;
 }
 
@@ -975,6 +1014,18 @@ void sampler_bpf_stats(const struct sampler *sm, struct bpf_stats *ret)
 	for (int c = 0; c < bs->ncpus; c++)
 		if (CPU_ISSET(c, &bs->attached))
 			ret->samples += __atomic_load_n(&slot(bs, c)->samples, __ATOMIC_RELAXED);
+}
+
+bool sampler_bpf_pairs(struct sampler *sm, const struct topo *t, bool on)
+{
+	struct bpf_sampler *bs = sm->priv;
+
+	if (sm->ops != &bpf_ops || !bs->skel->bss)
+		return false;
+	bs->topo = t;
+	bs->pairs = on;
+	__atomic_store_n(&bs->skel->bss->rqs_pairs, on ? 1u : 0u, __ATOMIC_RELAXED);
+	return true;
 }
 
 bool sampler_bpf_walks_unprivileged(struct sampler *sm)

@@ -31,7 +31,14 @@ static const char *const names[FEAT_COUNT] = {
 	[FEAT_CGROUP_V1_CPU] = "cgroup-v1-cpu", [FEAT_CGROUP_V2_CPU] = "cgroup-v2-cpu",
 	[FEAT_BTF] = "btf",                   [FEAT_SCHEDSTATS] = "schedstats",
 	[FEAT_AUTOGROUP] = "autogroup",     [FEAT_TASK_EVENTS] = "task-events",
+	[FEAT_WAKE_PAIRS] = "wake-pairs",
 };
+
+/* Known once the sampler starts; the daemon logs them then, on their own. */
+static bool late(int i)
+{
+	return i == FEAT_TASK_EVENTS || i == FEAT_WAKE_PAIRS;
+}
 
 const char *features_name(enum feat_id id)
 {
@@ -202,6 +209,7 @@ void features_probe(const char *root, const struct topo *t, unsigned min_llc_cor
 		set(&f, FEAT_AUTOGROUP, FEAT_MISSING, "off or not built");
 	/* Known once the latency manager opens it (latmgr_probe_events for the report). */
 	set(&f, FEAT_TASK_EVENTS, FEAT_MISSING, "not probed");
+	set(&f, FEAT_WAKE_PAIRS, FEAT_MISSING, "not probed");
 	*ret = f;
 }
 
@@ -224,12 +232,12 @@ void features_log(const struct features *f)
 	size_t off = 0;
 
 	for (int i = 0; i < FEAT_COUNT; i++)
-		if (i != FEAT_TASK_EVENTS && f->f[i].state != FEAT_MISSING && off < sizeof(found))
+		if (!late(i) && f->f[i].state != FEAT_MISSING && off < sizeof(found))
 			off += (size_t)snprintf(found + off, sizeof(found) - off, "%s%s", off ? " " : "",
 						names[i]);
 	log_info("features: %s: found %s", f->kernel, found);
 	for (int i = 0; i < FEAT_COUNT; i++)
-		if (i != FEAT_TASK_EVENTS && f->f[i].state == FEAT_MISSING)
+		if (!late(i) && f->f[i].state == FEAT_MISSING)
 			log_info("features: cannot use %s: %s", names[i], f->f[i].detail);
 }
 

@@ -21,6 +21,7 @@ enum feat_id {
 	FEAT_SCHEDSTATS,     /* /proc/schedstat */
 	FEAT_AUTOGROUP,      /* autogroup on: nice competes only inside a session */
 	FEAT_TASK_EVENTS,    /* fork/exec/exit events: BPF, the proc connector, or none */
+	FEAT_WAKE_PAIRS,     /* who wakes whom, for keep_pairs: the bpf sampler, or none */
 	FEAT_COUNT
 };
 
@@ -59,8 +60,9 @@ void features_set(struct features *f, enum feat_id id, enum feat_state st, const
 /* A table, one feature a line: name, state, detail. */
 void features_print(const struct features *f, FILE *out);
 /*
- * One log line each: what was found, what could not be used and why. task-events is
- * left out: the daemon logs it with features_log_one once the latency manager starts.
+ * One log line each: what was found, what could not be used and why. task-events and
+ * wake-pairs are left out: the daemon logs them with features_log_one once the latency
+ * manager and the sampler start.
  */
 void features_log(const struct features *f);
 /* One feature's line: "features: NAME: detail", or "features: cannot use NAME: why". */

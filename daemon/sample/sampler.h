@@ -68,6 +68,13 @@ struct bpf_stats {
 };
 void sampler_bpf_stats(const struct sampler *sm, struct bpf_stats *ret);
 /*
+ * keep_pairs: has the bpf sampler read whom each listed task wakes (the kernel's
+ * last_wakee and wakee_flips, as wake_wide() weighs them, with LLC sizes from t) and
+ * name each task's partner in the snapshot, or stop. False for any other sampler,
+ * which cannot see who wakes whom.
+ */
+bool sampler_bpf_pairs(struct sampler *sm, const struct topo *t, bool on);
+/*
  * Whether a task walk still works without CAP_BPF in the effective set (older
  * kernels ask for it on every bpf() call when unprivileged BPF is off; 6.1 and 6.18
  * only to create maps and programs). Call it with CAP_BPF lowered; false also for

@@ -109,6 +109,8 @@ int snap_write(const struct snapshot *s, FILE *out)
 		put_escaped(out, t->cgroup);
 		if (t->partner)
 			fprintf(out, " partner=%d", (int)t->partner);
+		if (t->partner && t->partner_placed)
+			fprintf(out, "@%d", t->partner_cpu);
 		fputc('\n', out);
 	}
 	fputs("end\n", out);
@@ -165,16 +167,21 @@ static int parse_task(struct snapshot *s, char *line, char *err, size_t errlen)
 {
 	struct snap_task t = { 0 };
 	char mask[CPUMASK_STRLEN], comm[64], cg[CG_ESC_MAX + 1], ecomm[256];
-	int tid, tgid, cpu, partner = 0, n = 0, m = 0;
+	int tid, tgid, cpu, partner = 0, pcpu = -1, n = 0, m = 0, k = 0;
 	unsigned flags;
 	uint64_t start;
 
 	if (sscanf(line, "task %d %d %d %" SCNu64 " %u %4095s %255s %" STR(CG_ESC_MAX) "s%n", &tid,
 		   &tgid, &cpu, &start, &flags, mask, ecomm, cg, &n) != 8 ||
 	    (line[n] != '\0' && (sscanf(line + n, " partner=%d%n", &partner, &m) != 1 ||
-				   line[n + m] != '\0' || partner <= 0)))
+				   partner <= 0 ||
+				   (line[n + m] == '@' &&
+				    (sscanf(line + n + m, "@%d%n", &pcpu, &k) != 1 || pcpu < 0)) ||
+				   line[n + m + k] != '\0')))
 		FAIL("task: expected TID TGID CPU START_TIME FLAGS ALLOWED COMM CGROUP "
-		     "[partner=TID]");
+		     "[partner=TID[@CPU]]");
+	if (pcpu >= s->nr_cpu_ids)
+		FAIL("task %d: partner's cpu %d is not in this topology", tid, pcpu);
 	if (tid <= 0 || tgid <= 0)
 		FAIL("task: tid and tgid must be positive");
 	if (cpu < 0 || cpu >= s->nr_cpu_ids)
@@ -191,6 +198,8 @@ static int parse_task(struct snapshot *s, char *line, char *err, size_t errlen)
 	t.start_time = start;
 	t.flags = flags;
 	t.partner = partner;
+	t.partner_placed = pcpu >= 0;
+	t.partner_cpu = pcpu;
 	strcpy(t.comm, comm);
 	if (!snap_add_task(s, &t, cg))
 		return -ENOMEM;

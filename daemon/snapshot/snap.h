@@ -31,6 +31,8 @@ struct snap_task {
 	uint64_t start_time;      /* stat field 22, clock ticks after boot: identity with tid */
 	uint32_t flags;           /* SNAP_TASK_* */
 	pid_t partner;            /* the tid it wakes, or is woken by, most; 0 if unknown */
+	bool partner_placed;      /* partner_cpu holds the CPU the partner last ran on */
+	int partner_cpu;
 	cpu_set_t allowed;        /* its affinity mask when sampled */
 	char comm[SNAP_COMM_LEN];
 	char *cgroup;             /* cgroup path (cpu controller or unified), owned; may be NULL */
@@ -66,7 +68,7 @@ struct snap_task *snap_add_task(struct snapshot *s, const struct snap_task *t, c
  * Text form, one record a line:
  *   snapshot SEQ NOW_NS SELF_TGID [uptime=TICKS hz=HZ]
  *   cpu CPU NR_RUNNING BUSY_PCT
- *   task TID TGID CPU START_TIME FLAGS ALLOWED COMM CGROUP [partner=TID]
+ *   task TID TGID CPU START_TIME FLAGS ALLOWED COMM CGROUP [partner=TID[@CPU]]
  *   end
  * COMM and CGROUP are escaped (\xHH for bytes <= 0x20, 0x7f, '\\' and a leading '-');
  * "-" alone is an empty cgroup.

@@ -86,6 +86,9 @@ static void assert_task_equal(const struct snap_task *a, const struct snap_task 
 	assert_int_equal(a->start_time, b->start_time);
 	assert_int_equal(a->flags, b->flags);
 	assert_int_equal(a->partner, b->partner);
+	assert_int_equal(a->partner_placed, b->partner_placed);
+	if (a->partner_placed)
+		assert_int_equal(a->partner_cpu, b->partner_cpu);
 	assert_true(CPU_EQUAL(&a->allowed, &b->allowed));
 	assert_string_equal(a->comm, b->comm);
 	if (!a->cgroup || !b->cgroup)
@@ -323,6 +326,14 @@ static void task_fields_missing_or_extra(void **state)
 		   "task: expected");
 	expect_bad(fx->s, "snapshot 1 2 3\ntask 5 5 0 1 0 0 a - partner=7 x\nend\n", 2,
 		   "task: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\ntask 5 5 0 1 0 0 a - partner=7@\nend\n", 2,
+		   "task: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\ntask 5 5 0 1 0 0 a - partner=7@-1\nend\n", 2,
+		   "task: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\ntask 5 5 0 1 0 0 a - partner=7@1x\nend\n", 2,
+		   "task: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\ntask 5 5 0 1 0 0 a - partner=7@999\nend\n", 2,
+		   "partner's cpu 999 is not in this topology");
 }
 
 /* The optional partner= field survives a write and a read. */
@@ -345,6 +356,20 @@ static void partner_round_trip(void **state)
 	assert_int_equal(snap_read(f, fx->back, &lineno, err, sizeof(err)), 1);
 	fclose(f);
 	assert_int_equal(fx->back->tasks[0].partner, 8);
+	assert_false(fx->back->tasks[0].partner_placed);
+
+	/* And where the partner last ran, when the sampler knows it. */
+	fx->s->tasks[0].partner_placed = true;
+	fx->s->tasks[0].partner_cpu = 1;
+	f = fmemopen(buf, sizeof(buf), "w");
+	assert_non_null(f);
+	assert_int_equal(snap_write(fx->s, f), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, " /x partner=8@1\n"));
+	f = fmemopen(buf, strlen(buf), "r");
+	assert_int_equal(snap_read(f, fx->back, &lineno, err, sizeof(err)), 1);
+	fclose(f);
+	assert_task_equal(&fx->s->tasks[0], &fx->back->tasks[0]);
 }
 
 /* The clock of the tasks' start times rides in the header, both fields or neither. */

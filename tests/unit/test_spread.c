@@ -573,6 +573,51 @@ static void keep_pairs_moves_pairs_together(void **state)
 }
 
 /*
+ * keep_pairs with a partner that is asleep (the bpf sampler says where it last ran):
+ * LLC 0 runs two tasks on CPU 0 and one on each other CPU; 10's partner 90 sleeps.
+ * Asleep in LLC 0, 90 keeps 10 there (9 goes instead); asleep in LLC 1, it draws 10
+ * there (10 is the younger, the one picked first); without
+ * the option, or with no CPU known for it, 10 goes as any task would.
+ */
+static struct fx *sleeping_partner_fixture(bool keep, int partner_cpu)
+{
+	struct fx *f = fx_new(T2x4);
+	struct snap_task *t;
+
+	f->c.keep_pairs = keep;
+	add(f, 9, 0);
+	t = add(f, 10, 0);
+	t->partner = 90;
+	t->partner_placed = partner_cpu >= 0;
+	t->partner_cpu = partner_cpu;
+	add(f, 11, 1);
+	add(f, 12, 2);
+	add(f, 13, 3);
+	return f;
+}
+
+static void keep_pairs_sleeping_partner(void **state)
+{
+	static const char *const moved =
+		"pin tid=10 tgid=10 comm=\"t10\" llc=0->1 cpus=4-7 why=overload\n";
+	struct fx *f = sleeping_partner_fixture(true, 2);
+
+	/* The other task on CPU 0 goes instead. */
+	assert_string_equal(decide(f, 100),
+			    "pin tid=9 tgid=9 comm=\"t9\" llc=0->1 cpus=4-7 why=overload\n");
+	fx_free(f);
+	f = sleeping_partner_fixture(true, 5);
+	assert_string_equal(decide(f, 100), moved);
+	fx_free(f);
+	f = sleeping_partner_fixture(false, 2);
+	assert_string_equal(decide(f, 100), moved);
+	fx_free(f);
+	f = sleeping_partner_fixture(true, -1);
+	assert_string_equal(decide(f, 100), moved);
+	fx_free(f);
+}
+
+/*
  * Rules (a) to (e) on each of the three machines the issue names: 2 LLCs x 1 CPU,
  * 2 sockets x 4 LLCs x 4 cores x 2 SMT, and 256 CPUs in 16 LLCs. The scenarios are
  * built from the topology, so one test body serves all three.
@@ -687,6 +732,7 @@ int main(void)
 		cmocka_unit_test(converges_without_ping_pong),
 		cmocka_unit_test(rules_on_each_machine),
 		cmocka_unit_test(keep_pairs_moves_pairs_together),
+		cmocka_unit_test(keep_pairs_sleeping_partner),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,7 +17,12 @@
  *   - RT tasks: rt.rt_nr_running; the rest of rq->nr_running (deadline, stop, ext);
  *   - utilisation: the PELT util_avg of cfs, rt and dl, of 1024;
  *   - per listed task: tid, tgid, start_boottime, sum_exec_runtime, comm,
- *     PF_KTHREAD, cpus_mask (its first 1024 CPUs), and whether it is on the CPU.
+ *     PF_KTHREAD, cpus_mask (its first 1024 CPUs), and whether it is on the CPU;
+ *     while userspace sets rqs_pairs (keep_pairs), who it wakes: the fields the
+ *     kernel keeps for wake_wide() in every task (last_wakee and wakee_flips, which
+ *     the waker's wakeup path updates), read through last_wakee for the wakee's
+ *     tid, CPU, its own last_wakee and flips. No tracepoint: wakeups cost nothing
+ *     more, and a sample reads five more fields a listed task.
  * The rq comes from the per-CPU variable runqueues through a weak __ksym
  * (sample_ksym) where the kernel can resolve it (it needs CONFIG_KALLSYMS_ALL), else
  * from the interrupted task, current->se.cfs_rq->rq (sample_task): every task,
@@ -52,6 +57,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set between open and load: the daemon's own tasks are counted apart. */
 const volatile __u32 self_tgid = 0;
+/* Set (and cleared) by userspace at any time, through the mmapped .bss: read wake pairs. */
+__u32 rqs_pairs = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -106,6 +113,19 @@ static __always_inline void fill(struct rqs_task *e, struct task_struct *p, __u3
 		bpf_core_read(e->allowed, sizeof(e->allowed), &p->cpus_mask);
 	else
 		bpf_core_read(e->allowed, bpf_core_field_size(p->cpus_mask), &p->cpus_mask);
+	e->wakee = e->wakee_wakee = e->flips = e->wakee_flips = 0;
+	e->wakee_cpu = -1;
+	if (rqs_pairs) {
+		struct task_struct *w = BPF_CORE_READ(p, last_wakee);
+
+		e->flips = BPF_CORE_READ(p, wakee_flips);
+		if (w) {
+			e->wakee = BPF_CORE_READ(w, pid);
+			e->wakee_cpu = task_cpu(w);
+			e->wakee_wakee = BPF_CORE_READ(w, last_wakee, pid);
+			e->wakee_flips = BPF_CORE_READ(w, wakee_flips);
+		}
+	}
 }
 
 static __always_inline void read_counts(struct rqs_cpu *rec, struct rq *rq)

@@ -36,6 +36,19 @@ struct rqs_task {
 	char comm[RQS_COMM_LEN];
 	__u64 allowed[RQS_MASK_WORDS]; /* cpus_mask, as sched_getaffinity() before it ANDs
 					  the online CPUs */
+	/*
+	 * Who it wakes, as the kernel's wake_wide() sees it, while rqs_pairs is set (else
+	 * 0): last_wakee's tid, the CPU that one last ran on, and whom that one last woke;
+	 * and both tasks' wakee_flips (bumped each time a task wakes another than the last,
+	 * halved each second it wakes anyone). The wakee may have exited since: a pair is
+	 * believed only when each last woke the other.
+	 */
+	__u32 wakee;
+	__s32 wakee_cpu;
+	__u32 wakee_wakee;
+	__u32 flips;
+	__u32 wakee_flips;
+	__u32 pad;
 };
 
 /*

@@ -104,6 +104,8 @@ struct task_struct {
 	struct mm_struct *mm;
 	char comm[16];
 	cpumask_t cpus_mask;
+	struct task_struct *last_wakee;    /* CONFIG_SMP: whom it last woke (wake_wide()) */
+	unsigned int wakee_flips;
 };
 
 struct rq;
