@@ -22,7 +22,7 @@ DAEMON_SRC = \
 	daemon/sample/parse.c daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
 	daemon/sample/ident.c daemon/sample/sampler.c daemon/sample/features.c daemon/sample/procconn.c \
 	daemon/sample/bpf.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/sample/cgm.c \
-	daemon/core/caps.c daemon/core/selfsched.c \
+	daemon/util/caps.c daemon/core/selfsched.c \
 	daemon/snapshot/snap.c \
 	daemon/policy/spread.c daemon/policy/rules.c daemon/policy/latency.c daemon/policy/latpol.c \
 	daemon/plan/plan.c \

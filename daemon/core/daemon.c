@@ -14,7 +14,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "core/caps.h"
+#include "util/caps.h"
 #include "core/daemon.h"
 #include "core/selfsched.h"
 #include "rqbalance.h"

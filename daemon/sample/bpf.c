@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/caps.h"
+#include "util/caps.h"
 #include "rqbalance.h"
 #include "rqsample.skel.h"
 #include "sample/bpf/rqsample.bpf.h"

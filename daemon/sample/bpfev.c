@@ -16,7 +16,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "core/caps.h"
+#include "util/caps.h"
 #include "rqbalance.h"
 #include "rqevents.skel.h"
 #include "sample/bpf/rqevents.bpf.h"

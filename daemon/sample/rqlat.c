@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core/caps.h"
+#include "util/caps.h"
 #include "policy/latency.h"
 #include "rqbalance.h"
 #include "rqlat.skel.h"

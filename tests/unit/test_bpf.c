@@ -18,7 +18,7 @@
 
 #include "unit.h"
 
-#include "core/caps.h"
+#include "util/caps.h"
 #include "rqbalance.h"
 #include "sample/sampler.h"
 #include "util/util.h"

@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/caps.h"
+#include "util/caps.h"
 #include "rqbalance.h"
 
 struct capsets {
