@@ -44,6 +44,8 @@ struct worker {
 };
 
 static pid_t parent_pid;
+static pid_t *pids;             /* process mode: the workers forked so far, else 0 */
+static volatile sig_atomic_t npids;
 
 static uint64_t now_ns(void)
 {
@@ -240,6 +242,31 @@ static void *thread_main(void *arg)
 
 /* ---- the parent ---- */
 
+/*
+ * SIGTERM, SIGINT or SIGHUP in process mode: the workers are killed and reaped before
+ * the parent goes, so that none is left for init to reap. Async-signal-safe calls only.
+ */
+static void on_stop(int sig)
+{
+	for (sig_atomic_t i = 0; i < npids; i++)
+		if (pids[i] > 0)
+			kill(pids[i], SIGKILL);
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void catch_stop(void (*fn)(int))
+{
+	struct sigaction sa = { .sa_handler = fn };
+
+	sigfillset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 static int channel(int ret_fds[2])
 {
 	int r = opt.pipes ? pipe(ret_fds) : socketpair(AF_UNIX, SOCK_STREAM, 0, ret_fds);
@@ -264,6 +291,7 @@ static void child_main(struct worker *w, int *rx, int *tx)
 {
 	int r;
 
+	catch_stop(SIG_DFL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL); /* no orphan blocks forever on a channel */
 	if (getppid() != parent_pid)
 		_exit(1); /* the parent died before the line above */
@@ -299,6 +327,7 @@ static int start_worker(struct worker *w, int *rx, int *tx)
 		return -errno;
 	if (pid == 0)
 		child_main(w, rx, tx);
+	pids[npids++] = pid;
 	return 0;
 }
 
@@ -404,11 +433,14 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN); /* a write to a dead receiver fails with EPIPE instead */
 	parent_pid = getpid();
+	if (!opt.threads)
+		catch_stop(on_stop);
 	nworkers = opt.groups * 2 * opt.fds;
 	ws = calloc((size_t)nworkers, sizeof(*ws));
 	rx = calloc((size_t)(opt.groups * opt.fds), sizeof(*rx));
 	tx = calloc((size_t)(opt.groups * opt.fds), sizeof(*tx));
-	if (!ws || !rx || !tx) {
+	pids = calloc((size_t)nworkers, sizeof(*pids));
+	if (!ws || !rx || !tx || !pids) {
 		fprintf(stderr, "hackbench: cannot set up: %s\n", strerror(ENOMEM));
 		return 1;
 	}
@@ -448,5 +480,6 @@ int main(int argc, char **argv)
 	free(ws);
 	free(rx);
 	free(tx);
+	free(pids);
 	return 0;
 }
