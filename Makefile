@@ -45,8 +45,8 @@ $(B)/tests/unit/test_ctlsrv $(B)/tests/unit/test_latmgr $(B)/tests/fuzz/fuzz_ctl
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
 SIM_OBJ    = $(SIM_SRC:%.c=$(B)/%.o)
-BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/execlat $(B)/bench/churn_load \
-             $(B)/bench/churn_child $(B)/bench/sim/sim
+BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/hackbench $(B)/bench/execlat \
+             $(B)/bench/churn_load $(B)/bench/churn_child $(B)/bench/sim/sim
 # The samplers alone, on the daemon's own objects (bench/overhead runs it).
 BENCH_BIN += $(B)/bench/samplecost
 
@@ -208,6 +208,12 @@ bench-latency: deps-test
 	@$(MAKE) --no-print-directory all benches
 	bench/latency
 
+# min_llc_cores both ways on one-CPU LLCs (the fake topology tests/data/topo-2llc.xml):
+# wakeup latency and hackbench, without the daemon, at min_llc_cores = 1 and at the default.
+bench-small-llc: deps-test
+	@$(MAKE) --no-print-directory all benches
+	bench/small-llc
+
 # The churn at full size: 10,000 threads, 1,000 execs a second for 60 s, a fork storm.
 bench-churn: deps-test
 	@$(MAKE) --no-print-directory all
@@ -286,4 +292,4 @@ uninstall:
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all bpf-fallback deps deps-test run unit fuzz benches check check-build check-vm check-systemd bench bench-latency bench-churn bench-flood bench-sim clean
+.PHONY: all bpf-fallback deps deps-test run unit fuzz benches check check-build check-vm check-systemd bench bench-latency bench-small-llc bench-churn bench-flood bench-sim clean
