@@ -49,7 +49,19 @@ struct btask {
 	uint64_t seen_ns;        /* the last tick that listed it */
 	bool cgroup_read;        /* cgroup holds what /proc said (maybe NULL) */
 	char *cgroup;
+	pid_t partner;           /* keep_pairs: the task it and that one last woke each other */
+	int partner_cpu;         /* where that one last ran, -1 if unknown */
+	uint64_t partner_ns;     /* the last tick that saw them so */
 };
+
+/*
+ * How long a pair seen once stays a pair. A sample is taken in a timer interrupt, and
+ * whatever that interrupt woke was recorded as the interrupted task's last_wakee a
+ * moment before: the running half of a pair often shows someone else. Its sleeping
+ * half, and the next samples, show the pair again; the kernel halves wakee_flips
+ * once a second, the horizon it gives such a record too.
+ */
+#define PAIR_HOLD_NS (2 * NSEC_PER_SEC)
 
 /* Whether a CPU's perf event still runs, from its count. */
 struct blindness {
@@ -511,6 +523,7 @@ static struct btask *remember(struct bpf_sampler *bs, const struct rqs_task *t, 
 		k->start_ns = t->start_ns;
 		k->runtime_ns = UINT64_MAX;
 		k->seen_ns = 0;
+		k->partner = 0;
 	}
 	if (!k) {
 		struct btask *a = util_grow(bs->known, &bs->knowncap, bs->nknown, sizeof(*a));
@@ -542,7 +555,8 @@ static void tidy_known(struct bpf_sampler *bs, uint64_t now_ns)
 	for (size_t i = 0; i < bs->nknown; i++) {
 		struct btask *k = &bs->known[i];
 
-		if (k->seen_ns == now_ns || (k->cgroup_read && now_ns - k->seen_ns < bs->o.forget_ns))
+		if (k->seen_ns == now_ns || (k->cgroup_read && now_ns - k->seen_ns < bs->o.forget_ns) ||
+		    (k->partner && now_ns - k->partner_ns < PAIR_HOLD_NS))
 			bs->known[j++] = *k;
 		else
 			free(k->cgroup);
@@ -584,22 +598,30 @@ static bool wakes_wide(const struct rqs_task *t, int llc_cpus)
 /*
  * t's partner for keep_pairs: the task it last woke, where that one last woke t (each
  * wakes the other: a pid reused since, or a one-to-many waker, is no partner) and the
- * two do not wake wide.
+ * two do not wake wide; seen so now or within PAIR_HOLD_NS (k remembers it).
  */
 static void set_partner(const struct bpf_sampler *bs, const struct rqs_task *t,
-			struct snap_task *ret)
+			struct btask *k, uint64_t now_ns, struct snap_task *ret)
 {
 	int llc;
 
-	if (!bs->pairs || !t->wakee || t->wakee == t->tid || t->wakee_wakee != t->tid)
+	if (!bs->pairs)
 		return;
 	llc = bs->topo ? topo_llc_of(bs->topo, t->cpu) : -1;
-	if (wakes_wide(t, llc >= 0 ? bs->topo->llcs[llc].ncpus : 1))
+	if (t->wakee && t->wakee != t->tid && t->wakee_wakee == t->tid &&
+	    !wakes_wide(t, llc >= 0 ? bs->topo->llcs[llc].ncpus : 1)) {
+		k->partner = (pid_t)t->wakee;
+		k->partner_ns = now_ns;
+		k->partner_cpu = -1;
+	}
+	if (!k->partner || now_ns - k->partner_ns >= PAIR_HOLD_NS)
 		return;
-	ret->partner = (pid_t)t->wakee;
-	if (t->wakee_cpu >= 0 && bs->topo && topo_llc_of(bs->topo, t->wakee_cpu) >= 0) {
+	if (t->wakee == (__u32)k->partner && t->wakee_cpu >= 0)
+		k->partner_cpu = t->wakee_cpu;
+	ret->partner = k->partner;
+	if (k->partner_cpu >= 0 && bs->topo && topo_llc_of(bs->topo, k->partner_cpu) >= 0) {
 		ret->partner_placed = true;
-		ret->partner_cpu = t->wakee_cpu;
+		ret->partner_cpu = k->partner_cpu;
 	}
 }
 
@@ -638,7 +660,7 @@ static int add_task(struct bpf_sampler *bs, struct snapshot *s, const struct rqs
 	}
 	memcpy(st.comm, t->comm, sizeof(st.comm));
 	st.comm[sizeof(st.comm) - 1] = '\0';
-	set_partner(bs, t, &st);
+	set_partner(bs, t, k, now_ns, &st);
 	return snap_add_task(s, &st, k->cgroup) ? 1 : -ENOMEM;
 }
 

@@ -1,51 +1,81 @@
-# Wake pairs, live: on each CPU of LLC 0 a CPU hog and a yes | cat pair (through a
-# fifo: each wakes the other, the writer when the pipe has room, the reader when it
-# has data), the other LLC idle, the kernel's own balancing off so that nothing moves
-# but what the daemon pins. The youngest task on a busy CPU is a pair's reader: with
-# keep_pairs = no the daemon pins readers away from their writers; with keep_pairs =
-# yes (the bpf sampler reads the kernel's last_wakee) no pin splits a pair: a pair
-# moves whole, or the hog goes. Both counts are printed.
+# Wake pairs, live: on each CPU of LLC 0 a CPU hog held there (a user narrowed it: the
+# daemon never moves it, but it counts as load) and a pair of shells that ping-pong a
+# byte through two fifos (each wakes the other), the other LLC idle, the kernel's own
+# balancing off so that nothing moves but what the daemon pins. The pairs are held
+# to LLC 0 until the daemon has seen them, then allowed every CPU: the only tasks it
+# may move are pair members. With keep_pairs = no it pins members away from their
+# partners; with keep_pairs = yes (the bpf sampler reads the kernel's last_wakee) a
+# member whose partner sleeps beside it stays, a pair seen runnable whole moves whole,
+# and no pin splits a pair. Both counts are printed.
 . /tests/lib.sh
 need_llcs
 A=${LLC0%%[,-]*}
 B=$(echo "$LLC0" | awk -F'[-,]' '{ print $2 }')
 PAIRS=""
 
-# pair cpu: a yes | cat pair on cpu, then allowed everywhere; its pids go in PAIRS as
-# writer:reader.
+# pair cpu: two shells that ping-pong a byte through two fifos on cpu, each waking
+# the other in turn; their pids go in PAIRS as first:second. (A pipe's writer and
+# reader are no pair: where the reader keeps up, it never wakes the writer.)
 pair() {
-	local f=/tmp/pair.$1 y c
-	rm -f "$f"
-	mkfifo "$f"
-	taskset -c "$1" cat "$f" >/dev/null &
-	c=$!
-	taskset -c "$1" yes >"$f" &
-	y=$!
-	HOGS="$HOGS $y $c"
-	PAIRS="$PAIRS $y:$c"
+	local f=/tmp/pair.$1 a b
+	rm -f "$f".1 "$f".2
+	mkfifo "$f".1 "$f".2
+	taskset -c "$1" sh -c "exec 3<>$f.2 4<>$f.1; while :; do echo x >&4; read -r y <&3; done" &
+	a=$!
+	taskset -c "$1" sh -c "exec 3<>$f.1 4<>$f.2; while :; do read -r y <&3; echo x >&4; done" &
+	b=$!
+	HOGS="$HOGS $a $b"
+	PAIRS="$PAIRS $a:$b"
 }
 
-# pinned_llc pid: the target LLC of the daemon's pin of pid in $LOG, or "-".
+# seen_pairs: the daemon's record lists every pair's tasks with each other as partner.
+seen_pairs() {
+	local p y c
+	for p in $PAIRS; do
+		y=${p%:*}
+		c=${p#*:}
+		grep -q "^task $y .* partner=$c@" /tmp/pairs.rec || return 1
+		grep -q "^task $c .* partner=$y@" /tmp/pairs.rec || return 1
+	done
+}
+
+# pinned_llc pid: the target LLC of the daemon's last pin of pid in $LOG, or "-".
 pinned_llc() {
 	grep " pin tid=$1 " "$LOG" | tail -n1 | sed -n 's/.* llc=[0-9]*->\([0-9]*\) .*/\1/p' |
 		grep . || echo -
 }
 
-# splits: pairs whose members the daemon's pins left in different places.
+# splits: pins that split a pair when they were made, read in the log's order: a pin
+# of one member to an LLC splits its pair unless the partner is pinned there already
+# or is the very next pin, to the same LLC (a pair moved whole, in one tick).
 splits() {
-	local n=0 p y c
-	for p in $PAIRS; do
-		y=${p%:*}
-		c=${p#*:}
-		[ "$(pinned_llc "$y")" = "$(pinned_llc "$c")" ] || n=$((n + 1))
-	done
-	echo $n
+	grep ' pin tid=' "$LOG" | sed -n 's/.* pin tid=\([0-9]*\) .* llc=[0-9]*->\([0-9]*\) .*/\1 \2/p' |
+		awk -v pairs="$PAIRS" '
+		BEGIN { n = split(pairs, ps, " "); for (i = 1; i <= n; i++) {
+			split(ps[i], m, ":"); partner[m[1]] = m[2]; partner[m[2]] = m[1] } }
+		{ tid[NR] = $1; llc[NR] = $2 }
+		END {
+			for (i = 1; i <= NR; i++) {
+				t = tid[i]; p = partner[t]; at[t] = llc[i]
+				if (p == "") continue
+				if (at[p] == llc[i]) continue
+				if (tid[i + 1] == p && llc[i + 1] == llc[i]) { at[p] = llc[i]; i++; continue }
+				s++
+			}
+			print s + 0
+		}'
+}
+
+# free_pairs list: the pairs' tasks allowed the CPUs in list (the hogs stay held).
+free_pairs() {
+	local p
+	for p in $PAIRS; do taskset -pc "$1" "${p%:*}" >/dev/null; taskset -pc "$1" "${p#*:}" >/dev/null; done
 }
 
 pins_at_least() { [ "$(grep -c ' pin tid=' "$LOG")" -ge "$1" ]; }
 
-# run_case keep_pairs: the workload, a daemon with keep_pairs as given until it has
-# filled the idle LLC (two pins), then its pins and the splits they made.
+# run_case keep_pairs: the workload, a daemon with keep_pairs as given for fifty ticks
+# after the pairs are free to move, then its pins and the splits they made.
 run_case() {
 	HOGS=""
 	PAIRS=""
@@ -54,30 +84,66 @@ run_case() {
 	hog "$B"
 	pair "$A"
 	pair "$B"
-	release "$ALL"
+	# Two CPUs, not one: the kernel records who wakes whom only for a task that may
+	# run on more than one CPU.
+	free_pairs "$LLC0"
 	DAEMON_CONF="sampler = bpf
 $LONG_PINS
 keep_pairs = $1"
-	start_daemon
+	rm -f /tmp/pairs.rec
+	start_daemon --record /tmp/pairs.rec
 	check "the daemon runs (keep_pairs = $1)" wait_running
 	grep "wake-pairs" "$LOG"
-	check "it pins two tasks to the idle LLC" poll_until 1200 pins_at_least 2
-	# Twenty whole ticks more: any pin still to come is made.
-	rqsync 20
+	if [ "$1" = yes ]; then
+		if ! poll_until 300 seen_pairs; then
+			for p in $PAIRS; do
+				for t in ${p%:*} ${p#*:}; do
+					echo "task $t as sampled: $(grep "^task $t " /tmp/pairs.rec |
+						awk '{ print $4, $10 }' | sort | uniq -c | tr '\n' ';')"
+				done
+			done
+			fail "the daemon never saw both pairs"
+		fi
+		ok "it sees both pairs"
+	else
+		rqsync 5
+	fi
+	free_pairs "$ALL"
+	if [ "$1" = no ]; then
+		check "it pins pair members to the idle LLC" poll_until 1200 pins_at_least 1
+	fi
+	# Fifty whole ticks: time for the pins still to come (and, with keep_pairs = yes,
+	# for any that should not).
+	rqsync 50
 	grep ' pin tid=' "$LOG"
-	for p in $PAIRS; do echo "pair $p: pinned to llc $(pinned_llc "${p%:*}") and $(pinned_llc "${p#*:}")"; done
+	{
+		echo "keep_pairs = $1:"
+		grep ' pin tid=' "$LOG"
+		for p in $PAIRS; do
+			echo "pair $p: pinned to llc $(pinned_llc "${p%:*}") and $(pinned_llc "${p#*:}")"
+		done
+		# What the sampler said of each pair's tasks: count, CPU, partner.
+		for p in $PAIRS; do
+			for t in ${p%:*} ${p#*:}; do
+				echo "task $t as sampled: $(grep "^task $t " /tmp/pairs.rec |
+					awk '{ print $4, $10 }' | sort | uniq -c | tr '\n' ';')"
+			done
+		done
+	} >>/tmp/pairs.summary
 	SPLITS=$(splits)
-	echo "keep_pairs = $1: $(grep -c ' pin tid=' "$LOG") pins, $SPLITS pairs split by them"
+	echo "keep_pairs = $1: $(grep -c ' pin tid=' "$LOG") pins, $SPLITS of them split a pair"
 	check "SIGTERM stops it cleanly" stop_daemon TERM
 	cleanup
 	HOGS=""
 }
 
+rm -f /tmp/pairs.summary
 run_case no
 OFF=$SPLITS
 check "with keep_pairs = no the daemon's pins split pairs ($OFF)" [ "$OFF" -ge 1 ]
 run_case yes
 ON=$SPLITS
+cat /tmp/pairs.summary
 check "the daemon says it sees wake pairs" grep -q "features: wake-pairs: the bpf sampler" "$LOG"
 check "with keep_pairs = yes no pin splits a pair ($ON, against $OFF without)" [ "$ON" -eq 0 ]
 echo "pairs split by pins: keep_pairs = no $OFF, keep_pairs = yes $ON"
