@@ -1,6 +1,6 @@
-"""Wake pairs as the bpf sampler sees them: a writer and a reader through a fifo wake
-each other, and with keep_pairs (the default) each is listed with the other as its
-partner, and the CPU the partner last ran on; a busy task that wakes no one has no
+"""Wake pairs as the bpf sampler sees them: two shells that ping-pong a byte through
+fifos wake each other, and with keep_pairs (the default) each is listed with the other
+as its partner, and the CPU the partner last ran on; a busy task that wakes no one has no
 partner; with keep_pairs = no the sampler reads no pairs (partner= never shows), and
 --features and the log say which. The daemon runs dry: nothing is moved."""
 import os
@@ -11,13 +11,17 @@ from rqb_bpf import records, wait_bpf
 
 
 def fifo_pair(tmp):
-    """A yes | cat pair through a fifo of the test's own: (writer, reader) Popens."""
-    path = os.path.join(tmp, "pair.fifo")
-    os.mkfifo(path)
-    reader = subprocess.Popen(["cat", path], stdout=subprocess.DEVNULL)
-    with open(os.path.join(tmp, "yes.err"), "w") as err:
-        writer = subprocess.Popen(f"exec yes > {path}", shell=True, stderr=err)
-    return writer, reader
+    """Two shells that ping-pong a byte through two fifos of the test's own, each waking
+    the other in turn: (first, second) Popens. (A pipe's writer and reader are no sure
+    pair: where the reader keeps up, it never wakes the writer.)"""
+    a, b = os.path.join(tmp, "pair.1"), os.path.join(tmp, "pair.2")
+    os.mkfifo(a)
+    os.mkfifo(b)
+    first = subprocess.Popen(["sh", "-c", f"exec 3<>{b} 4<>{a}; "
+                              "while :; do echo x >&4; read -r y <&3; done"])
+    second = subprocess.Popen(["sh", "-c", f"exec 3<>{a} 4<>{b}; "
+                               "while :; do read -r y <&3; echo x >&4; done"])
+    return first, second
 
 
 def partners(record):
@@ -48,13 +52,13 @@ def test():
         try:
             seen, log = run(tmp, "[daemon]\nsampler = bpf\n", "on")
             w, r = writer.pid, reader.pid
-            print(f"writer {w}: {sorted(seen.get(w, []))}; reader {r}: {sorted(seen.get(r, []))}")
+            print(f"first {w}: {sorted(seen.get(w, []))}; second {r}: {sorted(seen.get(r, []))}")
             check("features: wake-pairs: the bpf sampler reads" in log,
                   "the log says the sampler reads wake pairs")
             check(any(f.startswith(f"partner={r}@") for f in seen.get(w, ())),
-                  "the writer is listed with the reader as its partner, and a CPU")
+                  "the first is listed with the second as its partner, and a CPU")
             check(any(f.startswith(f"partner={w}@") for f in seen.get(r, ())),
-                  "the reader is listed with the writer as its partner")
+                  "the second is listed with the first as its partner")
             check(all(f.split("=")[1].split("@")[0] in (str(w), str(r))
                       for t in (w, r) for f in seen.get(t, ())),
                   "neither is ever listed with another partner")

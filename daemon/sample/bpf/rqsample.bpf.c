@@ -98,7 +98,7 @@ static __always_inline __s32 task_cpu(struct task_struct *p)
 
 /* Everything but the CURR flag. */
 static __always_inline void fill(struct rqs_task *e, struct task_struct *p, __u32 tgid,
-				 __s32 cpu)
+				 __s32 cpu, int pairs)
 {
 	e->tid = BPF_CORE_READ(p, pid);
 	e->tgid = tgid;
@@ -115,7 +115,7 @@ static __always_inline void fill(struct rqs_task *e, struct task_struct *p, __u3
 		bpf_core_read(e->allowed, bpf_core_field_size(p->cpus_mask), &p->cpus_mask);
 	e->wakee = e->wakee_wakee = e->flips = e->wakee_flips = 0;
 	e->wakee_cpu = -1;
-	if (rqs_pairs) {
+	if (pairs) {
 		struct task_struct *w = BPF_CORE_READ(p, last_wakee);
 
 		e->flips = BPF_CORE_READ(p, wakee_flips);
@@ -180,7 +180,8 @@ static __always_inline void list_one(struct walk *w, struct task_struct *p)
 		return;
 	}
 	e = &rec->tasks[n & (RQS_MAX_TASKS - 1)];
-	fill(e, p, tgid, w->cpu);
+	/* A task alone on its CPU is never moved: its pair is read where it has company. */
+	fill(e, p, tgid, w->cpu, rqs_pairs && rec->cfs_runnable >= 2);
 	if (p == w->curr)
 		e->flags |= RQS_F_CURR;
 	w->n = n + 1;
@@ -352,7 +353,7 @@ int list_tasks(struct bpf_iter__task *ctx)
 	tgid = BPF_CORE_READ(p, tgid);
 	if (tgid == self_tgid)
 		return 0;
-	fill(&e, p, tgid, task_cpu(p));
+	fill(&e, p, tgid, task_cpu(p), rqs_pairs);
 	bpf_seq_write(seq, &e, sizeof(e));
 	return 0;
 }
