@@ -27,7 +27,10 @@ def test():
         snap = ([(0, 2, 100), (1, 0, 0), (2, 0, 0), (3, 0, 0)],
                 [task_line(a, 0), task_line(b, 0)])
         write_replay(replay, [snap])
-        with Daemon(tmp, ["--topology", TOPO, "--replay", replay]) as d:
+        # Each LLC keeps one online core here: below the default min_llc_cores (2),
+        # which would leave nothing to spread across.
+        with Daemon(tmp, ["--topology", TOPO, "--replay", replay],
+                    conf="[balance]\nmin_llc_cores = 1\n") as d:
             d.wait_for(r"topology: 2 CPUs it names are not online here: left out")
             d.wait_for(rf"pin tid={b} .* llc=0->1 cpus=1 why=overload")
             check("2 CPUs, 2 cores, 2 LLCs" in d.text(), "two LLCs of one online CPU each")

@@ -127,8 +127,9 @@ static bool holds_default(const struct rqb_conf *c, const struct conf_key *k)
 		list_join(f, buf, sizeof(buf));
 		return strcmp(buf, k->def) == 0;
 	case CONF_NICE:
+		return k->def && *(const int *)f == atoi(k->def); /* rules' have no default */
 	case CONF_UID:
-		break; /* rule keys: a rule has no defaults */
+		break; /* a rule key: a rule has no defaults */
 	}
 	return false;
 }
@@ -188,6 +189,8 @@ static void defaults_match_table(void **state)
 	/* A few by name, so that a table and a struct that drift together still show. */
 	assert_int_equal(c.interval_ms, 100);
 	assert_int_equal(c.sampler, CONF_SAMPLER_AUTO);
+	assert_int_equal(c.latency_nice, -10);
+	assert_int_equal(c.min_llc_cores, 2);
 	assert_string_equal(c.journal_dir, RQB_RUNDIR);
 	assert_false(c.dry_run);
 	assert_int_equal(c.log_level, LOG_INFO);
