@@ -17,7 +17,6 @@
 #include <sys/stat.h>
 
 #include "conf/conf.h"
-#include "core/metrics.h"
 #include "policy/latency.h"
 #include "rqbalance.h"
 #include "util/log.h"
@@ -840,8 +839,8 @@ static void check_metrics_dir(struct parse_ctx *p)
 	const struct conf_key *k = find_key("metrics", "path");
 	char why[PATH_MAX + 128];
 
-	if (!p->conf.metrics_path[0] || metrics_check_path(p->conf.metrics_path, why,
-							   sizeof(why)) == 0)
+	if (!p->conf.metrics_path[0] ||
+	    safedir_check_parent(p->conf.metrics_path, why, sizeof(why)) == 0)
 		return;
 	report_at(p, p->seen_line[k - conf_keys], "[metrics] path", why);
 }

@@ -10,7 +10,7 @@
 #include "actuate/act.h"
 #include "actuate/latact.h"
 #include "conf/conf.h"
-#include "core/latmgr.h"
+#include "latmgr/latmgr.h"
 #include "core/metrics.h"
 #include "ctl/ctl.h"
 #include "plan/plan.h"

@@ -177,30 +177,6 @@ int metrics_format(const struct metrics *m, const struct metrics_figures *f, FIL
 	return ferror(out) ? -EIO : 0;
 }
 
-/* The directory of path, opened and checked as safedir_open does (-ENOENT: not made yet). */
-static int open_dir(const char *path, int *ret_fd, char *why, size_t len)
-{
-	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-
-	*ret_fd = -1;
-	if (path[0] != '/' || strlen(path) >= sizeof(dir)) {
-		snprintf(why, len, "\"%s\" is not an absolute path", path);
-		return -EINVAL;
-	}
-	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	return safedir_open(dir, false, ret_fd, why, len);
-}
-
-int metrics_check_path(const char *path, char *why, size_t len)
-{
-	int fd, r = open_dir(path, &fd, why, len);
-
-	if (fd >= 0)
-		close(fd);
-	return r == -ENOENT ? 0 : r;
-}
-
 /*
  * Writes the file whole under a name of its own in dirfd that nobody can have planted
  * (O_EXCL: no FIFO to block on, no link to follow), and returns that name in tmp; the
@@ -256,7 +232,7 @@ int metrics_write(struct metrics *m, const struct metrics_figures *f, const char
 	if (!path[0])
 		return 0;
 	/* The config was checked; a directory can still be handed to a user since. */
-	r = open_dir(path, &dirfd, why, sizeof(why));
+	r = safedir_open_parent(path, &dirfd, why, sizeof(why));
 	if (r < 0 || !base || strlen(base + 1) > NAME_MAX - 10) {
 		if (dirfd >= 0)
 			close(dirfd);

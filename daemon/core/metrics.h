@@ -52,17 +52,10 @@ void metrics_fini(struct metrics *m);
 /* Formats every metric of f (and m's own failures). 0, or -EIO when out failed. */
 int metrics_format(const struct metrics *m, const struct metrics_figures *f, FILE *out);
 /*
- * Whether path may be written: its directory, and each above it, must belong to root
- * (or the daemon's user) and be writable by nobody else (the ones above may be
- * sticky, as /tmp is). A directory not made yet counts as its nearest existing
- * parent, which must then be writable by root alone. 0, or -errno with a reason
- * naming the directory in why.
- */
-int metrics_check_path(const char *path, char *why, size_t len);
-/*
  * Writes the metrics to path through a new file of a name of its own (path.XXXXXX,
  * which node_exporter's *.prom leaves alone) and rename(2), mode 0644 whatever the
- * umask, after metrics_check_path; removes the file written before if path changed
+ * umask, once its directory passes safedir_open_parent (util/safedir.h: root's alone,
+ * and each above it); removes the file written before if path changed
  * (empty: writes nothing). 0 or -errno; the first of a run of failures is logged.
  */
 int metrics_write(struct metrics *m, const struct metrics_figures *f, const char *path);

@@ -118,3 +118,26 @@ int safedir_check_path(const char *dir, char *why, size_t len)
 		close(fd);
 	return r == -ENOENT ? 0 : r;
 }
+
+int safedir_open_parent(const char *path, int *ret_fd, char *why, size_t len)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	*ret_fd = -1;
+	if (path[0] != '/' || strlen(path) >= sizeof(dir)) {
+		snprintf(why, len, "\"%s\" is not an absolute path", path);
+		return -EINVAL;
+	}
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	return safedir_open(dir, false, ret_fd, why, len);
+}
+
+int safedir_check_parent(const char *path, char *why, size_t len)
+{
+	int fd, r = safedir_open_parent(path, &fd, why, len);
+
+	if (fd >= 0)
+		close(fd);
+	return r == -ENOENT ? 0 : r;
+}

@@ -33,5 +33,11 @@ int safedir_open(const char *dir, bool create, int *ret_fd, char *why, size_t le
 
 /* safedir_open without create, for a config check: 0 also when dir is not made yet. */
 int safedir_check_path(const char *dir, char *why, size_t len);
+/*
+ * The directory of a file's absolute path, opened as safedir_open does without create
+ * (-ENOENT: not made yet), and its config check: 0 also when it is not made yet.
+ */
+int safedir_open_parent(const char *path, int *ret_fd, char *why, size_t len);
+int safedir_check_parent(const char *path, char *why, size_t len);
 
 #endif

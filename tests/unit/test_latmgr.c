@@ -9,7 +9,7 @@
 #include "unit.h"
 
 #include "../common/ctl_harness.h"
-#include "core/latmgr.h"
+#include "latmgr/latmgr.h"
 #include "util/log.h"
 
 #define PROC_W (CTLH_BASE + 20) /* comm "worker", threads W and W + 1 */

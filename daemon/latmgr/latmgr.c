@@ -15,7 +15,7 @@
 
 #include "actuate/act.h"
 #include "actuate/cgsd.h"
-#include "core/latmgr.h"
+#include "latmgr/latmgr.h"
 #include "policy/latpol.h"
 #include "policy/rules.h"
 #include "rqbalance.h"
