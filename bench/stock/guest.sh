@@ -7,7 +7,7 @@
 # Prints one line per run:
 #   ROW round case workload p99=US p999=US thr=N [more] pins=N [dcpu=TICKS] drc=RC
 # (p99/p999 only for wakeup; thr is the workload's throughput; dcpu the daemon's CPU
-# time in clock ticks, its whole life; drc its exit status after SIGTERM, "-" in case
+# time in clock ticks from "running:" (its BPF start-up left out) to SIGTERM; drc its exit status after SIGTERM, "-" in case
 # A), each daemon's pin lines as "PIN ...", its sampler line as "DAEMON ...", and
 # "PROBLEM: ..." for a daemon that did not start or did not exit 0.
 ROUNDS=${ROUNDS:-3}
@@ -36,7 +36,10 @@ start_daemon() {
 	DPID=$!
 	i=0
 	while [ $i -lt 600 ]; do
-		grep -q "running: sampler" "$LOG" && return 0
+		if grep -q "running: sampler" "$LOG"; then
+			DCPU0=$(cputime "$DPID")
+			return 0
+		fi
 		[ -e "/proc/$DPID" ] || break
 		sleep 0.1
 		i=$((i + 1))
@@ -49,7 +52,7 @@ start_daemon() {
 
 # stop_daemon: SIGTERM, its exit status in DRC, its pins in PINS (and printed).
 stop_daemon() {
-	DCPU=$(cputime "$DPID")
+	DCPU=$(($(cputime "$DPID") - DCPU0))
 	[ "$1" = 1 ] && grep -m1 'running: sampler' "$LOG" | sed 's/^/DAEMON /'
 	kill -TERM "$DPID"
 	wait "$DPID"
@@ -133,7 +136,8 @@ w_hogs() {
 	done
 	c1=0
 	for p in $pids; do c1=$((c1 + $(cputime "$p"))); done
-	for p in $pids; do kill -KILL "$p"; wait "$p" 2>/dev/null; done
+	# Killed by run(), once a daemon has stopped and given their affinity back.
+	HOGPIDS=$pids
 	echo "p99=- p999=- thr=$((c1 - c0)) spread_s=$spread"
 }
 
@@ -144,13 +148,20 @@ LLC0=$(echo "$LLC0" | awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-
 run() { # round case workload
 	unpin_self
 	if [ "$2" = B ]; then start_daemon || return; fi
-	res=$(w_$3 | tail -n1)
+	HOGPIDS=
+	w_$3 >/tmp/ab.res
+	res=$(tail -n1 /tmp/ab.res)
 	if [ "$2" = B ]; then
 		stop_daemon "$1"
+		for p in $HOGPIDS; do
+			a=$(awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$p/status")
+			[ "$a" = "$ALL" ] || { echo "PROBLEM: hog $p left on CPUs $a"; problems=$((problems + 1)); }
+		done
 		echo "ROW $1 $2 $3 $res pins=$PINS dcpu=$DCPU drc=$DRC"
 	else
 		echo "ROW $1 $2 $3 $res pins=- drc=-"
 	fi
+	for p in $HOGPIDS; do kill -KILL "$p"; wait "$p" 2>/dev/null; done
 }
 
 r=1
