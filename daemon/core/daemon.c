@@ -113,20 +113,14 @@ static int make_sampler(struct daemon *d)
 static void wake_pairs(struct daemon *d)
 {
 	bool seen = sampler_bpf_pairs(d->sampler, d->topo, d->conf.keep_pairs);
+	char why[64];
 
-	if (!d->conf.keep_pairs)
-		features_set(&d->features, FEAT_WAKE_PAIRS, FEAT_MISSING, "keep_pairs = no");
-	else if (seen)
-		features_set(&d->features, FEAT_WAKE_PAIRS, FEAT_USED,
-			     "the bpf sampler reads each listed task's last_wakee and wakee_flips, "
-			     "as the kernel's wake_wide() weighs them");
-	else if (d->conf.sampler == CONF_SAMPLER_REPLAY)
-		features_set(&d->features, FEAT_WAKE_PAIRS, FEAT_USED,
-			     "the replayed snapshots' partner= fields");
-	else
-		features_set(&d->features, FEAT_WAKE_PAIRS, FEAT_MISSING,
-			     "the %s sampler cannot see who wakes whom: keep_pairs acts on no pair",
-			     d->sampler->ops->name);
+	snprintf(why, sizeof(why), "the %s sampler cannot see who wakes whom",
+		 d->sampler->ops->name);
+	features_set_pairs(&d->features, d->conf.keep_pairs,
+			   seen ? FEAT_PAIRS_BPF
+				: d->conf.sampler == CONF_SAMPLER_REPLAY ? FEAT_PAIRS_REPLAY : NULL,
+			   why);
 	features_log_one(&d->features, FEAT_WAKE_PAIRS);
 }
 

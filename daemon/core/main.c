@@ -239,20 +239,19 @@ static void probe_pairs(const struct rqb_conf *c, struct features *f)
 	};
 	struct sampler *sm = NULL;
 
-	if (!c->keep_pairs)
-		features_set(f, FEAT_WAKE_PAIRS, FEAT_MISSING, "keep_pairs = no");
-	else if (c->sampler == CONF_SAMPLER_REPLAY)
-		features_set(f, FEAT_WAKE_PAIRS, FEAT_USED, "the replayed snapshots' partner= fields");
-	else if (c->sampler == CONF_SAMPLER_PROC)
-		features_set(f, FEAT_WAKE_PAIRS, FEAT_MISSING,
-			     "the proc sampler cannot see who wakes whom: keep_pairs acts on no pair");
-	else if (sampler_bpf_quiet_new(&bo, &sm) < 0)
-		features_set(f, FEAT_WAKE_PAIRS, FEAT_MISSING,
-			     "the bpf sampler does not load here (%s): keep_pairs acts on no pair", why);
-	else
-		features_set(f, FEAT_WAKE_PAIRS, FEAT_USED,
-			     "the bpf sampler reads each listed task's last_wakee and wakee_flips, "
-			     "as the kernel's wake_wide() weighs them");
+	char why_not[300] = "the proc sampler cannot see who wakes whom";
+	const char *seen_by = NULL;
+
+	if (c->keep_pairs && c->sampler == CONF_SAMPLER_REPLAY)
+		seen_by = FEAT_PAIRS_REPLAY;
+	else if (c->keep_pairs && c->sampler != CONF_SAMPLER_PROC) {
+		if (sampler_bpf_quiet_new(&bo, &sm) == 0)
+			seen_by = FEAT_PAIRS_BPF;
+		else
+			snprintf(why_not, sizeof(why_not), "the bpf sampler does not load here (%s)",
+				 why);
+	}
+	features_set_pairs(f, c->keep_pairs, seen_by, why_not);
 	sampler_free(sm);
 }
 

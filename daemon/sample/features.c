@@ -34,6 +34,18 @@ static const char *const names[FEAT_COUNT] = {
 	[FEAT_WAKE_PAIRS] = "wake-pairs",
 };
 
+void features_set_pairs(struct features *f, bool keep_pairs, const char *seen_by,
+			const char *why_not)
+{
+	if (!keep_pairs)
+		features_set(f, FEAT_WAKE_PAIRS, FEAT_MISSING, "keep_pairs = no");
+	else if (seen_by)
+		features_set(f, FEAT_WAKE_PAIRS, FEAT_USED, "%s", seen_by);
+	else
+		features_set(f, FEAT_WAKE_PAIRS, FEAT_MISSING, "%s: keep_pairs acts on no pair",
+			     why_not);
+}
+
 /* Known once the sampler starts; the daemon logs them then, on their own. */
 static bool late(int i)
 {

@@ -53,6 +53,15 @@ void features_probe(const char *root, const struct topo *t, unsigned min_llc_cor
  * reload or a CPU going offline). Returns whether its state or detail changed.
  */
 bool features_llcs(struct features *f, const struct topo *t, unsigned min_llc_cores);
+/*
+ * wake-pairs: keep_pairs off, or the pairs seen (seen_by says how), or not seen
+ * (why_not says why; keep_pairs then acts on no pair).
+ */
+void features_set_pairs(struct features *f, bool keep_pairs, const char *seen_by,
+			const char *why_not);
+#define FEAT_PAIRS_BPF "the bpf sampler reads each listed task's last_wakee and wakee_flips, " \
+		       "as the kernel's wake_wide() weighs them"
+#define FEAT_PAIRS_REPLAY "the replayed snapshots' partner= fields"
 const char *features_name(enum feat_id id);
 /* Sets one feature (the latency manager's event source, known once it starts). */
 void features_set(struct features *f, enum feat_id id, enum feat_state st, const char *fmt, ...)

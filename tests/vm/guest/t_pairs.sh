@@ -66,6 +66,18 @@ splits() {
 		}'
 }
 
+# as_sampled: what the sampler said of each pair's tasks in the record: how many
+# snapshots listed it on which CPU, with which partner.
+as_sampled() {
+	local p t
+	for p in $PAIRS; do
+		for t in ${p%:*} ${p#*:}; do
+			echo "task $t as sampled: $(grep "^task $t " /tmp/pairs.rec |
+				awk '{ print $4, $10 }' | sort | uniq -c | tr '\n' ';')"
+		done
+	done
+}
+
 # free_pairs list: the pairs' tasks allowed the CPUs in list (the hogs stay held).
 free_pairs() {
 	local p
@@ -96,12 +108,7 @@ keep_pairs = $1"
 	grep "wake-pairs" "$LOG"
 	if [ "$1" = yes ]; then
 		if ! poll_until 300 seen_pairs; then
-			for p in $PAIRS; do
-				for t in ${p%:*} ${p#*:}; do
-					echo "task $t as sampled: $(grep "^task $t " /tmp/pairs.rec |
-						awk '{ print $4, $10 }' | sort | uniq -c | tr '\n' ';')"
-				done
-			done
+			as_sampled
 			fail "the daemon never saw both pairs"
 		fi
 		ok "it sees both pairs"
@@ -122,13 +129,7 @@ keep_pairs = $1"
 		for p in $PAIRS; do
 			echo "pair $p: pinned to llc $(pinned_llc "${p%:*}") and $(pinned_llc "${p#*:}")"
 		done
-		# What the sampler said of each pair's tasks: count, CPU, partner.
-		for p in $PAIRS; do
-			for t in ${p%:*} ${p#*:}; do
-				echo "task $t as sampled: $(grep "^task $t " /tmp/pairs.rec |
-					awk '{ print $4, $10 }' | sort | uniq -c | tr '\n' ';')"
-			done
-		done
+		as_sampled
 	} >>/tmp/pairs.summary
 	SPLITS=$(splits)
 	echo "keep_pairs = $1: $(grep -c ' pin tid=' "$LOG") pins, $SPLITS of them split a pair"
