@@ -52,6 +52,8 @@ struct btask {
 	pid_t partner;           /* keep_pairs: the task it and that one last woke each other */
 	int partner_cpu;         /* where that one last ran, -1 if unknown */
 	uint64_t partner_ns;     /* the last tick that saw them so */
+	uint32_t nvcsw;          /* its voluntary switches when last listed with pairs read */
+	bool nvcsw_known;
 };
 
 /*
@@ -524,6 +526,7 @@ static struct btask *remember(struct bpf_sampler *bs, const struct rqs_task *t, 
 		k->runtime_ns = UINT64_MAX;
 		k->seen_ns = 0;
 		k->partner = 0;
+		k->nvcsw_known = false;
 	}
 	if (!k) {
 		struct btask *a = util_grow(bs->known, &bs->knowncap, bs->nknown, sizeof(*a));
@@ -598,17 +601,28 @@ static bool wakes_wide(const struct rqs_task *t, int llc_cpus)
 /*
  * t's partner for keep_pairs: the task it last woke, where that one last woke t (each
  * wakes the other: a pid reused since, or a one-to-many waker, is no partner) and the
- * two do not wake wide; seen so now or within PAIR_HOLD_NS (k remembers it).
+ * two do not wake wide; seen so now or within PAIR_HOLD_NS (k remembers it). Only a
+ * task that slept since it was last listed is believed: last_wakee is a plain pointer
+ * the kernel never clears, which a task that never sleeps keeps from its parent at
+ * fork, and which may by then point at another task's reused memory (two CPU hogs
+ * forked by one shell were once taken for a pair, and kept each other in place).
  */
 static void set_partner(const struct bpf_sampler *bs, const struct rqs_task *t,
 			struct btask *k, uint64_t now_ns, struct snap_task *ret)
 {
+	bool slept;
 	int llc;
 
 	if (!bs->pairs)
 		return;
+	slept = false;
+	if (t->flags & RQS_F_PAIRS) {
+		slept = k->nvcsw_known && t->nvcsw != k->nvcsw;
+		k->nvcsw = t->nvcsw;
+		k->nvcsw_known = true;
+	}
 	llc = bs->topo ? topo_llc_of(bs->topo, t->cpu) : -1;
-	if (t->wakee && t->wakee != t->tid && t->wakee_wakee == t->tid &&
+	if (slept && t->wakee && t->wakee != t->tid && t->wakee_wakee == t->tid &&
 	    !wakes_wide(t, llc >= 0 ? bs->topo->llcs[llc].ncpus : 1)) {
 		k->partner = (pid_t)t->wakee;
 		k->partner_ns = now_ns;

@@ -25,6 +25,7 @@ enum rqs_path {
 /* rqs_task.flags */
 #define RQS_F_KTHREAD 0x1u  /* PF_KTHREAD */
 #define RQS_F_CURR 0x2u     /* on the CPU at the sample */
+#define RQS_F_PAIRS 0x4u    /* the wake pair fields below were read */
 
 struct rqs_task {
 	__u32 tid;
@@ -48,7 +49,7 @@ struct rqs_task {
 	__u32 wakee_wakee;
 	__u32 flips;
 	__u32 wakee_flips;
-	__u32 pad;
+	__u32 nvcsw;          /* its voluntary context switches (low 32 bits): times it slept */
 };
 
 /*

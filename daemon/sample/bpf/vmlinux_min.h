@@ -106,6 +106,7 @@ struct task_struct {
 	cpumask_t cpus_mask;
 	struct task_struct *last_wakee;    /* CONFIG_SMP: whom it last woke (wake_wide()) */
 	unsigned int wakee_flips;
+	unsigned long nvcsw;               /* voluntary context switches: times it slept */
 };
 
 struct rq;

@@ -186,9 +186,26 @@ hog_pins() {
 }
 # wait_hog_pins count: until the daemon has logged pins of count hogs (an event), then
 # one sync, so that those pins have also been written: check their outcome at once.
+# The wait is counted in the daemon's ticks (600, a minute at full speed), one sync at
+# a time, not in polls of the log: a slow guest's polls once outlasted the test's
+# 300 s before the wait gave up. Giving up, it says what the daemon saw and did.
 hog_pins_at_least() { [ "$(hog_pins)" -ge "$1" ]; }
 wait_hog_pins() {
-	poll_until 1200 hog_pins_at_least "$1"
+	local out t0 t
+	out=$(rqctl sync 2>&1) || fail "rqctl sync: $out"
+	t0=${out#ticks }
+	t=$t0
+	while ! hog_pins_at_least "$1"; do
+		if [ $((t - t0)) -ge 600 ]; then
+			echo "$(hog_pins) of $1 hogs pinned after $((t - t0)) ticks; the hogs:"
+			for p in $HOGS; do echo "hog $p: allowed $(allowed "$p"), cpu $(lastcpu "$p")"; done
+			rqctl status
+			grep -E ' (un)?pin tid=' "$LOG"
+			return 1
+		fi
+		out=$(rqctl sync 2>&1) || fail "rqctl sync: $out"
+		t=${out#ticks }
+	done
 	rqsync
 	hog_pins_at_least "$1"
 }
