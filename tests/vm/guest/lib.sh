@@ -188,9 +188,19 @@ hog_pins() {
 # one sync, so that those pins have also been written: check their outcome at once.
 # The wait is counted in the daemon's ticks (600, a minute at full speed), one sync at
 # a time, not in polls of the log: a slow guest's polls once outlasted the test's
-# 300 s before the wait gave up. Giving up, it says what the daemon saw and did.
+# 300 s before the wait gave up. Giving up, it says what the daemon saw and did. The
+# test's shell waits on LLC 0: its syncs and greps are load, and on another LLC they
+# hid the idle CPU a second hog was to go to (seen: one of two pinned after 600
+# ticks, a CPU of LLC 1 busy with the test's own commands).
 hog_pins_at_least() { [ "$(hog_pins)" -ge "$1" ]; }
 wait_hog_pins() {
+	local out t0 t r=0
+	taskset -pc "$LLC0" $$ >/dev/null
+	wait_hog_pins_here "$1" || r=1
+	taskset -pc "$ALL" $$ >/dev/null
+	return $r
+}
+wait_hog_pins_here() {
 	local out t0 t
 	out=$(rqctl sync 2>&1) || fail "rqctl sync: $out"
 	t0=${out#ticks }

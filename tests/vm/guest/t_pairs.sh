@@ -5,12 +5,15 @@
 # to LLC 0 until the daemon has seen them, then allowed every CPU: the only tasks it
 # may move are pair members. With keep_pairs = no it pins members away from their
 # partners; with keep_pairs = yes (the bpf sampler reads the kernel's last_wakee) a
-# member whose partner sleeps beside it stays, a pair seen runnable whole moves whole,
-# and no pin splits a pair. Both counts are printed.
+# member whose partner sleeps beside it stays, and no pin splits a pair. One CPU of
+# LLC 1 is held busy too, so that a pin moves one task and a pair has nowhere to move
+# whole. The test's shell stays on LLC 0, where its commands hide no idle CPU. Both
+# counts are printed.
 . /tests/lib.sh
 need_llcs
 A=${LLC0%%[,-]*}
 B=$(echo "$LLC0" | awk -F'[-,]' '{ print $2 }')
+C=$(echo "$ALL" | awk -F'[-,]' '{ print $NF }')
 PAIRS=""
 
 # pair cpu: two shells that ping-pong a byte through two fifos on cpu, each waking
@@ -91,9 +94,13 @@ pins_at_least() { [ "$(grep -c ' pin tid=' "$LOG")" -ge "$1" ]; }
 run_case() {
 	HOGS=""
 	PAIRS=""
+	taskset -pc "$LLC0" $$ >/dev/null
 	lb_off
 	hog "$A"
 	hog "$B"
+	# One CPU of LLC 1 held busy too: one idle CPU there, so a pin moves one task, and
+	# a pair can move whole only where two CPUs are free: nowhere.
+	hog "$C"
 	pair "$A"
 	pair "$B"
 	# Two CPUs, not one: the kernel records who wakes whom only for a task that may
