@@ -59,11 +59,12 @@ struct btask {
 /*
  * How long a pair seen once stays a pair. A sample is taken in a timer interrupt, and
  * whatever that interrupt woke was recorded as the interrupted task's last_wakee a
- * moment before: the running half of a pair often shows someone else. Its sleeping
- * half, and the next samples, show the pair again; the kernel halves wakee_flips
- * once a second, the horizon it gives such a record too.
+ * moment before: the running half of a pair often shows someone else, and a pair is
+ * believed only from a task that slept since it was last listed, so sightings are
+ * sparse (on the qemu tier's slow guest, more than 2 s apart at times). A pair that
+ * stops waking each other is let go this long after.
  */
-#define PAIR_HOLD_NS (2 * NSEC_PER_SEC)
+#define PAIR_HOLD_NS (10 * NSEC_PER_SEC)
 
 /* Whether a CPU's perf event still runs, from its count. */
 struct blindness {
