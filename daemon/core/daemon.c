@@ -226,6 +226,12 @@ static void lat_conf_from(const struct daemon *d, struct lat_conf *ret)
 			     (d->conf.lat_class == CONF_CLASS_AUTO && sd_booted() <= 0);
 }
 
+/* Whether this kernel takes sched_runtime as a task's slice (6.12+). */
+static bool has_slices(const struct daemon *d)
+{
+	return d->features.f[FEAT_EEVDF_SLICE].state != FEAT_MISSING;
+}
+
 /* The daemon's own nice and slice ([daemon] latency_nice), at start and on reload. */
 static void self_sched(struct daemon *d)
 {
@@ -234,8 +240,7 @@ static void self_sched(struct daemon *d)
 	int r;
 
 	lat_conf_from(d, &lc);
-	r = selfsched_apply(&lc, d->conf.latency_nice, d->features.f[FEAT_EEVDF_SLICE].state !=
-			    FEAT_MISSING, desc, sizeof(desc));
+	r = selfsched_apply(&lc, d->conf.latency_nice, has_slices(d), desc, sizeof(desc));
 	if (r < 0)
 		log_warn("self: cannot give the daemon latency-nice %d (%s): %s",
 			 d->conf.latency_nice, desc, strerror(-r));
@@ -431,6 +436,7 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *err = open_memstream(&buf, &len);
+	bool pairs_changed;
 	int r;
 
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, (uint64_t)(util_now_ns() / NSEC_PER_USEC));
@@ -453,11 +459,10 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 	}
 	free(buf);
 	keep_restart_keys(&d->conf, &c);
-	if (c.keep_pairs != d->conf.keep_pairs) {
-		d->conf.keep_pairs = c.keep_pairs;
-		wake_pairs(d);
-	}
+	pairs_changed = c.keep_pairs != d->conf.keep_pairs;
 	d->conf = c;
+	if (pairs_changed)
+		wake_pairs(d);
 	if (features_llcs(&d->features, d->topo, d->conf.min_llc_cores))
 		features_log_one(&d->features, FEAT_LLC_GROUPS);
 	self_sched(d);
@@ -484,7 +489,7 @@ static int start_latency(struct daemon *d)
 	struct latact_opts o = {
 		.journal_dir = d->conf.journal_dir,
 		.cgroup_root = d->conf.lat_cgroup_root,
-		.slices = d->features.f[FEAT_EEVDF_SLICE].state != FEAT_MISSING,
+		.slices = has_slices(d),
 		.uclamp = d->features.f[FEAT_UCLAMP].state != FEAT_MISSING && d->conf.lat_uclamp,
 		.dry_run = d->conf.dry_run,
 		/* RQB_SYSTEMD_BUS: a private bus with a stand-in for systemd, for tests. */
