@@ -500,20 +500,24 @@ static void index_tasks(const struct snapshot *s, struct spread_state *st)
 		qsort(st->byid, st->nbyid, sizeof(*st->byid), cmp_slot);
 }
 
-/* The bucket slot of t's partner when it is runnable and bucketed in LLC l, else -1. */
-static int partner_slot(const struct snapshot *s, const struct spread_state *st,
-			const struct snap_task *t, int l)
+/* The bucket slot of t's partner when it is runnable and bucketed, else -1. */
+static int partner_bucketed(const struct spread_state *st, const struct snap_task *t)
 {
 	struct spread_slot key = { .tid = t->partner }, *hit;
-	const struct snap_task *p;
 
 	if (!t->partner || !st->nbyid)
 		return -1;
 	hit = bsearch(&key, st->byid, st->nbyid, sizeof(key), cmp_slot);
-	if (!hit || st->bucket[hit->slot] < 0)
-		return -1;
-	p = &s->tasks[st->bucket[hit->slot]];
-	return s->topo->cpus[p->cpu].llc == l ? hit->slot : -1;
+	return hit && st->bucket[hit->slot] >= 0 ? hit->slot : -1;
+}
+
+/* The bucket slot of t's partner when it is runnable and bucketed in LLC l, else -1. */
+static int partner_slot(const struct snapshot *s, const struct spread_state *st,
+			const struct snap_task *t, int l)
+{
+	int slot = partner_bucketed(st, t);
+
+	return slot >= 0 && topo_llc_of(s->topo, s->tasks[st->bucket[slot]].cpu) == l ? slot : -1;
 }
 
 /*
@@ -523,14 +527,11 @@ static int partner_slot(const struct snapshot *s, const struct spread_state *st,
 static int partner_llc(const struct snapshot *s, const struct spread_state *st,
 		       const struct snap_task *t)
 {
-	struct spread_slot key = { .tid = t->partner }, *hit;
+	int slot = partner_bucketed(st, t);
 
-	if (!t->partner)
-		return -1;
-	hit = st->nbyid ? bsearch(&key, st->byid, st->nbyid, sizeof(key), cmp_slot) : NULL;
-	if (hit && st->bucket[hit->slot] >= 0)
-		return topo_llc_of(s->topo, s->tasks[st->bucket[hit->slot]].cpu);
-	return t->partner_placed ? topo_llc_of(s->topo, t->partner_cpu) : -1;
+	if (slot >= 0)
+		return topo_llc_of(s->topo, s->tasks[st->bucket[slot]].cpu);
+	return t->partner && t->partner_placed ? topo_llc_of(s->topo, t->partner_cpu) : -1;
 }
 
 /*
