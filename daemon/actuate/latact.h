@@ -32,13 +32,33 @@ struct lat_state {
 	char cgroup[LAT_PATH_MAX];  /* in the class hierarchy; "" without one */
 };
 
+/* The knobs of a task someone else changed after rqbalance set them (lat_entry.left). */
+enum lat_knob {
+	LAT_K_POLICY = 1 << 0,
+	LAT_K_NICE = 1 << 1,
+	LAT_K_SLICE = 1 << 2,
+	LAT_K_UCLAMP = 1 << 3,
+};
+
 struct lat_entry {
 	struct act_task task;
 	pid_t tgid;
 	int value;
 	char source[48];            /* who asked: "ctl uid N", "rule NAME", "inherited" */
 	struct lat_state prev;      /* what it had before rqbalance */
-	struct lat_state set;       /* what rqbalance gave it, read back */
+	/*
+	 * What rqbalance gave it, read back; for a knob in left, what rqbalance had
+	 * given it (or would have), which the task no longer has.
+	 */
+	struct lat_state set;
+	/*
+	 * enum lat_knob: knobs someone else changed since rqbalance set them (or that the
+	 * task inherited so changed from its creator). They are theirs: never written
+	 * again for this entry, nor given back; the cgroup's counterpart is cg.
+	 */
+	unsigned left;
+	pid_t from_tid;             /* the task it inherited its value from; 0 for none */
+	int64_t since;              /* when it got its value (CLOCK_REALTIME, seconds) */
 	/*
 	 * Whether its cgroup is rqbalance's to move (lat_cg_decide). When it is not,
 	 * set.cgroup is "" (nothing to give back) and cg_left is where it was left.
@@ -55,6 +75,12 @@ struct lat_cg_entry {
 	uint64_t prev_weight, set_weight; /* v1 shares, v2 / systemd weight */
 	int prev_idle, set_idle;    /* cpu.idle; -1 where there is none */
 	bool by_procs;              /* a unit weighted for its processes' value, not a target */
+	/*
+	 * Someone else changed its weight since rqbalance set it: theirs, never written
+	 * again for this entry, nor given back.
+	 */
+	bool left;
+	int64_t since;              /* when it got its value (CLOCK_REALTIME, seconds) */
 };
 
 /* Where the class cgroups are, if anywhere. */
@@ -133,10 +159,13 @@ void latact_set_conf(struct latact *la, const struct lat_conf *lc);
 int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, int v,
 		const char *source, const struct lat_entry *from, const char **ret_why);
 /*
- * Whether task tid is still in the cgroup rqbalance put it in; if someone else moved
- * it, its cgroup is theirs from now on (logged once).
+ * Whether task tid still has what rqbalance gave it: a knob someone else changed
+ * since (its policy, nice, slice, uclamp, or its cgroup: moved elsewhere) is theirs
+ * from now on, logged once.
  */
-void latact_check_cgroup(struct latact *la, pid_t tid);
+void latact_check(struct latact *la, pid_t tid);
+/* The names of the knobs in mask left (enum lat_knob), e.g. "nice slice"; "" for none. */
+void latact_knob_names(unsigned left, char *ret, size_t size);
 /* Gives a task back what it had (where still as set); -ENOENT if not managed. */
 int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time);
 /* The task exited: forget it. */
@@ -160,6 +189,8 @@ int latact_unit_release(struct latact *la, const char *path);
 /* An absolute path, no . or .. components, no blanks, short enough. */
 bool latact_cgroup_path_ok(const char *path);
 const struct lat_cg_entry *latact_find_cgroup(const struct latact *la, const char *path);
+/* Whether someone else changed cgroup path's weight since rqbalance set it (notes it). */
+void latact_check_cg(struct latact *la, const char *path);
 
 /* What one plan action came to. */
 struct latact_result {
@@ -176,7 +207,7 @@ struct latact_result {
  */
 int latact_apply_plan(struct latact *la, const struct plan *p, struct latact_result *ret);
 
-/* Drops entries whose task is gone; notes tasks someone else moved (latact_check_cgroup). */
+/* Drops entries whose task is gone; notes knobs someone else changed (latact_check). */
 void latact_verify(struct latact *la);
 /* Gives back everything. Returns the knobs restored. */
 int latact_restore_all(struct latact *la);

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 
 #include "actuate/cgsd.h"
@@ -140,6 +141,34 @@ static int owner_of(struct latact *la, struct lat_cg_entry *c, const char **ret_
 	return 0;
 }
 
+/* Whether a weight and idle read now differ from what rqbalance set on c. */
+static bool cg_changed(const struct lat_cg_entry *c, uint64_t w, int idle)
+{
+	return idle != c->set_idle || (c->set_idle != 1 && w != c->set_weight);
+}
+
+/* Notes (once) that someone else changed c's weight since rqbalance set it. */
+static void cg_leave(struct latact *la, struct lat_cg_entry *c)
+{
+	if (c->left)
+		return;
+	c->left = true;
+	log_notice("latency: cgroup \"%s\": someone else changed its weight since rqbalance set "
+		   "it: left as it is", c->path);
+}
+
+void latact_check_cg(struct latact *la, const char *path)
+{
+	size_t i = cg_index(la, path);
+	uint64_t w;
+	int idle;
+
+	if (i == SIZE_MAX || la->cg[i].left || target_read(la, &la->cg[i], &w, &idle) < 0)
+		return;
+	if (cg_changed(&la->cg[i], w, idle))
+		cg_leave(la, &la->cg[i]);
+}
+
 static int cg_apply(struct latact *la, const char *path, int v, const char *source,
 		    bool by_procs, const char **ret_why)
 {
@@ -181,8 +210,16 @@ static int cg_apply(struct latact *la, const char *path, int v, const char *sour
 		*ret_why = c.unit[0] ? "cannot read the unit's CPUWeight" : "cannot read its weight";
 		return r;
 	}
+	if (i != SIZE_MAX && (la->cg[i].left || cg_changed(&la->cg[i], w, idle))) {
+		/* Someone else's weight now: the new value is noted, not written. */
+		cg_leave(la, &la->cg[i]);
+		la->cg[i].value = v;
+		snprintf(la->cg[i].source, sizeof(la->cg[i].source), "%s", c.source);
+		return 0;
+	}
 	c.prev_weight = i == SIZE_MAX ? w : la->cg[i].prev_weight;
 	c.prev_idle = i == SIZE_MAX ? idle : la->cg[i].prev_idle;
+	c.since = i != SIZE_MAX && la->cg[i].value == v ? la->cg[i].since : (int64_t)time(NULL);
 	lat_map(&la->lc, v, &k);
 	c.set_weight = la->cls.v2 || c.unit[0] ? lat_shares_to_weight(k.shares) : k.shares;
 	c.set_idle = idle < 0 ? -1 : k.cg_idle ? 1 : 0;
@@ -253,7 +290,7 @@ void latact_restore_cg(struct latact *la, const struct lat_cg_entry *c)
 		la->cnt.gone++;
 		return;
 	}
-	if (idle != c->set_idle || (c->set_idle != 1 && w != c->set_weight)) {
+	if (c->left || cg_changed(c, w, idle)) {
 		log_info("latency: cgroup \"%s\" was changed since: left as it is", c->path);
 		la->cnt.left_alone++;
 		return;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
@@ -60,6 +61,40 @@ static bool sched_differs(const struct lat_state *a, const struct lat_state *b)
 {
 	return a->policy != b->policy || a->nice != b->nice || a->slice_ns != b->slice_ns ||
 	       a->umin != b->umin || a->umax != b->umax;
+}
+
+/* The knobs (enum lat_knob) in which a and b differ. */
+static unsigned knobs_differ(const struct lat_state *a, const struct lat_state *b)
+{
+	return (a->policy != b->policy ? LAT_K_POLICY : 0) | (a->nice != b->nice ? LAT_K_NICE : 0) |
+	       (a->slice_ns != b->slice_ns ? LAT_K_SLICE : 0) |
+	       (a->umin != b->umin || a->umax != b->umax ? LAT_K_UCLAMP : 0);
+}
+
+/* Copies the knobs in mask (enum lat_knob) from src to dst. */
+static void knobs_copy(unsigned mask, const struct lat_state *src, struct lat_state *dst)
+{
+	if (mask & LAT_K_POLICY)
+		dst->policy = src->policy;
+	if (mask & LAT_K_NICE)
+		dst->nice = src->nice;
+	if (mask & LAT_K_SLICE)
+		dst->slice_ns = src->slice_ns;
+	if (mask & LAT_K_UCLAMP) {
+		dst->umin = src->umin;
+		dst->umax = src->umax;
+	}
+}
+
+void latact_knob_names(unsigned left, char *ret, size_t size)
+{
+	static const char *const names[] = { "policy", "nice", "slice", "uclamp" };
+	size_t len = 0;
+
+	ret[0] = '\0';
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]) && len < size; i++)
+		if (left & (1u << i))
+			len += (size_t)snprintf(ret + len, size - len, "%s%s", len ? " " : "", names[i]);
 }
 
 /* Writes policy, nice, slice and uclamp of want in one call. */
@@ -178,7 +213,7 @@ static int write_state(struct latact *la, pid_t tid, pid_t tgid, const struct la
 	return r;
 }
 
-/* Whether a task left to others is said in the log: a process once, not each thread. */
+/* Whether what was left to others is said in the log: a process once, not each thread. */
 static bool cg_says(const struct latact *la, const struct lat_entry *e)
 {
 	const struct lat_entry *lead = latact_find(la, e->tgid);
@@ -216,6 +251,38 @@ static void cg_decide(struct latact *la, const struct lat_entry *old,
 		snprintf(e->cg_left, sizeof(e->cg_left), "%s", cur->cgroup);
 }
 
+/* Says once, for a process, which knobs of task e someone else changed (newly). */
+static void left_says(const struct latact *la, const struct lat_entry *e, unsigned newly)
+{
+	char names[64];
+
+	if (!newly || !cg_says(la, e))
+		return;
+	latact_knob_names(newly, names, sizeof(names));
+	log_notice("latency: task %d: someone else changed its %s since rqbalance set it: "
+		   "left as it is", (int)e->task.tid, names);
+}
+
+/*
+ * Which knobs of the task are someone else's (into e->left): those left before (old),
+ * those that differ from what rqbalance set (old) or, for a task that inherited them,
+ * the creator's left ones and the nice and policy the kernel gave it that differ from
+ * what rqbalance set on the creator (the only knobs every kernel passes on at fork).
+ */
+static void knobs_left(struct latact *la, const struct lat_entry *old,
+		       const struct lat_entry *from, const struct lat_state *cur,
+		       struct lat_entry *e)
+{
+	e->left = 0;
+	if (old) {
+		e->left = old->left | knobs_differ(cur, &old->set);
+		left_says(la, e, e->left & ~old->left);
+	} else if (from) {
+		e->left = from->left |
+			  (knobs_differ(cur, &from->set) & (LAT_K_POLICY | LAT_K_NICE));
+	}
+}
+
 int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, int v,
 		const char *source, const struct lat_entry *from, const char **ret_why)
 {
@@ -223,7 +290,7 @@ int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, i
 	struct lat_entry e = { .tgid = tgid, .value = v }, fr;
 
 	snprintf(e.source, sizeof(e.source), "%s", source ? source : "");
-	struct lat_state cur, want;
+	struct lat_state cur, want, mapped;
 	int r;
 
 	*ret_why = NULL;
@@ -252,6 +319,7 @@ int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, i
 		goto fail;
 	e.prev = old ? old->prev : from ? from->prev : cur;
 	cg_decide(la, old, from, &cur, &e);
+	knobs_left(la, old, from, &cur, &e);
 	want_for(la, v, tid, tgid, &e.prev, &want);
 	/* A cgroup left to others stays as it is, and is not rqbalance's to give back. */
 	if (e.cg != LAT_CG_OURS)
@@ -259,6 +327,10 @@ int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, i
 	e.set = want;
 	if (e.cg != LAT_CG_OURS)
 		e.set.cgroup[0] = '\0';
+	/* Knobs left to others keep what they have; set keeps what rqbalance would give. */
+	knobs_copy(e.left, &cur, &want);
+	e.from_tid = from ? from->task.tid : old && old->value == v ? old->from_tid : 0;
+	e.since = old && old->value == v ? old->since : (int64_t)time(NULL);
 	/*
 	 * A dry run stops here, records nothing and answers 0: latact_apply_plan logs what
 	 * the plan would do. Past here the driver would write nothing, but the read-back
@@ -273,10 +345,12 @@ int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, i
 		goto fail;
 	}
 	r = write_state(la, tid, tgid, &cur, &want);
+	mapped = e.set;
 	if (r == 0)
 		r = latact_read(la, tid, &e.set);
 	if (r == 0 && e.cg != LAT_CG_OURS)
 		e.set.cgroup[0] = '\0';
+	knobs_copy(e.left, &mapped, &e.set);
 	if (r == 0)
 		r = la->ops->alive(&e.task);
 	if (r == -ESRCH) {
@@ -317,17 +391,9 @@ void latact_restore_entry(struct latact *la, const struct lat_entry *e)
 		la->cnt.gone++;
 		return;
 	}
+	/* What is still as rqbalance set it, and not left to others, gets prev back. */
 	want = cur;
-	if (cur.policy == e->set.policy)
-		want.policy = e->prev.policy;
-	if (cur.nice == e->set.nice)
-		want.nice = e->prev.nice;
-	if (cur.slice_ns == e->set.slice_ns)
-		want.slice_ns = e->prev.slice_ns;
-	if (cur.umin == e->set.umin && cur.umax == e->set.umax) {
-		want.umin = e->prev.umin;
-		want.umax = e->prev.umax;
-	}
+	knobs_copy(~(knobs_differ(&cur, &e->set) | e->left), &e->prev, &want);
 	/* A cgroup left to others (set.cgroup "") is theirs: it stays where it is. */
 	if (strcmp(cur.cgroup, e->set.cgroup) == 0)
 		snprintf(want.cgroup, sizeof(want.cgroup), "%s", e->prev.cgroup);
@@ -373,18 +439,23 @@ void latact_task_gone(struct latact *la, pid_t tid)
 	latact_compact(la);
 }
 
-void latact_check_cgroup(struct latact *la, pid_t tid)
+void latact_check(struct latact *la, pid_t tid)
 {
 	bool found;
 	size_t i = find_index(la, tid, &found);
 	struct lat_entry *e;
 	struct lat_state cur;
+	unsigned newly;
 
-	if (!found || !la->cls.on)
+	if (!found)
 		return;
 	e = &la->e[i];
-	if (e->cg != LAT_CG_OURS || latact_read(la, tid, &cur) < 0 ||
-	    la->ops->alive(&e->task) < 0 || strcmp(cur.cgroup, e->set.cgroup) == 0)
+	if (latact_read(la, tid, &cur) < 0 || la->ops->alive(&e->task) < 0)
+		return;
+	newly = knobs_differ(&cur, &e->set) & ~e->left;
+	e->left |= newly;
+	left_says(la, e, newly);
+	if (!la->cls.on || e->cg != LAT_CG_OURS || strcmp(cur.cgroup, e->set.cgroup) == 0)
 		return;
 	cg_decide(la, e, NULL, &cur, e);
 	/* Nothing to give back there: the record says so too, should rqbalance crash. */
@@ -399,6 +470,6 @@ void latact_verify(struct latact *la)
 		if (la->ops->alive(&la->e[i].task) < 0)
 			latact_task_gone(la, la->e[i].task.tid);
 		else
-			latact_check_cgroup(la, la->e[i].task.tid);
+			latact_check(la, la->e[i].task.tid);
 	}
 }

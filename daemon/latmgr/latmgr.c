@@ -619,7 +619,7 @@ static void on_fork(struct latmgr *m, const struct procconn_event *ev)
 	read_task(m, ev->tid, ev->tgid, &f.child);
 	if (f.child.gone || !event_is_about(ev, f.child.start_time))
 		return;
-	latact_check_cgroup(m->la, ctid);
+	latact_check(m->la, ctid);
 	from = from_of(m, ctid, ctgid);
 	f.from_tid = from ? from->task.tid : 0;
 	if (!thread && !known)

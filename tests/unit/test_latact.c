@@ -370,6 +370,37 @@ static void test_cgroup_target_changed_left_alone(void **state)
 	assert_int_equal(file_u64(app, "cpu.weight"), 42);
 }
 
+/*
+ * A weight someone else changed is theirs: another value does not write it again,
+ * the entry says it was left, and the stop leaves it.
+ */
+static void test_cgroup_target_changed_not_rewritten(void **state)
+{
+	struct fix *f = *state;
+	const char *why = NULL;
+	const struct lat_cg_entry *g;
+	char app[PATH_MAX], path[PATH_MAX];
+
+	f->o.class_cgroups = false;
+	snprintf(app, sizeof(app), "%s/app", f->cg);
+	snprintf(path, sizeof(path), "%s/cpu.weight", app);
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_cgroup(&f->la, "/app", -8, "test", &why), 0);
+	g = latact_find_cgroup(&f->la, "/app");
+	assert_non_null(g);
+	assert_false(g->left);
+	latact_check_cg(&f->la, "/app");
+	assert_false(g->left);
+	put(path, "42\n");
+	assert_int_equal(latact_cgroup(&f->la, "/app", 5, "test", &why), 0);
+	assert_int_equal(file_u64(app, "cpu.weight"), 42);
+	g = latact_find_cgroup(&f->la, "/app");
+	assert_true(g->left);
+	assert_int_equal(g->value, 5);
+	latact_fini(&f->la);
+	assert_int_equal(file_u64(app, "cpu.weight"), 42);
+}
+
 /* What a crashed run left in the journal is given back at the next start. */
 static void test_cgroup_target_restored_after_crash(void **state)
 {
@@ -479,6 +510,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cgroup_target_restored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cgroup_target_idle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cgroup_target_changed_left_alone, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_cgroup_target_changed_not_rewritten, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_cgroup_target_restored_after_crash, setup,
 						teardown),
