@@ -31,7 +31,8 @@ DAEMON_SRC = \
 	daemon/actuate/latact_journal.c daemon/actuate/latact_cls.c daemon/actuate/latact_task.c \
 	daemon/actuate/latact_cg.c daemon/actuate/latact_replay.c \
 	daemon/actuate/latact_apply.c daemon/actuate/cgsd.c \
-	daemon/latmgr/latmgr.c daemon/ctl/ctl_peer.c daemon/ctl/ctl_perm.c daemon/ctl/ctl_proto.c daemon/ctl/ctl.c daemon/core/metrics.c \
+	daemon/latmgr/latmgr.c daemon/ctl/ctl_peer.c daemon/ctl/ctl_perm.c daemon/ctl/ctl_proto.c daemon/ctl/ctl_explain.c \
+	daemon/ctl/ctl.c daemon/core/metrics.c \
 	daemon/core/daemon.c
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/core/main.o

@@ -54,7 +54,7 @@ _rqctl()
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W '--socket --json --help --version' -- "$cur"))
 		else
-			COMPREPLY=($(compgen -W 'status reload set get reset list run latency sync' -- "$cur"))
+			COMPREPLY=($(compgen -W 'status reload set get explain reset list run latency sync' -- "$cur"))
 		fi
 		return
 	fi
@@ -117,7 +117,7 @@ _rqctl()
 
 	case $cmd in
 	set) opts='-l --latency -p --pid -t --tid -g --cgroup' ;;
-	get | reset) opts='-p --pid -t --tid -g --cgroup' ;;
+	get | explain | reset) opts='-p --pid -t --tid -g --cgroup' ;;
 	latency) opts='--json' ;;
 	run)
 		if [[ -n $has_value && $cur != -* ]]; then

@@ -32,6 +32,9 @@ static void usage(FILE *out)
 		"  set -l N TARGET        give TARGET latency-nice N (-20 most latency-sensitive,\n"
 		"                         19 least); without CAP_SYS_NICE only upwards\n"
 		"  get TARGET             the value TARGET has from rqbalance, and its knobs\n"
+		"  explain TARGET         where TARGET's value came from (or why it has none),\n"
+		"                         and each knob: applied, left to someone who changed\n"
+		"                         it since, or without effect and why\n"
 		"  reset TARGET           give TARGET back what it had\n"
 		"  list                   every task and cgroup with a value\n"
 		"  run -l N -- CMD [ARG]  run CMD with latency-nice N (it and what it starts)\n"
@@ -318,6 +321,28 @@ static void print_text(const char *p, size_t len)
 	put_lines(stdout, p, len);
 }
 
+/* explain's "key text" lines, the keys in a column ("knob_nice" as "nice"). */
+static void print_explain(const char *p, size_t len)
+{
+	const char *end = p + len;
+
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p)), *sp;
+		int kn;
+
+		eol = eol ? eol : end;
+		sp = memchr(p, ' ', (size_t)(eol - p));
+		sp = sp ? sp : eol;
+		if (sp - p > 5 && !strncmp(p, "knob_", 5))
+			p += 5;
+		kn = (int)(sp - p);
+		printf("%-15.*s ", kn, p);
+		put_safe(stdout, sp < eol ? sp + 1 : eol, sp < eol ? (size_t)(eol - sp - 1) : 0);
+		putchar('\n');
+		p = eol + 1;
+	}
+}
+
 /* CTL_ERR payload: "errno N" and "message ..." lines; print the message. */
 static void print_error(const char *cmd, const char *p, size_t len, bool json)
 {
@@ -419,7 +444,7 @@ static int parse_command(int argc, char **argv, struct req *q)
 		{ "list", CTL_LIST, false, false },     { "set", CTL_SET, true, true },
 		{ "get", CTL_GET, false, true },        { "reset", CTL_RESET, false, true },
 		{ "run", CTL_SET, true, false },        { "latency", CTL_LATENCY, false, false },
-		{ "sync", CTL_SYNC, false, false },
+		{ "sync", CTL_SYNC, false, false },     { "explain", CTL_EXPLAIN, false, true },
 	};
 
 	if (!strcmp(argv[0], "latency") && argc == 2 &&
@@ -721,6 +746,8 @@ int main(int argc, char **argv)
 	}
 	if (q.type == CTL_LIST)
 		print_list((char *)m.payload, (size_t)n, json);
+	else if (q.type == CTL_EXPLAIN && !json)
+		print_explain(m.payload, (size_t)n);
 	else if (q.type == CTL_LATENCY)
 		print_latency((char *)m.payload, (size_t)n, json || q.json);
 	else if (json)

@@ -33,6 +33,11 @@ enum ctl_type {
 	 * ended, so what the caller did before asking has been seen and acted on.
 	 */
 	CTL_SYNC = 8,
+	/*
+	 * request: target; reply: "key text" lines, each key once: the value and where it
+	 * came from, or why there is none, what it maps to, each knob's state (ctl_explain.h).
+	 */
+	CTL_EXPLAIN = 9,
 	CTL_OK = 100,    /* reply: success, payload as the request defines */
 	CTL_ERR = 101,   /* reply: failure, payload "errno N" then "message ..." lines */
 };

@@ -26,6 +26,7 @@
 #include "actuate/act.h"
 #include "core/daemon.h"
 #include "ctl/ctl.h"
+#include "ctl/ctl_explain.h"
 #include "ctl/ctl_peer.h"
 #include "ctl/ctl_perm.h"
 #include "ctl_proto.h"
@@ -737,6 +738,38 @@ static int reset_target(struct conn *c, const struct target *t, char *out, size_
 	return r;
 }
 
+/*
+ * Anyone may ask, as for get; what the process itself shows (its exe, command line,
+ * uid and cgroup, to say why a rule does not match) only to whom may act on it.
+ */
+static int do_explain(struct conn *c, const struct ctl_msg *m, struct target *t)
+{
+	struct daemon *d = c->srv->d;
+	struct explain_target et = { .thread = t->kind == TGT_TID, .tid = t->pid, .tgid = t->tgid,
+				     .cgroup = t->kind == TGT_CGROUP ? t->path : NULL };
+	int cur = t->kind == TGT_CGROUP ? 0 : latmgr_value_of(&d->lm, t->pid, t->tgid);
+	const char *why;
+	bool trusted;
+	char *text = NULL;
+	int r;
+
+	if (cur == LAT_NONE)
+		cur = 0;
+	if (t->kind == TGT_CGROUP) {
+		const struct lat_cg_entry *g = latact_find_cgroup(&d->lat, t->path);
+
+		cur = g ? g->value : 0;
+	}
+	/* Asking to keep the value it has: allowed exactly to whom may act on the target. */
+	r = permitted(c, t, cur, &trusted, &why);
+	if (r == -ESRCH || r == -ENOENT)
+		return reply_err(c, m->hdr.seq, -r, why);
+	r = ctl_explain(d, &et, r == 0, &text);
+	r = r < 0 ? reply_err(c, m->hdr.seq, -r, strerror(-r)) : reply(c, CTL_OK, m->hdr.seq, text);
+	free(text);
+	return r;
+}
+
 static int handle_latency(struct conn *c, const struct ctl_msg *m)
 {
 	struct daemon *d = c->srv->d;
@@ -760,6 +793,8 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 		return r < 0 ? reply_err(c, m->hdr.seq, -r, "not managed by rqbalance")
 			     : reply(c, CTL_OK, m->hdr.seq, text);
 	}
+	if (m->hdr.type == CTL_EXPLAIN)
+		return do_explain(c, m, &t);
 	if (m->hdr.type == CTL_SET &&
 	    (kv_count(m->payload, m->hdr.len, "value") != 1 ||
 	     ctl_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
@@ -856,6 +891,7 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 	case CTL_GET:
 	case CTL_LIST:
 	case CTL_RESET:
+	case CTL_EXPLAIN:
 		return handle_latency(c, m);
 	case CTL_LATENCY:
 		return handle_histograms(c, m);

@@ -10,7 +10,8 @@
 int ctl_is_request(uint16_t type)
 {
 	return type == CTL_STATUS || type == CTL_RELOAD || type == CTL_SET || type == CTL_GET ||
-	       type == CTL_LIST || type == CTL_RESET || type == CTL_LATENCY || type == CTL_SYNC;
+	       type == CTL_LIST || type == CTL_RESET || type == CTL_LATENCY || type == CTL_SYNC ||
+	       type == CTL_EXPLAIN;
 }
 
 static int known_type(uint16_t type)
@@ -35,6 +36,8 @@ const char *ctl_type_name(uint16_t type)
 		return "reset";
 	case CTL_LATENCY:
 		return "latency";
+	case CTL_EXPLAIN:
+		return "explain";
 	case CTL_SYNC:
 		return "sync";
 	case CTL_OK:

@@ -473,6 +473,34 @@ static enum latpol_rule_verdict rule_for(const struct latmgr *m, pid_t pid,
 	return v;
 }
 
+static void fail_note(struct latmgr *m, pid_t tgid, uint64_t start, int r, const char *source,
+		      const char *why)
+{
+	struct latmgr_fail *f = &m->fails[m->nfails++ % LATMGR_FAILS];
+
+	f->tgid = tgid;
+	f->start_time = start;
+	f->when = (int64_t)time(NULL);
+	f->r = r;
+	snprintf(f->source, sizeof(f->source), "%s", source);
+	snprintf(f->why, sizeof(f->why), "%s", why ? why : strerror(-r));
+}
+
+const struct latmgr_fail *latmgr_failure_of(const struct latmgr *m, pid_t tgid,
+					    uint64_t start_time)
+{
+	unsigned n = m->nfails < LATMGR_FAILS ? m->nfails : LATMGR_FAILS;
+
+	/* The newest first. */
+	for (unsigned k = 1; k <= n; k++) {
+		const struct latmgr_fail *f = &m->fails[(m->nfails - k) % LATMGR_FAILS];
+
+		if (f->tgid == tgid && f->start_time == start_time)
+			return f;
+	}
+	return NULL;
+}
+
 /* Applies the rules to process pid; a ctl value is left as it is. kx: as rule_for's. */
 /* True if a rule's value was given just now (to every thread the process has). */
 static bool apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx)
@@ -483,7 +511,7 @@ static bool apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx
 	char source[PLAN_SOURCE_MAX];
 	const char *why;
 	uint64_t start = 0;
-	int i = -1;
+	int i = -1, r;
 
 	if (!latpol_rules_may_change(&rec, pid == m->self))
 		return false;
@@ -499,9 +527,11 @@ static bool apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx
 		break;
 	}
 	rule = &m->conf->rules.r[i];
-	if (set_process(m, pid, start, rule->latency_nice, source, true, true, &why) < 0) {
+	r = set_process(m, pid, start, rule->latency_nice, source, true, true, &why);
+	if (r < 0) {
 		log_info("latency: rule %s matches process %d, not applied: %s", rule->name,
 			 (int)pid, why ? why : "failed");
+		fail_note(m, pid, start, r, source, why);
 		return false;
 	}
 	m->cnt.rule_matches++;

@@ -45,6 +45,17 @@ struct latmgr_unit {
 	bool logged;                   /* the decision in d was logged */
 };
 
+/* A rule's value that could not be given to a process, kept for rqctl explain. */
+#define LATMGR_FAILS 32
+struct latmgr_fail {
+	pid_t tgid;
+	uint64_t start_time;
+	int64_t when;                  /* CLOCK_REALTIME, seconds */
+	int r;                         /* -errno */
+	char source[48];               /* "rule NAME" */
+	char why[96];
+};
+
 struct latmgr_counters {
 	uint64_t events;        /* fork/exec/exit events handled (BPF or connector) */
 	uint64_t overflows;     /* times events were lost, each followed by a rescan */
@@ -74,6 +85,8 @@ struct latmgr {
 	struct latmgr_proc *p;             /* sorted by tgid */
 	size_t np, capp;
 	struct latmgr_counters cnt;
+	struct latmgr_fail fails[LATMGR_FAILS]; /* the last ones, a ring */
+	unsigned nfails;               /* recorded in all: the next goes at nfails % LATMGR_FAILS */
 	char pc_state[96];             /* "bpf", "connector", or "none (why)" */
 	char events_why[320];          /* what the source is and why, for --features */
 	bool units_on;                 /* systemd owns the cgroups: units are weighed */
@@ -165,6 +178,10 @@ void latmgr_rescan(struct latmgr *m);
 void latmgr_units_refresh(struct latmgr *m);
 /* The unit record of process tgid's cgroup, NULL if none. */
 const struct latmgr_unit *latmgr_unit_of(const struct latmgr *m, pid_t tgid);
+
+/* The last failure to give process tgid (started at start_time) a rule's value, or NULL. */
+const struct latmgr_fail *latmgr_failure_of(const struct latmgr *m, pid_t tgid,
+					    uint64_t start_time);
 
 /* A task's process id from /proc/TID/status. 0 or -ESRCH. */
 int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret);

@@ -14,6 +14,7 @@
 #define RQB_RULES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #define RULES_MAX 128
@@ -56,5 +57,12 @@ struct proc_ident {
  * (conf.c parses and checks them); this side only matches.
  */
 int rules_match(const struct rule_set *rs, const struct proc_ident *id);
+/*
+ * For rqctl explain: true if rule r matches id; else false, with the first of its
+ * conditions that id fails, in words, in ret ("its uid is 1000, the rule's 27").
+ */
+bool rules_why_not(const struct rule *r, const struct proc_ident *id, char *ret, size_t size);
+/* The conditions rule r names, in words ("exe \"/usr/sbin/mysqld\", uid 27"). */
+void rules_conditions(const struct rule *r, char *ret, size_t size);
 
 #endif

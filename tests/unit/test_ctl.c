@@ -68,12 +68,14 @@ static void requests_and_names(void **state)
 	assert_true(ctl_is_request(CTL_RELOAD));
 	assert_true(ctl_is_request(CTL_LATENCY));
 	assert_true(ctl_is_request(CTL_SYNC));
+	assert_true(ctl_is_request(CTL_EXPLAIN));
 	assert_false(ctl_is_request(CTL_OK));
 	assert_false(ctl_is_request(CTL_ERR));
 	assert_false(ctl_is_request(77));
 	assert_string_equal(ctl_type_name(CTL_RELOAD), "reload");
 	assert_string_equal(ctl_type_name(CTL_LATENCY), "latency");
 	assert_string_equal(ctl_type_name(CTL_SYNC), "sync");
+	assert_string_equal(ctl_type_name(CTL_EXPLAIN), "explain");
 	assert_string_equal(ctl_type_name(77), "unknown");
 }
 

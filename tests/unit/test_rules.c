@@ -88,6 +88,30 @@ static void order_and_first_match(void **state)
 	free(rs);
 }
 
+/* explain's words: the first condition that fails, and the conditions a rule names. */
+static void why_not_and_conditions(void **state)
+{
+	struct rule_set *rs = new_set();
+	struct proc_ident db = ident("mysqld", "/usr/sbin/mysqld", "mysqld", "/", 27);
+	struct proc_ident other = ident("mysqld", "/usr/sbin/mysqld", "mysqld", "/", 1000);
+	struct proc_ident noexe = ident("mysqld", "", "mysqld", "/", 27);
+	char why[256];
+
+	set(rs, MAIN, "db", "latency_nice", "-10");
+	set(rs, MAIN, "db", "exe", "/usr/sbin/mysqld");
+	set(rs, MAIN, "db", "uid", "27");
+	assert_string_equal(check(rs, 0), "");
+	assert_true(rules_why_not(&rs->r[0], &db, why, sizeof(why)));
+	assert_string_equal(why, "");
+	assert_false(rules_why_not(&rs->r[0], &other, why, sizeof(why)));
+	assert_string_equal(why, "its uid is 1000, the rule's 27");
+	assert_false(rules_why_not(&rs->r[0], &noexe, why, sizeof(why)));
+	assert_string_equal(why, "its exe cannot be read here, the rule's is \"/usr/sbin/mysqld\"");
+	rules_conditions(&rs->r[0], why, sizeof(why));
+	assert_string_equal(why, "exe \"/usr/sbin/mysqld\", uid 27");
+	free(rs);
+}
+
 static void later_file_replaces_in_place(void **state)
 {
 	struct rule_set *rs = new_set();
@@ -401,6 +425,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(order_and_first_match),
 		cmocka_unit_test(later_file_replaces_in_place),
+		cmocka_unit_test(why_not_and_conditions),
 		cmocka_unit_test(match_comm),
 		cmocka_unit_test(match_exe),
 		cmocka_unit_test(match_cmdline),
