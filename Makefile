@@ -66,9 +66,12 @@ all: $(B)/rqbalanced $(B)/rqctl
 $(B)/rqbalanced: $(DAEMON_OBJ) $(MAIN_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-# rqctl needs only the protocol, not the daemon.
-$(B)/rqctl: $(B)/client/rqctl.o $(B)/daemon/ctl/ctl_proto.o
+# rqctl needs only the protocol, not the daemon; import-ananicy is its own.
+CLIENT_OBJ = $(B)/client/rqctl.o $(B)/client/ananicy.o $(B)/client/jsonl.o
+$(B)/rqctl: $(CLIENT_OBJ) $(B)/daemon/ctl/ctl_proto.o
 	$(CC) $(LDFLAGS) -o $@ $^
+
+$(CLIENT_OBJ): $(wildcard client/*.h)
 
 $(B)/%.o: %.c $(wildcard include/*.h daemon/*/*.h)
 	@mkdir -p $(@D)
