@@ -214,14 +214,11 @@ static int add_entry(struct import *im, unsigned file, unsigned line, const char
 		bad_line(im, file, line, reason);
 		return 0;
 	}
-	e += im->nents;
+	e += im->nents++;
 	*e = (struct entry){ .kind = kind, .file = file, .line = line };
 	e->name = strdup(name);
 	e->text = strdup(text);
-	if (!e->name || !e->text)
-		return -ENOMEM;
-	im->nents++;
-	return 0;
+	return e->name && e->text ? 0 : -ENOMEM;
 }
 
 static int read_file(struct import *im, unsigned file)

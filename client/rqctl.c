@@ -699,8 +699,8 @@ static int import_ananicy(int argc, char **argv)
 	if (r < 0)
 		return 1;
 	if (res.skipped)
-		fprintf(stderr, "rqctl: import-ananicy: %u line%s skipped\n", res.skipped,
-			res.skipped == 1 ? "" : "s");
+		fprintf(stderr, "rqctl: import-ananicy: %u skipped (lines, or files that could not be read)\n",
+			res.skipped);
 	if (res.live > RULES_MAX)
 		fprintf(stderr, "rqctl: import-ananicy: %u live rules, but rqbalanced takes at most %d\n",
 			res.live, RULES_MAX);

@@ -185,7 +185,7 @@ def test():
     check(rc == 1, "exit status 1: some lines were skipped")
     for n, reason in BAD_LINES.items():
         check(f"rqctl: {BAD}:{n}: {reason}" in err, f"bad.rules:{n} reported: {reason}")
-    check("rqctl: import-ananicy: 7 lines skipped" in err, "the count of skipped lines")
+    check("rqctl: import-ananicy: 7 skipped" in err, "the count of skipped lines")
     check("old-format" not in out, "files of other names are not read")
     secs = sections(out)
     check_values(secs, LIVE, True, None)
