@@ -249,6 +249,7 @@ static int parse_array(struct cursor *c, struct jsonl_value *v)
 	strcpy(v->text, "[");
 	v->kind = JSONL_ARRAY;
 	v->is_int = false;
+	v->num = 0;
 	skip_blanks(c);
 	while (*c->p != ']') {
 		if (strlen(v->text) > 1) {
