@@ -317,7 +317,8 @@ static void put_keys(struct import *im, const struct jsonl_obj *o, const char *s
 
 	for (unsigned i = 0; i < o->n; i++)
 		if (strcmp(o->v[i].key, skip))
-			comment(im, "  %s = %s", o->v[i].key, value_text(&o->v[i], val, sizeof(val)));
+			comment(im, "  %s = %s", o->v[i].key,
+				value_text(&o->v[i], val, sizeof(val)));
 }
 
 static void put_type(struct import *im, const struct entry *e)
@@ -528,7 +529,8 @@ static int put_section(struct import *im, const char *name, const struct pick *p
 	comm_value(name, comm, sizeof(comm));
 	if (!live) {
 		comment(im, "Left out: a negative value on comm alone, which any process can");
-		comment(im, "set for itself, needs spoofable = yes (import with --allow-spoofable).");
+		comment(im, "set for itself, needs spoofable = yes (%s).",
+			"import with --allow-spoofable");
 	}
 	fprintf(im->out, "%s[rule %s]\n%scomm = %s\n%slatency_nice = %d\n", c, sec, c, comm, c,
 		p->value);
@@ -580,7 +582,8 @@ static int put_rule(struct import *im, const struct entry *e)
 	} else if (p.found) {
 		put_source(im, &p, type_name);
 	} else {
-		comment(im, "Left out: no latency_nice, nice, or sched idle or batch, gives a value");
+		comment(im, "Left out: no latency_nice, nice, or sched %s, gives a value",
+			"idle or batch");
 	}
 	put_leftovers(im, &im->rule, t, type_name, &p);
 	if (p.found && put_section(im, e->name, &p) < 0)
@@ -606,7 +609,8 @@ static int read_tree(struct import *im)
 
 static int write_all(struct import *im)
 {
-	comment(im, "rqbalance rules from the ananicy rules in %s (rqctl import-ananicy).", im->dir);
+	comment(im, "rqbalance rules from the ananicy rules in %s (rqctl import-ananicy).",
+		im->dir);
 	comment(im, "What rqbalance does not carry over is kept in comments; rqctl(1) has the");
 	comment(im, "mapping. Files: %zu; rules, types and cgroups: %zu.", im->nfiles, im->nents);
 	fputc('\n', im->out);

@@ -699,10 +699,11 @@ static int import_ananicy(int argc, char **argv)
 	if (r < 0)
 		return 1;
 	if (res.skipped)
-		fprintf(stderr, "rqctl: import-ananicy: %u skipped (lines, or files that could not be read)\n",
-			res.skipped);
+		fprintf(stderr, "rqctl: import-ananicy: %u skipped (%s)\n", res.skipped,
+			"lines, or files that could not be read");
 	if (res.live > RULES_MAX)
-		fprintf(stderr, "rqctl: import-ananicy: %u live rules, but rqbalanced takes at most %d\n",
+		fprintf(stderr,
+			"rqctl: import-ananicy: %u live rules, but rqbalanced takes at most %d\n",
 			res.live, RULES_MAX);
 	return res.skipped || res.live > RULES_MAX ? 1 : 0;
 }
