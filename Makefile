@@ -54,7 +54,11 @@ BENCH_BIN += $(B)/bench/samplecost
 # Fuzz targets, one per parser: each builds with libFuzzer and clang (make fuzz: into
 # $(B)/fuzz/, on daemon objects of its own in build-fuzz/) and as a plain program
 # that replays its stored corpus, tests/fuzz/corpus/NAME, which tests/run runs.
-FUZZ_TARGETS = conf rules ctl proc journal replay
+FUZZ_TARGETS = conf rules ctl proc journal replay jsonl
+# A target whose parser is the client's, no daemon object, builds its source in.
+FUZZ_SRC_jsonl = client/jsonl.c
+$(B)/tests/fuzz/fuzz_jsonl $(B)/fuzz/fuzz_jsonl: client/jsonl.c client/jsonl.h
+$(B)/tests/fuzz/fuzz_jsonl $(B)/fuzz/fuzz_jsonl: CPPFLAGS += -Iclient
 FUZZ_CC      = clang
 FUZZ_CFLAGS  = -std=gnu11 -O1 -g $(filter-out -Wno-format-truncation,$(WARN)) \
                -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -67,9 +71,12 @@ all: $(B)/rqbalanced $(B)/rqctl
 $(B)/rqbalanced: $(DAEMON_OBJ) $(MAIN_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-# rqctl needs only the protocol, not the daemon.
-$(B)/rqctl: $(B)/client/rqctl.o $(B)/daemon/ctl/ctl_proto.o
+# rqctl needs only the protocol, not the daemon; import-ananicy is its own.
+CLIENT_OBJ = $(B)/client/rqctl.o $(B)/client/ananicy.o $(B)/client/jsonl.o
+$(B)/rqctl: $(CLIENT_OBJ) $(B)/daemon/ctl/ctl_proto.o
 	$(CC) $(LDFLAGS) -o $@ $^
+
+$(CLIENT_OBJ): $(wildcard client/*.h)
 
 $(B)/%.o: %.c $(wildcard include/*.h daemon/*/*.h)
 	@mkdir -p $(@D)
@@ -128,7 +135,7 @@ $(B)/tests/unit/test_%: tests/unit/test_%.c tests/unit/unit.h $(DAEMON_OBJ)
 $(B)/tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c tests/fuzz/fuzz.h $(DAEMON_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/fuzz $(CFLAGS) $(LDFLAGS) -o $@ $< \
-		tests/fuzz/replay_main.c $(DAEMON_OBJ) $(PKG_LIBS)
+		tests/fuzz/replay_main.c $(FUZZ_SRC_$*) $(DAEMON_OBJ) $(PKG_LIBS)
 
 build-fuzz/%.o: %.c $(wildcard include/*.h daemon/*/*.h)
 	@mkdir -p $(@D)
@@ -140,7 +147,7 @@ build-fuzz/%.o: %.c $(wildcard include/*.h daemon/*/*.h)
 $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< \
-		$(FUZZ_OBJ) $(PKG_LIBS)
+		$(FUZZ_SRC_$*) $(FUZZ_OBJ) $(PKG_LIBS)
 
 $(B)/bench/samplecost: bench/samplecost.c $(DAEMON_OBJ)
 	@mkdir -p $(@D)

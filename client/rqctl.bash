@@ -54,7 +54,8 @@ _rqctl()
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W '--socket --json --help --version' -- "$cur"))
 		else
-			COMPREPLY=($(compgen -W 'status reload set get explain reset list run latency sync' -- "$cur"))
+			COMPREPLY=($(compgen -W 'status reload set get explain reset list run latency sync
+				import-ananicy' -- "$cur"))
 		fi
 		return
 	fi
@@ -116,6 +117,16 @@ _rqctl()
 	esac
 
 	case $cmd in
+	import-ananicy)
+		# Its one directory (an ananicy rules tree), or its one option before it.
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W '--allow-spoofable' -- "$cur"))
+		else
+			compopt -o filenames 2>/dev/null
+			COMPREPLY=($(compgen -d -- "$cur"))
+		fi
+		return
+		;;
 	set) opts='-l --latency -p --pid -t --tid -g --cgroup' ;;
 	get | explain | reset) opts='-p --pid -t --tid -g --cgroup' ;;
 	latency) opts='--json' ;;

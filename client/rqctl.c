@@ -15,7 +15,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "ananicy.h"
 #include "ctl_proto.h"
+#include "policy/rules.h"
 #include "rqbalance.h"
 
 #define TIMEOUT_MS 10000
@@ -42,6 +44,11 @@ static void usage(FILE *out)
 		"                         and managed cgroup (\"none\": unmanaged tasks)\n"
 		"  sync                   wait until the daemon has handled every fork and exec\n"
 		"                         so far and ended a tick begun after the request\n"
+		"  import-ananicy [--allow-spoofable] DIR\n"
+		"                         print an ananicy(-cpp) rules tree as [rule NAME]\n"
+		"                         sections for rules.d (needs no daemon); negative\n"
+		"                         values are written commented out unless\n"
+		"                         --allow-spoofable; FILE:LINE of each bad line on stderr\n"
 		"\n"
 		"TARGET is one of:\n"
 		"  -p, --pid PID          a process: all its threads, now and later\n"
@@ -53,7 +60,8 @@ static void usage(FILE *out)
 		"  -h, --help         show this help\n"
 		"  -V, --version      show the version\n"
 		"\n"
-		"Exit status: 0 done, 1 refused or failed, 2 bad usage. See rqctl(1).\n");
+		"Exit status: 0 done, 1 refused or failed (import-ananicy: a line skipped, or\n"
+		"more live rules than the daemon takes), 2 bad usage. See rqctl(1).\n");
 }
 
 static int connect_to(const char *path)
@@ -684,6 +692,47 @@ static int print_latency(char *p, size_t len, bool json)
 	return 0;
 }
 
+/* import-ananicy [--allow-spoofable] DIR: client side only, no socket. */
+static int import_ananicy(int argc, char **argv)
+{
+	struct ananicy_result res;
+	bool spoofable = false, opts = true;
+	const char *dir = NULL;
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		if (opts && !strcmp(argv[i], "--allow-spoofable")) {
+			spoofable = true;
+		} else if (opts && !strcmp(argv[i], "--")) {
+			opts = false;
+		} else if ((opts && argv[i][0] == '-') || dir) {
+			fprintf(stderr, "rqctl: import-ananicy: unexpected '%s'\n", argv[i]);
+			return 2;
+		} else {
+			dir = argv[i];
+		}
+	}
+	if (!dir) {
+		fprintf(stderr, "rqctl: import-ananicy: a directory is needed\n");
+		return 2;
+	}
+	r = ananicy_import(dir, spoofable, stdout, stderr, &res);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "rqctl: import-ananicy: writing: %s\n", strerror(errno));
+		return 1;
+	}
+	if (r < 0)
+		return 1;
+	if (res.skipped)
+		fprintf(stderr, "rqctl: import-ananicy: %u skipped (%s)\n", res.skipped,
+			"lines, or files that could not be read");
+	if (res.live > RULES_MAX)
+		fprintf(stderr,
+			"rqctl: import-ananicy: %u live rules, but rqbalanced takes at most %d\n",
+			res.live, RULES_MAX);
+	return res.skipped || res.live > RULES_MAX ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -723,6 +772,13 @@ int main(int argc, char **argv)
 	if (optind >= argc) {
 		usage(stderr);
 		return 2;
+	}
+	if (!strcmp(argv[optind], "import-ananicy")) {
+		if (json) {
+			fprintf(stderr, "rqctl: import-ananicy writes no JSON\n");
+			return 2;
+		}
+		return import_ananicy(argc - optind, argv + optind);
 	}
 	if (parse_command(argc - optind, argv + optind, &q) < 0) {
 		fprintf(stderr, "Try 'rqctl --help'.\n");

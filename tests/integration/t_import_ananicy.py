@@ -1,0 +1,234 @@
+"""rqctl import-ananicy on tests/data/ananicy, a tree of ananicy(-cpp) rules: each rule's
+value as rqctl(1)'s table gives it, every field it cannot carry over kept as a comment,
+negative values commented out (live with spoofable = yes under --allow-spoofable), each
+bad line named FILE:LINE with exit status 1, and the output taken by
+rqbalanced --check-config as a rules.d file. No daemon runs: the command is client side."""
+import json
+import os
+import re
+import subprocess
+
+from rqb import DAEMON, RQCTL, ROOT, check, main, skip, tmpdir
+
+DATA = os.path.join(ROOT, "tests", "data", "ananicy")
+BAD = os.path.join(DATA, "zz-broken", "bad.rules")
+
+# Section (without "ananicy-") -> (comm, value) of the rules written live by default.
+LIVE = {
+    "cc1": ("cc1", 15),            # the type's latency_nice
+    "make": ("make", 19),          # nice 30, clamped
+    "ld.gold": ("ld.gold", 10),    # sched batch
+    "idler": ("idler", 19),        # the type's sched idle
+    "batcher": ("batcher", 10),    # the type's sched batch
+    "indexer": ("indexer", 12),    # the rule's nice before the type's latency_nice
+    "this_that": ("this/that", 1),  # sanitised
+    "this_that-2": ("this_that", 2),  # and its collision
+    "a_b_": (r"a\*b\?", 4),        # fnmatch's characters escaped
+    "Web_Content": ("Web Content", 1),
+    "dup": ("dup", 2),             # the last rule of a name
+    "svc": ("svc", 10),            # the type's nice
+    "java": ("java", 10),
+    "badnice": ("badnice", 15),    # a nice that is no integer gives way to the type
+    "caf__": ("caf\u00e9", 0),     # a \\u escape decoded
+    "okhash": ("okhash", 3),       # a comment after the object
+    "chess": ("chess", 5),         # latency_nice before nice
+    "after": ("after", 3),         # the good line after the bad ones
+}
+# Negative values: commented out by default.
+NEGATIVE = {
+    "jack": ("jack", -5),
+    "supertux2": ("supertux2", -11),  # the type's latency_nice
+    "wine-game": ("wine-game", -3),   # the rule's nice before the type's latency_nice
+    "turbo": ("turbo", -20),          # nice -25, clamped
+    "tight": ("tight", -1),
+}
+# Line of bad.rules -> the reason rqctl gives.
+BAD_LINES = {
+    1: "unterminated object",
+    2: 'no "name", "type" or "cgroup"',
+    3: '"name" is not a string',
+    4: "a key given twice",
+    5: "expected '{'",
+    6: "nested objects and arrays are not supported",
+    7: "text after the object",
+}
+
+
+def rqctl(*args):
+    p = subprocess.run([RQCTL, *args], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def sections(text):
+    """name -> (live, {key: value}) for each [rule NAME], live or commented out."""
+    out, cur = {}, None
+    for line in text.splitlines():
+        m = re.fullmatch(r"(# )?\[rule ananicy-(.*)\]", line)
+        if m:
+            cur = out.setdefault(m.group(2), (m.group(1) is None, {}))[1]
+            continue
+        m = re.fullmatch(r"(?:# )?(\w+) = (.*)", line)
+        if cur is not None and m and m.group(1) in ("comm", "latency_nice", "spoofable"):
+            cur[m.group(1)] = m.group(2)
+        elif not line:
+            cur = None
+    return out
+
+
+def block(text, where):
+    """The paragraph of the output about the entry at where (REL:LINE)."""
+    for para in text.split("\n\n"):
+        if para.startswith(f"# {where}: "):
+            return para
+    raise AssertionError(f"no paragraph for {where}")
+
+
+def check_values(secs, expect, live, spoofable):
+    for name, (comm, value) in expect.items():
+        got = secs.get(name)
+        check(got is not None, f"[rule ananicy-{name}] written")
+        check(got[0] == live, f"{name}: {'live' if live else 'commented out'}")
+        check(got[1].get("comm") == comm, f"{name}: comm = {comm} (got {got[1].get('comm')})")
+        check(got[1].get("latency_nice") == str(value), f"{name}: latency_nice = {value}")
+        check(got[1].get("spoofable") == spoofable, f"{name}: spoofable {spoofable}")
+
+
+def data_lines():
+    """(REL:LINE, object) of each line of the tree that Python's json reads as an object."""
+    for top, _, files in os.walk(DATA):
+        for f in files:
+            if not f.endswith((".rules", ".types", ".cgroups")):
+                continue
+            path = os.path.join(top, f)
+            for n, line in enumerate(open(path, encoding="utf-8"), 1):
+                try:
+                    obj = json.loads(line.split("} #")[0] + ("}" if "} #" in line else ""))
+                except ValueError:
+                    continue
+                if isinstance(obj, dict) and path != BAD:
+                    yield f"{os.path.relpath(path, DATA)}:{n}", obj
+
+
+def check_nothing_dropped(out):
+    """Every key of every line shows in its paragraph: as comm, the value, or a comment."""
+    for where, obj in data_lines():
+        para = block(out, where)
+        # What the line defines, as ananicy-cpp tells: a name, else a type, else a cgroup.
+        kind = next(k for k in ("name", "type", "cgroup") if k in obj)
+        for key, value in obj.items():
+            if key == kind:
+                shown = f'"{value}"' in para.splitlines()[0]
+            elif key == "type":
+                shown = f'# type "{value}"' in para
+            else:
+                shown = (f"{key} = " in para or f"the rule's {key}" in para
+                         or f'sched "{value}"' in para)
+            check(shown, f"{where}: {key} is in the output")
+
+
+def check_comments(out):
+    cc1 = block(out, "00-default/build/compilers.rules:1")
+    check('# not carried over: cgroup = "cpu90" (CPUQuota 90), from type "Heavy_CPU"' in cc1,
+          "a type's cgroup kept as a comment with its CPUQuota")
+    check('# not carried over: ionice = 7, from type "Heavy_CPU"' in cc1, "ionice kept")
+    check('# latency_nice 15: the latency_nice of type "Heavy_CPU"' in cc1, "the source said")
+    rustc = block(out, "00-default/build/compilers.rules:3")
+    check('# type "Nope": no .types file defines it' in rustc and "[rule" not in rustc,
+          "an unknown type said, and no value: comments only")
+    nothing = block(out, "00-default/build/compilers.rules:8")
+    check("# not carried over: oom_score_adj = 500" in nothing and "[rule" not in nothing,
+          "oom_score_adj kept, no section without a value")
+    audio = block(out, "00-default/build/compilers.rules:14")
+    check('# not carried over: sched = "rr"' in audio and "rtprio = 50" in audio,
+          "sched rr and rtprio kept as comments")
+    jack = block(out, "00-default/build/compilers.rules:15")
+    check('# not carried over: list = ["a", 1]' in jack and "custom_key = true" in jack,
+          "unknown keys kept, arrays too")
+    check("Left out: a negative value on comm alone" in jack, "why a negative value is out")
+    dup = block(out, "00-default/build/compilers.rules:16")
+    check("# Left out: replaced by 00-default/build/compilers.rules:17" in dup,
+          "a rule replaced by a later one of its name")
+    long_ = block(out, "00-default/build/compilers.rules:13")
+    check("Left out: longer than the 15 bytes" in long_ and "[rule" not in long_,
+          "a name no comm can hold is left out")
+    turbo = block(out, "00-default/games.rules:7")
+    check("# latency_nice -20: the rule's nice, -25 clamped to -20..19" in turbo, "clamping said")
+    cg = block(out, "00-cgroups.cgroups:3")
+    check("#   CPUQuota = 90" in cg, "a .cgroups entry kept as a comment")
+    game = block(out, "00-types.types:2")
+    check("#   latency_nice = -11" in game and "#   ioclass = \"best-effort\"" in game,
+          "a .types entry kept as comments")
+    check(max(len(l) for l in out.splitlines()) <= 198, "no line longer than the config takes")
+
+
+def check_config(tmp, text, name):
+    rules = os.path.join(tmp, name, "rules.d")
+    os.makedirs(rules)
+    with open(os.path.join(rules, "ananicy.conf"), "w") as f:
+        f.write(text)
+    conf = os.path.join(tmp, name, "rqbalance.conf")
+    with open(conf, "w") as f:
+        f.write(f"[daemon]\nrules_dir = {rules}\n")
+    p = subprocess.run([DAEMON, "--check-config", conf], capture_output=True, text=True,
+                       timeout=30)
+    check(p.returncode == 0, f"{name}: rqbalanced --check-config takes it ({p.stdout}{p.stderr})")
+    p = subprocess.run([DAEMON, "--config", conf, "--dump-config"], capture_output=True,
+                       text=True, timeout=30)
+    return p.stdout
+
+
+def test():
+    if not os.path.exists(RQCTL) or not os.path.exists(DAEMON):
+        skip(f"{RQCTL} or {DAEMON} is not built")
+    rc, out, err = rqctl("import-ananicy", DATA)
+    print(err)
+    check(rc == 1, "exit status 1: some lines were skipped")
+    for n, reason in BAD_LINES.items():
+        check(f"rqctl: {BAD}:{n}: {reason}" in err, f"bad.rules:{n} reported: {reason}")
+    check("rqctl: import-ananicy: 7 skipped" in err, "the count of skipped lines")
+    check("old-format" not in out, "files of other names are not read")
+    secs = sections(out)
+    check_values(secs, LIVE, True, None)
+    check_values(secs, NEGATIVE, False, None)
+    check(len(secs) == len(LIVE) + len(NEGATIVE), f"no other section ({sorted(secs)})")
+    check_comments(out)
+    check_nothing_dropped(out)
+    check(rqctl("import-ananicy", DATA)[1] == out, "the same output twice")
+
+    rc, spoof, _ = rqctl("import-ananicy", "--allow-spoofable", DATA)
+    check(rc == 1, "--allow-spoofable: the same exit status")
+    ssecs = sections(spoof)
+    check_values(ssecs, NEGATIVE, True, "yes")
+    check_values(ssecs, LIVE, True, None)
+
+    with tmpdir() as tmp:
+        dump = check_config(tmp, out, "default")
+        check("[rule ananicy-cc1]" in dump and "[rule ananicy-jack]" not in dump,
+              "the daemon reads the live rules, and not the commented-out ones")
+        dump = check_config(tmp, spoof, "spoofable")
+        check("[rule ananicy-jack]" in dump, "--allow-spoofable: the negative rules are read")
+        # What the default leaves out is what the config refuses.
+        live = re.sub(r"^# (\[rule |comm = |latency_nice = )", r"\1", out, flags=re.M)
+        rules = os.path.join(tmp, "refused")
+        os.makedirs(rules)
+        with open(os.path.join(rules, "ananicy.conf"), "w") as f:
+            f.write(live)
+        conf = os.path.join(tmp, "refused.conf")
+        with open(conf, "w") as f:
+            f.write(f"[daemon]\nrules_dir = {rules}\n")
+        p = subprocess.run([DAEMON, "--check-config", conf], capture_output=True, text=True,
+                           timeout=30)
+        check(p.returncode == 1 and "[rule ananicy-jack] latency_nice: a negative value"
+              in p.stderr, "uncommented, a negative rule without spoofable is refused")
+
+    rc, out, err = rqctl("import-ananicy", os.path.join(DATA, "00-default"))
+    check(rc == 0 and not err, f"a tree without a bad line: exit 0, nothing on stderr ({err})")
+    rc, _, err = rqctl("import-ananicy", os.path.join(DATA, "missing"))
+    check(rc == 1 and "missing: No such file or directory" in err, "a missing DIR: exit 1")
+    rc, _, err = rqctl("import-ananicy")
+    check(rc == 2, "no DIR: bad usage, exit 2")
+    rc, _, err = rqctl("import-ananicy", "--frob", DATA)
+    check(rc == 2 and "--frob" in err, "an unknown option: exit 2")
+
+
+main(test)
