@@ -127,28 +127,28 @@ def check_nothing_dropped(out):
 
 
 def check_comments(out):
-    cc1 = block(out, "00-default/build/compilers.rules:1")
+    cc1 = block(out, "00-default/compilers/compilers.rules:1")
     check('# not carried over: cgroup = "cpu90" (CPUQuota 90), from type "Heavy_CPU"' in cc1,
           "a type's cgroup kept as a comment with its CPUQuota")
     check('# not carried over: ionice = 7, from type "Heavy_CPU"' in cc1, "ionice kept")
     check('# latency_nice 15: the latency_nice of type "Heavy_CPU"' in cc1, "the source said")
-    rustc = block(out, "00-default/build/compilers.rules:3")
+    rustc = block(out, "00-default/compilers/compilers.rules:3")
     check('# type "Nope": no .types file defines it' in rustc and "[rule" not in rustc,
           "an unknown type said, and no value: comments only")
-    nothing = block(out, "00-default/build/compilers.rules:8")
+    nothing = block(out, "00-default/compilers/compilers.rules:8")
     check("# not carried over: oom_score_adj = 500" in nothing and "[rule" not in nothing,
           "oom_score_adj kept, no section without a value")
-    audio = block(out, "00-default/build/compilers.rules:14")
+    audio = block(out, "00-default/compilers/compilers.rules:14")
     check('# not carried over: sched = "rr"' in audio and "rtprio = 50" in audio,
           "sched rr and rtprio kept as comments")
-    jack = block(out, "00-default/build/compilers.rules:15")
+    jack = block(out, "00-default/compilers/compilers.rules:15")
     check('# not carried over: list = ["a", 1]' in jack and "custom_key = true" in jack,
           "unknown keys kept, arrays too")
     check("Left out: a negative value on comm alone" in jack, "why a negative value is out")
-    dup = block(out, "00-default/build/compilers.rules:16")
-    check("# Left out: replaced by 00-default/build/compilers.rules:17" in dup,
+    dup = block(out, "00-default/compilers/compilers.rules:16")
+    check("# Left out: replaced by 00-default/compilers/compilers.rules:17" in dup,
           "a rule replaced by a later one of its name")
-    long_ = block(out, "00-default/build/compilers.rules:13")
+    long_ = block(out, "00-default/compilers/compilers.rules:13")
     check("Left out: longer than the 15 bytes" in long_ and "[rule" not in long_,
           "a name no comm can hold is left out")
     turbo = block(out, "00-default/games.rules:7")
