@@ -249,64 +249,125 @@ static void json_value(const char *v, size_t n)
 		json_string(v, n);
 }
 
-/*
- * "key value" lines as one JSON object; lines whose key repeats ("llc") become an
- * array of objects built from their "k v k v" words.
- */
-static void print_json(const char *p, size_t len)
+static int hex_digit(char c)
 {
-	const char *end = p + len;
-	bool first = true, in_llc = false;
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* An "llc N k v k v" line's words as one JSON object. */
+static void json_llc(const char *w, const char *eol)
+{
+	const char *k = "llc";
+	size_t kn = 3;
+	bool key = false;
+
+	printf("{\"llc\": ");
+	while (w < eol) {
+		const char *e = memchr(w, ' ', (size_t)(eol - w));
+
+		e = e ? e : eol;
+		if (key) {
+			printf(", ");
+			json_string(w, (size_t)(e - w));
+			printf(": ");
+			k = w;
+			kn = (size_t)(e - w);
+		} else if (kn == 4 && !strncmp(k, "cpus", 4)) {
+			json_string(w, (size_t)(e - w)); /* a CPU list */
+		} else {
+			json_value(w, (size_t)(e - w));
+		}
+		key = !key;
+		w = e + 1;
+	}
+	printf("}");
+}
+
+/* \xHH (a byte the daemon escaped) undone, from s (n bytes) into out; its length. */
+static size_t unescape(const char *s, size_t n, char *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int hi = i + 3 < n && s[i] == '\\' && s[i + 1] == 'x' ? hex_digit(s[i + 2]) : -1;
+		int lo = hi >= 0 ? hex_digit(s[i + 3]) : -1;
+
+		if (lo >= 0 && (hi || lo)) {
+			out[o++] = (char)(hi << 4 | lo);
+			i += 3;
+		} else {
+			out[o++] = s[i];
+		}
+	}
+	out[o] = '\0';
+	return o;
+}
+
+/* A "shaping ID TEXT" line of the status: {"id": ID, "text": TEXT}, TEXT's real bytes. */
+static void json_shaping(const char *w, const char *eol)
+{
+	static char text[CTL_MAX_PAYLOAD + 1];
+	const char *sp = memchr(w, ' ', (size_t)(eol - w));
+	size_t n;
+
+	sp = sp ? sp : eol;
+	printf("{\"id\": ");
+	json_string(w, (size_t)(sp - w));
+	n = sp < eol ? unescape(sp + 1, (size_t)(eol - sp - 1), text) : 0;
+	printf(", \"text\": ");
+	json_string(text, n);
+	printf("}");
+}
+
+/*
+ * "key value" lines as one JSON object; lines whose key repeats become an array of
+ * objects: "llc" lines ("llcs", from their "k v k v" words) and "shaping" lines
+ * ("shaping"; always there in a status, empty if none).
+ */
+static void print_json(const char *p, size_t len, bool status)
+{
+	const char *end = p + len, *in = NULL; /* the array open, by its key */
+	bool first = true, shaping = false;
 
 	printf("{");
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p)), *sp;
+		const char *arr = NULL;
 		size_t n;
 
 		eol = eol ? eol : end;
 		sp = memchr(p, ' ', (size_t)(eol - p));
 		sp = sp ? sp : eol;
 		n = (size_t)(sp - p);
-		if (n == 3 && !strncmp(p, "llc", 3)) {
-			const char *w = sp + 1, *k = "llc";
-			size_t kn = 3;
-			bool key = false;
-
-			printf("%s", in_llc ? ", " : first ? "\"llcs\": [" : ", \"llcs\": [");
-			in_llc = true;
-			printf("{\"llc\": ");
-			while (w < eol) {
-				const char *e = memchr(w, ' ', (size_t)(eol - w));
-
-				e = e ? e : eol;
-				if (key) {
-					printf(", ");
-					json_string(w, (size_t)(e - w));
-					printf(": ");
-					k = w;
-					kn = (size_t)(e - w);
-				} else if (kn == 4 && !strncmp(k, "cpus", 4)) {
-					json_string(w, (size_t)(e - w)); /* a CPU list */
-				} else {
-					json_value(w, (size_t)(e - w));
-				}
-				key = !key;
-				w = e + 1;
-			}
-			printf("}");
+		if (n == 3 && !strncmp(p, "llc", 3))
+			arr = "llcs";
+		else if (n == 7 && !strncmp(p, "shaping", 7))
+			arr = "shaping";
+		if (in && in != arr)
+			printf("]");
+		if (arr && in == arr) {
+			printf(", ");
+		} else if (arr) {
+			printf("%s\"%s\": [", first ? "" : ", ", arr);
 		} else if (n) {
-			if (in_llc)
-				printf("]");
-			in_llc = false;
 			printf("%s", first ? "" : ", ");
 			json_string(p, n);
 			printf(": ");
 			json_value(sp < eol ? sp + 1 : eol, sp < eol ? (size_t)(eol - sp - 1) : 0);
 		}
-		first = false;
+		if (arr && arr[0] == 'l')
+			json_llc(sp + 1, eol);
+		else if (arr)
+			shaping = (json_shaping(sp + 1, eol), true);
+		in = arr;
+		first = first && !n;
 		p = eol + 1;
 	}
-	printf("%s}\n", in_llc ? "]" : "");
+	if (in)
+		printf("]");
+	if (status && !shaping)
+		printf("%s\"shaping\": []", first ? "" : ", ");
+	printf("}\n");
 }
 
 /* Lines, each made safe: they may hold names (a cgroup, a unit, a path in a reason). */
@@ -324,9 +385,23 @@ static void put_lines(FILE *out, const char *p, size_t len)
 	}
 }
 
+/* A status: each line made safe, a "shaping" line's \xHH undone first. */
 static void print_text(const char *p, size_t len)
 {
-	put_lines(stdout, p, len);
+	static char text[CTL_MAX_PAYLOAD + 1];
+	const char *end = p + len;
+
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+		eol = eol ? eol : end;
+		if (eol - p > 8 && !strncmp(p, "shaping ", 8))
+			put_safe(stdout, text, unescape(p, (size_t)(eol - p), text));
+		else
+			put_safe(stdout, p, (size_t)(eol - p));
+		fputc('\n', stdout);
+		p = eol + 1;
+	}
 }
 
 /* explain's "key text" lines, the keys in a column ("knob_nice" as "nice"). */
@@ -357,7 +432,7 @@ static void print_error(const char *cmd, const char *p, size_t len, bool json)
 	const char *m = memmem(p, len, "message ", 8);
 
 	if (json) {
-		print_json(p, len);
+		print_json(p, len, false);
 		return;
 	}
 	fprintf(stderr, "rqctl: %s: ", cmd);
@@ -469,11 +544,6 @@ static int parse_command(int argc, char **argv, struct req *q)
 	}
 	fprintf(stderr, "rqctl: unknown command '%s'\n", argv[0]);
 	return -1;
-}
-
-static int hex_digit(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
 /* The next field of a list line, its \xHH (a byte the daemon escaped) undone in place. */
@@ -807,7 +877,7 @@ int main(int argc, char **argv)
 	else if (q.type == CTL_LATENCY)
 		print_latency((char *)m.payload, (size_t)n, json || q.json);
 	else if (json)
-		print_json(m.payload, (size_t)n);
+		print_json(m.payload, (size_t)n, q.type == CTL_STATUS);
 	else if (q.type == CTL_RELOAD)
 		printf("reloaded\n");
 	else

@@ -232,6 +232,29 @@ static bool has_slices(const struct daemon *d)
 	return d->features.f[FEAT_EEVDF_SLICE].state != FEAT_MISSING;
 }
 
+/* A v1 cpu hierarchy or cgroup2 with cpu: where class and cgroup targets' weights go. */
+static bool has_cpu_controller(const struct features *f)
+{
+	return f->f[FEAT_CGROUP_V1_CPU].state != FEAT_MISSING ||
+	       f->f[FEAT_CGROUP_V2_CPU].state != FEAT_MISSING;
+}
+
+void daemon_peers(const struct daemon *d, struct peers *ret)
+{
+	struct peers_ctx ctx = { .cpu_controller = has_cpu_controller(&d->features),
+				 .class_cgroups = d->lat.cls.on };
+
+	peers_scan(d->peers_root ? d->peers_root : "", &ctx, ret);
+}
+
+static void log_peers(const struct daemon *d)
+{
+	struct peers p;
+
+	daemon_peers(d, &p);
+	peers_log(&p);
+}
+
 /* The daemon's own nice and slice ([daemon] latency_nice), at start and on reload. */
 static void self_sched(struct daemon *d)
 {
@@ -474,6 +497,7 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 		latmgr_rules_changed(&d->lm);
 	}
 	log_set_level(c.log_level);
+	log_peers(d);
 	/* A new path or interval counts from now; an empty path removes the old file. */
 	if (arm_metrics(d, d->conf.interval_ms * NSEC_PER_MSEC) < 0)
 		log_warn("reload: metrics timer: cannot re-arm");
@@ -640,6 +664,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 	features_set(&d->features, FEAT_TASK_EVENTS, latmgr_has_events(&d->lm) ? FEAT_USED : FEAT_MISSING,
 		     "%s", d->lm.events_why);
 	features_log_one(&d->features, FEAT_TASK_EVENTS);
+	log_peers(d);
 	follow_lat_tasks(d);
 	r = ctl_init(&d->ctl, d->event, d->conf.ctl_socket, d, &daemon_ctl_ops);
 	if (r < 0) {

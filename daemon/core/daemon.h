@@ -16,6 +16,7 @@
 #include "plan/plan.h"
 #include "policy/spread.h"
 #include "sample/features.h"
+#include "sample/peers.h"
 #include "sample/rqlat.h"
 #include "sample/sampler.h"
 #include "sample/topo.h"
@@ -37,6 +38,7 @@ struct daemon {
 	struct rqb_conf conf;
 	struct topo *topo;
 	struct features features;    /* probed once at start */
+	const char *peers_root;      /* where daemon_peers reads: NULL the system (tests: a tree) */
 	struct sampler *sampler;
 	struct snapshot *snap;
 	struct spread_state pol;
@@ -79,5 +81,10 @@ int daemon_tick(struct daemon *d, uint64_t now_ns);
  * ret_errors is not NULL (free it).
  */
 int daemon_reload(struct daemon *d, char **ret_errors);
+/*
+ * What else shapes scheduling here, read now (sched_ext, autogroup, no cpu controller,
+ * other tools running): at start, at reload and for each status request.
+ */
+void daemon_peers(const struct daemon *d, struct peers *ret);
 
 #endif

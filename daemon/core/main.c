@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "conf/conf.h"
 #include "core/daemon.h"
 #include "rqbalance.h"
 #include "sample/features.h"
+#include "sample/peers.h"
 #include "sample/topo.h"
 #include "util/cpumask.h"
 #include "util/log.h"
@@ -255,6 +257,26 @@ static void probe_pairs(const struct rqb_conf *c, struct features *f)
 	sampler_free(sm);
 }
 
+/*
+ * What else shapes scheduling, for --features: class cgroups as the daemon would
+ * decide them (on where asked for, or by default off a systemd host) on a cpu
+ * controller.
+ */
+static void print_peers(const struct rqb_conf *c, const struct features *f)
+{
+	struct peers_ctx ctx = {
+		.cpu_controller = f->f[FEAT_CGROUP_V1_CPU].state != FEAT_MISSING ||
+				  f->f[FEAT_CGROUP_V2_CPU].state != FEAT_MISSING,
+	};
+	struct peers p;
+
+	ctx.class_cgroups = ctx.cpu_controller && !c->dry_run &&
+			    (c->lat_class == CONF_CLASS_YES ||
+			     (c->lat_class == CONF_CLASS_AUTO && sd_booted() <= 0));
+	peers_scan("", &ctx, &p);
+	peers_print(&p, stdout);
+}
+
 static int show_topology(const struct rqb_conf *c, bool features)
 {
 	struct topo_opts to = { .xml = c->topology[0] ? c->topology : NULL,
@@ -277,6 +299,7 @@ static int show_topology(const struct rqb_conf *c, bool features)
 		features_set(&f, FEAT_TASK_EVENTS, on ? FEAT_USED : FEAT_MISSING, "%s", detail);
 		probe_pairs(c, &f);
 		features_print(&f, stdout);
+		print_peers(c, &f);
 		topo_free(t);
 		return EXIT_SUCCESS;
 	}

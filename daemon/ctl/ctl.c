@@ -214,6 +214,34 @@ static int open_fds(void)
 	return n - 2; /* . and .. */
 }
 
+static void put_field(FILE *f, const char *s);
+
+/*
+ * What else shapes scheduling, read for this request: "shaping ID TEXT" lines, TEXT
+ * escaped as a list field is (it may hold a profile's or a scheduler's name).
+ */
+static size_t status_shaping(const struct daemon *d, char *out, size_t len)
+{
+	struct peers p;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	if (!f)
+		return 0;
+	daemon_peers(d, &p);
+	for (size_t i = 0; i < p.n; i++) {
+		fprintf(f, "shaping %s ", p.f[i].id);
+		put_field(f, p.f[i].text);
+		fputc('\n', f);
+	}
+	fclose(f);
+	n = n < len ? n : 0;
+	memcpy(out, buf, n);
+	free(buf);
+	return n;
+}
+
 static void status_text(const struct daemon *d, char *out, size_t len)
 {
 	const struct act_counters *k = &d->act.cnt;
@@ -246,6 +274,10 @@ static void status_text(const struct daemon *d, char *out, size_t len)
 				nr += d->snap->cpus[c].nr_running;
 		PUT("llc %d cpus %s runnable %u\n", l,
 		    cpumask_format(&d->topo->llcs[l].cpus, cpus, sizeof(cpus)), nr);
+	}
+	if (off < len) {
+		off += status_shaping(d, out + off, len - off);
+		out[off < len ? off : len - 1] = '\0';
 	}
 #undef PUT
 }

@@ -192,12 +192,19 @@ bool features_llcs(struct features *f, const struct topo *t, unsigned min_cores)
 	       strcmp(was.detail, f->f[FEAT_LLC_GROUPS].detail) != 0;
 }
 
+bool features_autogroup_on(const char *root)
+{
+	char buf[16];
+
+	return read_small(root ? root : "", "/proc/sys/kernel/sched_autogroup_enabled", buf,
+			  sizeof(buf)) == 0 && buf[0] == '1';
+}
+
 void features_probe(const char *root, const struct topo *t, unsigned min_llc_cores,
 		    struct features *ret)
 {
 	struct features f;
 	struct utsname u;
-	char buf[64];
 
 	memset(&f, 0, sizeof(f));
 	root = root ? root : "";
@@ -214,8 +221,7 @@ void features_probe(const char *root, const struct topo *t, unsigned min_llc_cor
 		set(&f, FEAT_SCHEDSTATS, FEAT_FOUND, "/proc/schedstat");
 	else
 		set(&f, FEAT_SCHEDSTATS, FEAT_MISSING, "no /proc/schedstat (CONFIG_SCHEDSTATS off)");
-	if (read_small(root, "/proc/sys/kernel/sched_autogroup_enabled", buf, sizeof(buf)) == 0 &&
-	    buf[0] == '1')
+	if (features_autogroup_on(root))
 		set(&f, FEAT_AUTOGROUP, FEAT_FOUND, "nice values compete only within a session");
 	else
 		set(&f, FEAT_AUTOGROUP, FEAT_MISSING, "off or not built");

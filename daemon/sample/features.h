@@ -63,6 +63,8 @@ void features_set_pairs(struct features *f, bool keep_pairs, const char *seen_by
 		       "as the kernel's wake_wide() weighs them"
 #define FEAT_PAIRS_REPLAY "the replayed snapshots' partner= fields"
 const char *features_name(enum feat_id id);
+/* Whether root's kernel.sched_autogroup_enabled is 1 (read each time: it may change). */
+bool features_autogroup_on(const char *root);
 /* Sets one feature (the latency manager's event source, known once it starts). */
 void features_set(struct features *f, enum feat_id id, enum feat_state st, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -423,6 +423,8 @@ static inline struct daemon *ctlh_daemon_new(const struct ctlh_scenario *sc)
 	CTLH_CHECK(d);
 	conf_defaults(&d->conf);
 	d->conf.dry_run = true;
+	/* No sched_ext, autogroup or tool there; the features say no cpu controller. */
+	d->peers_root = "/nonexistent-rqb-peers";
 	snprintf(d->conf.ctl_group, sizeof(d->conf.ctl_group), "%s", sc->ctl_group ? "root" : "");
 	/* As the config loader leaves it: the group resolved once, to its gid. */
 	d->conf.ctl_gid_set = d->conf.ctl_group[0] != '\0';

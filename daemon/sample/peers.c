@@ -1,0 +1,463 @@
+/*
+ * Sample stage: what else shapes scheduling here (a sched_ext scheduler, autogroup, no
+ * cpu controller, other tools that renice, re-policy or pin), read under one root
+ * prefix. It only reads, and only at start, at reload and per status request.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sample/features.h"
+#include "sample/peers.h"
+#include "util/log.h"
+#include "util/util.h"
+
+static const char *const tool_names[PEERS_NTOOLS] = {
+	[PEERS_ANANICY_CPP] = "ananicy-cpp",       [PEERS_ANANICY] = "ananicy",
+	[PEERS_GAMEMODED] = "gamemoded",           [PEERS_SYSTEM76] = "system76-scheduler",
+	[PEERS_TUNED] = "tuned",
+};
+
+/* What each tool changes (tuned's depends on its profile: peers_tuned_text). */
+static const char *const tool_does[PEERS_NTOOLS] = {
+	[PEERS_ANANICY_CPP] = "it sets the nice, I/O priority, scheduling policy and cgroup of "
+			      "the processes whose comm its rules name",
+	[PEERS_ANANICY] = "it sets the nice, I/O priority, scheduling policy and cgroup of the "
+			  "processes whose comm its rules name",
+	[PEERS_GAMEMODED] = "while a game asks for it, it may renice the game, set its I/O "
+			    "priority and SCHED_ISO (where the kernel has it), and switch the "
+			    "CPU governor",
+	[PEERS_SYSTEM76] = "it sets the nice and I/O priority of foreground and background "
+			   "processes, and of those its process profiles name",
+};
+
+/* What rqbalance does about another tool that changes the same knobs. */
+#define LAST_WINS                                                                        \
+	"rqbalance leaves a nice, policy or affinity that another tool changed after it, " \
+	"so the last to write wins: give no process a value in both"
+
+static void add(struct peers *p, const struct peers_finding *f)
+{
+	if (p->n < PEERS_MAX)
+		p->f[p->n++] = *f;
+}
+
+#define say(f, ...) snprintf((f)->text, sizeof((f)->text), __VA_ARGS__)
+
+/* The first line of root/path, its newline cut. 0 or -errno. */
+static int read_line(const char *root, const char *path, char *buf, size_t len)
+{
+	char p[PATH_MAX];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "%s%s", root, path);
+	n = util_read_file(p, buf, len);
+	if (n < 0)
+		return (int)n;
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* ---- the kernel ---- */
+
+void peers_sched_ext_text(const char *state, const char *ops, int switch_all,
+			  struct peers_finding *ret)
+{
+	char name[160];
+
+	snprintf(ret->id, sizeof(ret->id), "sched-ext");
+	snprintf(name, sizeof(name), ops && *ops ? "\"%s\"" : "(name unread)", ops);
+	if (strcmp(state, "enabled") != 0)
+		say(ret, "BPF scheduler %s is %s: while it runs, it orders the tasks it takes, "
+			 "and a value's nice, cgroup weight and slice mean what it makes of them; "
+			 "pins still apply", name, state);
+	else if (switch_all == 0)
+		say(ret, "BPF scheduler %s is loaded for SCHED_EXT tasks only: values act as "
+			 "usual on the others; a value on a SCHED_EXT task sets SCHED_OTHER or "
+			 "SCHED_BATCH, which takes it back to the fair class; pins still apply",
+		    name);
+	else
+		say(ret, "BPF scheduler %s is loaded for every fair task: it alone orders them, "
+			 "so a value buys what it makes of the task's nice (its weight), cgroup "
+			 "weight only if it implements sched_ext's cgroup ops (scx_flatcg does, "
+			 "most do not), and no EEVDF slice; pins still apply (the kernel keeps "
+			 "each task on its allowed CPUs)", name);
+}
+
+/* /sys/kernel/sched_ext, where the kernel has it: a scheduler loaded, or nothing. */
+static void scan_sched_ext(const char *root, struct peers *p)
+{
+	char state[32], ops[128] = "", sw[8] = "";
+	struct peers_finding f;
+
+	if (read_line(root, "/sys/kernel/sched_ext/state", state, sizeof(state)) < 0 ||
+	    strcmp(state, "disabled") == 0)
+		return;
+	read_line(root, "/sys/kernel/sched_ext/root/ops", ops, sizeof(ops));
+	read_line(root, "/sys/kernel/sched_ext/switch_all", sw, sizeof(sw));
+	peers_sched_ext_text(state, ops, sw[0] ? sw[0] == '1' : -1, &f);
+	add(p, &f);
+}
+
+void peers_autogroup_text(const struct peers_ctx *ctx, struct peers_finding *ret)
+{
+	const char *what = "on (kernel.sched_autogroup_enabled = 1): a task in the root cpu "
+			   "cgroup competes only inside its session's autogroup, so its nice "
+			   "and policy weigh only against its own session's tasks";
+
+	snprintf(ret->id, sizeof(ret->id), "autogroup");
+	if (ctx->class_cgroups)
+		say(ret, "%s; a value moves its task into a class cgroup, out of the autogroup, "
+			 "so that it weighs against every session", what);
+	else
+		say(ret, "%s; class cgroups are off, so there a value buys nothing against other "
+			 "sessions (each weighs as one nice-0 task): give the session a nice "
+			 "(/proc/PID/autogroup)%s", what,
+		    ctx->cpu_controller ? ", or a cgroup of its own" : "");
+}
+
+/* ---- other tools ---- */
+
+static const char *base(const char *s)
+{
+	const char *b = strrchr(s, '/');
+
+	return b ? b + 1 : s;
+}
+
+/* The comm the kernel keeps for name: its first 15 bytes. */
+static bool comm_is(const char *comm, const char *name)
+{
+	char cut[16];
+
+	snprintf(cut, sizeof(cut), "%s", name);
+	return strcmp(comm, cut) == 0;
+}
+
+bool peers_wants_cmdline(const char *comm)
+{
+	return strncmp(comm, "python", 6) == 0;
+}
+
+/* The script an interpreter runs: its first argument past argv[0] that is no option. */
+static void script_of(const char *cmdline, size_t len, char *ret, size_t size)
+{
+	size_t off = strnlen(cmdline, len) + 1;
+
+	ret[0] = '\0';
+	while (off < len) {
+		const char *a = cmdline + off;
+		size_t n = strnlen(a, len - off);
+
+		if (n && a[0] != '-') {
+			snprintf(ret, size, "%.*s", (int)n, a);
+			return;
+		}
+		off += n + 1;
+	}
+}
+
+int peers_match(const char *comm, const char *cmdline, size_t len)
+{
+	char script[256] = "";
+
+	if (cmdline && peers_wants_cmdline(comm))
+		script_of(cmdline, len, script, sizeof(script));
+	for (int t = 0; t < PEERS_NTOOLS; t++)
+		if (comm_is(comm, tool_names[t]) ||
+		    (script[0] && strcmp(base(script), tool_names[t]) == 0))
+			return t;
+	return -1;
+}
+
+/* The tool process pid of root is, or -1. */
+static int tool_of(const char *root, pid_t pid)
+{
+	char path[PATH_MAX], comm[64], cmd[4096];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/proc/%d/comm", root, (int)pid);
+	if (util_read_file(path, comm, sizeof(comm)) <= 0)
+		return -1;
+	comm[strcspn(comm, "\n")] = '\0';
+	if (!peers_wants_cmdline(comm))
+		return peers_match(comm, NULL, 0);
+	snprintf(path, sizeof(path), "%s/proc/%d/cmdline", root, (int)pid);
+	n = util_read_file(path, cmd, sizeof(cmd));
+	return peers_match(comm, n > 0 ? cmd : NULL, n > 0 ? (size_t)n : 0);
+}
+
+/* The processes of each tool running: the first PEERS_PIDS by pid, and how many. */
+struct tool_pids {
+	pid_t pid[PEERS_PIDS];
+	int n;
+};
+
+static void pids_add(struct tool_pids *t, pid_t pid)
+{
+	int i = t->n < PEERS_PIDS ? t->n : PEERS_PIDS - 1;
+
+	if (t->n >= PEERS_PIDS && pid > t->pid[i])
+		i = -1;
+	t->n++;
+	for (; i > 0 && t->pid[i - 1] > pid; i--)
+		t->pid[i] = t->pid[i - 1];
+	if (i >= 0)
+		t->pid[i] = pid;
+}
+
+static void scan_procs(const char *root, struct tool_pids ret[PEERS_NTOOLS])
+{
+	char dir[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/proc", root);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		int t;
+
+		if (pid > 0 && !*end && (t = tool_of(root, (pid_t)pid)) >= 0)
+			pids_add(&ret[t], (pid_t)pid);
+	}
+	closedir(d);
+}
+
+/* "pid 40", "pids 40, 41", "pids 40, 41, 42, 43 and 2 more". */
+static void pids_text(const struct tool_pids *t, char *out, size_t len)
+{
+	size_t off = (size_t)snprintf(out, len, "pid%s", t->n > 1 ? "s" : "");
+
+	for (int i = 0; i < t->n && i < PEERS_PIDS && off < len; i++)
+		off += (size_t)snprintf(out + off, len - off, "%s %d", i ? "," : "", (int)t->pid[i]);
+	if (t->n > PEERS_PIDS && off < len)
+		snprintf(out + off, len - off, " and %d more", t->n - PEERS_PIDS);
+}
+
+void peers_tool_text(enum peers_tool t, const char *pids, struct peers_finding *ret)
+{
+	snprintf(ret->id, sizeof(ret->id), "%s", tool_names[t]);
+	say(ret, "%s (%s) runs: %s; %s", tool_names[t], pids, tool_does[t], LAST_WINS);
+}
+
+void peers_tuned_text(const char *pids, const char *profile, const char *sched_in,
+		      const char *unknown, struct peers_finding *ret)
+{
+	snprintf(ret->id, sizeof(ret->id), "tuned");
+	if (unknown)
+		say(ret, "tuned (%s) runs, its profile unknown (%s): its scheduler plugin, "
+			 "where a profile has one, sets the affinity, policy and priority of the "
+			 "processes its regexes match; %s", pids, unknown, LAST_WINS);
+	else if (sched_in)
+		say(ret, "tuned (%s) runs profile \"%s\", whose [scheduler] (%s) sets the "
+			 "affinity, policy and priority of the processes its regexes match, and "
+			 "with isolated_cores moves every task off those CPUs; %s", pids,
+		    profile, sched_in, LAST_WINS);
+	else
+		say(ret, "tuned (%s) runs profile \"%s\", which has no [scheduler]: it "
+			 "changes no process's nice, policy or affinity, so it does not meet "
+			 "rqbalance there", pids, profile);
+}
+
+/* ---- tuned's profiles ---- */
+
+/* One line of text at p into buf, blanks around it cut; the next line, or NULL. */
+static const char *next_line(const char *p, char *buf, size_t len)
+{
+	size_t n = strcspn(p, "\n"), s = 0, e = n;
+
+	while (s < e && (p[s] == ' ' || p[s] == '\t'))
+		s++;
+	while (e > s && (p[e - 1] == ' ' || p[e - 1] == '\t' || p[e - 1] == '\r'))
+		e--;
+	snprintf(buf, len, "%.*s", (int)(e - s), p + s);
+	return p[n] ? p + n + 1 : NULL;
+}
+
+/* "key = value" into its trimmed halves, in place; false if no '='. */
+static bool key_value(char *line, char **ret_key, char **ret_value)
+{
+	char *eq = strchr(line, '='), *k = line, *v;
+
+	if (!eq)
+		return false;
+	*eq = '\0';
+	for (char *e = eq; e > k && (e[-1] == ' ' || e[-1] == '\t'); e--)
+		e[-1] = '\0';
+	for (v = eq + 1; *v == ' ' || *v == '\t'; v++)
+		;
+	*ret_key = k;
+	*ret_value = v;
+	return true;
+}
+
+void peers_tuned_parse(const char *text, struct peers_tuned_conf *ret)
+{
+	char line[512], sect[64] = "", *k, *v;
+
+	memset(ret, 0, sizeof(*ret));
+	for (const char *p = text; p && *p;) {
+		p = next_line(p, line, sizeof(line));
+		if (line[0] == '#' || line[0] == ';' || !line[0])
+			continue;
+		if (line[0] == '[') {
+			snprintf(sect, sizeof(sect), "%.*s", (int)strcspn(line + 1, "]"), line + 1);
+			ret->scheduler |= strcmp(sect, "scheduler") == 0;
+		} else if (key_value(line, &k, &v)) {
+			if (strcmp(sect, "main") == 0 && strcmp(k, "include") == 0)
+				snprintf(ret->include, sizeof(ret->include), "%s", v);
+			ret->scheduler |= strcmp(k, "type") == 0 && strcmp(v, "scheduler") == 0;
+		}
+	}
+}
+
+/* A profile's tuned.conf under troot, where tuned looks for it, /etc first. */
+static int tuned_file(const char *troot, const char *profile, char *ret, size_t len)
+{
+	static const char *const dirs[] = { "/etc/tuned", "/etc/tuned/profiles",
+					    "/usr/lib/tuned", "/usr/lib/tuned/profiles" };
+
+	if (!profile[0] || strchr(profile, '/') || profile[0] == '.')
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(ret, len, "%s%s/%s/tuned.conf", troot, dirs[i], profile);
+		if (access(ret, R_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/*
+ * Which tuned.conf, the profile's own or one it includes (include= in [main], names
+ * only: a ${f:...} choice is not followed), has a [scheduler]: into ret, "" if none.
+ * 0, or -errno where the profile's own file cannot be read.
+ */
+static int tuned_sched(const char *troot, const char *profile, int depth, char *ret, size_t len)
+{
+	struct peers_tuned_conf c;
+	char path[PATH_MAX], *text;
+	int r;
+
+	ret[0] = '\0';
+	if (depth > 8)
+		return -ELOOP;
+	r = tuned_file(troot, profile, path, sizeof(path));
+	if (r < 0 || !(text = malloc(65536)))
+		return r < 0 ? r : -ENOMEM;
+	r = util_read_file(path, text, 65536) < 0 ? -EIO : 0;
+	if (r == 0)
+		peers_tuned_parse(text, &c);
+	free(text);
+	if (r < 0 || c.scheduler) {
+		snprintf(ret, len, "%s", r < 0 ? "" : path + strlen(troot));
+		return r;
+	}
+	for (char *s = c.include, *tok; (tok = strsep(&s, ", \t"));)
+		if (*tok && !strstr(tok, "${") && tuned_sched(troot, tok, depth + 1, ret, len) == 0 &&
+		    ret[0])
+			return 0;
+	return 0;
+}
+
+/*
+ * The root that tuned sees: its /proc/PID/root where the daemon may read it (it may
+ * not without CAP_SYS_PTRACE), else root.
+ */
+static void tuned_root(const char *root, pid_t pid, char *ret, size_t len)
+{
+	char probe[PATH_MAX];
+
+	snprintf(ret, len, "%s/proc/%d/root", root, (int)pid);
+	snprintf(probe, sizeof(probe), "%s/etc/tuned/active_profile", ret);
+	if (access(probe, R_OK) < 0)
+		snprintf(ret, len, "%s", root);
+}
+
+/* tuned's profile, as the lowest pid of its processes sees its files. */
+static void tuned_finding(const char *root, pid_t pid, const char *pids, struct peers_finding *f)
+{
+	char troot[PATH_MAX], profiles[256], names[256], why[320], where[PATH_MAX] = "";
+	int r;
+
+	tuned_root(root, pid, troot, sizeof(troot));
+	r = read_line(troot, "/etc/tuned/active_profile", profiles, sizeof(profiles));
+	if (r < 0 || !profiles[0]) {
+		snprintf(why, sizeof(why), "/etc/tuned/active_profile: %s",
+			 r < 0 ? strerror(-r) : "empty");
+		peers_tuned_text(pids, "", NULL, why, f);
+		return;
+	}
+	/* Several profiles (tuned 2.19+) are named with blanks between them. */
+	snprintf(names, sizeof(names), "%s", profiles);
+	for (char *s = names, *p; (p = strsep(&s, " \t"));) {
+		r = *p ? tuned_sched(troot, p, 0, where, sizeof(where)) : 0;
+		if (r < 0) {
+			snprintf(why, sizeof(why), "profile \"%s\": %s", p, strerror(-r));
+			peers_tuned_text(pids, "", NULL, why, f);
+			return;
+		}
+		if (where[0])
+			break;
+	}
+	peers_tuned_text(pids, profiles, where[0] ? where : NULL, NULL, f);
+}
+
+static void scan_tools(const char *root, struct peers *p)
+{
+	struct tool_pids pids[PEERS_NTOOLS] = { 0 };
+	struct peers_finding f;
+	char who[96];
+
+	scan_procs(root, pids);
+	for (int t = 0; t < PEERS_NTOOLS; t++) {
+		if (!pids[t].n)
+			continue;
+		pids_text(&pids[t], who, sizeof(who));
+		if (t == PEERS_TUNED)
+			tuned_finding(root, pids[t].pid[0], who, &f);
+		else
+			peers_tool_text((enum peers_tool)t, who, &f);
+		add(p, &f);
+	}
+}
+
+void peers_scan(const char *root, const struct peers_ctx *ctx, struct peers *ret)
+{
+	struct peers p = { 0 };
+	struct peers_finding f;
+
+	root = root ? root : "";
+	scan_sched_ext(root, &p);
+	if (features_autogroup_on(root)) {
+		peers_autogroup_text(ctx, &f);
+		add(&p, &f);
+	}
+	if (!ctx->cpu_controller) {
+		snprintf(f.id, sizeof(f.id), "no-cpu-controller");
+		say(&f, "neither a v1 cpu hierarchy nor cgroup2 with the cpu controller: values "
+			"buy only nice, policy and slice (no class cgroups; a cgroup target gets "
+			"no weight)");
+		add(&p, &f);
+	}
+	scan_tools(root, &p);
+	*ret = p;
+}
+
+void peers_log(const struct peers *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		log_notice("shaping: %s: %s", p->f[i].id, p->f[i].text);
+}
+
+void peers_print(const struct peers *p, FILE *out)
+{
+	for (size_t i = 0; i < p->n; i++)
+		fprintf(out, "%-14s %s: %s\n", "shaping", p->f[i].id, p->f[i].text);
+}

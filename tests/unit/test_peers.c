@@ -1,0 +1,248 @@
+/*
+ * What else shapes scheduling, read from fake trees: sched_ext, autogroup, no cpu
+ * controller, other tools by comm and cmdline, tuned's profile through include=.
+ */
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sample/peers.h"
+#include "unit.h"
+
+static void put(const char *root, const char *path, const char *text, size_t len)
+{
+	char p[PATH_MAX], cmd[PATH_MAX + 16];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s%s", root, path);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s", p);
+	*strrchr(cmd, '/') = '\0';
+	strcat(cmd, "'");
+	assert_int_equal(system(cmd), 0);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fwrite(text, 1, len, f);
+	fclose(f);
+}
+
+#define PUT(root, path, text) put(root, path, text, sizeof(text) - 1)
+
+static void rm_rf(const char *root)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+}
+
+static const struct peers_finding *find(const struct peers *p, const char *id)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (strcmp(p->f[i].id, id) == 0)
+			return &p->f[i];
+	return NULL;
+}
+
+static const struct peers_ctx cg_on = { .cpu_controller = true, .class_cgroups = true };
+
+/* A tree with nothing of note: no sched_ext, autogroup off, no tool running. */
+static void quiet_tree(const char *root)
+{
+	PUT(root, "/proc/sys/kernel/sched_autogroup_enabled", "0\n");
+	PUT(root, "/proc/1/comm", "init\n");
+	PUT(root, "/proc/2/comm", "python3\n");
+	PUT(root, "/proc/2/cmdline", "python3\0-Es\0/usr/bin/other\0");
+}
+
+static void nothing_found(void **state)
+{
+	char root[] = "/tmp/rqb-peers.XXXXXX";
+	struct peers p;
+
+	assert_non_null(mkdtemp(root));
+	quiet_tree(root);
+	peers_scan(root, &cg_on, &p);
+	assert_int_equal(p.n, 0);
+	/* A kernel with sched_ext and none loaded says nothing either. */
+	PUT(root, "/sys/kernel/sched_ext/state", "disabled\n");
+	peers_scan(root, &cg_on, &p);
+	assert_int_equal(p.n, 0);
+	rm_rf(root);
+}
+
+static void sched_ext_loaded(void **state)
+{
+	char root[] = "/tmp/rqb-peers.XXXXXX";
+	const struct peers_finding *f;
+	struct peers p;
+
+	assert_non_null(mkdtemp(root));
+	quiet_tree(root);
+	PUT(root, "/sys/kernel/sched_ext/state", "enabled\n");
+	PUT(root, "/sys/kernel/sched_ext/root/ops", "lavd_1.0.6_x86_64\n");
+	PUT(root, "/sys/kernel/sched_ext/switch_all", "1\n");
+	peers_scan(root, &cg_on, &p);
+	assert_int_equal(p.n, 1);
+	f = find(&p, "sched-ext");
+	assert_non_null(f);
+	assert_non_null(strstr(f->text, "BPF scheduler \"lavd_1.0.6_x86_64\" is loaded for every "
+					"fair task"));
+	assert_non_null(strstr(f->text, "pins still apply"));
+	assert_null(strchr(f->text, '\n'));
+
+	PUT(root, "/sys/kernel/sched_ext/switch_all", "0\n");
+	peers_scan(root, &cg_on, &p);
+	assert_non_null(strstr(find(&p, "sched-ext")->text, "for SCHED_EXT tasks only"));
+	PUT(root, "/sys/kernel/sched_ext/state", "disabling\n");
+	peers_scan(root, &cg_on, &p);
+	assert_non_null(strstr(find(&p, "sched-ext")->text, "is disabling"));
+	rm_rf(root);
+}
+
+static void autogroup_and_controller(void **state)
+{
+	char root[] = "/tmp/rqb-peers.XXXXXX";
+	const struct peers_ctx off = { .cpu_controller = true, .class_cgroups = false };
+	const struct peers_ctx none = { 0 };
+	struct peers p;
+
+	assert_non_null(mkdtemp(root));
+	quiet_tree(root);
+	PUT(root, "/proc/sys/kernel/sched_autogroup_enabled", "1\n");
+	peers_scan(root, &cg_on, &p);
+	assert_int_equal(p.n, 1);
+	assert_non_null(strstr(find(&p, "autogroup")->text, "moves its task into a class cgroup"));
+	peers_scan(root, &off, &p);
+	assert_non_null(strstr(find(&p, "autogroup")->text, "class cgroups are off"));
+	assert_non_null(strstr(find(&p, "autogroup")->text, "or a cgroup of its own"));
+	peers_scan(root, &none, &p);
+	assert_int_equal(p.n, 2);
+	assert_null(strstr(find(&p, "autogroup")->text, "or a cgroup of its own"));
+	assert_non_null(strstr(find(&p, "no-cpu-controller")->text,
+			       "values buy only nice, policy and slice"));
+	PUT(root, "/proc/sys/kernel/sched_autogroup_enabled", "0\n");
+	peers_scan(root, &none, &p);
+	assert_int_equal(p.n, 1);
+	assert_null(find(&p, "autogroup"));
+	rm_rf(root);
+}
+
+static void match_by_comm_and_cmdline(void **state)
+{
+	static const char tuned[] = "/usr/bin/python3\0-Es\0/usr/sbin/tuned\0-l\0-P\0";
+	static const char ananicy[] = "python3\0/usr/bin/ananicy\0start\0";
+	static const char other[] = "python3\0-c\0import tuned\0";
+
+	assert_int_equal(peers_match("ananicy-cpp", NULL, 0), PEERS_ANANICY_CPP);
+	assert_int_equal(peers_match("gamemoded", NULL, 0), PEERS_GAMEMODED);
+	/* The kernel keeps 15 bytes of a comm. */
+	assert_int_equal(peers_match("system76-schedu", NULL, 0), PEERS_SYSTEM76);
+	assert_int_equal(peers_match("tuned", NULL, 0), PEERS_TUNED);
+	assert_int_equal(peers_match("python3", tuned, sizeof(tuned) - 1), PEERS_TUNED);
+	assert_int_equal(peers_match("python3", ananicy, sizeof(ananicy) - 1), PEERS_ANANICY);
+	assert_int_equal(peers_match("python3", other, sizeof(other) - 1), -1);
+	assert_int_equal(peers_match("gamemode", NULL, 0), -1);
+	assert_int_equal(peers_match("bash", tuned, sizeof(tuned) - 1), -1);
+	assert_true(peers_wants_cmdline("python3.11"));
+	assert_false(peers_wants_cmdline("gamemoded"));
+}
+
+static void tools_found(void **state)
+{
+	char root[] = "/tmp/rqb-peers.XXXXXX";
+	struct peers p;
+
+	assert_non_null(mkdtemp(root));
+	quiet_tree(root);
+	PUT(root, "/proc/300/comm", "ananicy-cpp\n");
+	PUT(root, "/proc/41/comm", "gamemoded\n");
+	PUT(root, "/proc/40/comm", "gamemoded\n");
+	PUT(root, "/proc/500/comm", "system76-schedu\n");
+	for (int i = 0; i < 6; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/comm", 90 - i);
+		put(root, path, "tuned\n", 6);
+	}
+	PUT(root, "/proc/600/comm", "python3\n");
+	PUT(root, "/proc/600/cmdline", "python3\0/usr/bin/ananicy\0start\0");
+	peers_scan(root, &cg_on, &p);
+	assert_int_equal(p.n, 5);
+	assert_non_null(strstr(find(&p, "ananicy-cpp")->text, "ananicy-cpp (pid 300) runs: it sets "
+							      "the nice"));
+	assert_non_null(strstr(find(&p, "ananicy")->text, "(pid 600)"));
+	/* A tool's processes, by pid. */
+	assert_non_null(strstr(find(&p, "gamemoded")->text, "gamemoded (pids 40, 41) runs"));
+	assert_non_null(strstr(find(&p, "system76-scheduler")->text, "foreground and background"));
+	assert_non_null(strstr(find(&p, "tuned")->text, "tuned (pids 85, 86, 87, 88 and 2 more) "
+							"runs, its profile unknown"));
+	for (size_t i = 0; i < p.n; i++)
+		assert_non_null(strstr(p.f[i].text, "the last to write wins"));
+	rm_rf(root);
+}
+
+static void tuned_parse(void **state)
+{
+	struct peers_tuned_conf c;
+
+	peers_tuned_parse("[main]\nsummary=x\ninclude = network-latency\n\n[variables]\n"
+			  "include = /etc/tuned/realtime-variables.conf\n[sysctl]\nkernel.x=1\n",
+			  &c);
+	assert_false(c.scheduler);
+	assert_string_equal(c.include, "network-latency");
+	peers_tuned_parse("# comment\n[ main ]\n[scheduler]\nisolated_cores=1\n", &c);
+	assert_true(c.scheduler);
+	assert_string_equal(c.include, "");
+	peers_tuned_parse("[main]\n[cpus]\ntype = scheduler\ngroup.x=0:f:0:*:^x$\n", &c);
+	assert_true(c.scheduler);
+}
+
+static void tuned_profiles(void **state)
+{
+	char root[] = "/tmp/rqb-peers.XXXXXX";
+	const struct peers_finding *f;
+	struct peers p;
+
+	assert_non_null(mkdtemp(root));
+	quiet_tree(root);
+	PUT(root, "/proc/700/comm", "tuned\n");
+	/* The profile in /etc includes one in /usr/lib that includes one with [scheduler]. */
+	PUT(root, "/etc/tuned/active_profile", "mine\n");
+	PUT(root, "/etc/tuned/mine/tuned.conf", "[main]\ninclude=${f:virt_check:a:b}, middle\n"
+						"[cpu]\ngovernor=performance\n");
+	PUT(root, "/usr/lib/tuned/middle/tuned.conf", "[main]\ninclude=base\n[sysctl]\nvm.x=1\n");
+	PUT(root, "/usr/lib/tuned/base/tuned.conf", "[main]\n[scheduler]\nisolated_cores=1\n");
+	peers_scan(root, &cg_on, &p);
+	f = find(&p, "tuned");
+	assert_non_null(f);
+	assert_non_null(strstr(f->text, "tuned (pid 700) runs profile \"mine\", whose [scheduler] "
+					"(/usr/lib/tuned/base/tuned.conf) sets the affinity"));
+	assert_non_null(strstr(f->text, "the last to write wins"));
+
+	/* /etc's copy of a profile is tuned's, not /usr/lib's. */
+	PUT(root, "/etc/tuned/base/tuned.conf", "[main]\n[cpu]\ngovernor=powersave\n");
+	peers_scan(root, &cg_on, &p);
+	f = find(&p, "tuned");
+	assert_non_null(strstr(f->text, "runs profile \"mine\", which has no [scheduler]"));
+	assert_null(strstr(f->text, "the last to write wins"));
+
+	PUT(root, "/etc/tuned/active_profile", "gone\n");
+	peers_scan(root, &cg_on, &p);
+	assert_non_null(strstr(find(&p, "tuned")->text, "its profile unknown (profile \"gone\": "));
+	rm_rf(root);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(nothing_found),
+		cmocka_unit_test(sched_ext_loaded),
+		cmocka_unit_test(autogroup_and_controller),
+		cmocka_unit_test(match_by_comm_and_cmdline),
+		cmocka_unit_test(tools_found),
+		cmocka_unit_test(tuned_parse),
+		cmocka_unit_test(tuned_profiles),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
