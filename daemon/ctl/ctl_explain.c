@@ -14,6 +14,7 @@
 #include "ctl/ctl_explain.h"
 #include "ctl/ctl_peer.h"
 #include "sample/ident.h"
+#include "sample/peers.h"
 #include "util/schedattr.h"
 #include "util/util.h"
 
@@ -183,16 +184,10 @@ static void put_unit(FILE *f, const struct daemon *d, pid_t tgid)
 
 static void put_sched_ext(FILE *f)
 {
-	char state[64] = "", ops[64] = "";
-	ssize_t n = util_read_file("/sys/kernel/sched_ext/state", state, sizeof(state));
+	struct peers_finding p;
 
-	if (n <= 0 || strncmp(state, "enabled", 7) != 0)
-		return;
-	n = util_read_file("/sys/kernel/sched_ext/root/ops", ops, sizeof(ops));
-	if (n > 0 && ops[n - 1] == '\n')
-		ops[n - 1] = '\0';
-	put(f, "note_sched_ext", "a sched_ext scheduler (%s) is loaded: it alone decides whether "
-	    "nice, slice and cgroup weight count (affinity still holds)", n > 0 ? ops : "?");
+	if (peers_sched_ext("", &p))
+		put(f, "note_sched_ext", "%s", p.text);
 }
 
 static void put_notes(FILE *f, const struct daemon *d, const struct lat_state *cur, bool rt)

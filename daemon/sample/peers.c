@@ -36,8 +36,8 @@ static const char *const tool_does[PEERS_NTOOLS] = {
 
 /* What rqbalance does about another tool that changes the same knobs. */
 #define LAST_WINS                                                                        \
-	"rqbalance leaves a nice, policy or affinity that another tool changed after it, " \
-	"so the last to write wins: give no process a value in both"
+	"rqbalance sets a knob once, when it gives the value, and leaves it to a tool that " \
+	"changes it after (rqctl explain says whose it is): give no process a value in both"
 
 static void add(struct peers *p, const struct peers_finding *f)
 {
@@ -87,19 +87,25 @@ void peers_sched_ext_text(const char *state, const char *ops, int switch_all,
 			 "each task on its allowed CPUs)", name);
 }
 
-/* /sys/kernel/sched_ext, where the kernel has it: a scheduler loaded, or nothing. */
-static void scan_sched_ext(const char *root, struct peers *p)
+bool peers_sched_ext(const char *root, struct peers_finding *ret)
 {
 	char state[32], ops[128] = "", sw[8] = "";
-	struct peers_finding f;
 
 	if (read_line(root, "/sys/kernel/sched_ext/state", state, sizeof(state)) < 0 ||
 	    strcmp(state, "disabled") == 0)
-		return;
+		return false;
 	read_line(root, "/sys/kernel/sched_ext/root/ops", ops, sizeof(ops));
 	read_line(root, "/sys/kernel/sched_ext/switch_all", sw, sizeof(sw));
-	peers_sched_ext_text(state, ops, sw[0] ? sw[0] == '1' : -1, &f);
-	add(p, &f);
+	peers_sched_ext_text(state, ops, sw[0] ? sw[0] == '1' : -1, ret);
+	return true;
+}
+
+static void scan_sched_ext(const char *root, struct peers *p)
+{
+	struct peers_finding f;
+
+	if (peers_sched_ext(root, &f))
+		add(p, &f);
 }
 
 void peers_autogroup_text(const struct peers_ctx *ctx, struct peers_finding *ret)

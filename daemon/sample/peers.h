@@ -48,6 +48,11 @@ enum peers_tool {
  * /etc/tuned and /usr/lib/tuned. root "" is the real system; tests give a fake tree.
  */
 void peers_scan(const char *root, const struct peers_ctx *ctx, struct peers *ret);
+/*
+ * Just the sched_ext finding (rqctl explain): true and *ret where a scheduler is
+ * loaded under root ("" for the real system), else false.
+ */
+bool peers_sched_ext(const char *root, struct peers_finding *ret);
 /* One log line a finding: "shaping: ID: TEXT". */
 void peers_log(const struct peers *p);
 /* One "shaping ID: TEXT" row a finding, for --features. */

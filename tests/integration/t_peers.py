@@ -31,7 +31,7 @@ exec tuned --no-dbus --profile rqbtest --log=/run/tuned/tuned.log
 TUNED_SAYS = ('runs profile "rqbtest", whose [scheduler] (/etc/tuned/rqbsched/tuned.conf) '
               "sets the affinity, policy and priority of the processes its regexes match")
 GAMEMODED_SAYS = "runs: while a game asks for it, it may renice the game"
-LAST_WINS = "so the last to write wins: give no process a value in both"
+LAST_WINS = "(rqctl explain says whose it is): give no process a value in both"
 
 
 def comm(pid):
