@@ -9,19 +9,25 @@
 #   v1f   the v1 cpu hierarchy again, with the cgroup2 beside it remounted with
 #         favordynmods (cgroup_threadgroup_rwsem, which an attach write-locks, is one
 #         for every hierarchy, and favordynmods on any root keeps it in its slow mode)
-# bench/cgmove puts ROUNDS, SPAWNS (and MODES, MOVES) in front of this file.
+# bench/cgmove puts ROUNDS, SPAWNS, EXEC_GAP (and MODES, MOVES, GAP) in front of
+# this file.
 #
 # Prints per run:
 #   ROW round mode first_p50 first_p99 first_max all_p50 all_p99 all_max seen spawns
 #       poll_us first_spawn_us drc=RC
-#   MOVE round mode US_PER_MOVE moves
-# (MOVE: the kernel's cost of one attach without the daemon, from this shell writing a
-# sleeping process's pid to cgroup.procs, or tasks on v1, between two groups; builtins
-# only, no fork), "INFO ..." lines, and "PROBLEM: ..." for whatever went wrong.
+#   MOVE round mode p50_us p99_us max_us moves
+# (MOVE: the kernel's cost of one move without the daemon, bench/cgattach writing a
+# sleeping process's pid to cgroup.procs, or tasks on v1, MOVES times, GAP ms apart),
+# "INFO ..." lines, and "PROBLEM: ..." for whatever went wrong.
 ROUNDS=${ROUNDS:-3}
 SPAWNS=${SPAWNS:-150}
 MODES=${MODES:-v1 v2 v2f v1f}
-MOVES=${MOVES:-100}
+MOVES=${MOVES:-60}
+GAP=${GAP:-50}
+# execlat's pause between spawns: a move within about two grace periods of the last
+# one finds the lock still in the state that one waited for, and waits for nothing;
+# a rule's program is rarely exec'd that often.
+EXEC_GAP=${EXEC_GAP:-100}
 V1=/sys/fs/cgroup/cpu
 V2=/sys/fs/cgroup/unified
 DIR=/run/rqb-cgmove
@@ -128,26 +134,20 @@ stop_daemon() {
 	[ "$DRC" = 0 ] || { problem "daemon exit $DRC after SIGTERM; its log:"; tail -n 20 "$LOG" | sed 's/^/  /'; }
 }
 
-# The kernel's own cost of an attach: a sleeping process moved between two groups of
-# the hierarchy in use, MOVES times, by this shell (echo is a builtin: no fork).
+# The kernel's own cost of one isolated move, without the daemon: cgattach moves a
+# sleeping child between two groups of the hierarchy in use, one write every GAP ms.
+rm_groups() {
+	rmdir "$1/cgm-a" "$1/cgm-b" 2>/dev/null
+	[ ! -d "$1/cgm-a" ] && [ ! -d "$1/cgm-b" ]
+}
 move_bench() { # round mode
 	if [ "$2" = v1 ] || [ "$2" = v1f ]; then root=$V1 file=tasks; else root=$V2 file=cgroup.procs; fi
 	mkdir -p "$root/cgm-a" "$root/cgm-b"
-	sleep 600 &
-	s=$!
-	t0=$(up)
-	i=0
-	while [ $i -lt "$MOVES" ]; do
-		echo "$s" >"$root/cgm-a/$file"
-		echo "$s" >"$root/cgm-b/$file"
-		i=$((i + 2))
-	done
-	t1=$(up)
-	echo "$s" >"$root/$file"
-	kill -KILL "$s"
-	wait "$s" 2>/dev/null
-	rmdir "$root/cgm-a" "$root/cgm-b" || problem "$2: cannot remove the move groups"
-	echo "MOVE $1 $2 $(awk -v a="$t0" -v b="$t1" -v n="$i" 'BEGIN { printf "%.0f", (b - a) * 1e6 / n }') $i"
+	res=$(cgattach "$MOVES" "$GAP" "$root/cgm-a/$file" "$root/cgm-b/$file") ||
+		problem "$2: cgattach failed"
+	# The child's group empties once it is reaped; a moment later on v1.
+	poll_until 100 rm_groups "$root" || problem "$2: cannot remove the move groups"
+	echo "MOVE $1 $2 $res"
 }
 
 run() { # round mode
@@ -158,7 +158,7 @@ run() { # round mode
 	# The first spawn also makes the class group: apart, outside the percentiles.
 	set -- "$1" "$2" $(execlat --cgroup "$CLASS" --nice -20 --spawns 1 -- "$SLEEPER" 600)
 	first=$5
-	set -- "$1" "$2" $(execlat --cgroup "$CLASS" --nice -20 --spawns "$SPAWNS" -- "$SLEEPER" 600)
+	set -- "$1" "$2" $(execlat --cgroup "$CLASS" --nice -20 --spawns "$SPAWNS" --gap-ms "$EXEC_GAP" -- "$SLEEPER" 600)
 	stop_daemon
 	[ -d "$V1/$CLASS" ] || [ -d "$V2/$CLASS" ] && problem "$2: the class group was left behind"
 	if [ $# != 12 ]; then
@@ -170,7 +170,7 @@ run() { # round mode
 	echo "ROW $1 $2 $9 ${10} ${11} $3 $4 $5 $6 $7 $8 $first drc=$DRC"
 }
 
-echo "INFO kernel $(uname -r), CPUs $(cat /sys/devices/system/cpu/online), rounds $ROUNDS, $SPAWNS spawns, modes $MODES"
+echo "INFO kernel $(uname -r), CPUs $(cat /sys/devices/system/cpu/online), rounds $ROUNDS, $SPAWNS spawns $EXEC_GAP ms apart, $MOVES moves $GAP ms apart, modes $MODES"
 echo "INFO cgroup features: $(tr '\n' ' ' </sys/kernel/cgroup/features 2>/dev/null)"
 mkdir -p "$V2"
 mount -t cgroup2 none "$V2" || problem "cannot mount cgroup2"
