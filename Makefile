@@ -47,6 +47,7 @@ $(B)/tests/unit/test_ctlsrv $(B)/tests/unit/test_latmgr $(B)/tests/fuzz/fuzz_ctl
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
 SIM_OBJ    = $(SIM_SRC:%.c=$(B)/%.o)
 BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/hackbench $(B)/bench/execlat \
+             $(B)/bench/cgattach \
              $(B)/bench/churn_load $(B)/bench/churn_child $(B)/bench/sim/sim
 # The samplers alone, on the daemon's own objects (bench/overhead runs it).
 BENCH_BIN += $(B)/bench/samplecost

@@ -287,6 +287,7 @@ static int classes_root_setup(struct latact *la)
 void latact_classes_find(struct latact *la)
 {
 	char buf[65536], v1[PATH_MAX] = "", v2[PATH_MAX] = "", path[PATH_MAX];
+	bool fdm;
 	const char *mounts = la->o.mounts_file && *la->o.mounts_file ? la->o.mounts_file :
 										 "/proc/self/mounts";
 	int r;
@@ -295,6 +296,7 @@ void latact_classes_find(struct latact *la)
 	if (util_read_file(mounts, buf, sizeof(buf)) < 0)
 		return;
 	parse_mounts(buf, v1, v2, sizeof(v1));
+	fdm = parse_mounts_favordynmods(buf);
 	if (v1[0]) {
 		snprintf(la->cls.mount, sizeof(la->cls.mount), "%s", v1);
 	} else if (v2[0]) {
@@ -324,8 +326,17 @@ void latact_classes_find(struct latact *la)
 		return;
 	}
 	la->cls.on = true;
-	log_info("latency: class cgroups in %s%s%s (%s)", la->cls.mount,
-		 la->cls.root[0] ? "/" : "", la->cls.root, la->cls.v2 ? "cgroup2" : "v1 cpu");
+	/*
+	 * Each move of a task into a class write-locks cgroup_threadgroup_rwsem, one for
+	 * every hierarchy, which waits for an RCU grace period unless some hierarchy has
+	 * favordynmods (bench/cgmove). Mount options are the admin's: said, never changed.
+	 */
+	log_info("latency: class cgroups in %s%s%s (%s); %s", la->cls.mount,
+		 la->cls.root[0] ? "/" : "", la->cls.root, la->cls.v2 ? "cgroup2" : "v1 cpu",
+		 fdm ? "favordynmods: a move waits for no RCU grace period" :
+			 "no cgroup mount has favordynmods: a move into a class can wait for an "
+			 "RCU grace period (an admin's mount -o remount,favordynmods of a cgroup2 "
+			 "mount spares it, at some cost to fork and exit)");
 	return;
 none:
 	log_warn("latency: no cpu controller mounted: negative values only shorten the slice");

@@ -111,6 +111,7 @@ static bool has_word(const char *list, const char *word)
 static void probe_cgroups(const char *root, struct features *f)
 {
 	char mounts[16384], v1[PATH_MAX], v2[PATH_MAX], ctl[512], path[PATH_MAX + 32];
+	const char *fdm;
 
 	if (read_small(root, "/proc/mounts", mounts, sizeof(mounts)) < 0) {
 		set(f, FEAT_CGROUP_V1_CPU, FEAT_MISSING, "cannot read /proc/mounts");
@@ -118,15 +119,17 @@ static void probe_cgroups(const char *root, struct features *f)
 		return;
 	}
 	parse_mounts(mounts, v1, v2, sizeof(v1));
+	/* One lock for every hierarchy: favordynmods on any of them makes a move cheap. */
+	fdm = parse_mounts_favordynmods(mounts) ? ", favordynmods" : "";
 	if (v1[0])
-		set(f, FEAT_CGROUP_V1_CPU, FEAT_FOUND, "%s (cpu.shares, cpu.idle)", v1);
+		set(f, FEAT_CGROUP_V1_CPU, FEAT_FOUND, "%s (cpu.shares, cpu.idle%s)", v1, fdm);
 	else
 		set(f, FEAT_CGROUP_V1_CPU, FEAT_MISSING, "no cgroup v1 hierarchy with cpu");
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", v2);
 	if (!v2[0])
 		set(f, FEAT_CGROUP_V2_CPU, FEAT_MISSING, "no cgroup2 mount");
 	else if (read_small(root, path, ctl, sizeof(ctl)) == 0 && has_word(ctl, "cpu"))
-		set(f, FEAT_CGROUP_V2_CPU, FEAT_FOUND, "%s (cpu.weight, cpu.idle)", v2);
+		set(f, FEAT_CGROUP_V2_CPU, FEAT_FOUND, "%s (cpu.weight, cpu.idle%s)", v2, fdm);
 	else
 		set(f, FEAT_CGROUP_V2_CPU, FEAT_MISSING, "cgroup2 at %s without the cpu controller",
 		    v2);

@@ -160,3 +160,24 @@ void parse_mounts(const char *text, char *ret_v1cpu, char *ret_v2, size_t len)
 		p = *eol ? eol + 1 : eol;
 	}
 }
+
+bool parse_mounts_favordynmods(const char *text)
+{
+	const char *p = text;
+
+	while (*p) {
+		char dev[64], dir[PATH_MAX], type[32], opts[512];
+		const char *eol = strchrnul(p, '\n');
+
+		if (sscanf(p, "%63s %4095s %31s %511s", dev, dir, type, opts) == 4 &&
+		    (strcmp(type, "cgroup") == 0 || strcmp(type, "cgroup2") == 0)) {
+			char *save = NULL;
+
+			for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
+				if (strcmp(o, "favordynmods") == 0)
+					return true;
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+	return false;
+}

@@ -6,6 +6,7 @@
 #ifndef RQB_PARSE_H
 #define RQB_PARSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -33,5 +34,11 @@ int parse_cpustat(const char *buf, int n, uint64_t *busy, uint64_t *total,
 int parse_cgroup(const char *buf, char *ret_path, size_t len);
 /* Parses /proc/mounts text: where the v1 cpu hierarchy and the cgroup2 mount are. */
 void parse_mounts(const char *text, char *ret_v1cpu, char *ret_v2, size_t len);
+/*
+ * Whether a cgroup or cgroup2 mount in /proc/mounts text has favordynmods. Every move
+ * of another task write-locks cgroup_threadgroup_rwsem, one lock for all hierarchies;
+ * favordynmods on any of them keeps it where that costs no RCU grace period.
+ */
+bool parse_mounts_favordynmods(const char *text);
 
 #endif

@@ -47,6 +47,31 @@ static void mounts_v1_and_v2(void **state)
 	assert_string_equal(v2, "");
 }
 
+/*
+ * favordynmods on any cgroup mount, v1 or cgroup2 (the rwsem a move takes is one for
+ * all), and only as a whole option of a cgroup mount.
+ */
+static void mounts_favordynmods(void **state)
+{
+	(void)state;
+	assert_false(parse_mounts_favordynmods(
+		"cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n"
+		"cgroup2 /sys/fs/cgroup/unified cgroup2 rw,nsdelegate 0 0\n"));
+	assert_true(parse_mounts_favordynmods(
+		"cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n"
+		"cgroup2 /sys/fs/cgroup/unified cgroup2 rw,nsdelegate,favordynmods 0 0\n"));
+	assert_true(parse_mounts_favordynmods(
+		"cgroup /sys/fs/cgroup/cpu cgroup rw,favordynmods,cpu 0 0\n"));
+	assert_true(parse_mounts_favordynmods(
+		"cgroup2 /sys/fs/cgroup cgroup2 rw,favordynmods\n"
+		"proc /proc proc rw 0 0"));
+	/* Another file system's option, or a longer word, is not it. */
+	assert_false(parse_mounts_favordynmods("tmpfs /tmp tmpfs rw,favordynmods 0 0\n"));
+	assert_false(parse_mounts_favordynmods(
+		"cgroup2 /sys/fs/cgroup cgroup2 rw,nofavordynmods,favordynmodsx 0 0\n"));
+	assert_false(parse_mounts_favordynmods(""));
+}
+
 /* A 6.1-like tree: pure cgroup2 with cpu, schedstats, BTF, autogroup off. */
 static void fake_tree(void **state)
 {
@@ -68,6 +93,12 @@ static void fake_tree(void **state)
 	assert_int_equal(f.f[FEAT_SCHEDSTATS].state, FEAT_FOUND);
 	assert_int_equal(f.f[FEAT_BTF].state, FEAT_FOUND);
 	assert_int_equal(f.f[FEAT_AUTOGROUP].state, FEAT_MISSING);
+
+	/* The mount's favordynmods is part of what --features says. */
+	put(root, "/proc/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw,favordynmods 0 0\n");
+	features_probe(root, t, 1, &f);
+	assert_string_equal(f.f[FEAT_CGROUP_V2_CPU].detail,
+			    "/sys/fs/cgroup (cpu.weight, cpu.idle, favordynmods)");
 
 	/* "cpuset" alone is not the cpu controller. */
 	put(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset io\n");
@@ -113,6 +144,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(mounts_v1_and_v2),
+		cmocka_unit_test(mounts_favordynmods),
 		cmocka_unit_test(fake_tree),
 		cmocka_unit_test(single_core_llcs),
 		cmocka_unit_test(print_names_every_feature),
