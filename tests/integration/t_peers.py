@@ -182,7 +182,8 @@ def test():
     require()
     for prog in ("gamemoded", "tuned", "dbus-run-session", "unshare"):
         if not shutil.which(prog):
-            skip(f"no {prog}: .ci/deps test installs gamemode and tuned")
+            skip(f"no {prog}: .ci/deps test installs gamemode and tuned only in CI or with "
+                 "RQB_PEER_TOOLS=1 (tuned's install starts tuned.service where systemd runs)")
     if not os.path.exists(RQCTL):
         skip(f"{RQCTL} is not built")
     with tmpdir() as tmp:
