@@ -247,12 +247,23 @@ void daemon_peers(const struct daemon *d, struct peers *ret)
 	peers_scan(d->peers_root ? d->peers_root : "", &ctx, ret);
 }
 
-static void log_peers(const struct daemon *d)
+static void log_peers(struct daemon *d)
 {
-	struct peers p;
+	daemon_peers(d, &d->peers);
+	d->peers_at_ns = util_now_ns();
+	peers_log(&d->peers);
+}
 
-	daemon_peers(d, &p);
-	peers_log(&p);
+/* For status: the last reading unless it is older than PEERS_MAX_AGE_NS. */
+static void ctl_peers(struct daemon *d, struct peers *ret)
+{
+	uint64_t now = util_now_ns();
+
+	if (!d->peers_at_ns || now - d->peers_at_ns >= PEERS_MAX_AGE_NS) {
+		daemon_peers(d, &d->peers);
+		d->peers_at_ns = now;
+	}
+	*ret = d->peers;
 }
 
 /* The daemon's own nice and slice ([daemon] latency_nice), at start and on reload. */
@@ -596,6 +607,7 @@ static int setup_loop(struct daemon *d)
 const struct ctl_ops daemon_ctl_ops = {
 	.reload = daemon_reload,
 	.rqlat_cgroups = daemon_rqlat_cgroups,
+	.peers = ctl_peers,
 };
 
 int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_conf *c)

@@ -39,6 +39,8 @@ struct daemon {
 	struct topo *topo;
 	struct features features;    /* probed once at start */
 	const char *peers_root;      /* where daemon_peers reads: NULL the system (tests: a tree) */
+	struct peers peers;          /* the last reading, for status */
+	uint64_t peers_at_ns;        /* when it was read (CLOCK_MONOTONIC); 0: never */
 	struct sampler *sampler;
 	struct snapshot *snap;
 	struct spread_state pol;
@@ -86,5 +88,7 @@ int daemon_reload(struct daemon *d, char **ret_errors);
  * other tools running): at start, at reload and for each status request.
  */
 void daemon_peers(const struct daemon *d, struct peers *ret);
+/* status reads what else shapes scheduling again only after this long. */
+#define PEERS_MAX_AGE_NS 1000000000ull
 
 #endif

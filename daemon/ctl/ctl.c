@@ -220,7 +220,7 @@ static void put_field(FILE *f, const char *s);
  * What else shapes scheduling, read for this request: "shaping ID TEXT" lines, TEXT
  * escaped as a list field is (it may hold a profile's or a scheduler's name).
  */
-static size_t status_shaping(const struct daemon *d, char *out, size_t len)
+static size_t status_shaping(struct ctl_server *srv, char *out, size_t len)
 {
 	struct peers p;
 	char *buf = NULL;
@@ -229,7 +229,7 @@ static size_t status_shaping(const struct daemon *d, char *out, size_t len)
 
 	if (!f)
 		return 0;
-	daemon_peers(d, &p);
+	srv->ops->peers(srv->d, &p);
 	for (size_t i = 0; i < p.n; i++) {
 		fprintf(f, "shaping %s ", p.f[i].id);
 		put_field(f, p.f[i].text);
@@ -242,8 +242,9 @@ static size_t status_shaping(const struct daemon *d, char *out, size_t len)
 	return n;
 }
 
-static void status_text(const struct daemon *d, char *out, size_t len)
+static void status_text(struct ctl_server *srv, char *out, size_t len)
 {
+	const struct daemon *d = srv->d;
 	const struct act_counters *k = &d->act.cnt;
 	size_t off = 0;
 
@@ -276,7 +277,7 @@ static void status_text(const struct daemon *d, char *out, size_t len)
 		    cpumask_format(&d->topo->llcs[l].cpus, cpus, sizeof(cpus)), nr);
 	}
 	if (off < len) {
-		off += status_shaping(d, out + off, len - off);
+		off += status_shaping(srv, out + off, len - off);
 		out[off < len ? off : len - 1] = '\0';
 	}
 #undef PUT
@@ -904,7 +905,7 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 
 	switch (m->hdr.type) {
 	case CTL_STATUS:
-		status_text(d, text, sizeof(text));
+		status_text(c->srv, text, sizeof(text));
 		return reply(c, CTL_OK, m->hdr.seq, text);
 	case CTL_RELOAD:
 		if (!may_control(c, &d->conf)) {

@@ -20,6 +20,7 @@
 
 struct daemon;
 struct conn;
+struct peers;
 
 /*
  * What the server asks of the daemon, passed in at ctl_init: ctl calls no function of
@@ -30,6 +31,11 @@ struct ctl_ops {
 	int (*reload)(struct daemon *d, char **ret_errors);
 	/* Brings the run-queue histograms' cgroups up to date before they are read. */
 	void (*rqlat_cgroups)(struct daemon *d);
+	/*
+	 * What else shapes scheduling, for status: a walk of /proc, which any user may
+	 * ask for, so read again at most once a second (PEERS_MAX_AGE_NS).
+	 */
+	void (*peers)(struct daemon *d, struct peers *ret);
 };
 
 struct ctl_server {

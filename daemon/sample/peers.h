@@ -2,8 +2,8 @@
  * What else shapes scheduling here (peers.c): a sched_ext scheduler, autogroup, a
  * missing cpu controller, and other tools that change nice, policy or affinity
  * (ananicy, gamemoded, system76-scheduler, tuned). One finding each, one line: what it
- * is and what it means for rqbalance. Read at start, at reload and per status request,
- * never per tick.
+ * is and what it means for rqbalance. Read at start, at reload and for status (at
+ * most once a second), never per tick.
  */
 #ifndef RQB_PEERS_H
 #define RQB_PEERS_H

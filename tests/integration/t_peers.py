@@ -171,10 +171,12 @@ def with_peers(tmp, gm, tu):
               and len(log_lines(d, "tuned", t, TUNED_SAYS)) == 2,
               "a reload logs both again")
         stop(gm, g)
-        check(gone(d, "gamemoded", g), "status no longer names gamemoded once it stopped")
+        # status reads the tools again at most once a second: polled, with a cap.
+        check(wait_until(lambda: gone(d, "gamemoded", g), 60),
+              "status no longer names gamemoded once it stopped")
         check(not gone(d, "tuned", t), "while tuned still runs")
         stop(tu)
-        check(gone(d, "tuned", t), "nor tuned once it stopped")
+        check(wait_until(lambda: gone(d, "tuned", t), 60), "nor tuned once it stopped")
         check(d.stop() == 0, "clean stop")
 
 
