@@ -217,7 +217,7 @@ static int open_fds(void)
 static void put_field(FILE *f, const char *s);
 
 /*
- * What else shapes scheduling, read for this request: "shaping ID TEXT" lines, TEXT
+ * What else shapes scheduling, at most a second old: "shaping ID TEXT" lines, TEXT
  * escaped as a list field is (it may hold a profile's or a scheduler's name).
  */
 static size_t status_shaping(struct ctl_server *srv, char *out, size_t len)
@@ -623,20 +623,6 @@ static int do_get(struct conn *c, const struct target *t, char *out, size_t size
 	return 0;
 }
 
-/* The comm as the task set it: only the newline the kernel adds is taken off. */
-static void comm_of(const char *proc_root, pid_t tid, char *ret, size_t size)
-{
-	char path[PATH_MAX];
-	ssize_t n = -1;
-
-	if (util_proc_path(path, sizeof(path), proc_root, "%d/comm", (int)tid) == 0)
-		n = util_read_file(path, ret, size);
-	if (n <= 0)
-		snprintf(ret, size, "?");
-	else if (ret[n - 1] == '\n')
-		ret[n - 1] = '\0';
-}
-
 /*
  * One field of a list line, any bytes in it: a backslash, a tab, a newline and the
  * other controls go as \xHH, so a name never ends its field or its line early
@@ -659,7 +645,7 @@ static void list_task(FILE *f, const struct daemon *d, const struct lat_entry *e
 	const struct latmgr_proc *p = latmgr_find_process(&d->lm, e->tgid);
 	char comm[32];
 
-	comm_of(d->lm.proc_root, e->task.tid, comm, sizeof(comm));
+	ctl_peer_comm(d->lm.proc_root, e->task.tid, comm, sizeof(comm));
 	fprintf(f, "task\t%d\t%d\t%d\t", (int)e->task.tid, (int)e->tgid, e->value);
 	put_field(f, e->source);
 	fprintf(f, "\t%s\t%s\t%" PRIu64 "\t", p ? "process" : "thread",

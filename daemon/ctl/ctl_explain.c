@@ -50,19 +50,6 @@ static void put_since(FILE *f, int64_t since)
 	put(f, "since", "%s (%" PRId64 " s ago)", when, (int64_t)time(NULL) - since);
 }
 
-static void comm_of(const struct daemon *d, pid_t tid, char *ret, size_t size)
-{
-	char path[PATH_MAX];
-	ssize_t n = -1;
-
-	if (util_proc_path(path, sizeof(path), d->lm.proc_root, "%d/comm", (int)tid) == 0)
-		n = util_read_file(path, ret, size);
-	if (n <= 0)
-		snprintf(ret, size, "?");
-	else if (ret[n - 1] == '\n')
-		ret[n - 1] = '\0';
-}
-
 /* ---- what a value maps to, and each knob's state ---- */
 
 static void knob_text(unsigned k, const struct lat_state *s, char *ret, size_t size)
@@ -209,7 +196,6 @@ static bool rules_say(FILE *f, const struct daemon *d, pid_t tgid)
 	const struct rule_set *rs = &d->conf.rules;
 	struct proc_ident id;
 	char why[512], key[RULE_NAME_MAX + 8];
-	bool any = false;
 
 	if (!buf || ident_read(d->lm.proc_root, tgid, buf, &id) < 0) {
 		free(buf);
@@ -220,7 +206,6 @@ static bool rules_say(FILE *f, const struct daemon *d, pid_t tgid)
 		if (rules_why_not(&rs->r[i], &id, why, sizeof(why))) {
 			put(f, key, "matches it now: rules apply at exec, at start and at reload, "
 			    "so it takes the value at the next of these");
-			any = true;
 		} else {
 			put(f, key, "does not match: %s", why);
 		}
@@ -228,7 +213,6 @@ static bool rules_say(FILE *f, const struct daemon *d, pid_t tgid)
 	if (rs->n > EXPLAIN_RULES)
 		put(f, "rule_more", "%u more rules not shown", rs->n - EXPLAIN_RULES);
 	free(buf);
-	(void)any;
 	return true;
 }
 
@@ -298,7 +282,7 @@ static void explain_task(FILE *f, struct daemon *d, const struct explain_target 
 	char comm[64], names[64];
 	bool have;
 
-	comm_of(d, t->tid, comm, sizeof(comm));
+	ctl_peer_comm(d->lm.proc_root, t->tid, comm, sizeof(comm));
 	if (t->thread)
 		put(f, "target", "thread %d of process %d (%s)", (int)t->tid, (int)t->tgid, comm);
 	else

@@ -16,6 +16,19 @@
 #include "sample/sampler.h"
 #include "util/util.h"
 
+void ctl_peer_comm(const char *proc_root, pid_t tid, char *ret, size_t size)
+{
+	char path[PATH_MAX];
+	ssize_t n = -1;
+
+	if (util_proc_path(path, sizeof(path), proc_root, "%d/comm", (int)tid) == 0)
+		n = util_read_file(path, ret, size);
+	if (n <= 0)
+		snprintf(ret, size, "?");
+	else if (ret[n - 1] == '\n')
+		ret[n - 1] = '\0';
+}
+
 int ctl_peer_start_time(const char *proc_root, pid_t pid, uint64_t *ret)
 {
 	char path[PATH_MAX], buf[1024];
