@@ -31,10 +31,13 @@ def test():
                 d.wait_for("ctl: serving")
                 r = user.run([prog, "-s", d.ctl, "reload"], text=True)
                 check(r.returncode == 0, f"a member of ctl_group may reload ({r.stderr.strip()!r})")
-                # A process of the user's that holds the group (its gids are fixed at
-                # its start), asking only once the group is gone.
-                p = user.popen(["sh", "-c", f"read x; exec {prog} -s {d.ctl} reload"],
-                               stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                # A process of the user's that holds the group (runuser fixes its gids
+                # from /etc/group before the shell starts: the group is deleted only once
+                # the shell says it runs), asking only once the group is gone.
+                p = user.popen(["sh", "-c", f"echo up; read x; exec {prog} -s {d.ctl} reload"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+                check(p.stdout.readline() == "up\n", "the user's shell runs, in the group")
                 subprocess.run(["groupdel", group], check=True)
                 p.stdin.write("go\n")
                 p.stdin.close()
