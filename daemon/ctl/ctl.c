@@ -242,6 +242,9 @@ static void status_text(struct ctl_server *srv, char *out, size_t len)
 	    d->lm.cnt.rescans, d->lm.cnt.rule_matches, d->lat.cnt.restored, d->lat.cnt.errors,
 	    d->lat.cls.on ? d->lat.cls.mount : "off",
 	    d->lat.cls.on && d->lat.cls.root[0] ? "/" : "", d->lat.cls.on ? d->lat.cls.root : "");
+	/* The D-Bus API: the names owned, or off. */
+	PUT("dbus %s%s%s\n", d->bus.serving ? "org.rqbalance1" : "off",
+	    d->bus.s76 ? " " : "", d->bus.s76 ? "com.system76.Scheduler" : "");
 	for (int l = 0; l < d->topo->nllcs; l++) {
 		char cpus[CPUMASK_STRLEN];
 		unsigned nr = 0;
