@@ -408,7 +408,7 @@ static int owned(sd_bus_message *reply, const char **ret_why)
 	}
 	if (sd_bus_message_read(reply, "u", &ret) < 0)
 		ret = 0;
-	*ret_why = "another service owns it";
+	*ret_why = NULL; /* another owns it */
 	return ret == 1 || ret == 4; /* primary owner, or was already */
 }
 
@@ -421,9 +421,12 @@ static int on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_erro
 	b->serving = owned(reply, &why);
 	if (b->serving)
 		log_info("dbus: serving %s on the system bus", BUS_NAME);
-	else
+	else if (why)
 		log_notice("dbus: cannot own %s: %s: the D-Bus API is off (does the bus "
 			   "policy %s.conf allow it?)", BUS_NAME, why, BUS_NAME);
+	else
+		log_notice("dbus: %s is owned by another process (another rqbalanced?): the "
+			   "D-Bus API is off", BUS_NAME);
 	return 0;
 }
 
@@ -437,8 +440,28 @@ static int on_s76_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_
 	if (b->s76)
 		log_info("dbus: serving %s's SetForegroundProcess too", BUS_S76_NAME);
 	else
-		log_info("dbus: %s is owned by another service: its shell plugins talk to it "
-			 "(%s)", BUS_S76_NAME, why);
+		log_info("dbus: %s is owned by another service: its shell plugins talk to it%s%s",
+			 BUS_S76_NAME, why ? ": " : "", why ? why : "");
+	return 0;
+}
+
+/* system76-scheduler, started after the daemon, took its name back: it is its. */
+static int on_name_lost(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+	struct ctl_bus *b = userdata;
+	const char *name = NULL;
+
+	(void)ret_error;
+	if (sd_bus_message_read(m, "s", &name) < 0 || !name)
+		return 0;
+	if (strcmp(name, BUS_S76_NAME) == 0 && b->s76) {
+		b->s76 = false;
+		log_info("dbus: %s was taken over by another service: its shell plugins talk "
+			 "to it now", BUS_S76_NAME);
+	} else if (strcmp(name, BUS_NAME) == 0 && b->serving) {
+		b->serving = false;
+		log_notice("dbus: lost %s: the D-Bus API is off", BUS_NAME);
+	}
 	return 0;
 }
 
@@ -476,10 +499,15 @@ void ctl_bus_init(struct ctl_bus *b, sd_event *e, struct daemon *d)
 					"/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
 					"Disconnected", on_disconnect, b);
 	if (r >= 0)
-		r = sd_bus_request_name_async(b->bus, &b->name, BUS_NAME, 0, on_name, b);
+		r = sd_bus_match_signal_async(b->bus, &b->lost, "org.freedesktop.DBus",
+					      "/org/freedesktop/DBus", "org.freedesktop.DBus",
+					      "NameLost", on_name_lost, NULL, b);
 	if (r >= 0)
-		r = sd_bus_request_name_async(b->bus, &b->s76_name, BUS_S76_NAME, 0, on_s76_name,
-					      b);
+		r = sd_bus_request_name_async(b->bus, &b->name, BUS_NAME, 0, on_name, b);
+	/* system76-scheduler's own name: it may take it over when it starts later. */
+	if (r >= 0)
+		r = sd_bus_request_name_async(b->bus, &b->s76_name, BUS_S76_NAME,
+					      SD_BUS_NAME_ALLOW_REPLACEMENT, on_s76_name, b);
 	if (r >= 0)
 		r = sd_bus_attach_event(b->bus, e, SD_EVENT_PRIORITY_NORMAL);
 	if (r < 0) {
@@ -499,6 +527,7 @@ void ctl_bus_fini(struct ctl_bus *b)
 	sd_bus_slot_unref(b->name);
 	sd_bus_slot_unref(b->s76_name);
 	sd_bus_slot_unref(b->gone);
+	sd_bus_slot_unref(b->lost);
 	if (b->bus) {
 		sd_bus_detach_event(b->bus);
 		sd_bus_flush_close_unref(b->bus);

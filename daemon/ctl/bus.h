@@ -24,7 +24,7 @@ struct bus_call;
 
 struct ctl_bus {
 	sd_bus *bus;            /* NULL: no API (off, no system bus, or it went away) */
-	sd_bus_slot *obj, *s76_obj, *name, *s76_name, *gone;
+	sd_bus_slot *obj, *s76_obj, *name, *s76_name, *gone, *lost;
 	struct bus_call *calls; /* waiting for their caller's credentials */
 	unsigned pending;
 	bool serving;           /* owns BUS_NAME */
