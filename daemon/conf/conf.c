@@ -49,6 +49,10 @@ const struct conf_key conf_keys[] = {
 	{ "daemon", "ctl_group", CONF_STR, 0, 0, NULL, "", OFF(ctl_group),
 	  "Members of this group (a name, resolved at load and reload, or a gid) may ask for a "
 	  "reload through rqctl; empty: root only.", false, 0 },
+	{ "daemon", "dbus", CONF_BOOL, 0, 0, NULL, "yes", OFF(dbus),
+	  "Serve the D-Bus API (org.rqbalance1, and com.system76.Scheduler where nothing else "
+	  "owns it) on the system bus; without a system bus the daemon runs on without it.",
+	  true, 0 },
 	{ "daemon", "dry_run", CONF_BOOL, 0, 0, NULL, "no", OFF(dry_run),
 	  "Log the plan each tick and change nothing.", true, 0 },
 	{ "daemon", "latency_nice", CONF_NICE, LAT_MIN, LAT_MAX, NULL, "-10", OFF(latency_nice),
@@ -107,6 +111,13 @@ const struct conf_key conf_keys[] = {
 	  "the device and inode the kernel reports), connector (the proc connector; exe rules "
 	  "read /proc/PID/exe), or auto (bpf where it loads, else the connector, else walks "
 	  "of /proc).", true, 0 },
+	{ "latency", "foreground", CONF_NICE, LAT_MIN, LAT_MAX, NULL, "-5", OFF(lat_foreground),
+	  "The value a process gets while a caller of the D-Bus API has put it in front (the "
+	  "focused window's); one that has a lower value keeps it.", false, 0 },
+	{ "latency", "foreground_group", CONF_STR, 0, 0, NULL, "", OFF(lat_fg_group),
+	  "Members of this group (a name, resolved at load and reload, or a gid) may put "
+	  "their own processes in front at the foreground value even below what their "
+	  "RLIMIT_NICE allows; empty: only root and ctl_group may.", false, 0 },
 	INTR("proc", "rescan_ms", 100, 600000, "10000", proc_rescan_ms,
 	    "The proc sampler walks all of /proc at most this far apart (sooner when "
 	    "more tasks run than it follows)."),
@@ -868,37 +879,40 @@ static void check_run_dir(struct parse_ctx *p, const char *key, const char *path
 }
 
 /*
- * ctl_group is resolved here, at start and reload, so that a request never waits on
- * NSS (LDAP, sssd) in the event loop. A name that does not resolve is an error, not
- * a silent "root only": a number needs no NSS, for groups a directory serves late.
+ * ctl_group and foreground_group are resolved here, at start and reload, so that a
+ * request never waits on NSS (LDAP, sssd) in the event loop. A name that does not
+ * resolve is an error, not a silent "root only": a number needs no NSS, for groups a
+ * directory serves late.
  */
-static void resolve_ctl_group(struct parse_ctx *p)
+static void resolve_group(struct parse_ctx *p, const char *section, const char *key,
+			  const char *name, gid_t *ret_gid, bool *ret_set)
 {
-	const struct conf_key *k = find_key("daemon", "ctl_group");
-	const char *name = p->conf.ctl_group;
+	const struct conf_key *k = find_key(section, key);
+	char what[64];
 	struct group *g;
 	char *end;
 	unsigned long v;
 
-	p->conf.ctl_gid_set = false;
+	*ret_set = false;
 	if (!name[0])
 		return;
 	errno = 0;
 	v = strtoul(name, &end, 10);
 	if (name[0] >= '0' && name[0] <= '9' && !*end && !errno && v < (gid_t)-1) {
-		p->conf.ctl_gid = (gid_t)v;
-		p->conf.ctl_gid_set = true;
+		*ret_gid = (gid_t)v;
+		*ret_set = true;
 		return;
 	}
 	errno = 0;
 	g = getgrnam(name);
 	if (!g) {
-		report_at(p, p->seen_line[k - conf_keys], "[daemon] ctl_group",
+		snprintf(what, sizeof(what), "[%s] %s", section, key);
+		report_at(p, p->seen_line[k - conf_keys], what,
 			  errno ? strerror(errno) : "no such group (a gid may be given as a number)");
 		return;
 	}
-	p->conf.ctl_gid = g->gr_gid;
-	p->conf.ctl_gid_set = true;
+	*ret_gid = g->gr_gid;
+	*ret_set = true;
 }
 
 /* The rules are checked as a whole only once every file is read without an error. */
@@ -908,7 +922,10 @@ static int finish(struct parse_ctx *p, struct rqb_conf *ret)
 		check_metrics_dir(p);
 		check_run_dir(p, "journal_dir", p->conf.journal_dir, false);
 		check_run_dir(p, "ctl_socket", p->conf.ctl_socket, true);
-		resolve_ctl_group(p);
+		resolve_group(p, "daemon", "ctl_group", p->conf.ctl_group, &p->conf.ctl_gid,
+			      &p->conf.ctl_gid_set);
+		resolve_group(p, "latency", "foreground_group", p->conf.lat_fg_group,
+			      &p->conf.lat_fg_gid, &p->conf.lat_fg_gid_set);
 	}
 	if (!p->nerrors && conf_rules_check(&p->conf.rules, p->err) < 0)
 		p->nerrors++;

@@ -36,6 +36,7 @@ struct rqb_conf {
 	int log_level;                  /* syslog level */
 	int latency_nice;               /* the daemon's own latency-nice value */
 	char rules_dir[CONF_MAX_STR];   /* drop-ins of [rule NAME] sections; "" = none */
+	bool dbus;                      /* serve the D-Bus API on the system bus */
 	/* [balance] */
 	uint32_t imbalance_pct;         /* target must be this much less loaded, 117 = 17 % */
 	uint32_t max_moves_per_tick;    /* pins plus releases per tick */
@@ -54,6 +55,10 @@ struct rqb_conf {
 	bool lat_idle_at_19;            /* SCHED_IDLE / cpu.idle at 19 */
 	bool lat_uclamp;                /* uclamp where the kernel has it */
 	int lat_events;                 /* enum conf_events: where fork/exec/exit come from */
+	int lat_foreground;             /* what a process put in front (D-Bus) gets */
+	char lat_fg_group[CONF_MAX_STR]; /* its members may put their own in front at it */
+	bool lat_fg_gid_set;            /* lat_fg_group named a group: lat_fg_gid is its gid */
+	gid_t lat_fg_gid;
 	/* [proc] */
 	uint32_t proc_rescan_ms;        /* full /proc walk at most this far apart */
 	uint32_t proc_max_tracked;      /* tasks whose stat file stays open */

@@ -29,6 +29,7 @@
 #include "ctl/ctl_explain.h"
 #include "ctl/ctl_peer.h"
 #include "ctl/ctl_perm.h"
+#include "ctl/ctl_req.h"
 #include "ctl_proto.h"
 #include "rqbalance.h"
 #include "util/cpumask.h"
@@ -44,9 +45,8 @@ struct conn {
 	struct ucred cred;      /* SO_PEERCRED: taken by the kernel at connect */
 	int pidfd;              /* SO_PEERPIDFD: pins the peer process; -1 without (< 6.5) */
 	struct ctl_peer peer;   /* its credentials at accept, compared before each request */
-	bool cap_sys_nice;      /* ...and whether they count as holding CAP_SYS_NICE */
-	gid_t groups[64];
-	int ngroups;
+	struct ctl_caller who;  /* what it is judged on: its uid, gid and groups at connect,
+				 * and whether it counts as holding CAP_SYS_NICE */
 	unsigned msgs;
 	uint64_t sync_tick;     /* a sync waits for this tick to end; 0: none waits */
 	struct latmgr_mark sync_mark; /* ... and for the connector to pass this mark */
@@ -182,24 +182,6 @@ static void log_unlogged(struct ctl_server *s)
 	s->log_window_ns = now;
 }
 
-/*
- * Root, or a member of ctl_group, may change what the daemon does: judged on the
- * gids the connection had at accept, against the gid the config resolved.
- */
-static bool may_control(const struct conn *c, const struct rqb_conf *conf)
-{
-	if (c->cred.uid == 0)
-		return true;
-	if (!conf->ctl_gid_set)
-		return false;
-	if (c->cred.gid == conf->ctl_gid)
-		return true;
-	for (int i = 0; i < c->ngroups; i++)
-		if (c->groups[i] == conf->ctl_gid)
-			return true;
-	return false;
-}
-
 /* The daemon's open file descriptors, this count's own left out; -1 if unknown. */
 static int open_fds(void)
 {
@@ -285,16 +267,6 @@ static void status_text(struct ctl_server *srv, char *out, size_t len)
 
 /* ---- latency requests ---- */
 
-enum target_kind { TGT_PID, TGT_TID, TGT_CGROUP };
-
-struct target {
-	enum target_kind kind;
-	pid_t pid;                /* TGT_PID: a process; TGT_TID: a thread */
-	pid_t tgid;               /* TGT_TID: its process */
-	uint64_t start_time;      /* of pid, when judged: the write is refused if it changed */
-	char path[LAT_PATH_MAX];  /* TGT_CGROUP */
-};
-
 static int parse_pid(const char *s, pid_t *ret)
 {
 	char *end;
@@ -324,7 +296,7 @@ static int kv_count(const char *p, size_t len, const char *key)
 	return n;
 }
 
-static int parse_target(struct conn *c, const struct ctl_msg *m, struct target *t,
+static int parse_target(struct conn *c, const struct ctl_msg *m, struct ctl_target *t,
 			const char **why)
 {
 	const char *p = m->payload;
@@ -353,274 +325,7 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct target *
 		*why = "name one target: pid N, tid N, cgroup PATH or self";
 		return -EINVAL;
 	}
-	if (t->kind == TGT_CGROUP && !latact_cgroup_path_ok(t->path)) {
-		*why = "not an absolute cgroup path without . or .. components or blanks";
-		return -EINVAL;
-	}
-	if (t->kind == TGT_TID && latmgr_tgid_of(&c->srv->d->lm, t->pid, &t->tgid) < 0) {
-		*why = "no such thread";
-		return -ESRCH;
-	}
-	/* /proc/TID exists for any thread: taken for a process, it would stand for its group. */
-	if (t->kind == TGT_PID && latmgr_tgid_of(&c->srv->d->lm, t->pid, &t->tgid) == 0 &&
-	    t->tgid != t->pid) {
-		*why = "a thread, not a process: name it with tid";
-		return -EINVAL;
-	}
-	if (t->kind == TGT_PID)
-		t->tgid = t->pid;
-	return 0;
-}
-
-static int status_field(const char *proc_root, pid_t pid, const char *key, char *ret,
-			size_t size)
-{
-	char path[PATH_MAX], buf[4096], *p;
-	size_t kl = strlen(key);
-
-	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
-	if (util_read_file(path, buf, sizeof(buf)) < 0)
-		return -ESRCH;
-	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (strncmp(p, key, kl) == 0 && p[kl] == ':') {
-			snprintf(ret, size, "%.*s", (int)strcspn(p + kl + 1, "\n"), p + kl + 1);
-			return 0;
-		}
-	return -ENOENT;
-}
-
-/*
- * If a thread of tgid has neither a real nor an effective uid that is the caller's,
- * the target's uids become that thread's, so that the rule judges it as the kernel
- * would judge a request on that thread.
- */
-static void other_thread(struct conn *c, pid_t tgid, struct ctl_perm_facts *f)
-{
-	char path[PATH_MAX], line[128];
-	unsigned ruid, euid;
-	struct dirent *de;
-	DIR *dir;
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "%s/%d/task", c->srv->d->lm.proc_root, (int)tgid);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((de = readdir(dir))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%d/task/%s/status", c->srv->d->lm.proc_root,
-			 (int)tgid, de->d_name);
-		fp = fopen(path, "re");
-		if (!fp)
-			continue; /* exited meanwhile */
-		while (fgets(line, sizeof(line), fp))
-			if (sscanf(line, "Uid: %u %u", &ruid, &euid) == 2) {
-				if (ruid != c->cred.uid && euid != c->cred.uid) {
-					f->target_ruid = ruid;
-					f->target_euid = euid;
-				}
-				break;
-			}
-		fclose(fp);
-		if (f->target_ruid != c->cred.uid && f->target_euid != c->cred.uid)
-			break;
-	}
-	closedir(dir);
-}
-
-/*
- * A task's owner and RLIMIT_NICE, read by pid between two reads of its start time:
- * the facts are about the task whose start time t carries to the write (or, with
- * none yet, the one it then gets), never about one that reused its pid meanwhile.
- */
-static int task_facts(struct conn *c, struct target *t, struct ctl_perm_facts *f)
-{
-	const char *root = c->srv->d->lm.proc_root;
-	char uids[128];
-	unsigned ruid, euid;
-	uint64_t before = 0, after = 0;
-	struct rlimit rl;
-
-	if (ctl_peer_start_time(root, t->pid, &before) < 0 ||
-	    (t->start_time && before != t->start_time))
-		return -ESRCH;
-	if (status_field(root, t->pid, "Uid", uids, sizeof(uids)) < 0 ||
-	    sscanf(uids, "%u %u", &ruid, &euid) != 2)
-		return -ESRCH;
-	f->target_ruid = ruid;
-	f->target_euid = euid;
-	/*
-	 * A process target gives every thread the value, and the kernel judges each
-	 * thread on its own credentials (setpriority(2) on a thread of another user is
-	 * refused): a thread that is not the caller's makes the process not the caller's.
-	 */
-	if (t->kind == TGT_PID)
-		other_thread(c, t->pid, f);
-	if (prlimit(t->pid, RLIMIT_NICE, NULL, &rl) == 0)
-		f->rlim_nice = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 40 ? 40 :
-										  (long)rl.rlim_cur;
-	f->cur = latmgr_value_of(&c->srv->d->lm, t->pid, t->tgid);
-	if (f->cur == LAT_NONE)
-		f->cur = 0;
-	if (ctl_peer_start_time(root, t->pid, &after) < 0 || after != before)
-		return -ESRCH;
-	t->start_time = before;
-	return 0;
-}
-
-static int target_facts(struct conn *c, struct target *t, struct ctl_perm_facts *f)
-{
-	struct daemon *d = c->srv->d;
-	char file[PATH_MAX];
-	struct stat st;
-
-	if (t->kind == TGT_CGROUP) {
-		const struct lat_cg_entry *e = latact_find_cgroup(&d->lat, t->path);
-
-		/*
-		 * Whoever may write its weight file may set its value. A cgroup with no
-		 * cpu controller enabled (a systemd unit that asked for none) has no such
-		 * file: only systemd can give it one, so only root's rule applies.
-		 */
-		snprintf(file, sizeof(file), "%s%s/%s", d->lat.cls.mount, t->path,
-			 d->lat.cls.v2 ? "cpu.weight" : "cpu.shares");
-		if (stat(file, &st) == 0) {
-			f->target_ruid = f->target_euid = st.st_uid;
-		} else {
-			if (errno != ENOENT || !d->lat.cls.v2)
-				return -ENOENT;
-			snprintf(file, sizeof(file), "%s%s/cgroup.procs", d->lat.cls.mount,
-				 t->path);
-			if (stat(file, &st) < 0)
-				return -ENOENT;
-			f->target_ruid = f->target_euid = 0;
-		}
-		f->cur = e ? e->value : 0;
-		return 0;
-	}
-	return task_facts(c, t, f);
-}
-
-/*
- * *ret_trusted: the peer may give any task any value (root, ctl_group, CAP_SYS_NICE).
- * Sets t's start time, which the write must find again.
- */
-static int permitted(struct conn *c, struct target *t, int want, bool *ret_trusted,
-		     const char **why)
-{
-	struct ctl_perm_facts f = { .peer_euid = c->cred.uid, .want = want };
-
-	f.admin = may_control(c, &c->srv->d->conf);
-	f.cap_sys_nice = !f.admin && c->cap_sys_nice;
-	*ret_trusted = f.admin || f.cap_sys_nice;
-	if (target_facts(c, t, &f) < 0) {
-		*why = t->kind == TGT_CGROUP ? "no such cgroup in the cpu hierarchy" : "no such task";
-		return t->kind == TGT_CGROUP ? -ENOENT : -ESRCH;
-	}
-	return ctl_perm_check(&f, why);
-}
-
-/*
- * Where systemd owns the cgroups: the unit of process tgid, and what it got for the
- * process's value, or why it got nothing (then only the task's nice applies).
- */
-static void unit_text(const struct daemon *d, pid_t tgid, char *out, size_t size)
-{
-	const struct latmgr_unit *u = latmgr_unit_of(&d->lm, tgid);
-	const struct lat_cg_entry *g = u ? latact_find_cgroup(&d->lat, u->cgroup) : NULL;
-	char w[32] = "-";
-
-	if (!u) {
-		out[0] = '\0';
-		return;
-	}
-	if (g && g->set_idle != 1 && g->set_weight != 0)
-		snprintf(w, sizeof(w), "%" PRIu64, g->set_weight);
-	else if (g)
-		snprintf(w, sizeof(w), "idle");
-	snprintf(out, size, "unit %s\nunit_weight %s\n%s%s%s", u->unit[0] ? u->unit : "-", w,
-		 u->d.why[0] || u->act_why[0] ? "unit_why " : "",
-		 u->d.why[0] ? u->d.why : u->act_why, u->d.why[0] || u->act_why[0] ? "\n" : "");
-	if (g && !g->by_procs)
-		snprintf(out + strlen(out), size - strlen(out),
-			 "unit_why the cgroup has a value of its own (rqctl set -g)\n");
-}
-
-static int do_set(struct conn *c, const struct target *t, int v, bool trusted, char *out,
-		  size_t size, const char **why)
-{
-	struct daemon *d = c->srv->d;
-	char source[48];
-	int r;
-
-	snprintf(source, sizeof(source), "ctl uid %u", c->cred.uid);
-	switch (t->kind) {
-	case TGT_PID:
-		r = latmgr_set_process(&d->lm, t->pid, t->start_time, v, source, trusted, why);
-		break;
-	case TGT_TID:
-		r = latmgr_set_thread(&d->lm, t->pid, t->start_time, v, source, why);
-		r = r == 0 ? 1 : r;
-		break;
-	default:
-		r = latmgr_set_cgroup(&d->lm, t->path, v, source, why);
-		if (r == 0)
-			snprintf(out, size, "cgroup %s\n", t->path);
-		return r;
-	}
-	if (r >= 0 && t->kind == TGT_PID) {
-		/* How many have the value now, not how many changed: a repeat says the same. */
-		r = 0;
-		for (size_t i = 0; i < d->lat.n; i++)
-			r += d->lat.e[i].tgid == t->pid;
-	}
-	if (r >= 0) {
-		snprintf(out, size, "tasks %d\n", r);
-		if (t->kind == TGT_PID)
-			unit_text(d, t->pid, out + strlen(out), size - strlen(out));
-	}
-	return r < 0 ? r : 0;
-}
-
-static void knobs_text(const struct lat_state *s, char *out, size_t size)
-{
-	snprintf(out, size, "policy %s\nslice_ns %" PRIu64 "\nuclamp %d %d\ncgroup %s\n",
-		 latact_policy_name(s->policy), s->slice_ns, s->umin, s->umax,
-		 s->cgroup[0] ? s->cgroup : "-");
-}
-
-static int do_get(struct conn *c, const struct target *t, char *out, size_t size)
-{
-	struct daemon *d = c->srv->d;
-	const struct latmgr_proc *p = t->kind == TGT_PID ? latmgr_find_process(&d->lm, t->pid) : NULL;
-	const struct lat_entry *e = t->kind == TGT_CGROUP ? NULL : latact_find(&d->lat, t->pid);
-	const struct lat_cg_entry *g;
-	char knobs[LAT_PATH_MAX + 128] = "";
-	size_t ntasks = 0;
-
-	if (t->kind == TGT_CGROUP) {
-		g = latact_find_cgroup(&d->lat, t->path);
-		if (!g)
-			return -ENOENT;
-		snprintf(out, size, "value %d\nsource %s\nweight %" PRIu64 "\nidle %d\n", g->value,
-			 g->source, g->set_weight, g->set_idle);
-		return 0;
-	}
-	if (!p && !e)
-		return -ENOENT;
-	for (size_t i = 0; i < d->lat.n; i++)
-		ntasks += t->kind == TGT_PID ? d->lat.e[i].tgid == t->pid : d->lat.e[i].task.tid == t->pid;
-	if (e)
-		knobs_text(&e->set, knobs, sizeof(knobs));
-	snprintf(out, size, "value %d\nsource %s\nscope %s\ntasks %zu\n%s", p ? p->value : e->value,
-		 p ? p->source : e->source, p ? "process" : "thread", ntasks, knobs);
-	if (e && e->cg != LAT_CG_OURS)
-		snprintf(out + strlen(out), size - strlen(out), "cgroup_left %s: %s\n", e->cg_left,
-			 lat_cg_why(e->cg));
-	if (p)
-		unit_text(d, t->pid, out + strlen(out), size - strlen(out));
-	return 0;
+	return ctl_req_target(c->srv->d, t, why);
 }
 
 /*
@@ -734,34 +439,11 @@ static char *list_text(const struct daemon *d)
 	return buf;
 }
 
-static int reset_target(struct conn *c, const struct target *t, char *out, size_t size)
-{
-	struct daemon *d = c->srv->d;
-	int r;
-
-	switch (t->kind) {
-	case TGT_PID:
-		r = latmgr_reset_process(&d->lm, t->pid, t->start_time);
-		break;
-	case TGT_TID:
-		r = latmgr_reset_thread(&d->lm, t->pid, t->start_time);
-		r = r == 0 ? 1 : r;
-		break;
-	default:
-		r = latmgr_reset_cgroup(&d->lm, t->path);
-		r = r == 0 ? 1 : r;
-		break;
-	}
-	if (r >= 0)
-		snprintf(out, size, "tasks %d\n", r);
-	return r;
-}
-
 /*
  * Anyone may ask, as for get; what the process itself shows (its exe, command line,
  * uid and cgroup, to say why a rule does not match) only to whom may act on it.
  */
-static int do_explain(struct conn *c, const struct ctl_msg *m, struct target *t)
+static int do_explain(struct conn *c, const struct ctl_msg *m, struct ctl_target *t)
 {
 	struct daemon *d = c->srv->d;
 	struct explain_target et = { .thread = t->kind == TGT_TID, .tid = t->pid, .tgid = t->tgid,
@@ -780,7 +462,7 @@ static int do_explain(struct conn *c, const struct ctl_msg *m, struct target *t)
 		cur = g ? g->value : 0;
 	}
 	/* Asking to keep the value it has: allowed exactly to whom may act on the target. */
-	r = permitted(c, t, cur, &trusted, &why);
+	r = ctl_req_permitted(d, &c->who, t, cur, &trusted, &why);
 	if (r == -ESRCH || r == -ENOENT)
 		return reply_err(c, m->hdr.seq, -r, why);
 	r = ctl_explain(d, &et, r == 0, &text);
@@ -794,7 +476,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 	struct daemon *d = c->srv->d;
 	const char *why = NULL;
 	char text[2048], v[32];
-	struct target t;
+	struct ctl_target t;
 	bool trusted = false;
 	int value = 0, r;
 
@@ -808,7 +490,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 	if (r < 0)
 		return reply_err(c, m->hdr.seq, -r, why);
 	if (m->hdr.type == CTL_GET) {
-		r = do_get(c, &t, text, sizeof(text));
+		r = ctl_req_get(d, &t, text, sizeof(text));
 		return r < 0 ? reply_err(c, m->hdr.seq, -r, "not managed by rqbalance")
 			     : reply(c, CTL_OK, m->hdr.seq, text);
 	}
@@ -819,18 +501,20 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 	     ctl_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
 	     lat_parse(v, &value, &why) < 0))
 		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");
-	r = permitted(c, &t, m->hdr.type == CTL_SET ? value : 0, &trusted, &why);
+	r = ctl_req_permitted(d, &c->who, &t, m->hdr.type == CTL_SET ? value : 0, &trusted, &why);
 	if (r < 0) {
 		log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d): %s",
 			    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
 		return reply_err(c, m->hdr.seq, -r, why);
 	}
 	if (m->hdr.type == CTL_RESET) {
-		r = reset_target(c, &t, text, sizeof(text));
-		return r < 0 ? reply_err(c, m->hdr.seq, -r, "not managed by rqbalance")
-			     : reply(c, CTL_OK, m->hdr.seq, text);
+		r = ctl_req_reset(d, &t);
+		if (r < 0)
+			return reply_err(c, m->hdr.seq, -r, "not managed by rqbalance");
+		snprintf(text, sizeof(text), "tasks %d\n", r);
+		return reply(c, CTL_OK, m->hdr.seq, text);
 	}
-	r = do_set(c, &t, value, trusted, text, sizeof(text), &why);
+	r = ctl_req_set(d, &c->who, &t, value, trusted, text, sizeof(text), &why);
 	if (r < 0)
 		return reply_err(c, m->hdr.seq, -r, why ? why : strerror(-r));
 	if (t.kind == TGT_CGROUP)
@@ -894,7 +578,7 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 		status_text(c->srv, text, sizeof(text));
 		return reply(c, CTL_OK, m->hdr.seq, text);
 	case CTL_RELOAD:
-		if (!may_control(c, &d->conf)) {
+		if (!ctl_req_admin(&c->who, &d->conf)) {
 			log_refusal(c->srv, "ctl: reload refused to uid %u (pid %d)", c->cred.uid,
 				    c->cred.pid);
 			return reply_err(c, m->hdr.seq, EPERM,
@@ -1116,7 +800,7 @@ static int peer_accept(struct conn *c)
 			  c->cred.uid, c->cred.pid);
 		return r;
 	}
-	r = ctl_perm_peer_accept(c->cred.uid, c->cred.gid, &c->peer, &c->cap_sys_nice, &why);
+	r = ctl_perm_peer_accept(c->cred.uid, c->cred.gid, &c->peer, &c->who.cap_sys_nice, &why);
 	if (r < 0)
 		log_refusal(c->srv, "ctl: connection from uid %u (pid %d) refused: %s",
 			    c->cred.uid, c->cred.pid, why);
@@ -1132,7 +816,7 @@ static bool over_share(const struct ctl_server *srv, struct conn *c)
 {
 	unsigned mine = 0, users = 0;
 
-	c->privileged = may_control(c, &srv->d->conf);
+	c->privileged = ctl_req_admin(&c->who, &srv->d->conf);
 	if (c->privileged)
 		return false;
 	for (const struct conn *o = srv->conns; o; o = o->next) {
@@ -1191,9 +875,12 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 	srv->conns = c;
 	srv->nconns++;
 	c->cred = *cred;
-	c->ngroups = ngroups < 0 ? 0 : ngroups > 64 ? 64 : ngroups;
-	if (c->ngroups)
-		memcpy(c->groups, groups, (size_t)c->ngroups * sizeof(gid_t));
+	c->who.uid = cred->uid;
+	c->who.gid = cred->gid;
+	c->who.via = "ctl";
+	c->who.ngroups = ngroups < 0 ? 0 : ngroups > CTL_CALLER_GROUPS ? CTL_CALLER_GROUPS : ngroups;
+	if (c->who.ngroups)
+		memcpy(c->who.groups, groups, (size_t)c->who.ngroups * sizeof(gid_t));
 	r = peer_accept(c);
 	if (r == 0 && over_share(srv, c))
 		r = -EUSERS;

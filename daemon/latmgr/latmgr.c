@@ -339,6 +339,105 @@ int latmgr_set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 	return r;
 }
 
+/* Whether process q still has what foreground record f gave (f's process or a child). */
+static bool fg_holds(const struct latmgr_fg *f, const struct latmgr_proc *q)
+{
+	return q->value == f->value && strcmp(q->source, f->source) == 0 && !q->from_rule;
+}
+
+/*
+ * Gives f's process, and the processes started under it that still carry its value,
+ * their own back: the value the process had before the call, or none.
+ */
+static void fg_give_back(struct latmgr *m, struct latmgr_fg *f)
+{
+	const struct latmgr_proc *p = latmgr_find_process(m, f->tgid);
+	const char *why;
+	size_t i = 0;
+
+	if (!p || p->start_time != f->start_time || !fg_holds(f, p)) {
+		f->tgid = 0;
+		return;
+	}
+	while (i < m->np) {
+		struct latmgr_proc q = m->p[i];
+		size_t before = m->np;
+		int r;
+
+		if (!fg_holds(f, &q)) {
+			i++;
+			continue;
+		}
+		if (f->had)
+			r = set_process(m, q.tgid, q.start_time, f->prev.value, f->prev.source,
+					f->prev.from_rule, f->prev.trusted, &why);
+		else
+			r = latmgr_reset_process(m, q.tgid, q.start_time);
+		if (r < 0 && m->np == before)
+			proc_del(m, q.tgid); /* gone meanwhile, or it would not take it */
+		else if (i < m->np && m->p[i].tgid == q.tgid)
+			i++; /* a set replaced it (a reset removed it) */
+	}
+	log_info("latency: process %d is no longer in front for uid %u: %s", (int)f->tgid,
+		 (unsigned)f->uid, f->had ? "its value back" : "none again");
+	f->tgid = 0;
+	m->units_dirty = true;
+}
+
+int latmgr_foreground(struct latmgr *m, uid_t uid, pid_t tgid, uint64_t expect, int v,
+		      const char *source, bool trusted, int *ret_value, const char **ret_why)
+{
+	const struct latmgr_proc *p;
+	struct latmgr_fg *f = NULL;
+	int r = 0;
+
+	*ret_why = NULL;
+	for (size_t i = 0; i < m->nfg && !f; i++)
+		if (m->fg[i].uid == uid)
+			f = &m->fg[i];
+	p = tgid ? latmgr_find_process(m, tgid) : NULL;
+	if (f && f->tgid && f->tgid == tgid && p && p->start_time == f->start_time &&
+	    fg_holds(f, p)) {
+		*ret_value = p->value;
+		return 0;
+	}
+	if (!f && tgid) {
+		if (m->nfg == LATMGR_FG_MAX) {
+			*ret_why = "too many callers have a process in front";
+			return -EUSERS;
+		}
+		f = &m->fg[m->nfg++];
+		memset(f, 0, sizeof(*f));
+		f->uid = uid;
+	}
+	if (f && f->tgid)
+		fg_give_back(m, f);
+	*ret_value = LAT_NONE;
+	if (!tgid)
+		goto out;
+	p = latmgr_find_process(m, tgid);
+	if (p && (!expect || p->start_time == expect) && p->value <= v) {
+		*ret_value = p->value;
+		goto out;
+	}
+	f->had = p != NULL;
+	if (p)
+		f->prev = *p;
+	r = set_process(m, tgid, expect, v, source, false, trusted, ret_why);
+	p = latmgr_find_process(m, tgid);
+	if (r < 0 || !p)
+		goto out;
+	f->tgid = tgid;
+	f->start_time = p->start_time;
+	f->value = v;
+	snprintf(f->source, sizeof(f->source), "%s", source);
+	*ret_value = v;
+	r = 0;
+out:
+	latmgr_units_refresh(m);
+	return tgid && *ret_value == LAT_NONE ? (r < 0 ? r : -ESRCH) : 0;
+}
+
 int latmgr_set_thread(struct latmgr *m, pid_t tid, uint64_t expect, int v, const char *source,
 		  const char **ret_why)
 {

@@ -56,6 +56,21 @@ struct latmgr_fail {
 	char why[96];
 };
 
+/*
+ * The process a caller put in front (latmgr_foreground), and what it had before: one
+ * per caller uid, given its own back when the caller puts another in front.
+ */
+#define LATMGR_FG_MAX 64
+struct latmgr_fg {
+	uid_t uid;                     /* the caller's */
+	pid_t tgid;                    /* 0: nothing of this caller's is in front */
+	uint64_t start_time;
+	int value;                     /* what the call gave it */
+	char source[48];               /* ... and as whose */
+	bool had;                      /* it had a value before: prev */
+	struct latmgr_proc prev;
+};
+
 struct latmgr_counters {
 	uint64_t events;        /* fork/exec/exit events handled (BPF or connector) */
 	uint64_t overflows;     /* times events were lost, each followed by a rescan */
@@ -87,6 +102,8 @@ struct latmgr {
 	struct latmgr_counters cnt;
 	struct latmgr_fail fails[LATMGR_FAILS]; /* the last ones, a ring */
 	unsigned nfails;               /* recorded in all: the next goes at nfails % LATMGR_FAILS */
+	struct latmgr_fg fg[LATMGR_FG_MAX]; /* the processes callers put in front */
+	size_t nfg;
 	char pc_state[96];             /* "bpf", "connector", or "none (why)" */
 	char events_why[320];          /* what the source is and why, for --features */
 	bool units_on;                 /* systemd owns the cgroups: units are weighed */
@@ -140,6 +157,17 @@ int latmgr_reset_thread(struct latmgr *m, pid_t tid, uint64_t expect);
 int latmgr_set_cgroup(struct latmgr *m, const char *path, int v, const char *source,
 		  const char **ret_why);
 int latmgr_reset_cgroup(struct latmgr *m, const char *path);
+/*
+ * Puts process tgid in front for caller uid (a desktop's focused window): it gets v,
+ * as source, unless it has a value at most v already, which it keeps. The process the
+ * same caller put in front before gets its own back (the value it had before, or
+ * none), it and the processes it started meanwhile, each only where it still has what
+ * the call gave it: a value someone set since stays. tgid 0: nothing in front.
+ * expect and trusted as for latmgr_set_process. 0 with the value tgid has now in
+ * *ret_value, or -errno with *ret_why (-EUSERS: LATMGR_FG_MAX callers hold one).
+ */
+int latmgr_foreground(struct latmgr *m, uid_t uid, pid_t tgid, uint64_t expect, int v,
+		      const char *source, bool trusted, int *ret_value, const char **ret_why);
 const struct latmgr_proc *latmgr_find_process(const struct latmgr *m, pid_t tgid);
 /* The value a task has from rqbalance (thread entry, else its process), or LAT_NONE. */
 int latmgr_value_of(const struct latmgr *m, pid_t tid, pid_t tgid);

@@ -1,0 +1,352 @@
+/*
+ * The latency requests, judged for a caller and carried out, for the ctl socket and
+ * the D-Bus API alike (see ctl_req.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "core/daemon.h"
+#include "ctl/ctl_peer.h"
+#include "ctl/ctl_perm.h"
+#include "ctl/ctl_req.h"
+#include "util/util.h"
+
+bool ctl_req_in_group(const struct ctl_caller *k, gid_t gid)
+{
+	if (k->gid == gid)
+		return true;
+	for (int i = 0; i < k->ngroups; i++)
+		if (k->groups[i] == gid)
+			return true;
+	return false;
+}
+
+/*
+ * Judged on the gids the caller had when it connected, against the gid the config
+ * resolved.
+ */
+bool ctl_req_admin(const struct ctl_caller *k, const struct rqb_conf *conf)
+{
+	return k->uid == 0 || (conf->ctl_gid_set && ctl_req_in_group(k, conf->ctl_gid));
+}
+
+int ctl_req_target(struct daemon *d, struct ctl_target *t, const char **why)
+{
+	if (t->kind == TGT_CGROUP) {
+		if (!latact_cgroup_path_ok(t->path)) {
+			*why = "not an absolute cgroup path without . or .. components or blanks";
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (t->pid <= 0) {
+		*why = "not a pid";
+		return -EINVAL;
+	}
+	if (t->kind == TGT_TID && latmgr_tgid_of(&d->lm, t->pid, &t->tgid) < 0) {
+		*why = "no such thread";
+		return -ESRCH;
+	}
+	/* /proc/TID exists for any thread: taken for a process, it would stand for its group. */
+	if (t->kind == TGT_PID && latmgr_tgid_of(&d->lm, t->pid, &t->tgid) == 0 &&
+	    t->tgid != t->pid) {
+		*why = "a thread, not a process: name it with tid";
+		return -EINVAL;
+	}
+	if (t->kind == TGT_PID)
+		t->tgid = t->pid;
+	return 0;
+}
+
+static int status_field(const char *proc_root, pid_t pid, const char *key, char *ret,
+			size_t size)
+{
+	char path[PATH_MAX], buf[4096], *p;
+	size_t kl = strlen(key);
+
+	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
+	if (util_read_file(path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, key, kl) == 0 && p[kl] == ':') {
+			snprintf(ret, size, "%.*s", (int)strcspn(p + kl + 1, "\n"), p + kl + 1);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/*
+ * If a thread of tgid has neither a real nor an effective uid that is the caller's,
+ * the target's uids become that thread's, so that the rule judges it as the kernel
+ * would judge a request on that thread.
+ */
+static void other_thread(struct daemon *d, const struct ctl_caller *k, pid_t tgid,
+			 struct ctl_perm_facts *f)
+{
+	char path[PATH_MAX], line[128];
+	unsigned ruid, euid;
+	struct dirent *de;
+	DIR *dir;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%d/task", d->lm.proc_root, (int)tgid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%d/task/%s/status", d->lm.proc_root,
+			 (int)tgid, de->d_name);
+		fp = fopen(path, "re");
+		if (!fp)
+			continue; /* exited meanwhile */
+		while (fgets(line, sizeof(line), fp))
+			if (sscanf(line, "Uid: %u %u", &ruid, &euid) == 2) {
+				if (ruid != k->uid && euid != k->uid) {
+					f->target_ruid = ruid;
+					f->target_euid = euid;
+				}
+				break;
+			}
+		fclose(fp);
+		if (f->target_ruid != k->uid && f->target_euid != k->uid)
+			break;
+	}
+	closedir(dir);
+}
+
+/*
+ * A task's owner and RLIMIT_NICE, read by pid between two reads of its start time:
+ * the facts are about the task whose start time t carries to the write (or, with
+ * none yet, the one it then gets), never about one that reused its pid meanwhile.
+ */
+static int task_facts(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
+		      struct ctl_perm_facts *f)
+{
+	const char *root = d->lm.proc_root;
+	char uids[128];
+	unsigned ruid, euid;
+	uint64_t before = 0, after = 0;
+	struct rlimit rl;
+
+	if (ctl_peer_start_time(root, t->pid, &before) < 0 ||
+	    (t->start_time && before != t->start_time))
+		return -ESRCH;
+	if (status_field(root, t->pid, "Uid", uids, sizeof(uids)) < 0 ||
+	    sscanf(uids, "%u %u", &ruid, &euid) != 2)
+		return -ESRCH;
+	f->target_ruid = ruid;
+	f->target_euid = euid;
+	/*
+	 * A process target gives every thread the value, and the kernel judges each
+	 * thread on its own credentials (setpriority(2) on a thread of another user is
+	 * refused): a thread that is not the caller's makes the process not the caller's.
+	 */
+	if (t->kind == TGT_PID)
+		other_thread(d, k, t->pid, f);
+	if (prlimit(t->pid, RLIMIT_NICE, NULL, &rl) == 0)
+		f->rlim_nice = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 40 ? 40 :
+										  (long)rl.rlim_cur;
+	f->cur = latmgr_value_of(&d->lm, t->pid, t->tgid);
+	if (f->cur == LAT_NONE)
+		f->cur = 0;
+	if (ctl_peer_start_time(root, t->pid, &after) < 0 || after != before)
+		return -ESRCH;
+	t->start_time = before;
+	return 0;
+}
+
+static int target_facts(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
+			struct ctl_perm_facts *f)
+{
+	char file[PATH_MAX];
+	struct stat st;
+
+	if (t->kind == TGT_CGROUP) {
+		const struct lat_cg_entry *e = latact_find_cgroup(&d->lat, t->path);
+
+		/*
+		 * Whoever may write its weight file may set its value. A cgroup with no
+		 * cpu controller enabled (a systemd unit that asked for none) has no such
+		 * file: only systemd can give it one, so only root's rule applies.
+		 */
+		snprintf(file, sizeof(file), "%s%s/%s", d->lat.cls.mount, t->path,
+			 d->lat.cls.v2 ? "cpu.weight" : "cpu.shares");
+		if (stat(file, &st) == 0) {
+			f->target_ruid = f->target_euid = st.st_uid;
+		} else {
+			if (errno != ENOENT || !d->lat.cls.v2)
+				return -ENOENT;
+			snprintf(file, sizeof(file), "%s%s/cgroup.procs", d->lat.cls.mount,
+				 t->path);
+			if (stat(file, &st) < 0)
+				return -ENOENT;
+			f->target_ruid = f->target_euid = 0;
+		}
+		f->cur = e ? e->value : 0;
+		return 0;
+	}
+	return task_facts(d, k, t, f);
+}
+
+int ctl_req_permitted(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
+		      int want, bool *ret_trusted, const char **why)
+{
+	struct ctl_perm_facts f = { .peer_euid = k->uid, .want = want };
+
+	f.admin = ctl_req_admin(k, &d->conf);
+	f.cap_sys_nice = !f.admin && k->cap_sys_nice;
+	*ret_trusted = f.admin || f.cap_sys_nice;
+	if (target_facts(d, k, t, &f) < 0) {
+		*why = t->kind == TGT_CGROUP ? "no such cgroup in the cpu hierarchy" : "no such task";
+		return t->kind == TGT_CGROUP ? -ENOENT : -ESRCH;
+	}
+	return ctl_perm_check(&f, why);
+}
+
+/*
+ * Where systemd owns the cgroups: the unit of process tgid, and what it got for the
+ * process's value, or why it got nothing (then only the task's nice applies).
+ */
+static void unit_text(const struct daemon *d, pid_t tgid, char *out, size_t size)
+{
+	const struct latmgr_unit *u = latmgr_unit_of(&d->lm, tgid);
+	const struct lat_cg_entry *g = u ? latact_find_cgroup(&d->lat, u->cgroup) : NULL;
+	char w[32] = "-";
+
+	if (!u) {
+		out[0] = '\0';
+		return;
+	}
+	if (g && g->set_idle != 1 && g->set_weight != 0)
+		snprintf(w, sizeof(w), "%" PRIu64, g->set_weight);
+	else if (g)
+		snprintf(w, sizeof(w), "idle");
+	snprintf(out, size, "unit %s\nunit_weight %s\n%s%s%s", u->unit[0] ? u->unit : "-", w,
+		 u->d.why[0] || u->act_why[0] ? "unit_why " : "",
+		 u->d.why[0] ? u->d.why : u->act_why, u->d.why[0] || u->act_why[0] ? "\n" : "");
+	if (g && !g->by_procs)
+		snprintf(out + strlen(out), size - strlen(out),
+			 "unit_why the cgroup has a value of its own (rqctl set -g)\n");
+}
+
+int ctl_req_set(struct daemon *d, const struct ctl_caller *k, const struct ctl_target *t, int v,
+		bool trusted, char *out, size_t size, const char **why)
+{
+	char source[48];
+	int r;
+
+	snprintf(source, sizeof(source), "%s uid %u", k->via, k->uid);
+	switch (t->kind) {
+	case TGT_PID:
+		r = latmgr_set_process(&d->lm, t->pid, t->start_time, v, source, trusted, why);
+		break;
+	case TGT_TID:
+		r = latmgr_set_thread(&d->lm, t->pid, t->start_time, v, source, why);
+		r = r == 0 ? 1 : r;
+		break;
+	default:
+		r = latmgr_set_cgroup(&d->lm, t->path, v, source, why);
+		if (r == 0)
+			snprintf(out, size, "cgroup %s\n", t->path);
+		return r;
+	}
+	if (r >= 0 && t->kind == TGT_PID) {
+		/* How many have the value now, not how many changed: a repeat says the same. */
+		r = 0;
+		for (size_t i = 0; i < d->lat.n; i++)
+			r += d->lat.e[i].tgid == t->pid;
+	}
+	if (r >= 0) {
+		snprintf(out, size, "tasks %d\n", r);
+		if (t->kind == TGT_PID)
+			unit_text(d, t->pid, out + strlen(out), size - strlen(out));
+	}
+	return r;
+}
+
+static void knobs_text(const struct lat_state *s, char *out, size_t size)
+{
+	snprintf(out, size, "policy %s\nslice_ns %" PRIu64 "\nuclamp %d %d\ncgroup %s\n",
+		 latact_policy_name(s->policy), s->slice_ns, s->umin, s->umax,
+		 s->cgroup[0] ? s->cgroup : "-");
+}
+
+int ctl_req_get(struct daemon *d, const struct ctl_target *t, char *out, size_t size)
+{
+	const struct latmgr_proc *p = t->kind == TGT_PID ? latmgr_find_process(&d->lm, t->pid) : NULL;
+	const struct lat_entry *e = t->kind == TGT_CGROUP ? NULL : latact_find(&d->lat, t->pid);
+	const struct lat_cg_entry *g;
+	char knobs[LAT_PATH_MAX + 128] = "";
+	size_t ntasks = 0;
+
+	if (t->kind == TGT_CGROUP) {
+		g = latact_find_cgroup(&d->lat, t->path);
+		if (!g)
+			return -ENOENT;
+		snprintf(out, size, "value %d\nsource %s\nweight %" PRIu64 "\nidle %d\n", g->value,
+			 g->source, g->set_weight, g->set_idle);
+		return 0;
+	}
+	if (!p && !e)
+		return -ENOENT;
+	for (size_t i = 0; i < d->lat.n; i++)
+		ntasks += t->kind == TGT_PID ? d->lat.e[i].tgid == t->pid : d->lat.e[i].task.tid == t->pid;
+	if (e)
+		knobs_text(&e->set, knobs, sizeof(knobs));
+	snprintf(out, size, "value %d\nsource %s\nscope %s\ntasks %zu\n%s", p ? p->value : e->value,
+		 p ? p->source : e->source, p ? "process" : "thread", ntasks, knobs);
+	if (e && e->cg != LAT_CG_OURS)
+		snprintf(out + strlen(out), size - strlen(out), "cgroup_left %s: %s\n", e->cg_left,
+			 lat_cg_why(e->cg));
+	if (p)
+		unit_text(d, t->pid, out + strlen(out), size - strlen(out));
+	return 0;
+}
+
+int ctl_req_value(struct daemon *d, const struct ctl_target *t, int *ret_value,
+		  const char **ret_source)
+{
+	const struct latmgr_proc *p = t->kind == TGT_PID ? latmgr_find_process(&d->lm, t->pid) : NULL;
+	const struct lat_entry *e = t->kind == TGT_CGROUP ? NULL : latact_find(&d->lat, t->pid);
+	const struct lat_cg_entry *g =
+		t->kind == TGT_CGROUP ? latact_find_cgroup(&d->lat, t->path) : NULL;
+
+	if (g) {
+		*ret_value = g->value;
+		*ret_source = g->source;
+	} else if (p || e) {
+		*ret_value = p ? p->value : e->value;
+		*ret_source = p ? p->source : e->source;
+	} else {
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int ctl_req_reset(struct daemon *d, const struct ctl_target *t)
+{
+	int r;
+
+	switch (t->kind) {
+	case TGT_PID:
+		r = latmgr_reset_process(&d->lm, t->pid, t->start_time);
+		break;
+	case TGT_TID:
+		r = latmgr_reset_thread(&d->lm, t->pid, t->start_time);
+		r = r == 0 ? 1 : r;
+		break;
+	default:
+		r = latmgr_reset_cgroup(&d->lm, t->path);
+		r = r == 0 ? 1 : r;
+		break;
+	}
+	return r;
+}
