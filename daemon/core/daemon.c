@@ -684,6 +684,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 			r == -EADDRINUSE ? "another rqbalanced serves it" : strerror(-r));
 		return r;
 	}
+	ctl_bus_init(&d->bus, d->event, d);
 	drop_caps(d);
 	return 0;
 }
@@ -710,6 +711,7 @@ void daemon_fini(struct daemon *d)
 		log_info("stopped: %" PRIu64 " task%s restored", d->act.cnt.restores - before,
 			 d->act.cnt.restores - before == 1 ? "" : "s");
 	}
+	ctl_bus_fini(&d->bus);
 	if (d->ctl.d)
 		ctl_fini(&d->ctl);
 	if (d->lat.ops) {

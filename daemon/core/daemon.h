@@ -12,6 +12,7 @@
 #include "conf/conf.h"
 #include "latmgr/latmgr.h"
 #include "core/metrics.h"
+#include "ctl/bus.h"
 #include "ctl/ctl.h"
 #include "plan/plan.h"
 #include "policy/spread.h"
@@ -49,6 +50,7 @@ struct daemon {
 	struct latact lat;           /* latency knobs: the second actuator's state */
 	struct latmgr lm;            /* who has a latency value, followed through fork/exec */
 	struct ctl_server ctl;
+	struct ctl_bus bus;           /* the D-Bus API */
 	FILE *record;
 	sd_event *event;
 	sd_event_source *timer;

@@ -141,13 +141,7 @@ static int reply_err(struct conn *c, uint32_t seq, int err, const char *msg)
 	return reply(c, CTL_ERR, seq, text);
 }
 
-/*
- * Logs a refusal unless CTL_LOG_BURST were logged in this CTL_LOG_WINDOW_NS: one user's
- * refused requests must not flood the journal. ctl_after_tick counts the rest.
- */
-static void log_refusal(struct ctl_server *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void log_refusal(struct ctl_server *s, const char *fmt, ...)
+void ctl_log_refusal(struct ctl_server *s, const char *fmt, ...)
 {
 	uint64_t now = util_now_ns();
 	char text[512];
@@ -503,7 +497,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");
 	r = ctl_req_permitted(d, &c->who, &t, m->hdr.type == CTL_SET ? value : 0, &trusted, &why);
 	if (r < 0) {
-		log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d): %s",
+		ctl_log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d): %s",
 			    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
 		return reply_err(c, m->hdr.seq, -r, why);
 	}
@@ -579,7 +573,7 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 		return reply(c, CTL_OK, m->hdr.seq, text);
 	case CTL_RELOAD:
 		if (!ctl_req_admin(&c->who, &d->conf)) {
-			log_refusal(c->srv, "ctl: reload refused to uid %u (pid %d)", c->cred.uid,
+			ctl_log_refusal(c->srv, "ctl: reload refused to uid %u (pid %d)", c->cred.uid,
 				    c->cred.pid);
 			return reply_err(c, m->hdr.seq, EPERM,
 					 "permission denied: reload is for root or ctl_group");
@@ -629,7 +623,7 @@ static int refuse_stale(struct conn *c, const struct ctl_msg *m, const char *why
 {
 	char text[256];
 
-	log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d), connection closed: %s",
+	ctl_log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d), connection closed: %s",
 		    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
 	snprintf(text, sizeof(text), "permission denied: %s", why);
 	reply_err(c, m->hdr.seq, EPERM, text);
@@ -650,7 +644,7 @@ static int serve_blind(struct conn *c, const struct ctl_msg *m)
 	case CTL_SYNC:
 		return handle(c, m);
 	}
-	log_refusal(c->srv, "ctl: %s refused to uid %u: its process is in a pid namespace "
+	ctl_log_refusal(c->srv, "ctl: %s refused to uid %u: its process is in a pid namespace "
 		    "rqbalanced cannot see", ctl_type_name(m->hdr.type), c->cred.uid);
 	return reply_err(c, m->hdr.seq, EPERM,
 			 "permission denied: your process is in a pid namespace rqbalanced "
@@ -802,7 +796,7 @@ static int peer_accept(struct conn *c)
 	}
 	r = ctl_perm_peer_accept(c->cred.uid, c->cred.gid, &c->peer, &c->who.cap_sys_nice, &why);
 	if (r < 0)
-		log_refusal(c->srv, "ctl: connection from uid %u (pid %d) refused: %s",
+		ctl_log_refusal(c->srv, "ctl: connection from uid %u (pid %d) refused: %s",
 			    c->cred.uid, c->cred.pid, why);
 	return r;
 }

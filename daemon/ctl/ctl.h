@@ -77,6 +77,12 @@ void ctl_fini(struct ctl_server *s);
  */
 int ctl_serve_fd(struct ctl_server *s, sd_event *e, int fd, const struct ucred *cred,
 		 const gid_t *groups, int ngroups);
+/*
+ * Logs a refusal unless CTL_LOG_BURST were logged in this CTL_LOG_WINDOW_NS: one user's
+ * refused requests must not flood the journal. ctl_after_tick counts the rest. The
+ * D-Bus API logs its refusals through it too: one budget for both ways in.
+ */
+void ctl_log_refusal(struct ctl_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* After each tick: answers the syncs that tick completed (CTL_SYNC). */
 void ctl_after_tick(struct ctl_server *s);
 

@@ -158,6 +158,63 @@ static void test_reset_gives_back(void **state)
 	assert_string_equal(plans, "");
 }
 
+/*
+ * A caller puts W, then E, in front: W gets its earlier value back (from a ctl set),
+ * E none once nothing is in front; a value someone set meanwhile stays; a process with
+ * a lower value keeps it.
+ */
+static void test_foreground_gives_back(void **state)
+{
+	struct daemon *d = *state;
+	const struct latmgr_proc *p;
+	const char *why = NULL;
+	int v = 0;
+
+	assert_int_equal(latmgr_set_process(&d->lm, PROC_W, 0, 3, "ctl uid 1000", false, &why), 2);
+	assert_int_equal(latmgr_foreground(&d->lm, 1000, PROC_W, 0, -5, "foreground uid 1000",
+					   false, &v, &why), 0);
+	assert_int_equal(v, -5);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_W)->value, -5);
+	/* Asked again: nothing changes, nothing is given back. */
+	plans[0] = '\0';
+	assert_int_equal(latmgr_foreground(&d->lm, 1000, PROC_W, 0, -5, "foreground uid 1000",
+					   false, &v, &why), 0);
+	assert_string_equal(plans, "");
+	assert_int_equal(latmgr_foreground(&d->lm, 1000, PROC_E, 0, -5, "foreground uid 1000",
+					   false, &v, &why), 0);
+	p = latmgr_find_process(&d->lm, PROC_W);
+	assert_non_null(p);
+	assert_int_equal(p->value, 3);
+	assert_string_equal(p->source, "ctl uid 1000");
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_E)->value, -5);
+	/* Nothing in front: E had no value, it has none again. */
+	assert_int_equal(latmgr_foreground(&d->lm, 1000, 0, 0, -5, "foreground uid 1000", false,
+					   &v, &why), 0);
+	assert_null(latmgr_find_process(&d->lm, PROC_E));
+	/* Someone sets W's value while it is in front: it stays when W leaves the front. */
+	assert_int_equal(latmgr_foreground(&d->lm, 1000, PROC_W, 0, -5, "foreground uid 1000",
+					   false, &v, &why), 0);
+	assert_int_equal(latmgr_set_process(&d->lm, PROC_W, 0, 8, "ctl uid 0", true, &why), 2);
+	assert_int_equal(latmgr_foreground(&d->lm, 1000, PROC_E, 0, -5, "foreground uid 1000",
+					   false, &v, &why), 0);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_W)->value, 8);
+	/* A process with a lower value keeps it, and gets nothing back later. */
+	assert_int_equal(latmgr_set_process(&d->lm, PROC_W, 0, -9, "ctl uid 0", true, &why), 2);
+	assert_int_equal(latmgr_foreground(&d->lm, 1000, PROC_W, 0, -5, "foreground uid 1000",
+					   false, &v, &why), 0);
+	assert_int_equal(v, -9);
+	assert_null(latmgr_find_process(&d->lm, PROC_E));
+	assert_int_equal(latmgr_foreground(&d->lm, 1000, 0, 0, -5, "foreground uid 1000", false,
+					   &v, &why), 0);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_W)->value, -9);
+	/* One caller's front is not another's. */
+	assert_int_equal(latmgr_foreground(&d->lm, 1001, PROC_E, 0, -5, "foreground uid 1001",
+					   false, &v, &why), 0);
+	assert_int_equal(latmgr_foreground(&d->lm, 1000, 0, 0, -5, "foreground uid 1000", false,
+					   &v, &why), 0);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_E)->value, -5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -165,6 +222,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_set_process_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_thread_not_under_task_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reset_gives_back, setup_managed, teardown),
+		cmocka_unit_test_setup_teardown(test_foreground_gives_back, setup, teardown),
 	};
 
 	log_set_level(-1);

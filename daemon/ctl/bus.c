@@ -1,0 +1,507 @@
+/*
+ * The D-Bus API (see bus.h). A call that changes anything waits, without blocking
+ * the loop, for the bus driver's record of the caller's connection (its uid and
+ * groups, which the bus took from the kernel when the caller connected), and is then
+ * judged and carried out by ctl_req as a ctl request would be. CAP_SYS_NICE is never
+ * counted here: the bus names a pid, not a pinned process, so there is nothing to read
+ * a capability from that could not be another process by then.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/daemon.h"
+#include "ctl/bus.h"
+#include "ctl/ctl_req.h"
+#include "latmgr/latmgr.h"
+#include "util/log.h"
+
+#define ERR_NO_TASK "org.rqbalance1.Error.NoSuchTask"
+#define ERR_NO_CGROUP "org.rqbalance1.Error.NoSuchCgroup"
+#define ERR_NOT_MANAGED "org.rqbalance1.Error.NotManaged"
+
+enum bus_op { OP_SET, OP_GET, OP_RESET, OP_FOREGROUND };
+
+struct bus_call {
+	struct ctl_bus *b;
+	struct bus_call *next, **pprev;
+	sd_bus_message *m;      /* the call, answered once the credentials are in */
+	sd_bus_slot *slot;      /* the credentials' request */
+	enum bus_op op;
+	bool s76;               /* SetForegroundProcess: answered with nothing */
+	struct ctl_target t;
+	int value;
+};
+
+static const char *op_name(const struct bus_call *c)
+{
+	return sd_bus_message_get_member(c->m);
+}
+
+static void call_free(struct bus_call *c)
+{
+	*c->pprev = c->next;
+	if (c->next)
+		c->next->pprev = c->pprev;
+	c->b->pending--;
+	sd_bus_slot_unref(c->slot);
+	sd_bus_message_unref(c->m);
+	free(c);
+}
+
+/* The error a call gets for -r: D-Bus's own names where one fits, else ours. */
+static void set_error(sd_bus_error *e, const struct ctl_target *t, int r, const char *why)
+{
+	const char *name;
+
+	switch (r) {
+	case -EPERM:
+	case -EACCES:
+		name = SD_BUS_ERROR_ACCESS_DENIED;
+		break;
+	case -EINVAL:
+		name = SD_BUS_ERROR_INVALID_ARGS;
+		break;
+	case -ESRCH:
+		name = ERR_NO_TASK;
+		break;
+	case -ENOENT:
+		name = why ? (t->kind == TGT_CGROUP ? ERR_NO_CGROUP : ERR_NO_TASK) : ERR_NOT_MANAGED;
+		if (!why)
+			why = "not managed by rqbalance";
+		break;
+	case -EUSERS:
+		name = SD_BUS_ERROR_LIMITS_EXCEEDED;
+		break;
+	default:
+		sd_bus_error_set_errnof(e, -r, "%s", why ? why : strerror(-r));
+		return;
+	}
+	sd_bus_error_set(e, name, why ? why : strerror(-r));
+}
+
+static void target_text(const struct ctl_target *t, char *out, size_t size)
+{
+	if (t->kind == TGT_CGROUP)
+		snprintf(out, size, "cgroup %s", t->path);
+	else
+		snprintf(out, size, "%s %d", t->kind == TGT_PID ? "process" : "thread", (int)t->pid);
+}
+
+/*
+ * The foreground call: the caller's own process (or, for root and ctl_group, any)
+ * gets [latency] foreground. Below what the kernel would let the caller do only for
+ * root, ctl_group and foreground_group, which the administrator named for it.
+ */
+static int foreground(struct ctl_bus *b, const struct ctl_caller *k, struct bus_call *c,
+		      int *ret_value, const char **why)
+{
+	struct daemon *d = b->d;
+	int v = d->conf.lat_foreground, r;
+	char source[48];
+	bool trusted;
+
+	snprintf(source, sizeof(source), "foreground uid %u", k->uid);
+	if (c->t.pid) {
+		r = ctl_req_permitted(d, k, &c->t, v, &trusted, why);
+		if (r == -EPERM && d->conf.lat_fg_gid_set && ctl_req_in_group(k, d->conf.lat_fg_gid))
+			/* Its own process, at any value it could ask for: the owner check alone. */
+			r = ctl_req_permitted(d, k, &c->t, LAT_MAX, &trusted, why);
+		if (r < 0)
+			return r;
+	} else {
+		trusted = ctl_req_admin(k, &d->conf);
+	}
+	r = latmgr_foreground(&d->lm, k->uid, c->t.pid, c->t.start_time, v, source, trusted,
+			      ret_value, why);
+	if (r == 0 && c->t.pid)
+		log_info("dbus: uid %u put process %d in front: value %d", k->uid, (int)c->t.pid,
+			 *ret_value);
+	return r;
+}
+
+/* Carries out c for caller k (NULL for a read, which anyone may ask). */
+static void serve(struct bus_call *c, const struct ctl_caller *k)
+{
+	struct ctl_bus *b = c->b;
+	struct daemon *d = b->d;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	const char *why = NULL, *source;
+	char text[2048], what[LAT_PATH_MAX + 32];
+	bool trusted;
+	int r, v = 0;
+
+	target_text(&c->t, what, sizeof(what));
+	r = c->op == OP_FOREGROUND && !c->t.pid ? 0 : ctl_req_target(d, &c->t, &why);
+	if (r == 0 && c->op == OP_GET) {
+		r = ctl_req_value(d, &c->t, &v, &source);
+		if (r == 0)
+			sd_bus_reply_method_return(c->m, "is", v, source);
+		goto out;
+	}
+	if (r == 0 && c->op == OP_FOREGROUND) {
+		r = foreground(b, k, c, &v, &why);
+		/* Nothing in front (pid 0) answers 0. */
+		if (r == 0)
+			sd_bus_reply_method_return(c->m, c->s76 ? "" : "i", c->t.pid ? v : 0);
+		goto out;
+	}
+	if (r == 0)
+		r = ctl_req_permitted(d, k, &c->t, c->op == OP_SET ? c->value : 0, &trusted, &why);
+	if (r == -EPERM)
+		ctl_log_refusal(&d->ctl, "dbus: %s on %s refused to uid %u: %s", op_name(c), what,
+				k->uid, why);
+	if (r == 0 && c->op == OP_RESET) {
+		r = ctl_req_reset(d, &c->t);
+		if (r >= 0)
+			sd_bus_reply_method_return(c->m, c->t.kind == TGT_CGROUP ? "" : "u",
+						   (uint32_t)r);
+	} else if (r == 0) {
+		r = ctl_req_set(d, k, &c->t, c->value, trusted, text, sizeof(text), &why);
+		if (r >= 0) {
+			log_info("dbus: uid %u gave %s value %d", k->uid, what, c->value);
+			sd_bus_reply_method_return(c->m, c->t.kind == TGT_CGROUP ? "" : "u",
+						   (uint32_t)r);
+		}
+	}
+out:
+	if (r < 0) {
+		set_error(&e, &c->t, r, why);
+		sd_bus_reply_method_error(c->m, &e);
+		sd_bus_error_free(&e);
+	}
+}
+
+/*
+ * The caller's uid and groups from the driver's a{sv}; any other field is skipped.
+ * 0, or -EBADMSG when the uid is missing.
+ */
+static int read_creds(sd_bus_message *m, struct ctl_caller *k)
+{
+	bool have_uid = false;
+	const char *key;
+	int r;
+
+	r = sd_bus_message_enter_container(m, 'a', "{sv}");
+	while (r > 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+		r = sd_bus_message_read(m, "s", &key);
+		if (r >= 0 && strcmp(key, "UnixUserID") == 0) {
+			uint32_t uid;
+
+			r = sd_bus_message_read(m, "v", "u", &uid);
+			k->uid = uid;
+			have_uid = r > 0;
+		} else if (r >= 0 && strcmp(key, "UnixGroupIDs") == 0) {
+			const uint32_t *g;
+			size_t size = 0;
+
+			r = sd_bus_message_enter_container(m, 'v', "au");
+			if (r > 0)
+				r = sd_bus_message_read_array(m, 'u', (const void **)&g, &size);
+			/* More groups than kept: none counts, as ctl fails closed. */
+			if (r >= 0 && size / sizeof(*g) <= CTL_CALLER_GROUPS)
+				for (size_t i = 0; i < size / sizeof(*g); i++)
+					k->groups[k->ngroups++] = g[i];
+			if (r >= 0)
+				r = sd_bus_message_exit_container(m);
+		} else if (r >= 0) {
+			r = sd_bus_message_skip(m, "v");
+		}
+		if (r >= 0)
+			r = sd_bus_message_exit_container(m);
+	}
+	return r < 0 ? r : have_uid ? 0 : -EBADMSG;
+}
+
+static int on_creds(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
+	struct bus_call *c = userdata;
+	struct ctl_caller k = { .gid = (gid_t)-1, .via = "dbus" };
+	int r;
+
+	(void)ret_error;
+	r = sd_bus_message_is_method_error(reply, NULL) ? -sd_bus_message_get_errno(reply)
+							: read_creds(reply, &k);
+	if (r < 0) {
+		log_debug("dbus: %s from %s: no credentials: %s", op_name(c),
+			  sd_bus_message_get_sender(c->m), strerror(r == 0 ? EIO : -r));
+		sd_bus_reply_method_errorf(c->m, SD_BUS_ERROR_ACCESS_DENIED,
+					   "permission denied: the bus gave no credentials for %s",
+					   sd_bus_message_get_sender(c->m));
+	} else {
+		serve(c, &k);
+	}
+	call_free(c);
+	return 0;
+}
+
+/*
+ * Parks call m (its arguments in c) until the driver says who sent it; a read is
+ * served at once. 1: the answer comes later; <0: an error reply now.
+ */
+static int park(struct ctl_bus *b, sd_bus_message *m, struct bus_call *proto,
+		sd_bus_error *e)
+{
+	struct bus_call *c;
+	int r;
+
+	if (proto->op == OP_GET) {
+		proto->b = b;
+		proto->m = m;
+		serve(proto, NULL);
+		return 1;
+	}
+	if (b->pending >= BUS_MAX_PENDING)
+		return sd_bus_error_set(e, SD_BUS_ERROR_LIMITS_EXCEEDED,
+					"too many calls wait for their callers' credentials");
+	c = malloc(sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	*c = *proto;
+	c->b = b;
+	c->m = sd_bus_message_ref(m);
+	c->next = b->calls;
+	c->pprev = &b->calls;
+	if (c->next)
+		c->next->pprev = &c->next;
+	b->calls = c;
+	b->pending++;
+	r = sd_bus_call_method_async(b->bus, &c->slot, "org.freedesktop.DBus",
+				     "/org/freedesktop/DBus", "org.freedesktop.DBus",
+				     "GetConnectionCredentials", on_creds, c, "s",
+				     sd_bus_message_get_sender(m));
+	if (r < 0) {
+		call_free(c);
+		return r;
+	}
+	return 1;
+}
+
+static int bad_value(sd_bus_error *e, int v)
+{
+	return sd_bus_error_setf(e, SD_BUS_ERROR_INVALID_ARGS,
+				 "value %d: a latency-nice value is %d to %d", v, LAT_MIN, LAT_MAX);
+}
+
+/* The methods on a process or a thread: (u pid) or (u pid, i value). */
+static int on_task(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	const char *member = sd_bus_message_get_member(m);
+	struct bus_call c = { 0 };
+	uint32_t pid;
+	int r;
+
+	c.op = strncmp(member, "Set", 3) == 0 ? OP_SET : strncmp(member, "Get", 3) == 0 ? OP_GET
+										    : OP_RESET;
+	c.t.kind = strstr(member, "Thread") ? TGT_TID : TGT_PID;
+	r = c.op == OP_SET ? sd_bus_message_read(m, "ui", &pid, &c.value)
+			   : sd_bus_message_read(m, "u", &pid);
+	if (r < 0)
+		return r;
+	if (pid == 0 || pid > INT32_MAX)
+		return sd_bus_error_setf(e, SD_BUS_ERROR_INVALID_ARGS, "pid %u: not a pid", pid);
+	if (c.op == OP_SET && (c.value < LAT_MIN || c.value > LAT_MAX))
+		return bad_value(e, c.value);
+	c.t.pid = (pid_t)pid;
+	return park(userdata, m, &c, e);
+}
+
+/* The methods on a cgroup: (s path) or (s path, i value). */
+static int on_cgroup(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	const char *member = sd_bus_message_get_member(m), *path;
+	struct bus_call c = { .t.kind = TGT_CGROUP };
+	int r;
+
+	c.op = strncmp(member, "Set", 3) == 0 ? OP_SET : strncmp(member, "Get", 3) == 0 ? OP_GET
+										    : OP_RESET;
+	r = c.op == OP_SET ? sd_bus_message_read(m, "si", &path, &c.value)
+			   : sd_bus_message_read(m, "s", &path);
+	if (r < 0)
+		return r;
+	if (c.op == OP_SET && (c.value < LAT_MIN || c.value > LAT_MAX))
+		return bad_value(e, c.value);
+	if (strlen(path) >= sizeof(c.t.path) || !latact_cgroup_path_ok(path))
+		return sd_bus_error_setf(e, SD_BUS_ERROR_INVALID_ARGS, "%s",
+					 "not an absolute cgroup path without . or .. "
+					 "components or blanks");
+	snprintf(c.t.path, sizeof(c.t.path), "%s", path);
+	return park(userdata, m, &c, e);
+}
+
+/* SetForeground (u pid) -> (i value), and system76-scheduler's SetForegroundProcess. */
+static int on_foreground(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	struct bus_call c = { .op = OP_FOREGROUND, .t.kind = TGT_PID };
+	uint32_t pid;
+	int r;
+
+	c.s76 = strcmp(sd_bus_message_get_member(m), "SetForegroundProcess") == 0;
+	r = sd_bus_message_read(m, "u", &pid);
+	if (r < 0)
+		return r;
+	if (pid > INT32_MAX)
+		return sd_bus_error_setf(e, SD_BUS_ERROR_INVALID_ARGS, "pid %u: not a pid", pid);
+	c.t.pid = (pid_t)pid;
+	return park(userdata, m, &c, e);
+}
+
+static int get_fg_value(sd_bus *bus, const char *path, const char *iface, const char *prop,
+			sd_bus_message *reply, void *userdata, sd_bus_error *e)
+{
+	struct ctl_bus *b = userdata;
+
+	(void)bus;
+	(void)path;
+	(void)iface;
+	(void)prop;
+	(void)e;
+	return sd_bus_message_append(reply, "i", b->d->conf.lat_foreground);
+}
+
+/* Every method is judged by rqbalanced itself: sd-bus is not to check privileges. */
+#define U SD_BUS_VTABLE_UNPRIVILEGED
+static const sd_bus_vtable vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_METHOD_WITH_NAMES("SetProcess", "ui", SD_BUS_PARAM(pid) SD_BUS_PARAM(value), "u",
+				 SD_BUS_PARAM(tasks), on_task, U),
+	SD_BUS_METHOD_WITH_NAMES("SetThread", "ui", SD_BUS_PARAM(tid) SD_BUS_PARAM(value), "u",
+				 SD_BUS_PARAM(tasks), on_task, U),
+	SD_BUS_METHOD_WITH_NAMES("SetCgroup", "si", SD_BUS_PARAM(path) SD_BUS_PARAM(value), "",
+				 , on_cgroup, U),
+	SD_BUS_METHOD_WITH_NAMES("GetProcess", "u", SD_BUS_PARAM(pid), "is",
+				 SD_BUS_PARAM(value) SD_BUS_PARAM(source), on_task, U),
+	SD_BUS_METHOD_WITH_NAMES("GetThread", "u", SD_BUS_PARAM(tid), "is",
+				 SD_BUS_PARAM(value) SD_BUS_PARAM(source), on_task, U),
+	SD_BUS_METHOD_WITH_NAMES("GetCgroup", "s", SD_BUS_PARAM(path), "is",
+				 SD_BUS_PARAM(value) SD_BUS_PARAM(source), on_cgroup, U),
+	SD_BUS_METHOD_WITH_NAMES("ResetProcess", "u", SD_BUS_PARAM(pid), "u",
+				 SD_BUS_PARAM(tasks), on_task, U),
+	SD_BUS_METHOD_WITH_NAMES("ResetThread", "u", SD_BUS_PARAM(tid), "u",
+				 SD_BUS_PARAM(tasks), on_task, U),
+	SD_BUS_METHOD_WITH_NAMES("ResetCgroup", "s", SD_BUS_PARAM(path), "", , on_cgroup, U),
+	SD_BUS_METHOD_WITH_NAMES("SetForeground", "u", SD_BUS_PARAM(pid), "i",
+				 SD_BUS_PARAM(value), on_foreground, U),
+	SD_BUS_PROPERTY("ForegroundValue", "i", get_fg_value, 0, 0),
+	SD_BUS_VTABLE_END
+};
+
+static const sd_bus_vtable s76_vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_METHOD_WITH_NAMES("SetForegroundProcess", "u", SD_BUS_PARAM(pid), "", ,
+				 on_foreground, U),
+	SD_BUS_VTABLE_END
+};
+#undef U
+
+/* RequestName's answer: 1 when the daemon owns the name now, else 0 and *ret_why. */
+static int owned(sd_bus_message *reply, const char **ret_why)
+{
+	const sd_bus_error *e = sd_bus_message_get_error(reply);
+	uint32_t ret = 0;
+
+	if (e) {
+		*ret_why = e->message ? e->message : e->name;
+		return 0;
+	}
+	if (sd_bus_message_read(reply, "u", &ret) < 0)
+		ret = 0;
+	*ret_why = "another service owns it";
+	return ret == 1 || ret == 4; /* primary owner, or was already */
+}
+
+static int on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
+	struct ctl_bus *b = userdata;
+	const char *why;
+
+	(void)ret_error;
+	b->serving = owned(reply, &why);
+	if (b->serving)
+		log_info("dbus: serving %s on the system bus", BUS_NAME);
+	else
+		log_notice("dbus: cannot own %s: %s: the D-Bus API is off (does the bus "
+			   "policy %s.conf allow it?)", BUS_NAME, why, BUS_NAME);
+	return 0;
+}
+
+static int on_s76_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
+	struct ctl_bus *b = userdata;
+	const char *why;
+
+	(void)ret_error;
+	b->s76 = owned(reply, &why);
+	if (b->s76)
+		log_info("dbus: serving %s's SetForegroundProcess too", BUS_S76_NAME);
+	else
+		log_info("dbus: %s is owned by another service: its shell plugins talk to it "
+			 "(%s)", BUS_S76_NAME, why);
+	return 0;
+}
+
+static int on_disconnect(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+	struct ctl_bus *b = userdata;
+
+	(void)m;
+	(void)ret_error;
+	log_notice("dbus: the system bus went away: the D-Bus API is off until a restart");
+	b->serving = b->s76 = false;
+	return 0;
+}
+
+void ctl_bus_init(struct ctl_bus *b, sd_event *e, struct daemon *d)
+{
+	int r;
+
+	memset(b, 0, sizeof(*b));
+	b->d = d;
+	if (!d->conf.dbus)
+		return;
+	r = sd_bus_open_system(&b->bus);
+	if (r < 0) {
+		log_notice("dbus: no system bus (%s): the D-Bus API is off", strerror(-r));
+		b->bus = NULL;
+		return;
+	}
+	r = sd_bus_add_object_vtable(b->bus, &b->obj, BUS_PATH, BUS_IFACE, vtable, b);
+	if (r >= 0)
+		r = sd_bus_add_object_vtable(b->bus, &b->s76_obj, BUS_S76_PATH, BUS_S76_NAME,
+					     s76_vtable, b);
+	if (r >= 0)
+		r = sd_bus_match_signal(b->bus, &b->gone, "org.freedesktop.DBus.Local",
+					"/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
+					"Disconnected", on_disconnect, b);
+	if (r >= 0)
+		r = sd_bus_request_name_async(b->bus, &b->name, BUS_NAME, 0, on_name, b);
+	if (r >= 0)
+		r = sd_bus_request_name_async(b->bus, &b->s76_name, BUS_S76_NAME, 0, on_s76_name,
+					      b);
+	if (r >= 0)
+		r = sd_bus_attach_event(b->bus, e, SD_EVENT_PRIORITY_NORMAL);
+	if (r < 0) {
+		log_notice("dbus: cannot serve on the system bus (%s): the D-Bus API is off",
+			   strerror(-r));
+		ctl_bus_fini(b);
+		b->d = d;
+	}
+}
+
+void ctl_bus_fini(struct ctl_bus *b)
+{
+	while (b->calls)
+		call_free(b->calls);
+	sd_bus_slot_unref(b->obj);
+	sd_bus_slot_unref(b->s76_obj);
+	sd_bus_slot_unref(b->name);
+	sd_bus_slot_unref(b->s76_name);
+	sd_bus_slot_unref(b->gone);
+	if (b->bus) {
+		sd_bus_detach_event(b->bus);
+		sd_bus_flush_close_unref(b->bus);
+	}
+	memset(b, 0, sizeof(*b));
+}

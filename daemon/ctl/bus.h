@@ -1,0 +1,42 @@
+/*
+ * The D-Bus API on the system bus: org.rqbalance1 (set, get, reset a latency value;
+ * put a process in front) and, where nothing else owns it, system76-scheduler's
+ * com.system76.Scheduler SetForegroundProcess, for the shell plugins that call it.
+ * Each call is judged as the ctl socket judges a request (ctl_req.h), on what the bus
+ * took when the caller connected (its uid and groups), asked for without waiting.
+ */
+#ifndef RQB_CTL_BUS_H
+#define RQB_CTL_BUS_H
+
+#include <stdbool.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#define BUS_NAME "org.rqbalance1"
+#define BUS_PATH "/org/rqbalance1"
+#define BUS_IFACE "org.rqbalance1.Latency"
+#define BUS_S76_NAME "com.system76.Scheduler"
+#define BUS_S76_PATH "/com/system76/Scheduler"
+#define BUS_MAX_PENDING 64   /* calls waiting for their caller's credentials at once */
+
+struct daemon;
+struct bus_call;
+
+struct ctl_bus {
+	sd_bus *bus;            /* NULL: no API (off, no system bus, or it went away) */
+	sd_bus_slot *obj, *s76_obj, *name, *s76_name, *gone;
+	struct bus_call *calls; /* waiting for their caller's credentials */
+	unsigned pending;
+	bool serving;           /* owns BUS_NAME */
+	bool s76;               /* owns BUS_S76_NAME */
+	struct daemon *d;
+};
+
+/*
+ * Connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS where set) on e and asks for the
+ * names, when [daemon] dbus is on. Without a bus, or a name, it logs why: never fatal.
+ */
+void ctl_bus_init(struct ctl_bus *b, sd_event *e, struct daemon *d);
+void ctl_bus_fini(struct ctl_bus *b);
+
+#endif
