@@ -71,6 +71,16 @@ def nice(pid):
     return os.getpriority(os.PRIO_PROCESS, pid)
 
 
+def nice_limit(pid, n):
+    """Sets another process's RLIMIT_NICE to n; False, saying so, where this root may
+    not raise it (no CAP_SYS_RESOURCE, as in some containers)."""
+    p = subprocess.run(["prlimit", "--pid", str(pid), f"--nice={n}:{n}"], capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        print(f"(prlimit --nice={n} refused here: {p.stderr.strip()}; that case was not run)")
+    return p.returncode == 0
+
+
 def fields(text):
     return dict(l.split(" ", 1) for l in text.splitlines() if " " in l)
 
@@ -130,10 +140,6 @@ def introspection(bus, user):
     methods, _ = signatures(introspect(bus, S76, S76_PATH, user), S76)
     check(methods == {"SetForegroundProcess": ("u", "")},
           f"{S76_PATH} has SetForegroundProcess(u): {methods}")
-    if user:
-        r = call(bus.address, S76, S76_PATH, f"{S76}.SetForeground", "uint32:1", user=user)
-        check(not r.ok and r.error == DENIED and "Rejected send message" in r.message,
-              f"the bus lets a user call nothing else of {S76} ({r!r})")
 
 
 def root_process(api, d, pid):
@@ -220,20 +226,24 @@ def user_rights(api, d, user, upid, rpid):
     refused(api("SetProcess", upid, 8, user=user), "lowering it, with RLIMIT_NICE 0")
     check(nice(upid) == 10 and got(d, upid) == (10, f"dbus uid {user.uid}"),
           "leaves nice and value at 10")
-    subprocess.run(["prlimit", "--pid", str(upid), "--nice=15:15"], check=True)
-    ok(api("SetProcess", upid, 5, user=user), "with RLIMIT_NICE 15 it may go down to 5", [1])
-    check(nice(upid) == 5, f"nice 5 ({nice(upid)})")
-    refused(api("SetProcess", upid, 4, user=user), "but not to 4")
-    refused(api("ResetProcess", upid, user=user), "nor reset it (from 5 to 0)")
-    check(nice(upid) == 5 and got(d, upid) == (5, f"dbus uid {user.uid}"),
-          "which leave it at 5")
+    low = 10
+    if nice_limit(upid, 15):
+        ok(api("SetProcess", upid, 5, user=user), "with RLIMIT_NICE 15 it may go down to 5",
+           [1])
+        check(nice(upid) == 5, f"nice 5 ({nice(upid)})")
+        refused(api("SetProcess", upid, 4, user=user), "but not to 4")
+        low = 5
+    refused(api("ResetProcess", upid, user=user), f"nor reset it (from {low} to 0)")
+    check(nice(upid) == low and got(d, upid) == (low, f"dbus uid {user.uid}"),
+          f"which leave it at {low}")
     refused(api("SetProcess", rpid, 10, user=user), "raising root's process")
     refused(api("SetThread", rpid, 10, user=user), "raising root's thread")
     refused(api("ResetProcess", rpid, user=user), "resetting root's process")
     check(nice(rpid) == 0 and got(d, rpid) is None, "root's process is untouched")
     ok(api("ResetProcess", upid), "root may reset the user's process", [1])
     check(nice(upid) == 0, "which gives it nice 0 back")
-    subprocess.run(["prlimit", "--pid", str(upid), "--nice=0:0"], check=True)
+    if low != 10:
+        nice_limit(upid, 0)
 
 
 def foreground(api, d, a, b, c):
@@ -283,12 +293,13 @@ def foreground_group(api, d, member, outsider, mp, np, rpid):
     check(nice(np) == 0 and got(d, np) is None, "which is left as it was")
     refused(api.s76(np, user=outsider), f"nor through {S76}")
     check(nice(np) == 0 and got(d, np) is None, "which is left as it was")
-    subprocess.run(["prlimit", "--pid", str(np), "--nice=25:25"], check=True)
-    ok(api("SetForeground", np, user=outsider),
-       "with RLIMIT_NICE 25 (down to -5) the outsider may", [FOREGROUND])
-    check(nice(np) == FOREGROUND, f"nice {FOREGROUND}")
-    ok(api("SetForeground", 0, user=outsider), "and SetForeground(0)")
-    check(nice(np) == 0 and got(d, np) is None, "gives it none again")
+    if nice_limit(np, 25):
+        ok(api("SetForeground", np, user=outsider),
+           "with RLIMIT_NICE 25 (down to -5) the outsider may", [FOREGROUND])
+        check(nice(np) == FOREGROUND, f"nice {FOREGROUND}")
+        ok(api("SetForeground", 0, user=outsider), "and SetForeground(0)")
+        check(nice(np) == 0 and got(d, np) is None, "gives it none again")
+        nice_limit(np, 0)
     check(nice(mp) == FOREGROUND, "one foreground a uid: the member's is still in front")
     ok(api("SetForeground", 0, user=member), "the member's SetForeground(0)")
     check(nice(mp) == 0 and got(d, mp) is None, "gives its process none again")
@@ -340,10 +351,16 @@ def main_daemon(tmp, bus, group, member, outsider, sleep):
                 p.kill()
 
 
-def s76_taken(tmp, bus):
+def s76_taken(tmp, bus, user):
     api = Api(bus)
     with NameOwner(bus.address, S76) as owner, subprocess.Popen(["sleep", "300"]) as p:
         check(owner.granted, f"another connection of root's owns {S76} first")
+        # While rqbalanced owns both names on one connection, the bus applies
+        # org.rqbalance1's open rule to either (a rule's send_destination matches any
+        # name the receiver owns); the narrow rule counts where the name is another's.
+        r = call(bus.address, S76, S76_PATH, f"{S76}.SetForeground", "uint32:1", user=user)
+        check(not r.ok and r.error == DENIED and "Rejected send message" in r.message,
+              f"the policy lets a user call nothing else of another's {S76} ({r!r})")
         try:
             with Daemon(tmp, env={"DBUS_SYSTEM_BUS_ADDRESS": bus.address}) as d:
                 d.wait_for(r"dbus: serving org\.rqbalance1")
@@ -420,7 +437,7 @@ def test():
             subprocess.run(["usermod", "-a", "-G", group, member.name], check=True)
             check(member.name in grp.getgrnam(group).gr_mem, f"{member.name} is in {group}")
             main_daemon(tmp, bus, group, member, outsider, sleep)
-            s76_taken(tmp, bus)
+            s76_taken(tmp, bus, outsider)
         finally:
             subprocess.run(["groupdel", group], capture_output=True, check=False)
         no_bus(tmp)
