@@ -393,6 +393,7 @@ def no_bus(tmp):
             subprocess.Popen(["sleep", "300"]) as p:
         try:
             d.wait_for("running: sampler")
+            d.wait_for("dbus: ")
             d.sync()
             lines = dbus_lines(d)
             check(len(lines) == 1 and "serving" not in lines[0],
