@@ -150,9 +150,6 @@ static void serve(struct bus_call *c, const struct ctl_caller *k)
 	}
 	if (r == 0)
 		r = ctl_req_permitted(d, k, &c->t, c->op == OP_SET ? c->value : 0, &trusted, &why);
-	if (r == -EPERM)
-		ctl_log_refusal(&d->ctl, "dbus: %s on %s refused to uid %u: %s", op_name(c), what,
-				k->uid, why);
 	if (r == 0 && c->op == OP_RESET) {
 		r = ctl_req_reset(d, &c->t);
 		if (r >= 0)
@@ -167,6 +164,9 @@ static void serve(struct bus_call *c, const struct ctl_caller *k)
 		}
 	}
 out:
+	if (r == -EPERM && k)
+		ctl_log_refusal(&d->ctl, "dbus: %s on %s refused to uid %u: %s", op_name(c), what,
+				k->uid, why);
 	if (r < 0) {
 		set_error(&e, &c->t, r, why);
 		sd_bus_reply_method_error(c->m, &e);

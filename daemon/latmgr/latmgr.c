@@ -1012,9 +1012,14 @@ static void sweep(struct latmgr *m, bool resync)
 
 void latmgr_tick(struct latmgr *m)
 {
-	bool again, resync = resync_now(m, &again);
+	bool again, resync, swept;
+
+	/* BPF's forks and exits wake nobody: they are read here at the latest. */
+	if (m->bev)
+		dispatch(m);
+	resync = resync_now(m, &again);
 	/* With events, exits arrive as such: a sweep now and then is enough. */
-	bool swept = !latmgr_has_events(m) || resync || ++m->ticks % LATMGR_SWEEP_TICKS == 0;
+	swept = !latmgr_has_events(m) || resync || ++m->ticks % LATMGR_SWEEP_TICKS == 0;
 
 	if (swept)
 		sweep(m, resync);
@@ -1151,6 +1156,9 @@ bool latmgr_walks_unprivileged(struct latmgr *m)
 
 void latmgr_fini(struct latmgr *m)
 {
+	/* Forks not read yet are children to give back what they inherited. */
+	for (int i = 0; m->bev && i < 64 && (i == 0 || !bpfev_empty(m->bev)); i++)
+		dispatch(m);
 	sd_event_source_disable_unref(m->pc_src);
 	bpfev_close(m->bev);
 	procconn_close(m->pc);
