@@ -345,6 +345,8 @@ def main_daemon(tmp, bus, group, member, outsider, sleep):
                   "the log says who gave what over the bus")
             check(re.search(rf"dbus: SetProcess\b.* refused to uid {outsider.uid}: \S", d.text()),
                   "and who was refused, and why")
+            check(re.search(rf"dbus: SetForeground\b.* refused to uid {member.uid}: \S", d.text()),
+                  "a refused foreground call too")
             check(d.stop() == 0, "clean stop")
         finally:
             for p in (a, b, c):
