@@ -266,10 +266,11 @@ install: all
 	$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)/examples \
-		$(DESTDIR)$(SYSCONFDIR)/rqbalance/rules.d
+		$(DESTDIR)$(DBUSPOLICYDIR) $(DESTDIR)$(SYSCONFDIR)/rqbalance/rules.d
 	$(INSTALL) -m 0755 $(B)/rqbalanced $(DESTDIR)$(SBINDIR)/rqbalanced
 	$(INSTALL) -m 0755 $(B)/rqctl $(DESTDIR)$(BINDIR)/rqctl
 	$(INSTALL) -m 0644 $(UNITS) $(DESTDIR)$(UNITDIR)/
+	$(INSTALL) -m 0644 systemd/org.rqbalance1.conf $(DESTDIR)$(DBUSPOLICYDIR)/org.rqbalance1.conf
 	$(INSTALL) -m 0644 man/rqctl.1 $(DESTDIR)$(MANDIR)/man1/rqctl.1
 	$(INSTALL) -m 0644 man/rqbalance.conf.5 $(DESTDIR)$(MANDIR)/man5/rqbalance.conf.5
 	$(INSTALL) -m 0644 man/rqbalanced.8 $(DESTDIR)$(MANDIR)/man8/rqbalanced.8
@@ -287,6 +288,7 @@ uninstall:
 		$(DESTDIR)$(UNITDIR)/rqbalance.service $(DESTDIR)$(UNITDIR)/rqbalance.socket \
 		$(DESTDIR)$(MANDIR)/man1/rqctl.1 $(DESTDIR)$(MANDIR)/man5/rqbalance.conf.5 \
 		$(DESTDIR)$(MANDIR)/man8/rqbalanced.8 $(DESTDIR)$(BASHCOMPDIR)/rqctl \
+		$(DESTDIR)$(DBUSPOLICYDIR)/org.rqbalance1.conf \
 		$(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES)))
 	@rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 	@if [ -e $(CONFFILE) ] && ! cmp -s conf/rqbalance.conf $(CONFFILE); then \

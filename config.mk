@@ -13,6 +13,10 @@ RUNDIR     = /run/rqbalance
 UNITDIR    = $(PREFIX)/lib/systemd/system
 BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
 DOCDIR     = $(PREFIX)/share/doc/rqbalance
+# The bus policy of the D-Bus interface. dbus-daemon reads /usr/share/dbus-1/system.d
+# and /etc/dbus-1/system.d, not /usr/local: an install under /usr/local that wants the
+# interface passes DBUSPOLICYDIR=/etc/dbus-1/system.d.
+DBUSPOLICYDIR = $(PREFIX)/share/dbus-1/system.d
 
 CC      = cc
 PKG_CONFIG = pkg-config

@@ -1,8 +1,8 @@
 """The Debian package: dpkg-buildpackage -us -uc -b builds it from a scratch copy of the
 committed tree (RQB_DEB_TREE=worktree: of the working tree), so the repository stays
 as it was; dpkg-deb unpacks it into a scratch root. It holds the daemon, the client,
-the units with /usr paths, the config as a conffile, the man pages, the completion and
-the examples; its maintainer scripts, from dh_installsystemd, enable and start the
+the units with /usr paths, the config as a conffile, the D-Bus policy, the man pages,
+the completion and the examples; its maintainer scripts, from dh_installsystemd, enable and start the
 service and the socket, stop them on removal and forget them on purge; its
 Build-Depends name the package of every pkg-config module config.mk links; and the
 packaged rqbalanced accepts the packaged config."""
@@ -101,7 +101,8 @@ def check_files(root, version, deb):
             "/usr/share/doc/rqbalance/copyright", "/usr/share/doc/rqbalance/changelog.gz",
             "/usr/share/doc/rqbalance/examples/rqbalance-nobpf.conf",
             "/usr/share/doc/rqbalance/examples/rqbalance-cgroupfs.conf",
-            "/usr/share/doc/rqbalance/examples/rqbalance-daemonset.yaml"}
+            "/usr/share/doc/rqbalance/examples/rqbalance-daemonset.yaml",
+            "/usr/share/dbus-1/system.d/org.rqbalance1.conf"}
     check(files == want, f"the package holds exactly its files: {sorted(files ^ want) or 'ok'}")
     check(os.path.isdir(os.path.join(root, "etc/rqbalance/rules.d")), "and an empty rules.d")
     check(os.path.basename(deb) == f"rqbalance_{version}_" + subprocess.run(

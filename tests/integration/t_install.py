@@ -28,6 +28,7 @@ def expected(prefix, unitdir, sysconfdir="etc"):
         f"{p}/share/doc/rqbalance/examples/rqbalance-nobpf.conf",
         f"{p}/share/doc/rqbalance/examples/rqbalance-cgroupfs.conf",
         f"{p}/share/doc/rqbalance/examples/rqbalance-daemonset.yaml",
+        f"{p}/share/dbus-1/system.d/org.rqbalance1.conf",
         f"{sysconfdir}/rqbalance/rqbalance.conf",
     }
 
@@ -59,6 +60,7 @@ def distro(tmp):
           f"PREFIX=/usr UNITDIR=/lib/systemd/system: {sorted(installed(dest) ^ want) or 'ok'}")
     for f, mode in [("usr/sbin/rqbalanced", 0o755), ("usr/bin/rqctl", 0o755),
                     ("etc/rqbalance/rqbalance.conf", 0o644),
+                    ("usr/share/dbus-1/system.d/org.rqbalance1.conf", 0o644),
                     ("lib/systemd/system/rqbalance.service", 0o644)]:
         got = stat.S_IMODE(os.stat(os.path.join(dest, f)).st_mode)
         check(got == mode, f"{f} is mode {mode:o}")
@@ -102,16 +104,17 @@ def each_directory(tmp):
     """Every directory variable on its own: nothing lands where another one points."""
     dest = os.path.join(tmp, "each")
     variables = dict(DESTDIR=dest, PREFIX="/p", SBINDIR="/s", BINDIR="/b", MANDIR="/m",
-                     UNITDIR="/u", SYSCONFDIR="/c")
+                     UNITDIR="/u", SYSCONFDIR="/c", DBUSPOLICYDIR="/d")
     make("install", **variables)
     want = {"s/rqbalanced", "b/rqctl", "m/man8/rqbalanced.8", "m/man1/rqctl.1",
             "m/man5/rqbalance.conf.5", "u/rqbalance.service", "u/rqbalance.socket",
-            "c/rqbalance/rqbalance.conf", "p/share/bash-completion/completions/rqctl",
+            "c/rqbalance/rqbalance.conf", "d/org.rqbalance1.conf",
+            "p/share/bash-completion/completions/rqctl",
             "p/share/doc/rqbalance/examples/rqbalance-nobpf.conf",
             "p/share/doc/rqbalance/examples/rqbalance-cgroupfs.conf",
             "p/share/doc/rqbalance/examples/rqbalance-daemonset.yaml"}
-    check(installed(dest) == want, "SBINDIR, BINDIR, MANDIR, UNITDIR and SYSCONFDIR are each "
-          f"honoured: {sorted(installed(dest) ^ want) or 'ok'}")
+    check(installed(dest) == want, "SBINDIR, BINDIR, MANDIR, UNITDIR, SYSCONFDIR and "
+          f"DBUSPOLICYDIR are each honoured: {sorted(installed(dest) ^ want) or 'ok'}")
     unit = read_unit(os.path.join(dest, "u/rqbalance.service"))
     check(value(unit, "ExecStartPre") == "/s/rqbalanced --check-config" and
           value(unit, "ExecReload") == "/b/rqctl reload", "the unit follows SBINDIR and BINDIR")
