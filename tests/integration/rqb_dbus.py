@@ -130,7 +130,9 @@ class NameOwner:
     the wire protocol (EXTERNAL auth, Hello, RequestName), so that no client library
     is needed. The name is granted by the policy under test, not by this class."""
 
-    def __init__(self, address, name):
+    DO_NOT_QUEUE, REPLACE_EXISTING = 4, 2
+
+    def __init__(self, address, name, flags=DO_NOT_QUEUE):
         path = re.search(r"unix:path=([^,;]+)", address).group(1)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(30)
@@ -142,9 +144,9 @@ class NameOwner:
         self.sock.sendall(b"BEGIN\r\n")
         self.serial = 0
         self._call("Hello", "", b"")
-        # RequestName(s name, u flags = DO_NOT_QUEUE): 1 is "now the primary owner".
+        # RequestName(s name, u flags): 1 is "now the primary owner".
         body = _string(name, 0)
-        body += b"\0" * (-len(body) % 4) + struct.pack("<I", 4)
+        body += b"\0" * (-len(body) % 4) + struct.pack("<I", flags)
         self.granted = self._call("RequestName", "su", body) == 1
 
     def _line(self):

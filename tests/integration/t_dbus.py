@@ -318,6 +318,19 @@ def system76_root(api, d, a):
     check(got(d, a) is None and nice(a) == 0, "A has none again")
 
 
+def s76_taken_over(bus, d):
+    """system76-scheduler, started after rqbalanced, asks for its name with replacement:
+    it gets it, and the daemon says so and lets it be."""
+    check(S76 in fields(rqctl(d, "status").stdout).get("dbus", ""),
+          f"status names {S76} while the daemon owns it")
+    flags = NameOwner.DO_NOT_QUEUE | NameOwner.REPLACE_EXISTING
+    with NameOwner(bus.address, S76, flags) as owner:
+        check(owner.granted, f"a later service that asks to replace the owner gets {S76}")
+        d.wait_for(rf"dbus: {re.escape(S76)} was taken over by another service")
+        st = fields(rqctl(d, "status").stdout).get("dbus", "")
+        check(S76 not in st and NAME in st, f"status no longer names it ({st!r})")
+
+
 def main_daemon(tmp, bus, group, member, outsider, sleep):
     api = Api(bus)
     idle = os.path.join(tmp, "idle.replay")
@@ -341,6 +354,7 @@ def main_daemon(tmp, bus, group, member, outsider, sleep):
             foreground(api, d, a.pid, b.pid, c.pid)
             foreground_group(api, d, member, outsider, mp, np, a.pid)
             system76_root(api, d, a.pid)
+            s76_taken_over(bus, d)
             check(re.search(rf"dbus: uid {outsider.uid} gave process {np} value 10", d.text()),
                   "the log says who gave what over the bus")
             check(re.search(rf"dbus: SetProcess\b.* refused to uid {outsider.uid}: \S", d.text()),
