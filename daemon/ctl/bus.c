@@ -237,6 +237,16 @@ static int on_creds(sd_bus_message *reply, void *userdata, sd_bus_error *ret_err
 	return 0;
 }
 
+/* Calls of one connection waiting now: one client must not hold every slot. */
+static unsigned sender_pending(const struct ctl_bus *b, const char *sender)
+{
+	unsigned n = 0;
+
+	for (const struct bus_call *c = b->calls; c && sender; c = c->next)
+		n += strcmp(sd_bus_message_get_sender(c->m), sender) == 0;
+	return n;
+}
+
 /*
  * Parks call m (its arguments in c) until the driver says who sent it; a read is
  * served at once. 1: the answer comes later; <0: an error reply now.
@@ -253,7 +263,8 @@ static int park(struct ctl_bus *b, sd_bus_message *m, struct bus_call *proto,
 		serve(proto, NULL);
 		return 1;
 	}
-	if (b->pending >= BUS_MAX_PENDING)
+	if (b->pending >= BUS_MAX_PENDING || sender_pending(b, sd_bus_message_get_sender(m)) >=
+						      BUS_MAX_PENDING_SENDER)
 		return sd_bus_error_set(e, SD_BUS_ERROR_LIMITS_EXCEEDED,
 					"too many calls wait for their callers' credentials");
 	c = malloc(sizeof(*c));

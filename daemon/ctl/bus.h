@@ -18,6 +18,7 @@
 #define BUS_S76_NAME "com.system76.Scheduler"
 #define BUS_S76_PATH "/com/system76/Scheduler"
 #define BUS_MAX_PENDING 64   /* calls waiting for their caller's credentials at once */
+#define BUS_MAX_PENDING_SENDER 4 /* ...from one connection */
 
 struct daemon;
 struct bus_call;
