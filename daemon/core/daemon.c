@@ -333,8 +333,18 @@ static void trim_memory(struct daemon *d, uint64_t now_ns)
 	d->next_trim_ns = now_ns + TRIM_EVERY_NS;
 }
 
+/* Adds the time since *t to stage st, and moves *t to now. */
+static void tick_stage(struct daemon *d, enum tick_stage st, uint64_t *t)
+{
+	uint64_t now = util_now_ns();
+
+	d->tick_ns[st] += now - *t;
+	*t = now;
+}
+
 int daemon_tick(struct daemon *d, uint64_t now_ns)
 {
+	uint64_t t = util_now_ns(), t0 = t;
 	int r;
 
 	follow_hotplug(d);
@@ -343,6 +353,7 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	d->snap->seq = ++d->ticks;
 	d->snap->now_ns = now_ns;
 	r = sampler_sample(d->sampler, now_ns, d->snap);
+	tick_stage(d, TICK_SAMPLE, &t);
 	if (r < 0) {
 		d->sample_failures++;
 		if (d->sample_errors++ == 0)
@@ -358,11 +369,14 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	if (d->record && snap_write(d->snap, d->record) < 0)
 		log_warn("--record %s: write failed", d->opts.record);
 	act_verify(&d->act, on_dropped, d);
+	tick_stage(d, TICK_VERIFY, &t);
 	if (d->lat.ops)
 		latmgr_tick(&d->lm);
 	daemon_rqlat_cgroups(d);
+	tick_stage(d, TICK_LATENCY, &t);
 	plan_clear(&d->plan);
 	r = spread_decide(d->snap, &d->conf, &d->pol, &d->plan);
+	tick_stage(d, TICK_POLICY, &t);
 	if (r < 0) {
 		log_err("policy: %s", strerror(-r));
 		return r;
@@ -370,6 +384,9 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	if (d->plan.n)
 		act_apply(&d->act, &d->plan, on_dropped, d);
 	notify_status(d);
+	tick_stage(d, TICK_ACT, &t);
+	if (t - t0 > d->tick_max_ns)
+		d->tick_max_ns = t - t0;
 	return 0;
 }
 

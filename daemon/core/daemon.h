@@ -34,6 +34,9 @@ struct daemon_opts {
 	int log_level;              /* --log-level, or -1 */
 };
 
+/* A tick's stages, timed for rqctl status: where the daemon's own CPU goes. */
+enum tick_stage { TICK_SAMPLE, TICK_VERIFY, TICK_LATENCY, TICK_POLICY, TICK_ACT, TICK_STAGES };
+
 struct daemon {
 	struct daemon_opts opts;
 	struct rqb_conf conf;
@@ -59,6 +62,9 @@ struct daemon {
 	uint64_t ticks;
 	uint64_t sample_errors;
 	uint64_t sample_failures;    /* ticks whose sample failed, ever: sample_errors resets */
+	/* What the ticks took, by stage (enum tick_stage), summed since the start, in ns. */
+	uint64_t tick_ns[TICK_STAGES];
+	uint64_t tick_max_ns;        /* the longest whole tick */
 	struct rqlat_state *rqlat;   /* run-queue wait histograms; NULL where BPF cannot load */
 	char rqlat_why[256];         /* why not, for rqctl latency */
 	struct metrics metrics;

@@ -218,6 +218,11 @@ static size_t status_shaping(struct ctl_server *srv, char *out, size_t len)
 	return n;
 }
 
+static double tick_avg_us(const struct daemon *d, enum tick_stage st)
+{
+	return d->ticks ? (double)d->tick_ns[st] / (double)d->ticks / 1000.0 : 0.0;
+}
+
 static void status_text(struct ctl_server *srv, char *out, size_t len)
 {
 	const struct daemon *d = srv->d;
@@ -242,6 +247,11 @@ static void status_text(struct ctl_server *srv, char *out, size_t len)
 	    d->lm.cnt.rescans, d->lm.cnt.rule_matches, d->lat.cnt.restored, d->lat.cnt.errors,
 	    d->lat.cls.on ? d->lat.cls.mount : "off",
 	    d->lat.cls.on && d->lat.cls.root[0] ? "/" : "", d->lat.cls.on ? d->lat.cls.root : "");
+	/* What a tick takes, on average by stage and at most, in µs. */
+	PUT("tick_us sample %.1f verify %.1f latency %.1f policy %.1f act %.1f max %.1f\n",
+	    tick_avg_us(d, TICK_SAMPLE), tick_avg_us(d, TICK_VERIFY),
+	    tick_avg_us(d, TICK_LATENCY), tick_avg_us(d, TICK_POLICY), tick_avg_us(d, TICK_ACT),
+	    d->tick_max_ns / 1000.0);
 	/* The D-Bus API: the names owned, or off. */
 	PUT("dbus %s%s%s\n", d->bus.serving ? "org.rqbalance1" : "off",
 	    d->bus.s76 ? " " : "", d->bus.s76 ? "com.system76.Scheduler" : "");
