@@ -53,6 +53,9 @@ const struct conf_key conf_keys[] = {
 	  "Serve the D-Bus API (org.rqbalance1, and com.system76.Scheduler where nothing else "
 	  "owns it) on the system bus; without a system bus the daemon runs on without it.",
 	  true, 0 },
+	{ "daemon", "histograms", CONF_BOOL, 0, 0, NULL, "yes", OFF(histograms),
+	  "Run-queue wait histograms per latency-nice class (rqctl latency): BPF programs "
+	  "on every context switch and wakeup, about 200 ns each on a host CPU.", true, 0 },
 	{ "daemon", "dry_run", CONF_BOOL, 0, 0, NULL, "no", OFF(dry_run),
 	  "Log the plan each tick and change nothing.", true, 0 },
 	{ "daemon", "latency_nice", CONF_NICE, LAT_MIN, LAT_MAX, NULL, "-10", OFF(latency_nice),

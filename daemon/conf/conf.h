@@ -37,6 +37,7 @@ struct rqb_conf {
 	int latency_nice;               /* the daemon's own latency-nice value */
 	char rules_dir[CONF_MAX_STR];   /* drop-ins of [rule NAME] sections; "" = none */
 	bool dbus;                      /* serve the D-Bus API on the system bus */
+	bool histograms;                /* run-queue wait histograms (rqctl latency) */
 	/* [balance] */
 	uint32_t imbalance_pct;         /* target must be this much less loaded, 117 = 17 % */
 	uint32_t max_moves_per_tick;    /* pins plus releases per tick */

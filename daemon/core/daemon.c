@@ -168,8 +168,14 @@ static void drop_caps(struct daemon *d)
  */
 static void start_rqlat(struct daemon *d)
 {
-	int r = rqlat_new(&d->rqlat, d->rqlat_why, sizeof(d->rqlat_why));
+	int r;
 
+	if (!d->conf.histograms) {
+		snprintf(d->rqlat_why, sizeof(d->rqlat_why), "[daemon] histograms = no");
+		log_info("run-queue wait histograms: off ([daemon] histograms = no)");
+		return;
+	}
+	r = rqlat_new(&d->rqlat, d->rqlat_why, sizeof(d->rqlat_why));
 	if (r < 0)
 		log_notice("run-queue wait histograms unavailable: %s", d->rqlat_why);
 	else

@@ -541,7 +541,8 @@ static int handle_histograms(struct conn *c, const struct ctl_msg *m)
 	int r;
 
 	if (!d->rqlat) {
-		snprintf(why, sizeof(why), "no run-queue histograms: the BPF programs did not load: %s",
+		snprintf(why, sizeof(why), "no run-queue histograms: %s%s",
+			 d->conf.histograms ? "the BPF programs did not load: " : "",
 			 d->rqlat_why[0] ? d->rqlat_why : "unknown");
 		return reply_err(c, m->hdr.seq, EOPNOTSUPP, why);
 	}

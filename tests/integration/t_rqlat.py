@@ -3,7 +3,8 @@ latency-nice -7 through rqctl run, beside two CPU hogs, class -7's count is abov
 after one run of it and grows with a second run, its buckets add up to its total, and the unmanaged
 class ("none") counts too; the text form draws runqlat-style bars; a user other than
 root may read them. Where the BPF programs cannot load (the daemon started without
-CAP_BPF and CAP_PERFMON), the daemon runs on and rqctl latency says why.
+CAP_BPF and CAP_PERFMON), the daemon runs on and rqctl latency says why; so it does
+where [daemon] histograms = no turned them off.
 Skips (77) with the daemon's reason where BPF cannot load at all."""
 import json
 import os
@@ -122,12 +123,27 @@ def refused(tmp):
         check(p.returncode == 0, "the daemon still serves status")
 
 
+def turned_off(tmp):
+    """[daemon] histograms = no: no programs on the switch path, and rqctl latency says
+    the config turned them off."""
+    with Daemon(tmp, conf="[daemon]\nhistograms = no\n") as d:
+        d.wait_for(r"running: sampler")
+        check("run-queue wait histograms: off ([daemon] histograms = no)" in d.text(),
+              "one line says the config turned them off")
+        p = rqctl(d.ctl, "latency")
+        check(p.returncode == 1 and "[daemon] histograms = no" in p.stderr and
+              "did not load" not in p.stderr, f"rqctl latency says why: {p.stderr.strip()!r}")
+        check(d.stop() == 0, "clean stop")
+
+
 def test():
     require()
     with tmpdir() as tmp:
         managed_workload(tmp)
     with tmpdir() as tmp:
         refused(tmp)
+    with tmpdir() as tmp:
+        turned_off(tmp)
 
 
 main(test)
