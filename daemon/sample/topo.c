@@ -4,12 +4,10 @@
  * offline later.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <hwloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "rqbalance.h"
 #include "sample/topo.h"
@@ -223,42 +221,11 @@ int topo_load(const struct topo_opts *o, struct topo **ret)
 	return 0;
 }
 
-/*
- * The online CPUs through a descriptor kept open: sysfs makes the file's text anew
- * for each read at offset 0. Each tick reads it; an open of the path cost about 75 µs
- * of the daemon's 130 µs tick here. Reopened once if a read fails.
- */
-static int read_online_kept(struct topo *t, const char *root, cpu_set_t *ret)
-{
-	char path[512], buf[CPUMASK_STRLEN];
-	ssize_t n = -1;
-
-	for (int tries = 0; tries < 2 && n < 0; tries++) {
-		if (!t->online_open) {
-			snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online",
-				 root ? root : "");
-			t->online_fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (t->online_fd < 0)
-				return -errno;
-			t->online_open = true;
-		}
-		n = pread(t->online_fd, buf, sizeof(buf) - 1, 0);
-		if (n < 0) {
-			close(t->online_fd);
-			t->online_open = false;
-		}
-	}
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	return cpumask_parse(buf, ret);
-}
-
 int topo_follow_online(struct topo *t, const char *root, cpu_set_t *ret_went,
 		       cpu_set_t *ret_came)
 {
 	cpu_set_t online, went, came;
-	int r = read_online_kept(t, root, &online), n = 0;
+	int r = read_online(root, &online), n = 0;
 
 	if (r < 0)
 		return r;
@@ -299,8 +266,6 @@ void topo_free(struct topo *t)
 {
 	if (!t)
 		return;
-	if (t->online_open)
-		close(t->online_fd);
 	free(t->cpus);
 	free(t->llcs);
 	free(t);

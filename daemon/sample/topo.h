@@ -33,8 +33,6 @@ struct topo {
 	struct topo_cpu *cpus;   /* indexed by OS CPU number, nr_cpu_ids entries */
 	struct topo_llc *llcs;   /* nllcs entries */
 	char source[256];        /* "this system", the XML file, or the synthetic string */
-	bool online_open;        /* topo_follow_online keeps the online file open: */
-	int online_fd;           /* a pread of it is a fifth of an open, read and close */
 };
 
 struct topo_opts {
