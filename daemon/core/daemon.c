@@ -85,6 +85,7 @@ static int make_sampler(struct daemon *d)
 		.interval_ns = d->conf.interval_ms * NSEC_PER_MSEC,
 		.walk_gap_ns = NSEC_PER_SEC,
 		.forget_ns = d->conf.proc_rescan_ms * NSEC_PER_MSEC,
+		.want_cgroups = &d->conf.exclude_cgroups.n,
 		.root = "",
 		.why = why,
 		.why_len = sizeof(why),
@@ -353,7 +354,11 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	uint64_t t = util_now_ns(), t0 = t;
 	int r;
 
-	follow_hotplug(d);
+	/* Once a second: an open of the sysfs file took a millisecond a tick emulated. */
+	if (now_ns - d->hotplug_ns >= NSEC_PER_SEC) {
+		follow_hotplug(d);
+		d->hotplug_ns = now_ns;
+	}
 	trim_memory(d, now_ns);
 	snap_reset(d->snap);
 	d->snap->seq = ++d->ticks;

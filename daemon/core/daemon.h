@@ -65,6 +65,7 @@ struct daemon {
 	/* What the ticks took, by stage (enum tick_stage), summed since the start, in ns. */
 	uint64_t tick_ns[TICK_STAGES];
 	uint64_t tick_max_ns;        /* the longest whole tick */
+	uint64_t hotplug_ns;         /* when the online CPUs were last read */
 	struct rqlat_state *rqlat;   /* run-queue wait histograms; NULL where BPF cannot load */
 	char rqlat_why[256];         /* why not, for rqctl latency */
 	struct metrics metrics;

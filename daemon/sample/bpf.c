@@ -666,10 +666,11 @@ static int add_task(struct bpf_sampler *bs, struct snapshot *s, const struct rqs
 		st.flags |= SNAP_TASK_NO_CPU;
 	/*
 	 * Its cgroup, read once, as the proc sampler does; but only once it is busy and
-	 * movable, when the policy may look at it: the short tasks of a fork storm would
-	 * otherwise cost a file read each.
+	 * movable, when the policy may look at it (the short tasks of a fork storm would
+	 * otherwise cost a file read each), and only while some [exclude] cgroups are
+	 * named: the policy looks at nothing else of it.
 	 */
-	if (!st.flags && !k->cgroup_read) {
+	if (!st.flags && !k->cgroup_read && (!bs->o.want_cgroups || *bs->o.want_cgroups)) {
 		k->cgroup = read_cgroup(bs, (pid_t)t->tgid, (pid_t)t->tid);
 		k->cgroup_read = true;
 	}

@@ -38,6 +38,12 @@ struct bpf_sampler_opts {
 	uint64_t interval_ns;      /* the tick, which sets the perf sample period */
 	uint64_t walk_gap_ns;      /* full task walks at most this often */
 	uint64_t forget_ns;        /* a task unseen this long loses its cached cgroup */
+	/*
+	 * A task's cgroup is read only while *want_cgroups is not 0 (the daemon's count of
+	 * [exclude] cgroups, which a reload may change); NULL: always. Under emulation one
+	 * read of /proc/PID/task/TID/cgroup costs about a millisecond.
+	 */
+	const unsigned *want_cgroups;
 	const char *root;          /* prefix for /proc and /sys, "" for the real ones */
 	bool tracepoints;          /* sample at the scheduler's tracepoints even where perf
 	                              events are allowed (tests) */
