@@ -181,6 +181,15 @@ static __always_inline void list_one(struct walk *w, struct task_struct *p)
 		rec->complete = 0;
 		return;
 	}
+	/*
+	 * Opaque to the compiler, so that the mask stays although n < RQS_MAX_TASKS is
+	 * known here: a store lands inside the record whatever a verifier concludes of n.
+	 * 6.1's verifier checks a bpf_loop() callback as if it ran once: it took n for the
+	 * constant it had at the call, found this check never true and removed it as dead
+	 * code, and a run queue of more than RQS_MAX_TASKS tasks then had entries written
+	 * past the record, out of the map: the 6.1 guest panicked under hackbench.
+	 */
+	asm volatile("" : "+r"(n));
 	e = &rec->tasks[n & (RQS_MAX_TASKS - 1)];
 	/* A task alone on its CPU is never moved: its pair is read where it has company. */
 	fill(e, p, tgid, w->cpu, rqs_pairs && rec->cfs_runnable >= 2);
@@ -223,6 +232,11 @@ static __always_inline void walk(struct rqs_cpu *rec, struct rq *rq, __u32 cpu)
 
 	struct task_struct *curr = w.curr;
 
+	/*
+	 * 0, read from the map so that a verifier knows no value for it: one that took it
+	 * for the constant 0 in every step of the loop would remove list_one()'s bound.
+	 */
+	w.n = *(volatile __u32 *)&rec->ntasks;
 	rec->complete = 1;
 	bpf_loop(RQS_MAX_VISIT, walk_step, &w, 0);
 	if (w.pos != w.head)
