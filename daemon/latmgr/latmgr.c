@@ -402,11 +402,19 @@ int latmgr_foreground(struct latmgr *m, uid_t uid, pid_t tgid, uint64_t expect, 
 		return 0;
 	}
 	if (!f && tgid) {
-		if (m->nfg == LATMGR_FG_MAX) {
+		/* A slot whose caller has nothing in front, or whose process is gone, is free. */
+		for (size_t i = 0; i < m->nfg && !f; i++) {
+			const struct latmgr_proc *q = latmgr_find_process(m, m->fg[i].tgid);
+
+			if (!m->fg[i].tgid || !q || q->start_time != m->fg[i].start_time)
+				f = &m->fg[i];
+		}
+		if (!f && m->nfg == LATMGR_FG_MAX) {
 			*ret_why = "too many callers have a process in front";
 			return -EUSERS;
 		}
-		f = &m->fg[m->nfg++];
+		if (!f)
+			f = &m->fg[m->nfg++];
 		memset(f, 0, sizeof(*f));
 		f->uid = uid;
 	}

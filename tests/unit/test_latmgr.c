@@ -213,6 +213,17 @@ static void test_foreground_gives_back(void **state)
 	assert_int_equal(latmgr_foreground(&d->lm, 1000, 0, 0, -5, "foreground uid 1000", false,
 					   &v, &why), 0);
 	assert_int_equal(latmgr_find_process(&d->lm, PROC_E)->value, -5);
+	/* Callers come and go: a slot with nothing in front is taken again, never a limit. */
+	assert_true(latmgr_reset_process(&d->lm, PROC_W, 0) >= 0);
+	assert_null(latmgr_find_process(&d->lm, PROC_W));
+	for (uid_t u = 2000; u < 2000 + 2 * LATMGR_FG_MAX; u++) {
+		assert_int_equal(latmgr_foreground(&d->lm, u, PROC_W, 0, -5, "foreground uid 2",
+						   false, &v, &why), 0);
+		assert_int_equal(v, -5);
+		assert_int_equal(latmgr_foreground(&d->lm, u, 0, 0, -5, "foreground uid 2", false,
+						   &v, &why), 0);
+	}
+	assert_true(d->lm.nfg <= LATMGR_FG_MAX);
 }
 
 int main(void)
