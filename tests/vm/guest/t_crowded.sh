@@ -25,3 +25,4 @@ llc=$(rqctl status | awk -v c="$LAST" '$1 == "llc" { n = split($4, r, "[-,]"); i
 echo "LLC of CPU $LAST: $llc runnable"
 check "the count holds every hog ($llc, $N started)" [ "${llc:-0}" -ge "$N" ]
 check "clean stop" stop_daemon TERM
+cleanup
