@@ -142,6 +142,27 @@ def rqctl(d, *args):
                           timeout=30)
 
 
+def fields(text):
+    """'key value' lines (rqctl status) as a dict."""
+    return dict(l.split(" ", 1) for l in text.splitlines() if " " in l)
+
+
+def class_mount(d):
+    """Where Daemon d's latency class cgroups live (the v1 cpu hierarchy, else
+    cgroup2), or None when they are off: then the daemon takes no cgroup targets."""
+    if fields(rqctl(d, "status").stdout).get("latency_class_cgroups", "off") == "off":
+        return None
+    v2 = None
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            _, where, fs, opts = line.split()[:4]
+            if fs == "cgroup" and "cpu" in opts.split(","):
+                return where
+            if fs == "cgroup2":
+                v2 = where
+    return v2
+
+
 def task_line(pid, cpu, allowed_list="0-1", comm="sh", cgroup="/", flags=0):
     return f"task {pid} {pid} {cpu} {start_time(pid)} {flags} {allowed_list} {comm} {cgroup}"
 

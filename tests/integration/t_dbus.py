@@ -19,8 +19,8 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
-from rqb import (RQCTL, TOPO_2LLC, Daemon, check, main, private_copy, require, rqctl, skip,
-                 tmpdir, write_replay)
+from rqb import (RQCTL, TOPO_2LLC, Daemon, check, class_mount, fields, main, private_copy,
+                 require, rqctl, skip, tmpdir, write_replay)
 from rqb_dbus import NameOwner, SystemBus, call
 from rqb_user import User
 
@@ -80,9 +80,6 @@ def nice_limit(pid, n):
         print(f"(prlimit --nice={n} refused here: {p.stderr.strip()}; that case was not run)")
     return p.returncode == 0
 
-
-def fields(text):
-    return dict(l.split(" ", 1) for l in text.splitlines() if " " in l)
 
 
 def got(d, pid):
@@ -178,20 +175,6 @@ def root_thread(api, d):
         p.kill()
         p.wait()
 
-
-def class_mount(d):
-    """Where the daemon's cgroup targets live (as in t_latency_perm), or None."""
-    if fields(rqctl(d, "status").stdout).get("latency_class_cgroups", "off") == "off":
-        return None
-    v2 = None
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            _, where, fs, opts = line.split()[:4]
-            if fs == "cgroup" and "cpu" in opts.split(","):
-                return where
-            if fs == "cgroup2":
-                v2 = where
-    return v2
 
 
 def root_cgroup(api, d, user):

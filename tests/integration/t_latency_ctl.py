@@ -12,8 +12,8 @@ import socket
 import struct
 import subprocess
 
-from rqb import (RQCTL, TOPO_2LLC, Daemon, check, main, private_copy, require, skip, tmpdir,
-                 write_replay)
+from rqb import (RQCTL, TOPO_2LLC, Daemon, check, fields, main, private_copy, require, skip,
+                 tmpdir, write_replay)
 
 MAGIC, VERSION = 0x43425152, 1
 STATUS, SET, GET, LIST, RESET, OK, ERR = 1, 3, 4, 5, 6, 100, 101
@@ -93,9 +93,6 @@ def errno_of(reply):
     lines = dict(l.split(" ", 1) for l in reply[1].splitlines() if " " in l)
     return int(lines.get("errno", "0"))
 
-
-def fields(text):
-    return dict(l.split(" ", 1) for l in text.splitlines() if " " in l)
 
 
 def listed(sock):

@@ -11,7 +11,8 @@ import shutil
 import signal
 import subprocess
 
-from rqb import RQCTL, Daemon, check, cpu_cgroup, main, require, rqctl, skip, tmpdir, wait_until
+from rqb import (RQCTL, Daemon, check, cpu_cgroup, fields, main, require, rqctl, skip, tmpdir,
+                 wait_until)
 from rqb_user import User
 
 # Says its pid; at each SIGUSR1 forks a child that sleeps and says the child's pid.
@@ -43,9 +44,6 @@ def cpu_mount():
         return v2, True
     return None, False
 
-
-def fields(text):
-    return dict(l.split(" ", 1) for l in text.splitlines() if " " in l)
 
 
 class Limited:

@@ -10,8 +10,8 @@ import resource
 import shutil
 import subprocess
 
-from rqb import (RQCTL, TOPO_2LLC, Daemon, check, main, private_copy, require, skip, tmpdir,
-                 write_replay)
+from rqb import (RQCTL, TOPO_2LLC, Daemon, check, class_mount, fields, main, private_copy,
+                 require, skip, tmpdir, write_replay)
 from rqb_user import NICE0, User
 
 
@@ -20,10 +20,6 @@ def rqctl(sock, *args, user=None, prog=RQCTL):
     return subprocess.run(pre + [prog, "-s", sock, *args], capture_output=True, text=True,
                           timeout=30)
 
-
-def fields(text):
-    """'key value' lines as a dict."""
-    return dict(l.split(" ", 1) for l in text.splitlines() if " " in l)
 
 
 def sched_slice(pid):
@@ -107,21 +103,6 @@ def other_task(c, sleep):
         check(after == before, f"and its policy, slice and cgroup are untouched ({before} / {after})")
         rp.kill()
 
-
-def class_mount(d):
-    """The cpu hierarchy as the daemon finds it (v1 cpu, else cgroup2 with cpu), or
-    None when its class cgroups are off: then it takes no cgroup targets."""
-    if fields(rqctl(d.ctl, "status").stdout).get("latency_class_cgroups", "off") == "off":
-        return None
-    v2 = None
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            _, where, fs, opts = line.split()[:4]
-            if fs == "cgroup" and "cpu" in opts.split(","):
-                return where
-            if fs == "cgroup2":
-                v2 = where
-    return v2
 
 
 def cgroup_target(c, d):
