@@ -25,6 +25,7 @@
 static const char *const sampler_names[] = { "auto", "bpf", "proc", "replay", NULL };
 static const char *const class_names[] = { "auto", "yes", "no", NULL };
 static const char *const events_names[] = { "auto", "bpf", "connector", NULL };
+static const char *const hist_from_names[] = { "queue", "wakeup", NULL };
 
 #define OFF(f) offsetof(struct rqb_conf, f)
 #define INT(s, k, lo, hi, d, f, h) { s, k, CONF_INT, lo, hi, NULL, d, OFF(f), h, false, 0 }
@@ -54,8 +55,14 @@ const struct conf_key conf_keys[] = {
 	  "owns it) on the system bus; without a system bus the daemon runs on without it.",
 	  true, 0 },
 	{ "daemon", "histograms", CONF_BOOL, 0, 0, NULL, "yes", OFF(histograms),
-	  "Run-queue wait histograms per latency-nice class (rqctl latency): BPF programs "
-	  "on every context switch and wakeup, about 200 ns each on a host CPU.", true, 0 },
+	  "Run-queue wait histograms per latency-nice class (rqctl latency): a BPF program "
+	  "on every context switch (and wakeup, for histograms_from = wakeup).", true, 0 },
+	{ "daemon", "histograms_from", CONF_ENUM, 0, 0, hist_from_names, "queue",
+	  OFF(histograms_from),
+	  "Where a counted wait starts: queue (when the kernel queued the task on the run "
+	  "queue it runs from: its schedstat mark, one program) or wakeup (at its wakeup or "
+	  "preemption, wherever it then waited: three programs, about three times the cost).",
+	  true, 0 },
 	{ "daemon", "dry_run", CONF_BOOL, 0, 0, NULL, "no", OFF(dry_run),
 	  "Log the plan each tick and change nothing.", true, 0 },
 	{ "daemon", "latency_nice", CONF_NICE, LAT_MIN, LAT_MAX, NULL, "-10", OFF(latency_nice),

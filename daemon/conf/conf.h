@@ -12,6 +12,7 @@
 enum conf_sampler { CONF_SAMPLER_AUTO, CONF_SAMPLER_BPF, CONF_SAMPLER_PROC, CONF_SAMPLER_REPLAY };
 enum conf_class { CONF_CLASS_AUTO, CONF_CLASS_YES, CONF_CLASS_NO };
 enum conf_events { CONF_EVENTS_AUTO, CONF_EVENTS_BPF, CONF_EVENTS_CONNECTOR };
+enum conf_hist_from { CONF_HIST_QUEUE, CONF_HIST_WAKEUP };
 
 #define CONF_MAX_LIST 64     /* entries in a list value */
 #define CONF_MAX_STR 256     /* bytes in a string or list entry */
@@ -38,6 +39,7 @@ struct rqb_conf {
 	char rules_dir[CONF_MAX_STR];   /* drop-ins of [rule NAME] sections; "" = none */
 	bool dbus;                      /* serve the D-Bus API on the system bus */
 	bool histograms;                /* run-queue wait histograms (rqctl latency) */
+	enum conf_hist_from histograms_from; /* where a wait starts: queued, or woken */
 	/* [balance] */
 	uint32_t imbalance_pct;         /* target must be this much less loaded, 117 = 17 % */
 	uint32_t max_moves_per_tick;    /* pins plus releases per tick */

@@ -176,11 +176,18 @@ static void start_rqlat(struct daemon *d)
 		log_info("run-queue wait histograms: off ([daemon] histograms = no)");
 		return;
 	}
-	r = rqlat_new(&d->rqlat, d->rqlat_why, sizeof(d->rqlat_why));
+	r = rqlat_new(&d->rqlat,
+		      d->conf.histograms_from == CONF_HIST_WAKEUP ? RQLAT_FROM_WAKEUP : RQLAT_FROM_QUEUE,
+		      d->rqlat_why, sizeof(d->rqlat_why));
 	if (r < 0)
 		log_notice("run-queue wait histograms unavailable: %s", d->rqlat_why);
+	else if (rqlat_from(d->rqlat) == RQLAT_FROM_QUEUE)
+		log_info("run-queue wait histograms: on (rqctl latency), waits from the enqueue");
+	else if (d->conf.histograms_from == CONF_HIST_QUEUE)
+		log_info("run-queue wait histograms: on (rqctl latency), waits from the wakeup: "
+			 "this kernel keeps no enqueue mark (CONFIG_SCHED_INFO)");
 	else
-		log_info("run-queue wait histograms: on (rqctl latency)");
+		log_info("run-queue wait histograms: on (rqctl latency), waits from the wakeup");
 }
 
 static void on_lat_task(void *ctx, pid_t tid, int value, bool managed)

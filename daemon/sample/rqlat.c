@@ -4,6 +4,7 @@
  * the per-CPU histograms when asked. It never changes a task.
  */
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -33,6 +34,7 @@ struct rql_cg {
 
 struct rqlat_state {
 	struct rqlat *skel;
+	enum rqlat_from from;        /* the programs loaded */
 	int ncpus;                   /* possible CPUs: values of a per-CPU slot */
 	size_t ncg;
 	struct rql_cg cg[RQL_MAX_CGROUPS];
@@ -68,14 +70,55 @@ void rqlat_bucket_range(unsigned b, uint64_t *ret_lo_us, uint64_t *ret_hi_us)
 	*ret_hi_us = b + 1 >= RQL_BUCKETS ? 0 : 2ULL << b;
 }
 
+/* Whether struct name in btf has a member called member. */
+static bool has_member(const struct btf *btf, const char *name, const char *member)
+{
+	int id = btf__find_by_name_kind(btf, name, BTF_KIND_STRUCT);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, (__u32)id) : NULL;
+	const struct btf_member *m = t ? btf_members(t) : NULL;
+
+	for (unsigned i = 0; t && i < btf_vlen(t); i++, m++)
+		if (strcmp(btf__name_by_offset(btf, m->name_off), member) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Whether this kernel keeps the mark that "queue" reads (sched_info.last_queued:
+ * CONFIG_SCHED_INFO) and the way to the clock it is in (cfs_rq.rq:
+ * CONFIG_FAIR_GROUP_SCHED).
+ */
+static bool kernel_marks_queued(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool found;
+
+	if (!btf)
+		return false;
+	found = has_member(btf, "sched_info", "last_queued") && has_member(btf, "cfs_rq", "rq") &&
+		has_member(btf, "sched_entity", "cfs_rq");
+	btf__free(btf);
+	return found;
+}
+
 static int load(struct rqlat_state *rl, char *why, size_t why_len)
 {
 	libbpf_print_fn_t prev = libbpf_set_print(on_libbpf);
+	bool queue = rl->from == RQLAT_FROM_QUEUE;
 	int r;
 
 	first_warn[0] = '\0';
 	rl->skel = rqlat__open();
-	r = rl->skel ? rqlat__load(rl->skel) : -errno;
+	r = rl->skel ? 0 : -errno;
+	if (r == 0) {
+		bpf_program__set_autoload(rl->skel->progs.rql_queued, queue);
+		bpf_program__set_autoload(rl->skel->progs.rql_wakeup, !queue);
+		bpf_program__set_autoload(rl->skel->progs.rql_wakeup_new, !queue);
+		bpf_program__set_autoload(rl->skel->progs.rql_switch, !queue);
+		/* Task storage only for "wakeup": its map is left uncreated otherwise. */
+		bpf_map__set_autocreate(rl->skel->maps.stamps, !queue);
+		r = rqlat__load(rl->skel);
+	}
 	if (r == 0)
 		r = rqlat__attach(rl->skel);
 	libbpf_set_print(prev);
@@ -88,7 +131,7 @@ static int load(struct rqlat_state *rl, char *why, size_t why_len)
 	return r;
 }
 
-int rqlat_new(struct rqlat_state **ret, char *why, size_t why_len)
+int rqlat_new(struct rqlat_state **ret, enum rqlat_from from, char *why, size_t why_len)
 {
 	struct rqlat_state *rl = calloc(1, sizeof(*rl));
 	int r;
@@ -103,6 +146,7 @@ int rqlat_new(struct rqlat_state **ret, char *why, size_t why_len)
 		free(rl);
 		return -EIO;
 	}
+	rl->from = from == RQLAT_FROM_QUEUE && !kernel_marks_queued() ? RQLAT_FROM_WAKEUP : from;
 	r = load(rl, why, why_len);
 	if (r < 0) {
 		rqlat_free(rl);
@@ -110,6 +154,11 @@ int rqlat_new(struct rqlat_state **ret, char *why, size_t why_len)
 	}
 	*ret = rl;
 	return 0;
+}
+
+enum rqlat_from rqlat_from(const struct rqlat_state *rl)
+{
+	return rl->from;
 }
 
 void rqlat_free(struct rqlat_state *rl)

@@ -17,10 +17,20 @@ struct rqlat_state;
 #define RQB_RQLAT_MAX_CG 16
 
 /*
- * Loads and attaches the programs; needs CAP_BPF and CAP_PERFMON, so before the
- * daemon drops them. 0, or -errno with a one-line reason in why.
+ * Where a wait starts ([daemon] histograms_from): when the task was last queued on
+ * the run queue it runs from, by the kernel's own mark (sched_info.last_queued, one
+ * program on sched_switch), or at its wakeup or preemption, by the programs' own
+ * stamps (three programs and task storage, as runqlat).
  */
-int rqlat_new(struct rqlat_state **ret, char *why, size_t why_len);
+enum rqlat_from { RQLAT_FROM_QUEUE, RQLAT_FROM_WAKEUP };
+
+/*
+ * Loads and attaches the programs; needs CAP_BPF and CAP_PERFMON, so before the
+ * daemon drops them. "queue" where the kernel has no such mark is "wakeup"
+ * (rqlat_from() says which runs). 0, or -errno with a one-line reason in why.
+ */
+int rqlat_new(struct rqlat_state **ret, enum rqlat_from from, char *why, size_t why_len);
+enum rqlat_from rqlat_from(const struct rqlat_state *rl);
 void rqlat_free(struct rqlat_state *rl);
 /* Thread tid now has latency-nice value (LAT_MIN…LAT_MAX), or none (!managed). */
 void rqlat_task(struct rqlat_state *rl, pid_t tid, int value, bool managed);

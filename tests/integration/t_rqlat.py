@@ -1,6 +1,7 @@
 """Run-queue wait histograms (rqctl latency): under a wakeup workload given
 latency-nice -7 through rqctl run, beside two CPU hogs, class -7's count is above 0
-after one run of it and grows with a second run, its buckets add up to its total, and the unmanaged
+after one run of it and grows with a second run (with waits timed from the kernel's
+enqueue mark, histograms_from = queue, and from the programs' own wakeup stamps), its buckets add up to its total, and the unmanaged
 class ("none") counts too; the text form draws runqlat-style bars; a user other than
 root may read them. Where the BPF programs cannot load (the daemon started without
 CAP_BPF and CAP_PERFMON), the daemon runs on and rqctl latency says why; so it does
@@ -54,12 +55,20 @@ def check_class(h, name, settled=True):
     return c["total"]
 
 
-def managed_workload(tmp):
+def managed_workload(tmp, start):
+    """start: [daemon] histograms_from, queue (the default) or wakeup."""
     if not os.path.exists(WAKELAT):
         skip(f"{WAKELAT} is not built (make benches)")
-    d = Daemon(tmp)
+    d = Daemon(tmp, conf=f"[daemon]\nhistograms_from = {start}\n")
     with d:
         wait_histograms(d)
+        m = d.wait_for(r"run-queue wait histograms: on \(rqctl latency\), waits from the "
+                       r"(enqueue|wakeup)(: this kernel keeps no enqueue mark)?")
+        if start == "wakeup":
+            check(m.group(1) == "wakeup" and not m.group(2), "waits count from the wakeup")
+        else:
+            check((m.group(1) == "enqueue") != bool(m.group(2)),
+                  f"waits count from the enqueue, or the log says why not: {m.group(0)!r}")
         with Hogs(2):
             # Two runs of the workload, each to its end: its main thread sleeps on a
             # timer every interval (the first sleep at the latest in its first
@@ -138,8 +147,9 @@ def turned_off(tmp):
 
 def test():
     require()
-    with tmpdir() as tmp:
-        managed_workload(tmp)
+    for start in ("queue", "wakeup"):
+        with tmpdir() as tmp:
+            managed_workload(tmp, start)
     with tmpdir() as tmp:
         refused(tmp)
     with tmpdir() as tmp:

@@ -2,25 +2,43 @@
  * Sample stage, BPF side: run-queue wait histograms, for daemon/sample/rqlat.c.
  * It only reads kernel memory and its own maps; it never changes a task.
  *
- * Algorithm (as runqlat). sched_wakeup and sched_wakeup_new stamp the task's
- * enqueue time in task-local storage; sched_switch stamps a preempted prev that
- * stays runnable (prev->__state, or ->state before 5.14, is TASK_RUNNING), and for
- * next takes wait = now - stamp, clears the stamp and adds the wait to a log2
- * histogram of microseconds: bucket = floor(log2(wait_us)), 0 below 2 µs, the last
- * bucket open-ended. Histograms sit in a per-CPU array (no atomics; userspace sums
- * the CPUs), one slot per latency-nice class: the value userspace wrote for the
- * thread's tid in the classes map, or "none" where it has none (unmanaged tasks,
- * kernel threads). A second slot is counted where the thread's cgroup in the cpu
- * controller's hierarchy (css_set->subsys[cpu_cgrp_id]->cgroup->kn->id: the v1 cpu
- * hierarchy, or the cgroup2 cgroup whose cpu settings apply) is one the cgroups map
- * names; a directory's inode number is that id on 64-bit kernels.
+ * Two ways to time a wait; userspace loads the programs of one ([daemon]
+ * histograms_from).
  *
- * Limits. Only waits that start with a wakeup or a preemption seen since the
- * programs were attached are counted. The class is the one the thread has when it
- * gets the CPU, as userspace last wrote it: a value given a moment ago may still
- * count as "none". A cgroup counts only its own tasks, not its descendants'. Per-CPU
- * slots are read while they change: a read may miss the latest few events. The cost
- * is about 200 ns per event on this machine (KERNEL-NOTES: task-local storage).
+ * "queue" (one program): the kernel's own mark. With CONFIG_SCHED_INFO (every
+ * Debian kernel) enqueue_task() puts rq_clock() in p->sched_info.last_queued when a
+ * task is queued (woken, new, or preempted and still runnable), and
+ * sched_info_arrive() turns it into run_delay when the task gets the CPU, in
+ * context_switch(), after the sched_switch tracepoint. So at sched_switch the wait
+ * of next is this CPU's rq->clock (updated by __schedule() before the pick) minus
+ * next->sched_info.last_queued, the very interval the kernel adds to run_delay
+ * (/proc/PID/schedstat). A task moved to another CPU while waiting is marked again
+ * there: only its wait on the run queue it runs from is counted. No wakeup program
+ * and no task storage: about a third of "wakeup"'s cost (bench/bpfcost).
+ *
+ * "wakeup" (as runqlat; three programs): sched_wakeup and sched_wakeup_new stamp the
+ * task's enqueue time in task-local storage; sched_switch stamps a preempted prev
+ * that stays runnable (prev->__state, or ->state before 5.14, is TASK_RUNNING), and
+ * for next takes wait = now - stamp and clears the stamp. Counts from the wakeup
+ * wherever the task then waited, migrations included.
+ *
+ * Either way the wait goes to a log2 histogram of microseconds: bucket =
+ * floor(log2(wait_us)), 0 below 2 µs, the last bucket open-ended. Histograms sit in
+ * a per-CPU array (no atomics; userspace sums the CPUs), one slot per latency-nice
+ * class: the value userspace wrote for the thread's tid in the classes map, or
+ * "none" where it has none (unmanaged tasks, kernel threads). A second slot is
+ * counted where the thread's cgroup in the cpu controller's hierarchy
+ * (css_set->subsys[cpu_cgrp_id]->cgroup->kn->id: the v1 cpu hierarchy, or the
+ * cgroup2 cgroup whose cpu settings apply) is one the cgroups map names; a
+ * directory's inode number is that id on 64-bit kernels.
+ *
+ * Limits. "wakeup" counts only waits that start with a wakeup or a preemption seen
+ * since the programs were attached; "queue" counts a wait already under way at
+ * attach too. The class is the one the thread has when it gets the CPU, as
+ * userspace last wrote it: a value given a moment ago may still count as "none". A
+ * cgroup counts only its own tasks, not its descendants'. Per-CPU slots are read
+ * while they change: a read may miss the latest few events. The cost ("wakeup") is
+ * about 200 ns per event on this machine (KERNEL-NOTES: task-local storage).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -126,21 +144,12 @@ static __always_inline __u64 cpu_cgroup_id(struct task_struct *p)
 	return BPF_CORE_READ(css, cgroup, kn, id);
 }
 
-static __always_inline void account(struct task_struct *p)
+/* Counts a wait of wait_ns that p ended by getting the CPU. */
+static __always_inline void count(struct task_struct *p, __u32 tid, __u64 wait_ns)
 {
-	__u64 *ts, now, wait_ns;
-	__u32 tid, slot, bucket, *cls;
+	__u32 slot, bucket, *cls;
 
-	if (!p)
-		return;
-	ts = bpf_task_storage_get(&stamps, p, 0, 0);
-	if (!ts || !*ts)
-		return;
-	now = bpf_ktime_get_ns();
-	wait_ns = now > *ts ? now - *ts : 0;
-	*ts = 0;
 	bucket = rql_bucket(wait_ns);
-	tid = BPF_CORE_READ(p, pid);
 	cls = bpf_map_lookup_elem(&classes, &tid);
 	slot = cls && *cls < RQL_NCLASSES ? *cls : RQL_NONE;
 	add(slot, wait_ns, bucket);
@@ -151,6 +160,21 @@ static __always_inline void account(struct task_struct *p)
 		if (cs && *cs >= RQL_NCLASSES && *cs < RQL_SLOTS)
 			add(*cs, wait_ns, bucket);
 	}
+}
+
+/* "wakeup": the wait since p's stamp. */
+static __always_inline void account(struct task_struct *p)
+{
+	__u64 *ts, now;
+
+	if (!p)
+		return;
+	ts = bpf_task_storage_get(&stamps, p, 0, 0);
+	if (!ts || !*ts)
+		return;
+	now = bpf_ktime_get_ns();
+	count(p, BPF_CORE_READ(p, pid), now > *ts ? now - *ts : 0);
+	*ts = 0;
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -173,5 +197,35 @@ int BPF_PROG(rql_switch, bool preempt, struct task_struct *prev, struct task_str
 	if (prev && task_state(prev) == TASK_RUNNING)
 		stamp(prev);
 	account(next);
+	return 0;
+}
+
+/*
+ * "queue": next's wait since the kernel marked it queued on this CPU's run queue,
+ * reached as next->se.cfs_rq->rq (CONFIG_FAIR_GROUP_SCHED; set for a task of any
+ * class when it is placed on a CPU): the runqueues ksym needs CONFIG_KALLSYMS_ALL,
+ * which not every kernel has (KERNEL-NOTES). The idle task (pid 0) is never marked;
+ * a zero mark is a task the kernel did not see queued.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(rql_queued, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct cfs_rq *cfs;
+	struct rq *rq;
+	__u64 queued, now;
+
+	/*
+	 * Direct loads through the tracepoint's BTF pointers, not bpf_probe_read: a
+	 * fault reads 0, and this is the one program on every switch.
+	 */
+	if (!next || next->pid == 0)
+		return 0;
+	queued = next->sched_info.last_queued;
+	cfs = next->se.cfs_rq;
+	rq = cfs ? cfs->rq : NULL;
+	if (!queued || !rq)
+		return 0;
+	now = rq->clock;
+	count(next, next->pid, now > queued ? now - queued : 0);
 	return 0;
 }

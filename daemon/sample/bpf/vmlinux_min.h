@@ -90,6 +90,10 @@ struct linux_binprm {
 	struct file *file;
 };
 
+struct sched_info {
+	unsigned long long last_queued;    /* CONFIG_SCHED_INFO: rq_clock() when queued, 0 once run */
+};
+
 struct task_struct {
 	struct thread_info thread_info;
 	unsigned int __state;
@@ -107,6 +111,7 @@ struct task_struct {
 	struct task_struct *last_wakee;    /* CONFIG_SMP: whom it last woke (wake_wide()) */
 	unsigned int wakee_flips;
 	unsigned long nvcsw;               /* voluntary context switches: times it slept */
+	struct sched_info sched_info;
 };
 
 struct rq;
@@ -124,6 +129,7 @@ struct rt_rq {
 
 struct rq {
 	unsigned int nr_running;
+	__u64 clock;                  /* rq_clock(): what sched_info.last_queued is in */
 	struct cfs_rq cfs;
 	struct rt_rq rt;
 	struct task_struct *curr;
