@@ -3,7 +3,8 @@
 # is CONFIG_KALLSYMS_ALL; else the current task), lists a hog pinned to CPU 1 on
 # CPU 1, and once running has CAP_PERFMON and CAP_SYS_ADMIN no longer effective. The
 # other BPF programs load on 6.1 too: the run-queue wait histograms (rqctl latency
-# answers) and the fork, exec and exit events.
+# answers), timing waits from the kernel's enqueue mark, and the fork, exec and exit
+# events.
 . /tests/lib.sh
 REC=/tmp/$NAME.rec
 hog 1
@@ -13,6 +14,8 @@ start_daemon -n --record "$REC"
 check "the daemon runs" wait_running
 check "with the bpf sampler" grep -q "running: sampler bpf" "$LOG"
 check "the run-queue wait histograms load" grep -q "^rqbalanced: run-queue wait histograms: on" "$LOG"
+check "timing waits from the kernel's enqueue mark" \
+	grep -q "^rqbalanced: run-queue wait histograms: on (rqctl latency), waits from the enqueue$" "$LOG"
 check "and the BPF event source" grep -q "^rqbalanced: latency: fork, exec and exit events from BPF" "$LOG"
 grep "bpf: rq via\|capabilities:" "$LOG"
 if grep -q ' runqueues$' /proc/kallsyms; then
