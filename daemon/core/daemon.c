@@ -185,7 +185,7 @@ static void start_rqlat(struct daemon *d)
 		log_info("run-queue wait histograms: on (rqctl latency), waits from the enqueue");
 	else if (d->conf.histograms_from == CONF_HIST_QUEUE)
 		log_info("run-queue wait histograms: on (rqctl latency), waits from the wakeup: "
-			 "this kernel keeps no enqueue mark (CONFIG_SCHED_INFO)");
+			 "the enqueue mark's program did not load: %s", rqlat_queue_refused(d->rqlat));
 	else
 		log_info("run-queue wait histograms: on (rqctl latency), waits from the wakeup");
 }

@@ -4,7 +4,6 @@
  * the per-CPU histograms when asked. It never changes a task.
  */
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -35,6 +34,7 @@ struct rql_cg {
 struct rqlat_state {
 	struct rqlat *skel;
 	enum rqlat_from from;        /* the programs loaded */
+	char queue_why[200];         /* why "queue" was asked for and did not load */
 	int ncpus;                   /* possible CPUs: values of a per-CPU slot */
 	size_t ncg;
 	struct rql_cg cg[RQL_MAX_CGROUPS];
@@ -68,37 +68,6 @@ void rqlat_bucket_range(unsigned b, uint64_t *ret_lo_us, uint64_t *ret_hi_us)
 {
 	*ret_lo_us = b == 0 ? 0 : 1ULL << b;
 	*ret_hi_us = b + 1 >= RQL_BUCKETS ? 0 : 2ULL << b;
-}
-
-/* Whether struct name in btf has a member called member. */
-static bool has_member(const struct btf *btf, const char *name, const char *member)
-{
-	int id = btf__find_by_name_kind(btf, name, BTF_KIND_STRUCT);
-	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, (__u32)id) : NULL;
-	const struct btf_member *m = t ? btf_members(t) : NULL;
-
-	for (unsigned i = 0; t && i < btf_vlen(t); i++, m++)
-		if (strcmp(btf__name_by_offset(btf, m->name_off), member) == 0)
-			return true;
-	return false;
-}
-
-/*
- * Whether this kernel keeps the mark that "queue" reads (sched_info.last_queued:
- * CONFIG_SCHED_INFO) and the way to the clock it is in (cfs_rq.rq:
- * CONFIG_FAIR_GROUP_SCHED).
- */
-static bool kernel_marks_queued(void)
-{
-	struct btf *btf = btf__load_vmlinux_btf();
-	bool found;
-
-	if (!btf)
-		return false;
-	found = has_member(btf, "sched_info", "last_queued") && has_member(btf, "cfs_rq", "rq") &&
-		has_member(btf, "sched_entity", "cfs_rq");
-	btf__free(btf);
-	return found;
 }
 
 static int load(struct rqlat_state *rl, char *why, size_t why_len)
@@ -146,8 +115,20 @@ int rqlat_new(struct rqlat_state **ret, enum rqlat_from from, char *why, size_t 
 		free(rl);
 		return -EIO;
 	}
-	rl->from = from == RQLAT_FROM_QUEUE && !kernel_marks_queued() ? RQLAT_FROM_WAKEUP : from;
+	rl->from = from;
 	r = load(rl, why, why_len);
+	/*
+	 * "queue" reads fields a kernel may lack (sched_info: CONFIG_SCHED_INFO; cfs_rq.rq:
+	 * CONFIG_FAIR_GROUP_SCHED): libbpf then poisons the reads and the verifier refuses
+	 * the program. The stamps need neither: loaded in its place, the reason kept.
+	 */
+	if (r < 0 && r != -EPERM && r != -EACCES && rl->from == RQLAT_FROM_QUEUE) {
+		snprintf(rl->queue_why, sizeof(rl->queue_why), "%s", why);
+		rqlat__destroy(rl->skel);
+		rl->skel = NULL;
+		rl->from = RQLAT_FROM_WAKEUP;
+		r = load(rl, why, why_len);
+	}
 	if (r < 0) {
 		rqlat_free(rl);
 		return r;
@@ -159,6 +140,11 @@ int rqlat_new(struct rqlat_state **ret, enum rqlat_from from, char *why, size_t 
 enum rqlat_from rqlat_from(const struct rqlat_state *rl)
 {
 	return rl->from;
+}
+
+const char *rqlat_queue_refused(const struct rqlat_state *rl)
+{
+	return rl->queue_why;
 }
 
 void rqlat_free(struct rqlat_state *rl)

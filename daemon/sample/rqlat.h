@@ -26,11 +26,13 @@ enum rqlat_from { RQLAT_FROM_QUEUE, RQLAT_FROM_WAKEUP };
 
 /*
  * Loads and attaches the programs; needs CAP_BPF and CAP_PERFMON, so before the
- * daemon drops them. "queue" where the kernel has no such mark is "wakeup"
- * (rqlat_from() says which runs). 0, or -errno with a one-line reason in why.
+ * daemon drops them. "queue" that does not load (a kernel without the mark) is
+ * "wakeup": rqlat_from() says which runs, rqlat_queue_refused() why ("" if none).
+ * 0, or -errno with a one-line reason in why.
  */
 int rqlat_new(struct rqlat_state **ret, enum rqlat_from from, char *why, size_t why_len);
 enum rqlat_from rqlat_from(const struct rqlat_state *rl);
+const char *rqlat_queue_refused(const struct rqlat_state *rl);
 void rqlat_free(struct rqlat_state *rl);
 /* Thread tid now has latency-nice value (LAT_MIN…LAT_MAX), or none (!managed). */
 void rqlat_task(struct rqlat_state *rl, pid_t tid, int value, bool managed);
