@@ -284,6 +284,39 @@ static bool on_topology(const struct snapshot *s, int cpu)
 }
 
 /*
+ * A pinned task listed nowhere while a CPU of its pin shows counts taken before the pin
+ * (a record of the period before it, or a silent CPU's last one: a vCPU the host did not
+ * run) may well run there unseen: it counts on that CPU, the least loaded such. Taken for
+ * idle, that CPU drew a third hog to an LLC that two balance (the qemu tier's t_spread,
+ * under a doubled host load). A pinned task listed nowhere while its CPUs' counts are
+ * newer than the pin sleeps, and is no load.
+ */
+static void count_unlisted_pins(const struct snapshot *s, struct spread_state *st)
+{
+	for (size_t i = 0; i < st->npins; i++) {
+		const struct spread_pin *p = &st->pins[i];
+		int best = -1, best_nr = 0;
+
+		if (p->listed)
+			continue;
+		for (int c = 0; c < s->nr_cpu_ids; c++) {
+			int nr;
+
+			if (!CPU_ISSET(c, &p->mask) || !on_topology(s, c) ||
+			    snap_cpu_sampled(s, c) > p->since_ns)
+				continue;
+			nr = (int)s->cpus[c].nr_running + st->cpu_nr[c];
+			if (best < 0 || nr < best_nr) {
+				best = c;
+				best_nr = nr;
+			}
+		}
+		if (best >= 0)
+			st->cpu_nr[best]++;
+	}
+}
+
+/*
  * Per-CPU and per-LLC runnable counts, idle CPUs per LLC, tasks bucketed by CPU, and
  * the listed tasks per LLC that are not settled yet.
  */
@@ -298,22 +331,28 @@ static void count(const struct snapshot *s, const struct rqb_conf *conf, struct 
 	memset(st->raw_young, 0, (size_t)tp->nllcs * sizeof(int));
 	memset(st->llc_done, 0, (size_t)tp->nllcs);
 	memset(st->cpu_nr, 0, (size_t)s->nr_cpu_ids * sizeof(int));
+	for (size_t i = 0; i < st->npins; i++)
+		st->pins[i].listed = false;
 	for (size_t i = 0; i < s->ntasks; i++) {
 		const struct snap_task *t = &s->tasks[i];
-		const struct spread_pin *p;
+		ssize_t pi;
 
 		if (!on_topology(s, t->cpu))
 			continue;
-		p = stale_pin(st, t);
-		if (p) {
-			st->raw_nr[p->to_llc]++;
-			st->raw_idle[p->to_llc]--;
+		pi = find_pin_idx(st, t->tid, t->start_time);
+		if (pi >= 0)
+			st->pins[pi].listed = true;
+		if (pi >= 0 && !CPU_ISSET(t->cpu, &st->pins[pi].mask)) {
+			/* Stale (see stale_pin()): on its pin's LLC, and on no CPU. */
+			st->raw_nr[st->pins[pi].to_llc]++;
+			st->raw_idle[st->pins[pi].to_llc]--;
 			st->cpu_nr[t->cpu]--; /* the sampler counted it where it no longer is */
 			continue;
 		}
 		listed[t->cpu]++;
 		st->raw_young[tp->cpus[t->cpu].llc] += !settled(s, conf, t);
 	}
+	count_unlisted_pins(s, st);
 	for (int c = 0; c < s->nr_cpu_ids; c++) {
 		int nr;
 

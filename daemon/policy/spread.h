@@ -24,6 +24,7 @@ struct spread_pin {
 	cpu_set_t orig;          /* what it was allowed before */
 	uint64_t since_ns;       /* when the pin was planned */
 	uint64_t room_ns;        /* since when its LLC of origin could take it back; 0: not now */
+	bool listed;             /* scratch: this tick's snapshot lists the task somewhere */
 	char comm[SNAP_COMM_LEN];
 };
 

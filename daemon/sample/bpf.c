@@ -725,6 +725,8 @@ static void use_record(struct bpf_sampler *bs, int c, struct snapshot *s, unsign
 	nr = r->cfs_runnable + r->rt + r->dl;
 	s->cpus[c].nr_running = nr > r->self ? nr - r->self : 0;
 	s->cpus[c].busy_pct = r->util >= SCHED_CAPACITY ? 100 : r->util * 100 / SCHED_CAPACITY;
+	/* A sample taken after the tick began is as good as one at its start. */
+	s->cpus[c].sample_ns = r->ts_ns && r->ts_ns < s->now_ns ? r->ts_ns : 0;
 	*counted += s->cpus[c].nr_running;
 	if (!r->complete)
 		*complete = false;
@@ -744,13 +746,18 @@ static void use_record(struct bpf_sampler *bs, int c, struct snapshot *s, unsign
  * neither does a busy one whose virtual CPU the host has not run (steal), and taking
  * that one for idle sends it work and ping-pongs. /proc/stat tells them apart: an idle
  * CPU's idle time went on for at least half the time since. Read at start, then only on
- * ticks with a silent CPU; without a read before, silent counts as idle.
+ * ticks with a silent CPU. Only a read of the last tick (or the start) is a look: one
+ * from longer ago covers the time before the CPU fell silent, when it may well have
+ * been idle, and a task been moved there since (a starved vCPU holding a hog just
+ * pinned there would be taken for idle through a read seconds old, and draw another).
+ * Then every silent CPU is held this tick, and judged on the next.
  */
 static void idle_or_held(struct bpf_sampler *bs, uint64_t now_ns, cpu_set_t *held)
 {
 	char path[PATH_MAX], buf[65536];
 	uint64_t elapsed = now_ns - bs->idle_read_ns, tick_ns = NSEC_PER_SEC / (uint64_t)bs->clk_tck;
 	bool first = bs->idle_read_ns == 0;
+	bool recent = !first && bs->idle_read_ns >= bs->prev_now_ns;
 	unsigned running;
 
 	snprintf(path, sizeof(path), "%s/proc/stat", bs->root);
@@ -762,8 +769,8 @@ static void idle_or_held(struct bpf_sampler *bs, uint64_t now_ns, cpu_set_t *hel
 	for (int c = 0; c < bs->ncpus; c++) {
 		uint64_t idle = bs->total[c] - bs->busy[c];
 
-		if (CPU_ISSET(c, held) &&
-		    (first || idle < bs->idle[c] || (idle - bs->idle[c]) * tick_ns * 2 >= elapsed))
+		if (CPU_ISSET(c, held) && (first || (recent && (idle < bs->idle[c] ||
+						       (idle - bs->idle[c]) * tick_ns * 2 >= elapsed))))
 			CPU_CLR(c, held);
 		bs->idle[c] = idle;
 	}

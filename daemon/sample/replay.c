@@ -18,10 +18,17 @@ struct replay {
 	size_t next;
 };
 
-static int copy_snap(const struct snapshot *from, struct snapshot *to)
+/* Copies from into to, whose time is now_ns: a CPU's sample keeps its age. */
+static int copy_snap(const struct snapshot *from, uint64_t now_ns, struct snapshot *to)
 {
 	to->seq = from->seq;
 	memcpy(to->cpus, from->cpus, (size_t)from->nr_cpu_ids * sizeof(*to->cpus));
+	for (int c = 0; c < from->nr_cpu_ids; c++) {
+		uint64_t age = snap_cpu_sampled(from, c) <= from->now_ns
+				       ? from->now_ns - snap_cpu_sampled(from, c) : 0;
+
+		to->cpus[c].sample_ns = age && age < now_ns ? now_ns - age : 0;
+	}
 	for (size_t i = 0; i < from->ntasks; i++)
 		if (!snap_add_task(to, &from->tasks[i], from->tasks[i].cgroup))
 			return -ENOMEM;
@@ -41,7 +48,7 @@ static int replay_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s
 	/* Ages are the file's: its tasks' start times are of the moment it was written. */
 	s->uptime_ticks = from->uptime_ticks;
 	s->tick_hz = from->tick_hz;
-	return copy_snap(from, s);
+	return copy_snap(from, now_ns, s);
 }
 
 static void replay_free(struct sampler *sm)

@@ -41,6 +41,11 @@ void snap_reset(struct snapshot *s)
 	memset(s->cpus, 0, (size_t)s->nr_cpu_ids * sizeof(*s->cpus));
 }
 
+uint64_t snap_cpu_sampled(const struct snapshot *s, int cpu)
+{
+	return s->cpus[cpu].sample_ns ? s->cpus[cpu].sample_ns : s->now_ns;
+}
+
 void snap_free(struct snapshot *s)
 {
 	if (!s)
@@ -97,7 +102,10 @@ int snap_write(const struct snapshot *s, FILE *out)
 	for (int c = 0; c < s->nr_cpu_ids; c++) {
 		if (s->topo && !CPU_ISSET(c, &s->topo->online))
 			continue;
-		fprintf(out, "cpu %d %u %u\n", c, s->cpus[c].nr_running, s->cpus[c].busy_pct);
+		fprintf(out, "cpu %d %u %u", c, s->cpus[c].nr_running, s->cpus[c].busy_pct);
+		if (s->cpus[c].sample_ns && s->cpus[c].sample_ns != s->now_ns)
+			fprintf(out, " sampled=%" PRIu64, s->cpus[c].sample_ns);
+		fputc('\n', out);
 	}
 	for (size_t i = 0; i < s->ntasks; i++) {
 		const struct snap_task *t = &s->tasks[i];
@@ -208,17 +216,24 @@ static int parse_task(struct snapshot *s, char *line, char *err, size_t errlen)
 
 static int parse_cpu(struct snapshot *s, const char *line, char *err, size_t errlen)
 {
-	int cpu, n = 0;
+	int cpu, n = 0, m = 0;
 	unsigned nr, busy;
+	uint64_t sampled = 0;
 
-	if (sscanf(line, "cpu %d %u %u%n", &cpu, &nr, &busy, &n) != 3 || line[n] != '\0')
-		FAIL("cpu: expected CPU NR_RUNNING BUSY_PCT");
+	if (sscanf(line, "cpu %d %u %u%n", &cpu, &nr, &busy, &n) != 3 ||
+	    (line[n] != '\0' && (line[n] != ' ' ||
+				  sscanf(line + n, " sampled=%" SCNu64 "%n", &sampled, &m) != 1 ||
+				  line[n + m] != '\0' || strchr(line + n, '-') || sampled == 0)))
+		FAIL("cpu: expected CPU NR_RUNNING BUSY_PCT [sampled=NS]");
 	if (cpu < 0 || cpu >= s->nr_cpu_ids)
 		FAIL("cpu %d is not in this topology", cpu);
 	if (busy > 100)
 		FAIL("cpu %d: busy_pct %u above 100", cpu, busy);
+	if (sampled > s->now_ns)
+		FAIL("cpu %d: sampled=%" PRIu64 " is after the snapshot's time", cpu, sampled);
 	s->cpus[cpu].nr_running = nr;
 	s->cpus[cpu].busy_pct = busy;
+	s->cpus[cpu].sample_ns = sampled == s->now_ns ? 0 : sampled;
 	return 0;
 }
 

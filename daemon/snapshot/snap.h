@@ -22,6 +22,12 @@
 struct snap_cpu {
 	uint32_t nr_running; /* runnable tasks on its run queue, the daemon's own excluded */
 	uint32_t busy_pct;   /* share of the last interval spent not idle, 0..100 */
+	/*
+	 * CLOCK_MONOTONIC of what these counts say; 0 for now_ns. Older where the sampler
+	 * took a CPU's record some time before the tick, or kept its last one (a silent
+	 * CPU that the host did not run): a task moved there since is not listed on it.
+	 */
+	uint64_t sample_ns;
 };
 
 struct snap_task {
@@ -57,6 +63,8 @@ struct snapshot {
 	struct snap_task *tasks;
 };
 
+/* When CPU cpu's counts were taken (sample_ns, or now_ns where that is 0). */
+uint64_t snap_cpu_sampled(const struct snapshot *s, int cpu);
 struct snapshot *snap_new(const struct topo *t);
 void snap_free(struct snapshot *s);
 /* Empties the task list and per-CPU counters, keeps the allocations. */

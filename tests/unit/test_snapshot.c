@@ -108,6 +108,7 @@ static void assert_snap_equal(const struct snapshot *a, const struct snapshot *b
 	for (int c = 0; c < a->nr_cpu_ids; c++) {
 		assert_int_equal(a->cpus[c].nr_running, b->cpus[c].nr_running);
 		assert_int_equal(a->cpus[c].busy_pct, b->cpus[c].busy_pct);
+		assert_int_equal(a->cpus[c].sample_ns, b->cpus[c].sample_ns);
 	}
 	assert_int_equal(a->ntasks, b->ntasks);
 	for (size_t i = 0; i < a->ntasks; i++)
@@ -390,6 +391,29 @@ static void uptime_round_trip(void **state)
 	expect_bad(fx->s, "snapshot 1 2 3 uptime=5 hz=100 x\nend\n", 1, HDR_ERR);
 }
 
+/* A CPU's older counts keep their time; counts of the snapshot's moment write none. */
+static void sampled_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	char err[256] = "";
+	unsigned lineno = 0;
+
+	fx->s->now_ns = 5000;
+	fx->s->cpus[0].sample_ns = 4000;
+	fx->s->cpus[1].sample_ns = 5000;
+	written(fx, 0);
+	assert_non_null(strstr(fx->text[0], "cpu 0 0 0 sampled=4000\n"));
+	assert_non_null(strstr(fx->text[0], "cpu 1 0 0\n"));
+	assert_int_equal(snap_read(reading(fx, fx->text[0]), fx->back, &lineno, err, sizeof(err)), 1);
+	assert_int_equal(snap_cpu_sampled(fx->back, 0), 4000);
+	assert_int_equal(snap_cpu_sampled(fx->back, 1), 5000);
+	expect_bad(fx->s, "snapshot 1 2 3\ncpu 0 0 0 sampled=3\nend\n", 2, "after the snapshot's time");
+	expect_bad(fx->s, "snapshot 1 2 3\ncpu 0 0 0 sampled=0\nend\n", 2, "cpu: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\ncpu 0 0 0 sampled=-1\nend\n", 2, "cpu: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\ncpu 0 0 0 sampled=1 x\nend\n", 2, "cpu: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\ncpu 0 0 0 sampled=\nend\n", 2, "cpu: expected");
+}
+
 static void missing_end(void **state)
 {
 	struct fixture *fx = *state;
@@ -465,6 +489,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(task_ids_positive, setup, teardown),
 		cmocka_unit_test_setup_teardown(task_fields_missing_or_extra, setup, teardown),
 		cmocka_unit_test_setup_teardown(partner_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(sampled_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(uptime_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(missing_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(missing_end_after_good_snapshot, setup, teardown),

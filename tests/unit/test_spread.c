@@ -15,6 +15,7 @@ static const char *const T64 = "package:2 l3cache:4 core:4 pu:2";          /* 8 
 static const char *const T256 = "package:2 [numa(memory=64GB)] l3cache:8(size=32MB) core:8 pu:2";
 static const char *const T2x4 = "package:1 l3cache:2 core:4 pu:1";         /* 2 LLCs x 4 */
 static const char *const T2x8 = "package:1 l3cache:2 core:8 pu:1";         /* 2 LLCs x 8 */
+static const char *const T2x2 = "package:1 l3cache:2 core:2 pu:1";         /* 2 LLCs x 2 */
 
 struct fx {
 	struct topo *topo;
@@ -244,6 +245,77 @@ static void residency_and_release(void **state)
 			    "unpin tid=101 tgid=101 comm=\"t101\" llc=1->any cpus=0-1 "
 			    "why=balanced\n");
 	assert_null(spread_find_pin(&f->st, 101, 1101));
+	fx_free(f);
+}
+
+/* Runs one tick on a snapshot in replay format, at the time the text gives. */
+static const char *replay_tick(struct fx *f, const char *text)
+{
+	FILE *in = fmemopen((void *)text, strlen(text), "r");
+	unsigned line = 0;
+	char err[256] = "";
+
+	assert_non_null(in);
+	if (snap_read(in, f->s, &line, err, sizeof(err)) != 1)
+		fail_msg("replay line %u: %s", line, err);
+	fclose(in);
+	plan_clear(&f->plan);
+	assert_true(spread_decide(f->s, &f->c, &f->st, &f->plan) >= 0);
+	return unit_plan_dump(&f->plan);
+}
+
+/*
+ * The qemu tier's t_spread under a doubled host load, replayed: four hogs on LLC 0 of
+ * two LLCs of two CPUs; two are pinned to LLC 1. Then the vCPU of CPU 3, where one of
+ * them went, is not run by the host: its counts are the last ones taken, before the pin,
+ * and list nobody, while the pinned hog is listed nowhere. LLC 0 holds its two hogs and
+ * the test's shell, busy in both ticks. Counted on neither LLC, the hog left CPU 3 looking
+ * idle, and a third hog was pinned there; it counts on CPU 3, and nothing moves.
+ * silent is the sampled= of CPU 3 in ticks 2 and 3 (empty: counts taken then).
+ */
+static const char *silent_cpu_ticks(struct fx *f, const char *silent)
+{
+	static char plans[4096];
+	char text[1024];
+	const char *first;
+
+	first = replay_tick(f, "snapshot 1 1000000000 1\n"
+			       "cpu 0 2 100\ncpu 1 2 100\ncpu 2 0 0\ncpu 3 0 0\n"
+			       "task 11 11 0 500 0 0-3 sh /\ntask 12 12 0 501 0 0-3 sh /\n"
+			       "task 13 13 1 502 0 0-3 sh /\ntask 14 14 1 503 0 0-3 sh /\n"
+			       "end\n");
+	assert_string_equal(first, "pin tid=12 tgid=12 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n"
+				   "pin tid=14 tgid=14 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n");
+	plans[0] = '\0';
+	for (int t = 2; t <= 3; t++) {
+		snprintf(text, sizeof(text),
+			 "snapshot %d %d00000000 1\n"
+			 "cpu 0 2 100\ncpu 1 1 100\ncpu 2 1 100\ncpu 3 0 0%s\n"
+			 "task 11 11 0 500 0 0-3 sh /\ntask 13 13 1 502 0 0-3 sh /\n"
+			 "task 12 12 2 501 0 2-3 sh /\n"
+			 "end\n",
+			 t, 9 + t, silent);
+		strcat(plans, replay_tick(f, text));
+	}
+	return plans;
+}
+
+static void silent_cpu_keeps_its_pin(void **state)
+{
+	struct fx *f = fx_new(T2x2);
+
+	assert_string_equal(silent_cpu_ticks(f, " sampled=950000000"), "");
+	fx_free(f);
+}
+
+/* The control: CPU 3's counts are fresh, so the hog pinned there sleeps. LLC 1 has an
+ * idle CPU in both ticks, LLC 0 one task too many: a third hog goes. */
+static void pinned_sleeper_is_no_load(void **state)
+{
+	struct fx *f = fx_new(T2x2);
+
+	assert_string_equal(silent_cpu_ticks(f, ""),
+			    "pin tid=11 tgid=11 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n");
 	fx_free(f);
 }
 
@@ -722,6 +794,8 @@ int main(void)
 		cmocka_unit_test(keeps_local_when_close),
 		cmocka_unit_test(one_sample_overload_moves_nothing),
 		cmocka_unit_test(residency_and_release),
+		cmocka_unit_test(silent_cpu_keeps_its_pin),
+		cmocka_unit_test(pinned_sleeper_is_no_load),
 		cmocka_unit_test(pin_released_at_max_age),
 		cmocka_unit_test(single_core_llcs_not_spread),
 		cmocka_unit_test(moves_capped_per_tick),
