@@ -54,6 +54,8 @@ struct btask {
 	uint64_t partner_ns;     /* the last tick that saw them so */
 	uint32_t nvcsw;          /* its voluntary switches when last listed with pairs read */
 	bool nvcsw_known;
+	pid_t woke;              /* whom it last woke, read when it had slept since listed */
+	uint64_t woke_ns;        /* the tick of that reading; woke is kept PAIR_HOLD_NS */
 };
 
 /*
@@ -528,6 +530,7 @@ static struct btask *remember(struct bpf_sampler *bs, const struct rqs_task *t, 
 		k->seen_ns = 0;
 		k->partner = 0;
 		k->nvcsw_known = false;
+		k->woke = 0;
 	}
 	if (!k) {
 		struct btask *a = util_grow(bs->known, &bs->knowncap, bs->nknown, sizeof(*a));
@@ -560,7 +563,8 @@ static void tidy_known(struct bpf_sampler *bs, uint64_t now_ns)
 		struct btask *k = &bs->known[i];
 
 		if (k->seen_ns == now_ns || (k->cgroup_read && now_ns - k->seen_ns < bs->o.forget_ns) ||
-		    (k->partner && now_ns - k->partner_ns < PAIR_HOLD_NS))
+		    (k->partner && now_ns - k->partner_ns < PAIR_HOLD_NS) ||
+		    (k->woke && now_ns - k->woke_ns < PAIR_HOLD_NS))
 			bs->known[j++] = *k;
 		else
 			free(k->cgroup);
@@ -600,16 +604,54 @@ static bool wakes_wide(const struct rqs_task *t, int llc_cpus)
 }
 
 /*
+ * Whether t's wakee u last woke t: as t's reading shows it now (u's last_wakee, read
+ * through t's), or as u's own reading said within PAIR_HOLD_NS.
+ */
+static bool woke_back(struct bpf_sampler *bs, const struct rqs_task *t, uint64_t now_ns)
+{
+	struct btask *u;
+
+	if (t->wakee_wakee == t->tid)
+		return true;
+	u = find_known(bs, (pid_t)t->wakee);
+	return u && u->woke == (pid_t)t->tid && now_ns - u->woke_ns < PAIR_HOLD_NS;
+}
+
+/* Makes u (when remembered) t's partner too: the pair was seen from t's side. */
+static void credit_partner(struct bpf_sampler *bs, const struct rqs_task *t, uint64_t now_ns)
+{
+	struct btask *u = find_known(bs, (pid_t)t->wakee);
+
+	if (!u)
+		return;
+	u->partner = (pid_t)t->tid;
+	u->partner_cpu = t->cpu;
+	u->partner_ns = now_ns;
+}
+
+/*
  * t's partner for keep_pairs: the task it last woke, where that one last woke t (each
  * wakes the other: a pid reused since, or a one-to-many waker, is no partner) and the
- * two do not wake wide; seen so now or within PAIR_HOLD_NS (k remembers it). Only a
- * task that slept since it was last listed is believed: last_wakee is a plain pointer
- * the kernel never clears, which a task that never sleeps keeps from its parent at
- * fork, and which may by then point at another task's reused memory (two CPU hogs
- * forked by one shell were once taken for a pair, and kept each other in place).
+ * two do not wake wide; seen so now or within PAIR_HOLD_NS (k remembers it), and the
+ * partner remembers it too. Only a task that slept since it was last listed is
+ * believed: last_wakee is a plain pointer the kernel never clears, which a task that
+ * never sleeps keeps from its parent at fork, and which may by then point at another
+ * task's reused memory (two CPU hogs forked by one shell were once taken for a pair,
+ * and kept each other in place).
+ *
+ * Each half may come from its own task's reading, and a reading that names the
+ * daemon is none: the daemon's tick timer wakes it in an interrupt, which makes
+ * whatever task that interrupt came upon its waker (last_wakee, one flip more). In the
+ * qemu tier the daemon was the last_wakee of 15 to 40 % of the readings of a pair on
+ * the CPU its timer fires on, and each such reading hid the pair from both members'
+ * readings at that instant; where the timer expires in the same interrupt as the
+ * sample, before it (under emulation, timers that a waiting vCPU missed expire
+ * together, in one order for the daemon's life), no reading of the running member
+ * could show the pair. Now a member's own reading of its partner, kept PAIR_HOLD_NS,
+ * meets the partner's whenever that comes, and makes both partners.
  */
-static void set_partner(const struct bpf_sampler *bs, const struct rqs_task *t,
-			struct btask *k, uint64_t now_ns, struct snap_task *ret)
+static void set_partner(struct bpf_sampler *bs, const struct rqs_task *t, struct btask *k,
+			uint64_t now_ns, struct snap_task *ret)
 {
 	bool slept;
 	int llc;
@@ -623,11 +665,19 @@ static void set_partner(const struct bpf_sampler *bs, const struct rqs_task *t,
 		k->nvcsw_known = true;
 	}
 	llc = bs->topo ? topo_llc_of(bs->topo, t->cpu) : -1;
-	if (slept && t->wakee && t->wakee != t->tid && t->wakee_wakee == t->tid &&
-	    !wakes_wide(t, llc >= 0 ? bs->topo->llcs[llc].ncpus : 1)) {
-		k->partner = (pid_t)t->wakee;
-		k->partner_ns = now_ns;
-		k->partner_cpu = -1;
+	if (slept && t->wakee && t->wakee != t->tid && t->wakee_tgid != (__u32)bs->o.self_tgid) {
+		k->woke = (pid_t)t->wakee;
+		k->woke_ns = now_ns;
+		if (woke_back(bs, t, now_ns) &&
+		    !wakes_wide(t, llc >= 0 ? bs->topo->llcs[llc].ncpus : 1)) {
+			if (k->partner != (pid_t)t->wakee)
+				log_debug("bpf: tasks %u and %u wake each other: a pair", t->tid,
+					  t->wakee);
+			k->partner = (pid_t)t->wakee;
+			k->partner_ns = now_ns;
+			k->partner_cpu = -1;
+			credit_partner(bs, t, now_ns);
+		}
 	}
 	if (!k->partner || now_ns - k->partner_ns >= PAIR_HOLD_NS)
 		return;

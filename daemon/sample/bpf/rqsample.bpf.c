@@ -113,7 +113,7 @@ static __always_inline void fill(struct rqs_task *e, struct task_struct *p, __u3
 		bpf_core_read(e->allowed, sizeof(e->allowed), &p->cpus_mask);
 	else
 		bpf_core_read(e->allowed, bpf_core_field_size(p->cpus_mask), &p->cpus_mask);
-	e->wakee = e->wakee_wakee = e->flips = e->wakee_flips = e->nvcsw = 0;
+	e->wakee = e->wakee_wakee = e->flips = e->wakee_flips = e->nvcsw = e->wakee_tgid = 0;
 	e->wakee_cpu = -1;
 	if (pairs) {
 		struct task_struct *w = BPF_CORE_READ(p, last_wakee);
@@ -123,6 +123,7 @@ static __always_inline void fill(struct rqs_task *e, struct task_struct *p, __u3
 		e->nvcsw = (__u32)BPF_CORE_READ(p, nvcsw);
 		if (w) {
 			e->wakee = BPF_CORE_READ(w, pid);
+			e->wakee_tgid = BPF_CORE_READ(w, tgid);
 			e->wakee_cpu = task_cpu(w);
 			e->wakee_wakee = BPF_CORE_READ(w, last_wakee, pid);
 			e->wakee_flips = BPF_CORE_READ(w, wakee_flips);

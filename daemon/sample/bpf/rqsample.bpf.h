@@ -50,6 +50,8 @@ struct rqs_task {
 	__u32 flips;
 	__u32 wakee_flips;
 	__u32 nvcsw;          /* its voluntary context switches (low 32 bits): times it slept */
+	__u32 wakee_tgid;     /* last_wakee's process: the daemon's own, woken by its timer
+				 in an interrupt that this task happened to be under */
 };
 
 /*
