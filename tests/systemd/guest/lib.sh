@@ -41,11 +41,16 @@ info() {
 	echo "$NAME: $*" >>"$INFO"
 }
 
+# Every wait gives up by DEADLINE ($SECONDS), a minute and a half before the runner
+# kills the test (RQBT_LIMIT), so that a wait that gives up can say what it saw.
+DEADLINE=$((SECONDS + ${RQBT_LIMIT:-900} - 90))
+
 # poll_until seconds command...: runs command every 0.2 s until it succeeds, or gives up
-# after that many seconds (a safety net, never a time the test expects).
+# after that many seconds or at DEADLINE (a safety net, never a time the test expects).
 poll_until() {
 	local end=$((SECONDS + $1))
 	shift
+	[ $end -le $DEADLINE ] || end=$DEADLINE
 	while [ $SECONDS -lt $end ]; do
 		"$@" && return 0
 		sleep 0.2

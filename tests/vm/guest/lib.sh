@@ -45,13 +45,21 @@ hog() {
 	wait_hog "$!" "$1"
 }
 
+# Every wait of a test gives up by DEADLINE (seconds of uptime), a minute before the
+# runner kills the test (TEST_LIMIT, its limit), so that a wait that gives up always
+# has the time to say what it saw. (A wait of 300 tries once outlived the test's
+# 300 s: a guest that runs slowly makes each try slow too.)
+uptime_s() { local up _; read -r up _ </proc/uptime; echo "${up%.*}"; }
+DEADLINE=$(($(uptime_s) + ${TEST_LIMIT:-300} - 60))
+past_deadline() { [ "$(uptime_s)" -ge "$DEADLINE" ]; }
+
 # poll_until tenths command...: runs command every tenth of a second until it
-# succeeds (0), or gives up after that many tries (1). Only for what the kernel or
-# busybox does; the limit is a safety net, not a time the test expects.
+# succeeds (0), or gives up after that many tries, or at DEADLINE (1). Only for what
+# the kernel or busybox does; the limit is a safety net, not a time the test expects.
 poll_until() {
 	local n=$1 i=0
 	shift
-	while [ $i -lt "$n" ]; do
+	while [ $i -lt "$n" ] && ! past_deadline; do
 		"$@" && return 0
 		sleep 0.1
 		i=$((i + 1))
@@ -138,6 +146,7 @@ rqsync() {
 	out=$(rqctl sync 2>&1) || fail "rqctl sync: $out"
 	t0=${out#ticks }
 	while [ $((${out#ticks } - t0)) -lt "${1:-0}" ]; do
+		past_deadline && fail "rqsync: $((${out#ticks } - t0)) of ${1:-0} ticks by the deadline"
 		out=$(rqctl sync 2>&1) || fail "rqctl sync: $out"
 	done
 	echo "synced: $out (${1:-0} ticks wanted, $((${out#ticks } - t0)) seen)"
@@ -206,7 +215,7 @@ wait_hog_pins_here() {
 	t0=${out#ticks }
 	t=$t0
 	while ! hog_pins_at_least "$1"; do
-		if [ $((t - t0)) -ge 600 ]; then
+		if [ $((t - t0)) -ge 600 ] || past_deadline; then
 			echo "$(hog_pins) of $1 hogs pinned after $((t - t0)) ticks; the hogs:"
 			for p in $HOGS; do echo "hog $p: allowed $(allowed "$p"), cpu $(lastcpu "$p")"; done
 			rqctl status
