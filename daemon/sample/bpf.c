@@ -802,13 +802,16 @@ static void use_record(struct bpf_sampler *bs, int c, struct snapshot *s, unsign
  * pinned there would be taken for idle through a read seconds old, and draw another).
  * Then every silent CPU is held this tick, and judged on the next.
  */
-static void idle_or_held(struct bpf_sampler *bs, uint64_t now_ns, cpu_set_t *held)
+static void idle_or_held(struct bpf_sampler *bs, uint64_t now_ns, cpu_set_t *held,
+			 uint64_t *ret_since_ns)
 {
 	char path[PATH_MAX], buf[65536];
 	uint64_t elapsed = now_ns - bs->idle_read_ns, tick_ns = NSEC_PER_SEC / (uint64_t)bs->clk_tck;
 	bool first = bs->idle_read_ns == 0;
 	bool recent = !first && bs->idle_read_ns >= bs->prev_now_ns;
 	unsigned running;
+
+	*ret_since_ns = bs->idle_read_ns;
 
 	snprintf(path, sizeof(path), "%s/proc/stat", bs->root);
 	if (util_read_file(path, buf, sizeof(buf)) < 0 ||
@@ -894,7 +897,8 @@ static int bpf_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 	struct bpf_sampler *bs = sm->priv;
 	unsigned counted = 0, listed = 0;
 	bool complete = true;
-	cpu_set_t blinds, held;
+	cpu_set_t blinds, held, silent;
+	uint64_t idle_since_ns = 0;
 	size_t kept = 0;
 	int r = 0;
 
@@ -921,12 +925,19 @@ static int bpf_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
 			CPU_SET(c, &held);
 		}
 	}
+	silent = held;
 	if (CPU_COUNT(&held))
-		idle_or_held(bs, now_ns, &held);
+		idle_or_held(bs, now_ns, &held, &idle_since_ns);
 	for (int c = 0; c < bs->ncpus && c < s->nr_cpu_ids; c++)
 		if (CPU_ISSET(c, &held)) {
 			bs->stats.held++;
 			use_record(bs, c, s, &counted, &complete);
+		} else if (CPU_ISSET(c, &silent) && idle_since_ns < now_ns) {
+			/*
+			 * Idle for most of the time since that read, which says nothing of a
+			 * task moved there within it: its counts are of that time.
+			 */
+			s->cpus[c].sample_ns = idle_since_ns;
 		}
 	if (bs->ncands > 1)
 		qsort(bs->cands, bs->ncands, sizeof(*bs->cands), cmp_cand);
@@ -1044,9 +1055,10 @@ static int start(struct bpf_sampler *bs)
 		r = wait_first_sample(bs);
 	if (r == 0) {
 		cpu_set_t none;
+		uint64_t since;
 
 		CPU_ZERO(&none);
-		idle_or_held(bs, util_now_ns(), &none);
+		idle_or_held(bs, util_now_ns(), &none, &since);
 	}
 	return r;
 }
