@@ -185,7 +185,7 @@ int act_init(struct act *a, const struct act_ops *ops, const char *journal_dir, 
 	r = journal_replay(a->journal, restore_record, a, &bad);
 	if (r < 0)
 		log_warn("journal %s: cannot read: %s", journal_path(a->journal), strerror(-r));
-	if (a->cnt.restores || a->cnt.left_alone || bad)
+	if (a->cnt.restores || a->cnt.left_alone || a->cnt.gone || bad)
 		log_notice("journal %s: a previous run left changes: %llu restored, %llu left as "
 			   "the task chose, %llu gone, %u malformed line%s skipped",
 			   journal_path(a->journal), (unsigned long long)a->cnt.restores,
