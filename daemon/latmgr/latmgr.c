@@ -669,11 +669,27 @@ static const struct lat_entry *from_of(const struct latmgr *m, pid_t tid, pid_t 
 static bool kernel_inherited(const struct latmgr *m, pid_t tid, const struct lat_entry *from)
 {
 	struct lat_state cur;
+	bool same;
 
-	if (!from || latact_read(m->la, tid, &cur) < 0)
+	if (!from) {
+		log_debug("latency: process %d: its parent holds nothing of rqbalance's", (int)tid);
 		return false;
-	return cur.nice == from->set.nice && cur.policy == from->set.policy &&
+	}
+	if (latact_read(m->la, tid, &cur) < 0) {
+		log_debug("latency: process %d: its nice, policy and cgroup cannot be read", (int)tid);
+		return false;
+	}
+	same = cur.nice == from->set.nice && cur.policy == from->set.policy &&
 	       (!from->set.cgroup[0] || strcmp(cur.cgroup, from->set.cgroup) == 0);
+	/* What differed, for the log: a child that did not inherit is rare, and a puzzle. */
+	if (!same)
+		log_debug("latency: process %d has nice %d, policy %d and %s class cgroup; "
+			  "rqbalance set nice %d and policy %d on %d", (int)tid, cur.nice,
+			  cur.policy,
+			  !from->set.cgroup[0] || strcmp(cur.cgroup, from->set.cgroup) == 0
+				  ? "its" : "another",
+			  from->set.nice, from->set.policy, (int)from->task.tid);
+	return same;
 }
 
 /*
