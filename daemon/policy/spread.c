@@ -284,12 +284,12 @@ static bool on_topology(const struct snapshot *s, int cpu)
 }
 
 /*
- * A pinned task listed nowhere while a CPU of its pin shows counts taken before the pin
- * (a record of the period before it, or a silent CPU's last one: a vCPU the host did not
- * run) may well run there unseen: it counts on that CPU, the least loaded such. Taken for
- * idle, that CPU drew a third hog to an LLC that two balance (the qemu tier's t_spread,
- * under a doubled host load). A pinned task listed nowhere while its CPUs' counts are
- * newer than the pin sleeps, and is no load.
+ * A pinned task listed nowhere while a CPU of its pin shows counts taken no later than
+ * the pin, or before the last tick (a silent CPU's last record: a vCPU the host did not
+ * run), may well run there unseen: it counts on that CPU, the least loaded such. Taken
+ * for idle, or for running one hog where the kernel had put two, that CPU drew a third
+ * hog to an LLC that two balance (the qemu tier's t_spread, under host load). A pinned
+ * task listed nowhere while its CPUs' counts are newer sleeps, and is no load.
  */
 static void count_unlisted_pins(const struct snapshot *s, struct spread_state *st)
 {
@@ -300,10 +300,13 @@ static void count_unlisted_pins(const struct snapshot *s, struct spread_state *s
 		if (p->listed)
 			continue;
 		for (int c = 0; c < s->nr_cpu_ids; c++) {
+			uint64_t at;
 			int nr;
 
-			if (!CPU_ISSET(c, &p->mask) || !on_topology(s, c) ||
-			    snap_cpu_sampled(s, c) > p->since_ns)
+			if (!CPU_ISSET(c, &p->mask) || !on_topology(s, c))
+				continue;
+			at = snap_cpu_sampled(s, c);
+			if (at > p->since_ns && (!st->prev_now_ns || at >= st->prev_now_ns))
 				continue;
 			nr = (int)s->cpus[c].nr_running + st->cpu_nr[c];
 			if (best < 0 || nr < best_nr) {
@@ -425,6 +428,7 @@ static int remember(const struct snapshot *s, struct spread_state *st)
 	for (int l = 0; l < n; l++)
 		st->prev_nr[l] = st->raw_nr[l] - st->raw_young[l];
 	memcpy(st->prev_idle, st->raw_idle, (size_t)n * sizeof(int));
+	st->prev_now_ns = s->now_ns;
 	return 0;
 }
 

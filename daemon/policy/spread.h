@@ -49,6 +49,7 @@ struct spread_state {
 	 */
 	int nprev_llcs;
 	int *prev_nr, *prev_idle;
+	uint64_t prev_now_ns;    /* the last tick's snapshot time; 0 before the first */
 	/* Scratch reused across ticks, sized to the topology and the snapshot. */
 	size_t scratch_tasks;
 	int nscratch_cpus, nscratch_llcs;

@@ -308,6 +308,32 @@ static void silent_cpu_keeps_its_pin(void **state)
 	fx_free(f);
 }
 
+/*
+ * Both hogs pinned to LLC 1 land on CPU 2 (the kernel's choice, its balancing off), and
+ * CPU 2's vCPU is not run after its sample between their arrivals: that record, newer
+ * than the pins, lists one of them, tick after tick, while CPU 3 idles. Once it is
+ * older than the last tick it vouches for nothing: the other hog counts there, and LLC 1
+ * is not clearly less loaded than LLC 0 with its two hogs and the shell.
+ */
+static void held_record_hides_a_stacked_hog(void **state)
+{
+	struct fx *f = fx_new(T2x2);
+	char text[1024];
+
+	silent_cpu_ticks(f, " sampled=950000000");
+	for (int t = 4; t <= 6; t++) {
+		snprintf(text, sizeof(text),
+			 "snapshot %d %d00000000 1\n"
+			 "cpu 0 2 100\ncpu 1 1 100\ncpu 2 1 100 sampled=1250000000\ncpu 3 0 0\n"
+			 "task 11 11 0 500 0 0-3 sh /\ntask 13 13 1 502 0 0-3 sh /\n"
+			 "task 12 12 2 501 0 2-3 sh /\n"
+			 "end\n",
+			 t, 9 + t);
+		assert_string_equal(replay_tick(f, text), "");
+	}
+	fx_free(f);
+}
+
 /* The control: CPU 3's counts are fresh, so the hog pinned there sleeps. LLC 1 has an
  * idle CPU in both ticks, LLC 0 one task too many: a third hog goes. */
 static void pinned_sleeper_is_no_load(void **state)
@@ -796,6 +822,7 @@ int main(void)
 		cmocka_unit_test(residency_and_release),
 		cmocka_unit_test(silent_cpu_keeps_its_pin),
 		cmocka_unit_test(pinned_sleeper_is_no_load),
+		cmocka_unit_test(held_record_hides_a_stacked_hog),
 		cmocka_unit_test(pin_released_at_max_age),
 		cmocka_unit_test(single_core_llcs_not_spread),
 		cmocka_unit_test(moves_capped_per_tick),
