@@ -56,7 +56,13 @@ struct btask {
 	bool nvcsw_known;
 	pid_t woke;              /* whom it last woke, read when it had slept since listed */
 	uint64_t woke_ns;        /* the tick of that reading; woke is kept PAIR_HOLD_NS */
+	/* Why its readings made no pair, for the one debug line that says so (see below). */
+	uint16_t reads, not_slept, named_daemon, not_back, wide;
+	bool told;
 };
+
+/* Readings of one task that made no pair before the debug log says why. */
+#define PAIR_TELL_AFTER 200
 
 /*
  * How long a pair seen once stays a pair. A sample is taken in a timer interrupt, and
@@ -531,6 +537,8 @@ static struct btask *remember(struct bpf_sampler *bs, const struct rqs_task *t, 
 		k->partner = 0;
 		k->nvcsw_known = false;
 		k->woke = 0;
+		k->reads = k->not_slept = k->named_daemon = k->not_back = k->wide = 0;
+		k->told = false;
 	}
 	if (!k) {
 		struct btask *a = util_grow(bs->known, &bs->knowncap, bs->nknown, sizeof(*a));
@@ -630,6 +638,34 @@ static void credit_partner(struct bpf_sampler *bs, const struct rqs_task *t, uin
 }
 
 /*
+ * Counts why t's readings make no pair, and says it once in the debug log after
+ * PAIR_TELL_AFTER of them: the qemu tier's t_pairs once read one pair's members 1,500
+ * times each without a pair, and nothing said which condition failed.
+ */
+static void count_reading(struct bpf_sampler *bs, const struct rqs_task *t, struct btask *k,
+			  bool slept, uint64_t now_ns, int llc)
+{
+	if (k->told || (k->partner && now_ns - k->partner_ns < PAIR_HOLD_NS))
+		return;
+	k->reads++;
+	if (!slept)
+		k->not_slept++;
+	else if (t->wakee_tgid == (__u32)bs->o.self_tgid)
+		k->named_daemon++;
+	else if (!t->wakee || t->wakee == t->tid || !woke_back(bs, t, now_ns))
+		k->not_back++;
+	else if (wakes_wide(t, llc >= 0 ? bs->topo->llcs[llc].ncpus : 1))
+		k->wide++;
+	if (k->reads < PAIR_TELL_AFTER)
+		return;
+	k->told = true;
+	log_debug("bpf: task %u, read %u times, no pair: %u had not slept since listed, %u "
+		  "named the daemon, %u not woken back (last: wakes %u, which woke %u), %u "
+		  "woke wide (flips %u, %u)", t->tid, k->reads, k->not_slept, k->named_daemon,
+		  k->not_back, t->wakee, t->wakee_wakee, k->wide, t->flips, t->wakee_flips);
+}
+
+/*
  * t's partner for keep_pairs: the task it last woke, where that one last woke t (each
  * wakes the other: a pid reused since, or a one-to-many waker, is no partner) and the
  * two do not wake wide; seen so now or within PAIR_HOLD_NS (k remembers it), and the
@@ -665,6 +701,8 @@ static void set_partner(struct bpf_sampler *bs, const struct rqs_task *t, struct
 		k->nvcsw_known = true;
 	}
 	llc = bs->topo ? topo_llc_of(bs->topo, t->cpu) : -1;
+	if (t->flags & RQS_F_PAIRS)
+		count_reading(bs, t, k, slept, now_ns, llc);
 	if (slept && t->wakee && t->wakee != t->tid && t->wakee_tgid != (__u32)bs->o.self_tgid) {
 		k->woke = (pid_t)t->wakee;
 		k->woke_ns = now_ns;

@@ -128,7 +128,7 @@ max_moves_per_tick = 1"
 		# says what the sampler made of each task, and which pairs it logged.
 		if ! poll_until 1200 seen_pairs; then
 			as_sampled
-			grep "wake each other" "$LOG"
+			grep -E "wake each other|no pair:" "$LOG"
 			fail "the daemon never saw both pairs ($PAIRS)"
 		fi
 		ok "it sees both pairs after $(awk "BEGIN { print $(cut -d' ' -f1 /proc/uptime) - $T0 }") s"
