@@ -265,6 +265,25 @@ static const char *replay_tick(struct fx *f, const char *text)
 }
 
 /*
+ * Tick t (at t * 100 ms) after silent_cpu_ticks()'s pins: hogs 11 and 13 on LLC 0 with
+ * the shell beside 11, hog 12 listed on CPU 2, hog 14 listed nowhere; cpu2 and cpu3 end
+ * those CPUs' lines (a sampled= or nothing).
+ */
+static const char *after_pins_tick(struct fx *f, int t, const char *cpu2, const char *cpu3)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text),
+		 "snapshot %d %d00000000 1\n"
+		 "cpu 0 2 100\ncpu 1 1 100\ncpu 2 1 100%s\ncpu 3 0 0%s\n"
+		 "task 11 11 0 500 0 0-3 sh /\ntask 13 13 1 502 0 0-3 sh /\n"
+		 "task 12 12 2 501 0 2-3 sh /\n"
+		 "end\n",
+		 t, 9 + t, cpu2, cpu3);
+	return replay_tick(f, text);
+}
+
+/*
  * The qemu tier's t_spread under a doubled host load, replayed: four hogs on LLC 0 of
  * two LLCs of two CPUs; two are pinned to LLC 1. Then the vCPU of CPU 3, where one of
  * them went, is not run by the host: its counts are the last ones taken, before the pin,
@@ -276,7 +295,6 @@ static const char *replay_tick(struct fx *f, const char *text)
 static const char *silent_cpu_ticks(struct fx *f, const char *silent)
 {
 	static char plans[4096];
-	char text[1024];
 	const char *first;
 
 	first = replay_tick(f, "snapshot 1 1000000000 1\n"
@@ -287,16 +305,8 @@ static const char *silent_cpu_ticks(struct fx *f, const char *silent)
 	assert_string_equal(first, "pin tid=12 tgid=12 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n"
 				   "pin tid=14 tgid=14 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n");
 	plans[0] = '\0';
-	for (int t = 2; t <= 3; t++) {
-		snprintf(text, sizeof(text),
-			 "snapshot %d %d00000000 1\n"
-			 "cpu 0 2 100\ncpu 1 1 100\ncpu 2 1 100\ncpu 3 0 0%s\n"
-			 "task 11 11 0 500 0 0-3 sh /\ntask 13 13 1 502 0 0-3 sh /\n"
-			 "task 12 12 2 501 0 2-3 sh /\n"
-			 "end\n",
-			 t, 9 + t, silent);
-		strcat(plans, replay_tick(f, text));
-	}
+	for (int t = 2; t <= 3; t++)
+		strcat(plans, after_pins_tick(f, t, "", silent));
 	return plans;
 }
 
@@ -318,19 +328,10 @@ static void silent_cpu_keeps_its_pin(void **state)
 static void held_record_hides_a_stacked_hog(void **state)
 {
 	struct fx *f = fx_new(T2x2);
-	char text[1024];
 
 	silent_cpu_ticks(f, " sampled=950000000");
-	for (int t = 4; t <= 6; t++) {
-		snprintf(text, sizeof(text),
-			 "snapshot %d %d00000000 1\n"
-			 "cpu 0 2 100\ncpu 1 1 100\ncpu 2 1 100 sampled=1250000000\ncpu 3 0 0\n"
-			 "task 11 11 0 500 0 0-3 sh /\ntask 13 13 1 502 0 0-3 sh /\n"
-			 "task 12 12 2 501 0 2-3 sh /\n"
-			 "end\n",
-			 t, 9 + t);
-		assert_string_equal(replay_tick(f, text), "");
-	}
+	for (int t = 4; t <= 6; t++)
+		assert_string_equal(after_pins_tick(f, t, " sampled=1250000000", ""), "");
 	fx_free(f);
 }
 
