@@ -101,7 +101,7 @@ run() { # round case
 		i=0
 		while ! grep -q "running: sampler" "$LOG" && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 		grep -q "running: sampler" "$LOG" || { echo "PROBLEM: the daemon did not start"; problems=$((problems + 1)); }
-		# B: its sampler has seen both pairs (the kernel's last_wakee) before they may
+		# B: its sampler has seen both pairs (who wakes whom, from sched_waking) before they may
 		# move, as in t_pairs; C reads no pairs: a second of ticks.
 		if [ "$2" = B ]; then
 			i=0

@@ -57,7 +57,7 @@ struct btask {
 	pid_t woke;              /* whom it last woke, read when it had slept since listed */
 	uint64_t woke_ns;        /* the tick of that reading; woke is kept PAIR_HOLD_NS */
 	/* Why its readings made no pair, for the one debug line that says so (see below). */
-	uint16_t reads, not_slept, named_daemon, not_back, wide;
+	uint16_t reads, not_slept, not_back, wide;
 	bool told;
 };
 
@@ -65,10 +65,9 @@ struct btask {
 #define PAIR_TELL_AFTER 200
 
 /*
- * How long a pair seen once stays a pair. A sample is taken in a timer interrupt, and
- * whatever that interrupt woke was recorded as the interrupted task's last_wakee a
- * moment before: the running half of a pair often shows someone else, and a pair is
- * believed only from a task that slept since it was last listed, so sightings are
+ * How long a pair seen once stays a pair. A pair is believed only from a task that
+ * slept since it was last listed, whose partner's record names it too (a timer that
+ * woke a sleeper in an interrupt names whatever task it came upon), so sightings are
  * sparse (on the qemu tier's slow guest, more than 2 s apart at times). A pair that
  * stops waking each other is let go this long after.
  */
@@ -108,6 +107,7 @@ struct bpf_sampler {
 	int *perf_fds;               /* by CPU, -1 where none */
 	struct bpf_link **links;     /* by CPU (tracepoints: the first two) */
 	struct bpf_link *iter;
+	struct bpf_link *waking;     /* note_waking, which keep_pairs reads; NULL if refused */
 	struct rqs_cpu *recs;        /* the last whole copies, by CPU */
 	bool *have;                  /* by CPU: recs[c] is a whole record */
 	struct rqs_cpu *scratch;     /* one copy being made */
@@ -317,6 +317,22 @@ static bool perf_refused(struct bpf_sampler *bs, int cpu)
 	return false;
 }
 
+/*
+ * What both triggers share: the task iterator, and note_waking, without which
+ * keep_pairs sees no pair (said once here, and by sampler_bpf_pairs()).
+ */
+static int attach_rest(struct bpf_sampler *bs)
+{
+	bs->iter = bpf_program__attach_iter(bs->skel->progs.list_tasks, NULL);
+	if (!bs->iter)
+		return why(&bs->o, -errno, "attaching the task iterator: %s", strerror(errno));
+	bs->waking = bpf_program__attach(bs->skel->progs.note_waking);
+	if (!bs->waking)
+		log_warn("bpf: attaching to sched_waking: %s: keep_pairs will see no wake pair",
+			 strerror(errno));
+	return 0;
+}
+
 /* The tracepoint trigger: two programs for every CPU, online now or later. */
 static int attach_tp(struct bpf_sampler *bs)
 {
@@ -329,10 +345,7 @@ static int attach_tp(struct bpf_sampler *bs)
 			return why(&bs->o, -errno, "attaching to sched_switch: %s", strerror(errno));
 	}
 	bs->attached = bs->online;
-	bs->iter = bpf_program__attach_iter(bs->skel->progs.list_tasks, NULL);
-	if (!bs->iter)
-		return why(&bs->o, -errno, "attaching the task iterator: %s", strerror(errno));
-	return 0;
+	return attach_rest(bs);
 }
 
 /* The kernel's id of a loaded program, which bpftool shows; 0 if unknown. */
@@ -371,10 +384,7 @@ static int attach(struct bpf_sampler *bs)
 				   strerror(errno));
 		CPU_SET(c, &bs->attached);
 	}
-	bs->iter = bpf_program__attach_iter(bs->skel->progs.list_tasks, NULL);
-	if (!bs->iter)
-		return why(&bs->o, -errno, "attaching the task iterator: %s", strerror(errno));
-	return 0;
+	return attach_rest(bs);
 }
 
 static const struct rqs_cpu *slot(const struct bpf_sampler *bs, int cpu)
@@ -537,7 +547,7 @@ static struct btask *remember(struct bpf_sampler *bs, const struct rqs_task *t, 
 		k->partner = 0;
 		k->nvcsw_known = false;
 		k->woke = 0;
-		k->reads = k->not_slept = k->named_daemon = k->not_back = k->wide = 0;
+		k->reads = k->not_slept = k->not_back = k->wide = 0;
 		k->told = false;
 	}
 	if (!k) {
@@ -612,7 +622,7 @@ static bool wakes_wide(const struct rqs_task *t, int llc_cpus)
 }
 
 /*
- * Whether t's wakee u last woke t: as t's reading shows it now (u's last_wakee, read
+ * Whether t's wakee u last woke t: as t's reading shows it now (u's record, read
  * through t's), or as u's own reading said within PAIR_HOLD_NS.
  */
 static bool woke_back(struct bpf_sampler *bs, const struct rqs_task *t, uint64_t now_ns)
@@ -637,32 +647,73 @@ static void credit_partner(struct bpf_sampler *bs, const struct rqs_task *t, uin
 	u->partner_ns = now_ns;
 }
 
+/* What one reading of a task says of its pair. */
+enum reading {
+	READ_NOT_SLEPT, /* it did not sleep since it was last listed: not believed */
+	READ_NOT_BACK,  /* it names no wakee, or one that did not wake it back */
+	READ_WIDE,      /* a pair the flips say is a one-to-many waker */
+	READ_PAIR,
+};
+
+static enum reading judge(struct bpf_sampler *bs, const struct rqs_task *t, bool slept,
+			  uint64_t now_ns)
+{
+	int llc = bs->topo ? topo_llc_of(bs->topo, t->cpu) : -1;
+
+	if (!slept)
+		return READ_NOT_SLEPT;
+	if (!t->wakee || t->wakee == t->tid || !woke_back(bs, t, now_ns))
+		return READ_NOT_BACK;
+	if (wakes_wide(t, llc >= 0 ? bs->topo->llcs[llc].ncpus : 1))
+		return READ_WIDE;
+	return READ_PAIR;
+}
+
 /*
  * Counts why t's readings make no pair, and says it once in the debug log after
  * PAIR_TELL_AFTER of them: the qemu tier's t_pairs once read one pair's members 1,500
  * times each without a pair, and nothing said which condition failed.
  */
-static void count_reading(struct bpf_sampler *bs, const struct rqs_task *t, struct btask *k,
-			  bool slept, uint64_t now_ns, int llc)
+static void count_reading(const struct rqs_task *t, struct btask *k, enum reading r,
+			  uint64_t now_ns)
 {
 	if (k->told || (k->partner && now_ns - k->partner_ns < PAIR_HOLD_NS))
 		return;
 	k->reads++;
-	if (!slept)
-		k->not_slept++;
-	else if (t->wakee_tgid == (__u32)bs->o.self_tgid)
-		k->named_daemon++;
-	else if (!t->wakee || t->wakee == t->tid || !woke_back(bs, t, now_ns))
-		k->not_back++;
-	else if (wakes_wide(t, llc >= 0 ? bs->topo->llcs[llc].ncpus : 1))
-		k->wide++;
+	k->not_slept += r == READ_NOT_SLEPT;
+	k->not_back += r == READ_NOT_BACK;
+	k->wide += r == READ_WIDE;
 	if (k->reads < PAIR_TELL_AFTER)
 		return;
 	k->told = true;
 	log_debug("bpf: task %u, read %u times, no pair: %u had not slept since listed, %u "
-		  "named the daemon, %u not woken back (last: wakes %u, which woke %u), %u "
-		  "woke wide (flips %u, %u)", t->tid, k->reads, k->not_slept, k->named_daemon,
-		  k->not_back, t->wakee, t->wakee_wakee, k->wide, t->flips, t->wakee_flips);
+		  "not woken back (last: wakes %u, which woke %u), %u woke wide (flips %u, %u)",
+		  t->tid, k->reads, k->not_slept, k->not_back, t->wakee, t->wakee_wakee, k->wide,
+		  t->flips, t->wakee_flips);
+}
+
+/* Takes in one reading of t's wakee (t was read with RQS_F_PAIRS). */
+static void read_pair(struct bpf_sampler *bs, const struct rqs_task *t, struct btask *k,
+		      uint64_t now_ns)
+{
+	bool slept = k->nvcsw_known && t->nvcsw != k->nvcsw;
+	enum reading r = judge(bs, t, slept, now_ns);
+
+	k->nvcsw = t->nvcsw;
+	k->nvcsw_known = true;
+	count_reading(t, k, r, now_ns);
+	if (slept && t->wakee && t->wakee != t->tid) {
+		k->woke = (pid_t)t->wakee;
+		k->woke_ns = now_ns;
+	}
+	if (r != READ_PAIR)
+		return;
+	if (k->partner != (pid_t)t->wakee)
+		log_debug("bpf: tasks %u and %u wake each other: a pair", t->tid, t->wakee);
+	k->partner = (pid_t)t->wakee;
+	k->partner_ns = now_ns;
+	k->partner_cpu = -1;
+	credit_partner(bs, t, now_ns);
 }
 
 /*
@@ -670,53 +721,21 @@ static void count_reading(struct bpf_sampler *bs, const struct rqs_task *t, stru
  * wakes the other: a pid reused since, or a one-to-many waker, is no partner) and the
  * two do not wake wide; seen so now or within PAIR_HOLD_NS (k remembers it), and the
  * partner remembers it too. Only a task that slept since it was last listed is
- * believed: last_wakee is a plain pointer the kernel never clears, which a task that
- * never sleeps keeps from its parent at fork, and which may by then point at another
- * task's reused memory (two CPU hogs forked by one shell were once taken for a pair,
- * and kept each other in place).
+ * believed: a record of whom it woke stays after it stops waking anyone (two CPU hogs
+ * that once talked would stay a pair, and keep each other in place).
  *
- * Each half may come from its own task's reading, and a reading that names the
- * daemon is none: the daemon's tick timer wakes it in an interrupt, which makes
- * whatever task that interrupt came upon its waker (last_wakee, one flip more). In the
- * qemu tier the daemon was the last_wakee of 15 to 40 % of the readings of a pair on
- * the CPU its timer fires on, and each such reading hid the pair from both members'
- * readings at that instant; where the timer expires in the same interrupt as the
- * sample, before it (under emulation, timers that a waiting vCPU missed expire
- * together, in one order for the daemon's life), no reading of the running member
- * could show the pair. Now a member's own reading of its partner, kept PAIR_HOLD_NS,
- * meets the partner's whenever that comes, and makes both partners.
+ * Each half may come from its own task's reading: a member's reading of its partner,
+ * kept PAIR_HOLD_NS, meets the partner's whenever that comes, and makes both
+ * partners. (Read at one instant, both halves agree less often: a member preempted
+ * by a timer that woke a user task names that task until it wakes its partner again.)
  */
 static void set_partner(struct bpf_sampler *bs, const struct rqs_task *t, struct btask *k,
 			uint64_t now_ns, struct snap_task *ret)
 {
-	bool slept;
-	int llc;
-
 	if (!bs->pairs)
 		return;
-	slept = false;
-	if (t->flags & RQS_F_PAIRS) {
-		slept = k->nvcsw_known && t->nvcsw != k->nvcsw;
-		k->nvcsw = t->nvcsw;
-		k->nvcsw_known = true;
-	}
-	llc = bs->topo ? topo_llc_of(bs->topo, t->cpu) : -1;
 	if (t->flags & RQS_F_PAIRS)
-		count_reading(bs, t, k, slept, now_ns, llc);
-	if (slept && t->wakee && t->wakee != t->tid && t->wakee_tgid != (__u32)bs->o.self_tgid) {
-		k->woke = (pid_t)t->wakee;
-		k->woke_ns = now_ns;
-		if (woke_back(bs, t, now_ns) &&
-		    !wakes_wide(t, llc >= 0 ? bs->topo->llcs[llc].ncpus : 1)) {
-			if (k->partner != (pid_t)t->wakee)
-				log_debug("bpf: tasks %u and %u wake each other: a pair", t->tid,
-					  t->wakee);
-			k->partner = (pid_t)t->wakee;
-			k->partner_ns = now_ns;
-			k->partner_cpu = -1;
-			credit_partner(bs, t, now_ns);
-		}
-	}
+		read_pair(bs, t, k, now_ns);
 	if (!k->partner || now_ns - k->partner_ns >= PAIR_HOLD_NS)
 		return;
 	if (t->wakee == (__u32)k->partner && t->wakee_cpu >= 0)
@@ -1014,6 +1033,7 @@ static void bpf_free(struct sampler *sm)
 			close(bs->perf_fds[c]);
 	}
 	bpf_link__destroy(bs->iter);
+	bpf_link__destroy(bs->waking);
 	if (bs->map)
 		munmap(bs->map, bs->map_len);
 	rqsample__destroy(bs->skel);
@@ -1165,7 +1185,7 @@ bool sampler_bpf_pairs(struct sampler *sm, const struct topo *t, bool on)
 {
 	struct bpf_sampler *bs = sm->priv;
 
-	if (sm->ops != &bpf_ops || !bs->skel->bss)
+	if (sm->ops != &bpf_ops || !bs->skel->bss || !bs->waking)
 		return false;
 	bs->topo = t;
 	bs->pairs = on;

@@ -59,8 +59,8 @@ bool features_llcs(struct features *f, const struct topo *t, unsigned min_llc_co
  */
 void features_set_pairs(struct features *f, bool keep_pairs, const char *seen_by,
 			const char *why_not);
-#define FEAT_PAIRS_BPF "the bpf sampler reads each listed task's last_wakee and wakee_flips, " \
-		       "as the kernel's wake_wide() weighs them"
+#define FEAT_PAIRS_BPF "the bpf sampler notes who wakes whom at sched_waking, and weighs " \
+		       "it as the kernel's wake_wide() does"
 #define FEAT_PAIRS_REPLAY "the replayed snapshots' partner= fields"
 const char *features_name(enum feat_id id);
 /* Whether root's kernel.sched_autogroup_enabled is 1 (read each time: it may change). */

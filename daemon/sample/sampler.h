@@ -74,10 +74,10 @@ struct bpf_stats {
 };
 void sampler_bpf_stats(const struct sampler *sm, struct bpf_stats *ret);
 /*
- * keep_pairs: has the bpf sampler read whom each listed task wakes (the kernel's
- * last_wakee and wakee_flips, as wake_wide() weighs them, with LLC sizes from t) and
+ * keep_pairs: has the bpf sampler read whom each listed task wakes (noted at
+ * sched_waking, weighed as wake_wide() does, with LLC sizes from t) and
  * name each task's partner in the snapshot, or stop. False for any other sampler,
- * which cannot see who wakes whom.
+ * which cannot see who wakes whom, and where the sched_waking program did not attach.
  */
 bool sampler_bpf_pairs(struct sampler *sm, const struct topo *t, bool on);
 /*

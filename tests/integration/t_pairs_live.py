@@ -53,7 +53,7 @@ def test():
             seen, log = run(tmp, "[daemon]\nsampler = bpf\n", "on")
             w, r = writer.pid, reader.pid
             print(f"first {w}: {sorted(seen.get(w, []))}; second {r}: {sorted(seen.get(r, []))}")
-            check("features: wake-pairs: the bpf sampler reads" in log,
+            check("features: wake-pairs: the bpf sampler notes who wakes whom" in log,
                   "the log says the sampler reads wake pairs")
             check(any(f.startswith(f"partner={r}@") for f in seen.get(w, ())),
                   "the first is listed with the second as its partner, and a CPU")

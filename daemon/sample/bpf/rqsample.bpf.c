@@ -18,11 +18,23 @@
  *   - utilisation: the PELT util_avg of cfs, rt and dl, of 1024;
  *   - per listed task: tid, tgid, start_boottime, sum_exec_runtime, comm,
  *     PF_KTHREAD, cpus_mask (its first 1024 CPUs), and whether it is on the CPU;
- *     while userspace sets rqs_pairs (keep_pairs), who it wakes: the fields the
- *     kernel keeps for wake_wide() in every task (last_wakee and wakee_flips, which
- *     the waker's wakeup path updates), read through last_wakee for the wakee's
- *     tid, CPU, its own last_wakee and flips. No tracepoint: wakeups cost nothing
- *     more, and a sample reads five more fields a listed task.
+ *     while userspace sets rqs_pairs (keep_pairs), who it wakes: the record that
+ *     note_waking keeps of its last wakeup of another task, and the record of the
+ *     task it woke (tid, CPU, whom that one woke, flips).
+ * note_waking runs at sched_waking, on the waker's CPU in the waker's context, for
+ * every wakeup of a sleeping task: it keeps, by waker, the last task woken and a flip
+ * count as wake_wide() keeps its own. Not the kernel's last_wakee and wakee_flips:
+ * those change only on the slow path of a wakeup (select_task_rq_fair()), which a
+ * wakee still on its CPU (the wakelist) or still queued skips, so a ping-pong partner
+ * that always finds the other still switching out never names it; and a wakeup from
+ * an interrupt (the tick waking the RCU kthread, a timer waking the daemon) names
+ * whatever task that interrupt came upon. The qemu tier once read one pair member
+ * 1,500 times naming the RCU kthread and never its partner. Here a wakeup counts only
+ * between two user tasks (neither PF_KTHREAD, the idle task included, nor the
+ * daemon's), which leaves out what interrupts mostly wake; one that wakes a user task
+ * (a timer expiring) still names the task it came upon. Cost: a map lookup and a
+ * write per wakeup (an insert for a waker's first) while rqs_pairs is set, a flag
+ * test while not; the map keeps the RQS_MAX_WAKERS wakers that woke anyone last.
  * The rq comes from the per-CPU variable runqueues through a weak __ksym
  * (sample_ksym) where the kernel can resolve it (it needs CONFIG_KALLSYMS_ALL), else
  * from the interrupted task, current->se.cfs_rq->rq (sample_task): every task,
@@ -45,6 +57,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
 
 #include "rqsample.bpf.h"
 
@@ -96,6 +109,38 @@ static __always_inline __s32 task_cpu(struct task_struct *p)
 	return BPF_CORE_READ(o, cpu);
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, struct rqs_wake);
+	__uint(max_entries, RQS_MAX_WAKERS);
+} wakes SEC(".maps");
+
+/* e's wakee, that one's CPU, whom it woke, and both flips, from the wakes records. */
+static __always_inline void read_wakes(struct rqs_task *e)
+{
+	struct rqs_wake *w = bpf_map_lookup_elem(&wakes, &e->tid);
+	struct task_struct *q;
+	struct rqs_wake *v;
+	__u32 wakee;
+
+	if (!w || w->start_ns != e->start_ns)
+		return;
+	wakee = w->wakee;
+	q = (struct task_struct *)w->wakee_task;
+	if ((__u32)BPF_CORE_READ(q, pid) != wakee ||
+	    BPF_CORE_READ(q, start_boottime) != w->wakee_start_ns)
+		return;
+	e->wakee = wakee;
+	e->flips = w->flips;
+	e->wakee_cpu = task_cpu(q);
+	v = bpf_map_lookup_elem(&wakes, &wakee);
+	if (v && v->start_ns == w->wakee_start_ns) {
+		e->wakee_wakee = v->wakee;
+		e->wakee_flips = v->flips;
+	}
+}
+
 /* Everything but the CURR flag. */
 static __always_inline void fill(struct rqs_task *e, struct task_struct *p, __u32 tgid,
 				 __s32 cpu, int pairs)
@@ -113,21 +158,12 @@ static __always_inline void fill(struct rqs_task *e, struct task_struct *p, __u3
 		bpf_core_read(e->allowed, sizeof(e->allowed), &p->cpus_mask);
 	else
 		bpf_core_read(e->allowed, bpf_core_field_size(p->cpus_mask), &p->cpus_mask);
-	e->wakee = e->wakee_wakee = e->flips = e->wakee_flips = e->nvcsw = e->wakee_tgid = 0;
+	e->wakee = e->wakee_wakee = e->flips = e->wakee_flips = e->nvcsw = 0;
 	e->wakee_cpu = -1;
 	if (pairs) {
-		struct task_struct *w = BPF_CORE_READ(p, last_wakee);
-
 		e->flags |= RQS_F_PAIRS;
-		e->flips = BPF_CORE_READ(p, wakee_flips);
 		e->nvcsw = (__u32)BPF_CORE_READ(p, nvcsw);
-		if (w) {
-			e->wakee = BPF_CORE_READ(w, pid);
-			e->wakee_tgid = BPF_CORE_READ(w, tgid);
-			e->wakee_cpu = task_cpu(w);
-			e->wakee_wakee = BPF_CORE_READ(w, last_wakee, pid);
-			e->wakee_flips = BPF_CORE_READ(w, wakee_flips);
-		}
+		read_wakes(e);
 	}
 }
 
@@ -353,6 +389,45 @@ SEC("tp_btf/sched_switch")
 int switch_task(void *ctx)
 {
 	return too_soon() ? 0 : via_task();
+}
+
+/* Keeps the waker's record: see the head of this file. */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(note_waking, struct task_struct *p)
+{
+	struct task_struct *cur;
+	struct rqs_wake *w, fresh = {};
+	__u64 now;
+	__u32 tid;
+
+	if (!rqs_pairs)
+		return 0;
+	cur = bpf_get_current_task_btf();
+	if (cur == p || ((cur->flags | p->flags) & PF_KTHREAD) || cur->tgid == self_tgid ||
+	    p->tgid == self_tgid)
+		return 0;
+	tid = cur->pid;
+	w = bpf_map_lookup_elem(&wakes, &tid);
+	if (!w || w->start_ns != cur->start_boottime) {
+		fresh.start_ns = cur->start_boottime;
+		fresh.decay_ns = bpf_ktime_get_ns();
+		bpf_map_update_elem(&wakes, &tid, &fresh, BPF_ANY);
+		w = bpf_map_lookup_elem(&wakes, &tid);
+		if (!w)
+			return 0;
+	}
+	now = bpf_ktime_get_ns();
+	if (now - w->decay_ns > 1000000000ull) {
+		w->flips >>= 1;
+		w->decay_ns = now;
+	}
+	if (w->wakee != (__u32)p->pid || w->wakee_start_ns != p->start_boottime) {
+		w->wakee = p->pid;
+		w->wakee_start_ns = p->start_boottime;
+		w->wakee_task = (__u64)p;
+		w->flips++;
+	}
+	return 0;
 }
 
 SEC("iter/task")

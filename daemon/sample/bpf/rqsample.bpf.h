@@ -38,11 +38,11 @@ struct rqs_task {
 	__u64 allowed[RQS_MASK_WORDS]; /* cpus_mask, as sched_getaffinity() before it ANDs
 					  the online CPUs */
 	/*
-	 * Who it wakes, as the kernel's wake_wide() sees it, while rqs_pairs is set (else
-	 * 0): last_wakee's tid, the CPU that one last ran on, and whom that one last woke;
-	 * and both tasks' wakee_flips (bumped each time a task wakes another than the last,
-	 * halved each second it wakes anyone). The wakee may have exited since: a pair is
-	 * believed only when each last woke the other.
+	 * Who it wakes, while rqs_pairs is set (else 0), from the record note_waking keeps
+	 * (struct rqs_wake): the task it last woke, the CPU that one last ran on, and whom
+	 * that one last woke; and both tasks' flips, counted as the kernel's wake_wide()
+	 * counts wakee_flips. The wakee may have exited since: a pair is believed only when
+	 * each last woke the other.
 	 */
 	__u32 wakee;
 	__s32 wakee_cpu;
@@ -50,8 +50,24 @@ struct rqs_task {
 	__u32 flips;
 	__u32 wakee_flips;
 	__u32 nvcsw;          /* its voluntary context switches (low 32 bits): times it slept */
-	__u32 wakee_tgid;     /* last_wakee's process: the daemon's own, woken by its timer
-				 in an interrupt that this task happened to be under */
+};
+
+/* Tasks whose last wakeup note_waking remembers; the least recently used go first. */
+#define RQS_MAX_WAKERS 8192
+
+/*
+ * What note_waking keeps of one waker, by tid: whom it last woke, and how often it
+ * woke another than the last (halved each second it wakes anyone, as the kernel's
+ * wakee_flips). start_ns tells a reused tid from the task that wrote the record.
+ */
+struct rqs_wake {
+	__u64 start_ns;       /* the waker's start_boottime */
+	__u64 wakee_task;     /* the wakee's struct task_struct, read only with a check of its
+				 pid and start_boottime: it may be gone or reused */
+	__u64 wakee_start_ns; /* the wakee's start_boottime */
+	__u64 decay_ns;       /* bpf_ktime_get_ns() when flips was last halved */
+	__u32 wakee;          /* the wakee's tid */
+	__u32 flips;
 };
 
 /*

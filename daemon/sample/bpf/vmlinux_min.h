@@ -108,8 +108,6 @@ struct task_struct {
 	struct mm_struct *mm;
 	char comm[16];
 	cpumask_t cpus_mask;
-	struct task_struct *last_wakee;    /* CONFIG_SMP: whom it last woke (wake_wide()) */
-	unsigned int wakee_flips;
 	unsigned long nvcsw;               /* voluntary context switches: times it slept */
 	struct sched_info sched_info;
 };

@@ -4,7 +4,7 @@
 # balancing off so that nothing moves but what the daemon pins. The pairs are held
 # to LLC 0 until the daemon has seen them, then allowed every CPU: the only tasks it
 # may move are pair members. With keep_pairs = no it pins members away from their
-# partners; with keep_pairs = yes (the bpf sampler reads the kernel's last_wakee) a
+# partners; with keep_pairs = yes (the bpf sampler notes who wakes whom at sched_waking) a
 # member whose partner sleeps beside it stays, and no pin splits a pair. One CPU of
 # LLC 1 is held busy too, so that a pin moves one task and a pair has nowhere to move
 # whole. The test's shell stays on LLC 0, where its commands hide no idle CPU. Both
