@@ -401,21 +401,33 @@ void latact_classes_stale(struct latact *la)
 	}
 }
 
-/* Whether dir caps its tasks' CPU: a CFS quota, or a cpuset other than the top's. */
+/*
+ * Whether dir holds its tasks' CPU back: a CFS quota, a cpuset other than the top's,
+ * a weight below the default, or cpu.idle. A class of rqbalance's has a weight too:
+ * moved into one from a cgroup someone gave less, a task would gain what that someone
+ * took from it (the second review: from cpu.shares 2 to rqbalance-lat1's 820).
+ */
 static bool dir_limits(const struct latact *la, const char *dir, const char *top_cpus)
 {
 	char buf[256];
+	unsigned long w;
 
 	util_read_line(dir, la->cls.v2 ? "cpu.max" : "cpu.cfs_quota_us", buf, sizeof(buf));
 	if (buf[0] && (la->cls.v2 ? strncmp(buf, "max", 3) != 0 : strcmp(buf, "-1") != 0))
+		return true;
+	util_read_line(dir, la->cls.v2 ? "cpu.weight" : "cpu.shares", buf, sizeof(buf));
+	if (sscanf(buf, "%lu", &w) == 1 && w < (la->cls.v2 ? 100UL : 1024UL))
+		return true;
+	util_read_line(dir, "cpu.idle", buf, sizeof(buf));
+	if (strcmp(buf, "1") == 0)
 		return true;
 	util_read_line(dir, "cpuset.cpus", buf, sizeof(buf));
 	return buf[0] && top_cpus[0] && strcmp(buf, top_cpus) != 0;
 }
 
 /*
- * Whether cgroup cg (as /proc/PID/cgroup names it), or a parent below the top, caps
- * its tasks' CPU; rqbalance's own classes set no cap. A cpuset counts only where it
+ * Whether cgroup cg (as /proc/PID/cgroup names it), or a parent below the top, holds
+ * its tasks' CPU back (dir_limits); rqbalance's own classes are not counted. A cpuset counts only where it
  * shares the hierarchy rqbalance moves tasks in (cgroup2, or v1 mounted with cpu).
  */
 bool latact_cg_limits_cpu(const struct latact *la, const char *cg)

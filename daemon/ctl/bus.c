@@ -105,10 +105,10 @@ static int foreground(struct ctl_bus *b, const struct ctl_caller *k, struct bus_
 
 	snprintf(source, sizeof(source), "foreground uid %u", k->uid);
 	if (c->t.pid) {
-		r = ctl_req_permitted(d, k, &c->t, v, &trusted, why);
+		r = ctl_req_permitted(d, k, &c->t, CTL_REQ_SET, v, &trusted, why);
 		if (r == -EPERM && d->conf.lat_fg_gid_set && ctl_req_in_group(k, d->conf.lat_fg_gid))
-			/* Its own process, at any value it could ask for: the owner check alone. */
-			r = ctl_req_permitted(d, k, &c->t, LAT_MAX, &trusted, why);
+			/* Its own process, at any value: the owner check alone. */
+			r = ctl_req_permitted(d, k, &c->t, CTL_REQ_OWNER, v, &trusted, why);
 		if (r < 0)
 			return r;
 	} else {
@@ -149,7 +149,8 @@ static void serve(struct bus_call *c, const struct ctl_caller *k)
 		goto out;
 	}
 	if (r == 0)
-		r = ctl_req_permitted(d, k, &c->t, c->op == OP_SET ? c->value : 0, &trusted, &why);
+		r = ctl_req_permitted(d, k, &c->t, c->op == OP_SET ? CTL_REQ_SET : CTL_REQ_RESET,
+				      c->value, &trusted, &why);
 	if (r == 0 && c->op == OP_RESET) {
 		r = ctl_req_reset(d, &c->t);
 		if (r >= 0)

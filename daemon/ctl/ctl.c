@@ -455,21 +455,12 @@ static int do_explain(struct conn *c, const struct ctl_msg *m, struct ctl_target
 	struct daemon *d = c->srv->d;
 	struct explain_target et = { .thread = t->kind == TGT_TID, .tid = t->pid, .tgid = t->tgid,
 				     .cgroup = t->kind == TGT_CGROUP ? t->path : NULL };
-	int cur = t->kind == TGT_CGROUP ? 0 : latmgr_value_of(&d->lm, t->pid, t->tgid);
 	const char *why;
 	bool trusted;
 	char *text = NULL;
 	int r;
 
-	if (cur == LAT_NONE)
-		cur = 0;
-	if (t->kind == TGT_CGROUP) {
-		const struct lat_cg_entry *g = latact_find_cgroup(&d->lat, t->path);
-
-		cur = g ? g->value : 0;
-	}
-	/* Asking to keep the value it has: allowed exactly to whom may act on the target. */
-	r = ctl_req_permitted(d, &c->who, t, cur, &trusted, &why);
+	r = ctl_req_permitted(d, &c->who, t, CTL_REQ_OWNER, 0, &trusted, &why);
 	if (r == -ESRCH || r == -ENOENT)
 		return reply_err(c, m->hdr.seq, -r, why);
 	r = ctl_explain(d, &et, r == 0, &text);
@@ -508,7 +499,8 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 	     ctl_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
 	     lat_parse(v, &value, &why) < 0))
 		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");
-	r = ctl_req_permitted(d, &c->who, &t, m->hdr.type == CTL_SET ? value : 0, &trusted, &why);
+	r = ctl_req_permitted(d, &c->who, &t, m->hdr.type == CTL_SET ? CTL_REQ_SET : CTL_REQ_RESET,
+			      value, &trusted, &why);
 	if (r < 0) {
 		ctl_log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d): %s",
 			    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);

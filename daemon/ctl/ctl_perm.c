@@ -8,6 +8,27 @@
 
 #include "ctl/ctl_perm.h"
 
+/* Whether the kernel lets an owner without CAP_SYS_NICE take nice to want (can_nice()). */
+static bool nice_ok(int nice, int want, long rlim_nice)
+{
+	return want >= nice || want >= 20 - rlim_nice;
+}
+
+static int thread_check(const struct ctl_perm_thread *t, long rlim_nice, const char **ret_why)
+{
+	if (!nice_ok(t->nice, t->want_nice, rlim_nice)) {
+		*ret_why = "permission denied: a thread's nice would go below what it has now, which "
+			   "needs CAP_SYS_NICE (or RLIMIT_NICE)";
+		return -EPERM;
+	}
+	if (t->idle && !t->want_idle && t->nice < 20 - rlim_nice) {
+		*ret_why = "permission denied: a thread would leave SCHED_IDLE, which needs "
+			   "CAP_SYS_NICE (or an RLIMIT_NICE that covers its nice)";
+		return -EPERM;
+	}
+	return 0;
+}
+
 int ctl_perm_check(const struct ctl_perm_facts *f, const char **ret_why)
 {
 	if (f->admin)
@@ -16,9 +37,12 @@ int ctl_perm_check(const struct ctl_perm_facts *f, const char **ret_why)
 		*ret_why = "permission denied: not yours (needs the same uid or CAP_SYS_NICE)";
 		return -EPERM;
 	}
-	if (f->want >= f->cur || f->cap_sys_nice)
+	if (f->owner_only || f->cap_sys_nice)
 		return 0;
-	if (f->want >= 20 - f->rlim_nice)
+	for (size_t i = 0; i < f->nth; i++)
+		if (thread_check(&f->th[i], f->rlim_nice, ret_why) < 0)
+			return -EPERM;
+	if (f->nth || nice_ok(f->cur, f->want, f->rlim_nice))
 		return 0;
 	*ret_why = "permission denied: lowering a value needs CAP_SYS_NICE (or RLIMIT_NICE)";
 	return -EPERM;

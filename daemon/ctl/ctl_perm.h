@@ -11,15 +11,32 @@
 
 #include "ctl/ctl_peer.h"
 
+/*
+ * One thread of a task target, as the kernel holds it now and as the request would
+ * leave it: the kernel judges setpriority(2) and sched_setattr(2) thread by thread.
+ */
+struct ctl_perm_thread {
+	int nice;            /* its nice now */
+	bool idle;           /* SCHED_IDLE now */
+	int want_nice;       /* its nice after the request (a set: the value's; a reset:
+				what it had before rqbalance) */
+	bool want_idle;      /* SCHED_IDLE after it */
+};
+
 struct ctl_perm_facts {
 	bool admin;          /* root, or a member of ctl_group */
 	bool cap_sys_nice;   /* CAP_SYS_NICE effective, in the daemon's user namespace */
+	bool owner_only;     /* only whether the peer may act on the target at all */
 	uid_t peer_euid;
 	uid_t target_ruid;   /* for a cgroup: the owner of its weight file */
 	uid_t target_euid;
 	long rlim_nice;      /* the target's RLIMIT_NICE soft limit (as setrlimit: 0…40) */
-	int cur;             /* the value it has now; 0 when it has none */
-	int want;            /* the value asked for; 0 for a reset */
+	/* A task target: every thread, judged on the kernel's state. */
+	const struct ctl_perm_thread *th;
+	size_t nth;
+	/* A cgroup target (nth 0): its value now (0 for none) and the one asked for. */
+	int cur;
+	int want;
 };
 
 /*
@@ -27,8 +44,10 @@ struct ctl_perm_facts {
  * - root and ctl_group may do anything;
  * - others only to tasks they could renice themselves: their euid is the target's
  *   real or effective uid, or they have CAP_SYS_NICE;
- * - without CAP_SYS_NICE a value may only go up, except down to 20 - RLIMIT_NICE
- *   (the bound the kernel puts on lowering nice).
+ * - without CAP_SYS_NICE, as the kernel rules on each thread's nice and policy now
+ *   (never on rqbalance's record of them): a thread's nice may only go up, except
+ *   down to 20 - RLIMIT_NICE; a SCHED_IDLE thread may leave SCHED_IDLE only where
+ *   its nice is within that bound; a cgroup's value likewise only up, or down to it.
  */
 int ctl_perm_check(const struct ctl_perm_facts *f, const char **ret_why);
 

@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -15,6 +17,7 @@
 #include "ctl/ctl_peer.h"
 #include "ctl/ctl_perm.h"
 #include "ctl/ctl_req.h"
+#include "util/schedattr.h"
 #include "util/util.h"
 
 bool ctl_req_in_group(const struct ctl_caller *k, gid_t gid)
@@ -64,13 +67,12 @@ int ctl_req_target(struct daemon *d, struct ctl_target *t, const char **why)
 	return 0;
 }
 
-static int status_field(const char *proc_root, pid_t pid, const char *key, char *ret,
-			size_t size)
+/* The value of line key: in status file path, into ret. 0, -ESRCH or -ENOENT. */
+static int status_file(const char *path, const char *key, char *ret, size_t size)
 {
-	char path[PATH_MAX], buf[4096], *p;
+	char buf[4096], *p;
 	size_t kl = strlen(key);
 
-	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
 	if (util_read_file(path, buf, sizeof(buf)) < 0)
 		return -ESRCH;
 	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
@@ -81,60 +83,127 @@ static int status_field(const char *proc_root, pid_t pid, const char *key, char 
 	return -ENOENT;
 }
 
-/*
- * If a thread of tgid has neither a real nor an effective uid that is the caller's,
- * the target's uids become that thread's, so that the rule judges it as the kernel
- * would judge a request on that thread.
- */
-static void other_thread(struct daemon *d, const struct ctl_caller *k, pid_t tgid,
-			 struct ctl_perm_facts *f)
+static int status_field(const char *proc_root, pid_t pid, const char *key, char *ret,
+			size_t size)
 {
-	char path[PATH_MAX], line[128];
-	unsigned ruid, euid;
-	struct dirent *de;
-	DIR *dir;
-	FILE *fp;
+	char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/%d/task", d->lm.proc_root, (int)tgid);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((de = readdir(dir))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%d/task/%s/status", d->lm.proc_root,
-			 (int)tgid, de->d_name);
-		fp = fopen(path, "re");
-		if (!fp)
-			continue; /* exited meanwhile */
-		while (fgets(line, sizeof(line), fp))
-			if (sscanf(line, "Uid: %u %u", &ruid, &euid) == 2) {
-				if (ruid != k->uid && euid != k->uid) {
-					f->target_ruid = ruid;
-					f->target_euid = euid;
-				}
-				break;
-			}
-		fclose(fp);
-		if (f->target_ruid != k->uid && f->target_euid != k->uid)
-			break;
+	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
+	return status_file(path, key, ret, size);
+}
+
+/* A task target's threads, with their facts, for the permission rule. */
+struct perm_threads {
+	struct ctl_perm_thread *th;
+	size_t n, cap;
+};
+
+/*
+ * What thread tid has now and what the request would leave it: want is the value of a
+ * set, or LAT_NONE for a reset, which gives back what it had before rqbalance. A knob
+ * someone else changed since rqbalance set it is theirs and stays as it is.
+ */
+static int thread_fact(struct daemon *d, pid_t tid, int want, struct ctl_perm_thread *ret)
+{
+	const struct lat_entry *e = latact_find(&d->lat, tid);
+	struct rqb_sched_attr a;
+	struct lat_knobs k;
+	int r = rqb_sched_getattr(tid, &a);
+
+	if (r < 0)
+		return r;
+	ret->nice = a.sched_nice;
+	ret->idle = a.sched_policy == SCHED_IDLE;
+	ret->want_nice = ret->nice;
+	ret->want_idle = ret->idle;
+	if (want != LAT_NONE) {
+		lat_map(&d->lat.lc, want, &k);
+		ret->want_nice = k.nice;
+		ret->want_idle = k.policy == SCHED_IDLE;
+	} else if (e) {
+		ret->want_nice = e->prev.nice;
+		ret->want_idle = e->prev.policy == SCHED_IDLE;
 	}
-	closedir(dir);
+	if (e && (e->left & LAT_K_NICE))
+		ret->want_nice = ret->nice;
+	if (e && (e->left & LAT_K_POLICY))
+		ret->want_idle = ret->idle;
+	return 0;
 }
 
 /*
- * A task's owner and RLIMIT_NICE, read by pid between two reads of its start time:
- * the facts are about the task whose start time t carries to the write (or, with
+ * The facts of one thread of the target: its uids (a thread that is neither the
+ * caller's by real nor by effective uid makes the target not the caller's, as
+ * setpriority(2) on that thread would be refused), its nice and policy now and after.
+ * 0, -ESRCH when it is gone, or -ENOMEM.
+ */
+static int add_thread(struct daemon *d, const struct ctl_caller *k, pid_t tgid, pid_t tid,
+		      int want, struct perm_threads *pt, struct ctl_perm_facts *f)
+{
+	char path[PATH_MAX], uids[128];
+	struct ctl_perm_thread *a;
+	unsigned ruid, euid;
+	char key[32];
+
+	snprintf(key, sizeof(key), "%d/task/%d", (int)tgid, (int)tid);
+	snprintf(path, sizeof(path), "%s/%s/status", d->lm.proc_root, key);
+	if (status_file(path, "Uid", uids, sizeof(uids)) < 0 ||
+	    sscanf(uids, "%u %u", &ruid, &euid) != 2)
+		return -ESRCH;
+	if (ruid != k->uid && euid != k->uid) {
+		f->target_ruid = ruid;
+		f->target_euid = euid;
+	}
+	a = util_grow(pt->th, &pt->cap, pt->n, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	pt->th = a;
+	if (thread_fact(d, tid, want, &pt->th[pt->n]) < 0)
+		return -ESRCH;
+	pt->n++;
+	return 0;
+}
+
+/* Every thread of the target (only the one a TGT_TID names). */
+static int threads_facts(struct daemon *d, const struct ctl_caller *k, const struct ctl_target *t,
+			 int want, struct perm_threads *pt, struct ctl_perm_facts *f)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *dir;
+	int r = 0;
+
+	if (t->kind == TGT_TID)
+		return add_thread(d, k, t->tgid, t->pid, want, pt, f);
+	snprintf(path, sizeof(path), "%s/%d/task", d->lm.proc_root, (int)t->pid);
+	dir = opendir(path);
+	if (!dir)
+		return -ESRCH;
+	while (r >= 0 && (de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		r = add_thread(d, k, t->pid, (pid_t)atoi(de->d_name), want, pt, f);
+		if (r == -ESRCH)
+			r = 0; /* it exited meanwhile */
+	}
+	closedir(dir);
+	return r < 0 ? r : pt->n ? 0 : -ESRCH;
+}
+
+/*
+ * A task's owner, RLIMIT_NICE and threads, read by pid between two reads of its start
+ * time: the facts are about the task whose start time t carries to the write (or, with
  * none yet, the one it then gets), never about one that reused its pid meanwhile.
  */
 static int task_facts(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
-		      struct ctl_perm_facts *f)
+		      int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
 	const char *root = d->lm.proc_root;
 	char uids[128];
 	unsigned ruid, euid;
 	uint64_t before = 0, after = 0;
 	struct rlimit rl;
+	int r;
 
 	if (ctl_peer_start_time(root, t->pid, &before) < 0 ||
 	    (t->start_time && before != t->start_time))
@@ -144,19 +213,14 @@ static int task_facts(struct daemon *d, const struct ctl_caller *k, struct ctl_t
 		return -ESRCH;
 	f->target_ruid = ruid;
 	f->target_euid = euid;
-	/*
-	 * A process target gives every thread the value, and the kernel judges each
-	 * thread on its own credentials (setpriority(2) on a thread of another user is
-	 * refused): a thread that is not the caller's makes the process not the caller's.
-	 */
-	if (t->kind == TGT_PID)
-		other_thread(d, k, t->pid, f);
 	if (prlimit(t->pid, RLIMIT_NICE, NULL, &rl) == 0)
 		f->rlim_nice = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 40 ? 40 :
 										  (long)rl.rlim_cur;
-	f->cur = latmgr_value_of(&d->lm, t->pid, t->tgid);
-	if (f->cur == LAT_NONE)
-		f->cur = 0;
+	r = threads_facts(d, k, t, want, pt, f);
+	if (r < 0)
+		return r;
+	f->th = pt->th;
+	f->nth = pt->n;
 	if (ctl_peer_start_time(root, t->pid, &after) < 0 || after != before)
 		return -ESRCH;
 	t->start_time = before;
@@ -164,7 +228,7 @@ static int task_facts(struct daemon *d, const struct ctl_caller *k, struct ctl_t
 }
 
 static int target_facts(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
-			struct ctl_perm_facts *f)
+			int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
 	char file[PATH_MAX];
 	struct stat st;
@@ -191,24 +255,33 @@ static int target_facts(struct daemon *d, const struct ctl_caller *k, struct ctl
 			f->target_ruid = f->target_euid = 0;
 		}
 		f->cur = e ? e->value : 0;
+		f->want = want == LAT_NONE ? 0 : want;
 		return 0;
 	}
-	return task_facts(d, k, t, f);
+	return task_facts(d, k, t, want, pt, f);
 }
 
 int ctl_req_permitted(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
-		      int want, bool *ret_trusted, const char **why)
+		      enum ctl_req_act act, int want, bool *ret_trusted, const char **why)
 {
-	struct ctl_perm_facts f = { .peer_euid = k->uid, .want = want };
+	struct ctl_perm_facts f = { .peer_euid = k->uid, .owner_only = act == CTL_REQ_OWNER };
+	struct perm_threads pt = { 0 };
+	int r;
 
 	f.admin = ctl_req_admin(k, &d->conf);
 	f.cap_sys_nice = !f.admin && k->cap_sys_nice;
 	*ret_trusted = f.admin || f.cap_sys_nice;
-	if (target_facts(d, k, t, &f) < 0) {
+	r = target_facts(d, k, t, act == CTL_REQ_SET ? want : LAT_NONE, &pt, &f);
+	if (r == -ENOMEM) {
+		*why = "out of memory";
+	} else if (r < 0) {
 		*why = t->kind == TGT_CGROUP ? "no such cgroup in the cpu hierarchy" : "no such task";
-		return t->kind == TGT_CGROUP ? -ENOENT : -ESRCH;
+		r = t->kind == TGT_CGROUP ? -ENOENT : -ESRCH;
+	} else {
+		r = ctl_perm_check(&f, why);
 	}
-	return ctl_perm_check(&f, why);
+	free(pt.th);
+	return r;
 }
 
 /*
@@ -237,6 +310,41 @@ static void unit_text(const struct daemon *d, pid_t tgid, char *out, size_t size
 			 "unit_why the cgroup has a value of its own (rqctl set -g)\n");
 }
 
+/*
+ * Whether an untrusted caller's request for the value t already has from another
+ * source leaves that source: re-asserting a value it did not give never makes it the
+ * caller's (root's foreground value or a rule's would then no longer be given back,
+ * and would follow exec and children as the caller's own).
+ */
+static bool keeps_its_source(struct daemon *d, const struct ctl_target *t, int v,
+			     const char *source)
+{
+	const char *cur_source;
+	int cur;
+
+	return ctl_req_value(d, t, &cur, &cur_source) == 0 && cur == v &&
+	       strcmp(cur_source, source) != 0;
+}
+
+/* What rqctl shows after a set of t that gave r tasks the value. */
+static int set_reply(struct daemon *d, const struct ctl_target *t, int r, char *out, size_t size)
+{
+	if (t->kind == TGT_CGROUP) {
+		snprintf(out, size, "cgroup %s\n", t->path);
+		return 0;
+	}
+	if (t->kind == TGT_PID) {
+		/* How many have the value now, not how many changed: a repeat says the same. */
+		r = 0;
+		for (size_t i = 0; i < d->lat.n; i++)
+			r += d->lat.e[i].tgid == t->pid;
+	}
+	snprintf(out, size, "tasks %d\n", r);
+	if (t->kind == TGT_PID)
+		unit_text(d, t->pid, out + strlen(out), size - strlen(out));
+	return r;
+}
+
 int ctl_req_set(struct daemon *d, const struct ctl_caller *k, const struct ctl_target *t, int v,
 		bool trusted, char *out, size_t size, const char **why)
 {
@@ -244,6 +352,8 @@ int ctl_req_set(struct daemon *d, const struct ctl_caller *k, const struct ctl_t
 	int r;
 
 	snprintf(source, sizeof(source), "%s uid %u", k->via, k->uid);
+	if (!trusted && keeps_its_source(d, t, v, source))
+		return set_reply(d, t, t->kind == TGT_TID, out, size);
 	switch (t->kind) {
 	case TGT_PID:
 		r = latmgr_set_process(&d->lm, t->pid, t->start_time, v, source, trusted, why);
@@ -254,22 +364,9 @@ int ctl_req_set(struct daemon *d, const struct ctl_caller *k, const struct ctl_t
 		break;
 	default:
 		r = latmgr_set_cgroup(&d->lm, t->path, v, source, why);
-		if (r == 0)
-			snprintf(out, size, "cgroup %s\n", t->path);
-		return r;
+		break;
 	}
-	if (r >= 0 && t->kind == TGT_PID) {
-		/* How many have the value now, not how many changed: a repeat says the same. */
-		r = 0;
-		for (size_t i = 0; i < d->lat.n; i++)
-			r += d->lat.e[i].tgid == t->pid;
-	}
-	if (r >= 0) {
-		snprintf(out, size, "tasks %d\n", r);
-		if (t->kind == TGT_PID)
-			unit_text(d, t->pid, out + strlen(out), size - strlen(out));
-	}
-	return r;
+	return r < 0 ? r : set_reply(d, t, r, out, size);
 }
 
 static void knobs_text(const struct lat_state *s, char *out, size_t size)

@@ -47,14 +47,22 @@ bool ctl_req_admin(const struct ctl_caller *k, const struct rqb_conf *conf);
  * -EINVAL (a thread named as a process, a bad path) or -ESRCH with *why.
  */
 int ctl_req_target(struct daemon *d, struct ctl_target *t, const char **why);
+/* What a request would do to its target, for ctl_req_permitted(). */
+enum ctl_req_act {
+	CTL_REQ_SET,    /* give it a value */
+	CTL_REQ_RESET,  /* give back what it had before rqbalance */
+	CTL_REQ_OWNER,  /* nothing yet: whether the caller may act on it at all */
+};
+
 /*
- * 0 if the caller may give t the value want (0 for a reset), else -EPERM, or -ESRCH /
- * -ENOENT when the target is gone, with *why. *ret_trusted: it may give any task any
- * value (root, ctl_group, CAP_SYS_NICE). Sets t's start time, which the write must
- * find again.
+ * 0 if the caller may do act to t (for a set, give it the value want), else -EPERM,
+ * or -ESRCH / -ENOENT when the target is gone, with *why: judged as the kernel would
+ * judge the caller's own setpriority(2) and sched_setattr(2) on each of its threads
+ * now (ctl_perm.h). *ret_trusted: it may give any task any value (root, ctl_group,
+ * CAP_SYS_NICE). Sets t's start time, which the write must find again.
  */
 int ctl_req_permitted(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
-		      int want, bool *ret_trusted, const char **why);
+		      enum ctl_req_act act, int want, bool *ret_trusted, const char **why);
 /*
  * Gives t the value v (permitted first): the number of tasks that have it now (0 for
  * a cgroup), or -errno with *why. out: what rqctl shows ("tasks N", the unit).

@@ -234,8 +234,8 @@ const char *lat_cg_why(enum lat_cg_verdict verdict)
 		return "moved there by someone else: theirs now, only nice, policy and slice are "
 		       "rqbalance's";
 	case LAT_CG_LIMITS:
-		return "its cgroup limits its CPU (a quota or a cpuset): left there, only nice, "
-		       "policy and slice are rqbalance's";
+		return "its cgroup holds its CPU back (a quota, a cpuset, a low weight or cpu.idle): "
+		       "left there, only nice, policy and slice are rqbalance's";
 	default:
 		return "";
 	}

@@ -106,7 +106,7 @@ void lat_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
 enum lat_cg_verdict {
 	LAT_CG_OURS = 0,    /* where rqbalance put it (or may put it): it may be moved */
 	LAT_CG_MOVED,       /* someone else moved it (or its creator) since: theirs */
-	LAT_CG_LIMITS,      /* its cgroup has a CPU quota or a cpuset: left there */
+	LAT_CG_LIMITS,      /* its cgroup holds its CPU back (latact_cg_limits_cpu): left there */
 };
 
 struct lat_cg_view {
@@ -117,7 +117,8 @@ struct lat_cg_view {
 	 * task given its first value.
 	 */
 	const char *held;
-	bool limits;        /* cur or a parent of it has a CPU quota or a narrower cpuset */
+	bool limits;        /* cur or a parent of it holds its CPU back (a quota, a narrower
+			       cpuset, a weight below the default, cpu.idle) */
 };
 
 enum lat_cg_verdict lat_cg_decide(const struct lat_cg_view *v);

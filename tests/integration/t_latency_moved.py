@@ -4,7 +4,7 @@ class cgroup rqbalance-lat5; the administrator (the test, as root) then moves it
 a cgroup with a CPU quota. Its children made after stay in that cgroup, a reload and
 another value leave it there, `rqctl get` and one log line say its cgroup is left to
 whoever moved it, its nice is still rqbalance's, and the stop gives back the nice but
-not the cgroup. A process already in a cgroup that limits its CPU gets a value's nice
+not the cgroup. A process already in a cgroup that holds its CPU back gets a value's nice
 from root, and stays in that cgroup. Waits are for events (rqctl sync)."""
 import os
 import shutil
@@ -136,7 +136,7 @@ def test():
                       and os.getpriority(os.PRIO_PROCESS, qpid) == -10,
                       "it gets nice -10 and stays in the limited cgroup")
                 get = fields(rqctl(d, "get", "-p", str(qpid)).stdout)
-                check("limits" in get.get("cgroup_left", ""), f"rqctl get says why ({get})")
+                check("holds its CPU back" in get.get("cgroup_left", ""), f"rqctl get says why ({get})")
                 check(d.stop() == 0, "clean stop")
             check(os.getpriority(os.PRIO_PROCESS, pid) == 0 and lim.rel in open(f"/proc/{pid}/cgroup").read(),
                   "the stop gives back its nice, not its cgroup")

@@ -327,7 +327,7 @@ static void cgroup_only_where_put(void **state)
 	v.limits = false;
 	assert_int_equal(lat_cg_decide(&v), LAT_CG_OURS);
 	assert_non_null(strstr(lat_cg_why(LAT_CG_MOVED), "someone else"));
-	assert_non_null(strstr(lat_cg_why(LAT_CG_LIMITS), "limits its CPU"));
+	assert_non_null(strstr(lat_cg_why(LAT_CG_LIMITS), "holds its CPU back"));
 }
 
 int main(void)

@@ -13,7 +13,23 @@
 #include "ctl/ctl_perm.h"
 #include "unit.h"
 
+/* The thread of user()'s facts: one each, as each test builds one set of facts. */
+static struct ctl_perm_thread one;
+
+/* A one-thread task of uid 1000's at nice cur, asked for nice want by uid 1000. */
 static struct ctl_perm_facts user(int cur, int want)
+{
+	struct ctl_perm_facts f = {
+		.peer_euid = 1000, .target_ruid = 1000, .target_euid = 1000,
+		.th = &one, .nth = 1,
+	};
+
+	one = (struct ctl_perm_thread){ .nice = cur, .want_nice = want };
+	return f;
+}
+
+/* A cgroup of uid 1000's at value cur, asked for want. */
+static struct ctl_perm_facts cgroup(int cur, int want)
 {
 	struct ctl_perm_facts f = {
 		.peer_euid = 1000, .target_ruid = 1000, .target_euid = 1000,
@@ -61,10 +77,10 @@ static void rlimit_nice_allows_lowering_to_its_bound(void **state)
 
 	f.rlim_nice = 15; /* the kernel lets this user renice down to 20 - 15 = 5 */
 	assert_int_equal(check(&f), 0);
-	f.want = 4;
+	one.want_nice = 4;
 	assert_int_equal(check(&f), -EPERM);
 	f.rlim_nice = 40;
-	f.want = -20;
+	one.want_nice = -20;
 	assert_int_equal(check(&f), 0);
 }
 
@@ -94,6 +110,69 @@ static void admin_allows_any(void **state)
 	f.target_ruid = f.target_euid = 4242;
 	f.admin = true;
 	assert_int_equal(check(&f), 0);
+}
+
+/* Finding 3 of the second review: the kernel's nice counts, not rqbalance's record. */
+static void judged_on_the_kernels_nice(void **state)
+{
+	struct ctl_perm_facts f = user(19, 0); /* root reniced it to 19; rqbalance has nothing */
+
+	assert_int_equal(check(&f), -EPERM);
+	one.want_nice = 5;
+	assert_int_equal(check(&f), -EPERM);
+	one.want_nice = 19;
+	assert_int_equal(check(&f), 0);
+}
+
+static void every_thread_counts(void **state)
+{
+	struct ctl_perm_thread th[3] = {
+		{ .nice = 0, .want_nice = 5 }, { .nice = 0, .want_nice = 5 },
+		{ .nice = 10, .want_nice = 5 }, /* one thread root reniced */
+	};
+	struct ctl_perm_facts f = user(0, 5);
+
+	f.th = th;
+	f.nth = 3;
+	assert_int_equal(check(&f), -EPERM);
+	th[2].want_nice = 10; /* a knob someone else set stays theirs: not written */
+	assert_int_equal(check(&f), 0);
+}
+
+/* The kernel lets a SCHED_IDLE thread leave it only where RLIMIT_NICE covers its nice. */
+static void leaving_sched_idle(void **state)
+{
+	struct ctl_perm_facts f = user(0, 5);
+
+	one.idle = true;
+	assert_int_equal(check(&f), -EPERM);
+	one.want_idle = true;
+	assert_int_equal(check(&f), 0);
+	one.want_idle = false;
+	f.rlim_nice = 20; /* 20 - 0: nice 0 is within it */
+	assert_int_equal(check(&f), 0);
+	one.nice = one.want_nice = 19;
+	f.rlim_nice = 0;
+	assert_int_equal(check(&f), -EPERM); /* idle at 19 to batch at 19: refused too */
+}
+
+static void owner_only_asks_no_value(void **state)
+{
+	struct ctl_perm_facts f = user(19, -20);
+
+	f.owner_only = true;
+	assert_int_equal(check(&f), 0);
+	f.target_ruid = f.target_euid = 1001;
+	assert_int_equal(check(&f), -EPERM);
+}
+
+static void cgroup_values(void **state)
+{
+	struct ctl_perm_facts f = cgroup(0, 5);
+
+	assert_int_equal(check(&f), 0);
+	f = cgroup(5, 0);
+	assert_int_equal(check(&f), -EPERM);
 }
 
 static struct ctl_peer peer(const char *uid, uint64_t cap_eff, uid_t owner)
@@ -201,6 +280,11 @@ int main(void)
 		cmocka_unit_test(other_users_task_refused),
 		cmocka_unit_test(cap_sys_nice_allows_any),
 		cmocka_unit_test(admin_allows_any),
+		cmocka_unit_test(judged_on_the_kernels_nice),
+		cmocka_unit_test(every_thread_counts),
+		cmocka_unit_test(leaving_sched_idle),
+		cmocka_unit_test(owner_only_asks_no_value),
+		cmocka_unit_test(cgroup_values),
 		cmocka_unit_test(accept_counts_cap_sys_nice_only_when_sound),
 		cmocka_unit_test(accept_refuses_ids_changed_since_connect),
 		cmocka_unit_test(same_peer_or_stale),
