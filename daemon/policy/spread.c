@@ -291,22 +291,27 @@ static bool on_topology(const struct snapshot *s, int cpu)
  * hog to an LLC that two balance (the qemu tier's t_spread, under host load). A pinned
  * task listed nowhere while its CPUs' counts are newer sleeps, and is no load.
  */
+/* Whether CPU c's counts may predate pin p: taken no later than it, or before the last tick. */
+static bool counts_predate(const struct snapshot *s, const struct spread_state *st, int c,
+			   const struct spread_pin *p)
+{
+	uint64_t at = snap_cpu_sampled(s, c);
+
+	return at <= p->since_ns || (st->prev_now_ns && at < st->prev_now_ns);
+}
+
 static void count_unlisted_pins(const struct snapshot *s, struct spread_state *st)
 {
 	for (size_t i = 0; i < st->npins; i++) {
-		const struct spread_pin *p = &st->pins[i];
+		struct spread_pin *p = &st->pins[i];
 		int best = -1, best_nr = 0;
 
 		if (p->listed)
 			continue;
 		for (int c = 0; c < s->nr_cpu_ids; c++) {
-			uint64_t at;
 			int nr;
 
-			if (!CPU_ISSET(c, &p->mask) || !on_topology(s, c))
-				continue;
-			at = snap_cpu_sampled(s, c);
-			if (at > p->since_ns && (!st->prev_now_ns || at >= st->prev_now_ns))
+			if (!CPU_ISSET(c, &p->mask) || !on_topology(s, c) || !counts_predate(s, st, c, p))
 				continue;
 			nr = (int)s->cpus[c].nr_running + st->cpu_nr[c];
 			if (best < 0 || nr < best_nr) {
@@ -314,8 +319,29 @@ static void count_unlisted_pins(const struct snapshot *s, struct spread_state *s
 				best_nr = nr;
 			}
 		}
-		if (best >= 0)
+		if (best >= 0) {
 			st->cpu_nr[best]++;
+			p->counted_away = true;
+		}
+	}
+}
+
+/*
+ * A pinned task counted on a CPU of its pin is not also load on the CPU it left, whose
+ * counts, where they predate the pin, still hold it (its vCPU not run since, or idle
+ * and silent). Counted twice, the hog that left made its LLC look overloaded by one
+ * more, and a third hog, alone on its CPU, was pinned away (the qemu tier's t_spread,
+ * on a quiet host). A task listed where it left is stale, and count() takes it there.
+ */
+static void uncount_left_behind(const struct snapshot *s, struct spread_state *st)
+{
+	for (size_t i = 0; i < st->npins; i++) {
+		const struct spread_pin *p = &st->pins[i];
+		int c = p->from_cpu;
+
+		if (p->counted_away && on_topology(s, c) && !CPU_ISSET(c, &p->mask) &&
+		    counts_predate(s, st, c, p))
+			st->cpu_nr[c]--;
 	}
 }
 
@@ -335,7 +361,7 @@ static void count(const struct snapshot *s, const struct rqb_conf *conf, struct 
 	memset(st->llc_done, 0, (size_t)tp->nllcs);
 	memset(st->cpu_nr, 0, (size_t)s->nr_cpu_ids * sizeof(int));
 	for (size_t i = 0; i < st->npins; i++)
-		st->pins[i].listed = false;
+		st->pins[i].listed = st->pins[i].counted_away = false;
 	for (size_t i = 0; i < s->ntasks; i++) {
 		const struct snap_task *t = &s->tasks[i];
 		ssize_t pi;
@@ -352,10 +378,13 @@ static void count(const struct snapshot *s, const struct rqb_conf *conf, struct 
 			st->cpu_nr[t->cpu]--; /* the sampler counted it where it no longer is */
 			continue;
 		}
+		if (pi >= 0)
+			st->pins[pi].counted_away = true;
 		listed[t->cpu]++;
 		st->raw_young[tp->cpus[t->cpu].llc] += !settled(s, conf, t);
 	}
 	count_unlisted_pins(s, st);
+	uncount_left_behind(s, st);
 	for (int c = 0; c < s->nr_cpu_ids; c++) {
 		int nr;
 
@@ -695,7 +724,7 @@ static int pin(const struct snapshot *s, struct spread_state *st, struct plan *p
 	const struct snap_task *t = &s->tasks[st->bucket[slot]];
 	struct spread_pin p = { .tid = t->tid, .tgid = t->tgid, .start_time = t->start_time,
 			     .from_llc = src, .to_llc = dst, .orig = t->allowed,
-			     .since_ns = s->now_ns };
+			     .since_ns = s->now_ns, .from_cpu = t->cpu };
 	struct plan_action a = { .op = PLAN_PIN, .tid = t->tid, .tgid = t->tgid,
 				 .start_time = t->start_time, .from_llc = src, .to_llc = dst,
 				 .why = "overload" };

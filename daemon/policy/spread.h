@@ -24,7 +24,9 @@ struct spread_pin {
 	cpu_set_t orig;          /* what it was allowed before */
 	uint64_t since_ns;       /* when the pin was planned */
 	uint64_t room_ns;        /* since when its LLC of origin could take it back; 0: not now */
+	int from_cpu;            /* the CPU it was listed on when pinned */
 	bool listed;             /* scratch: this tick's snapshot lists the task somewhere */
+	bool counted_away;       /* scratch: and it counts on a CPU of its pin */
 	char comm[SNAP_COMM_LEN];
 };
 

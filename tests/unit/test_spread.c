@@ -346,6 +346,40 @@ static void pinned_sleeper_is_no_load(void **state)
 	fx_free(f);
 }
 
+/*
+ * The qemu tier's t_spread in a quiet run, replayed: the two hogs pinned to LLC 1 both
+ * run on CPU 2, listed there, while CPU 0's last counts (2, taken before the pins, the
+ * vCPU not run since) still count the hog that left it, and list only the one that
+ * stayed; the test's shell runs beside the other hog, unlisted. Counted twice, the hog
+ * that left made LLC 0 look overloaded by two, and a third hog, alone on its CPU, was
+ * pinned away. Counts that predate a pin hold no task the pin moved off that CPU: LLC
+ * 0 has three tasks, LLC 1 two on one CPU, and nothing moves.
+ */
+static void left_behind_count_is_no_load(void **state)
+{
+	struct fx *f = fx_new(T2x2);
+	char text[1024];
+
+	assert_string_equal(replay_tick(f, "snapshot 1 1000000000 1\n"
+					   "cpu 0 2 100\ncpu 1 2 100\ncpu 2 0 0\ncpu 3 0 0\n"
+					   "task 11 11 0 500 0 0-3 sh /\ntask 12 12 0 501 0 0-3 sh /\n"
+					   "task 13 13 1 502 0 0-3 sh /\ntask 14 14 1 503 0 0-3 sh /\n"
+					   "end\n"),
+			    "pin tid=12 tgid=12 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n"
+			    "pin tid=14 tgid=14 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n");
+	for (int t = 2; t <= 4; t++) {
+		snprintf(text, sizeof(text),
+			 "snapshot %d %d00000000 1\n"
+			 "cpu 0 2 100 sampled=950000000\ncpu 1 2 100\ncpu 2 2 100\ncpu 3 0 0\n"
+			 "task 11 11 0 500 0 0-3 sh /\ntask 13 13 1 502 0 0-3 sh /\n"
+			 "task 12 12 2 501 0 2-3 sh /\ntask 14 14 2 503 0 2-3 sh /\n"
+			 "end\n",
+			 t, 9 + t);
+		assert_string_equal(replay_tick(f, text), "");
+	}
+	fx_free(f);
+}
+
 /* (d) Hysteresis: while LLC 0 stays full, the pin holds until max_pin_ms. */
 static void pin_released_at_max_age(void **state)
 {
@@ -824,6 +858,7 @@ int main(void)
 		cmocka_unit_test(silent_cpu_keeps_its_pin),
 		cmocka_unit_test(pinned_sleeper_is_no_load),
 		cmocka_unit_test(held_record_hides_a_stacked_hog),
+		cmocka_unit_test(left_behind_count_is_no_load),
 		cmocka_unit_test(pin_released_at_max_age),
 		cmocka_unit_test(single_core_llcs_not_spread),
 		cmocka_unit_test(moves_capped_per_tick),
