@@ -114,6 +114,7 @@ void latact_fini(struct latact *la)
 		journal_close(la->journal);
 	}
 	free(la->e);
+	free(la->given);
 	free(la->cg);
 	cgsd_close(la->bus);
 	memset(la, 0, sizeof(*la));

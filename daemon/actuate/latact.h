@@ -116,6 +116,8 @@ struct latact_counters {
 	uint64_t errors;
 };
 
+#define LATACT_GIVEN_MAX 256
+
 struct latact {
 	const struct act_ops *ops;   /* opens tasks and makes every write */
 	struct journal *journal;     /* NULL in dry-run */
@@ -126,6 +128,13 @@ struct latact {
 	uint64_t default_slice_ns;   /* what sched_getattr says for "no slice of its own" */
 	size_t n, cap;
 	struct lat_entry *e;         /* sorted by tid */
+	/*
+	 * What the last LATACT_GIVEN_MAX tasks given back had from rqbalance (a ring,
+	 * the oldest replaced first): a task created before its creator was given back
+	 * inherited that, and the fork event may be read only after (latact_given).
+	 */
+	struct lat_entry *given;
+	size_t ngiven, given_next;
 	size_t ncg, capcg;
 	struct lat_cg_entry *cg;
 	struct latact_counters cnt;
@@ -170,6 +179,23 @@ void latact_knob_names(unsigned left, char *ret, size_t size);
 int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time);
 /* The task exited: forget it. */
 void latact_task_gone(struct latact *la, pid_t tid);
+/*
+ * What task tid had from rqbalance when it was given back, where that was one of the
+ * last LATACT_GIVEN_MAX give-backs and the task has not exited since; else NULL.
+ */
+const struct lat_entry *latact_given(const struct latact *la, pid_t tid);
+/* Forgets tid's give-back record: it exited, and its tid may go to another task. */
+void latact_given_gone(struct latact *la, pid_t tid);
+/*
+ * Task tid (of tgid, started at start_time) was created by a task since given back,
+ * whose record is from (latact_given): where the kernel gave it what rqbalance had set
+ * on from (nice, policy, and a class cgroup of rqbalance's), it gets what from had
+ * before rqbalance, and is itself remembered as given back, for the tasks it made in
+ * turn. 1 if it had inherited, 0 if not (made after the give-back, or changed since),
+ * or -errno.
+ */
+int latact_give_back_inherited(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time,
+			       const struct lat_entry *from);
 const struct lat_entry *latact_find(const struct latact *la, pid_t tid);
 
 /* A cgroup target (path in the cpu hierarchy, or a systemd unit's cgroup). */

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -414,6 +415,83 @@ void latact_restore_entry(struct latact *la, const struct lat_entry *e)
 		log_debug("latency: task %d exited while being restored", (int)tid);
 }
 
+/* Remembers what e had from rqbalance, as it is given back (latact_given). */
+static void note_given(struct latact *la, const struct lat_entry *e)
+{
+	if (!la->given) {
+		la->given = calloc(LATACT_GIVEN_MAX, sizeof(*la->given));
+		if (!la->given)
+			return; /* its children's inheritance goes unnoticed: logged by none */
+	}
+	la->given[la->given_next] = *e;
+	la->given[la->given_next].task.pidfd = -1; /* closed with e */
+	la->given_next = (la->given_next + 1) % LATACT_GIVEN_MAX;
+	if (la->ngiven < LATACT_GIVEN_MAX)
+		la->ngiven++;
+}
+
+const struct lat_entry *latact_given(const struct latact *la, pid_t tid)
+{
+	/* The newest first: a tid given back twice is the later task's. */
+	for (size_t k = 1; k <= la->ngiven; k++) {
+		const struct lat_entry *g =
+			&la->given[(la->given_next + LATACT_GIVEN_MAX - k) % LATACT_GIVEN_MAX];
+
+		if (g->task.tid == tid)
+			return g;
+	}
+	return NULL;
+}
+
+void latact_given_gone(struct latact *la, pid_t tid)
+{
+	for (size_t i = 0; i < la->ngiven; i++)
+		if (la->given[i].task.tid == tid)
+			la->given[i].task.tid = 0;
+}
+
+/*
+ * Whether a task created by the one e was about holds any knob of what rqbalance set
+ * there (where that differs from what e had before). Knob by knob, not all of them: a
+ * fork that copied the nice before the give-back may take its cgroup after the
+ * creator was moved back (the kernel copies the nice early in a fork, the cgroup
+ * late), and then has rqbalance's nice in the creator's own cgroup.
+ */
+static bool holds_any(const struct lat_state *cur, const struct lat_entry *e)
+{
+	unsigned set = ~knobs_differ(cur, &e->set) & knobs_differ(&e->prev, &e->set) & ~e->left;
+
+	return set || (e->set.cgroup[0] && strcmp(e->set.cgroup, e->prev.cgroup) != 0 &&
+		       strcmp(cur->cgroup, e->set.cgroup) == 0);
+}
+
+int latact_give_back_inherited(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time,
+			       const struct lat_entry *from)
+{
+	struct lat_entry e = *from;
+	struct lat_state cur;
+	int r;
+
+	if (latact_find(la, tid))
+		return 0; /* managed: given back, if at all, as its own */
+	r = la->ops->open(tid, tgid, start_time, &e.task);
+	if (r < 0)
+		return r;
+	r = latact_read(la, tid, &cur);
+	if (r == 0 && !holds_any(&cur, from))
+		r = 1; /* not inherited: nothing of rqbalance's */
+	if (r == 0) {
+		e.tgid = tgid;
+		e.from_tid = from->task.tid;
+		latact_restore_entry(la, &e);
+		note_given(la, &e);
+		log_debug("latency: task %d, made by task %d before it was given back, had "
+			  "what rqbalance set on it: given back too", (int)tid, (int)from->task.tid);
+	}
+	la->ops->close(&e.task);
+	return r < 0 ? r : r == 0;
+}
+
 int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time)
 {
 	const struct lat_entry *e = latact_find(la, tid);
@@ -421,6 +499,7 @@ int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time)
 	if (!e || (start_time && e->task.start_time != start_time))
 		return -ENOENT;
 	latact_restore_entry(la, e);
+	note_given(la, e);
 	latact_journal_untask(la, tid, e->task.start_time);
 	entry_del(la, tid);
 	latact_compact(la);
@@ -431,6 +510,7 @@ void latact_task_gone(struct latact *la, pid_t tid)
 {
 	const struct lat_entry *e = latact_find(la, tid);
 
+	latact_given_gone(la, tid);
 	if (!e)
 		return;
 	latact_journal_untask(la, tid, e->task.start_time);

@@ -242,9 +242,11 @@ static void status_text(struct ctl_server *srv, char *out, size_t len)
 	PUT("latency_tasks %zu\nlatency_cgroups %zu\nlatency_processes %zu\n"
 	    "latency_events %s\nlatency_overflows %" PRIu64 "\nlatency_rescans %" PRIu64
 	    "\nlatency_rule_matches %" PRIu64 "\nlatency_restored %" PRIu64
+	    "\nlatency_inherited_back %" PRIu64
 	    "\nlatency_errors %" PRIu64 "\nlatency_class_cgroups %s%s%s\n",
 	    d->lat.n, d->lat.ncg, d->lm.np, d->lm.pc_state, d->lm.cnt.overflows,
-	    d->lm.cnt.rescans, d->lm.cnt.rule_matches, d->lat.cnt.restored, d->lat.cnt.errors,
+	    d->lm.cnt.rescans, d->lm.cnt.rule_matches, d->lat.cnt.restored,
+	    d->lm.cnt.inherited_back, d->lat.cnt.errors,
 	    d->lat.cls.on ? d->lat.cls.mount : "off",
 	    d->lat.cls.on && d->lat.cls.root[0] ? "/" : "", d->lat.cls.on ? d->lat.cls.root : "");
 	/* What a tick takes, on average by stage and at most, in µs. */

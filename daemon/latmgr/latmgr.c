@@ -744,6 +744,38 @@ static bool exit_is_about(const struct procconn_event *ev, uint64_t start)
 }
 
 /*
+ * A task whose creator is not managed, read after the creator was given back: the
+ * kernel may have given it what rqbalance had set on the creator (it was made before
+ * the give-back, or between the exec that ended a rule's hold and the give-back that
+ * followed; its fork event is read later). That goes back too, and nothing rqbalance
+ * set outlives its management (the second review: 12 of 20 grandchildren of a boosted
+ * program kept its nice and class). Where the source names no creator (the
+ * connector), the real parent stands for it; the give-back checks the task has what
+ * rqbalance set in any case.
+ */
+static void inherited_given_back(struct latmgr *m, const struct procconn_event *ev, pid_t ctid)
+{
+	const struct lat_entry *from = latact_given(m->la, ctid);
+	struct latpol_task child;
+	int r;
+
+	if (!from)
+		return;
+	read_task(m, ev->tid, ev->tgid, &child);
+	if (child.gone || !event_is_about(ev, child.start_time)) {
+		log_debug("latency: task %d, made by task %d given back: %s", (int)ev->tid,
+			  (int)ctid, child.gone ? "gone" : "its pid was reused");
+		return;
+	}
+	r = latact_give_back_inherited(m->la, ev->tid, ev->tgid, child.start_time, from);
+	if (r > 0)
+		m->cnt.inherited_back++;
+	else
+		log_debug("latency: task %d, made by task %d given back: %s", (int)ev->tid,
+			  (int)ctid, r == 0 ? "inherited nothing of rqbalance's" : strerror(-r));
+}
+
+/*
  * A new thread (tid != tgid) of a managed process gets the process's value; a new
  * process gets the value of the process that created it, as the kernel gives it the
  * creator's nice, policy and cgroup. BPF names the creator (the tracepoint's current
@@ -767,8 +799,10 @@ static void on_fork(struct latmgr *m, const struct procconn_event *ev)
 	const char *why;
 	int r;
 
-	if (!p)
+	if (!p) {
+		inherited_given_back(m, ev, ctid);
 		return;
+	}
 	read_task(m, ev->tid, ev->tgid, &f.child);
 	if (f.child.gone || !event_is_about(ev, f.child.start_time))
 		return;
@@ -799,6 +833,8 @@ static void on_exit_event(struct latmgr *m, const struct procconn_event *ev)
 
 	if (e && exit_is_about(ev, e->task.start_time))
 		latact_task_gone(m->la, ev->tid);
+	else if (!e)
+		latact_given_gone(m->la, ev->tid);
 	if (ev->tid == ev->tgid && p && exit_is_about(ev, p->start_time))
 		proc_del(m, ev->tgid);
 	/* Any process that leaves may leave a unit whose other processes share a value. */

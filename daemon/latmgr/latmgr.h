@@ -77,6 +77,8 @@ struct latmgr_counters {
 	uint64_t rescans;       /* full /proc walks */
 	uint64_t rule_matches;  /* processes a rule gave a value */
 	uint64_t threads;       /* threads and children that joined a managed process */
+	uint64_t inherited_back; /* tasks given back what they inherited from a task given
+				    back before their fork event was read */
 };
 
 struct latmgr {

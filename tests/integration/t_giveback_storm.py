@@ -1,0 +1,255 @@
+"""The second review's kind 3: no value rqbalance set outlives its management, whatever
+forks around a give-back. Each path gives a value back while the task it is taken from
+forks as fast as it can, and afterwards every descendant either has its nice (and
+class cgroup) back or is managed (rqctl get shows its value):
+
+  rule exec   a rule boosts a launcher (an exe of the test's own, run as root); its
+              children exec a shell that forks at once: the exec ends the rule's hold
+              and gives the value back, and the shell's child's fork event is read
+              after (finding 6: 12 of 20 grandchildren kept nice -10 and the class);
+  reset       root gives a forking process -10, then rqctl reset;
+  reload      a rule boosts a forking process; a reload drops the rule;
+  foreground  root puts a forking process in front over D-Bus, then another;
+  stop        the daemon stops while a process with a value forks.
+
+Waits are for events (rqctl sync), the storms bounded by count. Arguments name the
+cases to run (rule_exec reset reload foreground stop); all without."""
+import os
+import signal
+import subprocess
+import sys
+
+from rqb import Daemon, check, main, private_copy, require, rqctl, skip, tmpdir, wait_until
+from rqb_dbus import SystemBus, call
+
+VALUE = -10
+FOREGROUND = -5  # [latency] foreground's default
+CHILDREN = 20
+NAME, PATH, IFACE = "org.rqbalance1", "/org/rqbalance1", "org.rqbalance1.Latency"
+
+# The launcher: waits for a line, then starts CHILDREN children that exec the shell,
+# each forking at once, and prints each child's pid.
+LAUNCHER = """
+import os, sys
+sys.stdin.readline()
+for _ in range({n}):
+    pid = os.fork()
+    if pid == 0:
+        os.execv({sh!r}, ["sh", "-c", "sleep 120 & sleep 120"])
+    print(pid, flush=True)
+sys.stdin.readline()
+"""
+
+# Forks a child every 2 ms (at most 400) until a line on stdin, then waits for its end;
+# prints its pid first, and "forking" after its tenth child.
+FORKER = """
+import os, sys, threading, time
+print(os.getpid(), flush=True)
+stop = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
+kids = 0
+while not stop.is_set() and kids < 400:
+    if os.fork() == 0:
+        time.sleep(120)
+        os._exit(0)
+    kids += 1
+    if kids == 10:
+        print("forking", flush=True)
+    stop.wait(0.002)
+time.sleep(120)
+"""
+
+
+def descendants(pid):
+    """Every process below pid (through /proc/PID/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    for c in f.read().split():
+                        out.append(int(c))
+                        todo.append(int(c))
+        except OSError:
+            pass
+    return out
+
+
+def nice_of(pid):
+    try:
+        return os.getpriority(os.PRIO_PROCESS, pid)
+    except OSError:
+        return None
+
+
+def managed(d, pid):
+    return rqctl(d, "get", "-p", str(pid)).returncode == 0
+
+
+def leaked(d, pids, value=VALUE):
+    """The processes of pids that have rqbalance's nice but are not managed."""
+    return [p for p in pids if nice_of(p) == value and not managed(d, p)]
+
+
+def say_log(d, bad, creators):
+    """On a leak, the daemon's log lines that name a leaked task or its creator."""
+    if not bad:
+        return
+    parents = set()
+    for b in bad[:3]:
+        try:
+            with open(f"/proc/{b}/stat") as f:
+                parents.add(int(f.read().rsplit(")", 1)[1].split()[1]))
+        except OSError:
+            pass
+    names = {str(x) for x in [*bad[:3], *parents]}
+    for line in d.text().splitlines():
+        if any(n in line.replace("(", " ").replace(",", " ").split() for n in names):
+            print("   ", line)
+
+
+def kill_tree(p, pids):
+    for q in pids:
+        try:
+            os.kill(q, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    p.kill()
+    p.wait()
+
+
+def rule_exec(tmp):
+    py, sh = private_copy(tmp, "python3"), private_copy(tmp, "sh")
+    conf = f"[rule launcher]\nlatency_nice = {VALUE}\nexe = {py}\nuid = 0\n"
+    with Daemon(tmp, conf=conf) as d:
+        d.wait_for("ctl: serving")
+        p = subprocess.Popen([py, "-c", LAUNCHER.format(n=CHILDREN, sh=sh)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        d.sync()
+        check(nice_of(p.pid) == VALUE, "rule exec: the rule gives the launcher its value")
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        kids = [int(p.stdout.readline()) for _ in range(CHILDREN)]
+        # Each shell has forked its sleep once it shows two children of its own.
+        wait_until(lambda: all(len(descendants(k)) >= 1 for k in kids), 60)
+        d.sync()
+        tree = descendants(p.pid)
+        bad = leaked(d, tree)
+        say_log(d, bad, kids)
+        check(not bad, f"rule exec: none of the {len(tree)} processes below the launcher "
+              f"keeps nice {VALUE} unmanaged ({len(bad)} do: {bad[:5]})")
+        kill_tree(p, tree)
+        check(d.stop() == 0, "rule exec: clean stop")
+
+
+def forker(d):
+    p = subprocess.Popen(["python3", "-c", FORKER], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    return p, int(p.stdout.readline())
+
+
+def end_storm(p):
+    p.stdin.write("stop\n")
+    p.stdin.flush()
+
+
+def after(d, what, p, pid, value=VALUE):
+    d.sync()
+    tree = descendants(pid)
+    check(len(tree) >= 10, f"{what}: the storm made its children ({len(tree)})")
+    bad = leaked(d, tree, value)
+    say_log(d, bad, [pid])
+    check(not bad, f"{what}: none of the {len(tree)} children keeps nice {value} unmanaged "
+          f"({len(bad)} do: {bad[:5]})")
+    return tree
+
+
+def reset(tmp):
+    with Daemon(tmp) as d:
+        d.wait_for("ctl: serving")
+        p, pid = forker(d)
+        check(rqctl(d, "set", "-l", str(VALUE), "-p", str(pid)).returncode == 0,
+              "reset: root gives the forking process a value")
+        p.stdout.readline()
+        check(rqctl(d, "reset", "-p", str(pid)).returncode == 0,
+              "reset: and resets it while it forks")
+        end_storm(p)
+        tree = after(d, "reset", p, pid)
+        check(nice_of(pid) in (0, None), "reset: the process has its nice back")
+        kill_tree(p, tree)
+        check(d.stop() == 0, "reset: clean stop")
+
+
+def reload(tmp):
+    py = private_copy(tmp, "python3")
+    with Daemon(tmp, conf=f"[rule forker]\nlatency_nice = {VALUE}\nexe = {py}\nuid = 0\n") as d:
+        d.wait_for("ctl: serving")
+        p = subprocess.Popen([py, "-c", FORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+        pid = int(p.stdout.readline())
+        d.sync()
+        check(nice_of(pid) == VALUE, "reload: the rule gives the forking process its value")
+        p.stdout.readline()
+        with open(d.conf) as f:
+            text = f.read()
+        with open(d.conf, "w") as f:
+            f.write(text[:text.index("[rule forker]")])
+        check(rqctl(d, "reload").returncode == 0, "reload: the rule is gone")
+        end_storm(p)
+        tree = after(d, "reload", p, pid)
+        check(nice_of(pid) in (0, None), "reload: the process has its nice back")
+        kill_tree(p, tree)
+        check(d.stop() == 0, "reload: clean stop")
+
+
+def foreground(tmp):
+    with SystemBus() as bus, Daemon(tmp, env={"DBUS_SYSTEM_BUS_ADDRESS": bus.address}) as d:
+        d.wait_for("dbus: serving")
+        fg = FOREGROUND
+        p, pid = forker(d)
+        other = subprocess.Popen(["sleep", "120"])
+        r = call(bus.address, NAME, PATH, f"{IFACE}.SetForeground", f"uint32:{pid}")
+        check(r.ok and nice_of(pid) == fg, f"foreground: root puts the forking process in "
+              f"front ({r!r})")
+        p.stdout.readline()
+        r = call(bus.address, NAME, PATH, f"{IFACE}.SetForeground", f"uint32:{other.pid}")
+        check(r.ok, f"foreground: and another in its place while it forks ({r!r})")
+        end_storm(p)
+        tree = after(d, "foreground", p, pid, fg)
+        check(nice_of(pid) in (0, None), "foreground: the process has its nice back")
+        kill_tree(p, tree)
+        other.kill()
+        other.wait()
+        check(d.stop() == 0, "foreground: clean stop")
+
+
+def stop(tmp):
+    with Daemon(tmp) as d:
+        d.wait_for("ctl: serving")
+        p, pid = forker(d)
+        check(rqctl(d, "set", "-l", str(VALUE), "-p", str(pid)).returncode == 0,
+              "stop: root gives the forking process a value")
+        p.stdout.readline()
+        check(d.stop() == 0, "stop: the daemon stops while it forks")
+        end_storm(p)
+        tree = descendants(pid)
+        check(len(tree) >= 10, f"stop: the storm made its children ({len(tree)})")
+        bad = [q for q in tree + [pid] if nice_of(q) == VALUE]
+        check(not bad, f"stop: none of the {len(tree)} children keeps nice {VALUE} "
+              f"({len(bad)} do: {bad[:5]})")
+        kill_tree(p, tree)
+
+
+def test():
+    require()
+    if not os.access("/usr/bin/python3", os.X_OK):
+        skip("no /usr/bin/python3")
+    cases = {c.__name__: c for c in (rule_exec, reset, reload, foreground, stop)}
+    # One case by name (python3 t_giveback_storm.py reset), or all.
+    for name in sys.argv[1:] or cases:
+        with tmpdir() as tmp:
+            cases[name](tmp)
+
+
+main(test)
