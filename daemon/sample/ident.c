@@ -15,7 +15,8 @@
 #include "sample/ident.h"
 #include "util/util.h"
 
-int ident_parse_uid(const char *status, uid_t *ret)
+/* Field nth (0: real, 1: effective) of the "Uid:" line of status. 0 or -EINVAL. */
+static int parse_uid_field(const char *status, int nth, uid_t *ret)
 {
 	const char *p = status;
 
@@ -23,19 +24,33 @@ int ident_parse_uid(const char *status, uid_t *ret)
 		const char *eol = strchrnul(p, '\n');
 
 		if (strncmp(p, "Uid:", 4) == 0) {
-			unsigned long long uid;
-			char *end;
+			unsigned long long uid = 0;
+			char *end = (char *)p + 4;
 
-			errno = 0;
-			uid = strtoull(p + 4, &end, 10);
-			if (end == p + 4 || errno || uid >= (uid_t)-1)
-				return -EINVAL;
+			for (int i = 0; i <= nth; i++) {
+				const char *start = end;
+
+				errno = 0;
+				uid = strtoull(start, &end, 10);
+				if (end == start || errno || uid >= (uid_t)-1)
+					return -EINVAL;
+			}
 			*ret = (uid_t)uid;
 			return 0;
 		}
 		p = *eol ? eol + 1 : eol;
 	}
 	return -EINVAL;
+}
+
+int ident_parse_uid(const char *status, uid_t *ret)
+{
+	return parse_uid_field(status, 0, ret);
+}
+
+int ident_parse_euid(const char *status, uid_t *ret)
+{
+	return parse_uid_field(status, 1, ret);
 }
 
 /* Whether the comma-separated list [s, end) holds word. */
