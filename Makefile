@@ -75,7 +75,7 @@ $(B)/rqbalanced: $(DAEMON_OBJ) $(MAIN_OBJ)
 
 # rqctl needs only the protocol, not the daemon, and the safe open, which import-ananicy
 # reads a user's tree through; import-ananicy is its own.
-CLIENT_OBJ = $(B)/client/rqctl.o $(B)/client/ananicy.o $(B)/client/jsonl.o
+CLIENT_OBJ = $(B)/client/rqctl.o $(B)/client/ananicy.o $(B)/client/jsonl.o $(B)/client/term.o
 $(B)/rqctl: $(CLIENT_OBJ) $(B)/daemon/ctl/ctl_proto.o $(B)/daemon/util/safeopen.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
