@@ -13,6 +13,8 @@
 
 #include "rqbalance.h"
 #include "sample/ident.h"
+#include "util/log.h"
+#include "util/timedread.h"
 #include "util/util.h"
 
 /* Field nth (0: real, 1: effective) of the "Uid:" line of status. 0 or -EINVAL. */
@@ -177,13 +179,21 @@ static bool exe_from_rules(const struct ident_exe *k, const struct rule_set *rul
 	return false;
 }
 
+/*
+ * The cmdline is the process's memory, which it may map from a FUSE file that never
+ * answers: read within a bound (util/timedread.h), and "" where it did not come.
+ */
 static void read_cmdline(const char *dir, char *buf, size_t len)
 {
 	char path[PATH_MAX];
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s/cmdline", dir);
-	n = util_read_file(path, buf, len);
+	n = timedread_file(path, buf, len, TIMEDREAD_PROC_NS);
+	if (n == -ETIMEDOUT)
+		log_warn("ident: %s did not come within %llu ms (its memory held up?): read as "
+			 "empty; %u such reads left waiting", path, TIMEDREAD_PROC_NS / 1000000,
+			 timedread_stuck());
 	if (n < 0) {
 		buf[0] = '\0';
 		return;

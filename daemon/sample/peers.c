@@ -19,6 +19,7 @@
 #include "sample/peers.h"
 #include "util/log.h"
 #include "util/safeopen.h"
+#include "util/timedread.h"
 #include "util/util.h"
 
 /* The most of tuned's files read: active_profile's line, a profile's tuned.conf. */
@@ -216,13 +217,14 @@ static bool runs_as_root(int dir)
  * The tool the process of /proc/PID dir is, or -1. tuned, and a tool an interpreter
  * runs, count only as root: tuned's files are read under its root, which any other
  * user's process (in a user namespace of its own) may fill at will, and a cmdline is
- * memory its process controls, which may block its reader (peers.h).
+ * memory its process controls, which may block its reader (peers.h): even root's is
+ * read within a bound (util/timedread.h).
  */
 static int tool_of(int dir)
 {
 	char comm[64], cmd[4096];
 	ssize_t n;
-	int t;
+	int t, fd;
 
 	if (util_read_file_at(dir, "comm", comm, sizeof(comm)) <= 0)
 		return -1;
@@ -233,7 +235,10 @@ static int tool_of(int dir)
 	}
 	if (!runs_as_root(dir))
 		return -1;
-	n = util_read_file_at(dir, "cmdline", cmd, sizeof(cmd));
+	fd = openat(dir, "cmdline", O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -errno : timedread(fd, cmd, sizeof(cmd), TIMEDREAD_PROC_NS);
+	if (fd >= 0)
+		close(fd);
 	return peers_match(comm, n > 0 ? cmd : NULL, n > 0 ? (size_t)n : 0);
 }
 
