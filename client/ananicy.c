@@ -1,9 +1,7 @@
 /*
  * Client side: converts an ananicy(-cpp) rules tree into rqbalance [rule NAME] sections.
- * It reads only the tree it is given, through the safe open (another user may have
- * written it: no link is followed, no FIFO opened), and writes only to its two
- * streams, every name from the tree escaped: it never talks to the daemon, and never
- * writes a config file itself.
+ * It reads only that tree, through the safe open (another user may have written it), and
+ * writes only to its two streams, names escaped: never to the daemon, nor a config file.
  */
 #include <ctype.h>
 #include <dirent.h>

@@ -1,9 +1,7 @@
 /*
- * Sample stage: what else shapes scheduling here (a sched_ext scheduler, autogroup, no
- * cpu controller, other tools that renice, re-policy or pin), read under one root
- * prefix. It only reads, and only at start, at reload and per status request; it never
- * opens a file under another process's root but through util/safeopen.h, and never
- * passes on text read there that is not a plain profile name.
+ * Sample stage: what else shapes scheduling here, read under one root prefix at start,
+ * reload and status only. It only reads; never under another process's root but through
+ * util/safeopen.h, and it passes on nothing read there but a plain profile name.
  */
 #include <ctype.h>
 #include <dirent.h>

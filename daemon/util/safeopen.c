@@ -1,8 +1,7 @@
 /*
- * Shared by the stages that read files another user may have written (sample's peers,
- * rqctl's import): opens them so that nothing planted there is followed, blocks or is
- * acted on. It only opens and reads; what the text means, and whether it may be shown
- * to anyone, is the caller's.
+ * Shared by the readers of files another user may have written (sample's peers, rqctl's
+ * import): opens them so that nothing planted there is followed, blocks or is acted on.
+ * It only opens and reads: what the text means, and who may see it, is the caller's.
  */
 #include <errno.h>
 #include <fcntl.h>

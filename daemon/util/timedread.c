@@ -1,8 +1,7 @@
 /*
- * Shared by the sample stage's readers of another process's memory (ident's cmdline,
- * peers' interpreters): bounds how long the event loop waits for one read. It only
- * reads into a buffer; what the text means, and what an empty one means, is the
- * caller's. Its one worker thread at a time never touches the daemon's state.
+ * Shared by the sample stage's readers of another process's memory (ident, peers):
+ * bounds the event loop's wait for one read. Its worker threads only read into buffers
+ * of their own, never the daemon's state; what the text means is the caller's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -173,6 +172,21 @@ static ssize_t ask(struct worker *w, int fd, size_t len, uint64_t bound_ns)
 	return w->n;
 }
 
+/* Room for len bytes in w's buffer; w's lock is held and w idle. 0 or -ENOMEM. */
+static int fit(struct worker *w, size_t len)
+{
+	char *b;
+
+	if (len <= w->cap)
+		return 0;
+	b = realloc(w->buf, len);
+	if (!b)
+		return -ENOMEM;
+	w->buf = b;
+	w->cap = len;
+	return 0;
+}
+
 ssize_t timedread(int fd, char *buf, size_t len, uint64_t bound_ns)
 {
 	struct worker *w;
@@ -190,16 +204,10 @@ ssize_t timedread(int fd, char *buf, size_t len, uint64_t bound_ns)
 	if (own < 0)
 		return -errno;
 	pthread_mutex_lock(&w->lock);
-	if (len > w->cap) {
-		char *b = realloc(w->buf, len);
-
-		if (!b) {
-			pthread_mutex_unlock(&w->lock);
-			close(own);
-			return -ENOMEM;
-		}
-		w->buf = b;
-		w->cap = len;
+	if (fit(w, len) < 0) {
+		pthread_mutex_unlock(&w->lock);
+		close(own);
+		return -ENOMEM;
 	}
 	n = ask(w, own, len, bound_ns);
 	if (n >= 0) {
