@@ -132,6 +132,19 @@ def held(pid):
         return True
 
 
+def user_procs(uid):
+    """The pids of uid's processes."""
+    out = []
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/status") as f:
+                if any(l.split()[1:2] == [str(uid)] for l in f if l.startswith("Uid:")):
+                    out.append(int(p))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
 def start_victim(tmp, user, err):
     """The user's FUSE server and its victim; the victim's pid once its lock is held."""
     mnt = os.path.join(tmp, "mnt")
@@ -192,9 +205,11 @@ def test():
                 held_read(d, user, prog, pid)
             finally:
                 # The server gone, the FUSE read fails, the lock is let go, and any
-                # read held (a daemon that did not bound it) ends.
+                # read held (a daemon that did not bound it) ends; the victim, in the
+                # kernel until then, ends after it, before the user is removed.
                 os.killpg(server.pid, 9)
                 server.wait()
+                wait_until(lambda: not user_procs(user.uid), 30)
             check(d.alive(), "the daemon still runs")
         err.close()
 
