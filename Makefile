@@ -18,7 +18,7 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 # The pipeline, in the order data walks it each tick.
 DAEMON_SRC = \
-	daemon/util/log.c daemon/util/util.c daemon/util/safedir.c daemon/util/cpumask.c daemon/conf/conf.c \
+	daemon/util/log.c daemon/util/util.c daemon/util/safedir.c daemon/util/safeopen.c daemon/util/timedread.c daemon/util/cpumask.c daemon/conf/conf.c \
 	daemon/sample/parse.c daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
 	daemon/sample/ident.c daemon/sample/sampler.c daemon/sample/features.c daemon/sample/procconn.c \
 	daemon/sample/bpf.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/sample/cgm.c daemon/sample/peers.c \
@@ -39,7 +39,7 @@ DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/core/main.o
 
 UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread plan proc journal act features ctl cgsd cgm procconn \
-	rules ident bpf rqlat bpfev latact ctlsrv latmgr peers
+	rules ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 # The ctl fuzz target and the ctl server and latency manager tests share one in-memory daemon.
 $(B)/tests/unit/test_ctlsrv $(B)/tests/unit/test_latmgr $(B)/tests/fuzz/fuzz_ctl $(B)/fuzz/fuzz_ctl: \
@@ -73,9 +73,10 @@ all: $(B)/rqbalanced $(B)/rqctl
 $(B)/rqbalanced: $(DAEMON_OBJ) $(MAIN_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-# rqctl needs only the protocol, not the daemon; import-ananicy is its own.
-CLIENT_OBJ = $(B)/client/rqctl.o $(B)/client/ananicy.o $(B)/client/jsonl.o
-$(B)/rqctl: $(CLIENT_OBJ) $(B)/daemon/ctl/ctl_proto.o
+# rqctl needs only the protocol, not the daemon, and the safe open, which import-ananicy
+# reads a user's tree through; import-ananicy is its own.
+CLIENT_OBJ = $(B)/client/rqctl.o $(B)/client/ananicy.o $(B)/client/jsonl.o $(B)/client/term.o
+$(B)/rqctl: $(CLIENT_OBJ) $(B)/daemon/ctl/ctl_proto.o $(B)/daemon/util/safeopen.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(CLIENT_OBJ): $(wildcard client/*.h)

@@ -1,22 +1,26 @@
 /*
  * Client side: converts an ananicy(-cpp) rules tree into rqbalance [rule NAME] sections.
- * It reads only the tree it is given and writes only to its two streams: it never
- * talks to the daemon, and never writes a config file itself.
+ * It reads only that tree, through the safe open (another user may have written it), and
+ * writes only to its two streams, names escaped: never to the daemon, nor a config file.
  */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ananicy.h"
 #include "jsonl.h"
 #include "policy/latency.h"
 #include "policy/rules.h"
 #include "rqbalance.h"
+#include "term.h"
+#include "util/safeopen.h"
 
 /* The config reader takes lines of at most 198 bytes, comments too: stay well inside. */
 #define OUT_LINE_MAX 180
@@ -29,6 +33,9 @@
  * least value that makes rqbalance run a task SCHED_BATCH. */
 #define SCHED_IDLE_VALUE 19
 #define SCHED_BATCH_VALUE 10
+/* ananicy-cpp-rules is three levels deep and its largest file some 100 KB. */
+#define TREE_DEPTH_MAX 16
+#define TREE_FILE_MAX (16 << 20)
 
 enum ent_kind { ENT_RULE, ENT_TYPE, ENT_CGROUP };
 
@@ -43,6 +50,7 @@ struct entry {
 
 struct import {
 	const char *dir;
+	int topfd;    /* dir, which every file of the tree is resolved under */
 	bool allow_spoofable;
 	FILE *out, *err;
 	char **files; /* paths under dir, sorted */
@@ -109,48 +117,91 @@ static void join(char *buf, size_t size, const char *a, const char *b)
 	snprintf(buf, size, "%s%s%s", a, a[0] && b[0] ? "/" : "", b);
 }
 
-static int walk(struct import *im, const char *rel);
-
-static int walk_entry(struct import *im, const char *rel, const char *name)
+/* "rqctl: DIR/REL: what" on err, the path escaped: another user may have named it. */
+static void say(struct import *im, const char *rel, const char *what)
 {
-	char child[PATH_MAX], path[PATH_MAX];
+	char path[PATH_MAX];
+
+	join(path, sizeof(path), im->dir, rel);
+	fputs("rqctl: ", im->err);
+	term_put(im->err, path, strlen(path));
+	fprintf(im->err, ": %s\n", what);
+}
+
+/* A file or directory of the tree not read: said, and counted. */
+static int skip_entry(struct import *im, const char *rel, const char *why)
+{
+	say(im, rel, why);
+	im->res.skipped++;
+	return 0;
+}
+
+static int walk(struct import *im, const char *rel, int depth);
+
+static int walk_entry(struct import *im, int dfd, const char *rel, const char *name, int depth)
+{
+	char child[PATH_MAX];
 	struct stat st;
 
-	join(child, sizeof(child), rel, name);
-	join(path, sizeof(path), im->dir, child);
-	if (lstat(path, &st) < 0) {
-		fprintf(im->err, "rqctl: %s: %s\n", path, strerror(errno));
-		im->res.skipped++;
-		return 0;
-	}
+	if ((size_t)snprintf(child, sizeof(child), "%s%s%s", rel, rel[0] ? "/" : "", name) >=
+	    sizeof(child))
+		return skip_entry(im, rel, strerror(ENAMETOOLONG));
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return skip_entry(im, child, strerror(errno));
 	if (S_ISDIR(st.st_mode))
-		return walk(im, child);
+		return walk(im, child, depth + 1);
 	if (!wanted(name))
 		return 0;
+	/* Looked at again when opened: this is for the message, the open is the guard. */
+	if (S_ISLNK(st.st_mode))
+		return skip_entry(im, child, safeopen_strerror(-ELOOP));
+	if (!S_ISREG(st.st_mode))
+		return skip_entry(im, child, safeopen_strerror(-EINVAL));
 	return push_str(&im->files, &im->nfiles, child);
 }
 
-/* Adds the wanted files under dir/rel; only the top directory's failure is returned. */
-static int walk(struct import *im, const char *rel)
+/* dir/rel, a directory reached under dir by no link, for a walk. 0 or -errno. */
+static int open_dir(struct import *im, const char *rel, DIR **ret)
 {
-	char path[PATH_MAX];
+	int fd, r;
+
+	if (rel[0]) {
+		r = safeopen_dir(im->topfd, rel, &fd);
+		if (r < 0)
+			return r;
+	} else if ((fd = openat(im->topfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		return -errno;
+	}
+	*ret = fdopendir(fd);
+	if (!*ret) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return 0;
+}
+
+/* Adds the wanted files under dir/rel; only the top directory's failure is returned. */
+static int walk(struct import *im, const char *rel, int depth)
+{
 	struct dirent *d;
 	DIR *dp;
-	int r = 0;
+	int r;
 
-	join(path, sizeof(path), im->dir, rel);
-	dp = opendir(path);
-	if (!dp) {
-		r = -errno;
-		fprintf(im->err, "rqctl: %s: %s\n", path, strerror(errno));
-		if (!rel[0])
-			return r;
-		im->res.skipped++;
-		return 0;
+	if (depth > TREE_DEPTH_MAX)
+		return skip_entry(im, rel, "deeper than rqctl reads a tree");
+	r = open_dir(im, rel, &dp);
+	if (r < 0 && !rel[0]) {
+		say(im, rel, strerror(-r));
+		return r;
 	}
+	if (r < 0)
+		return skip_entry(im, rel, r == -ENOTDIR ? "no longer a directory (a symbolic "
+							  "link is not followed)" :
+							  safeopen_strerror(r));
 	while (r == 0 && (d = readdir(dp)))
 		if (strcmp(d->d_name, ".") && strcmp(d->d_name, ".."))
-			r = walk_entry(im, rel, d->d_name);
+			r = walk_entry(im, dirfd(dp), rel, d->d_name, depth);
 	closedir(dp);
 	return r;
 }
@@ -167,7 +218,9 @@ static void bad_line(struct import *im, unsigned file, unsigned line, const char
 	char path[PATH_MAX];
 
 	join(path, sizeof(path), im->dir, im->files[file]);
-	fprintf(im->err, "rqctl: %s:%u: %s\n", path, line, reason);
+	fputs("rqctl: ", im->err);
+	term_put(im->err, path, strlen(path));
+	fprintf(im->err, ":%u: %s\n", line, reason);
 	im->res.skipped++;
 }
 
@@ -221,22 +274,33 @@ static int add_entry(struct import *im, unsigned file, unsigned line, const char
 	return e->name && e->text ? 0 : -ENOMEM;
 }
 
+/* A file of the tree, through the safe open: the walk's look at it may be stale. */
+static FILE *open_file(struct import *im, unsigned file)
+{
+	FILE *f = NULL;
+	int fd, r;
+
+	r = safeopen_file(im->topfd, im->files[file], 0, TREE_FILE_MAX, &fd);
+	if (r == 0 && !(f = fdopen(fd, "re"))) {
+		r = -errno;
+		close(fd);
+	}
+	if (r < 0)
+		skip_entry(im, im->files[file], safeopen_strerror(r));
+	return f;
+}
+
 static int read_file(struct import *im, unsigned file)
 {
-	char path[PATH_MAX], *line = NULL;
+	char *line = NULL;
 	size_t cap = 0;
 	unsigned lineno = 0;
 	ssize_t n;
 	int r = 0;
-	FILE *f;
+	FILE *f = open_file(im, file);
 
-	join(path, sizeof(path), im->dir, im->files[file]);
-	f = fopen(path, "re");
-	if (!f) {
-		fprintf(im->err, "rqctl: %s: %s\n", path, strerror(errno));
-		im->res.skipped++;
+	if (!f)
 		return 0;
-	}
 	while (r == 0 && (n = getline(&line, &cap, f)) >= 0) {
 		lineno++;
 		if (n > 0 && line[n - 1] == '\n')
@@ -246,10 +310,8 @@ static int read_file(struct import *im, unsigned file)
 		else
 			r = add_entry(im, file, lineno, line);
 	}
-	if (r == 0 && ferror(f)) {
-		fprintf(im->err, "rqctl: %s: %s\n", path, strerror(errno));
-		im->res.skipped++;
-	}
+	if (r == 0 && ferror(f))
+		skip_entry(im, im->files[file], strerror(errno));
 	free(line);
 	fclose(f);
 	return r;
@@ -257,21 +319,33 @@ static int read_file(struct import *im, unsigned file)
 
 /* ---- writing ---- */
 
-/* One comment line, its controls as '?', cut to fit the config reader's lines. */
+/*
+ * One comment line, what a terminal would act on as \\xHH (term_put_utf8: the output
+ * is a UTF-8 config file first), cut to fit the config reader's lines, never inside a
+ * character.
+ */
 static void __attribute__((format(printf, 2, 3))) comment(struct import *im, const char *fmt, ...)
 {
-	char buf[1024];
+	char buf[1024], safe[4 * sizeof(buf)];
+	size_t cut = OUT_LINE_MAX - 5;
 	va_list ap;
+	FILE *f;
 
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	for (char *p = buf; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	if (strlen(buf) > OUT_LINE_MAX - 2)
-		strcpy(buf + OUT_LINE_MAX - 5, "...");
-	fprintf(im->out, "# %s\n", buf);
+	f = fmemopen(safe, sizeof(safe), "w");
+	if (!f)
+		return;
+	term_put_utf8(f, buf, strlen(buf));
+	fclose(f);
+	safe[sizeof(safe) - 1] = '\0';
+	if (strlen(safe) > OUT_LINE_MAX - 2) {
+		while (cut > 0 && ((unsigned char)safe[cut] & 0xc0) == 0x80)
+			cut--;
+		strcpy(safe + cut, "...");
+	}
+	fprintf(im->out, "# %s\n", safe);
 }
 
 static const char *value_text(const struct jsonl_value *v, char *buf, size_t size)
@@ -454,6 +528,14 @@ static const char *comm_problem(const char *name)
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
 			return "it holds a control character, which no config line can";
+	for (size_t i = 0, len; i < n; i += len ? len : 1) {
+		const unsigned char *p = (const unsigned char *)name + i;
+
+		len = p[0] >= 0x80 ? term_utf8_len(p, n - i) : 1;
+		if (!len || term_is_c1(p, len))
+			return "it holds a C1 control or a byte that is not UTF-8, which rqctl "
+			       "writes to no config as it is";
+	}
 	if (n > COMM_MAX)
 		return "longer than the 15 bytes of a process's comm: it matches no process";
 	if (isspace((unsigned char)name[0]) || isspace((unsigned char)name[n - 1]))
@@ -596,7 +678,7 @@ static int put_rule(struct import *im, const struct entry *e)
 
 static int read_tree(struct import *im)
 {
-	int r = walk(im, "");
+	int r = walk(im, "", 0);
 
 	if (r < 0)
 		return r;
@@ -637,6 +719,8 @@ static void import_free(struct import *im)
 	}
 	for (size_t i = 0; i < im->nsections; i++)
 		free(im->sections[i]);
+	if (im->topfd >= 0)
+		close(im->topfd);
 	free(im->files);
 	free(im->ents);
 	free(im->sections);
@@ -653,7 +737,11 @@ int ananicy_import(const char *dir, bool allow_spoofable, FILE *out, FILE *err,
 		return -ENOMEM;
 	*im = (struct import){ .dir = dir, .allow_spoofable = allow_spoofable, .out = out,
 			       .err = err };
-	r = read_tree(im);
+	/* dir itself is root's to name: a link there is followed, as it would be by cd. */
+	im->topfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = im->topfd < 0 ? -errno : read_tree(im);
+	if (im->topfd < 0)
+		say(im, "", strerror(-r));
 	if (r == 0)
 		r = write_all(im);
 	if (r == -ENOMEM)

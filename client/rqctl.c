@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <langinfo.h>
 #include <locale.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -19,6 +18,7 @@
 #include "ctl_proto.h"
 #include "policy/rules.h"
 #include "rqbalance.h"
+#include "term.h"
 
 #define TIMEOUT_MS 10000
 
@@ -125,81 +125,6 @@ static ssize_t ask(int fd, uint16_t type, const char *payload, struct ctl_msg *m
 }
 
 /*
- * Names in a reply come from processes (comm, cgroup paths), which may hold any byte.
- * The length of the well-formed UTF-8 character at s (at most n bytes), or 0.
- */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
-	unsigned char lo = 0x80, hi = 0xbf;
-
-	if (s[0] < 0xc2 || s[0] > 0xf4 || len > n)
-		return 0;
-	/* Neither overlong forms, nor surrogates, nor past U+10FFFF. */
-	if (s[0] == 0xe0)
-		lo = 0xa0;
-	else if (s[0] == 0xed)
-		hi = 0x9f;
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
-}
-
-/* A C1 control (U+0080..U+009F): CSI among them, which terminals act on as ESC [. */
-static bool is_c1(const unsigned char *s, size_t len)
-{
-	return len == 2 && s[0] == 0xc2 && s[1] < 0xa0;
-}
-
-/* The terminal takes UTF-8: set from the locale at start. */
-static bool utf8_terminal;
-
-/*
- * A name for a human's terminal, as ps shows one: what a terminal would act on
- * (C0 and C1 controls, DEL, bytes that are not UTF-8 or, in another locale, not
- * ASCII) is written as \xHH, so that no name clears, moves or recolours it.
- */
-static void put_safe(FILE *out, const char *s, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	for (size_t i = 0; i < n;) {
-		size_t len = p[i] >= 0x80 && utf8_terminal ? utf8_len(p + i, n - i) : 0;
-
-		if (len && !is_c1(p + i, len)) {
-			fwrite(p + i, 1, len, out);
-			i += len;
-		} else if (p[i] < 0x20 || p[i] >= 0x7f) {
-			for (size_t k = 0; k < (len ? len : 1); k++)
-				fprintf(out, "\\x%02x", p[i + k]);
-			i += len ? len : 1;
-		} else {
-			fputc(p[i++], out);
-		}
-	}
-}
-
-/* put_safe into buf, for a table's column. */
-static const char *safe(const char *s, char *buf, size_t size)
-{
-	FILE *f = fmemopen(buf, size, "w");
-
-	if (!f)
-		return "?";
-	put_safe(f, s, strlen(s));
-	fclose(f);
-	buf[size - 1] = '\0';
-	return buf;
-}
-
-/*
  * A JSON string of the real bytes: '"', '\\', controls (C0, DEL, C1) as \uXXXX;
  * well-formed UTF-8 as it is; each byte that is not UTF-8 as \udcHH (a lone
  * surrogate, as Python's surrogateescape reads it back to the byte).
@@ -210,7 +135,7 @@ static void json_string(const char *s, size_t n)
 
 	putchar('"');
 	for (size_t i = 0; i < n;) {
-		size_t len = p[i] >= 0x80 ? utf8_len(p + i, n - i) : 1;
+		size_t len = p[i] >= 0x80 ? term_utf8_len(p + i, n - i) : 1;
 
 		if (p[i] == '"' || p[i] == '\\')
 			printf("\\%c", p[i]);
@@ -218,7 +143,7 @@ static void json_string(const char *s, size_t n)
 			printf("\\u%04x", p[i]);
 		else if (!len)
 			printf("\\udc%02x", p[i]);
-		else if (is_c1(p + i, len))
+		else if (term_is_c1(p + i, len))
 			printf("\\u%04x", p[i + 1]);
 		else
 			fwrite(p + i, 1, len, stdout);
@@ -379,7 +304,7 @@ static void put_lines(FILE *out, const char *p, size_t len)
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 
 		eol = eol ? eol : end;
-		put_safe(out, p, (size_t)(eol - p));
+		term_put(out, p, (size_t)(eol - p));
 		fputc('\n', out);
 		p = eol + 1;
 	}
@@ -396,9 +321,9 @@ static void print_text(const char *p, size_t len)
 
 		eol = eol ? eol : end;
 		if (eol - p > 8 && !strncmp(p, "shaping ", 8))
-			put_safe(stdout, text, unescape(p, (size_t)(eol - p), text));
+			term_put(stdout, text, unescape(p, (size_t)(eol - p), text));
 		else
-			put_safe(stdout, p, (size_t)(eol - p));
+			term_put(stdout, p, (size_t)(eol - p));
 		fputc('\n', stdout);
 		p = eol + 1;
 	}
@@ -420,7 +345,7 @@ static void print_explain(const char *p, size_t len)
 			p += 5;
 		kn = (int)(sp - p);
 		printf("%-15.*s ", kn, p);
-		put_safe(stdout, sp < eol ? sp + 1 : eol, sp < eol ? (size_t)(eol - sp - 1) : 0);
+		term_put(stdout, sp < eol ? sp + 1 : eol, sp < eol ? (size_t)(eol - sp - 1) : 0);
 		putchar('\n');
 		p = eol + 1;
 	}
@@ -591,8 +516,9 @@ static void print_list(char *p, size_t len, bool json)
 			if (!json) {
 				printf("%-8s %-8s %5s %-8s %-7s %10llu  %-20s %-16s %s\n", tid, pid, v,
 				       scope, pol, strtoull(slice, NULL, 10) / 1000,
-				       safe(cg, b1, sizeof(b1)), safe(comm, b2, sizeof(b2)),
-				       safe(src, b3, sizeof(b3)));
+				       term_safe(cg, b1, sizeof(b1)),
+				       term_safe(comm, b2, sizeof(b2)),
+				       term_safe(src, b3, sizeof(b3)));
 				continue;
 			}
 			printf("%s{\"kind\": \"task\", \"tid\": %s, \"pid\": %s, \"value\": %s, "
@@ -610,8 +536,9 @@ static void print_list(char *p, size_t len, bool json)
 
 			if (!json) {
 				printf("%-8s %-8s %5s %-8s %-7s %10s  %-20s %-16s %s (weight %s%s)\n", "-",
-				       "-", v, "cgroup", "-", "-", safe(path, b1, sizeof(b1)), "-",
-				       safe(src, b2, sizeof(b2)), w, !strcmp(idle, "1") ? ", idle" : "");
+				       "-", v, "cgroup", "-", "-", term_safe(path, b1, sizeof(b1)), "-",
+				       term_safe(src, b2, sizeof(b2)), w,
+				       !strcmp(idle, "1") ? ", idle" : "");
 				continue;
 			}
 			printf("%s{\"kind\": \"cgroup\", \"path\": ", first ? "" : ", ");
@@ -627,8 +554,9 @@ static void print_list(char *p, size_t len, bool json)
 			if (!json) {
 				printf("%-8s %-8s %5s %-8s %-7s %10s  %-20s %-16s %s %s%s%s%s\n", "-", "-",
 				       strcmp(v, "127") ? v : "-", "unit", "-", "-",
-				       safe(path, b1, sizeof(b1)), "-", safe(unit, b2, sizeof(b2)),
-				       set ? "(weight " : "not set: ", set ? w : safe(why, b3, sizeof(b3)),
+				       term_safe(path, b1, sizeof(b1)), "-",
+				       term_safe(unit, b2, sizeof(b2)), set ? "(weight " : "not set: ",
+				       set ? w : term_safe(why, b3, sizeof(b3)),
 				       set && !strcmp(idle, "1") ? ", idle" : "", set ? ")" : "");
 				continue;
 			}
@@ -706,7 +634,7 @@ static void print_latency_text(const struct lclass *cls, size_t n)
 		for (size_t b = 0; b < c->nb; b++)
 			max = c->count[b] > max ? c->count[b] : max;
 		printf("%sclass ", i ? "\n" : "");
-		put_safe(stdout, c->name, strlen(c->name));
+		term_put(stdout, c->name, strlen(c->name));
 		printf("%s: %llu waits, mean %llu us, max %llu us\n",
 		       strcmp(c->name, "none") ? "" : " (unmanaged)", c->total,
 		       c->total ? c->sum_us / c->total : 0, c->max_us);
@@ -819,7 +747,7 @@ int main(int argc, char **argv)
 	int ch, fd;
 
 	setlocale(LC_CTYPE, "");
-	utf8_terminal = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
+	term_init();
 	while ((ch = getopt_long(argc, argv, "+s:jhV", lo, NULL)) != -1) {
 		switch (ch) {
 		case 's':

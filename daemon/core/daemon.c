@@ -20,6 +20,7 @@
 #include "rqbalance.h"
 #include "util/cpumask.h"
 #include "util/log.h"
+#include "util/timedread.h"
 #include "util/util.h"
 
 #define TRIM_EVERY_NS (10 * NSEC_PER_SEC)
@@ -769,5 +770,6 @@ void daemon_fini(struct daemon *d)
 	plan_fini(&d->plan);
 	spread_fini(&d->pol);
 	topo_free(d->topo);
+	timedread_fini();
 	memset(d, 0, sizeof(*d));
 }

@@ -13,9 +13,12 @@
 
 #include "rqbalance.h"
 #include "sample/ident.h"
+#include "util/log.h"
+#include "util/timedread.h"
 #include "util/util.h"
 
-int ident_parse_uid(const char *status, uid_t *ret)
+/* Field nth (0: real, 1: effective) of the "Uid:" line of status. 0 or -EINVAL. */
+static int parse_uid_field(const char *status, int nth, uid_t *ret)
 {
 	const char *p = status;
 
@@ -23,19 +26,33 @@ int ident_parse_uid(const char *status, uid_t *ret)
 		const char *eol = strchrnul(p, '\n');
 
 		if (strncmp(p, "Uid:", 4) == 0) {
-			unsigned long long uid;
-			char *end;
+			unsigned long long uid = 0;
+			char *end = (char *)p + 4;
 
-			errno = 0;
-			uid = strtoull(p + 4, &end, 10);
-			if (end == p + 4 || errno || uid >= (uid_t)-1)
-				return -EINVAL;
+			for (int i = 0; i <= nth; i++) {
+				const char *start = end;
+
+				errno = 0;
+				uid = strtoull(start, &end, 10);
+				if (end == start || errno || uid >= (uid_t)-1)
+					return -EINVAL;
+			}
 			*ret = (uid_t)uid;
 			return 0;
 		}
 		p = *eol ? eol + 1 : eol;
 	}
 	return -EINVAL;
+}
+
+int ident_parse_uid(const char *status, uid_t *ret)
+{
+	return parse_uid_field(status, 0, ret);
+}
+
+int ident_parse_euid(const char *status, uid_t *ret)
+{
+	return parse_uid_field(status, 1, ret);
 }
 
 /* Whether the comma-separated list [s, end) holds word. */
@@ -162,13 +179,21 @@ static bool exe_from_rules(const struct ident_exe *k, const struct rule_set *rul
 	return false;
 }
 
+/*
+ * The cmdline is the process's memory, which it may map from a FUSE file that never
+ * answers: read within a bound (util/timedread.h), and "" where it did not come.
+ */
 static void read_cmdline(const char *dir, char *buf, size_t len)
 {
 	char path[PATH_MAX];
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s/cmdline", dir);
-	n = util_read_file(path, buf, len);
+	n = timedread_file(path, buf, len, TIMEDREAD_PROC_NS);
+	if (n == -ETIMEDOUT)
+		log_warn("ident: %s did not come within %llu ms (its memory held up?): read as "
+			 "empty; %u such reads left waiting", path, TIMEDREAD_PROC_NS / 1000000,
+			 timedread_stuck());
 	if (n < 0) {
 		buf[0] = '\0';
 		return;

@@ -58,6 +58,8 @@ bool ident_exe_is_path(const char *exe);
 /* Parsers, for tests and fuzzing. */
 /* The real uid from the text of /proc/PID/status. 0 or -EINVAL. */
 int ident_parse_uid(const char *status, uid_t *ret);
+/* The effective uid, from the same line (peers: whether a tool runs as root). */
+int ident_parse_euid(const char *status, uid_t *ret);
 /*
  * The cgroup path from /proc/PID/cgroup: the "0::" line's if it names one, else the
  * line whose controllers include cpu. 0, -ENOENT, or -ENAMETOOLONG if len is short.

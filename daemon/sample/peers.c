@@ -1,19 +1,30 @@
 /*
- * Sample stage: what else shapes scheduling here (a sched_ext scheduler, autogroup, no
- * cpu controller, other tools that renice, re-policy or pin), read under one root
- * prefix. It only reads, and only at start, at reload and per status request.
+ * Sample stage: what else shapes scheduling here, read under one root prefix at start,
+ * reload and status only. It only reads; never under another process's root but through
+ * util/safeopen.h, and it passes on nothing read there but a plain profile name.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "sample/features.h"
+#include "sample/ident.h"
 #include "sample/peers.h"
 #include "util/log.h"
+#include "util/safeopen.h"
+#include "util/timedread.h"
 #include "util/util.h"
+
+/* The most of tuned's files read: active_profile's line, a profile's tuned.conf. */
+#define ACTIVE_MAX 256
+#define PROFILE_CONF_MAX 65536
+/* A profile name tuned ships or a user would give, as shown to any ctl caller. */
+#define PROFILE_NAME_MAX 64
 
 static const char *const tool_names[PEERS_NTOOLS] = {
 	[PEERS_ANANICY_CPP] = "ananicy-cpp",       [PEERS_ANANICY] = "ananicy",
@@ -179,20 +190,53 @@ int peers_match(const char *comm, const char *cmdline, size_t len)
 	return -1;
 }
 
-/* The tool process pid of root is, or -1. */
-static int tool_of(const char *root, pid_t pid)
+/* root's /proc/PID, held so that a pid reused meanwhile is not read instead; or -errno. */
+static int proc_dir(const char *root, pid_t pid)
 {
-	char path[PATH_MAX], comm[64], cmd[4096];
-	ssize_t n;
+	char path[PATH_MAX];
+	int fd;
 
-	snprintf(path, sizeof(path), "%s/proc/%d/comm", root, (int)pid);
-	if (util_read_file(path, comm, sizeof(comm)) <= 0)
+	snprintf(path, sizeof(path), "%s/proc/%d", root, (int)pid);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Whether the process of /proc/PID dir runs as root: its effective uid, as we see it. */
+static bool runs_as_root(int dir)
+{
+	char status[4096];
+	uid_t euid;
+
+	return util_read_file_at(dir, "status", status, sizeof(status)) > 0 &&
+	       ident_parse_euid(status, &euid) == 0 && euid == 0;
+}
+
+/*
+ * The tool the process of /proc/PID dir is, or -1. tuned, and a tool an interpreter
+ * runs, count only as root: tuned's files are read under its root, which any other
+ * user's process (in a user namespace of its own) may fill at will, and a cmdline is
+ * memory its process controls, which may block its reader (peers.h): even root's is
+ * read within a bound (util/timedread.h).
+ */
+static int tool_of(int dir)
+{
+	char comm[64], cmd[4096];
+	ssize_t n;
+	int t, fd;
+
+	if (util_read_file_at(dir, "comm", comm, sizeof(comm)) <= 0)
 		return -1;
 	comm[strcspn(comm, "\n")] = '\0';
-	if (!peers_wants_cmdline(comm))
-		return peers_match(comm, NULL, 0);
-	snprintf(path, sizeof(path), "%s/proc/%d/cmdline", root, (int)pid);
-	n = util_read_file(path, cmd, sizeof(cmd));
+	if (!peers_wants_cmdline(comm)) {
+		t = peers_match(comm, NULL, 0);
+		return t == PEERS_TUNED && !runs_as_root(dir) ? -1 : t;
+	}
+	if (!runs_as_root(dir))
+		return -1;
+	fd = openat(dir, "cmdline", O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -errno : timedread(fd, cmd, sizeof(cmd), TIMEDREAD_PROC_NS);
+	if (fd >= 0)
+		close(fd);
 	return peers_match(comm, n > 0 ? cmd : NULL, n > 0 ? (size_t)n : 0);
 }
 
@@ -228,9 +272,13 @@ static void scan_procs(const char *root, struct tool_pids ret[PEERS_NTOOLS])
 	while ((de = readdir(d))) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
-		int t;
+		int t, fd;
 
-		if (pid > 0 && !*end && (t = tool_of(root, (pid_t)pid)) >= 0)
+		if (pid <= 0 || *end || (fd = proc_dir(root, (pid_t)pid)) < 0)
+			continue;
+		t = tool_of(fd);
+		close(fd);
+		if (t >= 0)
 			pids_add(&ret[t], (pid_t)pid);
 	}
 	closedir(d);
@@ -324,20 +372,41 @@ void peers_tuned_parse(const char *text, struct peers_tuned_conf *ret)
 	}
 }
 
-/* A profile's tuned.conf under troot, where tuned looks for it, /etc first. */
-static int tuned_file(const char *troot, const char *profile, char *ret, size_t len)
+/*
+ * Whether name may be shown as a profile's: letters, digits and "._+-", a letter or
+ * digit first, as tuned's own profiles are named. Text from a file under tuned's root
+ * is shown to any ctl caller only when it is one.
+ */
+static bool plain_profile(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n || n > PROFILE_NAME_MAX || !isalnum((unsigned char)name[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("._+-", name[i]))
+			return false;
+	return true;
+}
+
+/*
+ * A profile's tuned.conf under rootfd, where tuned looks for it, /etc first: its path
+ * into ret, its text into text (PROFILE_CONF_MAX). 0, -EINVAL for a name that is not
+ * plain, -ENOENT, or the safe open's error for the first file that is there.
+ */
+static int tuned_file(int rootfd, const char *profile, char *ret, size_t len, char *text)
 {
 	static const char *const dirs[] = { "/etc/tuned", "/etc/tuned/profiles",
 					    "/usr/lib/tuned", "/usr/lib/tuned/profiles" };
+	ssize_t r = -ENOENT;
 
-	if (!profile[0] || strchr(profile, '/') || profile[0] == '.')
+	if (!plain_profile(profile))
 		return -EINVAL;
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(ret, len, "%s%s/%s/tuned.conf", troot, dirs[i], profile);
-		if (access(ret, R_OK) == 0)
-			return 0;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && r == -ENOENT; i++) {
+		snprintf(ret, len, "%s/%s/tuned.conf", dirs[i], profile);
+		r = safeopen_read(rootfd, ret, SAFEOPEN_ROOT_OWNED, text, PROFILE_CONF_MAX);
 	}
-	return -ENOENT;
+	return r < 0 ? (int)r : 0;
 }
 
 /*
@@ -345,7 +414,7 @@ static int tuned_file(const char *troot, const char *profile, char *ret, size_t 
  * only: a ${f:...} choice is not followed), has a [scheduler]: into ret, "" if none.
  * 0, or -errno where the profile's own file cannot be read.
  */
-static int tuned_sched(const char *troot, const char *profile, int depth, char *ret, size_t len)
+static int tuned_sched(int rootfd, const char *profile, int depth, char *ret, size_t len)
 {
 	struct peers_tuned_conf c;
 	char path[PATH_MAX], *text;
@@ -354,65 +423,115 @@ static int tuned_sched(const char *troot, const char *profile, int depth, char *
 	ret[0] = '\0';
 	if (depth > 8)
 		return -ELOOP;
-	r = tuned_file(troot, profile, path, sizeof(path));
-	if (r < 0 || !(text = malloc(65536)))
-		return r < 0 ? r : -ENOMEM;
-	r = util_read_file(path, text, 65536) < 0 ? -EIO : 0;
+	text = malloc(PROFILE_CONF_MAX);
+	if (!text)
+		return -ENOMEM;
+	r = tuned_file(rootfd, profile, path, sizeof(path), text);
 	if (r == 0)
 		peers_tuned_parse(text, &c);
 	free(text);
 	if (r < 0 || c.scheduler) {
-		snprintf(ret, len, "%s", r < 0 ? "" : path + strlen(troot));
+		snprintf(ret, len, "%s", r < 0 ? "" : path);
 		return r;
 	}
 	for (char *s = c.include, *tok; (tok = strsep(&s, ", \t"));)
-		if (*tok && !strstr(tok, "${") && tuned_sched(troot, tok, depth + 1, ret, len) == 0 &&
-		    ret[0])
+		if (*tok && !strstr(tok, "${") &&
+		    tuned_sched(rootfd, tok, depth + 1, ret, len) == 0 && ret[0])
 			return 0;
 	return 0;
 }
 
 /*
- * The root that tuned sees: its /proc/PID/root where the daemon may read it (it may
- * not without CAP_SYS_PTRACE), else root.
+ * The root that the tuned of /proc/PID dir sees, O_PATH: its /proc/PID/root where the
+ * daemon may open it (it may not without CAP_SYS_PTRACE), else root's own. -errno.
  */
-static void tuned_root(const char *root, pid_t pid, char *ret, size_t len)
+static int tuned_root(const char *root, int dir)
 {
-	char probe[PATH_MAX];
+	int fd = openat(dir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
-	snprintf(ret, len, "%s/proc/%d/root", root, (int)pid);
-	snprintf(probe, sizeof(probe), "%s/etc/tuned/active_profile", ret);
-	if (access(probe, R_OK) < 0)
-		snprintf(ret, len, "%s", root);
+	if (fd < 0)
+		fd = open(root[0] ? root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Whether every blank-separated name of list is plain. */
+static bool plain_profiles(const char *list)
+{
+	char names[ACTIVE_MAX];
+
+	snprintf(names, sizeof(names), "%s", list);
+	for (char *s = names, *p; (p = strsep(&s, " \t"));)
+		if (*p && !plain_profile(p))
+			return false;
+	return true;
+}
+
+/* tuned's active profile(s) under rootfd into ret, plain names only; or why not, in why. */
+static int tuned_active(int rootfd, char *ret, size_t len, char *why, size_t wlen)
+{
+	static const char active[] = "/etc/tuned/active_profile";
+	ssize_t n = safeopen_read(rootfd, active, SAFEOPEN_ROOT_OWNED, ret, len);
+
+	if (n >= 0)
+		ret[strcspn(ret, "\n")] = '\0';
+	if (n < 0 || !ret[0])
+		snprintf(why, wlen, "%s: %s", active, n < 0 ? safeopen_strerror((int)n) : "empty");
+	else if (!plain_profiles(ret))
+		snprintf(why, wlen, "%s: not a list of profile names, not shown", active);
+	else
+		return 0;
+	return -EINVAL;
+}
+
+/* Why tuned's profile is unknown when the root it sees cannot be opened or checked. */
+static int tuned_open(const char *root, pid_t pid, int *ret_root, char *why, size_t wlen)
+{
+	int dir = proc_dir(root, pid), r = dir;
+
+	/* Checked again through the directory held: the pid may be another's by now. */
+	if (dir >= 0 && !runs_as_root(dir))
+		r = -ESRCH;
+	else if (dir >= 0)
+		r = tuned_root(root, dir);
+	if (dir >= 0)
+		close(dir);
+	if (r < 0) {
+		snprintf(why, wlen, "its root: %s", strerror(-r));
+		return r;
+	}
+	*ret_root = r;
+	return 0;
 }
 
 /* tuned's profile, as the lowest pid of its processes sees its files. */
 static void tuned_finding(const char *root, pid_t pid, const char *pids, struct peers_finding *f)
 {
-	char troot[PATH_MAX], profiles[256], names[256], why[320], where[PATH_MAX] = "";
-	int r;
+	char profiles[ACTIVE_MAX], names[ACTIVE_MAX], why[320], where[PATH_MAX] = "";
+	int rootfd = -1, r = 0;
 
-	tuned_root(root, pid, troot, sizeof(troot));
-	r = read_line(troot, "/etc/tuned/active_profile", profiles, sizeof(profiles));
-	if (r < 0 || !profiles[0]) {
-		snprintf(why, sizeof(why), "/etc/tuned/active_profile: %s",
-			 r < 0 ? strerror(-r) : "empty");
+	if (tuned_open(root, pid, &rootfd, why, sizeof(why)) < 0 ||
+	    (r = tuned_active(rootfd, profiles, sizeof(profiles), why, sizeof(why))) < 0) {
+		if (rootfd >= 0)
+			close(rootfd);
 		peers_tuned_text(pids, "", NULL, why, f);
 		return;
 	}
 	/* Several profiles (tuned 2.19+) are named with blanks between them. */
 	snprintf(names, sizeof(names), "%s", profiles);
 	for (char *s = names, *p; (p = strsep(&s, " \t"));) {
-		r = *p ? tuned_sched(troot, p, 0, where, sizeof(where)) : 0;
+		r = *p ? tuned_sched(rootfd, p, 0, where, sizeof(where)) : 0;
 		if (r < 0) {
-			snprintf(why, sizeof(why), "profile \"%s\": %s", p, strerror(-r));
-			peers_tuned_text(pids, "", NULL, why, f);
-			return;
+			snprintf(why, sizeof(why), "profile \"%s\": %s", p, safeopen_strerror(r));
+			break;
 		}
 		if (where[0])
 			break;
 	}
-	peers_tuned_text(pids, profiles, where[0] ? where : NULL, NULL, f);
+	close(rootfd);
+	if (r < 0)
+		peers_tuned_text(pids, "", NULL, why, f);
+	else
+		peers_tuned_text(pids, profiles, where[0] ? where : NULL, NULL, f);
 }
 
 static void scan_tools(const char *root, struct peers *p)

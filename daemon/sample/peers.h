@@ -44,8 +44,17 @@ enum peers_tool {
 
 /*
  * Reads root's /sys/kernel/sched_ext, /proc/sys/kernel/sched_autogroup_enabled, every
- * /proc/PID/comm (and the cmdline of python processes) and tuned's profile under
- * /etc/tuned and /usr/lib/tuned. root "" is the real system; tests give a fake tree.
+ * /proc/PID/comm (and the cmdline of root's python processes) and tuned's profile
+ * under /etc/tuned and /usr/lib/tuned. root "" is the real system; tests give a fake
+ * tree.
+ * A process named tuned, and a tool known by the script an interpreter runs, count
+ * only when they run as root (their effective uid, as /proc/PID/status shows it to
+ * us): another user's process can be named tuned, and in a user namespace of its own
+ * put any file, link or FIFO at /etc/tuned; it cannot change other users' processes,
+ * which is what tuned is named for; and its cmdline is memory it controls, which can
+ * block a read (a FUSE file mapped over it). tuned's files are opened through
+ * util/safeopen.h under the root it sees (files of root's only), and its profile
+ * names are shown only when they are plain names (letters, digits, "._+-").
  */
 void peers_scan(const char *root, const struct peers_ctx *ctx, struct peers *ret);
 /*

@@ -64,7 +64,12 @@ size_t util_pid_lower_bound(const void *arr, size_t n, size_t size, size_t offse
 
 ssize_t util_read_file(const char *path, char *buf, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return util_read_file_at(AT_FDCWD, path, buf, len);
+}
+
+ssize_t util_read_file_at(int dirfd, const char *path, char *buf, size_t len)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 	size_t n = 0;
 
 	if (fd < 0)

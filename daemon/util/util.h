@@ -46,6 +46,12 @@ int util_word_in(const char *list, const char *word, char sep);
  * (the bytes read may hold NULs of their own). The byte count, or -errno.
  */
 ssize_t util_read_file(const char *path, char *buf, size_t len);
+/*
+ * The same, path relative to the directory dirfd (a /proc/PID the caller holds, so
+ * that a reused pid is not read instead). For files of the kernel's or root's: a file
+ * another user may have written goes through util/safeopen.h.
+ */
+ssize_t util_read_file_at(int dirfd, const char *path, char *buf, size_t len);
 /* The first line of file name in dir, its newline cut; "" where it cannot be read. */
 void util_read_line(const char *dir, const char *name, char *buf, size_t len);
 

@@ -90,6 +90,11 @@ static void parse_uid(void **state)
 	assert_int_equal(ident_parse_uid("Name:\tx\nGid:\t0\t0\t0\t0\n", &uid), -EINVAL);
 	assert_int_equal(ident_parse_uid("Uid:\tx\n", &uid), -EINVAL);
 	assert_int_equal(uid, 1000);
+	/* The effective uid is the second field: a setuid program's. */
+	assert_int_equal(ident_parse_euid("Uid:\t1000\t0\t0\t1000\n", &uid), 0);
+	assert_int_equal(uid, 0);
+	assert_int_equal(ident_parse_euid("Uid:\t1000\n", &uid), -EINVAL);
+	assert_int_equal(uid, 0);
 }
 
 static void parse_cgroup(void **state)

@@ -27,6 +27,16 @@ static void put(const char *root, const char *path, const char *text, size_t len
 
 #define PUT(root, path, text) put(root, path, text, sizeof(text) - 1)
 
+/* /proc/PID/status of a process whose uids are all uid. */
+static void uid_is(const char *root, int pid, unsigned uid)
+{
+	char path[64], text[128];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	snprintf(text, sizeof(text), "Name:\tx\nUid:\t%u\t%u\t%u\t%u\n", uid, uid, uid, uid);
+	put(root, path, text, strlen(text));
+}
+
 static void rm_rf(const char *root)
 {
 	char cmd[PATH_MAX + 16];
@@ -163,9 +173,18 @@ static void tools_found(void **state)
 
 		snprintf(path, sizeof(path), "/proc/%d/comm", 90 - i);
 		put(root, path, "tuned\n", 6);
+		uid_is(root, 90 - i, 0);
 	}
 	PUT(root, "/proc/600/comm", "python3\n");
 	PUT(root, "/proc/600/cmdline", "python3\0/usr/bin/ananicy\0start\0");
+	uid_is(root, 600, 0);
+	/* Not root: no tuned, nor a tool known by a cmdline (which is not even read). */
+	PUT(root, "/proc/30/comm", "tuned\n");
+	uid_is(root, 30, 1000);
+	PUT(root, "/proc/31/comm", "tuned\n");
+	PUT(root, "/proc/601/comm", "python3\n");
+	PUT(root, "/proc/601/cmdline", "python3\0/usr/sbin/tuned\0");
+	uid_is(root, 601, 1000);
 	peers_scan(root, &cg_on, &p);
 	assert_int_equal(p.n, 5);
 	assert_non_null(strstr(find(&p, "ananicy-cpp")->text, "ananicy-cpp (pid 300) runs: it sets "
@@ -206,6 +225,7 @@ static void tuned_profiles(void **state)
 	assert_non_null(mkdtemp(root));
 	quiet_tree(root);
 	PUT(root, "/proc/700/comm", "tuned\n");
+	uid_is(root, 700, 0);
 	/* The profile in /etc includes one in /usr/lib that includes one with [scheduler]. */
 	PUT(root, "/etc/tuned/active_profile", "mine\n");
 	PUT(root, "/etc/tuned/mine/tuned.conf", "[main]\ninclude=${f:virt_check:a:b}, middle\n"
@@ -232,6 +252,73 @@ static void tuned_profiles(void **state)
 	rm_rf(root);
 }
 
+/* A tree where tuned (pid 700, root) runs; its /etc/tuned/active_profile is the test's. */
+static void planted_tree(const char *root)
+{
+	quiet_tree(root);
+	PUT(root, "/proc/700/comm", "tuned\n");
+	uid_is(root, 700, 0);
+	PUT(root, "/etc/tuned/mine/tuned.conf", "[main]\n[scheduler]\nisolated_cores=1\n");
+}
+
+static const char *tuned_says(const char *root)
+{
+	static struct peers p;
+
+	peers_scan(root, &cg_on, &p);
+	assert_non_null(find(&p, "tuned"));
+	return find(&p, "tuned")->text;
+}
+
+/* What another user may plant in tuned's root is neither followed, nor opened, nor shown. */
+static void tuned_planted(void **state)
+{
+	char root[] = "/tmp/rqb-peers.XXXXXX", secret[PATH_MAX], path[PATH_MAX];
+
+	assert_non_null(mkdtemp(root));
+	planted_tree(root);
+	snprintf(secret, sizeof(secret), "%s/secret", root);
+	PUT(root, "/secret", "rqb-secret-line\n");
+	snprintf(path, sizeof(path), "%s/etc/tuned/active_profile", root);
+	assert_int_equal(symlink(secret, path), 0);
+	assert_non_null(strstr(tuned_says(root), "its profile unknown (/etc/tuned/active_profile: "
+						 "a symbolic link, not followed)"));
+	assert_null(strstr(tuned_says(root), "rqb-secret-line"));
+
+	/* A FIFO would block the open for good: it is not opened at all. */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0644), 0);
+	alarm(20);
+	assert_non_null(strstr(tuned_says(root), "(/etc/tuned/active_profile: not a regular file"));
+	alarm(0);
+
+	/* A line that is no profile name is not shown: it may be any file's first line. */
+	assert_int_equal(unlink(path), 0);
+	PUT(root, "/etc/tuned/active_profile", "root:*:19000:0:99999:7:::\n");
+	assert_non_null(strstr(tuned_says(root), "(/etc/tuned/active_profile: not a list of "
+						 "profile names, not shown)"));
+	assert_null(strstr(tuned_says(root), "root:*"));
+	PUT(root, "/etc/tuned/active_profile", "mine \x1b[2J\n");
+	assert_null(strstr(tuned_says(root), "\x1b"));
+
+	/* An include that is no plain name is not followed (nor echoed). */
+	PUT(root, "/etc/tuned/active_profile", "other\n");
+	PUT(root, "/etc/tuned/other/tuned.conf", "[main]\ninclude=../../../secret\n");
+	assert_non_null(strstr(tuned_says(root), "runs profile \"other\", which has no "
+						 "[scheduler]"));
+	PUT(root, "/etc/tuned/active_profile", "mine\n");
+	assert_non_null(strstr(tuned_says(root), "runs profile \"mine\", whose [scheduler] "
+						 "(/etc/tuned/mine/tuned.conf)"));
+	if (geteuid() == 0) {
+		/* Root's tuned writes its files itself: another user's is planted. */
+		snprintf(path, sizeof(path), "%s/etc/tuned/active_profile", root);
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_non_null(strstr(tuned_says(root), "(/etc/tuned/active_profile: owned by "
+							 "another user than root)"));
+	}
+	rm_rf(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +329,7 @@ int main(void)
 		cmocka_unit_test(tools_found),
 		cmocka_unit_test(tuned_parse),
 		cmocka_unit_test(tuned_profiles),
+		cmocka_unit_test(tuned_planted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,106 @@
+/*
+ * The bounded read, on pipes whose writer the test holds: a read that does not come
+ * within its bound returns, its worker left reading until the test lets it end; past
+ * TIMEDREAD_STUCK_MAX such workers nothing is tried; once they end, reads work again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rqbalance.h"
+#include "util/timedread.h"
+#include "unit.h"
+
+#define BOUND_NS (20 * 1000 * 1000ull)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static void reads_a_file(void)
+{
+	char path[] = "/tmp/rqb-timedread.XXXXXX", buf[16];
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "a\0b c\n", 6), 6);
+	close(fd);
+	assert_int_equal(timedread_file(path, buf, sizeof(buf), BOUND_NS), 6);
+	assert_memory_equal(buf, "a\0b c\n", 7);
+	/* Cut at len - 1, NUL-ended. */
+	assert_int_equal(timedread_file(path, buf, 4, BOUND_NS), 3);
+	assert_memory_equal(buf, "a\0b", 4);
+	unlink(path);
+	assert_int_equal(timedread_file(path, buf, sizeof(buf), BOUND_NS), -ENOENT);
+}
+
+static void normal_read(void **state)
+{
+	reads_a_file();
+	assert_int_equal(timedread_stuck(), 0);
+}
+
+/* A read of a pipe no one writes: -ETIMEDOUT within about its bound, buf untouched. */
+static void held_read(int rfd)
+{
+	char buf[8] = "same";
+	uint64_t t0 = now_ns();
+
+	assert_int_equal(timedread(rfd, buf, sizeof(buf), BOUND_NS), -ETIMEDOUT);
+	assert_true(now_ns() - t0 < 2 * NSEC_PER_SEC);
+	assert_string_equal(buf, "same");
+}
+
+static void bounded_and_left(void **state)
+{
+	int p[TIMEDREAD_STUCK_MAX][2];
+	char buf[8];
+	uint64_t t0;
+
+	for (int i = 0; i < TIMEDREAD_STUCK_MAX; i++) {
+		assert_int_equal(pipe(p[i]), 0);
+		held_read(p[i][0]);
+		/* The caller's descriptor is its own to close: the worker reads a dup. */
+		close(p[i][0]);
+		assert_int_equal(timedread_stuck(), (unsigned)i + 1);
+		if (i == 0)
+			reads_a_file(); /* a new worker, while the first is left */
+	}
+	/* Past the most left, nothing is tried, not even a file that would answer. */
+	t0 = now_ns();
+	assert_int_equal(timedread_file("/proc/self/comm", buf, sizeof(buf), BOUND_NS), -EBUSY);
+	assert_true(now_ns() - t0 < BOUND_NS);
+	/* Their reads end (EOF): the workers end and free themselves. */
+	for (int i = 0; i < TIMEDREAD_STUCK_MAX; i++)
+		close(p[i][1]);
+	t0 = now_ns();
+	while (timedread_stuck() && now_ns() - t0 < 10 * NSEC_PER_SEC)
+		usleep(1000);
+	assert_int_equal(timedread_stuck(), 0);
+	reads_a_file();
+}
+
+static void after_fini(void **state)
+{
+	reads_a_file();
+	timedread_fini();
+	reads_a_file();
+	timedread_fini();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(normal_read),
+		cmocka_unit_test(bounded_and_left),
+		cmocka_unit_test(after_fini),
+	};
+
+	alarm(60); /* a read that is not bounded fails the program, it does not hang it */
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
