@@ -13,7 +13,18 @@ DAEMON_CONF=""
 
 echo "test shell: pid $$, comm $(cat /proc/$$/comm)"
 
-fail() { echo "not ok: $*"; cleanup; exit 1; }
+# RECORD: a test that starts its daemon with --record "$RECORD" has the snapshots
+# printed when it fails (the last 400 lines), to be replayed as a unit test.
+RECORD=""
+fail() {
+	echo "not ok: $*"
+	cleanup
+	if [ -n "$RECORD" ] && [ -e "$RECORD" ]; then
+		echo "--- snapshots ${RECORD#/tmp/} (last 400 lines) ---"
+		tail -n 400 "$RECORD"
+	fi
+	exit 1
+}
 ok() { echo "ok: $*"; }
 
 # check "description" command...

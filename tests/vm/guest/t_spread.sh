@@ -9,7 +9,8 @@ for p in $HOGS; do
 	check "hog $p on LLC 0 before the daemon starts (cpu $(lastcpu "$p"))" on_llc0 "$p"
 done
 DAEMON_CONF=$LONG_PINS
-start_daemon
+RECORD=/tmp/t_spread.rec
+start_daemon --record "$RECORD"
 check "the daemon runs" wait_running
 check "$NLLC0 hogs have a pin planned" wait_hog_pins "$NLLC0"
 for p in $HOGS; do echo "hog $p: allowed $(allowed "$p"), cpu $(lastcpu "$p")"; done
