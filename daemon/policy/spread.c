@@ -234,6 +234,18 @@ static bool settled(const struct snapshot *s, const struct rqb_conf *c,
 	return !s->tick_hz || t->start_time + min_ticks <= s->uptime_ticks;
 }
 
+/*
+ * A kernel thread caught runnable that used no CPU since the last sample: the kernel's
+ * work of an instant (the RCU thread, ksoftirqd, woken by a tick). Like a young task it
+ * is load on a target, but as a source no reason to move another task: two of them in
+ * two ticks, beside the test's busy shell, once made an LLC of two hogs look
+ * overloaded by two, and a third hog was pinned away (the qemu tier's t_spread).
+ */
+static bool kernel_instant(const struct snap_task *t)
+{
+	return (t->flags & SNAP_TASK_KTHREAD) && (t->flags & SNAP_TASK_NO_CPU);
+}
+
 static int size_scratch(struct spread_state *st, const struct snapshot *s)
 {
 	int ncpu = s->nr_cpu_ids, nllc = s->topo->nllcs;
@@ -381,7 +393,7 @@ static void count(const struct snapshot *s, const struct rqb_conf *conf, struct 
 		if (pi >= 0)
 			st->pins[pi].counted_away = true;
 		listed[t->cpu]++;
-		st->raw_young[tp->cpus[t->cpu].llc] += !settled(s, conf, t);
+		st->raw_young[tp->cpus[t->cpu].llc] += !settled(s, conf, t) || kernel_instant(t);
 	}
 	count_unlisted_pins(s, st);
 	uncount_left_behind(s, st);
@@ -414,8 +426,9 @@ static void count(const struct snapshot *s, const struct rqb_conf *conf, struct 
 
 /*
  * What a decision may trust. A task that started less than min_residency_ms ago is the
- * kernel's (it placed it at fork or exec): it is load on a target, but as a source it
- * neither moves nor makes another task move. One settled task more than CPUs could be
+ * kernel's (it placed it at fork or exec), and so is a kernel thread's instant
+ * (kernel_instant): it is load on a target, but as a source it neither moves nor makes
+ * another task move. One settled task more than CPUs could be
  * a short task caught running: as a source, such an LLC counts the lower of this
  * tick's and the last one's settled tasks; two or more over its CPUs are load at once.
  * A target counts the higher of its runnable tasks now and its settled ones then, and

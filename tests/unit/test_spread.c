@@ -380,6 +380,40 @@ static void left_behind_count_is_no_load(void **state)
 	fx_free(f);
 }
 
+/*
+ * The qemu tier's t_spread, recorded: after the two pins LLC 0 holds two hogs and the
+ * test's busy shell, and in two ticks running the RCU kernel thread was caught runnable
+ * beside them, having used no CPU since the last sample. Counted as the source's load,
+ * it made LLC 0 four tasks on two CPUs against LLC 1's two hogs (stacked on CPU 2, CPU
+ * 3 idle), and a third hog was pinned away. A kernel thread's instant is no reason to
+ * move: LLC 0's three are not clearly more than LLC 1 would hold after.
+ */
+static void kernel_instant_moves_nothing(void **state)
+{
+	struct fx *f = fx_new(T2x2);
+	char text[1024];
+
+	assert_string_equal(replay_tick(f, "snapshot 1 1000000000 1\n"
+					   "cpu 0 2 100\ncpu 1 2 100\ncpu 2 0 0\ncpu 3 0 0\n"
+					   "task 11 11 0 500 0 0-3 sh /\ntask 12 12 0 501 0 0-3 sh /\n"
+					   "task 13 13 1 502 0 0-3 sh /\ntask 14 14 1 503 0 0-3 sh /\n"
+					   "end\n"),
+			    "pin tid=12 tgid=12 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n"
+			    "pin tid=14 tgid=14 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n");
+	for (int t = 2; t <= 4; t++) {
+		snprintf(text, sizeof(text),
+			 "snapshot %d %d00000000 1\n"
+			 "cpu 0 3 100\ncpu 1 1 100\ncpu 2 2 100\ncpu 3 0 0\n"
+			 "task 11 11 0 500 0 0-3 sh /\ntask 15 15 0 5 3 0-3 rcu_preempt /\n"
+			 "task 20 20 0 400 0 0-3 ash /\ntask 13 13 1 502 0 0-3 sh /\n"
+			 "task 12 12 2 501 0 2-3 sh /\ntask 14 14 2 503 0 2-3 sh /\n"
+			 "end\n",
+			 t, 9 + t);
+		assert_string_equal(replay_tick(f, text), "");
+	}
+	fx_free(f);
+}
+
 /* (d) Hysteresis: while LLC 0 stays full, the pin holds until max_pin_ms. */
 static void pin_released_at_max_age(void **state)
 {
@@ -859,6 +893,7 @@ int main(void)
 		cmocka_unit_test(pinned_sleeper_is_no_load),
 		cmocka_unit_test(held_record_hides_a_stacked_hog),
 		cmocka_unit_test(left_behind_count_is_no_load),
+		cmocka_unit_test(kernel_instant_moves_nothing),
 		cmocka_unit_test(pin_released_at_max_age),
 		cmocka_unit_test(single_core_llcs_not_spread),
 		cmocka_unit_test(moves_capped_per_tick),
