@@ -184,6 +184,8 @@ void latact_task_gone(struct latact *la, pid_t tid);
  * last LATACT_GIVEN_MAX give-backs and the task has not exited since; else NULL.
  */
 const struct lat_entry *latact_given(const struct latact *la, pid_t tid);
+/* Remembers what e had from rqbalance, as it is given back (latact_given). */
+void latact_note_given(struct latact *la, const struct lat_entry *e);
 /* Forgets tid's give-back record: it exited, and its tid may go to another task. */
 void latact_given_gone(struct latact *la, pid_t tid);
 /*

@@ -415,8 +415,7 @@ void latact_restore_entry(struct latact *la, const struct lat_entry *e)
 		log_debug("latency: task %d exited while being restored", (int)tid);
 }
 
-/* Remembers what e had from rqbalance, as it is given back (latact_given). */
-static void note_given(struct latact *la, const struct lat_entry *e)
+void latact_note_given(struct latact *la, const struct lat_entry *e)
 {
 	if (!la->given) {
 		la->given = calloc(LATACT_GIVEN_MAX, sizeof(*la->given));
@@ -484,7 +483,7 @@ int latact_give_back_inherited(struct latact *la, pid_t tid, pid_t tgid, uint64_
 		e.tgid = tgid;
 		e.from_tid = from->task.tid;
 		latact_restore_entry(la, &e);
-		note_given(la, &e);
+		latact_note_given(la, &e);
 		log_debug("latency: task %d, made by task %d before it was given back, had "
 			  "what rqbalance set on it: given back too", (int)tid, (int)from->task.tid);
 	}
@@ -499,7 +498,7 @@ int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time)
 	if (!e || (start_time && e->task.start_time != start_time))
 		return -ENOENT;
 	latact_restore_entry(la, e);
-	note_given(la, e);
+	latact_note_given(la, e);
 	latact_journal_untask(la, tid, e->task.start_time);
 	entry_del(la, tid);
 	latact_compact(la);

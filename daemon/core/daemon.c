@@ -753,8 +753,10 @@ void daemon_fini(struct daemon *d)
 	if (d->lat.ops) {
 		int n;
 
-		latmgr_fini(&d->lm);
+		latmgr_stop(&d->lm);
 		n = latact_restore_all(&d->lat);
+		latmgr_stopped(&d->lm);
+		latmgr_fini(&d->lm);
 		latact_fini(&d->lat);
 		log_info("stopped: %d latency setting%s given back", n, n == 1 ? "" : "s");
 	}

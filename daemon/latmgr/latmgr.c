@@ -744,6 +744,17 @@ static bool exit_is_about(const struct procconn_event *ev, uint64_t start)
 }
 
 /*
+ * The task a new one came from, as far as the event says: BPF names it; the connector
+ * names a new thread's process and a new process's real parent.
+ */
+static pid_t creator_of(const struct procconn_event *ev)
+{
+	if (ev->creator_tgid > 0)
+		return ev->creator_tid;
+	return ev->tid != ev->tgid ? ev->tgid : ev->parent_tid;
+}
+
+/*
  * A task whose creator is not managed, read after the creator was given back: the
  * kernel may have given it what rqbalance had set on the creator (it was made before
  * the give-back, or between the exec that ended a rule's hold and the give-back that
@@ -788,7 +799,7 @@ static void inherited_given_back(struct latmgr *m, const struct procconn_event *
 static void on_fork(struct latmgr *m, const struct procconn_event *ev)
 {
 	bool thread = ev->tid != ev->tgid, known = ev->creator_tgid > 0;
-	pid_t ctid = known ? ev->creator_tid : thread ? ev->tgid : ev->parent_tid;
+	pid_t ctid = creator_of(ev);
 	pid_t ctgid = thread ? ev->tgid : known ? ev->creator_tgid : ev->parent_tgid;
 	const struct latmgr_proc *p = latmgr_find_process(m, ctgid);
 	struct latpol_fork f = { .creator = rec_of(p), .thread = thread, .creator_known = known,
@@ -851,10 +862,13 @@ static void on_event(void *ctx, const struct procconn_event *ev)
 		m->last_event_ns = ev->ts_ns;
 	switch (ev->kind) {
 	case PROCCONN_FORK:
-		on_fork(m, ev);
+		if (m->stopping)
+			inherited_given_back(m, ev, creator_of(ev));
+		else
+			on_fork(m, ev);
 		break;
 	case PROCCONN_EXEC:
-		if (ev->tid == ev->tgid) {
+		if (ev->tid == ev->tgid && !m->stopping) {
 			struct latmgr_exe kx = { .start_ns = ev->start_ns,
 					     .id = { .dev = ev->exe_dev, .ino = ev->exe_ino } };
 
@@ -1214,11 +1228,31 @@ bool latmgr_walks_unprivileged(struct latmgr *m)
 	return !m->bev || bpfev_walks_unprivileged(m->bev);
 }
 
-void latmgr_fini(struct latmgr *m)
+/* Reads the events queued so far (a bounded number of reads). */
+static void drain(struct latmgr *m)
+{
+	for (int i = 0; (m->bev || m->pc) && i < 64; i++) {
+		dispatch(m);
+		if (m->bev ? bpfev_empty(m->bev) : procconn_empty(m->pc))
+			break;
+	}
+}
+
+void latmgr_stop(struct latmgr *m)
 {
 	/* Forks not read yet are children to give back what they inherited. */
-	for (int i = 0; m->bev && i < 64 && (i == 0 || !bpfev_empty(m->bev)); i++)
-		dispatch(m);
+	drain(m);
+}
+
+void latmgr_stopped(struct latmgr *m)
+{
+	m->np = 0;
+	m->stopping = true;
+	drain(m);
+}
+
+void latmgr_fini(struct latmgr *m)
+{
 	sd_event_source_disable_unref(m->pc_src);
 	bpfev_close(m->bev);
 	procconn_close(m->pc);

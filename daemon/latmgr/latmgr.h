@@ -110,6 +110,7 @@ struct latmgr {
 	char events_why[320];          /* what the source is and why, for --features */
 	bool units_on;                 /* systemd owns the cgroups: units are weighed */
 	bool units_dirty;              /* a process came, went or changed value: refresh */
+	bool stopping;                 /* everything was given back (latmgr_stopped) */
 	struct latmgr_unit *u;             /* the units of managed processes */
 	size_t nu, capu;
 	/* Shown each plan before the actuator carries it out (tests); may be NULL. */
@@ -135,6 +136,16 @@ bool latmgr_walks_unprivileged(struct latmgr *m);
  */
 int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, sd_event *e,
 	    const char *proc_root);
+/*
+ * The stop, in three steps around the actuator's give-back of everything: latmgr_stop
+ * reads the events queued so far (a child forked from a managed task is managed, and
+ * given back with the rest); latmgr_stopped, after the give-back, forgets every
+ * process and reads the events queued since, where a fork only gives back what the
+ * child inherited from a task just given back (nothing is given a value); then
+ * latmgr_fini closes the event source.
+ */
+void latmgr_stop(struct latmgr *m);
+void latmgr_stopped(struct latmgr *m);
 void latmgr_fini(struct latmgr *m);
 
 /*

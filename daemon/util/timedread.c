@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "rqbalance.h"
+#include "util/schedattr.h"
 #include "util/timedread.h"
 
 /* A worker only calls read(2). */
@@ -31,6 +32,8 @@ struct worker {
 	char *buf;            /* the worker's, cap bytes */
 	size_t cap, len;      /* len: the job's buffer size, at most cap */
 	ssize_t n;            /* the job's result: bytes, or -errno */
+	struct rqb_sched_attr sched; /* its creator's scheduling, which it takes first */
+	bool have_sched;
 };
 
 static struct worker *idle; /* where the next read goes, or NULL: a new worker */
@@ -71,6 +74,12 @@ static void *work(void *arg)
 	bool was_stuck = false;
 	ssize_t n;
 
+	/*
+	 * The daemon's threads run at its own latency-nice with SCHED_RESET_ON_FORK, which
+	 * gives a new thread nice 0 and the default slice: it takes its creator's back.
+	 */
+	if (w->have_sched)
+		rqb_sched_setattr(0, &w->sched);
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		while (w->state != JOB_ASKED && !w->left)
@@ -103,6 +112,7 @@ static int start(struct worker *w)
 	pthread_t t;
 	int r;
 
+	w->have_sched = rqb_sched_getattr(0, &w->sched) == 0;
 	sigfillset(&all);
 	pthread_attr_init(&a);
 	pthread_attr_setstacksize(&a, WORKER_STACK);

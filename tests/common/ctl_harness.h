@@ -473,6 +473,7 @@ static inline void ctlh_daemon_free(struct daemon *d)
 	ctl_fini(&d->ctl);
 	sd_event_source_disable_unref(d->metrics_timer);
 	free(d->lat.e);
+	free(d->lat.given);
 	free(d->lat.cg);
 	free(d->lm.p);
 	free(d->lm.u);
