@@ -1,10 +1,11 @@
 /*
- * The ctl socket: accepts rqctl's connections, decodes their size-checked requests
- * and answers them. It never lends the daemon's privilege: a request that changes
- * anything is checked against the credentials the peer had when it connected
- * (SO_PEERCRED, SO_PEERGROUPS, its capabilities read at accept), and a connection
- * whose peer has since gone or changed its credentials is closed. Each connection is
- * bounded in size, time and number of requests.
+ * The ctl socket, one of the request layer's two doors (ctl_req.h): accepts rqctl's
+ * connections, decodes their size-checked requests and answers them. It never lends
+ * the daemon's privilege: a request is judged by the request layer on the credentials
+ * the peer had when it connected (SO_PEERCRED, SO_PEERGROUPS, its capabilities read at
+ * accept), and a connection whose peer has since gone or changed its credentials is
+ * closed. Each connection is bounded in size, time and number of requests, and takes
+ * one of the callers' slots the request layer shares out.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -51,7 +52,7 @@ struct conn {
 	uint64_t sync_tick;     /* a sync waits for this tick to end; 0: none waits */
 	struct latmgr_mark sync_mark; /* ... and for the connector to pass this mark */
 	uint32_t sync_seq;
-	bool privileged;        /* root or ctl_group: may use the reserved slots */
+	int slot;               /* its place among the callers (ctl_req_admit); -1: none */
 	bool blind;             /* pid 0: a process in a pid namespace the daemon cannot
 				 * see, so not judged: served read-only requests alone */
 	bool closing;           /* closed once the replies queued are written */
@@ -71,6 +72,7 @@ static void conn_close(struct conn *c)
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	close(c->fd);
+	ctl_req_leave(&c->srv->d->req, c->slot);
 	c->srv->nconns--;
 	free(c->out);
 	free(c);
@@ -139,41 +141,6 @@ static int reply_err(struct conn *c, uint32_t seq, int err, const char *msg)
 		n--;
 	snprintf(text, sizeof(text), "errno %d\nmessage %.*s\n", err, n, msg);
 	return reply(c, CTL_ERR, seq, text);
-}
-
-void ctl_log_refusal(struct ctl_server *s, const char *fmt, ...)
-{
-	uint64_t now = util_now_ns();
-	char text[512];
-	va_list ap;
-
-	if (now - s->log_window_ns >= CTL_LOG_WINDOW_NS && !s->unlogged) {
-		s->log_window_ns = now;
-		s->logged = 0;
-	}
-	if (s->logged >= CTL_LOG_BURST) {
-		s->unlogged++;
-		return;
-	}
-	s->logged++;
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	log_notice("%s", text);
-}
-
-/* Once a window has passed: how many refusals it did not log. */
-static void log_unlogged(struct ctl_server *s)
-{
-	uint64_t now = util_now_ns();
-
-	if (!s->unlogged || now - s->log_window_ns < CTL_LOG_WINDOW_NS)
-		return;
-	log_notice("ctl: %lu more refusals in the last %llu s not logged", s->unlogged,
-		   (unsigned long long)((now - s->log_window_ns) / 1000000000ull));
-	s->unlogged = 0;
-	s->logged = 0;
-	s->log_window_ns = now;
 }
 
 /* The daemon's open file descriptors, this count's own left out; -1 if unknown. */
@@ -510,8 +477,8 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");
 	r = ctl_req_permitted(d, &c->who, &t, m->hdr.type == CTL_SET ? value : 0, &trusted, &why);
 	if (r < 0) {
-		ctl_log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d): %s",
-			    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
+		ctl_req_log_refusal(&d->req, "ctl: %s refused to uid %u (pid %d): %s",
+				    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
 		return reply_err(c, m->hdr.seq, -r, why);
 	}
 	if (m->hdr.type == CTL_RESET) {
@@ -587,8 +554,8 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 		return reply(c, CTL_OK, m->hdr.seq, text);
 	case CTL_RELOAD:
 		if (!ctl_req_admin(&c->who, &d->conf)) {
-			ctl_log_refusal(c->srv, "ctl: reload refused to uid %u (pid %d)", c->cred.uid,
-				    c->cred.pid);
+			ctl_req_log_refusal(&d->req, "ctl: reload refused to uid %u (pid %d)",
+					    c->cred.uid, c->cred.pid);
 			return reply_err(c, m->hdr.seq, EPERM,
 					 "permission denied: reload is for root or ctl_group");
 		}
@@ -637,8 +604,9 @@ static int refuse_stale(struct conn *c, const struct ctl_msg *m, const char *why
 {
 	char text[256];
 
-	ctl_log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d), connection closed: %s",
-		    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
+	ctl_req_log_refusal(&c->srv->d->req,
+			    "ctl: %s refused to uid %u (pid %d), connection closed: %s",
+			    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
 	snprintf(text, sizeof(text), "permission denied: %s", why);
 	reply_err(c, m->hdr.seq, EPERM, text);
 	return -EPERM;
@@ -658,8 +626,9 @@ static int serve_blind(struct conn *c, const struct ctl_msg *m)
 	case CTL_SYNC:
 		return handle(c, m);
 	}
-	ctl_log_refusal(c->srv, "ctl: %s refused to uid %u: its process is in a pid namespace "
-		    "rqbalanced cannot see", ctl_type_name(m->hdr.type), c->cred.uid);
+	ctl_req_log_refusal(&c->srv->d->req,
+			    "ctl: %s refused to uid %u: its process is in a pid namespace "
+			    "rqbalanced cannot see", ctl_type_name(m->hdr.type), c->cred.uid);
 	return reply_err(c, m->hdr.seq, EPERM,
 			 "permission denied: your process is in a pid namespace rqbalanced "
 			 "cannot see; only status, get, list, latency and sync are served");
@@ -742,10 +711,9 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 
 void ctl_after_tick(struct ctl_server *s)
 {
-	const struct daemon *d = s->d;
+	struct daemon *d = s->d;
 	char text[64];
 
-	log_unlogged(s);
 	for (struct conn *c = s->conns, *next; c; c = next) {
 		next = c->next;
 		if (!c->sync_tick || d->ticks < c->sync_tick || !latmgr_passed(&d->lm, &c->sync_mark))
@@ -790,6 +758,7 @@ static int peer_pidfd(struct conn *c)
  */
 static int peer_accept(struct conn *c)
 {
+	struct daemon *d = c->srv->d;
 	const char *why = NULL;
 	int r;
 
@@ -802,7 +771,7 @@ static int peer_accept(struct conn *c)
 	}
 	r = peer_pidfd(c);
 	if (r == 0)
-		r = ctl_peer_read(c->srv->d->lm.proc_root, c->cred.pid, c->pidfd, &c->peer);
+		r = ctl_peer_read(d->lm.proc_root, c->cred.pid, c->pidfd, &c->peer);
 	if (r < 0) {
 		log_debug("ctl: connection from uid %u (pid %d) closed: its process is gone",
 			  c->cred.uid, c->cred.pid);
@@ -810,30 +779,9 @@ static int peer_accept(struct conn *c)
 	}
 	r = ctl_perm_peer_accept(c->cred.uid, c->cred.gid, &c->peer, &c->who.cap_sys_nice, &why);
 	if (r < 0)
-		ctl_log_refusal(c->srv, "ctl: connection from uid %u (pid %d) refused: %s",
-			    c->cred.uid, c->cred.pid, why);
+		ctl_req_log_refusal(&d->req, "ctl: connection from uid %u (pid %d) refused: %s",
+				    c->cred.uid, c->cred.pid, why);
 	return r;
-}
-
-/*
- * Whether an unprivileged peer would take more than its share: CTL_MAX_PER_UID
- * connections of one uid, and CTL_RESERVED of the slots kept for root and ctl_group,
- * so that one user's flood never locks root out (nor systemctl reload).
- */
-static bool over_share(const struct ctl_server *srv, struct conn *c)
-{
-	unsigned mine = 0, users = 0;
-
-	c->privileged = ctl_req_admin(&c->who, &srv->d->conf);
-	if (c->privileged)
-		return false;
-	for (const struct conn *o = srv->conns; o; o = o->next) {
-		if (o == c || o->privileged)
-			continue;
-		users++;
-		mine += o->cred.uid == c->cred.uid;
-	}
-	return mine >= CTL_MAX_PER_UID || users >= CTL_MAX_CONNS - CTL_RESERVED;
 }
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
@@ -869,13 +817,14 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 	uint64_t now;
 	int r;
 
-	if (srv->nconns >= CTL_MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
+	if (!(c = calloc(1, sizeof(*c)))) {
 		close(fd);
 		return -EBUSY;
 	}
 	c->srv = srv;
 	c->fd = fd;
 	c->pidfd = -1;
+	c->slot = -1;
 	c->next = srv->conns;
 	c->pprev = &srv->conns;
 	if (c->next)
@@ -889,9 +838,14 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 	c->who.ngroups = ngroups < 0 ? 0 : ngroups > CTL_CALLER_GROUPS ? CTL_CALLER_GROUPS : ngroups;
 	if (c->who.ngroups)
 		memcpy(c->who.groups, groups, (size_t)c->who.ngroups * sizeof(gid_t));
-	r = peer_accept(c);
-	if (r == 0 && over_share(srv, c))
-		r = -EUSERS;
+	/*
+	 * A user's share of the callers, and root's reserve, so that one flood locks nobody
+	 * out: judged on what the kernel gave at accept, before anything of the peer's is
+	 * read, so that a refused connection costs the loop next to nothing.
+	 */
+	r = ctl_req_admit(&srv->d->req, &c->who, ctl_req_admin(&c->who, &srv->d->conf), &c->slot);
+	if (r == 0)
+		r = peer_accept(c);
 	if (r == 0 && sd_event_now(e, CLOCK_MONOTONIC, &now) >= 0) {
 		r = sd_event_add_io(e, &c->io, fd, EPOLLIN, on_conn_io, c);
 		if (r >= 0)

@@ -1,8 +1,11 @@
 /*
- * The latency requests (set, get, reset, foreground) as the ctl socket and the D-Bus
- * API both serve them: a target, judged for a caller whose credentials the transport
- * took once (SO_PEERCRED at accept; the bus's record of the sender's connection), by
- * one rule (ctl_perm.h), and carried out through the latency manager.
+ * The request layer behind both doors, the ctl socket (ctl.c) and the D-Bus API
+ * (bus.c): the latency requests (set, get, reset, foreground), judged for a caller
+ * whose credentials the door took once (SO_PEERCRED at accept; the bus's record of the
+ * sender's connection) by one rule (ctl_perm.h) and carried out through the latency
+ * manager; and the limits that keep one user from taking the daemon from the others:
+ * one pool of callers with a share for each user and a reserve for root and
+ * ctl_group, and one pool of calls waiting for their caller's credentials.
  */
 #ifndef RQB_CTL_REQ_H
 #define RQB_CTL_REQ_H
@@ -27,6 +30,67 @@ struct ctl_caller {
 	bool cap_sys_nice;     /* counts as holding CAP_SYS_NICE (ctl_perm_peer_accept) */
 	const char *via;       /* "ctl" or "dbus": for logs, and the source of its values */
 };
+
+/* ---- limits: one set for both doors ---- */
+
+#define CTL_REQ_SLOTS 64          /* callers served at once, whichever door */
+#define CTL_REQ_RESERVED 8        /* ...of which only root and ctl_group may use these */
+#define CTL_REQ_PER_UID 16        /* ...and one other uid at most this many */
+/*
+ * Calls held while the caller's credentials are asked for (the bus: its driver
+ * answers GetConnectionCredentials later), at most CTL_REQ_WAITING_SOURCE of one
+ * source (a bus connection). Who sent them is not known yet, so no share of a user
+ * can bound them: the pool is larger than one user can fill within the system bus's
+ * own limits (256 connections a user by default, times CTL_REQ_WAITING_SOURCE), and
+ * a source whose credentials are known waits no more.
+ */
+#define CTL_REQ_WAITING 2048
+#define CTL_REQ_WAITING_SOURCE 4
+/* Refusals logged in one window; the rest are counted in one line. */
+#define CTL_REQ_LOG_BURST 20
+#define CTL_REQ_LOG_WINDOW_NS (10 * 1000000000ull)
+
+struct ctl_req_slot {
+	bool used;
+	bool admin;            /* root or ctl_group: may use the reserved slots */
+	uid_t uid;
+};
+
+struct ctl_req_lim {
+	struct ctl_req_slot slot[CTL_REQ_SLOTS];
+	unsigned held;          /* slots in use */
+	unsigned waiting;       /* calls waiting for their caller's credentials */
+	unsigned long refused;  /* callers refused a slot: none free, or over a share */
+	unsigned long refused_waiting; /* calls refused a place to wait */
+	uint64_t log_window_ns; /* when the current window of logged refusals began */
+	unsigned logged;        /* refusals logged in it, at most CTL_REQ_LOG_BURST */
+	unsigned long unlogged; /* ... and refused beyond that, counted, not logged */
+};
+
+/*
+ * Takes a slot for caller k (admin: root or ctl_group, ctl_req_admin) for as long as
+ * the door serves it, until ctl_req_leave: 0 and *ret_slot, or -EBUSY when every slot
+ * it may use is taken, -EUSERS when its uid holds CTL_REQ_PER_UID. A zeroed struct is
+ * an empty pool.
+ */
+int ctl_req_admit(struct ctl_req_lim *l, const struct ctl_caller *k, bool admin, int *ret_slot);
+void ctl_req_leave(struct ctl_req_lim *l, int slot);
+/*
+ * A place for one call to wait for its caller's credentials, beside the source's
+ * source_waiting already waiting: 0, or -EUSERS (the source's share) or -EBUSY (none
+ * left). ctl_req_unwait gives it back.
+ */
+int ctl_req_wait(struct ctl_req_lim *l, unsigned source_waiting);
+void ctl_req_unwait(struct ctl_req_lim *l);
+/*
+ * Logs a refusal unless CTL_REQ_LOG_BURST were logged in this CTL_REQ_LOG_WINDOW_NS:
+ * one user's refused requests must not flood the journal, through either door.
+ * ctl_req_after_tick counts the rest.
+ */
+void ctl_req_log_refusal(struct ctl_req_lim *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* After each tick: once a window has passed, how many refusals it did not log. */
+void ctl_req_after_tick(struct ctl_req_lim *l);
 
 enum ctl_target_kind { TGT_PID, TGT_TID, TGT_CGROUP };
 

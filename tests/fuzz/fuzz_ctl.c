@@ -300,7 +300,7 @@ static void check_replies(const struct daemon *d, const struct caller *w, const 
 /* Fills the caller's share of the connections first: its own is then refused. */
 static void crowd(struct daemon *d, const struct caller *w, int *fds, int *n)
 {
-	for (*n = 0; *n < CTL_MAX_PER_UID;) {
+	for (*n = 0; *n < CTL_REQ_PER_UID;) {
 		int sv[2];
 
 		FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) == 0);
@@ -316,7 +316,7 @@ static void dispatch(const uint8_t *sc, const uint8_t *data, size_t size)
 {
 	struct daemon *d = daemon_new(sc);
 	struct sent req[CTL_MAX_MSGS];
-	int before[CTL_MAX_MSGS], crowd_fds[CTL_MAX_PER_UID], ncrowd = 0, sv[2], r;
+	int before[CTL_MAX_MSGS], crowd_fds[CTL_REQ_PER_UID], ncrowd = 0, sv[2], r;
 	size_t split = size * sc[1] / 256, nreq, len = 0, cap = 0;
 	bool change = sc[0] & 0x20;
 	uint8_t *buf = NULL;
@@ -330,8 +330,8 @@ static void dispatch(const uint8_t *sc, const uint8_t *data, size_t size)
 		crowd(d, &w, crowd_fds, &ncrowd);
 	FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) == 0);
 	r = ctl_serve_fd(&d->ctl, ctlh_loop, sv[0], &w.cred, w.groups, w.ngroups);
-	/* A user's share is CTL_MAX_PER_UID connections; root and ctl_group have no share. */
-	FUZZ_CHECK(r == 0 || (r == -EUSERS && !w.admin && ncrowd == CTL_MAX_PER_UID));
+	/* A user's share is CTL_REQ_PER_UID connections; root and ctl_group have no share. */
+	FUZZ_CHECK(r == 0 || (r == -EUSERS && !w.admin && ncrowd == CTL_REQ_PER_UID));
 	if (r == 0) {
 		ctlh_send_all(d, sv[1], data, change ? split : size, &buf, &len, &cap);
 		if (change) {
