@@ -1,14 +1,14 @@
 /*
  * The D-Bus API (see bus.h), the request layer's second door (ctl_req.h). Every call
- * is judged on the bus driver's record of the caller's connection (its uid and groups,
- * which the bus took from the kernel when the caller connected), asked for once a
- * connection without blocking the loop and remembered for it (a unique name is never
+ * is judged on the bus driver's record of the caller's connection (its uid, groups and
+ * pid, which the bus took from the kernel when the caller connected), asked for once
+ * a connection without blocking the loop and remembered for it (a unique name is never
  * given to another connection); meanwhile its calls wait in the request layer's pool
  * for that. Then each call takes one of the callers' slots the ctl socket's
  * connections take too (a user's share, root's reserve), and is judged and carried
- * out by ctl_req as a ctl request would be. CAP_SYS_NICE is never counted here: the
- * bus names a pid, not a pinned process, so there is nothing to read a capability
- * from that could not be another process by then.
+ * out by ctl_req as a ctl request would be. CAP_SYS_NICE and CAP_SYS_PTRACE are never
+ * counted here: the bus names a pid, not a pinned process, so there is nothing to read
+ * a capability from that could not be another process by then.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -209,7 +209,11 @@ static void serve(struct bus_call *c, const struct ctl_caller *k)
 	int r, v = 0;
 
 	target_text(&c->t, what, sizeof(what));
-	r = c->op == OP_FOREGROUND && !c->t.pid ? 0 : ctl_req_target(d, &c->t, &why);
+	if (c->op == OP_GET)
+		/* A task the caller's /proc would not show it is one that does not exist. */
+		r = ctl_req_look(d, k, &c->t, &why);
+	else
+		r = c->op == OP_FOREGROUND && !c->t.pid ? 0 : ctl_req_target(d, &c->t, &why);
 	if (r == 0 && c->op == OP_GET) {
 		r = ctl_req_value(d, &c->t, &v, &source);
 		if (r == 0)
@@ -250,8 +254,8 @@ out:
 }
 
 /*
- * The caller's uid and groups from the driver's a{sv}; any other field is skipped.
- * 0, or -EBADMSG when the uid is missing.
+ * The caller's uid, groups and pid from the driver's a{sv}; any other field is
+ * skipped. 0, or -EBADMSG when the uid is missing.
  */
 static int read_creds(sd_bus_message *m, struct ctl_caller *k)
 {
@@ -268,6 +272,11 @@ static int read_creds(sd_bus_message *m, struct ctl_caller *k)
 			r = sd_bus_message_read(m, "v", "u", &uid);
 			k->uid = uid;
 			have_uid = r > 0;
+		} else if (r >= 0 && strcmp(key, "ProcessID") == 0) {
+			uint32_t pid;
+
+			r = sd_bus_message_read(m, "v", "u", &pid);
+			k->pid = r > 0 && pid <= INT32_MAX ? (pid_t)pid : 0;
 		} else if (r >= 0 && strcmp(key, "UnixGroupIDs") == 0) {
 			const uint32_t *g;
 			size_t size = 0;
@@ -328,6 +337,9 @@ static int on_creds(sd_bus_message *reply, void *userdata, sd_bus_error *ret_err
 	s->lookup = sd_bus_slot_unref(s->lookup);
 	r = sd_bus_message_is_method_error(reply, NULL) ? -sd_bus_message_get_errno(reply)
 							: read_creds(reply, &k);
+	/* What its /proc shows it: by the pid the bus took, which no pidfd pins. */
+	if (r == 0)
+		r = ctl_req_caller_view(b->d, &k, -1, 0);
 	if (r < 0) {
 		log_debug("dbus: %s: no credentials: %s", s->name, strerror(r == 0 ? EIO : -r));
 		for (c = s->calls; c; c = c->next)

@@ -3,9 +3,9 @@
  * put a process in front) and, where nothing else owns it, system76-scheduler's
  * com.system76.Scheduler SetForegroundProcess, for the shell plugins that call it.
  * Each call is judged as the ctl socket judges a request (ctl_req.h), on what the bus
- * took when the caller connected (its uid and groups), asked for once a connection
- * without waiting, and within the limits the ctl socket's connections share
- * (ctl_req_admit).
+ * took when the caller connected (its uid, groups and pid), asked for once a
+ * connection without waiting, and within the limits the ctl socket's connections
+ * share (ctl_req_admit).
  */
 #ifndef RQB_CTL_BUS_H
 #define RQB_CTL_BUS_H

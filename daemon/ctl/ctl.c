@@ -1,11 +1,12 @@
 /*
  * The ctl socket, one of the request layer's two doors (ctl_req.h): accepts rqctl's
  * connections, decodes their size-checked requests and answers them. It never lends
- * the daemon's privilege: a request is judged by the request layer on the credentials
- * the peer had when it connected (SO_PEERCRED, SO_PEERGROUPS, its capabilities read at
- * accept), and a connection whose peer has since gone or changed its credentials is
- * closed. Each connection is bounded in size, time and number of requests, and takes
- * one of the callers' slots the request layer shares out.
+ * the daemon's privilege nor its view: a request is judged by the request layer on the
+ * credentials the peer had when it connected (SO_PEERCRED, SO_PEERGROUPS, its
+ * capabilities and what its /proc shows it, read at accept), and a connection whose
+ * peer has since gone or changed its credentials is closed. Each connection is
+ * bounded in size, time and number of requests, and takes one of the callers' slots
+ * the request layer shares out.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -163,9 +164,11 @@ static void put_field(FILE *f, const char *s);
  * What else shapes scheduling, at most a second old: "shaping ID TEXT" lines, TEXT
  * escaped as a list field is (it may hold a profile's or a scheduler's name).
  */
-static size_t status_shaping(struct ctl_server *srv, char *out, size_t len)
+static size_t status_shaping(struct ctl_server *srv, const struct ctl_caller *k, char *out,
+			     size_t len)
 {
 	struct peers p;
+	struct peers_finding shown;
 	char *buf = NULL;
 	size_t n = 0;
 	FILE *f = open_memstream(&buf, &n);
@@ -174,8 +177,11 @@ static size_t status_shaping(struct ctl_server *srv, char *out, size_t len)
 		return 0;
 	srv->ops->peers(srv->d, &p);
 	for (size_t i = 0; i < p.n; i++) {
-		fprintf(f, "shaping %s ", p.f[i].id);
-		put_field(f, p.f[i].text);
+		/* A tool's processes, as the asker's /proc would show them. */
+		if (!ctl_req_finding(srv->d, k, &p.f[i], &shown))
+			continue;
+		fprintf(f, "shaping %s ", shown.id);
+		put_field(f, shown.text);
 		fputc('\n', f);
 	}
 	fclose(f);
@@ -190,7 +196,8 @@ static double tick_avg_us(const struct daemon *d, enum tick_stage st)
 	return d->ticks ? (double)d->tick_ns[st] / (double)d->ticks / 1000.0 : 0.0;
 }
 
-static void status_text(struct ctl_server *srv, char *out, size_t len)
+static void status_text(struct ctl_server *srv, const struct ctl_caller *who, char *out,
+			size_t len)
 {
 	const struct daemon *d = srv->d;
 	const struct act_counters *k = &d->act.cnt;
@@ -233,7 +240,7 @@ static void status_text(struct ctl_server *srv, char *out, size_t len)
 		    cpumask_format(&d->topo->llcs[l].cpus, cpus, sizeof(cpus)), nr);
 	}
 	if (off < len) {
-		off += status_shaping(srv, out + off, len - off);
+		off += status_shaping(srv, who, out + off, len - off);
 		out[off < len ? off : len - 1] = '\0';
 	}
 #undef PUT
@@ -270,6 +277,7 @@ static int kv_count(const char *p, size_t len, const char *key)
 	return n;
 }
 
+/* The target a request names; one that only reads looks as the peer may (ctl_req_look). */
 static int parse_target(struct conn *c, const struct ctl_msg *m, struct ctl_target *t,
 			const char **why)
 {
@@ -299,6 +307,8 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct ctl_targ
 		*why = "name one target: pid N, tid N, cgroup PATH or self";
 		return -EINVAL;
 	}
+	if (m->hdr.type == CTL_GET || m->hdr.type == CTL_EXPLAIN)
+		return ctl_req_look(c->srv->d, &c->who, t, why);
 	return ctl_req_target(c->srv->d, t, why);
 }
 
@@ -358,32 +368,48 @@ static void list_cgroup(FILE *f, const struct lat_cg_entry *g)
 	fprintf(f, "\t%" PRIu64 "\t%d\n", g->set_weight, g->set_idle);
 }
 
-/* Writes line k of the list to f: the tasks, then the units, then the cgroups. */
-static void list_line(const struct daemon *d, size_t k, FILE *f)
+/*
+ * Writes line k of the list to f (with f NULL, only says whether there is one): the
+ * tasks, then the units, then the cgroups. A task hidden from the asker
+ * (ctl_req_visible) has none: false. Units and cgroups are shown to all, as systemd
+ * and cgroupfs show them whatever hidepid says.
+ */
+static bool list_line(struct daemon *d, const struct ctl_caller *who, size_t k, FILE *f)
 {
 	if (k < d->lat.n) {
-		list_task(f, d, &d->lat.e[k]);
-		return;
+		const struct lat_entry *e = &d->lat.e[k];
+
+		if (!ctl_req_visible(d, who, e->task.tid, e->task.start_time))
+			return false;
+		if (f)
+			list_task(f, d, e);
+		return true;
 	}
 	k -= d->lat.n;
 	if (k < d->lm.nu) {
-		list_unit(f, d, &d->lm.u[k]);
-		return;
+		if (f)
+			list_unit(f, d, &d->lm.u[k]);
+		return true;
 	}
 	k -= d->lm.nu;
-	if (!d->lat.cg[k].by_procs)
+	if (d->lat.cg[k].by_procs)
+		return false;
+	if (f)
 		list_cgroup(f, &d->lat.cg[k]);
+	return true;
 }
 
 /*
- * One line a managed task, unit and cgroup, as many as fit in one reply: a line is
- * written apart and kept only if the whole still fits, since an escaped path makes
- * one line up to a few KiB.
+ * One line a managed task, unit and cgroup the asker may see, as many as fit in one
+ * reply: a line is written apart and kept only if the whole still fits, since an
+ * escaped path makes one line up to a few KiB. A cut list says how many lines the
+ * whole would have had, counting only what the asker may see.
  */
-static char *list_text(const struct daemon *d)
+static char *list_text(struct daemon *d, const struct ctl_caller *who)
 {
 	char *buf = NULL;
-	size_t len = 0, k, total = d->lat.n + d->lm.nu + d->lat.ncg;
+	size_t len = 0, k, total = d->lat.n + d->lm.nu + d->lat.ncg, shown = 0;
+	bool full = false;
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
@@ -391,24 +417,25 @@ static char *list_text(const struct daemon *d)
 	for (k = 0; k < total; k++) {
 		char *ln = NULL;
 		size_t ll = 0;
-		FILE *lf = open_memstream(&ln, &ll);
-		bool fits;
+		FILE *lf = full ? NULL : open_memstream(&ln, &ll);
+		bool line;
 
-		if (!lf)
+		if (!full && !lf)
 			break;
-		list_line(d, k, lf);
-		fclose(lf);
-		fits = len + ll <= LIST_MAX;
-		if (fits) {
+		line = list_line(d, who, k, lf);
+		if (lf)
+			fclose(lf);
+		shown += line;
+		if (line && !full && len + ll <= LIST_MAX) {
 			fwrite(ln, 1, ll, f);
 			fflush(f);
+		} else if (line) {
+			full = true; /* the rest is only counted */
 		}
 		free(ln);
-		if (!fits)
-			break;
 	}
-	if (k < total)
-		fprintf(f, "truncated\t%zu\n", total);
+	if (full)
+		fprintf(f, "truncated\t%zu\n", shown);
 	fclose(f);
 	return buf;
 }
@@ -439,7 +466,7 @@ static int do_explain(struct conn *c, const struct ctl_msg *m, struct ctl_target
 	r = ctl_req_permitted(d, &c->who, t, cur, &trusted, &why);
 	if (r == -ESRCH || r == -ENOENT)
 		return reply_err(c, m->hdr.seq, -r, why);
-	r = ctl_explain(d, &et, r == 0, &text);
+	r = ctl_explain(d, &c->who, &et, r == 0, &text);
 	r = r < 0 ? reply_err(c, m->hdr.seq, -r, strerror(-r)) : reply(c, CTL_OK, m->hdr.seq, text);
 	free(text);
 	return r;
@@ -455,7 +482,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 	int value = 0, r;
 
 	if (m->hdr.type == CTL_LIST) {
-		char *list = list_text(d);
+		char *list = list_text(d, &c->who);
 		r = list ? reply(c, CTL_OK, m->hdr.seq, list) : reply_err(c, m->hdr.seq, ENOMEM, "out of memory");
 		free(list);
 		return r;
@@ -550,7 +577,7 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 
 	switch (m->hdr.type) {
 	case CTL_STATUS:
-		status_text(c->srv, text, sizeof(text));
+		status_text(c->srv, &c->who, text, sizeof(text));
 		return reply(c, CTL_OK, m->hdr.seq, text);
 	case CTL_RELOAD:
 		if (!ctl_req_admin(&c->who, &d->conf)) {
@@ -756,6 +783,8 @@ static int peer_pidfd(struct conn *c)
  * and its capabilities and user namespace, read now through the pidfd-pinned
  * process. Every request is judged on these; <0: refused, close.
  */
+#define CAP_SYS_PTRACE_BIT 19
+
 static int peer_accept(struct conn *c)
 {
 	struct daemon *d = c->srv->d;
@@ -763,15 +792,21 @@ static int peer_accept(struct conn *c)
 	int r;
 
 	if (c->cred.pid == 0) {
-		/* Its process is out of sight (another pid namespace): nothing to judge. */
+		/*
+		 * Its process is out of sight (another pid namespace): nothing to judge, and
+		 * its /proc shows none of the daemon's processes (ctl_req_caller_view).
+		 */
 		c->blind = true;
 		log_debug("ctl: uid %u connected from a pid namespace rqbalanced cannot see: "
 			  "read-only", c->cred.uid);
-		return 0;
+		return ctl_req_caller_view(d, &c->who, -1, 0);
 	}
 	r = peer_pidfd(c);
 	if (r == 0)
 		r = ctl_peer_read(d->lm.proc_root, c->cred.pid, c->pidfd, &c->peer);
+	/* What its /proc shows it, proven to be read of the same process. */
+	if (r == 0)
+		r = ctl_req_caller_view(d, &c->who, c->pidfd, c->peer.start_time);
 	if (r < 0) {
 		log_debug("ctl: connection from uid %u (pid %d) closed: its process is gone",
 			  c->cred.uid, c->cred.pid);
@@ -781,6 +816,7 @@ static int peer_accept(struct conn *c)
 	if (r < 0)
 		ctl_req_log_refusal(&d->req, "ctl: connection from uid %u (pid %d) refused: %s",
 				    c->cred.uid, c->cred.pid, why);
+	c->who.cap_sys_ptrace = ctl_perm_peer_cap(c->cred.uid, &c->peer, CAP_SYS_PTRACE_BIT);
 	return r;
 }
 
@@ -834,6 +870,7 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 	c->cred = *cred;
 	c->who.uid = cred->uid;
 	c->who.gid = cred->gid;
+	c->who.pid = cred->pid;
 	c->who.via = "ctl";
 	c->who.ngroups = ngroups < 0 ? 0 : ngroups > CTL_CALLER_GROUPS ? CTL_CALLER_GROUPS : ngroups;
 	if (c->who.ngroups)

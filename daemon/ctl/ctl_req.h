@@ -1,11 +1,12 @@
 /*
  * The request layer behind both doors, the ctl socket (ctl.c) and the D-Bus API
- * (bus.c): the latency requests (set, get, reset, foreground), judged for a caller
- * whose credentials the door took once (SO_PEERCRED at accept; the bus's record of the
- * sender's connection) by one rule (ctl_perm.h) and carried out through the latency
- * manager; and the limits that keep one user from taking the daemon from the others:
- * one pool of callers with a share for each user and a reserve for root and
- * ctl_group, and one pool of calls waiting for their caller's credentials.
+ * (bus.c): the latency requests (set, get, reset, foreground, explain), judged for a
+ * caller whose credentials the door took once (SO_PEERCRED at accept; the bus's
+ * record of the sender's connection) by one rule (ctl_perm.h) and carried out through
+ * the latency manager; what a caller may be shown of other users' processes (as its
+ * /proc would show them); and the limits that keep one user from taking the daemon
+ * from the others: one pool of callers with a share for each user and a reserve for
+ * root and ctl_group, and one pool of calls waiting for their caller's credentials.
  */
 #ifndef RQB_CTL_REQ_H
 #define RQB_CTL_REQ_H
@@ -16,9 +17,11 @@
 #include <sys/types.h>
 
 #include "actuate/latact.h"
+#include "ctl/ctl_perm.h"
 
 struct daemon;
 struct rqb_conf;
+struct peers_finding;
 
 #define CTL_CALLER_GROUPS 64  /* supplementary groups kept; more fail closed */
 
@@ -27,7 +30,14 @@ struct ctl_caller {
 	gid_t gid;             /* effective gid then; (gid_t)-1 where unknown (the bus) */
 	gid_t groups[CTL_CALLER_GROUPS];
 	int ngroups;
+	pid_t pid;             /* its process, as the door named it; 0 where unknown */
 	bool cap_sys_nice;     /* counts as holding CAP_SYS_NICE (ctl_perm_peer_accept) */
+	bool cap_sys_ptrace;   /* counts as holding CAP_SYS_PTRACE, by the same rule */
+	/*
+	 * What /proc shows it (ctl_req_caller_view): [0] the proc mount the daemon reads,
+	 * [1] the caller's own /proc. A process is shown to it only where both would.
+	 */
+	struct ctl_view view[2];
 	const char *via;       /* "ctl" or "dbus": for logs, and the source of its values */
 };
 
@@ -92,6 +102,32 @@ void ctl_req_log_refusal(struct ctl_req_lim *l, const char *fmt, ...)
 /* After each tick: once a window has passed, how many refusals it did not log. */
 void ctl_req_after_tick(struct ctl_req_lim *l);
 
+/* ---- what a caller is shown ---- */
+
+/*
+ * Reads what /proc shows k (k->view): the daemon's proc mount, and k->pid's own /proc
+ * (ctl_peer_view). Where k's own cannot be read (no pid: a door that named none, a
+ * process in a pid namespace below the daemon's; one gone, or with no /proc mounted)
+ * it fails closed: every process but those it could ptrace-read is hidden from it.
+ * With pidfd >= 0 (else start_time, when not 0) the read is proven to be of the
+ * process the door named: -ESRCH when it is gone. 0 otherwise.
+ */
+int ctl_req_caller_view(struct daemon *d, struct ctl_caller *k, int pidfd, uint64_t start_time);
+/*
+ * Whether k may see task tid (with start_time not 0: and that it is still the task of
+ * that start time): what its /proc would show it of another user's processes, as
+ * hidepid= and gid= on both views decide (ctl_perm_visible), judged on the task's
+ * credentials read now. Root and ctl_group see everything; so does anyone where
+ * neither view hides.
+ */
+bool ctl_req_visible(struct daemon *d, const struct ctl_caller *k, pid_t tid, uint64_t start_time);
+/*
+ * f as k may see it (status's "what else shapes scheduling"): false when f names
+ * only processes hidden from k; else *ret is f with the pids hidden from k left out.
+ */
+bool ctl_req_finding(struct daemon *d, const struct ctl_caller *k, const struct peers_finding *f,
+		     struct peers_finding *ret);
+
 enum ctl_target_kind { TGT_PID, TGT_TID, TGT_CGROUP };
 
 struct ctl_target {
@@ -112,6 +148,12 @@ bool ctl_req_admin(const struct ctl_caller *k, const struct rqb_conf *conf);
  */
 int ctl_req_target(struct daemon *d, struct ctl_target *t, const char **why);
 /*
+ * ctl_req_target for a request that reads (get, explain): a task hidden from k is
+ * answered as one that does not exist, -ESRCH.
+ */
+int ctl_req_look(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
+		 const char **why);
+/*
  * 0 if the caller may give t the value want (0 for a reset), else -EPERM, or -ESRCH /
  * -ENOENT when the target is gone, with *why. *ret_trusted: it may give any task any
  * value (root, ctl_group, CAP_SYS_NICE). Sets t's start time, which the write must
@@ -121,11 +163,15 @@ int ctl_req_permitted(struct daemon *d, const struct ctl_caller *k, struct ctl_t
 		      int want, bool *ret_trusted, const char **why);
 /*
  * Gives t the value v (permitted first): the number of tasks that have it now (0 for
- * a cgroup), or -errno with *why. out: what rqctl shows ("tasks N", the unit).
+ * a cgroup), or -errno with *why. out: what rqctl shows ("tasks N", and the unit of
+ * a process k may see).
  */
 int ctl_req_set(struct daemon *d, const struct ctl_caller *k, const struct ctl_target *t, int v,
 		bool trusted, char *out, size_t size, const char **why);
-/* What t has from rqbalance, for rqctl get; -ENOENT when it has nothing. */
+/*
+ * What t has from rqbalance, for rqctl get (found with ctl_req_look); -ENOENT when it
+ * has nothing.
+ */
 int ctl_req_get(struct daemon *d, const struct ctl_target *t, char *out, size_t size);
 /* The value t has and where it came from; -ENOENT when it has none. */
 int ctl_req_value(struct daemon *d, const struct ctl_target *t, int *ret_value,
