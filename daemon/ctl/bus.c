@@ -618,24 +618,35 @@ static int on_disconnect(sd_bus_message *m, void *userdata, sd_bus_error *ret_er
 	return 0;
 }
 
+int ctl_bus_attach(struct ctl_bus *b, sd_bus *bus, struct daemon *d)
+{
+	int r;
+
+	memset(b, 0, sizeof(*b));
+	b->d = d;
+	b->bus = bus;
+	r = sd_bus_add_object_vtable(b->bus, &b->obj, BUS_PATH, BUS_IFACE, vtable, b);
+	if (r >= 0)
+		r = sd_bus_add_object_vtable(b->bus, &b->s76_obj, BUS_S76_PATH, BUS_S76_NAME,
+					     s76_vtable, b);
+	return r < 0 ? r : 0;
+}
+
 void ctl_bus_init(struct ctl_bus *b, sd_event *e, struct daemon *d)
 {
+	sd_bus *bus = NULL;
 	int r;
 
 	memset(b, 0, sizeof(*b));
 	b->d = d;
 	if (!d->conf.dbus)
 		return;
-	r = sd_bus_open_system(&b->bus);
+	r = sd_bus_open_system(&bus);
 	if (r < 0) {
 		log_notice("dbus: no system bus (%s): the D-Bus API is off", strerror(-r));
-		b->bus = NULL;
 		return;
 	}
-	r = sd_bus_add_object_vtable(b->bus, &b->obj, BUS_PATH, BUS_IFACE, vtable, b);
-	if (r >= 0)
-		r = sd_bus_add_object_vtable(b->bus, &b->s76_obj, BUS_S76_PATH, BUS_S76_NAME,
-					     s76_vtable, b);
+	r = ctl_bus_attach(b, bus, d);
 	if (r >= 0)
 		r = sd_bus_match_signal(b->bus, &b->gone, "org.freedesktop.DBus.Local",
 					"/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",

@@ -45,6 +45,13 @@ struct ctl_bus {
  * names, when [daemon] dbus is on. Without a bus, or a name, it logs why: never fatal.
  */
 void ctl_bus_init(struct ctl_bus *b, sd_event *e, struct daemon *d);
+/*
+ * Serves the API's objects on bus, a connection already made, which b then owns
+ * (ctl_bus_fini closes it): the system bus, from ctl_bus_init, which also asks for the
+ * names; or, in the bus fuzz target, one end of a peer-to-peer link whose other end
+ * stands in for the caller and the bus driver. 0 or -errno.
+ */
+int ctl_bus_attach(struct ctl_bus *b, sd_bus *bus, struct daemon *d);
 void ctl_bus_fini(struct ctl_bus *b);
 
 #endif

@@ -150,6 +150,27 @@ static inline void ctlh_process(pid_t tgid, const unsigned *uids, int nthreads, 
 	}
 }
 
+/* Whose every thread is uid's, as the fake system has them (the caller's is its own). */
+static inline bool ctlh_task_is(pid_t tid, bool process, uid_t uid)
+{
+	switch (tid) {
+	case CTLH_PEER:
+		return true;
+	case CTLH_PROC_A:
+	case CTLH_PROC_A + 1:
+		return uid == 1000;
+	case CTLH_PROC_C:
+		return process ? false : uid == 1000;
+	case CTLH_PROC_C + 1:
+		return uid == 0;
+	case CTLH_PROC_B:
+		return uid == 0;
+	case CTLH_PROC_D:
+		return uid == 1001;
+	}
+	return false;
+}
+
 static inline void ctlh_cgroup(const char *name, bool weight, uid_t uid)
 {
 	char rel[PATH_MAX];
