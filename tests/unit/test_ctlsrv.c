@@ -421,6 +421,51 @@ static void test_finding_names_only_what_it_may_see(void **state)
 	assert_string_equal(out.text, f.text);
 }
 
+/* The callers' slots both doors share: a user's share, root's reserve, the waiting pool. */
+static void test_limits(void **state)
+{
+	struct ctl_req_lim l = { 0 };
+	struct ctl_caller k = { .uid = 1000 };
+	int slot[CTL_REQ_SLOTS + 1], n = 0, extra;
+
+	(void)state;
+	for (int i = 0; i < CTL_REQ_PER_UID; i++)
+		assert_int_equal(ctl_req_admit(&l, &k, false, &slot[n++]), 0);
+	assert_int_equal(ctl_req_admit(&l, &k, false, &extra), -EUSERS);
+	/* Three more users fill what all but root and ctl_group may take: 56. */
+	for (uid_t u = 1001; u <= 1003; u++) {
+		k.uid = u;
+		for (int i = 0; i < CTL_REQ_PER_UID && n < CTL_REQ_SLOTS - CTL_REQ_RESERVED; i++)
+			assert_int_equal(ctl_req_admit(&l, &k, false, &slot[n++]), 0);
+	}
+	assert_int_equal(n, CTL_REQ_SLOTS - CTL_REQ_RESERVED);
+	k.uid = 1004;
+	assert_int_equal(ctl_req_admit(&l, &k, false, &extra), -EBUSY);
+	/* Root has its 8, and no share of its own. */
+	k.uid = 0;
+	for (int i = 0; i < CTL_REQ_RESERVED; i++)
+		assert_int_equal(ctl_req_admit(&l, &k, true, &slot[n++]), 0);
+	assert_int_equal(ctl_req_admit(&l, &k, true, &extra), -EBUSY);
+	assert_int_equal(l.held, CTL_REQ_SLOTS);
+	/* A slot left is free again, for whoever may take it. */
+	ctl_req_leave(&l, slot[0]);
+	ctl_req_leave(&l, slot[0]);
+	assert_int_equal(l.held, CTL_REQ_SLOTS - 1);
+	k.uid = 1000;
+	assert_int_equal(ctl_req_admit(&l, &k, false, &extra), 0);
+	assert_int_equal(l.refused, 3);
+
+	/* The calls waiting for credentials: 4 of one source, CTL_REQ_WAITING in all. */
+	for (unsigned i = 0; i < CTL_REQ_WAITING_SOURCE; i++)
+		assert_int_equal(ctl_req_wait(&l, i), 0);
+	assert_int_equal(ctl_req_wait(&l, CTL_REQ_WAITING_SOURCE), -EUSERS);
+	while (l.waiting < CTL_REQ_WAITING)
+		assert_int_equal(ctl_req_wait(&l, 0), 0);
+	assert_int_equal(ctl_req_wait(&l, 0), -EBUSY);
+	ctl_req_unwait(&l);
+	assert_int_equal(ctl_req_wait(&l, 0), 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -437,6 +482,7 @@ int main(void)
 		T(test_hidepid_shows_a_user_its_own),
 		T(test_no_view_fails_closed),
 		T(test_finding_names_only_what_it_may_see),
+		T(test_limits),
 	};
 
 	log_set_level(-1);
