@@ -27,8 +27,8 @@ def api(bus, method, *args, user=None):
 
 def test():
     require()
-    with tmpdir() as tmp, SystemBus() as bus, User("rqbbf") as flooder, \
-            User("rqbbo") as other:
+    with tmpdir() as tmp, SystemBus() as bus, User("rqbb") as flooder, \
+            User("rqbc") as other:
         os.chmod(tmp, 0o755)
         sleep = private_copy(tmp, "sleep")
         flood = os.path.join(tmp, "bus_flood.py")

@@ -135,7 +135,7 @@ def test():
         skip(f"cannot mount a proc of its own with hidepid=invisible in a private mount "
              f"namespace here ({p.stderr.strip() or p.stdout.strip()})")
     host = host_proc()
-    with tmpdir() as tmp, SystemBus() as bus, User("rqbha") as a, User("rqbhb") as b:
+    with tmpdir() as tmp, SystemBus() as bus, User("rqbh") as a, User("rqby") as b:
         prog = user_rqctl(tmp)
         sleep = private_copy(tmp, "sleep")
         game = os.path.join(os.path.dirname(sleep), "gamemoded")

@@ -42,8 +42,8 @@ def copy_helper(tmp, name):
 
 def test():
     require()
-    with tmpdir() as tmp, SystemBus() as bus, User("rqbs1") as u1, User("rqbs2") as u2, \
-            User("rqbs3") as u3, User("rqbs4") as u4:
+    with tmpdir() as tmp, SystemBus() as bus, User("rqbq") as u1, User("rqbr") as u2, \
+            User("rqbu") as u3, User("rqbv") as u4:
         os.chmod(tmp, 0o755)
         users = [u1, u2, u3, u4]
         sleep = private_copy(tmp, "sleep")
