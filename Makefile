@@ -32,7 +32,7 @@ DAEMON_SRC = \
 	daemon/actuate/latact_cg.c daemon/actuate/latact_replay.c \
 	daemon/actuate/latact_apply.c daemon/actuate/cgsd.c \
 	daemon/latmgr/latmgr.c daemon/ctl/ctl_peer.c daemon/ctl/ctl_perm.c daemon/ctl/ctl_proto.c daemon/ctl/ctl_explain.c \
-	daemon/ctl/ctl_req.c daemon/ctl/bus.c \
+	daemon/ctl/ctl_req.c daemon/ctl/ctl_req_lim.c daemon/ctl/bus.c \
 	daemon/ctl/ctl.c daemon/core/metrics.c \
 	daemon/core/daemon.c
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
@@ -41,9 +41,10 @@ MAIN_OBJ   = $(B)/daemon/core/main.o
 UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread plan proc journal act features ctl cgsd cgm procconn \
 	rules ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
-# The ctl fuzz target and the ctl server and latency manager tests share one in-memory daemon.
-$(B)/tests/unit/test_ctlsrv $(B)/tests/unit/test_latmgr $(B)/tests/fuzz/fuzz_ctl $(B)/fuzz/fuzz_ctl: \
-	tests/common/ctl_harness.h
+# The ctl and bus fuzz targets and the ctl server and latency manager tests share one
+# in-memory daemon.
+$(B)/tests/unit/test_ctlsrv $(B)/tests/unit/test_latmgr $(B)/tests/fuzz/fuzz_ctl $(B)/fuzz/fuzz_ctl \
+	$(B)/tests/fuzz/fuzz_bus $(B)/fuzz/fuzz_bus: tests/common/ctl_harness.h
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
 SIM_OBJ    = $(SIM_SRC:%.c=$(B)/%.o)
@@ -53,10 +54,12 @@ BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/hackbench $(B)/ben
 # The samplers alone, on the daemon's own objects (bench/overhead runs it).
 BENCH_BIN += $(B)/bench/samplecost
 
-# Fuzz targets, one per parser: each builds with libFuzzer and clang (make fuzz: into
-# $(B)/fuzz/, on daemon objects of its own in build-fuzz/) and as a plain program
-# that replays its stored corpus, tests/fuzz/corpus/NAME, which tests/run runs.
-FUZZ_TARGETS = conf rules ctl proc journal replay jsonl
+# Fuzz targets, one per parser and one per door of the request layer (ctl: the
+# socket's bytes; bus: the D-Bus API's method calls): each builds with libFuzzer and
+# clang (make fuzz: into $(B)/fuzz/, on daemon objects of its own in build-fuzz/) and
+# as a plain program that replays its stored corpus, tests/fuzz/corpus/NAME, which
+# tests/run runs.
+FUZZ_TARGETS = conf rules ctl bus proc journal replay jsonl
 # A target whose parser is the client's, no daemon object, builds its source in.
 FUZZ_SRC_jsonl = client/jsonl.c
 $(B)/tests/fuzz/fuzz_jsonl $(B)/fuzz/fuzz_jsonl: client/jsonl.c client/jsonl.h

@@ -417,6 +417,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 	daemon_tick(d, now);
 	ctl_after_tick(&d->ctl);
+	ctl_req_after_tick(&d->req);
 	/* Keep the cadence; after a stall, start again from now rather than catch up. */
 	d->next_tick_ns += interval;
 	if (d->next_tick_ns <= now)

@@ -14,6 +14,7 @@
 #include "core/metrics.h"
 #include "ctl/bus.h"
 #include "ctl/ctl.h"
+#include "ctl/ctl_req.h"
 #include "plan/plan.h"
 #include "policy/spread.h"
 #include "sample/features.h"
@@ -52,6 +53,7 @@ struct daemon {
 	struct act act;
 	struct latact lat;           /* latency knobs: the second actuator's state */
 	struct latmgr lm;            /* who has a latency value, followed through fork/exec */
+	struct ctl_req_lim req;      /* the limits the ctl socket and the D-Bus API share */
 	struct ctl_server ctl;
 	struct ctl_bus bus;           /* the D-Bus API */
 	FILE *record;

@@ -1,8 +1,12 @@
 /*
- * The D-Bus API (see bus.h). A call that changes anything waits, without blocking
- * the loop, for the bus driver's record of the caller's connection (its uid and
- * groups, which the bus took from the kernel when the caller connected), and is then
- * judged and carried out by ctl_req as a ctl request would be. CAP_SYS_NICE is never
+ * The D-Bus API (see bus.h), the request layer's second door (ctl_req.h). Every call
+ * is judged on the bus driver's record of the caller's connection (its uid, groups and
+ * pid, which the bus took from the kernel when the caller connected), asked for once
+ * a connection without blocking the loop and remembered for it (a unique name is never
+ * given to another connection); meanwhile its calls wait in the request layer's pool
+ * for that. Then each call takes one of the callers' slots the ctl socket's
+ * connections take too (a user's share, root's reserve), and is judged and carried
+ * out by ctl_req as a ctl request would be. CAP_SYS_NICE and CAP_SYS_PTRACE are never
  * counted here: the bus names a pid, not a pinned process, so there is nothing to read
  * a capability from that could not be another process by then.
  */
@@ -17,6 +21,7 @@
 #include "ctl/ctl_req.h"
 #include "latmgr/latmgr.h"
 #include "util/log.h"
+#include "util/util.h"
 
 #define ERR_NO_TASK "org.rqbalance1.Error.NoSuchTask"
 #define ERR_NO_CGROUP "org.rqbalance1.Error.NoSuchCgroup"
@@ -24,15 +29,28 @@
 
 enum bus_op { OP_SET, OP_GET, OP_RESET, OP_FOREGROUND };
 
+/* A call, decoded: what it asks, and of which target. */
 struct bus_call {
 	struct ctl_bus *b;
-	struct bus_call *next, **pprev;
-	sd_bus_message *m;      /* the call, answered once the credentials are in */
-	sd_bus_slot *slot;      /* the credentials' request */
+	struct bus_call *next;  /* its sender's next waiting call, in order */
+	sd_bus_message *m;      /* the call, answered once its sender is known */
 	enum bus_op op;
 	bool s76;               /* SetForegroundProcess: answered with nothing */
 	struct ctl_target t;
 	int value;
+};
+
+/* A connection that called: who it is, once the driver said, and what waits for that. */
+struct bus_sender {
+	struct ctl_bus *b;
+	struct bus_sender *next, **pprev; /* in b->senders */
+	char *name;             /* its unique name; "" where it has none (a peer-to-peer link) */
+	bool known;             /* who is the driver's answer */
+	struct ctl_caller who;
+	sd_bus_slot *lookup;    /* GetConnectionCredentials asked, not answered yet */
+	struct bus_call *calls, **tail; /* waiting for the answer, in order */
+	unsigned ncalls;
+	uint64_t used_ns;       /* its last call (CLOCK_MONOTONIC): the least recent is forgotten */
 };
 
 static const char *op_name(const struct bus_call *c)
@@ -42,13 +60,70 @@ static const char *op_name(const struct bus_call *c)
 
 static void call_free(struct bus_call *c)
 {
-	*c->pprev = c->next;
-	if (c->next)
-		c->next->pprev = c->pprev;
-	c->b->pending--;
-	sd_bus_slot_unref(c->slot);
 	sd_bus_message_unref(c->m);
 	free(c);
+}
+
+static struct bus_sender *sender_find(const struct ctl_bus *b, const char *name)
+{
+	for (struct bus_sender *s = b->senders; s; s = s->next)
+		if (strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+static struct bus_sender *sender_new(struct ctl_bus *b, const char *name)
+{
+	struct bus_sender *s = calloc(1, sizeof(*s));
+
+	if (!s || !(s->name = strdup(name))) {
+		free(s);
+		return NULL;
+	}
+	s->b = b;
+	s->tail = &s->calls;
+	s->next = b->senders;
+	s->pprev = &b->senders;
+	if (s->next)
+		s->next->pprev = &s->next;
+	b->senders = s;
+	b->nsenders++;
+	return s;
+}
+
+/* Forgets s, and drops the calls still waiting (unanswered: only at the end). */
+static void sender_free(struct bus_sender *s)
+{
+	struct bus_call *c;
+
+	while ((c = s->calls)) {
+		s->calls = c->next;
+		ctl_req_unwait(&s->b->d->req);
+		call_free(c);
+	}
+	*s->pprev = s->next;
+	if (s->next)
+		s->next->pprev = s->pprev;
+	s->b->nsenders--;
+	s->b->nknown -= s->known;
+	sd_bus_slot_unref(s->lookup);
+	free(s->name);
+	free(s);
+}
+
+/* Keeps at most BUS_KNOWN connections remembered: the least recently heard go. */
+static void forget_least_recent(struct ctl_bus *b)
+{
+	while (b->nknown > BUS_KNOWN) {
+		struct bus_sender *old = NULL;
+
+		for (struct bus_sender *s = b->senders; s; s = s->next)
+			if (s->known && (!old || s->used_ns < old->used_ns))
+				old = s;
+		if (!old)
+			return;
+		sender_free(old);
+	}
 }
 
 /* The error a call gets for -r: D-Bus's own names where one fits, else ours. */
@@ -122,7 +197,7 @@ static int foreground(struct ctl_bus *b, const struct ctl_caller *k, struct bus_
 	return r;
 }
 
-/* Carries out c for caller k (NULL for a read, which anyone may ask). */
+/* Carries out c for caller k. */
 static void serve(struct bus_call *c, const struct ctl_caller *k)
 {
 	struct ctl_bus *b = c->b;
@@ -134,7 +209,11 @@ static void serve(struct bus_call *c, const struct ctl_caller *k)
 	int r, v = 0;
 
 	target_text(&c->t, what, sizeof(what));
-	r = c->op == OP_FOREGROUND && !c->t.pid ? 0 : ctl_req_target(d, &c->t, &why);
+	if (c->op == OP_GET)
+		/* A task the caller's /proc would not show it is one that does not exist. */
+		r = ctl_req_look(d, k, &c->t, &why);
+	else
+		r = c->op == OP_FOREGROUND && !c->t.pid ? 0 : ctl_req_target(d, &c->t, &why);
 	if (r == 0 && c->op == OP_GET) {
 		r = ctl_req_value(d, &c->t, &v, &source);
 		if (r == 0)
@@ -165,9 +244,9 @@ static void serve(struct bus_call *c, const struct ctl_caller *k)
 		}
 	}
 out:
-	if (r == -EPERM && k)
-		ctl_log_refusal(&d->ctl, "dbus: %s on %s refused to uid %u: %s", op_name(c), what,
-				k->uid, why);
+	if (r == -EPERM)
+		ctl_req_log_refusal(&d->req, "dbus: %s on %s refused to uid %u: %s", op_name(c),
+				    what, k->uid, why);
 	if (r < 0) {
 		set_error(&e, &c->t, r, why);
 		sd_bus_reply_method_error(c->m, &e);
@@ -176,8 +255,8 @@ out:
 }
 
 /*
- * The caller's uid and groups from the driver's a{sv}; any other field is skipped.
- * 0, or -EBADMSG when the uid is missing.
+ * The caller's uid, groups and pid from the driver's a{sv}; any other field is
+ * skipped. 0, or -EBADMSG when the uid is missing.
  */
 static int read_creds(sd_bus_message *m, struct ctl_caller *k)
 {
@@ -194,6 +273,11 @@ static int read_creds(sd_bus_message *m, struct ctl_caller *k)
 			r = sd_bus_message_read(m, "v", "u", &uid);
 			k->uid = uid;
 			have_uid = r > 0;
+		} else if (r >= 0 && strcmp(key, "ProcessID") == 0) {
+			uint32_t pid;
+
+			r = sd_bus_message_read(m, "v", "u", &pid);
+			k->pid = r > 0 && pid <= INT32_MAX ? (pid_t)pid : 0;
 		} else if (r >= 0 && strcmp(key, "UnixGroupIDs") == 0) {
 			const uint32_t *g;
 			size_t size = 0;
@@ -216,76 +300,123 @@ static int read_creds(sd_bus_message *m, struct ctl_caller *k)
 	return r < 0 ? r : have_uid ? 0 : -EBADMSG;
 }
 
+/*
+ * Serves c for its known sender s, in one of the callers' slots (the ctl socket's
+ * connections take them too): over its uid's share, or with none left but root's,
+ * it is refused.
+ */
+static void serve_known(struct bus_sender *s, struct bus_call *c)
+{
+	struct daemon *d = s->b->d;
+	int slot, r;
+
+	r = ctl_req_admit(&d->req, &s->who, ctl_req_admin(&s->who, &d->conf), &slot);
+	if (r < 0) {
+		const char *why = r == -EUSERS ? "over its share of the callers"
+					       : "no callers' slot left but root's";
+
+		ctl_req_log_refusal(&d->req, "dbus: %s refused to uid %u: %s", op_name(c),
+				    s->who.uid, why);
+		sd_bus_reply_method_errorf(c->m, SD_BUS_ERROR_LIMITS_EXCEEDED,
+					   "uid %u: %s (%d of one user's at once)", s->who.uid, why,
+					   CTL_REQ_PER_UID);
+		return;
+	}
+	serve(c, &s->who);
+	ctl_req_leave(&d->req, slot);
+}
+
 static int on_creds(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
 {
-	struct bus_call *c = userdata;
+	struct bus_sender *s = userdata;
+	struct ctl_bus *b = s->b;
 	struct ctl_caller k = { .gid = (gid_t)-1, .via = "dbus" };
-	int r;
-
-	(void)ret_error;
-	r = sd_bus_message_is_method_error(reply, NULL) ? -sd_bus_message_get_errno(reply)
-							: read_creds(reply, &k);
-	if (r < 0) {
-		log_debug("dbus: %s from %s: no credentials: %s", op_name(c),
-			  sd_bus_message_get_sender(c->m), strerror(r == 0 ? EIO : -r));
-		sd_bus_reply_method_errorf(c->m, SD_BUS_ERROR_ACCESS_DENIED,
-					   "permission denied: the bus gave no credentials for %s",
-					   sd_bus_message_get_sender(c->m));
-	} else {
-		serve(c, &k);
-	}
-	call_free(c);
-	return 0;
-}
-
-/* Calls of one connection waiting now: one client must not hold every slot. */
-static unsigned sender_pending(const struct ctl_bus *b, const char *sender)
-{
-	unsigned n = 0;
-
-	for (const struct bus_call *c = b->calls; c && sender; c = c->next)
-		n += strcmp(sd_bus_message_get_sender(c->m), sender) == 0;
-	return n;
-}
-
-/*
- * Parks call m (its arguments in c) until the driver says who sent it; a read is
- * served at once. 1: the answer comes later; <0: an error reply now.
- */
-static int park(struct ctl_bus *b, sd_bus_message *m, struct bus_call *proto,
-		sd_bus_error *e)
-{
 	struct bus_call *c;
 	int r;
 
-	if (proto->op == OP_GET) {
-		proto->b = b;
-		proto->m = m;
-		serve(proto, NULL);
+	(void)ret_error;
+	s->lookup = sd_bus_slot_unref(s->lookup);
+	r = sd_bus_message_is_method_error(reply, NULL) ? -sd_bus_message_get_errno(reply)
+							: read_creds(reply, &k);
+	/* What its /proc shows it: by the pid the bus took, which no pidfd pins. */
+	if (r == 0)
+		r = ctl_req_caller_view(b->d, &k, -1, 0);
+	if (r < 0) {
+		log_debug("dbus: %s: no credentials: %s", s->name, strerror(r == 0 ? EIO : -r));
+		for (c = s->calls; c; c = c->next)
+			sd_bus_reply_method_errorf(c->m, SD_BUS_ERROR_ACCESS_DENIED,
+						   "permission denied: the bus gave no credentials "
+						   "for %s", s->name);
+		sender_free(s);
+		return 0;
+	}
+	s->who = k;
+	s->known = true;
+	b->nknown++;
+	s->used_ns = util_now_ns();
+	while ((c = s->calls)) {
+		s->calls = c->next;
+		s->ncalls--;
+		ctl_req_unwait(&b->d->req);
+		serve_known(s, c);
+		call_free(c);
+	}
+	s->tail = &s->calls;
+	forget_least_recent(b);
+	return 0;
+}
+
+/*
+ * Takes call m (its arguments in proto): served now where its sender is known, else
+ * parked in the request layer's pool until the driver says who sent it. 1: answered
+ * or to be; <0: an error reply now.
+ */
+static int take(struct ctl_bus *b, sd_bus_message *m, const struct bus_call *proto,
+		sd_bus_error *e)
+{
+	const char *name = sd_bus_message_get_sender(m);
+	struct bus_sender *s = sender_find(b, name ? name : "");
+	struct bus_call *c, now = *proto;
+	int r;
+
+	now.b = b;
+	now.m = m;
+	if (s && s->known) {
+		s->used_ns = util_now_ns();
+		serve_known(s, &now);
 		return 1;
 	}
-	if (b->pending >= BUS_MAX_PENDING || sender_pending(b, sd_bus_message_get_sender(m)) >=
-						      BUS_MAX_PENDING_SENDER)
-		return sd_bus_error_set(e, SD_BUS_ERROR_LIMITS_EXCEEDED,
-					"too many calls wait for their callers' credentials");
-	c = malloc(sizeof(*c));
-	if (!c)
+	if (!s && !(s = sender_new(b, name ? name : "")))
 		return -ENOMEM;
-	*c = *proto;
-	c->b = b;
+	r = ctl_req_wait(&b->d->req, s->ncalls);
+	c = r == 0 ? malloc(sizeof(*c)) : NULL;
+	if (!c) {
+		if (r == 0)
+			ctl_req_unwait(&b->d->req);
+		if (!s->ncalls)
+			sender_free(s);
+		if (r == 0)
+			return -ENOMEM;
+		return sd_bus_error_set(e, SD_BUS_ERROR_LIMITS_EXCEEDED,
+					r == -EUSERS ? "too many calls of this connection wait for "
+						       "its credentials"
+						     : "too many calls wait for their callers' "
+						       "credentials");
+	}
+	*c = now;
 	c->m = sd_bus_message_ref(m);
-	c->next = b->calls;
-	c->pprev = &b->calls;
-	if (c->next)
-		c->next->pprev = &c->next;
-	b->calls = c;
-	b->pending++;
-	r = sd_bus_call_method_async(b->bus, &c->slot, "org.freedesktop.DBus",
+	c->next = NULL;
+	*s->tail = c;
+	s->tail = &c->next;
+	s->ncalls++;
+	if (s->lookup)
+		return 1;
+	r = sd_bus_call_method_async(b->bus, &s->lookup, "org.freedesktop.DBus",
 				     "/org/freedesktop/DBus", "org.freedesktop.DBus",
-				     "GetConnectionCredentials", on_creds, c, "s",
-				     sd_bus_message_get_sender(m));
+				     "GetConnectionCredentials", on_creds, s, "s", s->name);
 	if (r < 0) {
-		call_free(c);
+		/* c is its only call (no lookup was under way): answered with r. */
+		sender_free(s);
 		return r;
 	}
 	return 1;
@@ -317,7 +448,7 @@ static int on_task(sd_bus_message *m, void *userdata, sd_bus_error *e)
 	if (c.op == OP_SET && (c.value < LAT_MIN || c.value > LAT_MAX))
 		return bad_value(e, c.value);
 	c.t.pid = (pid_t)pid;
-	return park(userdata, m, &c, e);
+	return take(userdata, m, &c, e);
 }
 
 /* The methods on a cgroup: (s path) or (s path, i value). */
@@ -340,7 +471,7 @@ static int on_cgroup(sd_bus_message *m, void *userdata, sd_bus_error *e)
 					 "not an absolute cgroup path without . or .. "
 					 "components or blanks");
 	snprintf(c.t.path, sizeof(c.t.path), "%s", path);
-	return park(userdata, m, &c, e);
+	return take(userdata, m, &c, e);
 }
 
 /* SetForeground (u pid) -> (i value), and system76-scheduler's SetForegroundProcess. */
@@ -357,7 +488,7 @@ static int on_foreground(sd_bus_message *m, void *userdata, sd_bus_error *e)
 	if (pid > INT32_MAX)
 		return sd_bus_error_setf(e, SD_BUS_ERROR_INVALID_ARGS, "pid %u: not a pid", pid);
 	c.t.pid = (pid_t)pid;
-	return park(userdata, m, &c, e);
+	return take(userdata, m, &c, e);
 }
 
 static int get_fg_value(sd_bus *bus, const char *path, const char *iface, const char *prop,
@@ -488,24 +619,35 @@ static int on_disconnect(sd_bus_message *m, void *userdata, sd_bus_error *ret_er
 	return 0;
 }
 
+int ctl_bus_attach(struct ctl_bus *b, sd_bus *bus, struct daemon *d)
+{
+	int r;
+
+	memset(b, 0, sizeof(*b));
+	b->d = d;
+	b->bus = bus;
+	r = sd_bus_add_object_vtable(b->bus, &b->obj, BUS_PATH, BUS_IFACE, vtable, b);
+	if (r >= 0)
+		r = sd_bus_add_object_vtable(b->bus, &b->s76_obj, BUS_S76_PATH, BUS_S76_NAME,
+					     s76_vtable, b);
+	return r < 0 ? r : 0;
+}
+
 void ctl_bus_init(struct ctl_bus *b, sd_event *e, struct daemon *d)
 {
+	sd_bus *bus = NULL;
 	int r;
 
 	memset(b, 0, sizeof(*b));
 	b->d = d;
 	if (!d->conf.dbus)
 		return;
-	r = sd_bus_open_system(&b->bus);
+	r = sd_bus_open_system(&bus);
 	if (r < 0) {
 		log_notice("dbus: no system bus (%s): the D-Bus API is off", strerror(-r));
-		b->bus = NULL;
 		return;
 	}
-	r = sd_bus_add_object_vtable(b->bus, &b->obj, BUS_PATH, BUS_IFACE, vtable, b);
-	if (r >= 0)
-		r = sd_bus_add_object_vtable(b->bus, &b->s76_obj, BUS_S76_PATH, BUS_S76_NAME,
-					     s76_vtable, b);
+	r = ctl_bus_attach(b, bus, d);
 	if (r >= 0)
 		r = sd_bus_match_signal(b->bus, &b->gone, "org.freedesktop.DBus.Local",
 					"/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
@@ -532,8 +674,8 @@ void ctl_bus_init(struct ctl_bus *b, sd_event *e, struct daemon *d)
 
 void ctl_bus_fini(struct ctl_bus *b)
 {
-	while (b->calls)
-		call_free(b->calls);
+	while (b->senders)
+		sender_free(b->senders);
 	sd_bus_slot_unref(b->obj);
 	sd_bus_slot_unref(b->s76_obj);
 	sd_bus_slot_unref(b->name);

@@ -1,10 +1,12 @@
 /*
- * The ctl socket: accepts rqctl's connections, decodes their size-checked requests
- * and answers them. It never lends the daemon's privilege: a request that changes
- * anything is checked against the credentials the peer had when it connected
- * (SO_PEERCRED, SO_PEERGROUPS, its capabilities read at accept), and a connection
- * whose peer has since gone or changed its credentials is closed. Each connection is
- * bounded in size, time and number of requests.
+ * The ctl socket, one of the request layer's two doors (ctl_req.h): accepts rqctl's
+ * connections, decodes their size-checked requests and answers them. It never lends
+ * the daemon's privilege nor its view: a request is judged by the request layer on the
+ * credentials the peer had when it connected (SO_PEERCRED, SO_PEERGROUPS, its
+ * capabilities and what its /proc shows it, read at accept), and a connection whose
+ * peer has since gone or changed its credentials is closed. Each connection is
+ * bounded in size, time and number of requests, and takes one of the callers' slots
+ * the request layer shares out.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -51,7 +53,7 @@ struct conn {
 	uint64_t sync_tick;     /* a sync waits for this tick to end; 0: none waits */
 	struct latmgr_mark sync_mark; /* ... and for the connector to pass this mark */
 	uint32_t sync_seq;
-	bool privileged;        /* root or ctl_group: may use the reserved slots */
+	int slot;               /* its place among the callers (ctl_req_admit); -1: none */
 	bool blind;             /* pid 0: a process in a pid namespace the daemon cannot
 				 * see, so not judged: served read-only requests alone */
 	bool closing;           /* closed once the replies queued are written */
@@ -71,6 +73,7 @@ static void conn_close(struct conn *c)
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	close(c->fd);
+	ctl_req_leave(&c->srv->d->req, c->slot);
 	c->srv->nconns--;
 	free(c->out);
 	free(c);
@@ -141,41 +144,6 @@ static int reply_err(struct conn *c, uint32_t seq, int err, const char *msg)
 	return reply(c, CTL_ERR, seq, text);
 }
 
-void ctl_log_refusal(struct ctl_server *s, const char *fmt, ...)
-{
-	uint64_t now = util_now_ns();
-	char text[512];
-	va_list ap;
-
-	if (now - s->log_window_ns >= CTL_LOG_WINDOW_NS && !s->unlogged) {
-		s->log_window_ns = now;
-		s->logged = 0;
-	}
-	if (s->logged >= CTL_LOG_BURST) {
-		s->unlogged++;
-		return;
-	}
-	s->logged++;
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	log_notice("%s", text);
-}
-
-/* Once a window has passed: how many refusals it did not log. */
-static void log_unlogged(struct ctl_server *s)
-{
-	uint64_t now = util_now_ns();
-
-	if (!s->unlogged || now - s->log_window_ns < CTL_LOG_WINDOW_NS)
-		return;
-	log_notice("ctl: %lu more refusals in the last %llu s not logged", s->unlogged,
-		   (unsigned long long)((now - s->log_window_ns) / 1000000000ull));
-	s->unlogged = 0;
-	s->logged = 0;
-	s->log_window_ns = now;
-}
-
 /* The daemon's open file descriptors, this count's own left out; -1 if unknown. */
 static int open_fds(void)
 {
@@ -196,9 +164,11 @@ static void put_field(FILE *f, const char *s);
  * What else shapes scheduling, at most a second old: "shaping ID TEXT" lines, TEXT
  * escaped as a list field is (it may hold a profile's or a scheduler's name).
  */
-static size_t status_shaping(struct ctl_server *srv, char *out, size_t len)
+static size_t status_shaping(struct ctl_server *srv, const struct ctl_caller *k, char *out,
+			     size_t len)
 {
 	struct peers p;
+	struct peers_finding shown;
 	char *buf = NULL;
 	size_t n = 0;
 	FILE *f = open_memstream(&buf, &n);
@@ -207,8 +177,11 @@ static size_t status_shaping(struct ctl_server *srv, char *out, size_t len)
 		return 0;
 	srv->ops->peers(srv->d, &p);
 	for (size_t i = 0; i < p.n; i++) {
-		fprintf(f, "shaping %s ", p.f[i].id);
-		put_field(f, p.f[i].text);
+		/* A tool's processes, as the asker's /proc would show them. */
+		if (!ctl_req_finding(srv->d, k, &p.f[i], &shown))
+			continue;
+		fprintf(f, "shaping %s ", shown.id);
+		put_field(f, shown.text);
 		fputc('\n', f);
 	}
 	fclose(f);
@@ -223,7 +196,8 @@ static double tick_avg_us(const struct daemon *d, enum tick_stage st)
 	return d->ticks ? (double)d->tick_ns[st] / (double)d->ticks / 1000.0 : 0.0;
 }
 
-static void status_text(struct ctl_server *srv, char *out, size_t len)
+static void status_text(struct ctl_server *srv, const struct ctl_caller *who, char *out,
+			size_t len)
 {
 	const struct daemon *d = srv->d;
 	const struct act_counters *k = &d->act.cnt;
@@ -268,7 +242,7 @@ static void status_text(struct ctl_server *srv, char *out, size_t len)
 		    cpumask_format(&d->topo->llcs[l].cpus, cpus, sizeof(cpus)), nr);
 	}
 	if (off < len) {
-		off += status_shaping(srv, out + off, len - off);
+		off += status_shaping(srv, who, out + off, len - off);
 		out[off < len ? off : len - 1] = '\0';
 	}
 #undef PUT
@@ -305,6 +279,7 @@ static int kv_count(const char *p, size_t len, const char *key)
 	return n;
 }
 
+/* The target a request names; one that only reads looks as the peer may (ctl_req_look). */
 static int parse_target(struct conn *c, const struct ctl_msg *m, struct ctl_target *t,
 			const char **why)
 {
@@ -334,6 +309,8 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct ctl_targ
 		*why = "name one target: pid N, tid N, cgroup PATH or self";
 		return -EINVAL;
 	}
+	if (m->hdr.type == CTL_GET || m->hdr.type == CTL_EXPLAIN)
+		return ctl_req_look(c->srv->d, &c->who, t, why);
 	return ctl_req_target(c->srv->d, t, why);
 }
 
@@ -393,32 +370,48 @@ static void list_cgroup(FILE *f, const struct lat_cg_entry *g)
 	fprintf(f, "\t%" PRIu64 "\t%d\n", g->set_weight, g->set_idle);
 }
 
-/* Writes line k of the list to f: the tasks, then the units, then the cgroups. */
-static void list_line(const struct daemon *d, size_t k, FILE *f)
+/*
+ * Writes line k of the list to f (with f NULL, only says whether there is one): the
+ * tasks, then the units, then the cgroups. A task hidden from the asker
+ * (ctl_req_visible) has none: false. Units and cgroups are shown to all, as systemd
+ * and cgroupfs show them whatever hidepid says.
+ */
+static bool list_line(struct daemon *d, const struct ctl_caller *who, size_t k, FILE *f)
 {
 	if (k < d->lat.n) {
-		list_task(f, d, &d->lat.e[k]);
-		return;
+		const struct lat_entry *e = &d->lat.e[k];
+
+		if (!ctl_req_visible(d, who, e->task.tid, e->task.start_time))
+			return false;
+		if (f)
+			list_task(f, d, e);
+		return true;
 	}
 	k -= d->lat.n;
 	if (k < d->lm.nu) {
-		list_unit(f, d, &d->lm.u[k]);
-		return;
+		if (f)
+			list_unit(f, d, &d->lm.u[k]);
+		return true;
 	}
 	k -= d->lm.nu;
-	if (!d->lat.cg[k].by_procs)
+	if (d->lat.cg[k].by_procs)
+		return false;
+	if (f)
 		list_cgroup(f, &d->lat.cg[k]);
+	return true;
 }
 
 /*
- * One line a managed task, unit and cgroup, as many as fit in one reply: a line is
- * written apart and kept only if the whole still fits, since an escaped path makes
- * one line up to a few KiB.
+ * One line a managed task, unit and cgroup the asker may see, as many as fit in one
+ * reply: a line is written apart and kept only if the whole still fits, since an
+ * escaped path makes one line up to a few KiB. A cut list says how many lines the
+ * whole would have had, counting only what the asker may see.
  */
-static char *list_text(const struct daemon *d)
+static char *list_text(struct daemon *d, const struct ctl_caller *who)
 {
 	char *buf = NULL;
-	size_t len = 0, k, total = d->lat.n + d->lm.nu + d->lat.ncg;
+	size_t len = 0, k, total = d->lat.n + d->lm.nu + d->lat.ncg, shown = 0;
+	bool full = false;
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
@@ -426,24 +419,25 @@ static char *list_text(const struct daemon *d)
 	for (k = 0; k < total; k++) {
 		char *ln = NULL;
 		size_t ll = 0;
-		FILE *lf = open_memstream(&ln, &ll);
-		bool fits;
+		FILE *lf = full ? NULL : open_memstream(&ln, &ll);
+		bool line;
 
-		if (!lf)
+		if (!full && !lf)
 			break;
-		list_line(d, k, lf);
-		fclose(lf);
-		fits = len + ll <= LIST_MAX;
-		if (fits) {
+		line = list_line(d, who, k, lf);
+		if (lf)
+			fclose(lf);
+		shown += line;
+		if (line && !full && len + ll <= LIST_MAX) {
 			fwrite(ln, 1, ll, f);
 			fflush(f);
+		} else if (line) {
+			full = true; /* the rest is only counted */
 		}
 		free(ln);
-		if (!fits)
-			break;
 	}
-	if (k < total)
-		fprintf(f, "truncated\t%zu\n", total);
+	if (full)
+		fprintf(f, "truncated\t%zu\n", shown);
 	fclose(f);
 	return buf;
 }
@@ -465,7 +459,7 @@ static int do_explain(struct conn *c, const struct ctl_msg *m, struct ctl_target
 	r = ctl_req_permitted(d, &c->who, t, CTL_REQ_OWNER, 0, &trusted, &why);
 	if (r == -ESRCH || r == -ENOENT)
 		return reply_err(c, m->hdr.seq, -r, why);
-	r = ctl_explain(d, &et, r == 0, &text);
+	r = ctl_explain(d, &c->who, &et, r == 0, &text);
 	r = r < 0 ? reply_err(c, m->hdr.seq, -r, strerror(-r)) : reply(c, CTL_OK, m->hdr.seq, text);
 	free(text);
 	return r;
@@ -481,7 +475,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 	int value = 0, r;
 
 	if (m->hdr.type == CTL_LIST) {
-		char *list = list_text(d);
+		char *list = list_text(d, &c->who);
 		r = list ? reply(c, CTL_OK, m->hdr.seq, list) : reply_err(c, m->hdr.seq, ENOMEM, "out of memory");
 		free(list);
 		return r;
@@ -504,8 +498,8 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 	r = ctl_req_permitted(d, &c->who, &t, m->hdr.type == CTL_SET ? CTL_REQ_SET : CTL_REQ_RESET,
 			      value, &trusted, &why);
 	if (r < 0) {
-		ctl_log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d): %s",
-			    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
+		ctl_req_log_refusal(&d->req, "ctl: %s refused to uid %u (pid %d): %s",
+				    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
 		return reply_err(c, m->hdr.seq, -r, why);
 	}
 	if (m->hdr.type == CTL_RESET) {
@@ -577,12 +571,12 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 
 	switch (m->hdr.type) {
 	case CTL_STATUS:
-		status_text(c->srv, text, sizeof(text));
+		status_text(c->srv, &c->who, text, sizeof(text));
 		return reply(c, CTL_OK, m->hdr.seq, text);
 	case CTL_RELOAD:
 		if (!ctl_req_admin(&c->who, &d->conf)) {
-			ctl_log_refusal(c->srv, "ctl: reload refused to uid %u (pid %d)", c->cred.uid,
-				    c->cred.pid);
+			ctl_req_log_refusal(&d->req, "ctl: reload refused to uid %u (pid %d)",
+					    c->cred.uid, c->cred.pid);
 			return reply_err(c, m->hdr.seq, EPERM,
 					 "permission denied: reload is for root or ctl_group");
 		}
@@ -631,8 +625,9 @@ static int refuse_stale(struct conn *c, const struct ctl_msg *m, const char *why
 {
 	char text[256];
 
-	ctl_log_refusal(c->srv, "ctl: %s refused to uid %u (pid %d), connection closed: %s",
-		    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
+	ctl_req_log_refusal(&c->srv->d->req,
+			    "ctl: %s refused to uid %u (pid %d), connection closed: %s",
+			    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
 	snprintf(text, sizeof(text), "permission denied: %s", why);
 	reply_err(c, m->hdr.seq, EPERM, text);
 	return -EPERM;
@@ -652,8 +647,9 @@ static int serve_blind(struct conn *c, const struct ctl_msg *m)
 	case CTL_SYNC:
 		return handle(c, m);
 	}
-	ctl_log_refusal(c->srv, "ctl: %s refused to uid %u: its process is in a pid namespace "
-		    "rqbalanced cannot see", ctl_type_name(m->hdr.type), c->cred.uid);
+	ctl_req_log_refusal(&c->srv->d->req,
+			    "ctl: %s refused to uid %u: its process is in a pid namespace "
+			    "rqbalanced cannot see", ctl_type_name(m->hdr.type), c->cred.uid);
 	return reply_err(c, m->hdr.seq, EPERM,
 			 "permission denied: your process is in a pid namespace rqbalanced "
 			 "cannot see; only status, get, list, latency and sync are served");
@@ -736,10 +732,9 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 
 void ctl_after_tick(struct ctl_server *s)
 {
-	const struct daemon *d = s->d;
+	struct daemon *d = s->d;
 	char text[64];
 
-	log_unlogged(s);
 	for (struct conn *c = s->conns, *next; c; c = next) {
 		next = c->next;
 		if (!c->sync_tick || d->ticks < c->sync_tick || !latmgr_passed(&d->lm, &c->sync_mark))
@@ -782,21 +777,30 @@ static int peer_pidfd(struct conn *c)
  * and its capabilities and user namespace, read now through the pidfd-pinned
  * process. Every request is judged on these; <0: refused, close.
  */
+#define CAP_SYS_PTRACE_BIT 19
+
 static int peer_accept(struct conn *c)
 {
+	struct daemon *d = c->srv->d;
 	const char *why = NULL;
 	int r;
 
 	if (c->cred.pid == 0) {
-		/* Its process is out of sight (another pid namespace): nothing to judge. */
+		/*
+		 * Its process is out of sight (another pid namespace): nothing to judge, and
+		 * its /proc shows none of the daemon's processes (ctl_req_caller_view).
+		 */
 		c->blind = true;
 		log_debug("ctl: uid %u connected from a pid namespace rqbalanced cannot see: "
 			  "read-only", c->cred.uid);
-		return 0;
+		return ctl_req_caller_view(d, &c->who, -1, 0);
 	}
 	r = peer_pidfd(c);
 	if (r == 0)
-		r = ctl_peer_read(c->srv->d->lm.proc_root, c->cred.pid, c->pidfd, &c->peer);
+		r = ctl_peer_read(d->lm.proc_root, c->cred.pid, c->pidfd, &c->peer);
+	/* What its /proc shows it, proven to be read of the same process. */
+	if (r == 0)
+		r = ctl_req_caller_view(d, &c->who, c->pidfd, c->peer.start_time);
 	if (r < 0) {
 		log_debug("ctl: connection from uid %u (pid %d) closed: its process is gone",
 			  c->cred.uid, c->cred.pid);
@@ -804,30 +808,10 @@ static int peer_accept(struct conn *c)
 	}
 	r = ctl_perm_peer_accept(c->cred.uid, c->cred.gid, &c->peer, &c->who.cap_sys_nice, &why);
 	if (r < 0)
-		ctl_log_refusal(c->srv, "ctl: connection from uid %u (pid %d) refused: %s",
-			    c->cred.uid, c->cred.pid, why);
+		ctl_req_log_refusal(&d->req, "ctl: connection from uid %u (pid %d) refused: %s",
+				    c->cred.uid, c->cred.pid, why);
+	c->who.cap_sys_ptrace = ctl_perm_peer_cap(c->cred.uid, &c->peer, CAP_SYS_PTRACE_BIT);
 	return r;
-}
-
-/*
- * Whether an unprivileged peer would take more than its share: CTL_MAX_PER_UID
- * connections of one uid, and CTL_RESERVED of the slots kept for root and ctl_group,
- * so that one user's flood never locks root out (nor systemctl reload).
- */
-static bool over_share(const struct ctl_server *srv, struct conn *c)
-{
-	unsigned mine = 0, users = 0;
-
-	c->privileged = ctl_req_admin(&c->who, &srv->d->conf);
-	if (c->privileged)
-		return false;
-	for (const struct conn *o = srv->conns; o; o = o->next) {
-		if (o == c || o->privileged)
-			continue;
-		users++;
-		mine += o->cred.uid == c->cred.uid;
-	}
-	return mine >= CTL_MAX_PER_UID || users >= CTL_MAX_CONNS - CTL_RESERVED;
 }
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
@@ -863,13 +847,14 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 	uint64_t now;
 	int r;
 
-	if (srv->nconns >= CTL_MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
+	if (!(c = calloc(1, sizeof(*c)))) {
 		close(fd);
 		return -EBUSY;
 	}
 	c->srv = srv;
 	c->fd = fd;
 	c->pidfd = -1;
+	c->slot = -1;
 	c->next = srv->conns;
 	c->pprev = &srv->conns;
 	if (c->next)
@@ -879,13 +864,19 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 	c->cred = *cred;
 	c->who.uid = cred->uid;
 	c->who.gid = cred->gid;
+	c->who.pid = cred->pid;
 	c->who.via = "ctl";
 	c->who.ngroups = ngroups < 0 ? 0 : ngroups > CTL_CALLER_GROUPS ? CTL_CALLER_GROUPS : ngroups;
 	if (c->who.ngroups)
 		memcpy(c->who.groups, groups, (size_t)c->who.ngroups * sizeof(gid_t));
-	r = peer_accept(c);
-	if (r == 0 && over_share(srv, c))
-		r = -EUSERS;
+	/*
+	 * A user's share of the callers, and root's reserve, so that one flood locks nobody
+	 * out: judged on what the kernel gave at accept, before anything of the peer's is
+	 * read, so that a refused connection costs the loop next to nothing.
+	 */
+	r = ctl_req_admit(&srv->d->req, &c->who, ctl_req_admin(&c->who, &srv->d->conf), &c->slot);
+	if (r == 0)
+		r = peer_accept(c);
 	if (r == 0 && sd_event_now(e, CLOCK_MONOTONIC, &now) >= 0) {
 		r = sd_event_add_io(e, &c->io, fd, EPOLLIN, on_conn_io, c);
 		if (r >= 0)

@@ -7,13 +7,12 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
-#define CTL_MAX_CONNS 64      /* connections at once; more are closed at accept */
-#define CTL_RESERVED 8        /* ...of which only root and ctl_group may use these */
-#define CTL_MAX_PER_UID 16    /* ...and one other uid at most this many */
+/*
+ * How many connections are served at once, and how many of one user's, is the request
+ * layer's to say (CTL_REQ_SLOTS, CTL_REQ_PER_UID, CTL_REQ_RESERVED in ctl_req.h): one
+ * set of limits for the ctl socket and the D-Bus API. A connection's own bounds:
+ */
 #define CTL_MAX_REQUEST 4096  /* payload bytes a request may carry */
-/* Refusals logged in one window; the rest are counted in one line. */
-#define CTL_LOG_BURST 20
-#define CTL_LOG_WINDOW_NS (10 * 1000000000ull)
 #define CTL_MAX_MSGS 16       /* requests on one connection */
 #define CTL_CONN_TIMEOUT_USEC (2 * 1000000ULL) /* a connection's whole life */
 #define CTL_SYNC_TICKS 16     /* ...and this many ticks more for each sync it waits on */
@@ -46,12 +45,9 @@ struct ctl_server {
 	char name[108];         /* the socket's name in it */
 	sd_event_source *src;
 	unsigned nconns;
-	unsigned long refused;  /* connections closed at accept: over CTL_MAX_CONNS, or
-				 * over a uid's share (CTL_MAX_PER_UID, CTL_RESERVED) */
+	unsigned long refused;  /* connections closed at accept: no slot for them, or over
+				 * their uid's share (ctl_req_admit) */
 	unsigned long bad;      /* messages refused as malformed */
-	uint64_t log_window_ns; /* when the current window of logged refusals began */
-	unsigned logged;        /* refusals logged in it, at most CTL_LOG_BURST */
-	unsigned long unlogged; /* ... and refused beyond that, counted, not logged */
 	struct conn *conns;     /* open connections */
 	struct daemon *d;
 	const struct ctl_ops *ops;
@@ -69,20 +65,15 @@ void ctl_fini(struct ctl_server *s);
  * Serves fd, one end of a connected stream socket, as a connection accepted from a
  * peer with credentials cred (SO_PEERCRED) and ngroups supplementary groups
  * (SO_PEERGROUPS): what the daemon does with a connection it accepts, from the point
- * where it has read those. Its capabilities are read then, as at accept, under the
- * latency manager's proc root. The accept handler calls it; so does the ctl fuzz
- * target, which drives every request handler without a listening socket or a real
- * peer of each kind. Takes fd (closed on failure). 0, or -errno: refused as the daemon
- * would refuse it (-EBUSY: no slot; -EUSERS: over a user's share of the connections).
+ * where it has read those. Its capabilities and what its /proc shows it are read
+ * then, as at accept, under the latency manager's proc root. The accept handler calls
+ * it; so does the ctl fuzz target, which drives every request handler without a
+ * listening socket or a real peer of each kind. Takes fd (closed on failure). 0, or
+ * -errno: refused as the daemon would refuse it (-EBUSY: no slot; -EUSERS: over a
+ * user's share, ctl_req_admit).
  */
 int ctl_serve_fd(struct ctl_server *s, sd_event *e, int fd, const struct ucred *cred,
 		 const gid_t *groups, int ngroups);
-/*
- * Logs a refusal unless CTL_LOG_BURST were logged in this CTL_LOG_WINDOW_NS: one user's
- * refused requests must not flood the journal. ctl_after_tick counts the rest. The
- * D-Bus API logs its refusals through it too: one budget for both ways in.
- */
-void ctl_log_refusal(struct ctl_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* After each tick: answers the syncs that tick completed (CTL_SYNC). */
 void ctl_after_tick(struct ctl_server *s);
 

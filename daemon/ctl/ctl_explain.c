@@ -13,6 +13,7 @@
 #include "core/daemon.h"
 #include "ctl/ctl_explain.h"
 #include "ctl/ctl_peer.h"
+#include "ctl/ctl_req.h"
 #include "sample/ident.h"
 #include "sample/peers.h"
 #include "util/schedattr.h"
@@ -274,7 +275,8 @@ static void put_source(FILE *f, const struct daemon *d, const char *source)
 	    source + 5);
 }
 
-static void explain_task(FILE *f, struct daemon *d, const struct explain_target *t, bool detail)
+static void explain_task(FILE *f, struct daemon *d, const struct ctl_caller *k,
+			 const struct explain_target *t, bool detail)
 {
 	const struct latmgr_proc *p = t->thread ? NULL : latmgr_find_process(&d->lm, t->tgid);
 	const struct lat_entry *e = entry_of(&d->lat, t);
@@ -298,9 +300,12 @@ static void explain_task(FILE *f, struct daemon *d, const struct explain_target 
 	}
 	put(f, "value", "%d", p ? p->value : e->value);
 	put_source(f, d, p ? p->source : e->source);
-	if (e && e->from_tid)
+	if (e && e->from_tid && ctl_req_visible(d, k, e->from_tid, 0))
 		put(f, "inherited_from", "task %d, which had it when it created this one",
 		    (int)e->from_tid);
+	else if (e && e->from_tid)
+		put(f, "inherited_from", "a task that is gone or that your /proc would not "
+		    "show you, which had it when it created this one");
 	if (e)
 		put_since(f, e->since);
 	put_maps_to(f, &d->lat, p ? p->value : e->value);
@@ -349,7 +354,8 @@ static int explain_cgroup(FILE *f, struct daemon *d, const char *path)
 	return 0;
 }
 
-int ctl_explain(struct daemon *d, const struct explain_target *t, bool detail, char **ret)
+int ctl_explain(struct daemon *d, const struct ctl_caller *k, const struct explain_target *t,
+		bool detail, char **ret)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -360,7 +366,7 @@ int ctl_explain(struct daemon *d, const struct explain_target *t, bool detail, c
 	if (t->cgroup)
 		explain_cgroup(f, d, t->cgroup);
 	else
-		explain_task(f, d, t, detail);
+		explain_task(f, d, k, t, detail);
 	if (fclose(f) != 0) {
 		free(buf);
 		return -ENOMEM;

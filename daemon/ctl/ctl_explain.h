@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 struct daemon;
+struct ctl_caller;
 
 struct explain_target {
 	bool thread;          /* a thread (tid), not a whole process */
@@ -21,10 +22,13 @@ struct explain_target {
 };
 
 /*
- * The explanation of t, malloc'd into *ret. detail: the caller may act on t (its
- * owner, or privileged): only then are values read from the process itself (its exe,
- * command line, uid, cgroup) shown, to say why a rule does not match. 0 or -errno.
+ * The explanation of t for caller k (who may see t: ctl_req_look), malloc'd into
+ * *ret. detail: the caller may act on t (its owner, or privileged): only then are
+ * values read from the process itself (its exe, command line, uid, cgroup) shown, to
+ * say why a rule does not match. Another task it names (the one it inherited its value
+ * from) is named only where k may see that one too. 0 or -errno.
  */
-int ctl_explain(struct daemon *d, const struct explain_target *t, bool detail, char **ret);
+int ctl_explain(struct daemon *d, const struct ctl_caller *k, const struct explain_target *t,
+		bool detail, char **ret);
 
 #endif

@@ -1,7 +1,8 @@
 /*
- * Acquire for the ctl socket: reads a peer's credentials from /proc into a plain
- * struct. It decides nothing (ctl_perm.c does) and never reads a file by pid without
- * proving afterwards that the pid still named the same process.
+ * Acquire for the ctl socket and the D-Bus API: reads a caller's credentials, and
+ * what its /proc shows it, from /proc into plain structs. It decides nothing
+ * (ctl_perm.c does) and never reads a file by pid without proving afterwards that the
+ * pid still named the same process (or leaving that proof to its caller).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -111,6 +112,23 @@ static bool same_userns(const char *proc_root, pid_t pid)
 	return true;
 }
 
+int ctl_peer_creds(const char *proc_root, pid_t tid, uint64_t start_time, struct ctl_peer *ret)
+{
+	char path[PATH_MAX];
+	struct ctl_peer p = { 0 };
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%d", proc_root, (int)tid);
+	if (read_status(proc_root, tid, &p) < 0 || stat(path, &st) < 0)
+		return -ESRCH;
+	p.owner = st.st_uid;
+	if (start_time && (ctl_peer_start_time(proc_root, tid, &p.start_time) < 0 ||
+			   p.start_time != start_time))
+		return -ESRCH;
+	*ret = p;
+	return 0;
+}
+
 int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *ret)
 {
 	char path[PATH_MAX];
@@ -132,4 +150,54 @@ int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *
 		return -ESRCH;
 	*ret = p;
 	return 0;
+}
+
+/* How many pid namespaces list pid ("NSpid:" of its status): 1 in the daemon's own. */
+static int nspid_levels(const char *proc_root, pid_t pid)
+{
+	char path[PATH_MAX], buf[4096], v[256];
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
+	if (util_read_file(path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	if (field(buf, "NSpid", v, sizeof(v)) < 0)
+		return 1; /* a kernel before 4.1: no nested namespaces to tell */
+	for (char *save = NULL, *t = strtok_r(v, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
+		n++;
+	return n;
+}
+
+int ctl_peer_view(const char *proc_root, pid_t pid, struct parse_procfs *ret)
+{
+	char path[PATH_MAX], *line = NULL;
+	const char *mnt = pid ? "/proc" : proc_root;
+	struct parse_procfs v, found;
+	size_t cap = 0;
+	int r = -ENOENT, levels;
+	FILE *f;
+
+	if (pid) {
+		levels = nspid_levels(proc_root, pid);
+		if (levels < 0)
+			return levels;
+		if (levels > 1)
+			return -EXDEV;
+		snprintf(path, sizeof(path), "%s/%d/mountinfo", proc_root, (int)pid);
+	} else {
+		snprintf(path, sizeof(path), "%s/self/mountinfo", proc_root);
+	}
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT && !pid ? -ENOENT : -ESRCH;
+	while (getline(&line, &cap, f) > 0)
+		if (parse_mountinfo_proc(line, mnt, &v) == 1) {
+			found = v;
+			r = 0;
+		}
+	free(line);
+	fclose(f);
+	if (r == 0)
+		*ret = found;
+	return r;
 }

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sample/parse.h"
+
 struct ctl_peer {
 	uint64_t start_time;  /* /proc/PID/stat field 22, clock ticks after boot */
 	char uid[64];         /* the "Uid:" line of /proc/PID/status: real, effective, saved, fs */
@@ -34,6 +36,13 @@ struct ctl_peer {
  * every ID the daemon's namespace maps, by its root.
  */
 int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *ret);
+/*
+ * Task tid's credentials as its status shows them (uid, gid, capabilities) and the
+ * owner of proc_root/TID, for ctl_perm_visible; then, with start_time not 0, proof
+ * that tid is still the task of that start time. 0, or -ESRCH when gone, unreadable or
+ * another task.
+ */
+int ctl_peer_creds(const char *proc_root, pid_t tid, uint64_t start_time, struct ctl_peer *ret);
 /* Task pid's start time from proc_root/PID/stat. 0, or -ESRCH when gone or unreadable. */
 int ctl_peer_start_time(const char *proc_root, pid_t pid, uint64_t *ret);
 /*
@@ -41,5 +50,16 @@ int ctl_peer_start_time(const char *proc_root, pid_t pid, uint64_t *ret);
  * "?" when it cannot be read; for list and explain.
  */
 void ctl_peer_comm(const char *proc_root, pid_t tid, char *ret, size_t size);
+
+/*
+ * What process pid's /proc shows it: the proc mount at /proc in its mount namespace,
+ * as proc_root/PID/mountinfo lists it (the last one mounted there); with pid 0, the
+ * daemon's own, the proc mount at proc_root itself (proc_root/self/mountinfo). 0 and
+ * *ret; -ENOENT when no proc is mounted there (a test's fake tree, a chroot without
+ * one); -EXDEV when pid is in a pid namespace below the daemon's (its status lists
+ * more than one NSpid), whose /proc shows none of the daemon's processes but its
+ * namespace's; -ESRCH when unreadable (gone).
+ */
+int ctl_peer_view(const char *proc_root, pid_t pid, struct parse_procfs *ret);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * The ctl permission rule, pure. It must never allow through the daemon what the
- * kernel would refuse the peer directly (see ctl_perm.h for the rule).
+ * The ctl permission and visibility rules, pure. They must never allow through the
+ * daemon what the kernel would refuse the caller directly (see ctl_perm.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -50,6 +50,11 @@ int ctl_perm_check(const struct ctl_perm_facts *f, const char **ret_why)
 
 #define CAP_SYS_NICE_BIT 23
 
+bool ctl_perm_peer_cap(uid_t euid, const struct ctl_peer *p, unsigned cap)
+{
+	return cap < 64 && (p->cap_eff & (1ULL << cap)) && p->same_userns && p->owner == euid;
+}
+
 int ctl_perm_peer_accept(uid_t euid, gid_t egid, const struct ctl_peer *p, bool *ret_cap_sys_nice,
 		     const char **ret_why)
 {
@@ -60,8 +65,7 @@ int ctl_perm_peer_accept(uid_t euid, gid_t egid, const struct ctl_peer *p, bool 
 		*ret_why = "its credentials changed between connect and accept";
 		return -EPERM;
 	}
-	*ret_cap_sys_nice = (p->cap_eff & (1ULL << CAP_SYS_NICE_BIT)) && p->same_userns &&
-			    p->owner == euid;
+	*ret_cap_sys_nice = ctl_perm_peer_cap(euid, p, CAP_SYS_NICE_BIT);
 	return 0;
 }
 
@@ -79,4 +83,43 @@ int ctl_perm_peer_same(const struct ctl_peer *then, const struct ctl_peer *now, 
 		return -EPERM;
 	}
 	return 0;
+}
+
+static bool seer_in_group(const struct ctl_perm_seer *s, gid_t gid)
+{
+	if (s->gid != (gid_t)-1 && s->gid == gid)
+		return true;
+	for (int i = 0; i < s->ngroups; i++)
+		if (s->groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* ptrace_may_access(t, PTRACE_MODE_READ_FSCREDS) for s, short of the LSMs. */
+static bool ptrace_read(const struct ctl_perm_seer *s, const struct ctl_peer *t)
+{
+	unsigned u[4], g[4];
+
+	if (s->cap_sys_ptrace)
+		return true;
+	if (sscanf(t->uid, "%u %u %u %u", &u[0], &u[1], &u[2], &u[3]) != 4 ||
+	    sscanf(t->gid, "%u %u %u %u", &g[0], &g[1], &g[2], &g[3]) != 4)
+		return false;
+	if (u[0] != s->uid || u[1] != s->uid || u[2] != s->uid)
+		return false;
+	if (g[0] != g[1] || g[1] != g[2])
+		return false;
+	if (s->gid != (gid_t)-1 ? g[0] != s->gid : !seer_in_group(s, g[0]))
+		return false;
+	return t->owner == u[1];
+}
+
+bool ctl_perm_visible(const struct ctl_view *v, const struct ctl_perm_seer *s,
+		      const struct ctl_peer *t)
+{
+	if (v->hidepid == CTL_HIDEPID_OFF)
+		return true;
+	if (v->hidepid != CTL_HIDEPID_PTRACEABLE && v->by_group && seer_in_group(s, v->gid))
+		return true;
+	return ptrace_read(s, t);
 }

@@ -1,7 +1,8 @@
 /*
- * Who may do what through the ctl socket: the kernel's own rules for changing
- * another task, applied to the peer's credentials, so that the daemon never lends
- * its privilege. Pure: the facts are read elsewhere (ctl.c) and passed in.
+ * Who may do what, and see what, through the ctl socket and the D-Bus API: the
+ * kernel's own rules for changing another task and for showing it in /proc, applied
+ * to the caller's credentials, so that the daemon never lends its privilege nor its
+ * view. Pure: the facts are read elsewhere (ctl_peer.c, ctl_req.c) and passed in.
  */
 #ifndef RQB_CTL_PERM_H
 #define RQB_CTL_PERM_H
@@ -71,5 +72,48 @@ int ctl_perm_peer_accept(uid_t euid, gid_t egid, const struct ctl_peer *p, bool 
  * exec that changes none of them (nosuid, no_new_privs) grants nothing either.
  */
 int ctl_perm_peer_same(const struct ctl_peer *then, const struct ctl_peer *now, const char **ret_why);
+
+/*
+ * Whether the peer, as read at accept, counts as holding capability cap (its bit
+ * number): effective, in the daemon's own user namespace, and dumpable (/proc/PID
+ * owned by its euid), as ctl_perm_peer_accept counts CAP_SYS_NICE.
+ */
+bool ctl_perm_peer_cap(uid_t euid, const struct ctl_peer *p, unsigned cap);
+
+/*
+ * What one proc mount shows whom: its hidepid= and gid= options (proc(5)). hidepid
+ * 1 (noaccess) and 2 (invisible) hide another user's processes' details from all but
+ * the members of group gid (root's group 0 where the mount names none) and those who
+ * may ptrace-read them; 4 (ptraceable) from all but the latter.
+ */
+enum { CTL_HIDEPID_OFF = 0, CTL_HIDEPID_NOACCESS = 1, CTL_HIDEPID_INVISIBLE = 2,
+       CTL_HIDEPID_PTRACEABLE = 4 };
+struct ctl_view {
+	unsigned hidepid;    /* CTL_HIDEPID_* */
+	bool by_group;       /* the members of gid see everything (not for ptraceable) */
+	gid_t gid;
+};
+
+/* Who looks: a caller's credentials as the transport took them. */
+struct ctl_perm_seer {
+	uid_t uid;           /* its effective uid */
+	gid_t gid;           /* its effective gid; (gid_t)-1 where unknown (the bus) */
+	const gid_t *groups; /* its supplementary groups */
+	int ngroups;
+	bool cap_sys_ptrace; /* counts as holding CAP_SYS_PTRACE (ctl_perm_peer_cap) */
+};
+
+/*
+ * Whether a proc mount with options v shows seer s the process t (its credentials
+ * read from /proc/PID/status, and the owner of /proc/PID), as the kernel's
+ * has_pid_permissions() decides for a read of /proc/PID: with hidepid on, only to the
+ * members of its group and to whom may read t as ptrace_may_access(PTRACE_MODE_READ)
+ * allows: CAP_SYS_PTRACE, or the same user: s's uid is t's real, effective and saved
+ * uid, its gid t's real, effective and saved gid (where s's gid is unknown, one of
+ * its groups stands for it), and t is dumpable (the owner of /proc/PID is its euid:
+ * the kernel makes it root once a set-user-ID exec or prctl made t not dumpable).
+ */
+bool ctl_perm_visible(const struct ctl_view *v, const struct ctl_perm_seer *s,
+		      const struct ctl_peer *t);
 
 #endif

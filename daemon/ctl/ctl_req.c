@@ -1,6 +1,8 @@
 /*
- * The latency requests, judged for a caller and carried out, for the ctl socket and
- * the D-Bus API alike (see ctl_req.h).
+ * The latency requests, judged for a caller and carried out, and what a caller is
+ * shown of other users' processes, for the ctl socket and the D-Bus API alike (see
+ * ctl_req.h; the limits are in ctl_req_lim.c). It reads /proc and the cpu hierarchy,
+ * never waits on a caller, and writes only through the latency manager.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include "ctl/ctl_perm.h"
 #include "ctl/ctl_req.h"
 #include "util/schedattr.h"
+#include "sample/peers.h"
 #include "util/util.h"
 
 bool ctl_req_in_group(const struct ctl_caller *k, gid_t gid)
@@ -37,6 +40,95 @@ bool ctl_req_in_group(const struct ctl_caller *k, gid_t gid)
 bool ctl_req_admin(const struct ctl_caller *k, const struct rqb_conf *conf)
 {
 	return k->uid == 0 || (conf->ctl_gid_set && ctl_req_in_group(k, conf->ctl_gid));
+}
+
+/* ---- what a caller is shown ---- */
+
+/* Where the caller's own /proc is not known: nothing of another user's is shown. */
+static const struct ctl_view view_closed = { .hidepid = CTL_HIDEPID_INVISIBLE };
+
+static struct ctl_view view_of(const struct parse_procfs *v)
+{
+	/* The kernel's pid_gid is root's group where the mount names none. */
+	return (struct ctl_view){ .hidepid = v->hidepid, .by_group = true,
+				  .gid = v->gid_set ? (gid_t)v->gid : 0 };
+}
+
+int ctl_req_caller_view(struct daemon *d, struct ctl_caller *k, int pidfd, uint64_t start_time)
+{
+	const char *root = d->lm.proc_root;
+	struct parse_procfs v;
+	uint64_t again;
+	int r;
+
+	/* The daemon's own proc, or none to speak of (a test's tree): it hides nothing. */
+	r = ctl_peer_view(root, 0, &v);
+	k->view[0] = r == 0 ? view_of(&v) : r == -ENOENT ? (struct ctl_view){ 0 } : view_closed;
+	r = k->pid > 0 ? ctl_peer_view(root, k->pid, &v) : -ESRCH;
+	k->view[1] = r == 0 ? view_of(&v) : view_closed;
+	if (k->pid <= 0)
+		return 0;
+	if (pidfd >= 0 ? util_pidfd_alive(pidfd) < 0
+		       : start_time && (ctl_peer_start_time(root, k->pid, &again) < 0 ||
+					again != start_time))
+		return -ESRCH;
+	return 0;
+}
+
+static bool sees_all(const struct daemon *d, const struct ctl_caller *k)
+{
+	return ctl_req_admin(k, &d->conf) ||
+	       (k->view[0].hidepid == CTL_HIDEPID_OFF && k->view[1].hidepid == CTL_HIDEPID_OFF);
+}
+
+bool ctl_req_visible(struct daemon *d, const struct ctl_caller *k, pid_t tid, uint64_t start_time)
+{
+	struct ctl_perm_seer s = { .uid = k->uid, .gid = k->gid, .groups = k->groups,
+				   .ngroups = k->ngroups, .cap_sys_ptrace = k->cap_sys_ptrace };
+	struct ctl_peer t;
+
+	if (sees_all(d, k))
+		return true;
+	if (tid <= 0 || ctl_peer_creds(d->lm.proc_root, tid, start_time, &t) < 0)
+		return false;
+	return ctl_perm_visible(&k->view[0], &s, &t) && ctl_perm_visible(&k->view[1], &s, &t);
+}
+
+bool ctl_req_finding(struct daemon *d, const struct ctl_caller *k, const struct peers_finding *f,
+		     struct peers_finding *ret)
+{
+	pid_t shown[PEERS_PIDS];
+	char pids[96];
+	int n = 0, listed = f->npids < PEERS_PIDS ? f->npids : PEERS_PIDS;
+
+	*ret = *f;
+	if (!f->npids || sees_all(d, k))
+		return true;
+	for (int i = 0; i < listed; i++)
+		if (ctl_req_visible(d, k, f->pid[i], 0))
+			shown[n++] = f->pid[i];
+	if (!n)
+		return false;
+	if (n == f->npids)
+		return true;
+	/* Only those it may see, and not how many it may not. */
+	peers_pids_text(shown, n, n, pids, sizeof(pids));
+	snprintf(ret->text, sizeof(ret->text), "%.*s%s%s", (int)f->pids_at, f->text, pids,
+		 f->text + f->pids_at + f->pids_len);
+	return true;
+}
+
+/* ---- targets ---- */
+
+int ctl_req_look(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
+		 const char **why)
+{
+	/* First, so that a hidden task's thread or process is not told apart either. */
+	if (t->kind != TGT_CGROUP && t->pid > 0 && !ctl_req_visible(d, k, t->pid, 0)) {
+		*why = t->kind == TGT_TID ? "no such thread" : "no such task";
+		return -ESRCH;
+	}
+	return ctl_req_target(d, t, why);
 }
 
 int ctl_req_target(struct daemon *d, struct ctl_target *t, const char **why)
@@ -154,6 +246,8 @@ static int add_thread(struct daemon *d, const struct ctl_caller *k, pid_t tgid, 
 		f->target_ruid = ruid;
 		f->target_euid = euid;
 	}
+	if (f->owner_only)
+		return 0; /* no value: nothing to judge but the owner */
 	a = util_grow(pt->th, &pt->cap, pt->n, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
@@ -187,7 +281,7 @@ static int threads_facts(struct daemon *d, const struct ctl_caller *k, const str
 			r = 0; /* it exited meanwhile */
 	}
 	closedir(dir);
-	return r < 0 ? r : pt->n ? 0 : -ESRCH;
+	return r < 0 ? r : pt->n || f->owner_only ? 0 : -ESRCH;
 }
 
 /*
@@ -326,8 +420,9 @@ static bool keeps_its_source(struct daemon *d, const struct ctl_target *t, int v
 	       strcmp(cur_source, source) != 0;
 }
 
-/* What rqctl shows after a set of t that gave r tasks the value. */
-static int set_reply(struct daemon *d, const struct ctl_target *t, int r, char *out, size_t size)
+/* What rqctl shows k after a set of t that gave r tasks the value. */
+static int set_reply(struct daemon *d, const struct ctl_caller *k, const struct ctl_target *t,
+		     int r, char *out, size_t size)
 {
 	if (t->kind == TGT_CGROUP) {
 		snprintf(out, size, "cgroup %s\n", t->path);
@@ -340,7 +435,8 @@ static int set_reply(struct daemon *d, const struct ctl_target *t, int r, char *
 			r += d->lat.e[i].tgid == t->pid;
 	}
 	snprintf(out, size, "tasks %d\n", r);
-	if (t->kind == TGT_PID)
+	/* Whose unit it is, only to whom may see it (CAP_SYS_NICE may act unseen). */
+	if (t->kind == TGT_PID && ctl_req_visible(d, k, t->pid, 0))
 		unit_text(d, t->pid, out + strlen(out), size - strlen(out));
 	return r;
 }
@@ -353,7 +449,7 @@ int ctl_req_set(struct daemon *d, const struct ctl_caller *k, const struct ctl_t
 
 	snprintf(source, sizeof(source), "%s uid %u", k->via, k->uid);
 	if (!trusted && keeps_its_source(d, t, v, source))
-		return set_reply(d, t, t->kind == TGT_TID, out, size);
+		return set_reply(d, k, t, t->kind == TGT_TID, out, size);
 	switch (t->kind) {
 	case TGT_PID:
 		r = latmgr_set_process(&d->lm, t->pid, t->start_time, v, source, trusted, why);
@@ -366,7 +462,7 @@ int ctl_req_set(struct daemon *d, const struct ctl_caller *k, const struct ctl_t
 		r = latmgr_set_cgroup(&d->lm, t->path, v, source, why);
 		break;
 	}
-	return r < 0 ? r : set_reply(d, t, r, out, size);
+	return r < 0 ? r : set_reply(d, k, t, r, out, size);
 }
 
 static void knobs_text(const struct lat_state *s, char *out, size_t size)

@@ -1,8 +1,12 @@
 /*
- * The latency requests (set, get, reset, foreground) as the ctl socket and the D-Bus
- * API both serve them: a target, judged for a caller whose credentials the transport
- * took once (SO_PEERCRED at accept; the bus's record of the sender's connection), by
- * one rule (ctl_perm.h), and carried out through the latency manager.
+ * The request layer behind both doors, the ctl socket (ctl.c) and the D-Bus API
+ * (bus.c): the latency requests (set, get, reset, foreground, explain), judged for a
+ * caller whose credentials the door took once (SO_PEERCRED at accept; the bus's
+ * record of the sender's connection) by one rule (ctl_perm.h) and carried out through
+ * the latency manager; what a caller may be shown of other users' processes (as its
+ * /proc would show them); and the limits that keep one user from taking the daemon
+ * from the others: one pool of callers with a share for each user and a reserve for
+ * root and ctl_group, and one pool of calls waiting for their caller's credentials.
  */
 #ifndef RQB_CTL_REQ_H
 #define RQB_CTL_REQ_H
@@ -13,9 +17,11 @@
 #include <sys/types.h>
 
 #include "actuate/latact.h"
+#include "ctl/ctl_perm.h"
 
 struct daemon;
 struct rqb_conf;
+struct peers_finding;
 
 #define CTL_CALLER_GROUPS 64  /* supplementary groups kept; more fail closed */
 
@@ -24,9 +30,103 @@ struct ctl_caller {
 	gid_t gid;             /* effective gid then; (gid_t)-1 where unknown (the bus) */
 	gid_t groups[CTL_CALLER_GROUPS];
 	int ngroups;
+	pid_t pid;             /* its process, as the door named it; 0 where unknown */
 	bool cap_sys_nice;     /* counts as holding CAP_SYS_NICE (ctl_perm_peer_accept) */
+	bool cap_sys_ptrace;   /* counts as holding CAP_SYS_PTRACE, by the same rule */
+	/*
+	 * What /proc shows it (ctl_req_caller_view): [0] the proc mount the daemon reads,
+	 * [1] the caller's own /proc. A process is shown to it only where both would.
+	 */
+	struct ctl_view view[2];
 	const char *via;       /* "ctl" or "dbus": for logs, and the source of its values */
 };
+
+/* ---- limits: one set for both doors ---- */
+
+#define CTL_REQ_SLOTS 64          /* callers served at once, whichever door */
+#define CTL_REQ_RESERVED 8        /* ...of which only root and ctl_group may use these */
+#define CTL_REQ_PER_UID 16        /* ...and one other uid at most this many */
+/*
+ * Calls held while the caller's credentials are asked for (the bus: its driver
+ * answers GetConnectionCredentials later), at most CTL_REQ_WAITING_SOURCE of one
+ * source (a bus connection). Who sent them is not known yet, so no share of a user
+ * can bound them: the pool is larger than one user can fill within the system bus's
+ * own limits (256 connections a user by default, times CTL_REQ_WAITING_SOURCE), and
+ * a source whose credentials are known waits no more.
+ */
+#define CTL_REQ_WAITING 2048
+#define CTL_REQ_WAITING_SOURCE 4
+/* Refusals logged in one window; the rest are counted in one line. */
+#define CTL_REQ_LOG_BURST 20
+#define CTL_REQ_LOG_WINDOW_NS (10 * 1000000000ull)
+
+struct ctl_req_slot {
+	bool used;
+	bool admin;            /* root or ctl_group: may use the reserved slots */
+	uid_t uid;
+};
+
+struct ctl_req_lim {
+	struct ctl_req_slot slot[CTL_REQ_SLOTS];
+	unsigned held;          /* slots in use */
+	unsigned waiting;       /* calls waiting for their caller's credentials */
+	unsigned long refused;  /* callers refused a slot: none free, or over a share */
+	unsigned long refused_waiting; /* calls refused a place to wait */
+	uint64_t log_window_ns; /* when the current window of logged refusals began */
+	unsigned logged;        /* refusals logged in it, at most CTL_REQ_LOG_BURST */
+	unsigned long unlogged; /* ... and refused beyond that, counted, not logged */
+};
+
+/*
+ * Takes a slot for caller k (admin: root or ctl_group, ctl_req_admin) for as long as
+ * the door serves it, until ctl_req_leave: 0 and *ret_slot, or -EBUSY when every slot
+ * it may use is taken, -EUSERS when its uid holds CTL_REQ_PER_UID. A zeroed struct is
+ * an empty pool.
+ */
+int ctl_req_admit(struct ctl_req_lim *l, const struct ctl_caller *k, bool admin, int *ret_slot);
+void ctl_req_leave(struct ctl_req_lim *l, int slot);
+/*
+ * A place for one call to wait for its caller's credentials, beside the source's
+ * source_waiting already waiting: 0, or -EUSERS (the source's share) or -EBUSY (none
+ * left). ctl_req_unwait gives it back.
+ */
+int ctl_req_wait(struct ctl_req_lim *l, unsigned source_waiting);
+void ctl_req_unwait(struct ctl_req_lim *l);
+/*
+ * Logs a refusal unless CTL_REQ_LOG_BURST were logged in this CTL_REQ_LOG_WINDOW_NS:
+ * one user's refused requests must not flood the journal, through either door.
+ * ctl_req_after_tick counts the rest.
+ */
+void ctl_req_log_refusal(struct ctl_req_lim *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* After each tick: once a window has passed, how many refusals it did not log. */
+void ctl_req_after_tick(struct ctl_req_lim *l);
+
+/* ---- what a caller is shown ---- */
+
+/*
+ * Reads what /proc shows k (k->view): the daemon's proc mount, and k->pid's own /proc
+ * (ctl_peer_view). Where k's own cannot be read (no pid: a door that named none, a
+ * process in a pid namespace below the daemon's; one gone, or with no /proc mounted)
+ * it fails closed: every process but those it could ptrace-read is hidden from it.
+ * With pidfd >= 0 (else start_time, when not 0) the read is proven to be of the
+ * process the door named: -ESRCH when it is gone. 0 otherwise.
+ */
+int ctl_req_caller_view(struct daemon *d, struct ctl_caller *k, int pidfd, uint64_t start_time);
+/*
+ * Whether k may see task tid (with start_time not 0: and that it is still the task of
+ * that start time): what its /proc would show it of another user's processes, as
+ * hidepid= and gid= on both views decide (ctl_perm_visible), judged on the task's
+ * credentials read now. Root and ctl_group see everything; so does anyone where
+ * neither view hides.
+ */
+bool ctl_req_visible(struct daemon *d, const struct ctl_caller *k, pid_t tid, uint64_t start_time);
+/*
+ * f as k may see it (status's "what else shapes scheduling"): false when f names
+ * only processes hidden from k; else *ret is f with the pids hidden from k left out.
+ */
+bool ctl_req_finding(struct daemon *d, const struct ctl_caller *k, const struct peers_finding *f,
+		     struct peers_finding *ret);
 
 enum ctl_target_kind { TGT_PID, TGT_TID, TGT_CGROUP };
 
@@ -55,6 +155,12 @@ enum ctl_req_act {
 };
 
 /*
+ * ctl_req_target for a request that reads (get, explain): a task hidden from k is
+ * answered as one that does not exist, -ESRCH.
+ */
+int ctl_req_look(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
+		 const char **why);
+/*
  * 0 if the caller may do act to t (for a set, give it the value want), else -EPERM,
  * or -ESRCH / -ENOENT when the target is gone, with *why: judged as the kernel would
  * judge the caller's own setpriority(2) and sched_setattr(2) on each of its threads
@@ -65,11 +171,15 @@ int ctl_req_permitted(struct daemon *d, const struct ctl_caller *k, struct ctl_t
 		      enum ctl_req_act act, int want, bool *ret_trusted, const char **why);
 /*
  * Gives t the value v (permitted first): the number of tasks that have it now (0 for
- * a cgroup), or -errno with *why. out: what rqctl shows ("tasks N", the unit).
+ * a cgroup), or -errno with *why. out: what rqctl shows ("tasks N", and the unit of
+ * a process k may see).
  */
 int ctl_req_set(struct daemon *d, const struct ctl_caller *k, const struct ctl_target *t, int v,
 		bool trusted, char *out, size_t size, const char **why);
-/* What t has from rqbalance, for rqctl get; -ENOENT when it has nothing. */
+/*
+ * What t has from rqbalance, for rqctl get (found with ctl_req_look); -ENOENT when it
+ * has nothing.
+ */
 int ctl_req_get(struct daemon *d, const struct ctl_target *t, char *out, size_t size);
 /* The value t has and where it came from; -ENOENT when it has none. */
 int ctl_req_value(struct daemon *d, const struct ctl_target *t, int *ret_value,

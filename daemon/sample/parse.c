@@ -1,7 +1,8 @@
 /*
  * Sample stage, its pure parsers: the text of /proc/TID/stat, /proc/stat,
- * /proc/PID/cgroup and /proc/mounts into plain values. Text in, values out: no I/O,
- * no clock, no logging, so any stage that has read such a file may parse it here.
+ * /proc/PID/cgroup, /proc/mounts and /proc/PID/mountinfo into plain values. Text in,
+ * values out: no I/O, no clock, no logging, so any stage that has read such a file may
+ * parse it here.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -180,4 +181,93 @@ bool parse_mounts_favordynmods(const char *text)
 		p = *eol ? eol + 1 : eol;
 	}
 	return false;
+}
+
+/*
+ * The next blank-separated field of a mountinfo line at *p into out (size bytes),
+ * with the kernel's octal escapes (\040 a blank, \011, \012, \134) undone. 0, or
+ * -EINVAL at the end of the line or for a field longer than out.
+ */
+static int mi_field(const char **p, char *out, size_t size)
+{
+	const char *s = *p + strspn(*p, " ");
+	size_t n = 0;
+
+	if (!*s || *s == '\n')
+		return -EINVAL;
+	while (*s && *s != ' ' && *s != '\n') {
+		char c = *s++;
+
+		if (c == '\\' && s[0] >= '0' && s[0] <= '3' && s[1] >= '0' && s[1] <= '7' &&
+		    s[2] >= '0' && s[2] <= '7') {
+			c = (char)((s[0] - '0') * 64 + (s[1] - '0') * 8 + (s[2] - '0'));
+			s += 3;
+			if (!c)
+				return -EINVAL; /* no path holds a NUL */
+		}
+		if (n + 1 >= size)
+			return -EINVAL;
+		out[n++] = c;
+	}
+	out[n] = '\0';
+	*p = s;
+	return 0;
+}
+
+static unsigned hidepid_value(const char *v)
+{
+	static const struct {
+		const char *name;
+		unsigned value;
+	} known[] = { { "0", 0 }, { "off", 0 }, { "1", 1 }, { "noaccess", 1 }, { "2", 2 },
+		      { "invisible", 2 }, { "4", 4 }, { "ptraceable", 4 } };
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(v, known[i].name) == 0)
+			return known[i].value;
+	return 2;
+}
+
+static void procfs_opts(char *opts, struct parse_procfs *ret)
+{
+	char *save = NULL, *end;
+
+	for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		if (strncmp(o, "hidepid=", 8) == 0) {
+			ret->hidepid = hidepid_value(o + 8);
+		} else if (strncmp(o, "gid=", 4) == 0) {
+			unsigned long g;
+
+			errno = 0;
+			g = strtoul(o + 4, &end, 10);
+			ret->gid_set = !errno && end != o + 4 && !*end && g <= UINT32_MAX;
+			ret->gid = ret->gid_set ? (unsigned)g : 0;
+		}
+	}
+}
+
+int parse_mountinfo_proc(const char *line, const char *mnt, struct parse_procfs *ret)
+{
+	char f[PATH_MAX], point[PATH_MAX], type[64];
+	struct parse_procfs r = { 0 };
+	const char *p = line;
+
+	/* ID, parent ID, major:minor, root, mount point, mount options. */
+	for (int i = 0; i < 6; i++)
+		if (mi_field(&p, i == 4 ? point : f, i == 4 ? sizeof(point) : sizeof(f)) < 0)
+			return -EINVAL;
+	/* Optional fields, up to the separator. */
+	do {
+		if (mi_field(&p, f, sizeof(f)) < 0)
+			return -EINVAL;
+	} while (strcmp(f, "-") != 0);
+	if (mi_field(&p, type, sizeof(type)) < 0 || mi_field(&p, f, sizeof(f)) < 0)
+		return -EINVAL;
+	if (strcmp(type, "proc") != 0 || strcmp(point, mnt) != 0)
+		return 0;
+	/* Super options: may be missing on a line cut short; none then. */
+	if (mi_field(&p, f, sizeof(f)) == 0)
+		procfs_opts(f, &r);
+	*ret = r;
+	return 1;
 }

@@ -41,4 +41,18 @@ void parse_mounts(const char *text, char *ret_v1cpu, char *ret_v2, size_t len);
  */
 bool parse_mounts_favordynmods(const char *text);
 
+/* What a proc mount's options say about who sees whose processes (proc(5)). */
+struct parse_procfs {
+	unsigned hidepid;       /* 0 off, 1 noaccess, 2 invisible, 4 ptraceable */
+	bool gid_set;           /* gid= given */
+	unsigned gid;
+};
+/*
+ * One line of /proc/PID/mountinfo (the newline may be there or not): 1 when it is a
+ * proc mount whose mount point, unescaped, is mnt, with its hidepid= and gid= in
+ * *ret (a hidepid value this parser does not know counts as invisible); 0 when it is
+ * another mount; -EINVAL when the line is malformed.
+ */
+int parse_mountinfo_proc(const char *line, const char *mnt, struct parse_procfs *ret);
+
 #endif

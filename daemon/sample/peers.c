@@ -56,7 +56,10 @@ static void add(struct peers *p, const struct peers_finding *f)
 		p->f[p->n++] = *f;
 }
 
-#define say(f, ...) snprintf((f)->text, sizeof((f)->text), __VA_ARGS__)
+/* A finding's text; one that names processes says so afterwards (note_pids). */
+#define say(f, ...)                                                                       \
+	((f)->npids = 0, (f)->pids_at = (f)->pids_len = 0,                                \
+	 snprintf((f)->text, sizeof((f)->text), __VA_ARGS__))
 
 /* The first line of root/path, its newline cut. 0 or -errno. */
 static int read_line(const char *root, const char *path, char *buf, size_t len)
@@ -284,15 +287,27 @@ static void scan_procs(const char *root, struct tool_pids ret[PEERS_NTOOLS])
 	closedir(d);
 }
 
-/* "pid 40", "pids 40, 41", "pids 40, 41, 42, 43 and 2 more". */
-static void pids_text(const struct tool_pids *t, char *out, size_t len)
+void peers_pids_text(const pid_t *pids, int n, int total, char *out, size_t len)
 {
-	size_t off = (size_t)snprintf(out, len, "pid%s", t->n > 1 ? "s" : "");
+	size_t off = (size_t)snprintf(out, len, "pid%s", total > 1 ? "s" : "");
 
-	for (int i = 0; i < t->n && i < PEERS_PIDS && off < len; i++)
-		off += (size_t)snprintf(out + off, len - off, "%s %d", i ? "," : "", (int)t->pid[i]);
-	if (t->n > PEERS_PIDS && off < len)
-		snprintf(out + off, len - off, " and %d more", t->n - PEERS_PIDS);
+	for (int i = 0; i < n && i < PEERS_PIDS && off < len; i++)
+		off += (size_t)snprintf(out + off, len - off, "%s %d", i ? "," : "", (int)pids[i]);
+	if (total > PEERS_PIDS && off < len)
+		snprintf(out + off, len - off, " and %d more", total - PEERS_PIDS);
+}
+
+/* Where f's text names the tool's processes, as who says them. */
+static void note_pids(struct peers_finding *f, const struct tool_pids *t, const char *who)
+{
+	const char *at = strstr(f->text, who);
+
+	if (!at)
+		return; /* cut off: the text names none then */
+	memcpy(f->pid, t->pid, sizeof(f->pid));
+	f->npids = t->n;
+	f->pids_at = (unsigned)(at - f->text);
+	f->pids_len = (unsigned)strlen(who);
 }
 
 void peers_tool_text(enum peers_tool t, const char *pids, struct peers_finding *ret)
@@ -544,11 +559,13 @@ static void scan_tools(const char *root, struct peers *p)
 	for (int t = 0; t < PEERS_NTOOLS; t++) {
 		if (!pids[t].n)
 			continue;
-		pids_text(&pids[t], who, sizeof(who));
+		peers_pids_text(pids[t].pid, pids[t].n, pids[t].n, who, sizeof(who));
+		memset(&f, 0, sizeof(f));
 		if (t == PEERS_TUNED)
 			tuned_finding(root, pids[t].pid[0], who, &f);
 		else
 			peers_tool_text((enum peers_tool)t, who, &f);
+		note_pids(&f, &pids[t], who);
 		add(p, &f);
 	}
 }

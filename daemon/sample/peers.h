@@ -19,6 +19,14 @@
 struct peers_finding {
 	char id[24];     /* "sched-ext", "autogroup", "no-cpu-controller", a tool's name */
 	char text[640];  /* what it is: what it means for rqbalance; one line */
+	/*
+	 * A tool's processes, which the text names ("pids 40, 41"): the first PEERS_PIDS
+	 * by pid, how many there are (0: the finding names none), and where in text their
+	 * words are, so that a reader who may not see them all can be told fewer.
+	 */
+	pid_t pid[PEERS_PIDS];
+	int npids;
+	unsigned pids_at, pids_len;
 };
 
 struct peers {
@@ -73,6 +81,11 @@ void peers_print(const struct peers *p, FILE *out);
  * comm or, run as "python3 [-opts] SCRIPT", by SCRIPT's base name.
  */
 int peers_match(const char *comm, const char *cmdline, size_t len);
+/*
+ * "pid 40", "pids 40, 41", "pids 40, 41, 42, 43 and 2 more": n pids (the first
+ * PEERS_PIDS of them named) of total.
+ */
+void peers_pids_text(const pid_t *pids, int n, int total, char *out, size_t len);
 /* Whether comm is one peers_match needs the cmdline of (an interpreter's). */
 bool peers_wants_cmdline(const char *comm);
 

@@ -128,6 +128,9 @@ static inline void ctlh_task_files(const char *at, pid_t tid, pid_t tgid, pid_t 
 	ctlh_put(rel, "         0          0 4294967295\n");
 	snprintf(rel, sizeof(rel), "%s/%d/gid_map", at, (int)tid);
 	ctlh_put(rel, "         0          0 4294967295\n");
+	/* What its /proc shows it: a proc mount with no hidepid (ctlh_peer_proc changes it). */
+	snprintf(rel, sizeof(rel), "%s/%d/mountinfo", at, (int)tid);
+	ctlh_put(rel, "22 27 0:21 / /proc rw,relatime shared:13 - proc proc rw\n");
 	snprintf(rel, sizeof(rel), "%s/%d", at, (int)tid);
 	ctlh_own(rel, uid);
 }
@@ -145,6 +148,27 @@ static inline void ctlh_process(pid_t tgid, const unsigned *uids, int nthreads, 
 		if (i)
 			ctlh_task_files("proc", tgid + i, tgid, 1, uids[i], uids[i], cap_eff);
 	}
+}
+
+/* Whose every thread is uid's, as the fake system has them (the caller's is its own). */
+static inline bool ctlh_task_is(pid_t tid, bool process, uid_t uid)
+{
+	switch (tid) {
+	case CTLH_PEER:
+		return true;
+	case CTLH_PROC_A:
+	case CTLH_PROC_A + 1:
+		return uid == 1000;
+	case CTLH_PROC_C:
+		return process ? false : uid == 1000;
+	case CTLH_PROC_C + 1:
+		return uid == 0;
+	case CTLH_PROC_B:
+		return uid == 0;
+	case CTLH_PROC_D:
+		return uid == 1001;
+	}
+	return false;
 }
 
 static inline void ctlh_cgroup(const char *name, bool weight, uid_t uid)
@@ -190,6 +214,25 @@ static inline void ctlh_cleanup(void)
 static inline void ctlh_peer_files(uid_t uid, gid_t gid, bool cap_sys_nice)
 {
 	ctlh_task_files("proc", CTLH_PEER, CTLH_PEER, 1, uid, gid, cap_sys_nice ? CTLH_NICE_CAP : 0);
+}
+
+/*
+ * The caller's /proc: mounted with these super options ("rw,hidepid=invisible"), or,
+ * with NULL, not at all; the mounts before it are another proc elsewhere and a tmpfs.
+ */
+static inline void ctlh_peer_proc(const char *opts)
+{
+	char rel[64], text[512];
+
+	snprintf(rel, sizeof(rel), "proc/%d/mountinfo", CTLH_PEER);
+	snprintf(text, sizeof(text),
+		 "21 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+		 "23 21 0:22 / /run rw - tmpfs tmpfs rw\n"
+		 "24 21 0:21 / /other\\040proc rw - proc proc rw\n"
+		 "%s%s%s",
+		 opts ? "25 21 0:23 / /proc rw,nosuid - proc proc " : "", opts ? opts : "",
+		 opts ? "\n" : "");
+	ctlh_put(rel, text);
 }
 
 /* The peer executes a set-user-ID program: its saved uid changes. */

@@ -8,8 +8,9 @@
  * resolved under a fake /proc and a fake cgroup hierarchy in a temporary
  * directory. Every request handler parses and answers what it is sent: status,
  * reload, set, get, list, reset, latency (refused: no BPF here) and sync. The replies
- * must decode, come in order, and never grant what the kernel would refuse the caller.
- * Nothing outside the temporary directory is written; the fake tasks' pids are above
+ * must decode, come in order, and never grant what the kernel would refuse the caller,
+ * nor show it (get, explain, list), where the scenario mounts its /proc hidepid=2, a
+ * task of another user's. Nothing outside the temporary directory is written; the fake tasks' pids are above
  * the kernel's PID_MAX_LIMIT, so no real task is ever named by them.
  */
 #include <errno.h>
@@ -126,6 +127,7 @@ struct caller {
 	int ngroups;
 	bool admin;   /* root or ctl_group: anything goes */
 	bool nice;    /* CAP_SYS_NICE counted: any task, any value */
+	bool hidden;  /* its /proc hides other users' tasks from it (hidepid=2, not in group 0) */
 };
 
 /* The peer's /proc files: its credentials as the scenario's byte 0 gives them. */
@@ -149,6 +151,10 @@ static void caller_of(const uint8_t *sc, const struct rqb_conf *conf, struct cal
 	ret->admin = uid == 0 ||
 		     (conf->ctl_group[0] && (ret->cred.gid == 0 || (sc[0] & 4)));
 	peer_files(ret, cap);
+	/* Byte 0's top bit: its /proc is mounted hidepid=2, which root's group sees past. */
+	if (sc[0] & 0x80)
+		ctlh_peer_proc("rw,nosuid,nodev,noexec,relatime,hidepid=invisible");
+	ret->hidden = (sc[0] & 0x80) && !ret->admin && ret->cred.gid != 0 && !(sc[0] & 4);
 	/* The daemon counts the capability only while /proc/PID is the caller's. */
 	snprintf(path, sizeof(path), "%s/%d", ctlh_proc_root, CTLH_PEER);
 	ret->nice = cap && stat(path, &st) == 0 && st.st_uid == uid;
@@ -161,27 +167,6 @@ struct sent {
 	const char *payload;
 	bool late;    /* served after the peer's credentials changed */
 };
-
-/* Whose every thread is uid's, as the fake system has them. */
-static bool task_is(pid_t tid, bool process, uid_t uid)
-{
-	switch (tid) {
-	case CTLH_PEER:
-		return true;
-	case CTLH_PROC_A:
-	case CTLH_PROC_A + 1:
-		return uid == 1000;
-	case CTLH_PROC_C:
-		return process ? false : uid == 1000;
-	case CTLH_PROC_C + 1:
-		return uid == 0;
-	case CTLH_PROC_B:
-		return uid == 0;
-	case CTLH_PROC_D:
-		return uid == 1001;
-	}
-	return false;
-}
 
 /* The value the target has now, as managed() set it: 0 when it has none. */
 static int value_now(const struct daemon *d, const struct sent *s)
@@ -223,10 +208,10 @@ static void check_granted(const struct caller *w, const struct sent *s, int befo
 	} else if (ctl_kv(s->payload, s->hdr.len, "self", v, sizeof(v)) == 0) {
 		mine = true;
 	} else if (ctl_kv(s->payload, s->hdr.len, "pid", v, sizeof(v)) == 0) {
-		mine = task_is(atoi(v), true, w->cred.uid);
+		mine = ctlh_task_is(atoi(v), true, w->cred.uid);
 	} else {
 		FUZZ_CHECK(ctl_kv(s->payload, s->hdr.len, "tid", v, sizeof(v)) == 0);
-		mine = task_is(atoi(v), false, w->cred.uid);
+		mine = ctlh_task_is(atoi(v), false, w->cred.uid);
 	}
 	FUZZ_CHECK(mine);
 	if (s->hdr.type == CTL_SET) {
@@ -254,6 +239,30 @@ static size_t requests(const uint8_t *data, size_t size, size_t split, struct se
 		off += (size_t)k;
 	}
 	return n;
+}
+
+/* What a get, explain or list answered ok shows a hidden caller: only its own tasks. */
+static void check_shown(const struct caller *w, const struct sent *s, const struct ctl_msg *m)
+{
+	char v[LAT_PATH_MAX];
+
+	if (!w->hidden)
+		return;
+	if (s->hdr.type == CTL_LIST) {
+		for (const char *p = m->payload, *end = m->payload + m->hdr.len; p < end;) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+			if ((size_t)(end - p) > 5 && memcmp(p, "task\t", 5) == 0)
+				FUZZ_CHECK(ctlh_task_is((pid_t)atoi(p + 5), false, w->cred.uid));
+			p = nl ? nl + 1 : end;
+		}
+		return;
+	}
+	if (s->hdr.type != CTL_GET && s->hdr.type != CTL_EXPLAIN)
+		return;
+	if (ctl_kv(s->payload, s->hdr.len, "pid", v, sizeof(v)) == 0 ||
+	    ctl_kv(s->payload, s->hdr.len, "tid", v, sizeof(v)) == 0)
+		FUZZ_CHECK(ctlh_task_is((pid_t)atoi(v), false, w->cred.uid));
 }
 
 /* Every reply decodes, answers the next request in order, and grants nothing wrong. */
@@ -287,6 +296,7 @@ static void check_replies(const struct daemon *d, const struct caller *w, const 
 			FUZZ_CHECK(w->admin);
 		if (req[i].hdr.type == CTL_SET || req[i].hdr.type == CTL_RESET)
 			check_granted(w, &req[i], before[i]);
+		check_shown(w, &req[i], &m);
 		/* A peer that changed its credentials is served nothing more. */
 		if (changed && req[i].late && req[i].hdr.type != CTL_SYNC)
 			FUZZ_CHECK(!"a request served after the peer changed its credentials");
@@ -300,7 +310,7 @@ static void check_replies(const struct daemon *d, const struct caller *w, const 
 /* Fills the caller's share of the connections first: its own is then refused. */
 static void crowd(struct daemon *d, const struct caller *w, int *fds, int *n)
 {
-	for (*n = 0; *n < CTL_MAX_PER_UID;) {
+	for (*n = 0; *n < CTL_REQ_PER_UID;) {
 		int sv[2];
 
 		FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) == 0);
@@ -316,7 +326,7 @@ static void dispatch(const uint8_t *sc, const uint8_t *data, size_t size)
 {
 	struct daemon *d = daemon_new(sc);
 	struct sent req[CTL_MAX_MSGS];
-	int before[CTL_MAX_MSGS], crowd_fds[CTL_MAX_PER_UID], ncrowd = 0, sv[2], r;
+	int before[CTL_MAX_MSGS], crowd_fds[CTL_REQ_PER_UID], ncrowd = 0, sv[2], r;
 	size_t split = size * sc[1] / 256, nreq, len = 0, cap = 0;
 	bool change = sc[0] & 0x20;
 	uint8_t *buf = NULL;
@@ -330,8 +340,8 @@ static void dispatch(const uint8_t *sc, const uint8_t *data, size_t size)
 		crowd(d, &w, crowd_fds, &ncrowd);
 	FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) == 0);
 	r = ctl_serve_fd(&d->ctl, ctlh_loop, sv[0], &w.cred, w.groups, w.ngroups);
-	/* A user's share is CTL_MAX_PER_UID connections; root and ctl_group have no share. */
-	FUZZ_CHECK(r == 0 || (r == -EUSERS && !w.admin && ncrowd == CTL_MAX_PER_UID));
+	/* A user's share is CTL_REQ_PER_UID connections; root and ctl_group have no share. */
+	FUZZ_CHECK(r == 0 || (r == -EUSERS && !w.admin && ncrowd == CTL_REQ_PER_UID));
 	if (r == 0) {
 		ctlh_send_all(d, sv[1], data, change ? split : size, &buf, &len, &cap);
 		if (change) {

@@ -6,7 +6,8 @@
   daemon checked only for 512 bytes of room before each line, sent more than the
   protocol's 64 KiB, and rqctl refused the whole reply.
 - One user's refused requests do not flood the log: of 60 refusals in a row at most
-  CTL_LOG_BURST (20) are logged, and one line counts the rest once the window ends."""
+  CTL_REQ_LOG_BURST (20) are logged, and one line counts the rest once the window
+  ends."""
 import os
 import re
 import subprocess

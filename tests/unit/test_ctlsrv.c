@@ -11,6 +11,7 @@
 
 #include "../common/ctl_harness.h"
 #include "ctl/ctl.h"
+#include "ctl/ctl_req.h"
 #include "ctl_proto.h"
 #include "util/log.h"
 
@@ -23,6 +24,9 @@ struct conn_t {
 	char text[CTL_MAX_PAYLOAD + 256]; /* the replies taken by the last call, as text */
 };
 
+/* The super options of the caller's /proc for the next conn_open; NULL: no hidepid. */
+static const char *peer_proc;
+
 static int setup(void **state)
 {
 	struct ctlh_scenario sc = { .ctl_group = true };
@@ -33,6 +37,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+	peer_proc = NULL;
 	ctlh_daemon_free(*state);
 	log_set_level(-1); /* a reload sets the config's */
 	return 0;
@@ -49,6 +54,8 @@ static void conn_open(struct conn_t *c, struct daemon *d, pid_t pid, uid_t uid, 
 	memset(c, 0, sizeof(*c));
 	c->d = d;
 	ctlh_peer_files(uid, uid, cap_sys_nice);
+	if (peer_proc)
+		ctlh_peer_proc(peer_proc);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
 	assert_int_equal(ctl_serve_fd(&d->ctl, ctlh_loop, sv[0], &cred, groups, wheel ? 2 : 1), 0);
 	c->fd = sv[1];
@@ -282,6 +289,184 @@ static void test_list_truncated(void **state)
 	conn_close(&c);
 }
 
+/* The tasks of uid 1000 (A), of root (thread C + 1, process B) and one gone, with values. */
+static void other_users_tasks(struct daemon *d)
+{
+	ctlh_task_entry(&d->lat, CTLH_PROC_A, CTLH_PROC_A, 5, "/user");
+	ctlh_task_entry(&d->lat, CTLH_PROC_C + 1, CTLH_PROC_C, -3, "");
+	ctlh_task_entry(&d->lat, CTLH_PROC_B, CTLH_PROC_B, 2, "");
+	ctlh_task_entry(&d->lat, CTLH_GHOST, CTLH_GHOST, 19, "");
+}
+
+static bool lists(const char *text, pid_t tid)
+{
+	char line[32];
+
+	snprintf(line, sizeof(line), "task\t%d\t", (int)tid);
+	return strstr(text, line) != NULL;
+}
+
+/* Where the caller's /proc is hidepid=invisible, it is shown only its own tasks. */
+static void test_hidepid_shows_a_user_its_own(void **state)
+{
+	struct daemon *d = *state;
+	struct conn_t c;
+	const char *text;
+
+	other_users_tasks(d);
+	peer_proc = "rw,nosuid,nodev,noexec,relatime,hidepid=invisible";
+	conn_open(&c, d, CTLH_PEER, 1000, false, false);
+	text = ask(&c, CTL_LIST, "");
+	assert_true(lists(text, CTLH_PROC_A));
+	assert_false(lists(text, CTLH_PROC_C + 1) || lists(text, CTLH_PROC_B) ||
+		     lists(text, CTLH_GHOST));
+	assert_string_equal(ask(&c, CTL_GET, "pid 4194405\n"),
+			    "err 2\nerrno 3\nmessage no such task\n");
+	assert_string_equal(ask(&c, CTL_EXPLAIN, "pid 4194405\n"),
+			    "err 3\nerrno 3\nmessage no such task\n");
+	/* A thread of its own process that is another user's is no thread of its. */
+	assert_string_equal(ask(&c, CTL_GET, "tid 4194404\n"),
+			    "err 4\nerrno 3\nmessage no such thread\n");
+	assert_non_null(strstr(ask(&c, CTL_GET, "pid 4194401\n"), "ok 5\nvalue 5\n"));
+	assert_non_null(strstr(ask(&c, CTL_EXPLAIN, "pid 4194401\n"), "ok 6\ntarget process"));
+	conn_close(&c);
+
+	/* With gid= naming a group of its, it sees every task there is, as in that /proc. */
+	peer_proc = "rw,hidepid=invisible,gid=1000";
+	conn_open(&c, d, CTLH_PEER, 1000, false, false);
+	text = ask(&c, CTL_LIST, "");
+	assert_true(lists(text, CTLH_PROC_A) && lists(text, CTLH_PROC_B) &&
+		    lists(text, CTLH_PROC_C + 1));
+	assert_false(lists(text, CTLH_GHOST));
+	conn_close(&c);
+
+	/* Root and ctl_group see everything whatever their /proc says. */
+	peer_proc = "rw,hidepid=invisible";
+	conn_open(&c, d, CTLH_PEER, 1000, true, false);
+	text = ask(&c, CTL_LIST, "");
+	assert_true(lists(text, CTLH_PROC_B) && lists(text, CTLH_GHOST));
+	conn_close(&c);
+}
+
+/*
+ * With no proc mounted at the caller's /proc, or from a process out of sight (another
+ * pid namespace), nothing of another user's is shown.
+ */
+static void test_no_view_fails_closed(void **state)
+{
+	struct daemon *d = *state;
+	struct conn_t c;
+	const char *text;
+
+	other_users_tasks(d);
+	conn_open(&c, d, CTLH_PEER, 1000, false, false);
+	text = ask(&c, CTL_LIST, "");
+	assert_true(lists(text, CTLH_PROC_A) && lists(text, CTLH_PROC_B));
+	conn_close(&c);
+	ctlh_peer_files(1000, 1000, false);
+	ctlh_peer_proc(NULL);
+	memset(&c, 0, sizeof(c));
+	{
+		struct ucred cred = { .pid = CTLH_PEER, .uid = 1000, .gid = 1000 };
+		gid_t groups[1] = { 1000 };
+		int sv[2];
+
+		c.d = d;
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
+					    sv), 0);
+		assert_int_equal(ctl_serve_fd(&d->ctl, ctlh_loop, sv[0], &cred, groups, 1), 0);
+		c.fd = sv[1];
+	}
+	text = ask(&c, CTL_LIST, "");
+	assert_true(lists(text, CTLH_PROC_A));
+	assert_false(lists(text, CTLH_PROC_B));
+	conn_close(&c);
+	/* Out of sight: only what it could ptrace-read, its own. */
+	conn_open(&c, d, 0, 1000, false, false);
+	text = ask(&c, CTL_LIST, "");
+	assert_true(lists(text, CTLH_PROC_A));
+	assert_false(lists(text, CTLH_PROC_B));
+	conn_close(&c);
+}
+
+/* status's findings name another tool's processes only as the caller's /proc would. */
+static void test_finding_names_only_what_it_may_see(void **state)
+{
+	struct daemon *d = *state;
+	struct ctl_caller k = { .uid = 1000, .gid = 1000, .via = "ctl",
+				.view = { { 0 }, { .hidepid = CTL_HIDEPID_INVISIBLE } } };
+	struct peers_finding f = { .id = "gamemoded", .npids = 6,
+				   .pid = { CTLH_PROC_A, CTLH_PROC_A + 1, CTLH_PROC_B,
+					    CTLH_PROC_D } },
+			     out;
+	const char *pids = "pids 4194401, 4194402, 4194405, 4194407 and 2 more";
+
+	snprintf(f.text, sizeof(f.text), "gamemoded (%s) runs: it sets the nice", pids);
+	f.pids_at = (unsigned)strlen("gamemoded (");
+	f.pids_len = (unsigned)strlen(pids);
+	assert_true(ctl_req_finding(d, &k, &f, &out));
+	assert_string_equal(out.text, "gamemoded (pids 4194401, 4194402) runs: it sets the nice");
+	k.uid = 1001;
+	k.gid = 1001;
+	assert_true(ctl_req_finding(d, &k, &f, &out));
+	assert_string_equal(out.text, "gamemoded (pid 4194407) runs: it sets the nice");
+	k.uid = 65534;
+	assert_false(ctl_req_finding(d, &k, &f, &out));
+	/* Where no /proc hides, and to root, as it is. */
+	k.view[1].hidepid = CTL_HIDEPID_OFF;
+	assert_true(ctl_req_finding(d, &k, &f, &out));
+	assert_string_equal(out.text, f.text);
+	k.uid = 0;
+	k.view[1].hidepid = CTL_HIDEPID_INVISIBLE;
+	assert_true(ctl_req_finding(d, &k, &f, &out));
+	assert_string_equal(out.text, f.text);
+}
+
+/* The callers' slots both doors share: a user's share, root's reserve, the waiting pool. */
+static void test_limits(void **state)
+{
+	struct ctl_req_lim l = { 0 };
+	struct ctl_caller k = { .uid = 1000 };
+	int slot[CTL_REQ_SLOTS + 1], n = 0, extra;
+
+	(void)state;
+	for (int i = 0; i < CTL_REQ_PER_UID; i++)
+		assert_int_equal(ctl_req_admit(&l, &k, false, &slot[n++]), 0);
+	assert_int_equal(ctl_req_admit(&l, &k, false, &extra), -EUSERS);
+	/* Three more users fill what all but root and ctl_group may take: 56. */
+	for (uid_t u = 1001; u <= 1003; u++) {
+		k.uid = u;
+		for (int i = 0; i < CTL_REQ_PER_UID && n < CTL_REQ_SLOTS - CTL_REQ_RESERVED; i++)
+			assert_int_equal(ctl_req_admit(&l, &k, false, &slot[n++]), 0);
+	}
+	assert_int_equal(n, CTL_REQ_SLOTS - CTL_REQ_RESERVED);
+	k.uid = 1004;
+	assert_int_equal(ctl_req_admit(&l, &k, false, &extra), -EBUSY);
+	/* Root has its 8, and no share of its own. */
+	k.uid = 0;
+	for (int i = 0; i < CTL_REQ_RESERVED; i++)
+		assert_int_equal(ctl_req_admit(&l, &k, true, &slot[n++]), 0);
+	assert_int_equal(ctl_req_admit(&l, &k, true, &extra), -EBUSY);
+	assert_int_equal(l.held, CTL_REQ_SLOTS);
+	/* A slot left is free again, for whoever may take it. */
+	ctl_req_leave(&l, slot[0]);
+	ctl_req_leave(&l, slot[0]);
+	assert_int_equal(l.held, CTL_REQ_SLOTS - 1);
+	k.uid = 1000;
+	assert_int_equal(ctl_req_admit(&l, &k, false, &extra), 0);
+	assert_int_equal(l.refused, 3);
+
+	/* The calls waiting for credentials: 4 of one source, CTL_REQ_WAITING in all. */
+	for (unsigned i = 0; i < CTL_REQ_WAITING_SOURCE; i++)
+		assert_int_equal(ctl_req_wait(&l, i), 0);
+	assert_int_equal(ctl_req_wait(&l, CTL_REQ_WAITING_SOURCE), -EUSERS);
+	while (l.waiting < CTL_REQ_WAITING)
+		assert_int_equal(ctl_req_wait(&l, 0), 0);
+	assert_int_equal(ctl_req_wait(&l, 0), -EBUSY);
+	ctl_req_unwait(&l);
+	assert_int_equal(ctl_req_wait(&l, 0), 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -295,6 +480,10 @@ int main(void)
 		T(test_credentials_changed),
 		T(test_pid_namespace),
 		T(test_list_truncated),
+		T(test_hidepid_shows_a_user_its_own),
+		T(test_no_view_fails_closed),
+		T(test_finding_names_only_what_it_may_see),
+		T(test_limits),
 	};
 
 	log_set_level(-1);

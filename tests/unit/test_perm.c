@@ -1,6 +1,7 @@
 /*
  * The ctl permission matrix, as the kernel would rule on the same request; the peer's
- * credentials as taken at accept and compared before each request.
+ * credentials as taken at accept and compared before each request; and what hidepid=
+ * shows whom.
  */
 #include <errno.h>
 #include <signal.h>
@@ -271,6 +272,102 @@ static void read_self_and_a_gone_child(void **state)
 	close(pidfd);
 }
 
+/* ---- who is shown what: hidepid= and gid= as the kernel rules on /proc/PID ---- */
+
+static const struct ctl_view off = { 0 },
+	invisible = { .hidepid = CTL_HIDEPID_INVISIBLE, .by_group = true, .gid = 0 },
+	noaccess = { .hidepid = CTL_HIDEPID_NOACCESS, .by_group = true, .gid = 4 },
+	ptraceable = { .hidepid = CTL_HIDEPID_PTRACEABLE, .by_group = true, .gid = 4 },
+	closed = { .hidepid = CTL_HIDEPID_INVISIBLE };
+
+/* A task of uid 1000 and gid 100, dumpable. */
+static struct ctl_peer task(void)
+{
+	return peer("1000\t1000\t1000\t1000", 0, 1000);
+}
+
+static void hidepid_off_shows_everything(void **state)
+{
+	struct ctl_perm_seer s = { .uid = 1001, .gid = 1001 };
+	struct ctl_peer t = peer("0\t0\t0\t0", 0, 0);
+
+	assert_true(ctl_perm_visible(&off, &s, &t));
+}
+
+static void hidepid_shows_the_same_user_its_own(void **state)
+{
+	struct ctl_perm_seer s = { .uid = 1000, .gid = 100 };
+	struct ctl_peer t = task();
+
+	assert_true(ctl_perm_visible(&invisible, &s, &t));
+	assert_true(ctl_perm_visible(&noaccess, &s, &t));
+	assert_true(ctl_perm_visible(&ptraceable, &s, &t));
+	s.uid = 1001;
+	assert_false(ctl_perm_visible(&invisible, &s, &t));
+	assert_false(ctl_perm_visible(&noaccess, &s, &t));
+	assert_false(ctl_perm_visible(&ptraceable, &s, &t));
+}
+
+static void hidepid_hides_what_ptrace_would_refuse(void **state)
+{
+	struct ctl_perm_seer s = { .uid = 1000, .gid = 100 };
+	struct ctl_peer t = task();
+
+	t.owner = 0; /* not dumpable: a set-user-ID exec, or prctl */
+	assert_false(ctl_perm_visible(&invisible, &s, &t));
+	t = peer("1000\t0\t0\t0", 0, 0); /* the user's own set-user-ID root exec */
+	assert_false(ctl_perm_visible(&invisible, &s, &t));
+	t = task();
+	snprintf(t.gid, sizeof(t.gid), "100\t5\t5\t5"); /* a set-group-ID exec */
+	assert_false(ctl_perm_visible(&invisible, &s, &t));
+	t = task();
+	s.gid = 5; /* the caller runs with another group than the task */
+	assert_false(ctl_perm_visible(&invisible, &s, &t));
+	/* The bus does not say which group is the caller's own: one of its groups stands. */
+	s.gid = (gid_t)-1;
+	s.groups = (const gid_t[]){ 7, 100 };
+	s.ngroups = 2;
+	assert_true(ctl_perm_visible(&invisible, &s, &t));
+	s.ngroups = 1;
+	assert_false(ctl_perm_visible(&invisible, &s, &t));
+	snprintf(t.uid, sizeof(t.uid), "garbage");
+	s.cap_sys_ptrace = false;
+	assert_false(ctl_perm_visible(&invisible, &s, &t));
+}
+
+static void hidepid_spares_ptrace_and_the_group(void **state)
+{
+	struct ctl_perm_seer s = { .uid = 1001, .gid = 1001 };
+	struct ctl_peer t = peer("0\t0\t0\t0", 0, 0);
+	gid_t four = 4, zero = 0;
+
+	s.cap_sys_ptrace = true;
+	assert_true(ctl_perm_visible(&invisible, &s, &t));
+	assert_true(ctl_perm_visible(&ptraceable, &s, &t));
+	s.cap_sys_ptrace = false;
+	s.groups = &four;
+	s.ngroups = 1;
+	assert_true(ctl_perm_visible(&noaccess, &s, &t));
+	assert_false(ctl_perm_visible(&ptraceable, &s, &t)); /* gid= does not count there */
+	/* No gid= on the mount: the kernel's pid_gid is root's group. */
+	assert_false(ctl_perm_visible(&invisible, &s, &t));
+	s.groups = &zero;
+	assert_true(ctl_perm_visible(&invisible, &s, &t));
+	/* A view the daemon could not read shows no group anything. */
+	assert_false(ctl_perm_visible(&closed, &s, &t));
+}
+
+/* The real /proc: this process's own view, and the daemon's (pid 0). */
+static void view_of_self(void **state)
+{
+	struct parse_procfs v;
+
+	assert_int_equal(ctl_peer_view("/proc", getpid(), &v), 0);
+	assert_int_equal(ctl_peer_view("/proc", 0, &v), 0);
+	assert_int_equal(ctl_peer_view("/nonexistent-rqb", 0, &v), -ENOENT);
+	assert_int_equal(ctl_peer_view("/nonexistent-rqb", getpid(), &v), -ESRCH);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -289,6 +386,11 @@ int main(void)
 		cmocka_unit_test(accept_refuses_ids_changed_since_connect),
 		cmocka_unit_test(same_peer_or_stale),
 		cmocka_unit_test(read_self_and_a_gone_child),
+		cmocka_unit_test(hidepid_off_shows_everything),
+		cmocka_unit_test(hidepid_shows_the_same_user_its_own),
+		cmocka_unit_test(hidepid_hides_what_ptrace_would_refuse),
+		cmocka_unit_test(hidepid_spares_ptrace_and_the_group),
+		cmocka_unit_test(view_of_self),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -419,6 +419,58 @@ static void test_cgroup_unified_fallback(void **state)
 	assert_string_equal(path, "/u");
 }
 
+/* A proc mount's hidepid= and gid= from /proc/PID/mountinfo lines, as 6.18 writes them. */
+static void test_mountinfo_proc(void **state)
+{
+	struct parse_procfs v = { .hidepid = 9 };
+
+	(void)state;
+	assert_int_equal(parse_mountinfo_proc("22 27 0:21 / /proc rw,relatime shared:13 - proc "
+					      "proc rw\n", "/proc", &v), 1);
+	assert_int_equal(v.hidepid, 0);
+	assert_false(v.gid_set);
+	assert_int_equal(parse_mountinfo_proc("85 67 0:40 / /proc rw,relatime - proc proc "
+					      "rw,gid=27,hidepid=invisible", "/proc", &v), 1);
+	assert_int_equal(v.hidepid, 2);
+	assert_true(v.gid_set);
+	assert_int_equal(v.gid, 27);
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /proc rw - proc p rw,hidepid=noaccess\n",
+					      "/proc", &v), 1);
+	assert_int_equal(v.hidepid, 1);
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /proc rw - proc p rw,hidepid=ptraceable",
+					      "/proc", &v), 1);
+	assert_int_equal(v.hidepid, 4);
+	/* Before 5.8 the value was a number; one not known counts as invisible. */
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /proc rw - proc p rw,hidepid=1", "/proc",
+					      &v), 1);
+	assert_int_equal(v.hidepid, 1);
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /proc rw - proc p rw,hidepid=7", "/proc",
+					      &v), 1);
+	assert_int_equal(v.hidepid, 2);
+	/* Another mount point, another file system, a mount point with a blank in it. */
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /proc/sys rw - proc p rw", "/proc", &v),
+			 0);
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /proc rw - tmpfs t rw", "/proc", &v), 0);
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /my\\040proc rw - proc p rw,hidepid=2",
+					      "/my proc", &v), 1);
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /proc rw - proc p rw", "/my proc", &v), 0);
+	/* Optional fields before the separator; a NUL escaped into a path is no path. */
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /proc rw shared:1 master:2 - proc p "
+					      "rw,hidepid=2", "/proc", &v), 1);
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /proc\\000x rw - proc p rw", "/proc", &v),
+			 -EINVAL);
+	/* Cut short, or garbage. */
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /proc rw", "/proc", &v), -EINVAL);
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /proc rw - proc", "/proc", &v), -EINVAL);
+	assert_int_equal(parse_mountinfo_proc("", "/proc", &v), -EINVAL);
+	/* A line without super options is a proc mount with none. */
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /proc rw - proc p", "/proc", &v), 1);
+	assert_int_equal(v.hidepid, 0);
+	assert_int_equal(parse_mountinfo_proc("1 2 0:1 / /proc rw - proc p rw,gid=x", "/proc", &v),
+			 1);
+	assert_false(v.gid_set);
+}
+
 static void test_cgroup_neither(void **state)
 {
 	char path[16] = "untouched";
@@ -913,6 +965,7 @@ int main(void)
 		cmocka_unit_test(test_cgroup_v2),
 		cmocka_unit_test(test_cgroup_unified_fallback),
 		cmocka_unit_test(test_cgroup_neither),
+		cmocka_unit_test(test_mountinfo_proc),
 		cmocka_unit_test_setup_teardown(test_sampler_pinned_cpu1, fix_setup, fix_teardown),
 		cmocka_unit_test_setup_teardown(test_sampler_pinned_cpu0, fix_setup, fix_teardown),
 		cmocka_unit_test_setup_teardown(test_sampler_forgets_reaped, fix_setup, fix_teardown),

@@ -1,0 +1,102 @@
+/*
+ * The request layer's limits (see ctl_req.h): what both doors may hold for callers,
+ * and the log budget of their refusals. Counting only: it reads nothing, and a door
+ * asks before it keeps anything for a caller.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "ctl/ctl_req.h"
+#include "util/log.h"
+#include "util/util.h"
+
+int ctl_req_admit(struct ctl_req_lim *l, const struct ctl_caller *k, bool admin, int *ret_slot)
+{
+	unsigned users = 0, mine = 0;
+	int free_slot = -1;
+
+	for (int i = 0; i < CTL_REQ_SLOTS; i++) {
+		const struct ctl_req_slot *s = &l->slot[i];
+
+		if (!s->used) {
+			if (free_slot < 0)
+				free_slot = i;
+			continue;
+		}
+		if (s->admin)
+			continue;
+		users++;
+		mine += s->uid == k->uid;
+	}
+	if (free_slot < 0 || (!admin && users >= CTL_REQ_SLOTS - CTL_REQ_RESERVED)) {
+		l->refused++;
+		return -EBUSY;
+	}
+	if (!admin && mine >= CTL_REQ_PER_UID) {
+		l->refused++;
+		return -EUSERS;
+	}
+	l->slot[free_slot] = (struct ctl_req_slot){ .used = true, .admin = admin, .uid = k->uid };
+	l->held++;
+	*ret_slot = free_slot;
+	return 0;
+}
+
+void ctl_req_leave(struct ctl_req_lim *l, int slot)
+{
+	if (slot < 0 || slot >= CTL_REQ_SLOTS || !l->slot[slot].used)
+		return;
+	l->slot[slot].used = false;
+	l->held--;
+}
+
+int ctl_req_wait(struct ctl_req_lim *l, unsigned source_waiting)
+{
+	if (source_waiting >= CTL_REQ_WAITING_SOURCE || l->waiting >= CTL_REQ_WAITING) {
+		l->refused_waiting++;
+		return source_waiting >= CTL_REQ_WAITING_SOURCE ? -EUSERS : -EBUSY;
+	}
+	l->waiting++;
+	return 0;
+}
+
+void ctl_req_unwait(struct ctl_req_lim *l)
+{
+	if (l->waiting)
+		l->waiting--;
+}
+
+void ctl_req_log_refusal(struct ctl_req_lim *l, const char *fmt, ...)
+{
+	uint64_t now = util_now_ns();
+	char text[512];
+	va_list ap;
+
+	if (now - l->log_window_ns >= CTL_REQ_LOG_WINDOW_NS && !l->unlogged) {
+		l->log_window_ns = now;
+		l->logged = 0;
+	}
+	if (l->logged >= CTL_REQ_LOG_BURST) {
+		l->unlogged++;
+		return;
+	}
+	l->logged++;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	log_notice("%s", text);
+}
+
+void ctl_req_after_tick(struct ctl_req_lim *l)
+{
+	uint64_t now = util_now_ns();
+
+	if (!l->unlogged || now - l->log_window_ns < CTL_REQ_LOG_WINDOW_NS)
+		return;
+	log_notice("ctl: %lu more refusals in the last %llu s not logged", l->unlogged,
+		   (unsigned long long)((now - l->log_window_ns) / 1000000000ull));
+	l->unlogged = 0;
+	l->logged = 0;
+	l->log_window_ns = now;
+}
