@@ -283,6 +283,18 @@ static const char *after_pins_tick(struct fx *f, int t, const char *cpu2, const 
 	return replay_tick(f, text);
 }
 
+/* Four hogs on LLC 0 of two LLCs of two CPUs: two are pinned to LLC 1 (at 1 s). */
+static void pin_two_hogs(struct fx *f)
+{
+	assert_string_equal(replay_tick(f, "snapshot 1 1000000000 1\n"
+					   "cpu 0 2 100\ncpu 1 2 100\ncpu 2 0 0\ncpu 3 0 0\n"
+					   "task 11 11 0 500 0 0-3 sh /\ntask 12 12 0 501 0 0-3 sh /\n"
+					   "task 13 13 1 502 0 0-3 sh /\ntask 14 14 1 503 0 0-3 sh /\n"
+					   "end\n"),
+			    "pin tid=12 tgid=12 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n"
+			    "pin tid=14 tgid=14 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n");
+}
+
 /*
  * The qemu tier's t_spread under a doubled host load, replayed: four hogs on LLC 0 of
  * two LLCs of two CPUs; two are pinned to LLC 1. Then the vCPU of CPU 3, where one of
@@ -295,15 +307,8 @@ static const char *after_pins_tick(struct fx *f, int t, const char *cpu2, const 
 static const char *silent_cpu_ticks(struct fx *f, const char *silent)
 {
 	static char plans[4096];
-	const char *first;
 
-	first = replay_tick(f, "snapshot 1 1000000000 1\n"
-			       "cpu 0 2 100\ncpu 1 2 100\ncpu 2 0 0\ncpu 3 0 0\n"
-			       "task 11 11 0 500 0 0-3 sh /\ntask 12 12 0 501 0 0-3 sh /\n"
-			       "task 13 13 1 502 0 0-3 sh /\ntask 14 14 1 503 0 0-3 sh /\n"
-			       "end\n");
-	assert_string_equal(first, "pin tid=12 tgid=12 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n"
-				   "pin tid=14 tgid=14 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n");
+	pin_two_hogs(f);
 	plans[0] = '\0';
 	for (int t = 2; t <= 3; t++)
 		strcat(plans, after_pins_tick(f, t, "", silent));
@@ -360,13 +365,7 @@ static void left_behind_count_is_no_load(void **state)
 	struct fx *f = fx_new(T2x2);
 	char text[1024];
 
-	assert_string_equal(replay_tick(f, "snapshot 1 1000000000 1\n"
-					   "cpu 0 2 100\ncpu 1 2 100\ncpu 2 0 0\ncpu 3 0 0\n"
-					   "task 11 11 0 500 0 0-3 sh /\ntask 12 12 0 501 0 0-3 sh /\n"
-					   "task 13 13 1 502 0 0-3 sh /\ntask 14 14 1 503 0 0-3 sh /\n"
-					   "end\n"),
-			    "pin tid=12 tgid=12 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n"
-			    "pin tid=14 tgid=14 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n");
+	pin_two_hogs(f);
 	for (int t = 2; t <= 4; t++) {
 		snprintf(text, sizeof(text),
 			 "snapshot %d %d00000000 1\n"
@@ -393,13 +392,7 @@ static void kernel_instant_moves_nothing(void **state)
 	struct fx *f = fx_new(T2x2);
 	char text[1024];
 
-	assert_string_equal(replay_tick(f, "snapshot 1 1000000000 1\n"
-					   "cpu 0 2 100\ncpu 1 2 100\ncpu 2 0 0\ncpu 3 0 0\n"
-					   "task 11 11 0 500 0 0-3 sh /\ntask 12 12 0 501 0 0-3 sh /\n"
-					   "task 13 13 1 502 0 0-3 sh /\ntask 14 14 1 503 0 0-3 sh /\n"
-					   "end\n"),
-			    "pin tid=12 tgid=12 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n"
-			    "pin tid=14 tgid=14 comm=\"sh\" llc=0->1 cpus=2-3 why=overload\n");
+	pin_two_hogs(f);
 	for (int t = 2; t <= 4; t++) {
 		snprintf(text, sizeof(text),
 			 "snapshot %d %d00000000 1\n"
