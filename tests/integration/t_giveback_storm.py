@@ -162,6 +162,7 @@ def after(d, what, p, pid, value=VALUE):
     say_log(d, bad, [pid])
     check(not bad, f"{what}: none of the {len(tree)} children keeps nice {value} unmanaged "
           f"({len(bad)} do: {bad[:5]})")
+    check(nice_of(pid) in (0, None), f"{what}: the process has its nice back")
     return tree
 
 
@@ -176,7 +177,6 @@ def reset(tmp):
               "reset: and resets it while it forks")
         end_storm(p)
         tree = after(d, "reset", p, pid)
-        check(nice_of(pid) in (0, None), "reset: the process has its nice back")
         kill_tree(p, tree)
         check(d.stop() == 0, "reset: clean stop")
 
@@ -198,7 +198,6 @@ def reload(tmp):
         check(rqctl(d, "reload").returncode == 0, "reload: the rule is gone")
         end_storm(p)
         tree = after(d, "reload", p, pid)
-        check(nice_of(pid) in (0, None), "reload: the process has its nice back")
         kill_tree(p, tree)
         check(d.stop() == 0, "reload: clean stop")
 
@@ -217,7 +216,6 @@ def foreground(tmp):
         check(r.ok, f"foreground: and another in its place while it forks ({r!r})")
         end_storm(p)
         tree = after(d, "foreground", p, pid, fg)
-        check(nice_of(pid) in (0, None), "foreground: the process has its nice back")
         kill_tree(p, tree)
         other.kill()
         other.wait()
