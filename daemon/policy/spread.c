@@ -235,15 +235,17 @@ static bool settled(const struct snapshot *s, const struct rqb_conf *c,
 }
 
 /*
- * A kernel thread caught runnable that used no CPU since the last sample: the kernel's
- * work of an instant (the RCU thread, ksoftirqd, woken by a tick). Like a young task it
- * is load on a target, but as a source no reason to move another task: two of them in
- * two ticks, beside the test's busy shell, once made an LLC of two hogs look
- * overloaded by two, and a third hog was pinned away (the qemu tier's t_spread).
+ * A kernel thread caught runnable: the kernel's work of an instant (the RCU thread,
+ * ksoftirqd, a kworker, woken by a tick or for a task), whether or not it used CPU
+ * since the last sample, and the kernel's to place. Like a young task it is load on a
+ * target, but as a source no reason to move another task. Counted as a source, two of
+ * them beside the test's busy shell once made an LLC of two hogs look overloaded by
+ * two, and later the RCU thread alone, having run since the last sample, did the same;
+ * each time a third hog was pinned away (the qemu tier's t_spread).
  */
-static bool kernel_instant(const struct snap_task *t)
+static bool kernel_thread(const struct snap_task *t)
 {
-	return (t->flags & SNAP_TASK_KTHREAD) && (t->flags & SNAP_TASK_NO_CPU);
+	return t->flags & SNAP_TASK_KTHREAD;
 }
 
 static int size_scratch(struct spread_state *st, const struct snapshot *s)
@@ -393,7 +395,7 @@ static void count(const struct snapshot *s, const struct rqb_conf *conf, struct 
 		if (pi >= 0)
 			st->pins[pi].counted_away = true;
 		listed[t->cpu]++;
-		st->raw_young[tp->cpus[t->cpu].llc] += !settled(s, conf, t) || kernel_instant(t);
+		st->raw_young[tp->cpus[t->cpu].llc] += !settled(s, conf, t) || kernel_thread(t);
 	}
 	count_unlisted_pins(s, st);
 	uncount_left_behind(s, st);
@@ -426,8 +428,8 @@ static void count(const struct snapshot *s, const struct rqb_conf *conf, struct 
 
 /*
  * What a decision may trust. A task that started less than min_residency_ms ago is the
- * kernel's (it placed it at fork or exec), and so is a kernel thread's instant
- * (kernel_instant): it is load on a target, but as a source it neither moves nor makes
+ * kernel's (it placed it at fork or exec), and so is a kernel thread
+ * (kernel_thread): it is load on a target, but as a source it neither moves nor makes
  * another task move. One settled task more than CPUs could be
  * a short task caught running: as a source, such an LLC counts the lower of this
  * tick's and the last one's settled tasks; two or more over its CPUs are load at once.

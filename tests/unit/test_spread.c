@@ -63,6 +63,14 @@ static struct snap_task *add(struct fx *f, pid_t tid, int cpu)
 	return n;
 }
 
+/* t, narrowed to the CPU it is on: load that counts everywhere and never moves. */
+static struct snap_task *narrowed(struct snap_task *t)
+{
+	CPU_ZERO(&t->allowed);
+	CPU_SET(t->cpu, &t->allowed);
+	return t;
+}
+
 /* Runs one tick at now_ms; returns the plan's dump. */
 static const char *tick(struct fx *f, uint64_t now_ms)
 {
@@ -407,6 +415,37 @@ static void kernel_instant_moves_nothing(void **state)
 	fx_free(f);
 }
 
+/*
+ * The same with a kernel thread that did use CPU since the last sample (the RCU thread,
+ * flagged a kernel thread only): after two hogs were pinned to LLC 1, LLC 0's two hogs,
+ * the test's busy shell and that thread made an overload of two, acted on at once, and
+ * a third hog went to LLC 1 (the qemu tier's t_spread beside a host hog, run 8 of
+ * 2026-12-02). A kernel thread is the kernel's to place and does not stay: no reason
+ * to move a task, in a tick alone or in two.
+ */
+static void kernel_thread_moves_nothing(void **state)
+{
+	struct fx *f = fx_new(T2x2);
+	char text[1024];
+
+	/* As in the guest: its test shell, "ash", is excluded, its hogs ("sh") are not. */
+	f->c.exclude_comms.n = 1;
+	snprintf(f->c.exclude_comms.v[0], sizeof(f->c.exclude_comms.v[0]), "ash");
+	pin_two_hogs(f);
+	for (int t = 2; t <= 4; t++) {
+		snprintf(text, sizeof(text),
+			 "snapshot %d %d00000000 1\n"
+			 "cpu 0 2 100\ncpu 1 2 100\ncpu 2 2 100\ncpu 3 0 0\n"
+			 "task 15 15 0 5 1 0-3 rcu_preempt /\ntask 20 20 0 400 0 0-3 ash /\n"
+			 "task 11 11 1 500 0 0-3 sh /\ntask 13 13 1 502 0 0-3 sh /\n"
+			 "task 12 12 2 501 0 2-3 sh /\ntask 14 14 2 503 0 2-3 sh /\n"
+			 "end\n",
+			 t, 9 + t);
+		assert_string_equal(replay_tick(f, text), "");
+	}
+	fx_free(f);
+}
+
 /* (d) Hysteresis: while LLC 0 stays full, the pin holds until max_pin_ms. */
 static void pin_released_at_max_age(void **state)
 {
@@ -696,7 +735,7 @@ static void converges_without_ping_pong(void **state)
 /*
  * keep_pairs: two tasks that wake each other leave their LLC together, for an LLC with
  * two idle CPUs, or not at all. LLC 0 (4 CPUs) runs 6 tasks: the pair 10/11 on CPUs 0
- * and 1 beside two kernel threads, and one task on each other CPU.
+ * and 1 beside two tasks narrowed to those CPUs, and one task on each other CPU.
  */
 static struct fx *pair_fixture(int llc1_tasks, bool keep)
 {
@@ -705,8 +744,8 @@ static struct fx *pair_fixture(int llc1_tasks, bool keep)
 	f->c.keep_pairs = keep;
 	add(f, 10, 0)->partner = 11;
 	add(f, 11, 1)->partner = 10;
-	add(f, 12, 0)->flags |= SNAP_TASK_KTHREAD;
-	add(f, 13, 1)->flags |= SNAP_TASK_KTHREAD;
+	narrowed(add(f, 12, 0));
+	narrowed(add(f, 13, 1));
 	add(f, 14, 2);
 	add(f, 15, 3);
 	for (int i = 0; i < llc1_tasks; i++)
@@ -844,13 +883,14 @@ static void rules_on_each_machine(void **state)
 		fx_free(f);
 
 		/* (a), (b), (d), (e): twice as many tasks as CPUs on LLC 0, two per CPU, one
-		 * of each pair ineligible. Only eligible tasks move, never the last task of a
-		 * CPU (so exactly cap of them), and none twice within residency. */
+		 * of each pair ineligible (narrowed to its CPU). Only eligible tasks move,
+		 * never the last task of a CPU (so exactly cap of them), and none twice
+		 * within residency. */
 		f = fx_new(RULE_TOPOS[k]);
 		cap = llc_cpus(f->topo, 0, cpus);
 		for (int i = 0; i < cap; i++) {
 			add(f, 1000 + i, cpus[i]);
-			add(f, 2000 + i, cpus[i])->flags |= SNAP_TASK_KTHREAD;
+			narrowed(add(f, 2000 + i, cpus[i]));
 		}
 		dump = decide(f, 100);
 		assert_int_equal(count_ops(dump, "pin "), cap);
@@ -887,6 +927,7 @@ int main(void)
 		cmocka_unit_test(held_record_hides_a_stacked_hog),
 		cmocka_unit_test(left_behind_count_is_no_load),
 		cmocka_unit_test(kernel_instant_moves_nothing),
+		cmocka_unit_test(kernel_thread_moves_nothing),
 		cmocka_unit_test(pin_released_at_max_age),
 		cmocka_unit_test(single_core_llcs_not_spread),
 		cmocka_unit_test(moves_capped_per_tick),
