@@ -357,6 +357,17 @@ static void tick_stage(struct daemon *d, enum tick_stage st, uint64_t *t)
 	*t = now;
 }
 
+/* --record: the plan a snapshot led to, as comments a replay skips. */
+static void record_plan(struct daemon *d)
+{
+	char line[PLAN_LINE_MAX];
+
+	for (size_t i = 0; i < d->plan.n; i++) {
+		plan_format(&d->plan.a[i], line, sizeof(line));
+		fprintf(d->record, "# plan %s\n", line);
+	}
+}
+
 int daemon_tick(struct daemon *d, uint64_t now_ns)
 {
 	uint64_t t = util_now_ns(), t0 = t;
@@ -400,6 +411,8 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 		log_err("policy: %s", strerror(-r));
 		return r;
 	}
+	if (d->record)
+		record_plan(d);
 	if (d->plan.n)
 		act_apply(&d->act, &d->plan, on_dropped, d);
 	notify_status(d);

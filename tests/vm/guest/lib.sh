@@ -14,15 +14,29 @@ DAEMON_CONF=""
 echo "test shell: pid $$, comm $(cat /proc/$$/comm)"
 
 # RECORD: a test that starts its daemon with --record "$RECORD" has the snapshots
-# printed when it fails (the last 400 lines), to be replayed as a unit test.
+# printed when it fails, to be replayed as a unit test: the three that led to each
+# plan (its "# plan" lines follow them), then the last 100 lines. (A pin made in the
+# first ticks was once cut off by a plain tail.)
 RECORD=""
+print_record() {
+	echo "--- snapshots ${RECORD#/tmp/}: the 3 before each plan (at most 300 lines) ---"
+	awk '
+	/^snapshot / { blk = "" }
+	{ blk = blk $0 "\n" }
+	/^end$/ { ring[n % 3] = blk; n++; next }
+	/^# plan / {
+		for (k = (n > 3 ? n - 3 : 0); k < n; k++)
+			if (k > shown) { printf "%s", ring[k % 3]; shown = k }
+		print
+	}
+	BEGIN { shown = -1 }' "$RECORD" | head -n 300
+	echo "--- snapshots ${RECORD#/tmp/} (last 100 lines) ---"
+	tail -n 100 "$RECORD"
+}
 fail() {
 	echo "not ok: $*"
 	cleanup
-	if [ -n "$RECORD" ] && [ -e "$RECORD" ]; then
-		echo "--- snapshots ${RECORD#/tmp/} (last 400 lines) ---"
-		tail -n 400 "$RECORD"
-	fi
+	[ -n "$RECORD" ] && [ -e "$RECORD" ] && print_record
 	exit 1
 }
 ok() { echo "ok: $*"; }
