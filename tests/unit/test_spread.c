@@ -360,6 +360,20 @@ static void pinned_sleeper_is_no_load(void **state)
 }
 
 /*
+ * Ticks 2 to 4 after pin_two_hogs, each the snapshot whose cpu and task lines are body:
+ * none may plan anything.
+ */
+static void nothing_moves_after_pins(struct fx *f, const char *body)
+{
+	char text[1024];
+
+	for (int t = 2; t <= 4; t++) {
+		snprintf(text, sizeof(text), "snapshot %d %d00000000 1\n%send\n", t, 9 + t, body);
+		assert_string_equal(replay_tick(f, text), "");
+	}
+}
+
+/*
  * The qemu tier's t_spread in a quiet run, replayed: the two hogs pinned to LLC 1 both
  * run on CPU 2, listed there, while CPU 0's last counts (2, taken before the pins, the
  * vCPU not run since) still count the hog that left it, and list only the one that
@@ -371,19 +385,12 @@ static void pinned_sleeper_is_no_load(void **state)
 static void left_behind_count_is_no_load(void **state)
 {
 	struct fx *f = fx_new(T2x2);
-	char text[1024];
 
 	pin_two_hogs(f);
-	for (int t = 2; t <= 4; t++) {
-		snprintf(text, sizeof(text),
-			 "snapshot %d %d00000000 1\n"
-			 "cpu 0 2 100 sampled=950000000\ncpu 1 2 100\ncpu 2 2 100\ncpu 3 0 0\n"
-			 "task 11 11 0 500 0 0-3 sh /\ntask 13 13 1 502 0 0-3 sh /\n"
-			 "task 12 12 2 501 0 2-3 sh /\ntask 14 14 2 503 0 2-3 sh /\n"
-			 "end\n",
-			 t, 9 + t);
-		assert_string_equal(replay_tick(f, text), "");
-	}
+	nothing_moves_after_pins(f,
+				 "cpu 0 2 100 sampled=950000000\ncpu 1 2 100\ncpu 2 2 100\ncpu 3 0 0\n"
+				 "task 11 11 0 500 0 0-3 sh /\ntask 13 13 1 502 0 0-3 sh /\n"
+				 "task 12 12 2 501 0 2-3 sh /\ntask 14 14 2 503 0 2-3 sh /\n");
 	fx_free(f);
 }
 
@@ -398,20 +405,13 @@ static void left_behind_count_is_no_load(void **state)
 static void kernel_instant_moves_nothing(void **state)
 {
 	struct fx *f = fx_new(T2x2);
-	char text[1024];
 
 	pin_two_hogs(f);
-	for (int t = 2; t <= 4; t++) {
-		snprintf(text, sizeof(text),
-			 "snapshot %d %d00000000 1\n"
-			 "cpu 0 3 100\ncpu 1 1 100\ncpu 2 2 100\ncpu 3 0 0\n"
-			 "task 11 11 0 500 0 0-3 sh /\ntask 15 15 0 5 3 0-3 rcu_preempt /\n"
-			 "task 20 20 0 400 0 0-3 ash /\ntask 13 13 1 502 0 0-3 sh /\n"
-			 "task 12 12 2 501 0 2-3 sh /\ntask 14 14 2 503 0 2-3 sh /\n"
-			 "end\n",
-			 t, 9 + t);
-		assert_string_equal(replay_tick(f, text), "");
-	}
+	nothing_moves_after_pins(f,
+				 "cpu 0 3 100\ncpu 1 1 100\ncpu 2 2 100\ncpu 3 0 0\n"
+				 "task 11 11 0 500 0 0-3 sh /\ntask 15 15 0 5 3 0-3 rcu_preempt /\n"
+				 "task 20 20 0 400 0 0-3 ash /\ntask 13 13 1 502 0 0-3 sh /\n"
+				 "task 12 12 2 501 0 2-3 sh /\ntask 14 14 2 503 0 2-3 sh /\n");
 	fx_free(f);
 }
 
@@ -426,23 +426,16 @@ static void kernel_instant_moves_nothing(void **state)
 static void kernel_thread_moves_nothing(void **state)
 {
 	struct fx *f = fx_new(T2x2);
-	char text[1024];
 
 	/* As in the guest: its test shell, "ash", is excluded, its hogs ("sh") are not. */
 	f->c.exclude_comms.n = 1;
 	snprintf(f->c.exclude_comms.v[0], sizeof(f->c.exclude_comms.v[0]), "ash");
 	pin_two_hogs(f);
-	for (int t = 2; t <= 4; t++) {
-		snprintf(text, sizeof(text),
-			 "snapshot %d %d00000000 1\n"
-			 "cpu 0 2 100\ncpu 1 2 100\ncpu 2 2 100\ncpu 3 0 0\n"
-			 "task 15 15 0 5 1 0-3 rcu_preempt /\ntask 20 20 0 400 0 0-3 ash /\n"
-			 "task 11 11 1 500 0 0-3 sh /\ntask 13 13 1 502 0 0-3 sh /\n"
-			 "task 12 12 2 501 0 2-3 sh /\ntask 14 14 2 503 0 2-3 sh /\n"
-			 "end\n",
-			 t, 9 + t);
-		assert_string_equal(replay_tick(f, text), "");
-	}
+	nothing_moves_after_pins(f,
+				 "cpu 0 2 100\ncpu 1 2 100\ncpu 2 2 100\ncpu 3 0 0\n"
+				 "task 15 15 0 5 1 0-3 rcu_preempt /\ntask 20 20 0 400 0 0-3 ash /\n"
+				 "task 11 11 1 500 0 0-3 sh /\ntask 13 13 1 502 0 0-3 sh /\n"
+				 "task 12 12 2 501 0 2-3 sh /\ntask 14 14 2 503 0 2-3 sh /\n");
 	fx_free(f);
 }
 
