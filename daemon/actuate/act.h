@@ -59,10 +59,6 @@ struct act_ops {
 			   size_t errlen);
 };
 
-struct parse_stat_line;
-/* Reads /proc/TID/stat. 0, -ESRCH when the task is gone, or -errno. */
-int act_read_stat(pid_t tid, struct parse_stat_line *ret);
-
 /* Clock ticks after boot now: the unit of start times in /proc. */
 uint64_t act_boot_ticks(void);
 

@@ -26,7 +26,7 @@
 #include "actuate/act.h"
 #include "actuate/cgsd.h"
 #include "rqbalance.h"
-#include "sample/parse.h"
+#include "sample/procfs.h"
 #include "util/schedattr.h"
 #include "util/util.h"
 
@@ -46,29 +46,10 @@ static int pidfd_open_thread(pid_t tid, pid_t tgid)
 	return fd < 0 ? -errno : fd;
 }
 
-int act_read_stat(pid_t tid, struct parse_stat_line *ret)
-{
-	char path[PATH_MAX], buf[1024];
-	ssize_t n;
-	int fd;
-
-	if (util_proc_path(path, sizeof(path), NULL, "%d/stat", (int)tid) < 0)
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -ESRCH;
-	buf[n] = '\0';
-	return parse_stat(buf, ret) < 0 ? -EIO : 0;
-}
-
 static int read_start_time(pid_t tid, uint64_t *ret)
 {
 	struct parse_stat_line l;
-	int r = act_read_stat(tid, &l);
+	int r = procfs_stat(NULL, 0, tid, &l);
 
 	if (r < 0)
 		return r;
@@ -190,7 +171,7 @@ static int linux_offspring(pid_t tgid, uint64_t since,
 		pid_t pid = (pid_t)atoi(de->d_name);
 		struct parse_stat_line l;
 
-		if (pid > 0 && pid != tgid && act_read_stat(pid, &l) == 0 && l.ppid == tgid &&
+		if (pid > 0 && pid != tgid && procfs_stat(NULL, 0, pid, &l) == 0 && l.ppid == tgid &&
 		    l.start_time >= since)
 			threads_since(pid, since, fn, ctx);
 	}

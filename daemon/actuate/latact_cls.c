@@ -15,6 +15,7 @@
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
 #include "sample/parse.h"
+#include "sample/procfs.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -23,33 +24,16 @@
 /* The task's cgroup in the class hierarchy, from /proc/TGID/task/TID/cgroup. */
 int latact_read_task_cgroup(const struct latact *la, pid_t tid, char *ret, size_t size)
 {
-	char path[PATH_MAX], buf[4096];
 	int r;
 
 	ret[0] = '\0';
 	if (!la->cls.on)
 		return 0;
-	snprintf(path, sizeof(path), "%s/%d/cgroup", la->proc_root, (int)tid);
-	r = util_read_file(path, buf, sizeof(buf));
+	/* Cut short, it would name another group: the task would be given back there. */
+	r = procfs_cgroup(la->proc_root, 0, tid, ret, size);
 	if (r < 0)
-		return r;
-	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
-		char *ctl = strchr(line, ':'), *p;
-
-		if (!ctl || !(p = strchr(ctl + 1, ':')))
-			continue;
-		*p++ = '\0';
-		ctl++;
-		if (la->cls.v2 ? strcmp(ctl, "") == 0 : util_word_in(ctl, "cpu", ',')) {
-			/* Cut short, it would name another group: the task would be given back there. */
-			if (snprintf(ret, size, "%s", p) >= (int)size) {
-				ret[0] = '\0';
-				return -ENAMETOOLONG;
-			}
-			return 0;
-		}
-	}
-	return -ENOENT;
+		ret[0] = '\0';
+	return r;
 }
 
 /* Moves tid into cgroup (a path in the cpu hierarchy; "/" is its top). */

@@ -14,7 +14,7 @@
 
 #include "ctl/ctl_peer.h"
 #include "rqbalance.h"
-#include "sample/sampler.h"
+#include "sample/procfs.h"
 #include "util/util.h"
 
 void ctl_peer_comm(const char *proc_root, pid_t tid, char *ret, size_t size)
@@ -32,11 +32,9 @@ void ctl_peer_comm(const char *proc_root, pid_t tid, char *ret, size_t size)
 
 int ctl_peer_start_time(const char *proc_root, pid_t pid, uint64_t *ret)
 {
-	char path[PATH_MAX], buf[1024];
 	struct parse_stat_line l;
 
-	snprintf(path, sizeof(path), "%s/%d/stat", proc_root, (int)pid);
-	if (util_read_file(path, buf, sizeof(buf)) < 0 || parse_stat(buf, &l) < 0)
+	if (procfs_stat(proc_root, 0, pid, &l) < 0)
 		return -ESRCH;
 	*ret = l.start_time;
 	return 0;

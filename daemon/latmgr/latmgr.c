@@ -23,11 +23,11 @@
 #include "sample/cgm.h"
 #include "sample/ident.h"
 #include "sample/procconn.h"
+#include "sample/procfs.h"
 #include "sample/sampler.h"
 #include "util/log.h"
 #include "util/util.h"
 
-#define PF_KTHREAD 0x00200000u
 #define LATMGR_SWEEP_TICKS 50 /* ticks between sweeps for exits when events arrive */
 #define LATMGR_RESYNC_TICKS 10 /* a resync waits this long for the connector to empty */
 
@@ -94,27 +94,15 @@ int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret)
 	return *ret > 0 ? 0 : -ESRCH;
 }
 
-/* Task tid's /proc/TID/stat, under the manager's proc root. 0 or -ESRCH. */
-static int read_stat(const struct latmgr *m, pid_t tid, struct parse_stat_line *ret)
-{
-	char path[PATH_MAX], buf[1024];
-
-	if (util_proc_path(path, sizeof(path), m->proc_root, "%d/stat", (int)tid) < 0 ||
-	    util_read_file(path, buf, sizeof(buf)) < 0 || parse_stat(buf, ret) < 0)
-		return -ESRCH;
-	return 0;
-}
-
 /* Start time and kernel-thread flag of a task; -ESRCH when it is gone. */
 static int task_info(const struct latmgr *m, pid_t tid, uint64_t *ret_start, bool *ret_kthread)
 {
 	struct parse_stat_line l;
-	int r = read_stat(m, tid, &l);
 
-	if (r < 0)
-		return r;
+	if (procfs_stat(m->proc_root, 0, tid, &l) < 0)
+		return -ESRCH;
 	*ret_start = l.start_time;
-	*ret_kthread = (l.flags & PF_KTHREAD) != 0;
+	*ret_kthread = (l.flags & PARSE_PF_KTHREAD) != 0;
 	return 0;
 }
 
@@ -136,17 +124,15 @@ static void read_task(const struct latmgr *m, pid_t tid, pid_t tgid, struct latp
  */
 static void read_thread(const struct latmgr *m, pid_t tid, pid_t tgid, struct latpol_task *ret)
 {
-	char path[PATH_MAX], buf[1024];
 	const struct lat_entry *e = latact_find(m->la, tid);
 	struct parse_stat_line l;
 
 	*ret = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = e ? e->value : LAT_NONE,
 				     .source = e ? e->source : "" };
-	snprintf(path, sizeof(path), "%s/%d/task/%d/stat", m->proc_root, (int)tgid, (int)tid);
-	ret->gone = util_read_file(path, buf, sizeof(buf)) < 0 || parse_stat(buf, &l) < 0;
+	ret->gone = procfs_stat(m->proc_root, tgid, tid, &l) < 0;
 	if (!ret->gone) {
 		ret->start_time = l.start_time;
-		ret->kthread = (l.flags & PF_KTHREAD) != 0;
+		ret->kthread = (l.flags & PARSE_PF_KTHREAD) != 0;
 	}
 }
 
@@ -1017,8 +1003,8 @@ void latmgr_rescan(struct latmgr *m)
 		pid_t pid = (pid_t)atoi(de->d_name);
 		struct parse_stat_line l;
 
-		if (pid <= 0 || pid == m->self || read_stat(m, pid, &l) < 0 ||
-		    (l.flags & PF_KTHREAD))
+		if (pid <= 0 || pid == m->self || procfs_stat(m->proc_root, 0, pid, &l) < 0 ||
+		    (l.flags & PARSE_PF_KTHREAD))
 			continue;
 		rescan_process(m, pid, l.ppid);
 	}
@@ -1275,7 +1261,7 @@ const struct latmgr_unit *latmgr_unit_of(const struct latmgr *m, pid_t tgid)
 {
 	char cg[LAT_PATH_MAX];
 
-	if (!m->units_on || cgm_task_cgroup(m->proc_root, tgid, m->la->cls.v2, cg, sizeof(cg)) < 0)
+	if (!m->units_on || procfs_cgroup(m->proc_root, 0, tgid, cg, sizeof(cg)) < 0)
 		return NULL;
 	return unit_find(m, cg);
 }
@@ -1290,7 +1276,7 @@ static void units_collect(struct latmgr *m)
 	for (size_t i = 0; i < m->np; i++) {
 		struct latmgr_unit *u, *arr;
 
-		if (cgm_task_cgroup(m->proc_root, m->p[i].tgid, m->la->cls.v2, cg, sizeof(cg)) < 0)
+		if (procfs_cgroup(m->proc_root, 0, m->p[i].tgid, cg, sizeof(cg)) < 0)
 			continue;
 		u = unit_find(m, cg);
 		if (!u) {

@@ -29,6 +29,7 @@
 #include "rqsample.skel.h"
 #include "sample/bpf/rqsample.bpf.h"
 #include "sample/parse.h"
+#include "sample/procfs.h"
 #include "sample/sampler.h"
 #include "util/cpumask.h"
 #include "util/log.h"
@@ -519,10 +520,10 @@ static struct btask *find_known(struct bpf_sampler *bs, pid_t tid)
 
 static char *read_cgroup(const struct bpf_sampler *bs, pid_t tgid, pid_t tid)
 {
-	char path[PATH_MAX], buf[8192], cg[4096];
+	char proc_root[PATH_MAX], cg[4096];
 
-	snprintf(path, sizeof(path), "%s/proc/%d/task/%d/cgroup", bs->root, (int)tgid, (int)tid);
-	if (util_read_file(path, buf, sizeof(buf)) < 0 || parse_cgroup(buf, cg, sizeof(cg)) < 0)
+	snprintf(proc_root, sizeof(proc_root), "%s/proc", bs->root);
+	if (procfs_cgroup(proc_root, tgid, tid, cg, sizeof(cg)) < 0)
 		return NULL;
 	return strdup(cg);
 }

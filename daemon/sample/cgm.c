@@ -13,33 +13,6 @@
 #include "sample/cgm.h"
 #include "util/util.h"
 
-int cgm_task_cgroup(const char *proc_root, pid_t pid, bool v2, char *ret, size_t size)
-{
-	char path[PATH_MAX], buf[4096];
-	ssize_t r;
-
-	snprintf(path, sizeof(path), "%s/%d/cgroup", proc_root, (int)pid);
-	r = util_read_file(path, buf, sizeof(buf));
-	if (r < 0)
-		return r == -ENOENT ? -ESRCH : (int)r;
-	for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *ctl = strchr(line, ':'), *p;
-
-		if (!ctl || !(p = strchr(ctl + 1, ':')))
-			continue;
-		*p++ = '\0';
-		ctl++;
-		if (v2 ? strcmp(ctl, "") == 0 : util_word_in(ctl, "cpu", ',')) {
-			if (strlen(p) >= size)
-				return -ENAMETOOLONG;
-			memcpy(ret, p, strlen(p) + 1);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
 /* Parent, real and effective uid from PROC_ROOT/PID/status; -ESRCH when it is gone. */
 static int status_of(const char *proc_root, pid_t pid, struct cgm_proc *m)
 {

@@ -21,11 +21,6 @@ struct cgm_proc {
 	uint32_t ruid, euid;
 };
 
-/*
- * Process pid's cgroup in the cpu hierarchy (cgroup2: the "0::" line; v1: the line
- * whose controllers name cpu), as a path from the hierarchy's root. 0 or -errno.
- */
-int cgm_task_cgroup(const char *proc_root, pid_t pid, bool v2, char *ret, size_t size);
 
 /*
  * The processes in MOUNT/PATH and every cgroup below it, at most max, each with its

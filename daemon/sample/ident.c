@@ -13,6 +13,7 @@
 
 #include "rqbalance.h"
 #include "sample/ident.h"
+#include "sample/procfs.h"
 #include "util/log.h"
 #include "util/timedread.h"
 #include "util/util.h"
@@ -56,54 +57,6 @@ int ident_parse_euid(const char *status, uid_t *ret)
 }
 
 /* Whether the comma-separated list [s, end) holds word. */
-static bool has_word(const char *s, const char *end, const char *word)
-{
-	size_t wl = strlen(word);
-
-	while (s < end) {
-		const char *comma = memchr(s, ',', (size_t)(end - s));
-		size_t l = (size_t)((comma ? comma : end) - s);
-
-		if (l == wl && strncmp(s, word, l) == 0)
-			return true;
-		s += l + 1;
-	}
-	return false;
-}
-
-int ident_parse_cgroup(const char *text, char *ret_path, size_t len)
-{
-	const char *p = text, *path = NULL;
-	size_t plen = 0;
-	bool unified = false;
-
-	while (*p) {
-		const char *eol = strchrnul(p, '\n');
-		const char *c1 = memchr(p, ':', (size_t)(eol - p));
-		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(eol - c1 - 1)) : NULL;
-
-		/* "0::/path" is cgroup2's; "4:cpu,cpuacct:/path" a v1 hierarchy's. */
-		if (c2 && c2 + 1 < eol) {
-			if (c1 == p + 1 && p[0] == '0' && c2 == c1 + 1) {
-				path = c2 + 1;
-				plen = (size_t)(eol - path);
-				unified = true;
-			} else if (!unified && has_word(c1 + 1, c2, "cpu")) {
-				path = c2 + 1;
-				plen = (size_t)(eol - path);
-			}
-		}
-		p = *eol ? eol + 1 : eol;
-	}
-	if (!path)
-		return -ENOENT;
-	if (plen >= len)
-		return -ENAMETOOLONG;
-	memcpy(ret_path, path, plen);
-	ret_path[plen] = '\0';
-	return 0;
-}
-
 void ident_join_cmdline(char *buf, size_t n, bool full)
 {
 	if (full) {
@@ -201,14 +154,6 @@ static void read_cmdline(const char *dir, char *buf, size_t len)
 	ident_join_cmdline(buf, (size_t)n, (size_t)n == len - 1);
 }
 
-static void read_cgroup(const char *dir, char *buf, size_t len)
-{
-	char path[PATH_MAX], text[8192];
-
-	snprintf(path, sizeof(path), "%s/cgroup", dir);
-	if (util_read_file(path, text, sizeof(text)) < 0 || ident_parse_cgroup(text, buf, len) < 0)
-		buf[0] = '\0';
-}
 
 /* What a process's identity must hold for rules to match on it: all of it without rules. */
 static void fields_needed(const struct rule_set *rules, bool ret[5])
@@ -259,8 +204,8 @@ int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *k
 		read_exe(dir, buf->exe, sizeof(buf->exe));
 	if (need[3])
 		read_cmdline(dir, buf->cmdline, sizeof(buf->cmdline));
-	if (need[4])
-		read_cgroup(dir, buf->cgroup, sizeof(buf->cgroup));
+	if (need[4] && procfs_cgroup(proc_root, 0, pid, buf->cgroup, sizeof(buf->cgroup)) < 0)
+		buf->cgroup[0] = '\0';
 	/* Gone half-way, it may have left some strings empty: not an identity to match. */
 	if (access(dir, F_OK) < 0)
 		return -ESRCH;

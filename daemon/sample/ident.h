@@ -61,11 +61,6 @@ int ident_parse_uid(const char *status, uid_t *ret);
 /* The effective uid, from the same line (peers: whether a tool runs as root). */
 int ident_parse_euid(const char *status, uid_t *ret);
 /*
- * The cgroup path from /proc/PID/cgroup: the "0::" line's if it names one, else the
- * line whose controllers include cpu. 0, -ENOENT, or -ENAMETOOLONG if len is short.
- */
-int ident_parse_cgroup(const char *text, char *ret_path, size_t len);
-/*
  * Turns the n bytes of /proc/PID/cmdline in buf (NUL-ended at buf[n]) into argv
  * joined by spaces, in place. full says the read filled the buffer, so the text may
  * have been cut: a UTF-8 sequence cut in the middle is then dropped.

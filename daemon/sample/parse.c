@@ -94,48 +94,52 @@ int parse_cpustat(const char *buf, int n, uint64_t *busy, uint64_t *total,
 	return 0;
 }
 
+/* Whether the comma-separated list [s, end) holds word. */
+static bool list_has(const char *s, const char *end, const char *word)
+{
+	size_t wl = strlen(word);
+
+	while (s < end) {
+		const char *comma = memchr(s, ',', (size_t)(end - s));
+		size_t l = (size_t)((comma ? comma : end) - s);
+
+		if (l == wl && strncmp(s, word, l) == 0)
+			return true;
+		s += l + 1;
+	}
+	return false;
+}
+
 int parse_cgroup(const char *buf, char *ret_path, size_t len)
 {
-	const char *p = buf, *unified = NULL, *cpu = NULL;
-	size_t ulen = 0, clen = 0;
+	const char *p = buf, *unified = NULL, *cpu = NULL, *path;
+	size_t ulen = 0, clen = 0, plen;
 
 	while (*p) {
 		const char *eol = strchrnul(p, '\n');
 		const char *c1 = memchr(p, ':', (size_t)(eol - p));
 		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(eol - c1 - 1)) : NULL;
 
-		if (c2) {
-			const char *ctl = c1 + 1;
-			size_t ctl_len = (size_t)(c2 - ctl);
-
-			if (ctl_len == 0 && strncmp(p, "0:", 2) == 0) {
+		/* "0::/path" is cgroup2's; "4:cpu,cpuacct:/path" a v1 hierarchy's. */
+		if (c2 && c2 + 1 < eol) {
+			if (c1 == p + 1 && p[0] == '0' && c2 == c1 + 1) {
 				unified = c2 + 1;
 				ulen = (size_t)(eol - unified);
-			}
-			/* v1 lists controllers comma-separated: "4:cpu,cpuacct:/x". */
-			for (const char *q = ctl; q < c2;) {
-				const char *comma = memchr(q, ',', (size_t)(c2 - q));
-				size_t l = (size_t)((comma ? comma : c2) - q);
-
-				if (l == 3 && strncmp(q, "cpu", 3) == 0) {
-					cpu = c2 + 1;
-					clen = (size_t)(eol - cpu);
-				}
-				q += l + 1;
+			} else if (list_has(c1 + 1, c2, "cpu")) {
+				cpu = c2 + 1;
+				clen = (size_t)(eol - cpu);
 			}
 		}
 		p = *eol ? eol + 1 : eol;
 	}
-	if (cpu) {
-		unified = cpu;
-		ulen = clen;
-	}
-	if (!unified)
+	path = cpu ? cpu : unified;
+	plen = cpu ? clen : ulen;
+	if (!path)
 		return -ENOENT;
-	if (ulen >= len)
+	if (plen >= len)
 		return -ENAMETOOLONG;
-	memcpy(ret_path, unified, ulen);
-	ret_path[ulen] = '\0';
+	memcpy(ret_path, path, plen);
+	ret_path[plen] = '\0';
 	return 0;
 }
 

@@ -13,6 +13,9 @@
 
 #include "snapshot/snap.h"
 
+/* A kernel thread's bit in a stat line's flags (PF_KTHREAD, include/linux/sched.h). */
+#define PARSE_PF_KTHREAD 0x00200000u
+
 struct parse_stat_line {
 	char state;
 	pid_t ppid;             /* parent's tgid */
@@ -30,7 +33,14 @@ int parse_stat(const char *buf, struct parse_stat_line *ret);
  */
 int parse_cpustat(const char *buf, int n, uint64_t *busy, uint64_t *total,
 		  unsigned *ret_procs_running);
-/* Picks the cpu controller's path, else the unified one, from /proc/PID/cgroup. */
+/*
+ * A task's cgroup path from /proc/PID/cgroup text, the one precedence every stage uses
+ * (exclusion, rules, explain, class and unit moves): the path in the hierarchy of the
+ * cpu controller. That is the cgroup v1 line listing "cpu" where one does (a v1 or
+ * hybrid host), else the unified hierarchy's "0::" line (cgroup2, where the cpu
+ * controller is then). A line with an empty path counts as absent. 0, -ENOENT when
+ * neither is there, -ENAMETOOLONG when the path does not fit len.
+ */
 int parse_cgroup(const char *buf, char *ret_path, size_t len);
 /* Parses /proc/mounts text: where the v1 cpu hierarchy and the cgroup2 mount are. */
 void parse_mounts(const char *text, char *ret_v1cpu, char *ret_v2, size_t len);

@@ -18,11 +18,11 @@
 
 #include "rqbalance.h"
 #include "sample/parse.h"
+#include "sample/procfs.h"
 #include "sample/sampler.h"
 #include "util/log.h"
 #include "util/util.h"
 
-#define PF_KTHREAD 0x00200000u
 /* An early walk (more running than followed) comes at most this often: ~17 ms each. */
 #define EARLY_WALK_GAP_NS NSEC_PER_SEC
 
@@ -61,22 +61,12 @@ struct proc_sampler {
 	struct proc_stats stats;
 };
 
-static ssize_t read_fd(int fd, char *buf, size_t len)
-{
-	ssize_t n = pread(fd, buf, len - 1, 0);
-
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return n;
-}
-
 static char *read_cgroup(const struct proc_sampler *ps, pid_t tgid, pid_t tid)
 {
-	char path[PATH_MAX], buf[8192], cg[4096];
+	char proc_root[PATH_MAX], cg[4096];
 
-	snprintf(path, sizeof(path), "%s/proc/%d/task/%d/cgroup", ps->root, (int)tgid, (int)tid);
-	if (util_read_file(path, buf, sizeof(buf)) < 0 || parse_cgroup(buf, cg, sizeof(cg)) < 0)
+	snprintf(proc_root, sizeof(proc_root), "%s/proc", ps->root);
+	if (procfs_cgroup(proc_root, tgid, tid, cg, sizeof(cg)) < 0)
 		return NULL;
 	return strdup(cg);
 }
@@ -131,7 +121,7 @@ static void walk_task(struct proc_sampler *ps, struct walk *w, int taskdir, pid_
 	const struct seen *old;
 	struct seen *seen;
 	struct ptask *tr, *add;
-	char path[64], buf[1024];
+	char path[64];
 	pid_t tid = (pid_t)atoi(name);
 	uint64_t cpu_ticks;
 	bool active;
@@ -141,7 +131,7 @@ static void walk_task(struct proc_sampler *ps, struct walk *w, int taskdir, pid_
 	fd = openat(taskdir, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (read_fd(fd, buf, sizeof(buf)) < 0 || parse_stat(buf, &l) < 0) {
+	if (procfs_stat_fd(fd, &l) < 0) {
 		close(fd);
 		return;
 	}
@@ -293,11 +283,10 @@ static int read_task(struct proc_sampler *ps, struct ptask *t, uint64_t now_ns,
 {
 	struct parse_stat_line l;
 	struct snap_task st = { 0 };
-	char buf[1024];
 	uint64_t used;
 
 	ps->stats.stat_reads++;
-	if (read_fd(t->fd, buf, sizeof(buf)) < 0 || parse_stat(buf, &l) < 0 ||
+	if (procfs_stat_fd(t->fd, &l) < 0 ||
 	    l.start_time != t->start_time)
 		return -ESRCH;
 	/* CPU time since the last read; for a task just found, since it started. */
@@ -315,7 +304,7 @@ static int read_task(struct proc_sampler *ps, struct ptask *t, uint64_t now_ns,
 	st.tgid = t->tgid;
 	st.cpu = l.cpu;
 	st.start_time = l.start_time;
-	st.flags = (l.flags & PF_KTHREAD) ? SNAP_TASK_KTHREAD : 0;
+	st.flags = (l.flags & PARSE_PF_KTHREAD) ? SNAP_TASK_KTHREAD : 0;
 	if (!used)
 		st.flags |= SNAP_TASK_NO_CPU;
 	memcpy(st.comm, l.comm, sizeof(st.comm));

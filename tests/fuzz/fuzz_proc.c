@@ -6,7 +6,7 @@
  *   1 parse_cpustat        /proc/stat
  *   2 parse_cgroup         /proc/PID/cgroup, for the sampler
  *   3 ident_parse_uid      /proc/PID/status
- *   4 ident_parse_cgroup   /proc/PID/cgroup, for the rules
+ *   4 parse_cgroup         the same (once the rules' own parser; its corpus stays)
  *   5 ident_join_cmdline   /proc/PID/cmdline (bytes, NULs and all)
  * There is no schedstat parser: the daemon only checks that /proc/schedstat exists.
  */
@@ -49,7 +49,7 @@ static void cpustat(const char *text, unsigned variant)
 	free(total);
 }
 
-static void cgroup(const char *text, unsigned variant, bool for_rules)
+static void cgroup(const char *text, unsigned variant)
 {
 	size_t len = variant_size(variant, PATH_MAX);
 	char *path = malloc(len);
@@ -57,7 +57,7 @@ static void cgroup(const char *text, unsigned variant, bool for_rules)
 
 	if (!path)
 		abort();
-	r = for_rules ? ident_parse_cgroup(text, path, len) : parse_cgroup(text, path, len);
+	r = parse_cgroup(text, path, len);
 	if (r == 0)
 		FUZZ_CHECK(strlen(path) < len);
 	else
@@ -110,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 2:
 	case 4:
-		cgroup(text, variant, which == 4);
+		cgroup(text, variant);
 		break;
 	case 3:
 		status(text);

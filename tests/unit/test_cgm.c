@@ -1,6 +1,6 @@
 /*
- * Who is in a cgroup and below, and a process's cgroup: cgm_* on a fake cgroup tree
- * and a fake /proc made in a temporary directory.
+ * Who is in a cgroup and below, and a process's cgroup: cgm_* and procfs_cgroup on a
+ * fake cgroup tree and a fake /proc made in a temporary directory.
  */
 #include <errno.h>
 #include <limits.h>
@@ -9,6 +9,8 @@
 
 #include "rqbalance.h"
 #include "sample/cgm.h"
+#include "sample/ident.h"
+#include "sample/procfs.h"
 #include "unit.h"
 
 static char top[64];
@@ -56,6 +58,20 @@ static int setup(void **state)
 	put("proc/101/cgroup", "0::/user.slice/a.scope\n");
 	put("proc/102/cgroup", "12:cpu,cpuacct:/system.slice/b.service\n1:name=systemd:/x\n"
 			       "0::/user.slice/a.scope\n");
+	/*
+	 * A hybrid host's file as Debian 11's systemd 247 writes it for a service with
+	 * CPUAccounting: the v1 cpu hierarchy holds the controller, the unified one only
+	 * systemd's tracking, and the two name different groups here.
+	 */
+	put("proc/104/cgroup", "13:rdma:/\n12:pids:/system.slice/db.service\n"
+			       "11:freezer:/\n10:cpu,cpuacct:/system.slice/db.service\n"
+			       "9:memory:/system.slice/db.service\n8:net_cls,net_prio:/\n"
+			       "7:cpuset:/\n6:blkio:/system.slice\n5:devices:/system.slice/db.service\n"
+			       "4:perf_event:/\n3:hugetlb:/\n2:misc:/\n"
+			       "1:name=systemd:/system.slice/db.service/worker\n"
+			       "0::/system.slice/db.service/worker\n");
+	put("proc/104/status", "Name:\tdb\nUid:\t0\t0\t0\t0\n");
+	put("proc/104/comm", "db\n");
 	return 0;
 }
 
@@ -108,14 +124,35 @@ static void task_cgroup(void **state)
 	char procs[PATH_MAX], cg[256] = "untouched";
 
 	snprintf(procs, sizeof(procs), "%s/proc", top);
-	assert_int_equal(cgm_task_cgroup(procs, 101, true, cg, sizeof(cg)), 0);
+	assert_int_equal(procfs_cgroup(procs, 0, 101, cg, sizeof(cg)), 0);
 	assert_string_equal(cg, "/user.slice/a.scope");
-	assert_int_equal(cgm_task_cgroup(procs, 102, false, cg, sizeof(cg)), 0);
+	/* Where a v1 hierarchy holds cpu, its line, wherever "0::" is. */
+	assert_int_equal(procfs_cgroup(procs, 0, 102, cg, sizeof(cg)), 0);
 	assert_string_equal(cg, "/system.slice/b.service");
-	assert_int_equal(cgm_task_cgroup(procs, 101, false, cg, sizeof(cg)), -ENOENT);
-	assert_int_equal(cgm_task_cgroup(procs, 4242, true, cg, sizeof(cg)), -ESRCH);
-	assert_int_equal(cgm_task_cgroup(procs, 101, true, cg, 8), -ENAMETOOLONG);
+	assert_int_equal(procfs_cgroup(procs, 0, 4242, cg, sizeof(cg)), -ESRCH);
+	assert_int_equal(procfs_cgroup(procs, 0, 101, cg, 8), -ENAMETOOLONG);
 	assert_string_equal(cg, "/system.slice/b.service");
+}
+
+/*
+ * One path per task for every purpose: on a hybrid host the rules' reading (ident)
+ * and the samplers' (exclusion) and the actuators' (procfs_cgroup) name the same
+ * group, the cpu controller's. Each once had a parser of its own, and a rule's
+ * "cgroup =" and "[exclude] cgroups" were matched against different paths.
+ */
+static void hybrid_one_path(void **state)
+{
+	static struct rule_set rules = { .n = 1 };
+	struct ident_buf buf;
+	struct proc_ident id;
+	char procs[PATH_MAX], cg[256];
+
+	snprintf(rules.r[0].cgroup, sizeof(rules.r[0].cgroup), "/system.slice/db.service");
+	snprintf(procs, sizeof(procs), "%s/proc", top);
+	assert_int_equal(procfs_cgroup(procs, 0, 104, cg, sizeof(cg)), 0);
+	assert_string_equal(cg, "/system.slice/db.service");
+	assert_int_equal(ident_read_known(procs, 104, NULL, &rules, &buf, &id), 0);
+	assert_string_equal(id.cgroup, cg);
 }
 
 int main(void)
@@ -123,6 +160,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(members_below),
 		cmocka_unit_test(task_cgroup),
+		cmocka_unit_test(hybrid_one_path),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -97,33 +97,6 @@ static void parse_uid(void **state)
 	assert_int_equal(uid, 0);
 }
 
-static void parse_cgroup(void **state)
-{
-	char cg[64];
-
-	assert_int_equal(ident_parse_cgroup("0::/user.slice/a.scope\n", cg, sizeof(cg)), 0);
-	assert_string_equal(cg, "/user.slice/a.scope");
-	/* v1: the cpu controller's line, whatever else shares its hierarchy. */
-	assert_int_equal(ident_parse_cgroup("5:cpuset:/s\n"
-					    "4:cpu,cpuacct:/foo\n"
-					    "3:cpuacct:/acct\n"
-					    "1:name=systemd:/sd\n",
-					    cg, sizeof(cg)),
-			 0);
-	assert_string_equal(cg, "/foo");
-	/* Hybrid: the unified line comes first, wherever it is in the file. */
-	assert_int_equal(ident_parse_cgroup("4:cpu,cpuacct:/v1\n0::/v2\n", cg, sizeof(cg)), 0);
-	assert_string_equal(cg, "/v2");
-	/* An empty unified line gives way to the cpu controller's. */
-	assert_int_equal(ident_parse_cgroup("0::\n7:cpuacct,cpu:/v1", cg, sizeof(cg)), 0);
-	assert_string_equal(cg, "/v1");
-	assert_int_equal(ident_parse_cgroup("5:cpuset:/s\n3:cpuacct:/a\n", cg, sizeof(cg)),
-			 -ENOENT);
-	assert_int_equal(ident_parse_cgroup("", cg, sizeof(cg)), -ENOENT);
-	assert_int_equal(ident_parse_cgroup("0::/abcdefgh\n", cg, 9), -ENAMETOOLONG);
-	assert_int_equal(ident_parse_cgroup("0::/abcdefg\n", cg, 9), 0);
-}
-
 static void join_cmdline(void **state)
 {
 	char a[] = "python3\0-m\0http.server\0";
@@ -350,7 +323,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parse_uid),
-		cmocka_unit_test(parse_cgroup),
 		cmocka_unit_test(join_cmdline),
 		cmocka_unit_test_setup_teardown(fake_process, setup, teardown),
 		cmocka_unit_test_setup_teardown(missing_and_unverified, setup, teardown),

@@ -417,6 +417,11 @@ static void test_cgroup_unified_fallback(void **state)
 	(void)state;
 	assert_int_equal(parse_cgroup(text, path, sizeof(path)), 0);
 	assert_string_equal(path, "/u");
+	/* An empty line of either kind gives way to the other. */
+	assert_int_equal(parse_cgroup("0::\n7:cpuacct,cpu:/v1", path, sizeof(path)), 0);
+	assert_string_equal(path, "/v1");
+	assert_int_equal(parse_cgroup("4:cpu,cpuacct:\n0::/v2\n", path, sizeof(path)), 0);
+	assert_string_equal(path, "/v2");
 }
 
 /* A proc mount's hidepid= and gid= from /proc/PID/mountinfo lines, as 6.18 writes them. */
@@ -481,6 +486,8 @@ static void test_cgroup_neither(void **state)
 	assert_int_equal(parse_cgroup("", path, sizeof(path)), -ENOENT);
 	assert_int_equal(parse_cgroup("garbage\n\n", path, sizeof(path)), -ENOENT);
 	assert_int_equal(parse_cgroup("2:cpuacct:/d\n10::/x\n", path, sizeof(path)), -ENOENT);
+	/* A line without a path names nothing. */
+	assert_int_equal(parse_cgroup("1:cpu:\n0::\n", path, sizeof(path)), -ENOENT);
 	assert_string_equal(path, "untouched");
 	/* A path that does not fit fails and leaves the buffer alone. */
 	assert_true(parse_cgroup("0::/a/much/longer/path\n", path, sizeof(path)) < 0);

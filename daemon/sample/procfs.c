@@ -1,0 +1,72 @@
+/*
+ * sample/: the shared reader of a task's stat and cgroup files (see procfs.h). It never
+ * writes, and never reads a file that a user other than the kernel can have written.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include "sample/procfs.h"
+#include "util/util.h"
+
+/* A task directory that is gone reads as ENOENT, or as ESRCH half-way through exit. */
+static int gone_or(ssize_t n)
+{
+	return n == -ENOENT || n == -ESRCH || n == 0 ? -ESRCH : (int)n;
+}
+
+static int stat_from(ssize_t n, const char *buf, struct parse_stat_line *ret)
+{
+	if (n <= 0)
+		return gone_or(n);
+	return parse_stat(buf, ret) < 0 ? -EIO : 0;
+}
+
+static int task_path(char *path, size_t len, const char *proc_root, pid_t tgid, pid_t tid,
+		     const char *file)
+{
+	if (tgid > 0)
+		return util_proc_path(path, len, proc_root, "%d/task/%d/%s", (int)tgid, (int)tid,
+				      file);
+	return util_proc_path(path, len, proc_root, "%d/%s", (int)tid, file);
+}
+
+int procfs_stat(const char *proc_root, pid_t tgid, pid_t tid, struct parse_stat_line *ret)
+{
+	char path[PATH_MAX], buf[1024];
+	int r = task_path(path, sizeof(path), proc_root, tgid, tid, "stat");
+
+	return r < 0 ? r : stat_from(util_read_file(path, buf, sizeof(buf)), buf, ret);
+}
+
+int procfs_stat_at(int dirfd, const char *rel, struct parse_stat_line *ret)
+{
+	char buf[1024];
+
+	return stat_from(util_read_file_at(dirfd, rel, buf, sizeof(buf)), buf, ret);
+}
+
+int procfs_stat_fd(int fd, struct parse_stat_line *ret)
+{
+	char buf[1024];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n < 0)
+		return gone_or(-errno);
+	buf[n] = '\0';
+	return stat_from(n, buf, ret);
+}
+
+int procfs_cgroup(const char *proc_root, pid_t tgid, pid_t tid, char *ret, size_t len)
+{
+	char path[PATH_MAX], buf[8192];
+	int r = task_path(path, sizeof(path), proc_root, tgid, tid, "cgroup");
+	ssize_t n;
+
+	if (r < 0)
+		return r;
+	n = util_read_file(path, buf, sizeof(buf));
+	if (n <= 0)
+		return gone_or(n);
+	return parse_cgroup(buf, ret, len);
+}

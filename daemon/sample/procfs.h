@@ -1,0 +1,33 @@
+/*
+ * The one reader of a task's own /proc files that every stage shares (procfs.c): a
+ * sampler, the latency manager, the actuators and the ctl peer check read a task's
+ * stat and cgroup here, and parse them with parse.c. It reads and parses; it decides
+ * nothing.
+ */
+#ifndef RQB_PROCFS_H
+#define RQB_PROCFS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "sample/parse.h"
+
+/*
+ * Task tid's stat: PROC_ROOT/TGID/task/TID/stat when tgid > 0 (a tid that has left
+ * tgid, or been reused by another process since, is not found there), else
+ * PROC_ROOT/TID/stat. proc_root as util_proc_root takes it. 0, -ESRCH when the task is
+ * gone, -EIO when the line is not a stat line, or another -errno.
+ */
+int procfs_stat(const char *proc_root, pid_t tgid, pid_t tid, struct parse_stat_line *ret);
+/* The same, read from rel under an open directory (a sampler's /proc/PID/task). */
+int procfs_stat_at(int dirfd, const char *rel, struct parse_stat_line *ret);
+/* The same, from a stat file the caller holds open (read again from its start). */
+int procfs_stat_fd(int fd, struct parse_stat_line *ret);
+/*
+ * Task tid's cgroup path, as parse_cgroup picks it (the hierarchy of the cpu
+ * controller), from the same places as procfs_stat. 0, -ESRCH when gone, -ENOENT
+ * when the file names no such hierarchy, -ENAMETOOLONG when it does not fit len.
+ */
+int procfs_cgroup(const char *proc_root, pid_t tgid, pid_t tid, char *ret, size_t len);
+
+#endif
