@@ -28,6 +28,7 @@
 #include "rqbalance.h"
 #include "rqsample.skel.h"
 #include "sample/bpf/rqsample.bpf.h"
+#include "sample/bpfload.h"
 #include "sample/parse.h"
 #include "sample/procfs.h"
 #include "sample/sampler.h"
@@ -130,25 +131,6 @@ struct bpf_sampler {
 	bool pairs;                  /* rqs_pairs is set: listed tasks say whom they wake */
 };
 
-static char libbpf_first[256];
-
-static int on_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	static char text[1 << 17];
-
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	vsnprintf(text, sizeof(text), fmt, ap);
-	/* The verifier's log comes through here too: kept for debug, a line at a time. */
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-		/* The first warning says what failed; the later ones, what gave up. */
-		if (level == LIBBPF_WARN && !libbpf_first[0])
-			snprintf(libbpf_first, sizeof(libbpf_first), "%s", line);
-		log_debug("%s", line);
-	}
-	return 0;
-}
-
 static int why(const struct bpf_sampler_opts *o, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -159,11 +141,6 @@ static int why(const struct bpf_sampler_opts *o, int err, const char *fmt, ...)
 		va_end(ap);
 	}
 	return err;
-}
-
-static const char *perm_hint(int err)
-{
-	return err == -EPERM || err == -EACCES ? " (needs CAP_BPF and CAP_PERFMON)" : "";
 }
 
 static uint64_t clamp_period(uint64_t interval_ns)
@@ -212,14 +189,14 @@ static int load_any(struct bpf_sampler *bs)
 		return 0;
 	log_debug("bpf: the runqueues ksym does not load here (%s): trying the current task",
 		  strerror(-r));
-	libbpf_first[0] = '\0';
+	bpfload_begin("");
 	r = load(bs, false);
-	/* Refused, the hint says enough; otherwise libbpf's first warning says what broke. */
-	if (r == -EPERM || r == -EACCES)
-		return why(&bs->o, r, "loading the BPF programs: %s%s", strerror(-r), perm_hint(r));
-	if (r < 0)
-		return why(&bs->o, r, "loading the BPF programs: %s%s%s", strerror(-r),
-			   libbpf_first[0] ? "; " : "", libbpf_first);
+	if (r < 0) {
+		char text[512];
+
+		bpfload_why(r, text, sizeof(text));
+		return why(&bs->o, r, "loading the BPF programs: %s", text);
+	}
 	return 0;
 }
 
@@ -1095,8 +1072,7 @@ static int start(struct bpf_sampler *bs)
 	r = alloc_cpus(bs);
 	if (r < 0)
 		return why(&bs->o, r, "%s", strerror(-r));
-	libbpf_set_print(on_libbpf);
-	libbpf_first[0] = '\0';
+	bpfload_begin("");
 	r = read_online(bs->root, &bs->online);
 	if (r < 0)
 		return why(&bs->o, r, "reading the online CPUs: %s", strerror(-r));

@@ -21,6 +21,7 @@
 #include "rqevents.skel.h"
 #include "sample/bpf/rqevents.bpf.h"
 #include "sample/bpfev.h"
+#include "sample/bpfload.h"
 #include "util/log.h"
 
 _Static_assert(RQE_FORK == PROCCONN_FORK && RQE_EXEC == PROCCONN_EXEC && RQE_EXIT == PROCCONN_EXIT,
@@ -45,22 +46,6 @@ struct bpfev {
 	int delivered;             /* by the current dispatch */
 	bool empty;
 };
-
-static char first_warn[200];
-
-static int on_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	char text[1024];
-
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	vsnprintf(text, sizeof(text), fmt, ap);
-	text[strcspn(text, "\n")] = '\0';
-	if (level == LIBBPF_WARN && !first_warn[0])
-		snprintf(first_warn, sizeof(first_warn), "%s", text);
-	log_debug("bpfev: %s", text);
-	return 0;
-}
 
 dev_t bpfev_dev(uint64_t kdev)
 {
@@ -137,10 +122,9 @@ static int on_record(void *ctx, void *data, size_t len)
 
 static int load(struct bpfev *ev, char *why, size_t why_len)
 {
-	libbpf_print_fn_t prev = libbpf_set_print(on_libbpf);
 	int r;
 
-	first_warn[0] = '\0';
+	bpfload_begin("bpfev: ");
 	ev->skel = rqevents__open();
 	r = ev->skel ? rqevents__load(ev->skel) : -errno;
 	if (r == 0)
@@ -150,13 +134,8 @@ static int load(struct bpfev *ev, char *why, size_t why_len)
 		if (!ev->rb)
 			r = -errno;
 	}
-	libbpf_set_print(prev);
-	/* Refused, the hint says enough; otherwise libbpf's first warning says what broke. */
-	if (r == -EPERM || r == -EACCES)
-		snprintf(why, why_len, "%s (needs CAP_BPF and CAP_PERFMON)", strerror(-r));
-	else if (r < 0)
-		snprintf(why, why_len, "%s%s%s", strerror(-r), first_warn[0] ? "; " : "",
-			 first_warn);
+	if (r < 0)
+		bpfload_why(r, why, why_len);
 	return r;
 }
 

@@ -21,6 +21,7 @@
 #include "rqbalance.h"
 #include "rqlat.skel.h"
 #include "sample/bpf/rqlat.bpf.h"
+#include "sample/bpfload.h"
 #include "sample/rqlat.h"
 #include "util/log.h"
 
@@ -41,24 +42,6 @@ struct rqlat_state {
 	uint64_t update_errors;
 };
 
-static char first_warn[200];
-
-static int on_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	static char text[1 << 17];
-
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	vsnprintf(text, sizeof(text), fmt, ap);
-	/* The verifier's log comes through here too: kept for debug, a line at a time. */
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-		if (level == LIBBPF_WARN && !first_warn[0])
-			snprintf(first_warn, sizeof(first_warn), "%s", line);
-		log_debug("rqlat: %s", line);
-	}
-	return 0;
-}
-
 unsigned rqlat_bucket(uint64_t wait_ns)
 {
 	return rql_bucket(wait_ns);
@@ -72,11 +55,10 @@ void rqlat_bucket_range(unsigned b, uint64_t *ret_lo_us, uint64_t *ret_hi_us)
 
 static int load(struct rqlat_state *rl, char *why, size_t why_len)
 {
-	libbpf_print_fn_t prev = libbpf_set_print(on_libbpf);
 	bool queue = rl->from == RQLAT_FROM_QUEUE;
 	int r;
 
-	first_warn[0] = '\0';
+	bpfload_begin("rqlat: ");
 	rl->skel = rqlat__open();
 	r = rl->skel ? 0 : -errno;
 	if (r == 0) {
@@ -90,13 +72,8 @@ static int load(struct rqlat_state *rl, char *why, size_t why_len)
 	}
 	if (r == 0)
 		r = rqlat__attach(rl->skel);
-	libbpf_set_print(prev);
-	/* Refused, the hint says enough; otherwise libbpf's first warning says what broke. */
-	if (r == -EPERM || r == -EACCES)
-		snprintf(why, why_len, "%s (needs CAP_BPF and CAP_PERFMON)", strerror(-r));
-	else if (r < 0)
-		snprintf(why, why_len, "%s%s%s", strerror(-r), first_warn[0] ? "; " : "",
-			 first_warn);
+	if (r < 0)
+		bpfload_why(r, why, why_len);
 	return r;
 }
 
