@@ -2,6 +2,9 @@
 # SANITIZE=1); unit tests link every daemon object but main.o.
 include config.mk
 
+# A bare make builds rqbalanced, rqctl and the units ("all"), whatever rule comes first.
+.DEFAULT_GOAL := all
+
 ifeq ($(SANITIZE),1)
 B = build-asan
 CFLAGS += $(SAN_FLAGS) -O1

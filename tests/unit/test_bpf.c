@@ -1,13 +1,15 @@
 /*
  * Unit tests for the bpf sampler, on the real kernel: a thread of this test, busy and
  * pinned to a CPU, is listed there with its identity, and counts as busy from its
- * second tick. Each test skips (with the reason printed) where BPF cannot load.
+ * second tick. Each test skips (with the reason printed) where BPF cannot load, and
+ * fails where it should (root, or CAP_BPF and CAP_PERFMON, with kernel BTF) and does not.
  *
  * Between two ticks the test waits for the spinning thread to have used CPU time, not
  * for a time: on a crowded machine it may get less than the sampler's busy threshold
  * in any 100 ms.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -57,6 +59,17 @@ static void *spin(void *arg)
 	return NULL;
 }
 
+/* Whether the sampler has what it needs here: CAP_BPF and CAP_PERFMON, and kernel BTF. */
+static bool bpf_must_load(void)
+{
+	uint64_t eff, perm;
+
+	if (caps_get(&eff, &perm) < 0 || access("/sys/kernel/btf/vmlinux", R_OK) < 0)
+		return false;
+	return (eff & CAPS_BIT(CAP_SYS_ADMIN)) ||
+	       ((eff & CAPS_BIT(CAP_BPF)) && (eff & CAPS_BIT(CAP_PERFMON)));
+}
+
 static int setup_with(void **state, bool tracepoints)
 {
 	struct topo_opts to = { .filter_online = true, .root = "" };
@@ -78,8 +91,16 @@ static int setup_with(void **state, bool tracepoints)
 	assert_int_equal(topo_load(&to, &f->topo), 0);
 	f->snap = snap_new(f->topo);
 	assert_non_null(f->snap);
-	if (sampler_bpf_new(&o, &f->sm) < 0)
+	if (sampler_bpf_new(&o, &f->sm) < 0) {
+		/*
+		 * Where it must load it fails the test: a skip there would hide a program
+		 * that a change made the verifier refuse.
+		 */
+		if (bpf_must_load())
+			fail_msg("the bpf sampler does not load, with the capabilities and the "
+				 "kernel BTF it needs: %s", why);
 		fprintf(stderr, "bpf sampler cannot load here: %s\n", why);
+	}
 	*state = f;
 	return 0;
 }
