@@ -84,12 +84,14 @@ static void snapshot(struct sim *s)
 
 static void rqbalance(struct sim *s)
 {
+	struct spread_conf sc;
 	uint64_t t0;
 
+	conf_spread(&s->conf, &sc);
 	snapshot(s);
 	plan_clear(&s->plan);
 	t0 = mono_ns();
-	if (spread_decide(s->snap, &s->conf, &s->pol, &s->plan) < 0)
+	if (spread_decide(s->snap, &sc, &s->pol, &s->plan) < 0)
 		abort();
 	s->decide_ns += mono_ns() - t0;
 	for (size_t k = 0; k < s->plan.n; k++) {

@@ -343,6 +343,7 @@ static struct scale_point scale_one(const char *synthetic, uint64_t seed)
 	struct topo *t = load_topo(synthetic);
 	struct snapshot *sn = snap_new(t);
 	struct rqb_conf c;
+	struct spread_conf sc;
 	struct spread_state st;
 	struct plan p;
 	double us[41];
@@ -350,6 +351,7 @@ static struct scale_point scale_one(const char *synthetic, uint64_t seed)
 	int n = 0;
 
 	conf_defaults(&c);
+	conf_spread(&c, &sc);
 	spread_init(&st);
 	plan_init(&p);
 	for (int c2 = 0; c2 < t->nr_cpu_ids; c2++) {
@@ -373,7 +375,7 @@ static struct scale_point scale_one(const char *synthetic, uint64_t seed)
 		sn->now_ns = (uint64_t)(k + 1) * 100 * NSEC_PER_MSEC;
 		plan_clear(&p);
 		clock_gettime(CLOCK_MONOTONIC, &a);
-		spread_decide(sn, &c, &st, &p);
+		spread_decide(sn, &sc, &st, &p);
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		us[k] = (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3;
 	}

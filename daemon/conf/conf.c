@@ -18,6 +18,7 @@
 
 #include "conf/conf.h"
 #include "policy/latency.h"
+#include "policy/spread.h"
 #include "rqbalance.h"
 #include "util/log.h"
 #include "util/safedir.h"
@@ -1102,6 +1103,25 @@ size_t conf_key_size(const struct conf_key *k)
 		return sizeof(struct conf_list);
 	}
 	return 0;
+}
+
+void conf_spread(const struct rqb_conf *c, struct spread_conf *ret)
+{
+	_Static_assert(SPREAD_MAX_EXCLUDE >= CONF_MAX_LIST, "an [exclude] list would be cut");
+	*ret = (struct spread_conf){
+		.imbalance_pct = c->imbalance_pct,
+		.max_moves_per_tick = c->max_moves_per_tick,
+		.min_residency_ms = c->min_residency_ms,
+		.max_pin_ms = c->max_pin_ms,
+		.min_llc_cores = c->min_llc_cores,
+		.keep_pairs = c->keep_pairs,
+		.nexclude_comms = c->exclude_comms.n,
+		.nexclude_cgroups = c->exclude_cgroups.n,
+	};
+	for (unsigned i = 0; i < c->exclude_comms.n; i++)
+		ret->exclude_comms[i] = c->exclude_comms.v[i];
+	for (unsigned i = 0; i < c->exclude_cgroups.n; i++)
+		ret->exclude_cgroups[i] = c->exclude_cgroups.v[i];
 }
 
 void conf_dump(const struct rqb_conf *c, FILE *out)

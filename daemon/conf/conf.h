@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "policy/rules.h"
+#include "model/model.h"
 
 enum conf_sampler { CONF_SAMPLER_AUTO, CONF_SAMPLER_BPF, CONF_SAMPLER_PROC, CONF_SAMPLER_REPLAY };
 enum conf_class { CONF_CLASS_AUTO, CONF_CLASS_YES, CONF_CLASS_NO };
@@ -121,6 +121,9 @@ int conf_load_defaults(FILE *err, struct rqb_conf *ret);
 size_t conf_key_size(const struct conf_key *k);
 /* Prints the effective config as an INI file that conf_load accepts. */
 void conf_dump(const struct rqb_conf *c, FILE *out);
+struct spread_conf;
+/* The keys the spread policy reads (policy/spread.h); its lists point into c. */
+void conf_spread(const struct rqb_conf *c, struct spread_conf *ret);
 /* Prints the [rule NAME] sections of rs as conf_dump does. */
 void conf_dump_rules(const struct rule_set *rs, FILE *out);
 /* Sets one key from its text form, as the file would; 0 or -EINVAL with reason. */

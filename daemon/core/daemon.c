@@ -371,6 +371,7 @@ static void record_plan(struct daemon *d)
 int daemon_tick(struct daemon *d, uint64_t now_ns)
 {
 	uint64_t t = util_now_ns(), t0 = t;
+	struct spread_conf sc;
 	int r;
 
 	/* Once a second: an open of the sysfs file took a millisecond a tick emulated. */
@@ -405,7 +406,8 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	daemon_rqlat_cgroups(d);
 	tick_stage(d, TICK_LATENCY, &t);
 	plan_clear(&d->plan);
-	r = spread_decide(d->snap, &d->conf, &d->pol, &d->plan);
+	conf_spread(&d->conf, &sc);
+	r = spread_decide(d->snap, &sc, &d->pol, &d->plan);
 	tick_stage(d, TICK_POLICY, &t);
 	if (r < 0) {
 		log_err("policy: %s", strerror(-r));

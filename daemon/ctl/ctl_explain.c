@@ -14,6 +14,7 @@
 #include "ctl/ctl_explain.h"
 #include "ctl/ctl_peer.h"
 #include "ctl/ctl_req.h"
+#include "policy/rules.h"
 #include "sample/ident.h"
 #include "sample/peers.h"
 #include "util/schedattr.h"

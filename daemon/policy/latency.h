@@ -15,9 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define LAT_MIN (-20)
-#define LAT_MAX 19
-#define LAT_NONE 127 /* "not managed": no value set */
+#include "model/model.h"
 
 #define LAT_SLICE_MIN_NS 100000ULL     /* the kernel clamps to 0.1 ms … 100 ms */
 #define LAT_SLICE_MAX_NS 100000000ULL

@@ -17,40 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define RULES_MAX 128
-#define RULE_NAME_MAX 64
-#define RULE_STR_MAX 256
-/* No one's uid ((uid_t)-1 means "unchanged" to setresuid(2)): a rule without uid. */
-#define RULE_UID_ANY ((uid_t)-1)
-
-struct rule {
-	char name[RULE_NAME_MAX];
-	int latency_nice;              /* -20…19; LAT_NONE (latency.h) until set */
-	char comm[RULE_STR_MAX];       /* fnmatch(3) pattern on comm; "" = any */
-	char exe[RULE_STR_MAX];        /* fnmatch(3) pattern (FNM_PATHNAME) on the exe path */
-	char cmdline[RULE_STR_MAX];    /* fnmatch(3) pattern on argv joined by spaces */
-	char cgroup[RULE_STR_MAX];     /* cgroup path prefix, at a '/' boundary */
-	uid_t uid;                     /* real uid; RULE_UID_ANY if the rule names none */
-	bool spoofable;                /* a negative value without exe or uid is allowed */
-	char file[RULE_STR_MAX];       /* where it was defined, for messages */
-	unsigned line;
-};
-
-struct rule_set {
-	unsigned n;
-	struct rule r[RULES_MAX];
-};
-
-/* What a rule can match a process on; strings may be "" where unreadable, never NULL. */
-struct proc_ident {
-	pid_t pid;
-	uid_t uid;            /* real uid */
-	const char *comm;
-	const char *exe;      /* readlink /proc/PID/exe; "" for kernel threads, when gone, or
-			       * when the path does not lead here to the file it runs */
-	const char *cmdline;  /* argv joined by single spaces */
-	const char *cgroup;   /* the cgroup path: v2 "0::" line, else the v1 cpu controller's */
-};
+#include "model/model.h"
 
 /*
  * The index of the first rule that matches, or -1. The rules come from the config

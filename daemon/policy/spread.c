@@ -201,7 +201,7 @@ static bool cgroup_under(const char *path, const char *prefix)
 	return path[n] == '\0' || path[n] == '/' || (n == 1 && prefix[0] == '/');
 }
 
-const char *spread_ineligible(const struct snapshot *s, const struct rqb_conf *c,
+const char *spread_ineligible(const struct snapshot *s, const struct spread_conf *c,
 			   const struct snap_task *t)
 {
 	if (t->flags & SNAP_TASK_KTHREAD)
@@ -210,11 +210,11 @@ const char *spread_ineligible(const struct snapshot *s, const struct rqb_conf *c
 		return "rqbalanced itself";
 	if (!cpumask_subset(&s->topo->online, &t->allowed))
 		return "affinity narrowed";
-	for (unsigned i = 0; i < c->exclude_comms.n; i++)
-		if (fnmatch(c->exclude_comms.v[i], t->comm, 0) == 0)
+	for (unsigned i = 0; i < c->nexclude_comms; i++)
+		if (fnmatch(c->exclude_comms[i], t->comm, 0) == 0)
 			return "excluded comm";
-	for (unsigned i = 0; t->cgroup && i < c->exclude_cgroups.n; i++)
-		if (cgroup_under(t->cgroup, c->exclude_cgroups.v[i]))
+	for (unsigned i = 0; t->cgroup && i < c->nexclude_cgroups; i++)
+		if (cgroup_under(t->cgroup, c->exclude_cgroups[i]))
 			return "excluded cgroup";
 	return NULL;
 }
@@ -226,7 +226,7 @@ const char *spread_ineligible(const struct snapshot *s, const struct rqb_conf *c
  * and exec balancing), and such a task has stayed where it was put as long as a moved
  * one must. Unknown ages (a replay written without them) count as settled.
  */
-static bool settled(const struct snapshot *s, const struct rqb_conf *c,
+static bool settled(const struct snapshot *s, const struct spread_conf *c,
 		    const struct snap_task *t)
 {
 	uint64_t min_ticks = (uint64_t)c->min_residency_ms * s->tick_hz / 1000;
@@ -363,7 +363,7 @@ static void uncount_left_behind(const struct snapshot *s, struct spread_state *s
  * Per-CPU and per-LLC runnable counts, idle CPUs per LLC, tasks bucketed by CPU, and
  * the listed tasks per LLC that are not settled yet.
  */
-static void count(const struct snapshot *s, const struct rqb_conf *conf, struct spread_state *st)
+static void count(const struct snapshot *s, const struct spread_conf *conf, struct spread_state *st)
 {
 	const struct topo *tp = s->topo;
 	int *listed = st->bucket_start; /* reused: counts first, then bucket offsets */
@@ -490,12 +490,12 @@ static bool load_less(int a, int b, int c, int d)
 }
 
 /* Whether LLC l is big enough to spread across (min_llc_cores), from or to. */
-static bool spreadable(const struct topo *tp, const struct rqb_conf *c, int l)
+static bool spreadable(const struct topo *tp, const struct spread_conf *c, int l)
 {
 	return tp->llcs[l].ncores >= (int)c->min_llc_cores;
 }
 
-static int pick_source(const struct snapshot *s, const struct rqb_conf *c,
+static int pick_source(const struct snapshot *s, const struct spread_conf *c,
 		       const struct spread_state *st)
 {
 	const struct topo *tp = s->topo;
@@ -516,7 +516,7 @@ static int closeness(const struct topo *tp, int a, int b)
 	return (tp->llcs[a].numa == tp->llcs[b].numa) + (tp->llcs[a].package == tp->llcs[b].package);
 }
 
-static int pick_target(const struct snapshot *s, const struct rqb_conf *c,
+static int pick_target(const struct snapshot *s, const struct spread_conf *c,
 		       const struct spread_state *st, int src)
 {
 	const struct topo *tp = s->topo;
@@ -539,7 +539,7 @@ static int pick_target(const struct snapshot *s, const struct rqb_conf *c,
 }
 
 static bool clearly_less_loaded(const struct snapshot *s, const struct spread_state *st,
-				const struct rqb_conf *c, int src, int dst)
+				const struct spread_conf *c, int src, int dst)
 {
 	const struct topo *tp = s->topo;
 
@@ -549,7 +549,7 @@ static bool clearly_less_loaded(const struct snapshot *s, const struct spread_st
 
 /* ---- rules (b), (d), (e): choosing the task ---- */
 
-static bool movable(const struct snapshot *s, const struct rqb_conf *c,
+static bool movable(const struct snapshot *s, const struct spread_conf *c,
 		    const struct spread_state *st, const struct snap_task *t)
 {
 	/* A task that used no CPU since the last sample was caught running for an instant. */
@@ -628,7 +628,7 @@ static int partner_llc(const struct snapshot *s, const struct spread_state *st,
  * task whose partner is not runnable with it may go alone only to the partner's LLC
  * (where they meet again); one whose partner sleeps in its own LLC stays.
  */
-static bool pair_may_leave(const struct snapshot *s, const struct rqb_conf *c,
+static bool pair_may_leave(const struct snapshot *s, const struct spread_conf *c,
 			   const struct spread_state *st, const struct snap_task *t, int src, int dst,
 			   unsigned budget)
 {
@@ -652,7 +652,7 @@ static bool pair_may_leave(const struct snapshot *s, const struct rqb_conf *c,
  * task with the highest tid: the youngest settled thread, likely the least cache in
  * the LLC. Returns the bucket slot, or -1.
  */
-static int pick_task(const struct snapshot *s, const struct rqb_conf *c,
+static int pick_task(const struct snapshot *s, const struct spread_conf *c,
 		     const struct spread_state *st, int src, int dst, unsigned budget)
 {
 	const struct topo *tp = s->topo;
@@ -683,7 +683,7 @@ static int pick_task(const struct snapshot *s, const struct rqb_conf *c,
 
 /* ---- the tick ---- */
 
-static int release(const struct snapshot *s, const struct rqb_conf *c, struct spread_state *st,
+static int release(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
 		   struct plan *plan, unsigned *budget)
 {
 	const uint64_t min_ns = c->min_residency_ms * NSEC_PER_MSEC;
@@ -764,7 +764,7 @@ static int pin(const struct snapshot *s, struct spread_state *st, struct plan *p
 	return 0;
 }
 
-static int spread(const struct snapshot *s, const struct rqb_conf *c, struct spread_state *st,
+static int spread(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
 		  struct plan *plan, unsigned *budget)
 {
 	while (*budget > 0) {
@@ -795,7 +795,7 @@ static int spread(const struct snapshot *s, const struct rqb_conf *c, struct spr
 	return 0;
 }
 
-int spread_decide(const struct snapshot *s, const struct rqb_conf *c, struct spread_state *st,
+int spread_decide(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
 	       struct plan *plan)
 {
 	unsigned budget = c->max_moves_per_tick;

@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "conf/conf.h"
 #include "plan/plan.h"
 #include "snapshot/snap.h"
 
@@ -67,6 +66,23 @@ struct spread_state {
 	size_t nbyid;
 };
 
+/* Up to this many [exclude] patterns of each kind (conf.h's CONF_MAX_LIST). */
+#define SPREAD_MAX_EXCLUDE 64
+
+/* What the policy reads of the config, and no more; conf_spread (conf.h) fills it. */
+struct spread_conf {
+	uint32_t imbalance_pct;         /* target must be this much less loaded, 117 = 17 % */
+	uint32_t max_moves_per_tick;    /* pins plus releases per tick */
+	uint32_t min_residency_ms;      /* no task moves again sooner than this */
+	uint32_t max_pin_ms;            /* a pin is released at this age at the latest */
+	uint32_t min_llc_cores;         /* LLCs with fewer cores are not spread across */
+	bool keep_pairs;                /* move tasks that wake each other only together */
+	/* [exclude]: fnmatch(3) patterns on comm, and cgroup path prefixes; not owned */
+	unsigned nexclude_comms, nexclude_cgroups;
+	const char *exclude_comms[SPREAD_MAX_EXCLUDE];
+	const char *exclude_cgroups[SPREAD_MAX_EXCLUDE];
+};
+
 void spread_init(struct spread_state *st);
 void spread_fini(struct spread_state *st);
 
@@ -74,14 +90,14 @@ void spread_fini(struct spread_state *st);
  * Decides one tick: appends to plan (which the caller cleared) and updates st as if the
  * plan is carried out. Returns the number of actions, or -ENOMEM.
  */
-int spread_decide(const struct snapshot *s, const struct rqb_conf *c, struct spread_state *st,
+int spread_decide(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
 	       struct plan *plan);
 /* The actuator could not carry out, or has given up, the pin of this task: forget it. */
 void spread_forget(struct spread_state *st, pid_t tid, uint64_t start_time);
 const struct spread_pin *spread_find_pin(const struct spread_state *st, pid_t tid, uint64_t start_time);
 
 /* Rule (e), exposed for tests: why a task may not be touched, or NULL if it may. */
-const char *spread_ineligible(const struct snapshot *s, const struct rqb_conf *c,
+const char *spread_ineligible(const struct snapshot *s, const struct spread_conf *c,
 			   const struct snap_task *t);
 
 #endif

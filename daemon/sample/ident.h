@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "policy/rules.h"
+#include "model/model.h"
 
 #define IDENT_COMM_MAX 16      /* the kernel's TASK_COMM_LEN */
 #define IDENT_CMDLINE_MAX 4096 /* a longer cmdline is cut to 4095 bytes */

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "util/caps.h"
-#include "policy/latency.h"
+#include "model/model.h"
 #include "rqbalance.h"
 #include "rqlat.skel.h"
 #include "sample/bpf/rqlat.bpf.h"

@@ -4,36 +4,9 @@
 
 #include <sched.h>
 #include <stdbool.h>
+#include <stddef.h>
 
-struct topo_cpu {
-	bool present;   /* in the topology and online */
-	bool placed;    /* online when the topology was loaded: core, llc and the rest hold */
-	int core;       /* index into the core numbering, SMT siblings share it */
-	int llc;        /* index into topo.llcs */
-	int numa;       /* NUMA node logical index, 0 where none */
-	int package;    /* package logical index */
-};
-
-struct topo_llc {
-	cpu_set_t cpus; /* online CPUs sharing this last-level cache */
-	int ncpus;
-	int ncores;     /* cores with an online CPU in it (SMT siblings count once) */
-	int numa;       /* NUMA node of its first CPU */
-	int package;
-};
-
-struct topo {
-	int nr_cpu_ids;          /* highest OS CPU number + 1 */
-	int ncpus;               /* online CPUs in the topology */
-	int ncores;
-	int nnuma;
-	int nllcs;
-	int noffline;            /* CPUs the topology names that are not online now */
-	cpu_set_t online;        /* the CPUs rqbalance may place work on */
-	struct topo_cpu *cpus;   /* indexed by OS CPU number, nr_cpu_ids entries */
-	struct topo_llc *llcs;   /* nllcs entries */
-	char source[256];        /* "this system", the XML file, or the synthetic string */
-};
+#include "model/model.h"
 
 struct topo_opts {
 	const char *xml;         /* hwloc XML file, or NULL */
@@ -62,9 +35,5 @@ int topo_follow_online(struct topo *t, const char *root, cpu_set_t *ret_went,
 		       cpu_set_t *ret_came);
 /* One line: "2 CPUs, 2 cores, 2 LLCs, 1 NUMA node (source)". */
 void topo_describe(const struct topo *t, char *buf, size_t len);
-static inline int topo_llc_of(const struct topo *t, int cpu)
-{
-	return (cpu >= 0 && cpu < t->nr_cpu_ids && t->cpus[cpu].present) ? t->cpus[cpu].llc : -1;
-}
 
 #endif

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "sample/topo.h"
+#include "model/model.h"
 
 #define SNAP_COMM_LEN 16
 #define SNAP_TASK_KTHREAD 0x1u /* a kernel thread: never touched */

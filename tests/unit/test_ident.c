@@ -12,6 +12,7 @@
 #include "unit.h"
 
 #include "rqbalance.h"
+#include "policy/rules.h"
 #include "sample/ident.h"
 
 #define STATUS_1000 "Name:\tfake\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t1234\n" \

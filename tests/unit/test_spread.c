@@ -21,9 +21,17 @@ struct fx {
 	struct topo *topo;
 	struct snapshot *s;
 	struct rqb_conf c;
+	struct spread_conf sc;       /* c as the policy reads it (sconf) */
 	struct spread_state st;
 	struct plan plan;
 };
+
+/* The policy's view of f->c, as the daemon builds it each tick. */
+static const struct spread_conf *sconf(struct fx *f)
+{
+	conf_spread(&f->c, &f->sc);
+	return &f->sc;
+}
 
 static struct fx *fx_new(const char *synthetic)
 {
@@ -76,7 +84,7 @@ static const char *tick(struct fx *f, uint64_t now_ms)
 {
 	f->s->now_ns = now_ms * MS;
 	plan_clear(&f->plan);
-	assert_true(spread_decide(f->s, &f->c, &f->st, &f->plan) >= 0);
+	assert_true(spread_decide(f->s, sconf(f), &f->st, &f->plan) >= 0);
 	return unit_plan_dump(&f->plan);
 }
 
@@ -268,7 +276,7 @@ static const char *replay_tick(struct fx *f, const char *text)
 		fail_msg("replay line %u: %s", line, err);
 	fclose(in);
 	plan_clear(&f->plan);
-	assert_true(spread_decide(f->s, &f->c, &f->st, &f->plan) >= 0);
+	assert_true(spread_decide(f->s, sconf(f), &f->st, &f->plan) >= 0);
 	return unit_plan_dump(&f->plan);
 }
 
@@ -523,23 +531,23 @@ static void never_touches_ineligible(void **state)
 	add(f, 100, 0); /* the lone eligible one stays: it would have to leave a CPU alone */
 	t = add(f, 101, 0);
 	t->flags |= SNAP_TASK_KTHREAD;
-	assert_string_equal(spread_ineligible(f->s, &f->c, t), "kernel thread");
+	assert_string_equal(spread_ineligible(f->s, sconf(f), t), "kernel thread");
 	t = add(f, 102, 0);
 	t->tgid = 1;
-	assert_string_equal(spread_ineligible(f->s, &f->c, t), "rqbalanced itself");
+	assert_string_equal(spread_ineligible(f->s, sconf(f), t), "rqbalanced itself");
 	t = add(f, 103, 0);
 	CPU_CLR(1, &t->allowed);
-	assert_string_equal(spread_ineligible(f->s, &f->c, t), "affinity narrowed");
+	assert_string_equal(spread_ineligible(f->s, sconf(f), t), "affinity narrowed");
 	t = add(f, 104, 0);
 	strcpy(t->comm, "dbwriter");
-	assert_string_equal(spread_ineligible(f->s, &f->c, t), "excluded comm");
+	assert_string_equal(spread_ineligible(f->s, sconf(f), t), "excluded comm");
 	t = add(f, 105, 0);
 	free(t->cgroup);
 	t->cgroup = strdup("/system.slice/audio.service/worker");
-	assert_string_equal(spread_ineligible(f->s, &f->c, t), "excluded cgroup");
+	assert_string_equal(spread_ineligible(f->s, sconf(f), t), "excluded cgroup");
 	free(t->cgroup);
 	t->cgroup = strdup("/system.slice/audio.service2");
-	assert_null(spread_ineligible(f->s, &f->c, t));
+	assert_null(spread_ineligible(f->s, sconf(f), t));
 	t->cgroup[strlen(t->cgroup) - 1] = '\0';
 	/* Only 100 is eligible and movable: it is pinned, nothing else. */
 	assert_string_equal(decide(f, 100),

@@ -1,0 +1,92 @@
+/*
+ * The model: the types that the stages share and no one stage owns. The sampler fills
+ * them, the config holds some, the policy reads them; this header includes nothing of
+ * the daemon's, so that every folder can include it and no folder needs another's
+ * header for a type alone.
+ */
+#ifndef RQB_MODEL_H
+#define RQB_MODEL_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- latency-nice values ---- */
+#define LAT_MIN (-20)
+#define LAT_MAX 19
+#define LAT_NONE 127 /* "not managed": no value set */
+
+/* ---- the machine (sample/topo.c loads it) ---- */
+struct topo_cpu {
+	bool present;   /* in the topology and online */
+	bool placed;    /* online when the topology was loaded: core, llc and the rest hold */
+	int core;       /* index into the core numbering, SMT siblings share it */
+	int llc;        /* index into topo.llcs */
+	int numa;       /* NUMA node logical index, 0 where none */
+	int package;    /* package logical index */
+};
+
+struct topo_llc {
+	cpu_set_t cpus; /* online CPUs sharing this last-level cache */
+	int ncpus;
+	int ncores;     /* cores with an online CPU in it (SMT siblings count once) */
+	int numa;       /* NUMA node of its first CPU */
+	int package;
+};
+
+struct topo {
+	int nr_cpu_ids;          /* highest OS CPU number + 1 */
+	int ncpus;               /* online CPUs in the topology */
+	int ncores;
+	int nnuma;
+	int nllcs;
+	int noffline;            /* CPUs the topology names that are not online now */
+	cpu_set_t online;        /* the CPUs rqbalance may place work on */
+	struct topo_cpu *cpus;   /* indexed by OS CPU number, nr_cpu_ids entries */
+	struct topo_llc *llcs;   /* nllcs entries */
+	char source[256];        /* "this system", the XML file, or the synthetic string */
+};
+
+static inline int topo_llc_of(const struct topo *t, int cpu)
+{
+	return (cpu >= 0 && cpu < t->nr_cpu_ids && t->cpus[cpu].present) ? t->cpus[cpu].llc : -1;
+}
+
+/* ---- latency rules (conf.c parses them, policy/rules.c matches, sample/ident.c reads) ---- */
+#define RULES_MAX 128
+#define RULE_NAME_MAX 64
+#define RULE_STR_MAX 256
+/* No one's uid ((uid_t)-1 means "unchanged" to setresuid(2)): a rule without uid. */
+#define RULE_UID_ANY ((uid_t)-1)
+
+struct rule {
+	char name[RULE_NAME_MAX];
+	int latency_nice;              /* -20…19; LAT_NONE (latency.h) until set */
+	char comm[RULE_STR_MAX];       /* fnmatch(3) pattern on comm; "" = any */
+	char exe[RULE_STR_MAX];        /* fnmatch(3) pattern (FNM_PATHNAME) on the exe path */
+	char cmdline[RULE_STR_MAX];    /* fnmatch(3) pattern on argv joined by spaces */
+	char cgroup[RULE_STR_MAX];     /* cgroup path prefix, at a '/' boundary */
+	uid_t uid;                     /* real uid; RULE_UID_ANY if the rule names none */
+	bool spoofable;                /* a negative value without exe or uid is allowed */
+	char file[RULE_STR_MAX];       /* where it was defined, for messages */
+	unsigned line;
+};
+
+struct rule_set {
+	unsigned n;
+	struct rule r[RULES_MAX];
+};
+
+/* What a rule can match a process on; strings may be "" where unreadable, never NULL. */
+struct proc_ident {
+	pid_t pid;
+	uid_t uid;            /* real uid */
+	const char *comm;
+	const char *exe;      /* readlink /proc/PID/exe; "" for kernel threads, when gone, or
+			       * when the path does not lead here to the file it runs */
+	const char *cmdline;  /* argv joined by single spaces */
+	const char *cgroup;   /* the cgroup path, as parse_cgroup picks it (sample/parse.h) */
+};
+
+#endif
