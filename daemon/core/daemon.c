@@ -455,15 +455,16 @@ static int arm_metrics(struct daemon *d, uint64_t delay_ns)
 	return r < 0 ? r : sd_event_source_set_enabled(d->metrics_timer, SD_EVENT_ONESHOT);
 }
 
-/* What the metrics file shows, from every stage's counters. */
-static void metrics_figures(const struct daemon *d, struct metrics_figures *ret)
+void daemon_stats(const struct daemon *d, struct daemon_stats *ret)
 {
-	*ret = (struct metrics_figures){
+	*ret = (struct daemon_stats){
 		.sampler = d->sampler->ops->name,
 		.dry_run = d->conf.dry_run,
 		.interval_ms = d->conf.interval_ms,
 		.ticks = d->ticks,
+		.sample_errors = d->sample_errors,
 		.sample_failures = d->sample_failures,
+		.tick_max_us = (double)d->tick_max_ns / 1000.0,
 		.managed = act_managed(&d->act),
 		.moves = d->act.cnt.moves,
 		.restores = d->act.cnt.restores,
@@ -478,24 +479,33 @@ static void metrics_figures(const struct daemon *d, struct metrics_figures *ret)
 		.lat_restored = d->lat.cnt.restored,
 		.lat_errors = d->lat.cnt.errors,
 		.lat_refused = d->lat.cnt.refused,
+		.lat_inherited_back = d->lm.cnt.inherited_back,
+		.events_state = d->lm.pc_state,
 		.events_up = latmgr_has_events(&d->lm),
 		.events_bpf = d->lm.bev != NULL,
 		.events = d->lm.cnt.events,
 		.overflows = d->lm.cnt.overflows,
 		.rescans = d->lm.cnt.rescans,
 		.rule_matches = d->lm.cnt.rule_matches,
+		.class_mount = d->lat.cls.on ? d->lat.cls.mount : NULL,
+		.class_root = d->lat.cls.root,
+		.ctl_connections = d->ctl.nconns,
+		.dbus = d->bus.serving,
+		.dbus_s76 = d->bus.s76,
 		.topo = d->topo,
 		.snap = d->snap,
 	};
+	for (int st = 0; st < TICK_STAGES; st++)
+		ret->tick_avg_us[st] = d->ticks ? (double)d->tick_ns[st] / (double)d->ticks / 1000.0 : 0;
 }
 
 static int on_metrics(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
-	struct metrics_figures f;
+	struct daemon_stats f;
 
 	/* A failure is logged and counted there; the next interval tries again. */
-	metrics_figures(d, &f);
+	daemon_stats(d, &f);
 	metrics_write(&d->metrics, &f, d->conf.metrics_path);
 	return arm_metrics(d, d->conf.metrics_interval_ms * NSEC_PER_MSEC);
 }

@@ -11,6 +11,7 @@
 #include "actuate/latact.h"
 #include "conf/conf.h"
 #include "latmgr/latmgr.h"
+#include "model/stats.h"
 #include "core/metrics.h"
 #include "ctl/bus.h"
 #include "ctl/ctl.h"
@@ -34,9 +35,6 @@ struct daemon_opts {
 	const char *record;         /* --record */
 	int log_level;              /* --log-level, or -1 */
 };
-
-/* A tick's stages, timed for rqctl status: where the daemon's own CPU goes. */
-enum tick_stage { TICK_SAMPLE, TICK_VERIFY, TICK_LATENCY, TICK_POLICY, TICK_ACT, TICK_STAGES };
 
 struct daemon {
 	struct daemon_opts opts;
@@ -77,6 +75,8 @@ struct daemon {
 
 /* Loads the config the options name; missing default file means defaults. */
 int daemon_load_config(const struct daemon_opts *o, FILE *err, struct rqb_conf *ret);
+/* What the daemon shows of itself now (rqctl status, the metrics file). */
+void daemon_stats(const struct daemon *d, struct daemon_stats *ret);
 int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_conf *c);
 /* What the ctl server may ask of the daemon (reload, the histograms' cgroups). */
 extern const struct ctl_ops daemon_ctl_ops;

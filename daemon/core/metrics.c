@@ -70,7 +70,7 @@ static void labelled(FILE *out, const char *name, const char *label, const char 
 	fprintf(out, "} %" PRIu64 "\n", value);
 }
 
-static void scalars(const struct metrics *m, const struct metrics_figures *f, FILE *out)
+static void scalars(const struct metrics *m, const struct daemon_stats *f, FILE *out)
 {
 	const struct scalar s[] = {
 		{ "rqbalance_dry_run", "gauge", "1 if the daemon plans and logs but changes nothing.",
@@ -121,7 +121,7 @@ static void scalars(const struct metrics *m, const struct metrics_figures *f, FI
 }
 
 /* Counters of one kind of event, split by a label. */
-static void by_kind(const struct metrics_figures *f, FILE *out)
+static void by_kind(const struct daemon_stats *f, FILE *out)
 {
 	header(out, "rqbalance_dropped_total", "counter",
 	       "Affinities rqbalance stopped managing without giving them back, by reason.");
@@ -137,7 +137,7 @@ static void by_kind(const struct metrics_figures *f, FILE *out)
 	labelled(out, "rqbalance_refusals_total", "kind", "latency", f->lat_refused);
 }
 
-static void per_llc(const struct metrics_figures *f, FILE *out, const char *name, bool runnable)
+static void per_llc(const struct daemon_stats *f, FILE *out, const char *name, bool runnable)
 {
 	const struct topo *t = f->topo;
 
@@ -157,7 +157,7 @@ static void per_llc(const struct metrics_figures *f, FILE *out, const char *name
 	}
 }
 
-int metrics_format(const struct metrics *m, const struct metrics_figures *f, FILE *out)
+int metrics_format(const struct metrics *m, const struct daemon_stats *f, FILE *out)
 {
 	header(out, "rqbalance_build_info", "gauge", "The version of rqbalanced, as a label.");
 	labelled(out, "rqbalance_build_info", "version", RQB_VERSION, 1);
@@ -182,7 +182,7 @@ int metrics_format(const struct metrics *m, const struct metrics_figures *f, FIL
  * (O_EXCL: no FIFO to block on, no link to follow), and returns that name in tmp; the
  * reader's user (node_exporter) needs it readable.
  */
-static int write_tmp(const struct metrics *m, const struct metrics_figures *fig, int dirfd,
+static int write_tmp(const struct metrics *m, const struct daemon_stats *fig, int dirfd,
 		     const char *base, char *tmp, size_t size, bool *ret_made)
 {
 	struct stat st;
@@ -220,7 +220,7 @@ static void note_failure(struct metrics *m, const char *path, int r, const char 
 	m->failing = true;
 }
 
-int metrics_write(struct metrics *m, const struct metrics_figures *f, const char *path)
+int metrics_write(struct metrics *m, const struct daemon_stats *f, const char *path)
 {
 	char tmp[NAME_MAX + 1], why[PATH_MAX + 128];
 	const char *base = strrchr(path, '/');

@@ -12,32 +12,7 @@
 #include <stdio.h>
 
 #include "conf/conf.h"
-
-struct snapshot;
-struct topo;
-
-/* The figures a metrics file shows, gathered by the caller: metrics reads no other stage. */
-struct metrics_figures {
-	const char *sampler;            /* the sampler's name */
-	bool dry_run;
-	uint32_t interval_ms;           /* the configured tick */
-	uint64_t ticks;
-	uint64_t sample_failures;       /* ticks whose sample failed */
-	/* affinity */
-	uint64_t managed;               /* tasks whose affinity rqbalance set now */
-	uint64_t moves, restores;
-	uint64_t gone, left_alone;      /* dropped without giving back, by reason */
-	uint64_t transient, permanent;  /* errors, by kind */
-	/* latency */
-	uint64_t lat_tasks, lat_cgroups, lat_processes;
-	uint64_t lat_applied, lat_restored, lat_errors, lat_refused;
-	bool events_up;                 /* fork and exec events arrive */
-	bool events_bpf;                /* and from BPF */
-	uint64_t events, overflows, rescans, rule_matches;
-	/* per LLC */
-	const struct topo *topo;
-	const struct snapshot *snap;    /* the last tick's */
-};
+#include "model/stats.h"
 
 struct metrics {
 	char path[CONF_MAX_STR];  /* the file written last, removed at fini; "" = none */
@@ -50,7 +25,7 @@ void metrics_init(struct metrics *m);
 /* Removes the file written last: a stopped daemon reports nothing rather than old counts. */
 void metrics_fini(struct metrics *m);
 /* Formats every metric of f (and m's own failures). 0, or -EIO when out failed. */
-int metrics_format(const struct metrics *m, const struct metrics_figures *f, FILE *out);
+int metrics_format(const struct metrics *m, const struct daemon_stats *f, FILE *out);
 /*
  * Writes the metrics to path through a new file of a name of its own (path.XXXXXX,
  * which node_exporter's *.prom leaves alone) and rename(2), mode 0644 whatever the
@@ -58,6 +33,6 @@ int metrics_format(const struct metrics *m, const struct metrics_figures *f, FIL
  * and each above it); removes the file written before if path changed
  * (empty: writes nothing). 0 or -errno; the first of a run of failures is logged.
  */
-int metrics_write(struct metrics *m, const struct metrics_figures *f, const char *path);
+int metrics_write(struct metrics *m, const struct daemon_stats *f, const char *path);
 
 #endif

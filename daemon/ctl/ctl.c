@@ -191,55 +191,51 @@ static size_t status_shaping(struct ctl_server *srv, const struct ctl_caller *k,
 	return n;
 }
 
-static double tick_avg_us(const struct daemon *d, enum tick_stage st)
-{
-	return d->ticks ? (double)d->tick_ns[st] / (double)d->ticks / 1000.0 : 0.0;
-}
-
 static void status_text(struct ctl_server *srv, const struct ctl_caller *who, char *out,
 			size_t len)
 {
-	const struct daemon *d = srv->d;
-	const struct act_counters *k = &d->act.cnt;
+	struct daemon_stats st;
+	const struct topo *tp;
 	size_t off = 0;
 
+	daemon_stats(srv->d, &st);
+	tp = st.topo;
 #define PUT(...) (off += (size_t)snprintf(out + off, off < len ? len - off : 0, __VA_ARGS__))
 	PUT("version %s\nsampler %s\ntick_ms %u\ndry_run %s\nticks %" PRIu64 "\n", RQB_VERSION,
-	    d->sampler->ops->name, d->conf.interval_ms, d->conf.dry_run ? "yes" : "no", d->ticks);
-	PUT("managed %zu\nmoves %" PRIu64 "\nrestores %" PRIu64 "\nleft_alone %" PRIu64
+	    st.sampler, st.interval_ms, st.dry_run ? "yes" : "no", st.ticks);
+	PUT("managed %" PRIu64 "\nmoves %" PRIu64 "\nrestores %" PRIu64 "\nleft_alone %" PRIu64
 	    "\ngone %" PRIu64 "\nerrors_transient %" PRIu64 "\nerrors_permanent %" PRIu64
 	    "\nsample_errors %" PRIu64 "\n",
-	    act_managed(&d->act), k->moves, k->restores, k->left_alone, k->gone, k->transient,
-	    k->permanent, d->sample_errors);
+	    st.managed, st.moves, st.restores, st.left_alone, st.gone, st.transient, st.permanent,
+	    st.sample_errors);
 	/* Between handlers: only what the daemon holds, and the asker's own connection. */
-	PUT("ctl_connections %u\nopen_fds %d\n", d->ctl.nconns, open_fds());
-	PUT("latency_tasks %zu\nlatency_cgroups %zu\nlatency_processes %zu\n"
-	    "latency_events %s\nlatency_overflows %" PRIu64 "\nlatency_rescans %" PRIu64
+	PUT("ctl_connections %u\nopen_fds %d\n", st.ctl_connections, open_fds());
+	PUT("latency_tasks %" PRIu64 "\nlatency_cgroups %" PRIu64 "\nlatency_processes %" PRIu64
+	    "\nlatency_events %s\nlatency_overflows %" PRIu64 "\nlatency_rescans %" PRIu64
 	    "\nlatency_rule_matches %" PRIu64 "\nlatency_restored %" PRIu64
 	    "\nlatency_inherited_back %" PRIu64
 	    "\nlatency_errors %" PRIu64 "\nlatency_class_cgroups %s%s%s\n",
-	    d->lat.n, d->lat.ncg, d->lm.np, d->lm.pc_state, d->lm.cnt.overflows,
-	    d->lm.cnt.rescans, d->lm.cnt.rule_matches, d->lat.cnt.restored,
-	    d->lm.cnt.inherited_back, d->lat.cnt.errors,
-	    d->lat.cls.on ? d->lat.cls.mount : "off",
-	    d->lat.cls.on && d->lat.cls.root[0] ? "/" : "", d->lat.cls.on ? d->lat.cls.root : "");
+	    st.lat_tasks, st.lat_cgroups, st.lat_processes, st.events_state, st.overflows,
+	    st.rescans, st.rule_matches, st.lat_restored, st.lat_inherited_back, st.lat_errors,
+	    st.class_mount ? st.class_mount : "off",
+	    st.class_mount && st.class_root[0] ? "/" : "", st.class_mount ? st.class_root : "");
 	/* What a tick takes, on average by stage and at most, in µs. */
 	PUT("tick_us sample %.1f verify %.1f latency %.1f policy %.1f act %.1f max %.1f\n",
-	    tick_avg_us(d, TICK_SAMPLE), tick_avg_us(d, TICK_VERIFY),
-	    tick_avg_us(d, TICK_LATENCY), tick_avg_us(d, TICK_POLICY), tick_avg_us(d, TICK_ACT),
-	    d->tick_max_ns / 1000.0);
+	    st.tick_avg_us[TICK_SAMPLE], st.tick_avg_us[TICK_VERIFY],
+	    st.tick_avg_us[TICK_LATENCY], st.tick_avg_us[TICK_POLICY], st.tick_avg_us[TICK_ACT],
+	    st.tick_max_us);
 	/* The D-Bus API: the names owned, or off. */
-	PUT("dbus %s%s%s\n", d->bus.serving ? "org.rqbalance1" : "off",
-	    d->bus.s76 ? " " : "", d->bus.s76 ? "com.system76.Scheduler" : "");
-	for (int l = 0; l < d->topo->nllcs; l++) {
+	PUT("dbus %s%s%s\n", st.dbus ? "org.rqbalance1" : "off", st.dbus_s76 ? " " : "",
+	    st.dbus_s76 ? "com.system76.Scheduler" : "");
+	for (int l = 0; l < tp->nllcs; l++) {
 		char cpus[CPUMASK_STRLEN];
 		unsigned nr = 0;
 
-		for (int c = 0; c < d->topo->nr_cpu_ids; c++)
-			if (d->topo->cpus[c].present && d->topo->cpus[c].llc == l)
-				nr += d->snap->cpus[c].nr_running;
+		for (int c = 0; c < tp->nr_cpu_ids; c++)
+			if (tp->cpus[c].present && tp->cpus[c].llc == l)
+				nr += st.snap->cpus[c].nr_running;
 		PUT("llc %d cpus %s runnable %u\n", l,
-		    cpumask_format(&d->topo->llcs[l].cpus, cpus, sizeof(cpus)), nr);
+		    cpumask_format(&tp->llcs[l].cpus, cpus, sizeof(cpus)), nr);
 	}
 	if (off < len) {
 		off += status_shaping(srv, who, out + off, len - off);
