@@ -39,13 +39,6 @@ int procfs_stat(const char *proc_root, pid_t tgid, pid_t tid, struct parse_stat_
 	return r < 0 ? r : stat_from(util_read_file(path, buf, sizeof(buf)), buf, ret);
 }
 
-int procfs_stat_at(int dirfd, const char *rel, struct parse_stat_line *ret)
-{
-	char buf[1024];
-
-	return stat_from(util_read_file_at(dirfd, rel, buf, sizeof(buf)), buf, ret);
-}
-
 int procfs_stat_fd(int fd, struct parse_stat_line *ret)
 {
 	char buf[1024];

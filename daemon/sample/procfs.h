@@ -19,8 +19,6 @@
  * gone, -EIO when the line is not a stat line, or another -errno.
  */
 int procfs_stat(const char *proc_root, pid_t tgid, pid_t tid, struct parse_stat_line *ret);
-/* The same, read from rel under an open directory (a sampler's /proc/PID/task). */
-int procfs_stat_at(int dirfd, const char *rel, struct parse_stat_line *ret);
 /* The same, from a stat file the caller holds open (read again from its start). */
 int procfs_stat_fd(int fd, struct parse_stat_line *ret);
 /*
