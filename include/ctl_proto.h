@@ -35,7 +35,8 @@ enum ctl_type {
 	CTL_SYNC = 8,
 	/*
 	 * request: target; reply: "key text" lines, each key once: the value and where it
-	 * came from, or why there is none, what it maps to, each knob's state (ctl_explain.h).
+	 * came from, or why there is none, what it maps to, each knob's state
+	 * (latmgr_explain).
 	 */
 	CTL_EXPLAIN = 9,
 	CTL_OK = 100,    /* reply: success, payload as the request defines */

@@ -100,6 +100,8 @@ struct latact_opts {
 	bool class_cgroups;          /* resolved: use them if a cpu hierarchy is there */
 	bool slices;                 /* the kernel takes sched_runtime as the slice */
 	bool uclamp;                 /* the kernel has uclamp */
+	bool autogroup;              /* the kernel's autogroup is on: a nice counts within a
+				      * session only, in the root cpu cgroup (explain says so) */
 	bool dry_run;
 	bool systemd;                /* systemd owns the cgroups: units are set over D-Bus */
 	const char *bus_address;     /* "" = the system bus */

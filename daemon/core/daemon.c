@@ -198,6 +198,19 @@ static void on_lat_task(void *ctx, pid_t tid, int value, bool managed)
 	rqlat_task(d->rqlat, tid, value, managed);
 }
 
+/* Tells the histograms which cgroups the latency actuator manages now. */
+static void daemon_rqlat_cgroups(struct daemon *d)
+{
+	const char *paths[RQB_RQLAT_MAX_CG];
+	size_t n = 0;
+
+	if (!d->rqlat || !d->lat.cls.mount[0])
+		return;
+	for (size_t i = 0; i < d->lat.ncg && n < RQB_RQLAT_MAX_CG; i++)
+		paths[n++] = d->lat.cg[i].path;
+	rqlat_cgroups(d->rqlat, d->lat.cls.mount, paths, n);
+}
+
 /* From now on the histograms follow each value given or taken back; these are older. */
 static void follow_lat_tasks(struct daemon *d)
 {
@@ -208,18 +221,6 @@ static void follow_lat_tasks(struct daemon *d)
 	for (size_t i = 0; i < d->lat.n; i++)
 		rqlat_task(d->rqlat, d->lat.e[i].task.tid, d->lat.e[i].value, true);
 	daemon_rqlat_cgroups(d);
-}
-
-void daemon_rqlat_cgroups(struct daemon *d)
-{
-	const char *paths[RQB_RQLAT_MAX_CG];
-	size_t n = 0;
-
-	if (!d->rqlat || !d->lat.cls.mount[0])
-		return;
-	for (size_t i = 0; i < d->lat.ncg && n < RQB_RQLAT_MAX_CG; i++)
-		paths[n++] = d->lat.cg[i].path;
-	rqlat_cgroups(d->rqlat, d->lat.cls.mount, paths, n);
 }
 
 static void on_dropped(void *ctx, pid_t tid, uint64_t start_time)
@@ -270,8 +271,9 @@ static void log_peers(struct daemon *d)
 }
 
 /* For status: the last reading unless it is older than PEERS_MAX_AGE_NS. */
-static void ctl_peers(struct daemon *d, struct peers *ret)
+static void ctl_peers(void *daemon, struct peers *ret)
 {
+	struct daemon *d = daemon;
 	uint64_t now = util_now_ns();
 
 	if (!d->peers_at_ns || now - d->peers_at_ns >= PEERS_MAX_AGE_NS) {
@@ -472,29 +474,13 @@ void daemon_stats(const struct daemon *d, struct daemon_stats *ret)
 		.left_alone = d->act.cnt.left_alone,
 		.transient = d->act.cnt.transient,
 		.permanent = d->act.cnt.permanent,
-		.lat_tasks = d->lat.n,
-		.lat_cgroups = d->lat.ncg,
-		.lat_processes = d->lm.np,
-		.lat_applied = d->lat.cnt.applied,
-		.lat_restored = d->lat.cnt.restored,
-		.lat_errors = d->lat.cnt.errors,
-		.lat_refused = d->lat.cnt.refused,
-		.lat_inherited_back = d->lm.cnt.inherited_back,
-		.events_state = d->lm.pc_state,
-		.events_up = latmgr_has_events(&d->lm),
-		.events_bpf = d->lm.bev != NULL,
-		.events = d->lm.cnt.events,
-		.overflows = d->lm.cnt.overflows,
-		.rescans = d->lm.cnt.rescans,
-		.rule_matches = d->lm.cnt.rule_matches,
-		.class_mount = d->lat.cls.on ? d->lat.cls.mount : NULL,
-		.class_root = d->lat.cls.root,
 		.ctl_connections = d->ctl.nconns,
 		.dbus = d->bus.serving,
 		.dbus_s76 = d->bus.s76,
 		.topo = d->topo,
 		.snap = d->snap,
 	};
+	latmgr_stats(&d->lm, ret);
 	for (int st = 0; st < TICK_STAGES; st++)
 		ret->tick_avg_us[st] = d->ticks ? (double)d->tick_ns[st] / (double)d->ticks / 1000.0 : 0;
 }
@@ -588,6 +574,7 @@ static int start_latency(struct daemon *d)
 		.cgroup_root = d->conf.lat_cgroup_root,
 		.slices = has_slices(d),
 		.uclamp = d->features.f[FEAT_UCLAMP].state != FEAT_MISSING && d->conf.lat_uclamp,
+		.autogroup = d->features.f[FEAT_AUTOGROUP].state != FEAT_MISSING,
 		.dry_run = d->conf.dry_run,
 		/* RQB_SYSTEMD_BUS: a private bus with a stand-in for systemd, for tests. */
 		.bus_address = getenv("RQB_SYSTEMD_BUS"),
@@ -666,11 +653,50 @@ static int setup_loop(struct daemon *d)
 	return r < 0 ? r : arm_metrics(d, d->conf.interval_ms * NSEC_PER_MSEC);
 }
 
-const struct ctl_ops daemon_ctl_ops = {
-	.reload = daemon_reload,
-	.rqlat_cgroups = daemon_rqlat_cgroups,
+static int ctl_reload(void *d, char **ret_errors)
+{
+	return daemon_reload(d, ret_errors);
+}
+
+static void ctl_stats(void *d, struct daemon_stats *ret)
+{
+	daemon_stats(d, ret);
+}
+
+static uint64_t ctl_ticks(void *d)
+{
+	return ((const struct daemon *)d)->ticks;
+}
+
+static char *ctl_histograms(void *daemon, char *ret_why, size_t len)
+{
+	struct daemon *d = daemon;
+
+	if (!d->rqlat) {
+		snprintf(ret_why, len, "no run-queue histograms: %s%s",
+			 d->conf.histograms ? "the BPF programs did not load: " : "",
+			 d->rqlat_why[0] ? d->rqlat_why : "unknown");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	daemon_rqlat_cgroups(d);
+	return rqlat_text(d->rqlat);
+}
+
+static const struct ctl_ops ctl_ops = {
+	.reload = ctl_reload,
+	.stats = ctl_stats,
+	.ticks = ctl_ticks,
+	.histograms = ctl_histograms,
 	.peers = ctl_peers,
 };
+
+/* What the doors see of the daemon (ctl_req.h). */
+static void ctl_env_of(struct daemon *d)
+{
+	d->env = (struct ctl_env){ .lm = &d->lm, .req = &d->req, .conf = &d->conf, .ops = &ctl_ops,
+				   .daemon = d };
+}
 
 int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_conf *c)
 {
@@ -740,13 +766,14 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 	features_log_one(&d->features, FEAT_TASK_EVENTS);
 	log_peers(d);
 	follow_lat_tasks(d);
-	r = ctl_init(&d->ctl, d->event, d->conf.ctl_socket, d, &daemon_ctl_ops);
+	ctl_env_of(d);
+	r = ctl_init(&d->ctl, d->event, d->conf.ctl_socket, &d->env);
 	if (r < 0) {
 		log_err("ctl socket %s: %s", d->conf.ctl_socket,
 			r == -EADDRINUSE ? "another rqbalanced serves it" : strerror(-r));
 		return r;
 	}
-	ctl_bus_init(&d->bus, d->event, d);
+	ctl_bus_init(&d->bus, d->event, &d->env);
 	drop_caps(d);
 	return 0;
 }
@@ -774,7 +801,7 @@ void daemon_fini(struct daemon *d)
 			 d->act.cnt.restores - before == 1 ? "" : "s");
 	}
 	ctl_bus_fini(&d->bus);
-	if (d->ctl.d)
+	if (d->ctl.env)
 		ctl_fini(&d->ctl);
 	if (d->lat.ops) {
 		int n;

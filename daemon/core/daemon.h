@@ -52,6 +52,7 @@ struct daemon {
 	struct latact lat;           /* latency knobs: the second actuator's state */
 	struct latmgr lm;            /* who has a latency value, followed through fork/exec */
 	struct ctl_req_lim req;      /* the limits the ctl socket and the D-Bus API share */
+	struct ctl_env env;          /* what both doors see of the daemon */
 	struct ctl_server ctl;
 	struct ctl_bus bus;           /* the D-Bus API */
 	FILE *record;
@@ -78,14 +79,10 @@ int daemon_load_config(const struct daemon_opts *o, FILE *err, struct rqb_conf *
 /* What the daemon shows of itself now (rqctl status, the metrics file). */
 void daemon_stats(const struct daemon *d, struct daemon_stats *ret);
 int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_conf *c);
-/* What the ctl server may ask of the daemon (reload, the histograms' cgroups). */
-extern const struct ctl_ops daemon_ctl_ops;
 /* Runs the event loop until SIGTERM or SIGINT. */
 int daemon_run(struct daemon *d);
 /* Restores every task, then frees everything. */
 void daemon_fini(struct daemon *d);
-/* Tells the histograms which cgroups the latency actuator manages now. */
-void daemon_rqlat_cgroups(struct daemon *d);
 /* One pass of sample -> snapshot -> policy -> plan -> actuate. */
 int daemon_tick(struct daemon *d, uint64_t now_ns);
 /*

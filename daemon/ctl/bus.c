@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/daemon.h"
+#include "conf/conf.h"
 #include "ctl/bus.h"
 #include "ctl/ctl_req.h"
 #include "latmgr/latmgr.h"
@@ -36,7 +36,7 @@ struct bus_call {
 	sd_bus_message *m;      /* the call, answered once its sender is known */
 	enum bus_op op;
 	bool s76;               /* SetForegroundProcess: answered with nothing */
-	struct ctl_target t;
+	struct lat_target t;
 	int value;
 };
 
@@ -98,7 +98,7 @@ static void sender_free(struct bus_sender *s)
 
 	while ((c = s->calls)) {
 		s->calls = c->next;
-		ctl_req_unwait(&s->b->d->req);
+		ctl_req_unwait(s->b->env->req);
 		call_free(c);
 	}
 	*s->pprev = s->next;
@@ -127,7 +127,7 @@ static void forget_least_recent(struct ctl_bus *b)
 }
 
 /* The error a call gets for -r: D-Bus's own names where one fits, else ours. */
-static void set_error(sd_bus_error *e, const struct ctl_target *t, int r, const char *why)
+static void set_error(sd_bus_error *e, const struct lat_target *t, int r, const char *why)
 {
 	const char *name;
 
@@ -143,7 +143,7 @@ static void set_error(sd_bus_error *e, const struct ctl_target *t, int r, const 
 		name = ERR_NO_TASK;
 		break;
 	case -ENOENT:
-		name = why ? (t->kind == TGT_CGROUP ? ERR_NO_CGROUP : ERR_NO_TASK) : ERR_NOT_MANAGED;
+		name = why ? (t->kind == LAT_T_CGROUP ? ERR_NO_CGROUP : ERR_NO_TASK) : ERR_NOT_MANAGED;
 		if (!why)
 			why = "not managed by rqbalance";
 		break;
@@ -157,12 +157,12 @@ static void set_error(sd_bus_error *e, const struct ctl_target *t, int r, const 
 	sd_bus_error_set(e, name, why ? why : strerror(-r));
 }
 
-static void target_text(const struct ctl_target *t, char *out, size_t size)
+static void target_text(const struct lat_target *t, char *out, size_t size)
 {
-	if (t->kind == TGT_CGROUP)
+	if (t->kind == LAT_T_CGROUP)
 		snprintf(out, size, "cgroup %s", t->path);
 	else
-		snprintf(out, size, "%s %d", t->kind == TGT_PID ? "process" : "thread", (int)t->pid);
+		snprintf(out, size, "%s %d", t->kind == LAT_T_PROCESS ? "process" : "thread", (int)t->pid);
 }
 
 /*
@@ -173,23 +173,23 @@ static void target_text(const struct ctl_target *t, char *out, size_t size)
 static int foreground(struct ctl_bus *b, const struct ctl_caller *k, struct bus_call *c,
 		      int *ret_value, const char **why)
 {
-	struct daemon *d = b->d;
-	int v = d->conf.lat_foreground, r;
+	struct ctl_env *x = b->env;
+	int v = x->conf->lat_foreground, r;
 	char source[48];
 	bool trusted;
 
 	snprintf(source, sizeof(source), "foreground uid %u", k->uid);
 	if (c->t.pid) {
-		r = ctl_req_permitted(d, k, &c->t, CTL_REQ_SET, v, &trusted, why);
-		if (r == -EPERM && d->conf.lat_fg_gid_set && ctl_req_in_group(k, d->conf.lat_fg_gid))
+		r = ctl_req_permitted(x, k, &c->t, CTL_REQ_SET, v, &trusted, why);
+		if (r == -EPERM && x->conf->lat_fg_gid_set && ctl_req_in_group(k, x->conf->lat_fg_gid))
 			/* Its own process, at any value: the owner check alone. */
-			r = ctl_req_permitted(d, k, &c->t, CTL_REQ_OWNER, v, &trusted, why);
+			r = ctl_req_permitted(x, k, &c->t, CTL_REQ_OWNER, v, &trusted, why);
 		if (r < 0)
 			return r;
 	} else {
-		trusted = ctl_req_admin(k, &d->conf);
+		trusted = ctl_req_admin(k, x->conf);
 	}
-	r = latmgr_foreground(&d->lm, k->uid, c->t.pid, c->t.start_time, v, source, trusted,
+	r = latmgr_foreground(x->lm, k->uid, c->t.pid, c->t.start_time, v, source, trusted,
 			      ret_value, why);
 	if (r == 0 && c->t.pid)
 		log_info("dbus: uid %u put process %d in front: value %d", k->uid, (int)c->t.pid,
@@ -201,7 +201,7 @@ static int foreground(struct ctl_bus *b, const struct ctl_caller *k, struct bus_
 static void serve(struct bus_call *c, const struct ctl_caller *k)
 {
 	struct ctl_bus *b = c->b;
-	struct daemon *d = b->d;
+	struct ctl_env *x = b->env;
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	const char *why = NULL, *source;
 	char text[2048], what[LAT_PATH_MAX + 32];
@@ -211,11 +211,11 @@ static void serve(struct bus_call *c, const struct ctl_caller *k)
 	target_text(&c->t, what, sizeof(what));
 	if (c->op == OP_GET)
 		/* A task the caller's /proc would not show it is one that does not exist. */
-		r = ctl_req_look(d, k, &c->t, &why);
+		r = ctl_req_look(x, k, &c->t, &why);
 	else
-		r = c->op == OP_FOREGROUND && !c->t.pid ? 0 : ctl_req_target(d, &c->t, &why);
+		r = c->op == OP_FOREGROUND && !c->t.pid ? 0 : ctl_req_target(x, &c->t, &why);
 	if (r == 0 && c->op == OP_GET) {
-		r = ctl_req_value(d, &c->t, &v, &source);
+		r = latmgr_value(x->lm, &c->t, &v, &source);
 		if (r == 0)
 			sd_bus_reply_method_return(c->m, "is", v, source);
 		goto out;
@@ -228,24 +228,24 @@ static void serve(struct bus_call *c, const struct ctl_caller *k)
 		goto out;
 	}
 	if (r == 0)
-		r = ctl_req_permitted(d, k, &c->t, c->op == OP_SET ? CTL_REQ_SET : CTL_REQ_RESET,
+		r = ctl_req_permitted(x, k, &c->t, c->op == OP_SET ? CTL_REQ_SET : CTL_REQ_RESET,
 				      c->value, &trusted, &why);
 	if (r == 0 && c->op == OP_RESET) {
-		r = ctl_req_reset(d, &c->t);
+		r = ctl_req_reset(x, &c->t);
 		if (r >= 0)
-			sd_bus_reply_method_return(c->m, c->t.kind == TGT_CGROUP ? "" : "u",
+			sd_bus_reply_method_return(c->m, c->t.kind == LAT_T_CGROUP ? "" : "u",
 						   (uint32_t)r);
 	} else if (r == 0) {
-		r = ctl_req_set(d, k, &c->t, c->value, trusted, text, sizeof(text), &why);
+		r = ctl_req_set(x, k, &c->t, c->value, trusted, text, sizeof(text), &why);
 		if (r >= 0) {
 			log_info("dbus: uid %u gave %s value %d", k->uid, what, c->value);
-			sd_bus_reply_method_return(c->m, c->t.kind == TGT_CGROUP ? "" : "u",
+			sd_bus_reply_method_return(c->m, c->t.kind == LAT_T_CGROUP ? "" : "u",
 						   (uint32_t)r);
 		}
 	}
 out:
 	if (r == -EPERM)
-		ctl_req_log_refusal(&d->req, "dbus: %s on %s refused to uid %u: %s", op_name(c),
+		ctl_req_log_refusal(x->req, "dbus: %s on %s refused to uid %u: %s", op_name(c),
 				    what, k->uid, why);
 	if (r < 0) {
 		set_error(&e, &c->t, r, why);
@@ -307,15 +307,15 @@ static int read_creds(sd_bus_message *m, struct ctl_caller *k)
  */
 static void serve_known(struct bus_sender *s, struct bus_call *c)
 {
-	struct daemon *d = s->b->d;
+	struct ctl_env *x = s->b->env;
 	int slot, r;
 
-	r = ctl_req_admit(&d->req, &s->who, ctl_req_admin(&s->who, &d->conf), &slot);
+	r = ctl_req_admit(x->req, &s->who, ctl_req_admin(&s->who, x->conf), &slot);
 	if (r < 0) {
 		const char *why = r == -EUSERS ? "over its share of the callers"
 					       : "no callers' slot left but root's";
 
-		ctl_req_log_refusal(&d->req, "dbus: %s refused to uid %u: %s", op_name(c),
+		ctl_req_log_refusal(x->req, "dbus: %s refused to uid %u: %s", op_name(c),
 				    s->who.uid, why);
 		sd_bus_reply_method_errorf(c->m, SD_BUS_ERROR_LIMITS_EXCEEDED,
 					   "uid %u: %s (%d of one user's at once)", s->who.uid, why,
@@ -323,7 +323,7 @@ static void serve_known(struct bus_sender *s, struct bus_call *c)
 		return;
 	}
 	serve(c, &s->who);
-	ctl_req_leave(&d->req, slot);
+	ctl_req_leave(x->req, slot);
 }
 
 static int on_creds(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
@@ -340,7 +340,7 @@ static int on_creds(sd_bus_message *reply, void *userdata, sd_bus_error *ret_err
 							: read_creds(reply, &k);
 	/* What its /proc shows it: by the pid the bus took, which no pidfd pins. */
 	if (r == 0)
-		r = ctl_req_caller_view(b->d, &k, -1, 0);
+		r = ctl_req_caller_view(b->env, &k, -1, 0);
 	if (r < 0) {
 		log_debug("dbus: %s: no credentials: %s", s->name, strerror(r == 0 ? EIO : -r));
 		for (c = s->calls; c; c = c->next)
@@ -357,7 +357,7 @@ static int on_creds(sd_bus_message *reply, void *userdata, sd_bus_error *ret_err
 	while ((c = s->calls)) {
 		s->calls = c->next;
 		s->ncalls--;
-		ctl_req_unwait(&b->d->req);
+		ctl_req_unwait(b->env->req);
 		serve_known(s, c);
 		call_free(c);
 	}
@@ -388,11 +388,11 @@ static int take(struct ctl_bus *b, sd_bus_message *m, const struct bus_call *pro
 	}
 	if (!s && !(s = sender_new(b, name ? name : "")))
 		return -ENOMEM;
-	r = ctl_req_wait(&b->d->req, s->ncalls);
+	r = ctl_req_wait(b->env->req, s->ncalls);
 	c = r == 0 ? malloc(sizeof(*c)) : NULL;
 	if (!c) {
 		if (r == 0)
-			ctl_req_unwait(&b->d->req);
+			ctl_req_unwait(b->env->req);
 		if (!s->ncalls)
 			sender_free(s);
 		if (r == 0)
@@ -438,7 +438,7 @@ static int on_task(sd_bus_message *m, void *userdata, sd_bus_error *e)
 
 	c.op = strncmp(member, "Set", 3) == 0 ? OP_SET : strncmp(member, "Get", 3) == 0 ? OP_GET
 										    : OP_RESET;
-	c.t.kind = strstr(member, "Thread") ? TGT_TID : TGT_PID;
+	c.t.kind = strstr(member, "Thread") ? LAT_T_THREAD : LAT_T_PROCESS;
 	r = c.op == OP_SET ? sd_bus_message_read(m, "ui", &pid, &c.value)
 			   : sd_bus_message_read(m, "u", &pid);
 	if (r < 0)
@@ -455,7 +455,7 @@ static int on_task(sd_bus_message *m, void *userdata, sd_bus_error *e)
 static int on_cgroup(sd_bus_message *m, void *userdata, sd_bus_error *e)
 {
 	const char *member = sd_bus_message_get_member(m), *path;
-	struct bus_call c = { .t.kind = TGT_CGROUP };
+	struct bus_call c = { .t.kind = LAT_T_CGROUP };
 	int r;
 
 	c.op = strncmp(member, "Set", 3) == 0 ? OP_SET : strncmp(member, "Get", 3) == 0 ? OP_GET
@@ -477,7 +477,7 @@ static int on_cgroup(sd_bus_message *m, void *userdata, sd_bus_error *e)
 /* SetForeground (u pid) -> (i value), and system76-scheduler's SetForegroundProcess. */
 static int on_foreground(sd_bus_message *m, void *userdata, sd_bus_error *e)
 {
-	struct bus_call c = { .op = OP_FOREGROUND, .t.kind = TGT_PID };
+	struct bus_call c = { .op = OP_FOREGROUND, .t.kind = LAT_T_PROCESS };
 	uint32_t pid;
 	int r;
 
@@ -501,7 +501,7 @@ static int get_fg_value(sd_bus *bus, const char *path, const char *iface, const 
 	(void)iface;
 	(void)prop;
 	(void)e;
-	return sd_bus_message_append(reply, "i", b->d->conf.lat_foreground);
+	return sd_bus_message_append(reply, "i", b->env->conf->lat_foreground);
 }
 
 /* Every method is judged by rqbalanced itself: sd-bus is not to check privileges. */
@@ -619,12 +619,12 @@ static int on_disconnect(sd_bus_message *m, void *userdata, sd_bus_error *ret_er
 	return 0;
 }
 
-int ctl_bus_attach(struct ctl_bus *b, sd_bus *bus, struct daemon *d)
+int ctl_bus_attach(struct ctl_bus *b, sd_bus *bus, struct ctl_env *env)
 {
 	int r;
 
 	memset(b, 0, sizeof(*b));
-	b->d = d;
+	b->env = env;
 	b->bus = bus;
 	r = sd_bus_add_object_vtable(b->bus, &b->obj, BUS_PATH, BUS_IFACE, vtable, b);
 	if (r >= 0)
@@ -633,21 +633,21 @@ int ctl_bus_attach(struct ctl_bus *b, sd_bus *bus, struct daemon *d)
 	return r < 0 ? r : 0;
 }
 
-void ctl_bus_init(struct ctl_bus *b, sd_event *e, struct daemon *d)
+void ctl_bus_init(struct ctl_bus *b, sd_event *e, struct ctl_env *env)
 {
 	sd_bus *bus = NULL;
 	int r;
 
 	memset(b, 0, sizeof(*b));
-	b->d = d;
-	if (!d->conf.dbus)
+	b->env = env;
+	if (!env->conf->dbus)
 		return;
 	r = sd_bus_open_system(&bus);
 	if (r < 0) {
 		log_notice("dbus: no system bus (%s): the D-Bus API is off", strerror(-r));
 		return;
 	}
-	r = ctl_bus_attach(b, bus, d);
+	r = ctl_bus_attach(b, bus, env);
 	if (r >= 0)
 		r = sd_bus_match_signal(b->bus, &b->gone, "org.freedesktop.DBus.Local",
 					"/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
@@ -668,7 +668,7 @@ void ctl_bus_init(struct ctl_bus *b, sd_event *e, struct daemon *d)
 		log_notice("dbus: cannot serve on the system bus (%s): the D-Bus API is off",
 			   strerror(-r));
 		ctl_bus_fini(b);
-		b->d = d;
+		b->env = env;
 	}
 }
 

@@ -27,7 +27,7 @@
  */
 #define BUS_KNOWN 256
 
-struct daemon;
+struct ctl_env;
 struct bus_sender;
 
 struct ctl_bus {
@@ -37,21 +37,21 @@ struct ctl_bus {
 	unsigned nsenders, nknown;
 	bool serving;           /* owns BUS_NAME */
 	bool s76;               /* owns BUS_S76_NAME */
-	struct daemon *d;
+	struct ctl_env *env;    /* what the calls see of the daemon */
 };
 
 /*
  * Connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS where set) on e and asks for the
  * names, when [daemon] dbus is on. Without a bus, or a name, it logs why: never fatal.
  */
-void ctl_bus_init(struct ctl_bus *b, sd_event *e, struct daemon *d);
+void ctl_bus_init(struct ctl_bus *b, sd_event *e, struct ctl_env *env);
 /*
  * Serves the API's objects on bus, a connection already made, which b then owns
  * (ctl_bus_fini closes it): the system bus, from ctl_bus_init, which also asks for the
  * names; or, in the bus fuzz target, one end of a peer-to-peer link whose other end
  * stands in for the caller and the bus driver. 0 or -errno.
  */
-int ctl_bus_attach(struct ctl_bus *b, sd_bus *bus, struct daemon *d);
+int ctl_bus_attach(struct ctl_bus *b, sd_bus *bus, struct ctl_env *env);
 void ctl_bus_fini(struct ctl_bus *b);
 
 #endif

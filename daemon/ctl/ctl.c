@@ -26,14 +26,19 @@
 #include <unistd.h>
 
 #include "actuate/act.h"
-#include "core/daemon.h"
+#include "conf/conf.h"
 #include "ctl/ctl.h"
-#include "ctl/ctl_explain.h"
 #include "ctl/ctl_peer.h"
 #include "ctl/ctl_perm.h"
 #include "ctl/ctl_req.h"
 #include "ctl_proto.h"
+#include "latmgr/latmgr.h"
+#include "model/stats.h"
 #include "rqbalance.h"
+#include "sample/peers.h"
+#include "sample/procfs.h"
+#include "sample/topo.h"
+#include "snapshot/snap.h"
 #include "util/cpumask.h"
 #include "util/log.h"
 #include "util/safedir.h"
@@ -73,7 +78,7 @@ static void conn_close(struct conn *c)
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	close(c->fd);
-	ctl_req_leave(&c->srv->d->req, c->slot);
+	ctl_req_leave(c->srv->env->req, c->slot);
 	c->srv->nconns--;
 	free(c->out);
 	free(c);
@@ -158,8 +163,6 @@ static int open_fds(void)
 	return n - 2; /* . and .. */
 }
 
-static void put_field(FILE *f, const char *s);
-
 /*
  * What else shapes scheduling, at most a second old: "shaping ID TEXT" lines, TEXT
  * escaped as a list field is (it may hold a profile's or a scheduler's name).
@@ -175,13 +178,13 @@ static size_t status_shaping(struct ctl_server *srv, const struct ctl_caller *k,
 
 	if (!f)
 		return 0;
-	srv->ops->peers(srv->d, &p);
+	srv->env->ops->peers(srv->env->daemon, &p);
 	for (size_t i = 0; i < p.n; i++) {
 		/* A tool's processes, as the asker's /proc would show them. */
-		if (!ctl_req_finding(srv->d, k, &p.f[i], &shown))
+		if (!ctl_req_finding(srv->env, k, &p.f[i], &shown))
 			continue;
 		fprintf(f, "shaping %s ", shown.id);
-		put_field(f, shown.text);
+		util_put_field(f, shown.text);
 		fputc('\n', f);
 	}
 	fclose(f);
@@ -198,7 +201,7 @@ static void status_text(struct ctl_server *srv, const struct ctl_caller *who, ch
 	const struct topo *tp;
 	size_t off = 0;
 
-	daemon_stats(srv->d, &st);
+	srv->env->ops->stats(srv->env->daemon, &st);
 	tp = st.topo;
 #define PUT(...) (off += (size_t)snprintf(out + off, off < len ? len - off : 0, __VA_ARGS__))
 	PUT("version %s\nsampler %s\ntick_ms %u\ndry_run %s\nticks %" PRIu64 "\n", RQB_VERSION,
@@ -276,7 +279,7 @@ static int kv_count(const char *p, size_t len, const char *key)
 }
 
 /* The target a request names; one that only reads looks as the peer may (ctl_req_look). */
-static int parse_target(struct conn *c, const struct ctl_msg *m, struct ctl_target *t,
+static int parse_target(struct conn *c, const struct ctl_msg *m, struct lat_target *t,
 			const char **why)
 {
 	const char *p = m->payload;
@@ -286,176 +289,50 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct ctl_targ
 
 	memset(t, 0, sizeof(*t));
 	if (ctl_kv(p, len, "pid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
-		t->kind = TGT_PID;
+		t->kind = LAT_T_PROCESS;
 	if (ctl_kv(p, len, "tid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
-		t->kind = TGT_TID;
+		t->kind = LAT_T_THREAD;
 	if (ctl_kv(p, len, "self", v, sizeof(v)) == 0 && ++found) {
 		/* The peer, as checked before this request (peer_stale). */
-		t->kind = TGT_PID;
+		t->kind = LAT_T_PROCESS;
 		t->pid = c->cred.pid;
 		t->start_time = c->peer.start_time;
 	}
 	if (ctl_kv(p, len, "cgroup", v, sizeof(v)) == 0 && ++found) {
-		t->kind = TGT_CGROUP;
+		t->kind = LAT_T_CGROUP;
 		snprintf(t->path, sizeof(t->path), "%s", v);
 	}
 	lines = kv_count(p, len, "pid") + kv_count(p, len, "tid") + kv_count(p, len, "self") +
 		kv_count(p, len, "cgroup");
-	if (found != 1 || lines != 1 || (t->kind != TGT_CGROUP && t->pid <= 0)) {
+	if (found != 1 || lines != 1 || (t->kind != LAT_T_CGROUP && t->pid <= 0)) {
 		*why = "name one target: pid N, tid N, cgroup PATH or self";
 		return -EINVAL;
 	}
 	if (m->hdr.type == CTL_GET || m->hdr.type == CTL_EXPLAIN)
-		return ctl_req_look(c->srv->d, &c->who, t, why);
-	return ctl_req_target(c->srv->d, t, why);
-}
-
-/*
- * One field of a list line, any bytes in it: a backslash, a tab, a newline and the
- * other controls go as \xHH, so a name never ends its field or its line early
- * (rqctl undoes it).
- */
-static void put_field(FILE *f, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		if (*p < 0x20 || *p == 0x7f || *p == '\\')
-			fprintf(f, "\\x%02x", *p);
-		else
-			fputc(*p, f);
+		return ctl_req_look(c->srv->env, &c->who, t, why);
+	return ctl_req_target(c->srv->env, t, why);
 }
 
 /* The list stops short of the protocol's limit, with room for its "truncated" line. */
 #define LIST_MAX (CTL_MAX_PAYLOAD - 64)
 
-static void list_task(FILE *f, const struct daemon *d, const struct lat_entry *e)
-{
-	const struct latmgr_proc *p = latmgr_find_process(&d->lm, e->tgid);
-	char comm[32];
-
-	ctl_peer_comm(d->lm.proc_root, e->task.tid, comm, sizeof(comm));
-	fprintf(f, "task\t%d\t%d\t%d\t", (int)e->task.tid, (int)e->tgid, e->value);
-	put_field(f, e->source);
-	fprintf(f, "\t%s\t%s\t%" PRIu64 "\t", p ? "process" : "thread",
-		latact_policy_name(e->set.policy), e->set.slice_ns);
-	put_field(f, e->set.cgroup[0] ? e->set.cgroup : "-");
-	fputc('\t', f);
-	put_field(f, comm);
-	fputc('\n', f);
-}
-
-static void list_unit(FILE *f, const struct daemon *d, const struct latmgr_unit *u)
-{
-	const struct lat_cg_entry *g = latact_find_cgroup(&d->lat, u->cgroup);
-
-	fputs("unit\t", f);
-	put_field(f, u->cgroup);
-	fputc('\t', f);
-	put_field(f, u->unit[0] ? u->unit : "-");
-	fprintf(f, "\t%d\t%" PRIu64 "\t%d\t", g ? g->value : u->d.value,
-		g ? g->set_weight : 0, g ? g->set_idle : -1);
-	put_field(f, u->d.why[0] ? u->d.why : u->act_why[0] ? u->act_why : "-");
-	fputc('\n', f);
-}
-
-static void list_cgroup(FILE *f, const struct lat_cg_entry *g)
-{
-	fputs("cgroup\t", f);
-	put_field(f, g->path);
-	fprintf(f, "\t%d\t", g->value);
-	put_field(f, g->source);
-	fprintf(f, "\t%" PRIu64 "\t%d\n", g->set_weight, g->set_idle);
-}
-
-/*
- * Writes line k of the list to f (with f NULL, only says whether there is one): the
- * tasks, then the units, then the cgroups. A task hidden from the asker
- * (ctl_req_visible) has none: false. Units and cgroups are shown to all, as systemd
- * and cgroupfs show them whatever hidepid says.
- */
-static bool list_line(struct daemon *d, const struct ctl_caller *who, size_t k, FILE *f)
-{
-	if (k < d->lat.n) {
-		const struct lat_entry *e = &d->lat.e[k];
-
-		if (!ctl_req_visible(d, who, e->task.tid, e->task.start_time))
-			return false;
-		if (f)
-			list_task(f, d, e);
-		return true;
-	}
-	k -= d->lat.n;
-	if (k < d->lm.nu) {
-		if (f)
-			list_unit(f, d, &d->lm.u[k]);
-		return true;
-	}
-	k -= d->lm.nu;
-	if (d->lat.cg[k].by_procs)
-		return false;
-	if (f)
-		list_cgroup(f, &d->lat.cg[k]);
-	return true;
-}
-
-/*
- * One line a managed task, unit and cgroup the asker may see, as many as fit in one
- * reply: a line is written apart and kept only if the whole still fits, since an
- * escaped path makes one line up to a few KiB. A cut list says how many lines the
- * whole would have had, counting only what the asker may see.
- */
-static char *list_text(struct daemon *d, const struct ctl_caller *who)
-{
-	char *buf = NULL;
-	size_t len = 0, k, total = d->lat.n + d->lm.nu + d->lat.ncg, shown = 0;
-	bool full = false;
-	FILE *f = open_memstream(&buf, &len);
-
-	if (!f)
-		return NULL;
-	for (k = 0; k < total; k++) {
-		char *ln = NULL;
-		size_t ll = 0;
-		FILE *lf = full ? NULL : open_memstream(&ln, &ll);
-		bool line;
-
-		if (!full && !lf)
-			break;
-		line = list_line(d, who, k, lf);
-		if (lf)
-			fclose(lf);
-		shown += line;
-		if (line && !full && len + ll <= LIST_MAX) {
-			fwrite(ln, 1, ll, f);
-			fflush(f);
-		} else if (line) {
-			full = true; /* the rest is only counted */
-		}
-		free(ln);
-	}
-	if (full)
-		fprintf(f, "truncated\t%zu\n", shown);
-	fclose(f);
-	return buf;
-}
-
 /*
  * Anyone may ask, as for get; what the process itself shows (its exe, command line,
  * uid and cgroup, to say why a rule does not match) only to whom may act on it.
  */
-static int do_explain(struct conn *c, const struct ctl_msg *m, struct ctl_target *t)
+static int do_explain(struct conn *c, const struct ctl_msg *m, struct lat_target *t)
 {
-	struct daemon *d = c->srv->d;
-	struct explain_target et = { .thread = t->kind == TGT_TID, .tid = t->pid, .tgid = t->tgid,
-				     .cgroup = t->kind == TGT_CGROUP ? t->path : NULL };
+	struct ctl_env *x = c->srv->env;
+	struct ctl_req_eyes eyes = { .x = x, .k = &c->who };
 	const char *why;
 	bool trusted;
 	char *text = NULL;
 	int r;
 
-	r = ctl_req_permitted(d, &c->who, t, CTL_REQ_OWNER, 0, &trusted, &why);
+	r = ctl_req_permitted(x, &c->who, t, CTL_REQ_OWNER, 0, &trusted, &why);
 	if (r == -ESRCH || r == -ENOENT)
 		return reply_err(c, m->hdr.seq, -r, why);
-	r = ctl_explain(d, &c->who, &et, r == 0, &text);
+	r = latmgr_explain(x->lm, t, r == 0, ctl_req_sees, &eyes, &text);
 	r = r < 0 ? reply_err(c, m->hdr.seq, -r, strerror(-r)) : reply(c, CTL_OK, m->hdr.seq, text);
 	free(text);
 	return r;
@@ -463,15 +340,17 @@ static int do_explain(struct conn *c, const struct ctl_msg *m, struct ctl_target
 
 static int handle_latency(struct conn *c, const struct ctl_msg *m)
 {
-	struct daemon *d = c->srv->d;
+	struct ctl_env *x = c->srv->env;
 	const char *why = NULL;
 	char text[2048], v[32];
-	struct ctl_target t;
+	struct lat_target t;
 	bool trusted = false;
 	int value = 0, r;
 
 	if (m->hdr.type == CTL_LIST) {
-		char *list = list_text(d, &c->who);
+		struct ctl_req_eyes eyes = { .x = x, .k = &c->who };
+		char *list = latmgr_list(x->lm, ctl_req_sees, &eyes, LIST_MAX);
+
 		r = list ? reply(c, CTL_OK, m->hdr.seq, list) : reply_err(c, m->hdr.seq, ENOMEM, "out of memory");
 		free(list);
 		return r;
@@ -480,7 +359,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 	if (r < 0)
 		return reply_err(c, m->hdr.seq, -r, why);
 	if (m->hdr.type == CTL_GET) {
-		r = ctl_req_get(d, &t, text, sizeof(text));
+		r = latmgr_get(x->lm, &t, text, sizeof(text));
 		return r < 0 ? reply_err(c, m->hdr.seq, -r, "not managed by rqbalance")
 			     : reply(c, CTL_OK, m->hdr.seq, text);
 	}
@@ -491,47 +370,42 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 	     ctl_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
 	     lat_parse(v, &value, &why) < 0))
 		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");
-	r = ctl_req_permitted(d, &c->who, &t, m->hdr.type == CTL_SET ? CTL_REQ_SET : CTL_REQ_RESET,
+	r = ctl_req_permitted(x, &c->who, &t, m->hdr.type == CTL_SET ? CTL_REQ_SET : CTL_REQ_RESET,
 			      value, &trusted, &why);
 	if (r < 0) {
-		ctl_req_log_refusal(&d->req, "ctl: %s refused to uid %u (pid %d): %s",
+		ctl_req_log_refusal(x->req, "ctl: %s refused to uid %u (pid %d): %s",
 				    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
 		return reply_err(c, m->hdr.seq, -r, why);
 	}
 	if (m->hdr.type == CTL_RESET) {
-		r = ctl_req_reset(d, &t);
+		r = ctl_req_reset(x, &t);
 		if (r < 0)
 			return reply_err(c, m->hdr.seq, -r, "not managed by rqbalance");
 		snprintf(text, sizeof(text), "tasks %d\n", r);
 		return reply(c, CTL_OK, m->hdr.seq, text);
 	}
-	r = ctl_req_set(d, &c->who, &t, value, trusted, text, sizeof(text), &why);
+	r = ctl_req_set(x, &c->who, &t, value, trusted, text, sizeof(text), &why);
 	if (r < 0)
 		return reply_err(c, m->hdr.seq, -r, why ? why : strerror(-r));
-	if (t.kind == TGT_CGROUP)
+	if (t.kind == LAT_T_CGROUP)
 		snprintf(v, sizeof(v), "cgroup");
 	else
-		snprintf(v, sizeof(v), "%s %d", t.kind == TGT_PID ? "process" : "thread", (int)t.pid);
+		snprintf(v, sizeof(v), "%s %d", t.kind == LAT_T_PROCESS ? "process" : "thread", (int)t.pid);
 	log_info("ctl: uid %u gave %s%s%s value %d", c->cred.uid, v,
-		 t.kind == TGT_CGROUP ? " " : "", t.kind == TGT_CGROUP ? t.path : "", value);
+		 t.kind == LAT_T_CGROUP ? " " : "", t.kind == LAT_T_CGROUP ? t.path : "", value);
 	return reply(c, CTL_OK, m->hdr.seq, text);
 }
 
 /* Like status, for anyone: how long tasks waited for a CPU, by class. */
 static int handle_histograms(struct conn *c, const struct ctl_msg *m)
 {
-	struct daemon *d = c->srv->d;
+	struct ctl_env *x = c->srv->env;
 	char why[512], *text;
 	int r;
 
-	if (!d->rqlat) {
-		snprintf(why, sizeof(why), "no run-queue histograms: %s%s",
-			 d->conf.histograms ? "the BPF programs did not load: " : "",
-			 d->rqlat_why[0] ? d->rqlat_why : "unknown");
+	text = x->ops->histograms(x->daemon, why, sizeof(why));
+	if (!text && errno == EOPNOTSUPP)
 		return reply_err(c, m->hdr.seq, EOPNOTSUPP, why);
-	}
-	c->srv->ops->rqlat_cgroups(d);
-	text = rqlat_text(d->rqlat);
 	if (!text)
 		return reply_err(c, m->hdr.seq, errno, strerror(errno));
 	r = reply(c, CTL_OK, m->hdr.seq, text);
@@ -548,11 +422,11 @@ static int handle_histograms(struct conn *c, const struct ctl_msg *m)
  */
 static int park_sync(struct conn *c, const struct ctl_msg *m)
 {
-	struct daemon *d = c->srv->d;
-	uint64_t deadline, tick_ns = d->conf.interval_ms * NSEC_PER_MSEC;
+	struct ctl_env *x = c->srv->env;
+	uint64_t deadline, tick_ns = x->conf->interval_ms * NSEC_PER_MSEC;
 
-	latmgr_mark(&d->lm, util_now_ns(), tick_ns, &c->sync_mark);
-	c->sync_tick = d->ticks + 1;
+	latmgr_mark(x->lm, util_now_ns(), tick_ns, &c->sync_mark);
+	c->sync_tick = x->ops->ticks(x->daemon) + 1;
 	c->sync_seq = m->hdr.seq;
 	if (sd_event_source_get_time(c->timer, &deadline) >= 0)
 		sd_event_source_set_time(c->timer, deadline + CTL_SYNC_TICKS * tick_ns / 1000);
@@ -561,7 +435,7 @@ static int park_sync(struct conn *c, const struct ctl_msg *m)
 
 static int handle(struct conn *c, const struct ctl_msg *m)
 {
-	struct daemon *d = c->srv->d;
+	struct ctl_env *x = c->srv->env;
 	char *errors = NULL, text[16384];
 	int r;
 
@@ -570,14 +444,14 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 		status_text(c->srv, &c->who, text, sizeof(text));
 		return reply(c, CTL_OK, m->hdr.seq, text);
 	case CTL_RELOAD:
-		if (!ctl_req_admin(&c->who, &d->conf)) {
-			ctl_req_log_refusal(&d->req, "ctl: reload refused to uid %u (pid %d)",
+		if (!ctl_req_admin(&c->who, x->conf)) {
+			ctl_req_log_refusal(x->req, "ctl: reload refused to uid %u (pid %d)",
 					    c->cred.uid, c->cred.pid);
 			return reply_err(c, m->hdr.seq, EPERM,
 					 "permission denied: reload is for root or ctl_group");
 		}
 		log_notice("ctl: reload asked by uid %u (pid %d)", c->cred.uid, c->cred.pid);
-		r = c->srv->ops->reload(d, &errors);
+		r = x->ops->reload(x->daemon, &errors);
 		r = r < 0 ? reply_err(c, m->hdr.seq, -r, errors ? errors : "reload failed")
 			  : reply(c, CTL_OK, m->hdr.seq, "");
 		free(errors);
@@ -606,7 +480,7 @@ static int peer_stale(struct conn *c, const char **ret_why)
 {
 	struct ctl_peer now;
 
-	if (ctl_peer_read(c->srv->d->lm.proc_root, c->cred.pid, c->pidfd, &now) < 0 ||
+	if (ctl_peer_read(latmgr_proc_root(c->srv->env->lm), c->cred.pid, c->pidfd, &now) < 0 ||
 	    now.start_time != c->peer.start_time) {
 		*ret_why = "the process that connected is gone";
 		return -EPERM;
@@ -621,7 +495,7 @@ static int refuse_stale(struct conn *c, const struct ctl_msg *m, const char *why
 {
 	char text[256];
 
-	ctl_req_log_refusal(&c->srv->d->req,
+	ctl_req_log_refusal(c->srv->env->req,
 			    "ctl: %s refused to uid %u (pid %d), connection closed: %s",
 			    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
 	snprintf(text, sizeof(text), "permission denied: %s", why);
@@ -643,7 +517,7 @@ static int serve_blind(struct conn *c, const struct ctl_msg *m)
 	case CTL_SYNC:
 		return handle(c, m);
 	}
-	ctl_req_log_refusal(&c->srv->d->req,
+	ctl_req_log_refusal(c->srv->env->req,
 			    "ctl: %s refused to uid %u: its process is in a pid namespace "
 			    "rqbalanced cannot see", ctl_type_name(m->hdr.type), c->cred.uid);
 	return reply_err(c, m->hdr.seq, EPERM,
@@ -728,15 +602,16 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 
 void ctl_after_tick(struct ctl_server *s)
 {
-	struct daemon *d = s->d;
+	struct ctl_env *x = s->env;
+	uint64_t ticks = x->ops->ticks(x->daemon);
 	char text[64];
 
 	for (struct conn *c = s->conns, *next; c; c = next) {
 		next = c->next;
-		if (!c->sync_tick || d->ticks < c->sync_tick || !latmgr_passed(&d->lm, &c->sync_mark))
+		if (!c->sync_tick || ticks < c->sync_tick || !latmgr_passed(x->lm, &c->sync_mark))
 			continue;
 		c->sync_tick = 0;
-		snprintf(text, sizeof(text), "ticks %" PRIu64 "\n", d->ticks);
+		snprintf(text, sizeof(text), "ticks %" PRIu64 "\n", ticks);
 		if (reply(c, CTL_OK, c->sync_seq, text) < 0 || serve(c) < 0)
 			conn_close(c);
 	}
@@ -777,7 +652,7 @@ static int peer_pidfd(struct conn *c)
 
 static int peer_accept(struct conn *c)
 {
-	struct daemon *d = c->srv->d;
+	struct ctl_env *x = c->srv->env;
 	const char *why = NULL;
 	int r;
 
@@ -789,14 +664,14 @@ static int peer_accept(struct conn *c)
 		c->blind = true;
 		log_debug("ctl: uid %u connected from a pid namespace rqbalanced cannot see: "
 			  "read-only", c->cred.uid);
-		return ctl_req_caller_view(d, &c->who, -1, 0);
+		return ctl_req_caller_view(x, &c->who, -1, 0);
 	}
 	r = peer_pidfd(c);
 	if (r == 0)
-		r = ctl_peer_read(d->lm.proc_root, c->cred.pid, c->pidfd, &c->peer);
+		r = ctl_peer_read(latmgr_proc_root(x->lm), c->cred.pid, c->pidfd, &c->peer);
 	/* What its /proc shows it, proven to be read of the same process. */
 	if (r == 0)
-		r = ctl_req_caller_view(d, &c->who, c->pidfd, c->peer.start_time);
+		r = ctl_req_caller_view(x, &c->who, c->pidfd, c->peer.start_time);
 	if (r < 0) {
 		log_debug("ctl: connection from uid %u (pid %d) closed: its process is gone",
 			  c->cred.uid, c->cred.pid);
@@ -804,7 +679,7 @@ static int peer_accept(struct conn *c)
 	}
 	r = ctl_perm_peer_accept(c->cred.uid, c->cred.gid, &c->peer, &c->who.cap_sys_nice, &why);
 	if (r < 0)
-		ctl_req_log_refusal(&d->req, "ctl: connection from uid %u (pid %d) refused: %s",
+		ctl_req_log_refusal(x->req, "ctl: connection from uid %u (pid %d) refused: %s",
 				    c->cred.uid, c->cred.pid, why);
 	c->who.cap_sys_ptrace = ctl_perm_peer_cap(c->cred.uid, &c->peer, CAP_SYS_PTRACE_BIT);
 	return r;
@@ -870,7 +745,7 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 	 * out: judged on what the kernel gave at accept, before anything of the peer's is
 	 * read, so that a refused connection costs the loop next to nothing.
 	 */
-	r = ctl_req_admit(&srv->d->req, &c->who, ctl_req_admin(&c->who, &srv->d->conf), &c->slot);
+	r = ctl_req_admit(srv->env->req, &c->who, ctl_req_admin(&c->who, srv->env->conf), &c->slot);
 	if (r == 0)
 		r = peer_accept(c);
 	if (r == 0 && sd_event_now(e, CLOCK_MONOTONIC, &now) >= 0) {
@@ -953,16 +828,14 @@ static int create(struct ctl_server *s, const char *path)
 	return 0;
 }
 
-int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon *d,
-	     const struct ctl_ops *ops)
+int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct ctl_env *env)
 {
 	int n = sd_listen_fds(1), r;
 
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
 	s->dirfd = -1;
-	s->d = d;
-	s->ops = ops;
+	s->env = env;
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	if (n > 0 && sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) > 0) {
 		s->fd = SD_LISTEN_FDS_START;

@@ -3,6 +3,8 @@
 #define RQB_CTL_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
@@ -17,24 +19,33 @@
 #define CTL_CONN_TIMEOUT_USEC (2 * 1000000ULL) /* a connection's whole life */
 #define CTL_SYNC_TICKS 16     /* ...and this many ticks more for each sync it waits on */
 
-struct daemon;
 struct conn;
+struct ctl_env;
+struct daemon_stats;
 struct peers;
 
 /*
- * What the server asks of the daemon, passed in at ctl_init: ctl calls no function of
- * the daemon's own, so the two do not depend on each other.
+ * What the server asks of the daemon, passed in the ctl_env at ctl_init: ctl calls no
+ * function of the daemon's own, so the two do not depend on each other. d is the
+ * env's daemon.
  */
 struct ctl_ops {
 	/* Reloads the config: 0, or -errno with what was wrong in *ret_errors (to free). */
-	int (*reload)(struct daemon *d, char **ret_errors);
-	/* Brings the run-queue histograms' cgroups up to date before they are read. */
-	void (*rqlat_cgroups)(struct daemon *d);
+	int (*reload)(void *d, char **ret_errors);
+	/* What status shows of the daemon's stages (the metrics file prints the same). */
+	void (*stats)(void *d, struct daemon_stats *ret);
+	/* Ticks done so far: a sync waits for one that begins after it. */
+	uint64_t (*ticks)(void *d);
+	/*
+	 * The run-queue histograms' text, their cgroups brought up to date first
+	 * (malloc'd), or NULL with errno, and why in ret_why when they are not there.
+	 */
+	char *(*histograms)(void *d, char *ret_why, size_t len);
 	/*
 	 * What else shapes scheduling, for status: a walk of /proc, which any user may
 	 * ask for, so read again at most once a second (PEERS_MAX_AGE_NS).
 	 */
-	void (*peers)(struct daemon *d, struct peers *ret);
+	void (*peers)(void *d, struct peers *ret);
 };
 
 struct ctl_server {
@@ -49,8 +60,7 @@ struct ctl_server {
 				 * their uid's share (ctl_req_admit) */
 	unsigned long bad;      /* messages refused as malformed */
 	struct conn *conns;     /* open connections */
-	struct daemon *d;
-	const struct ctl_ops *ops;
+	struct ctl_env *env;    /* what the requests see of the daemon */
 };
 
 /*
@@ -58,8 +68,7 @@ struct ctl_server {
  * passed, else creates it (mode 0666: every user may ask for status; what a request
  * may do is checked against the peer's credentials). 0 or -errno.
  */
-int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct daemon *d,
-	     const struct ctl_ops *ops);
+int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct ctl_env *env);
 void ctl_fini(struct ctl_server *s);
 /*
  * Serves fd, one end of a connected stream socket, as a connection accepted from a

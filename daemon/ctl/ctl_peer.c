@@ -17,29 +17,6 @@
 #include "sample/procfs.h"
 #include "util/util.h"
 
-void ctl_peer_comm(const char *proc_root, pid_t tid, char *ret, size_t size)
-{
-	char path[PATH_MAX];
-	ssize_t n = -1;
-
-	if (util_proc_path(path, sizeof(path), proc_root, "%d/comm", (int)tid) == 0)
-		n = util_read_file(path, ret, size);
-	if (n <= 0)
-		snprintf(ret, size, "?");
-	else if (ret[n - 1] == '\n')
-		ret[n - 1] = '\0';
-}
-
-int ctl_peer_start_time(const char *proc_root, pid_t pid, uint64_t *ret)
-{
-	struct parse_stat_line l;
-
-	if (procfs_stat(proc_root, 0, pid, &l) < 0)
-		return -ESRCH;
-	*ret = l.start_time;
-	return 0;
-}
-
 /* The value of "key:" in a /proc status text, to the end of its line. */
 static int field(const char *text, const char *key, char *ret, size_t size)
 {
@@ -120,7 +97,7 @@ int ctl_peer_creds(const char *proc_root, pid_t tid, uint64_t start_time, struct
 	if (read_status(proc_root, tid, &p) < 0 || stat(path, &st) < 0)
 		return -ESRCH;
 	p.owner = st.st_uid;
-	if (start_time && (ctl_peer_start_time(proc_root, tid, &p.start_time) < 0 ||
+	if (start_time && (procfs_start_time(proc_root, tid, &p.start_time) < 0 ||
 			   p.start_time != start_time))
 		return -ESRCH;
 	*ret = p;
@@ -134,7 +111,7 @@ int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *
 	uint64_t again;
 	struct stat st;
 
-	if (ctl_peer_start_time(proc_root, pid, &p.start_time) < 0 ||
+	if (procfs_start_time(proc_root, pid, &p.start_time) < 0 ||
 	    read_status(proc_root, pid, &p) < 0)
 		return -ESRCH;
 	snprintf(path, sizeof(path), "%s/%d", proc_root, (int)pid);
@@ -144,7 +121,7 @@ int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *
 	p.same_userns = same_userns(proc_root, pid);
 	/* Everything above was about pid; now prove pid was still the same process. */
 	if (pidfd >= 0 ? util_pidfd_alive(pidfd) < 0
-		       : ctl_peer_start_time(proc_root, pid, &again) < 0 || again != p.start_time)
+		       : procfs_start_time(proc_root, pid, &again) < 0 || again != p.start_time)
 		return -ESRCH;
 	*ret = p;
 	return 0;

@@ -43,13 +43,6 @@ int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *
  * another task.
  */
 int ctl_peer_creds(const char *proc_root, pid_t tid, uint64_t start_time, struct ctl_peer *ret);
-/* Task pid's start time from proc_root/PID/stat. 0, or -ESRCH when gone or unreadable. */
-int ctl_peer_start_time(const char *proc_root, pid_t pid, uint64_t *ret);
-/*
- * Task tid's comm as the task set it (only the newline the kernel adds taken off), or
- * "?" when it cannot be read; for list and explain.
- */
-void ctl_peer_comm(const char *proc_root, pid_t tid, char *ret, size_t size);
 
 /*
  * What process pid's /proc shows it: the proc mount at /proc in its mount namespace,

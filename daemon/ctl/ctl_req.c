@@ -15,12 +15,14 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "core/daemon.h"
+#include "conf/conf.h"
 #include "ctl/ctl_peer.h"
 #include "ctl/ctl_perm.h"
 #include "ctl/ctl_req.h"
-#include "util/schedattr.h"
+#include "latmgr/latmgr.h"
 #include "sample/peers.h"
+#include "sample/procfs.h"
+#include "util/schedattr.h"
 #include "util/util.h"
 
 bool ctl_req_in_group(const struct ctl_caller *k, gid_t gid)
@@ -54,9 +56,9 @@ static struct ctl_view view_of(const struct parse_procfs *v)
 				  .gid = v->gid_set ? (gid_t)v->gid : 0 };
 }
 
-int ctl_req_caller_view(struct daemon *d, struct ctl_caller *k, int pidfd, uint64_t start_time)
+int ctl_req_caller_view(struct ctl_env *x, struct ctl_caller *k, int pidfd, uint64_t start_time)
 {
-	const char *root = d->lm.proc_root;
+	const char *root = latmgr_proc_root(x->lm);
 	struct parse_procfs v;
 	uint64_t again;
 	int r;
@@ -69,32 +71,39 @@ int ctl_req_caller_view(struct daemon *d, struct ctl_caller *k, int pidfd, uint6
 	if (k->pid <= 0)
 		return 0;
 	if (pidfd >= 0 ? util_pidfd_alive(pidfd) < 0
-		       : start_time && (ctl_peer_start_time(root, k->pid, &again) < 0 ||
+		       : start_time && (procfs_start_time(root, k->pid, &again) < 0 ||
 					again != start_time))
 		return -ESRCH;
 	return 0;
 }
 
-static bool sees_all(const struct daemon *d, const struct ctl_caller *k)
+static bool sees_all(const struct ctl_env *x, const struct ctl_caller *k)
 {
-	return ctl_req_admin(k, &d->conf) ||
+	return ctl_req_admin(k, x->conf) ||
 	       (k->view[0].hidepid == CTL_HIDEPID_OFF && k->view[1].hidepid == CTL_HIDEPID_OFF);
 }
 
-bool ctl_req_visible(struct daemon *d, const struct ctl_caller *k, pid_t tid, uint64_t start_time)
+bool ctl_req_visible(struct ctl_env *x, const struct ctl_caller *k, pid_t tid, uint64_t start_time)
 {
 	struct ctl_perm_seer s = { .uid = k->uid, .gid = k->gid, .groups = k->groups,
 				   .ngroups = k->ngroups, .cap_sys_ptrace = k->cap_sys_ptrace };
 	struct ctl_peer t;
 
-	if (sees_all(d, k))
+	if (sees_all(x, k))
 		return true;
-	if (tid <= 0 || ctl_peer_creds(d->lm.proc_root, tid, start_time, &t) < 0)
+	if (tid <= 0 || ctl_peer_creds(latmgr_proc_root(x->lm), tid, start_time, &t) < 0)
 		return false;
 	return ctl_perm_visible(&k->view[0], &s, &t) && ctl_perm_visible(&k->view[1], &s, &t);
 }
 
-bool ctl_req_finding(struct daemon *d, const struct ctl_caller *k, const struct peers_finding *f,
+bool ctl_req_sees(void *eyes, pid_t tid, uint64_t start_time)
+{
+	const struct ctl_req_eyes *e = eyes;
+
+	return ctl_req_visible(e->x, e->k, tid, start_time);
+}
+
+bool ctl_req_finding(struct ctl_env *x, const struct ctl_caller *k, const struct peers_finding *f,
 		     struct peers_finding *ret)
 {
 	pid_t shown[PEERS_PIDS];
@@ -102,10 +111,10 @@ bool ctl_req_finding(struct daemon *d, const struct ctl_caller *k, const struct 
 	int n = 0, listed = f->npids < PEERS_PIDS ? f->npids : PEERS_PIDS;
 
 	*ret = *f;
-	if (!f->npids || sees_all(d, k))
+	if (!f->npids || sees_all(x, k))
 		return true;
 	for (int i = 0; i < listed; i++)
-		if (ctl_req_visible(d, k, f->pid[i], 0))
+		if (ctl_req_visible(x, k, f->pid[i], 0))
 			shown[n++] = f->pid[i];
 	if (!n)
 		return false;
@@ -120,20 +129,20 @@ bool ctl_req_finding(struct daemon *d, const struct ctl_caller *k, const struct 
 
 /* ---- targets ---- */
 
-int ctl_req_look(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
+int ctl_req_look(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
 		 const char **why)
 {
 	/* First, so that a hidden task's thread or process is not told apart either. */
-	if (t->kind != TGT_CGROUP && t->pid > 0 && !ctl_req_visible(d, k, t->pid, 0)) {
-		*why = t->kind == TGT_TID ? "no such thread" : "no such task";
+	if (t->kind != LAT_T_CGROUP && t->pid > 0 && !ctl_req_visible(x, k, t->pid, 0)) {
+		*why = t->kind == LAT_T_THREAD ? "no such thread" : "no such task";
 		return -ESRCH;
 	}
-	return ctl_req_target(d, t, why);
+	return ctl_req_target(x, t, why);
 }
 
-int ctl_req_target(struct daemon *d, struct ctl_target *t, const char **why)
+int ctl_req_target(struct ctl_env *x, struct lat_target *t, const char **why)
 {
-	if (t->kind == TGT_CGROUP) {
+	if (t->kind == LAT_T_CGROUP) {
 		if (!latact_cgroup_path_ok(t->path)) {
 			*why = "not an absolute cgroup path without . or .. components or blanks";
 			return -EINVAL;
@@ -144,17 +153,17 @@ int ctl_req_target(struct daemon *d, struct ctl_target *t, const char **why)
 		*why = "not a pid";
 		return -EINVAL;
 	}
-	if (t->kind == TGT_TID && latmgr_tgid_of(&d->lm, t->pid, &t->tgid) < 0) {
+	if (t->kind == LAT_T_THREAD && latmgr_tgid_of(x->lm, t->pid, &t->tgid) < 0) {
 		*why = "no such thread";
 		return -ESRCH;
 	}
 	/* /proc/TID exists for any thread: taken for a process, it would stand for its group. */
-	if (t->kind == TGT_PID && latmgr_tgid_of(&d->lm, t->pid, &t->tgid) == 0 &&
+	if (t->kind == LAT_T_PROCESS && latmgr_tgid_of(x->lm, t->pid, &t->tgid) == 0 &&
 	    t->tgid != t->pid) {
 		*why = "a thread, not a process: name it with tid";
 		return -EINVAL;
 	}
-	if (t->kind == TGT_PID)
+	if (t->kind == LAT_T_PROCESS)
 		t->tgid = t->pid;
 	return 0;
 }
@@ -195,31 +204,16 @@ struct perm_threads {
  * set, or LAT_NONE for a reset, which gives back what it had before rqbalance. A knob
  * someone else changed since rqbalance set it is theirs and stays as it is.
  */
-static int thread_fact(struct daemon *d, pid_t tid, int want, struct ctl_perm_thread *ret)
+static int thread_fact(struct ctl_env *x, pid_t tid, int want, struct ctl_perm_thread *ret)
 {
-	const struct lat_entry *e = latact_find(&d->lat, tid);
 	struct rqb_sched_attr a;
-	struct lat_knobs k;
 	int r = rqb_sched_getattr(tid, &a);
 
 	if (r < 0)
 		return r;
 	ret->nice = a.sched_nice;
 	ret->idle = a.sched_policy == SCHED_IDLE;
-	ret->want_nice = ret->nice;
-	ret->want_idle = ret->idle;
-	if (want != LAT_NONE) {
-		lat_map(&d->lat.lc, want, &k);
-		ret->want_nice = k.nice;
-		ret->want_idle = k.policy == SCHED_IDLE;
-	} else if (e) {
-		ret->want_nice = e->prev.nice;
-		ret->want_idle = e->prev.policy == SCHED_IDLE;
-	}
-	if (e && (e->left & LAT_K_NICE))
-		ret->want_nice = ret->nice;
-	if (e && (e->left & LAT_K_POLICY))
-		ret->want_idle = ret->idle;
+	latmgr_would_leave(x->lm, tid, want, ret->nice, ret->idle, &ret->want_nice, &ret->want_idle);
 	return 0;
 }
 
@@ -229,7 +223,7 @@ static int thread_fact(struct daemon *d, pid_t tid, int want, struct ctl_perm_th
  * setpriority(2) on that thread would be refused), its nice and policy now and after.
  * 0, -ESRCH when it is gone, or -ENOMEM.
  */
-static int add_thread(struct daemon *d, const struct ctl_caller *k, pid_t tgid, pid_t tid,
+static int add_thread(struct ctl_env *x, const struct ctl_caller *k, pid_t tgid, pid_t tid,
 		      int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
 	char path[PATH_MAX], uids[128];
@@ -238,7 +232,7 @@ static int add_thread(struct daemon *d, const struct ctl_caller *k, pid_t tgid, 
 	char key[32];
 
 	snprintf(key, sizeof(key), "%d/task/%d", (int)tgid, (int)tid);
-	snprintf(path, sizeof(path), "%s/%s/status", d->lm.proc_root, key);
+	snprintf(path, sizeof(path), "%s/%s/status", latmgr_proc_root(x->lm), key);
 	if (status_file(path, "Uid", uids, sizeof(uids)) < 0 ||
 	    sscanf(uids, "%u %u", &ruid, &euid) != 2)
 		return -ESRCH;
@@ -252,14 +246,14 @@ static int add_thread(struct daemon *d, const struct ctl_caller *k, pid_t tgid, 
 	if (!a)
 		return -ENOMEM;
 	pt->th = a;
-	if (thread_fact(d, tid, want, &pt->th[pt->n]) < 0)
+	if (thread_fact(x, tid, want, &pt->th[pt->n]) < 0)
 		return -ESRCH;
 	pt->n++;
 	return 0;
 }
 
-/* Every thread of the target (only the one a TGT_TID names). */
-static int threads_facts(struct daemon *d, const struct ctl_caller *k, const struct ctl_target *t,
+/* Every thread of the target (only the one a LAT_T_THREAD names). */
+static int threads_facts(struct ctl_env *x, const struct ctl_caller *k, const struct lat_target *t,
 			 int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
 	char path[PATH_MAX];
@@ -267,16 +261,16 @@ static int threads_facts(struct daemon *d, const struct ctl_caller *k, const str
 	DIR *dir;
 	int r = 0;
 
-	if (t->kind == TGT_TID)
-		return add_thread(d, k, t->tgid, t->pid, want, pt, f);
-	snprintf(path, sizeof(path), "%s/%d/task", d->lm.proc_root, (int)t->pid);
+	if (t->kind == LAT_T_THREAD)
+		return add_thread(x, k, t->tgid, t->pid, want, pt, f);
+	snprintf(path, sizeof(path), "%s/%d/task", latmgr_proc_root(x->lm), (int)t->pid);
 	dir = opendir(path);
 	if (!dir)
 		return -ESRCH;
 	while (r >= 0 && (de = readdir(dir))) {
 		if (de->d_name[0] == '.')
 			continue;
-		r = add_thread(d, k, t->pid, (pid_t)atoi(de->d_name), want, pt, f);
+		r = add_thread(x, k, t->pid, (pid_t)atoi(de->d_name), want, pt, f);
 		if (r == -ESRCH)
 			r = 0; /* it exited meanwhile */
 	}
@@ -289,17 +283,17 @@ static int threads_facts(struct daemon *d, const struct ctl_caller *k, const str
  * time: the facts are about the task whose start time t carries to the write (or, with
  * none yet, the one it then gets), never about one that reused its pid meanwhile.
  */
-static int task_facts(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
+static int task_facts(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
 		      int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
-	const char *root = d->lm.proc_root;
+	const char *root = latmgr_proc_root(x->lm);
 	char uids[128];
 	unsigned ruid, euid;
 	uint64_t before = 0, after = 0;
 	struct rlimit rl;
 	int r;
 
-	if (ctl_peer_start_time(root, t->pid, &before) < 0 ||
+	if (procfs_start_time(root, t->pid, &before) < 0 ||
 	    (t->start_time && before != t->start_time))
 		return -ESRCH;
 	if (status_field(root, t->pid, "Uid", uids, sizeof(uids)) < 0 ||
@@ -310,67 +304,56 @@ static int task_facts(struct daemon *d, const struct ctl_caller *k, struct ctl_t
 	if (prlimit(t->pid, RLIMIT_NICE, NULL, &rl) == 0)
 		f->rlim_nice = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 40 ? 40 :
 										  (long)rl.rlim_cur;
-	r = threads_facts(d, k, t, want, pt, f);
+	r = threads_facts(x, k, t, want, pt, f);
 	if (r < 0)
 		return r;
 	f->th = pt->th;
 	f->nth = pt->n;
-	if (ctl_peer_start_time(root, t->pid, &after) < 0 || after != before)
+	if (procfs_start_time(root, t->pid, &after) < 0 || after != before)
 		return -ESRCH;
 	t->start_time = before;
 	return 0;
 }
 
-static int target_facts(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
+static int target_facts(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
 			int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
-	char file[PATH_MAX];
-	struct stat st;
-
-	if (t->kind == TGT_CGROUP) {
-		const struct lat_cg_entry *e = latact_find_cgroup(&d->lat, t->path);
+	if (t->kind == LAT_T_CGROUP) {
+		const char *source;
+		uid_t owner;
+		int cur;
 
 		/*
 		 * Whoever may write its weight file may set its value. A cgroup with no
 		 * cpu controller enabled (a systemd unit that asked for none) has no such
 		 * file: only systemd can give it one, so only root's rule applies.
 		 */
-		snprintf(file, sizeof(file), "%s%s/%s", d->lat.cls.mount, t->path,
-			 d->lat.cls.v2 ? "cpu.weight" : "cpu.shares");
-		if (stat(file, &st) == 0) {
-			f->target_ruid = f->target_euid = st.st_uid;
-		} else {
-			if (errno != ENOENT || !d->lat.cls.v2)
-				return -ENOENT;
-			snprintf(file, sizeof(file), "%s%s/cgroup.procs", d->lat.cls.mount,
-				 t->path);
-			if (stat(file, &st) < 0)
-				return -ENOENT;
-			f->target_ruid = f->target_euid = 0;
-		}
-		f->cur = e ? e->value : 0;
+		if (latmgr_cgroup_owner(x->lm, t->path, &owner) < 0)
+			return -ENOENT;
+		f->target_ruid = f->target_euid = owner;
+		f->cur = latmgr_value(x->lm, t, &cur, &source) == 0 ? cur : 0;
 		f->want = want == LAT_NONE ? 0 : want;
 		return 0;
 	}
-	return task_facts(d, k, t, want, pt, f);
+	return task_facts(x, k, t, want, pt, f);
 }
 
-int ctl_req_permitted(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
+int ctl_req_permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
 		      enum ctl_req_act act, int want, bool *ret_trusted, const char **why)
 {
 	struct ctl_perm_facts f = { .peer_euid = k->uid, .owner_only = act == CTL_REQ_OWNER };
 	struct perm_threads pt = { 0 };
 	int r;
 
-	f.admin = ctl_req_admin(k, &d->conf);
+	f.admin = ctl_req_admin(k, x->conf);
 	f.cap_sys_nice = !f.admin && k->cap_sys_nice;
 	*ret_trusted = f.admin || f.cap_sys_nice;
-	r = target_facts(d, k, t, act == CTL_REQ_SET ? want : LAT_NONE, &pt, &f);
+	r = target_facts(x, k, t, act == CTL_REQ_SET ? want : LAT_NONE, &pt, &f);
 	if (r == -ENOMEM) {
 		*why = "out of memory";
 	} else if (r < 0) {
-		*why = t->kind == TGT_CGROUP ? "no such cgroup in the cpu hierarchy" : "no such task";
-		r = t->kind == TGT_CGROUP ? -ENOENT : -ESRCH;
+		*why = t->kind == LAT_T_CGROUP ? "no such cgroup in the cpu hierarchy" : "no such task";
+		r = t->kind == LAT_T_CGROUP ? -ENOENT : -ESRCH;
 	} else {
 		r = ctl_perm_check(&f, why);
 	}
@@ -379,165 +362,78 @@ int ctl_req_permitted(struct daemon *d, const struct ctl_caller *k, struct ctl_t
 }
 
 /*
- * Where systemd owns the cgroups: the unit of process tgid, and what it got for the
- * process's value, or why it got nothing (then only the task's nice applies).
- */
-static void unit_text(const struct daemon *d, pid_t tgid, char *out, size_t size)
-{
-	const struct latmgr_unit *u = latmgr_unit_of(&d->lm, tgid);
-	const struct lat_cg_entry *g = u ? latact_find_cgroup(&d->lat, u->cgroup) : NULL;
-	char w[32] = "-";
-
-	if (!u) {
-		out[0] = '\0';
-		return;
-	}
-	if (g && g->set_idle != 1 && g->set_weight != 0)
-		snprintf(w, sizeof(w), "%" PRIu64, g->set_weight);
-	else if (g)
-		snprintf(w, sizeof(w), "idle");
-	snprintf(out, size, "unit %s\nunit_weight %s\n%s%s%s", u->unit[0] ? u->unit : "-", w,
-		 u->d.why[0] || u->act_why[0] ? "unit_why " : "",
-		 u->d.why[0] ? u->d.why : u->act_why, u->d.why[0] || u->act_why[0] ? "\n" : "");
-	if (g && !g->by_procs)
-		snprintf(out + strlen(out), size - strlen(out),
-			 "unit_why the cgroup has a value of its own (rqctl set -g)\n");
-}
-
-/*
  * Whether an untrusted caller's request for the value t already has from another
  * source leaves that source: re-asserting a value it did not give never makes it the
  * caller's (root's foreground value or a rule's would then no longer be given back,
  * and would follow exec and children as the caller's own).
  */
-static bool keeps_its_source(struct daemon *d, const struct ctl_target *t, int v,
+static bool keeps_its_source(struct ctl_env *x, const struct lat_target *t, int v,
 			     const char *source)
 {
 	const char *cur_source;
 	int cur;
 
-	return ctl_req_value(d, t, &cur, &cur_source) == 0 && cur == v &&
+	return latmgr_value(x->lm, t, &cur, &cur_source) == 0 && cur == v &&
 	       strcmp(cur_source, source) != 0;
 }
 
 /* What rqctl shows k after a set of t that gave r tasks the value. */
-static int set_reply(struct daemon *d, const struct ctl_caller *k, const struct ctl_target *t,
+static int set_reply(struct ctl_env *x, const struct ctl_caller *k, const struct lat_target *t,
 		     int r, char *out, size_t size)
 {
-	if (t->kind == TGT_CGROUP) {
+	if (t->kind == LAT_T_CGROUP) {
 		snprintf(out, size, "cgroup %s\n", t->path);
 		return 0;
 	}
-	if (t->kind == TGT_PID) {
+	if (t->kind == LAT_T_PROCESS) {
 		/* How many have the value now, not how many changed: a repeat says the same. */
-		r = 0;
-		for (size_t i = 0; i < d->lat.n; i++)
-			r += d->lat.e[i].tgid == t->pid;
+		r = (int)latmgr_tasks_of(x->lm, t);
 	}
 	snprintf(out, size, "tasks %d\n", r);
 	/* Whose unit it is, only to whom may see it (CAP_SYS_NICE may act unseen). */
-	if (t->kind == TGT_PID && ctl_req_visible(d, k, t->pid, 0))
-		unit_text(d, t->pid, out + strlen(out), size - strlen(out));
+	if (t->kind == LAT_T_PROCESS && ctl_req_visible(x, k, t->pid, 0))
+		latmgr_unit_text(x->lm, t->pid, out + strlen(out), size - strlen(out));
 	return r;
 }
 
-int ctl_req_set(struct daemon *d, const struct ctl_caller *k, const struct ctl_target *t, int v,
+int ctl_req_set(struct ctl_env *x, const struct ctl_caller *k, const struct lat_target *t, int v,
 		bool trusted, char *out, size_t size, const char **why)
 {
 	char source[48];
 	int r;
 
 	snprintf(source, sizeof(source), "%s uid %u", k->via, k->uid);
-	if (!trusted && keeps_its_source(d, t, v, source))
-		return set_reply(d, k, t, t->kind == TGT_TID, out, size);
+	if (!trusted && keeps_its_source(x, t, v, source))
+		return set_reply(x, k, t, t->kind == LAT_T_THREAD, out, size);
 	switch (t->kind) {
-	case TGT_PID:
-		r = latmgr_set_process(&d->lm, t->pid, t->start_time, v, source, trusted, why);
+	case LAT_T_PROCESS:
+		r = latmgr_set_process(x->lm, t->pid, t->start_time, v, source, trusted, why);
 		break;
-	case TGT_TID:
-		r = latmgr_set_thread(&d->lm, t->pid, t->start_time, v, source, why);
+	case LAT_T_THREAD:
+		r = latmgr_set_thread(x->lm, t->pid, t->start_time, v, source, why);
 		r = r == 0 ? 1 : r;
 		break;
 	default:
-		r = latmgr_set_cgroup(&d->lm, t->path, v, source, why);
+		r = latmgr_set_cgroup(x->lm, t->path, v, source, why);
 		break;
 	}
-	return r < 0 ? r : set_reply(d, k, t, r, out, size);
+	return r < 0 ? r : set_reply(x, k, t, r, out, size);
 }
 
-static void knobs_text(const struct lat_state *s, char *out, size_t size)
-{
-	snprintf(out, size, "policy %s\nslice_ns %" PRIu64 "\nuclamp %d %d\ncgroup %s\n",
-		 latact_policy_name(s->policy), s->slice_ns, s->umin, s->umax,
-		 s->cgroup[0] ? s->cgroup : "-");
-}
-
-int ctl_req_get(struct daemon *d, const struct ctl_target *t, char *out, size_t size)
-{
-	const struct latmgr_proc *p = t->kind == TGT_PID ? latmgr_find_process(&d->lm, t->pid) : NULL;
-	const struct lat_entry *e = t->kind == TGT_CGROUP ? NULL : latact_find(&d->lat, t->pid);
-	const struct lat_cg_entry *g;
-	char knobs[LAT_PATH_MAX + 128] = "";
-	size_t ntasks = 0;
-
-	if (t->kind == TGT_CGROUP) {
-		g = latact_find_cgroup(&d->lat, t->path);
-		if (!g)
-			return -ENOENT;
-		snprintf(out, size, "value %d\nsource %s\nweight %" PRIu64 "\nidle %d\n", g->value,
-			 g->source, g->set_weight, g->set_idle);
-		return 0;
-	}
-	if (!p && !e)
-		return -ENOENT;
-	for (size_t i = 0; i < d->lat.n; i++)
-		ntasks += t->kind == TGT_PID ? d->lat.e[i].tgid == t->pid : d->lat.e[i].task.tid == t->pid;
-	if (e)
-		knobs_text(&e->set, knobs, sizeof(knobs));
-	snprintf(out, size, "value %d\nsource %s\nscope %s\ntasks %zu\n%s", p ? p->value : e->value,
-		 p ? p->source : e->source, p ? "process" : "thread", ntasks, knobs);
-	if (e && e->cg != LAT_CG_OURS)
-		snprintf(out + strlen(out), size - strlen(out), "cgroup_left %s: %s\n", e->cg_left,
-			 lat_cg_why(e->cg));
-	if (p)
-		unit_text(d, t->pid, out + strlen(out), size - strlen(out));
-	return 0;
-}
-
-int ctl_req_value(struct daemon *d, const struct ctl_target *t, int *ret_value,
-		  const char **ret_source)
-{
-	const struct latmgr_proc *p = t->kind == TGT_PID ? latmgr_find_process(&d->lm, t->pid) : NULL;
-	const struct lat_entry *e = t->kind == TGT_CGROUP ? NULL : latact_find(&d->lat, t->pid);
-	const struct lat_cg_entry *g =
-		t->kind == TGT_CGROUP ? latact_find_cgroup(&d->lat, t->path) : NULL;
-
-	if (g) {
-		*ret_value = g->value;
-		*ret_source = g->source;
-	} else if (p || e) {
-		*ret_value = p ? p->value : e->value;
-		*ret_source = p ? p->source : e->source;
-	} else {
-		return -ENOENT;
-	}
-	return 0;
-}
-
-int ctl_req_reset(struct daemon *d, const struct ctl_target *t)
+int ctl_req_reset(struct ctl_env *x, const struct lat_target *t)
 {
 	int r;
 
 	switch (t->kind) {
-	case TGT_PID:
-		r = latmgr_reset_process(&d->lm, t->pid, t->start_time);
+	case LAT_T_PROCESS:
+		r = latmgr_reset_process(x->lm, t->pid, t->start_time);
 		break;
-	case TGT_TID:
-		r = latmgr_reset_thread(&d->lm, t->pid, t->start_time);
+	case LAT_T_THREAD:
+		r = latmgr_reset_thread(x->lm, t->pid, t->start_time);
 		r = r == 0 ? 1 : r;
 		break;
 	default:
-		r = latmgr_reset_cgroup(&d->lm, t->path);
+		r = latmgr_reset_cgroup(x->lm, t->path);
 		r = r == 0 ? 1 : r;
 		break;
 	}

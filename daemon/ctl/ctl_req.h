@@ -16,12 +16,27 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "actuate/latact.h"
 #include "ctl/ctl_perm.h"
+#include "latmgr/latmgr.h"
 
-struct daemon;
+struct ctl_ops;
 struct rqb_conf;
 struct peers_finding;
+
+struct ctl_req_lim;
+
+/*
+ * What the doors (ctl.c, bus.c) see of the daemon: latency-nice through the latency
+ * manager's public API (latmgr.h), the limits both doors share, the config, and what
+ * the daemon does for them (struct ctl_ops, ctl.h). Nothing else of it.
+ */
+struct ctl_env {
+	struct latmgr *lm;
+	struct ctl_req_lim *req;
+	const struct rqb_conf *conf;    /* the daemon's, changed in place by a reload */
+	const struct ctl_ops *ops;
+	void *daemon;                   /* passed back to ops; never read here */
+};
 
 #define CTL_CALLER_GROUPS 64  /* supplementary groups kept; more fail closed */
 
@@ -112,7 +127,7 @@ void ctl_req_after_tick(struct ctl_req_lim *l);
  * With pidfd >= 0 (else start_time, when not 0) the read is proven to be of the
  * process the door named: -ESRCH when it is gone. 0 otherwise.
  */
-int ctl_req_caller_view(struct daemon *d, struct ctl_caller *k, int pidfd, uint64_t start_time);
+int ctl_req_caller_view(struct ctl_env *x, struct ctl_caller *k, int pidfd, uint64_t start_time);
 /*
  * Whether k may see task tid (with start_time not 0: and that it is still the task of
  * that start time): what its /proc would show it of another user's processes, as
@@ -120,23 +135,20 @@ int ctl_req_caller_view(struct daemon *d, struct ctl_caller *k, int pidfd, uint6
  * credentials read now. Root and ctl_group see everything; so does anyone where
  * neither view hides.
  */
-bool ctl_req_visible(struct daemon *d, const struct ctl_caller *k, pid_t tid, uint64_t start_time);
+bool ctl_req_visible(struct ctl_env *x, const struct ctl_caller *k, pid_t tid, uint64_t start_time);
+/* Caller k's eyes, for the latency manager's views (latmgr_visible_fn). */
+struct ctl_req_eyes {
+	struct ctl_env *x;
+	const struct ctl_caller *k;
+};
+/* ctl_req_visible, for eyes, a struct ctl_req_eyes. */
+bool ctl_req_sees(void *eyes, pid_t tid, uint64_t start_time);
 /*
  * f as k may see it (status's "what else shapes scheduling"): false when f names
  * only processes hidden from k; else *ret is f with the pids hidden from k left out.
  */
-bool ctl_req_finding(struct daemon *d, const struct ctl_caller *k, const struct peers_finding *f,
+bool ctl_req_finding(struct ctl_env *x, const struct ctl_caller *k, const struct peers_finding *f,
 		     struct peers_finding *ret);
-
-enum ctl_target_kind { TGT_PID, TGT_TID, TGT_CGROUP };
-
-struct ctl_target {
-	enum ctl_target_kind kind;
-	pid_t pid;                /* TGT_PID: a process; TGT_TID: a thread */
-	pid_t tgid;               /* its process */
-	uint64_t start_time;      /* of pid, when judged: the write is refused if it changed */
-	char path[LAT_PATH_MAX];  /* TGT_CGROUP */
-};
 
 /* Whether the caller holds gid, as its effective or a supplementary group. */
 bool ctl_req_in_group(const struct ctl_caller *k, gid_t gid);
@@ -146,7 +158,7 @@ bool ctl_req_admin(const struct ctl_caller *k, const struct rqb_conf *conf);
  * Checks a target named by kind and pid or path, and finds a thread's process: 0, or
  * -EINVAL (a thread named as a process, a bad path) or -ESRCH with *why.
  */
-int ctl_req_target(struct daemon *d, struct ctl_target *t, const char **why);
+int ctl_req_target(struct ctl_env *x, struct lat_target *t, const char **why);
 /* What a request would do to its target, for ctl_req_permitted(). */
 enum ctl_req_act {
 	CTL_REQ_SET,    /* give it a value */
@@ -158,7 +170,7 @@ enum ctl_req_act {
  * ctl_req_target for a request that reads (get, explain): a task hidden from k is
  * answered as one that does not exist, -ESRCH.
  */
-int ctl_req_look(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
+int ctl_req_look(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
 		 const char **why);
 /*
  * 0 if the caller may do act to t (for a set, give it the value want), else -EPERM,
@@ -167,24 +179,16 @@ int ctl_req_look(struct daemon *d, const struct ctl_caller *k, struct ctl_target
  * now (ctl_perm.h). *ret_trusted: it may give any task any value (root, ctl_group,
  * CAP_SYS_NICE). Sets t's start time, which the write must find again.
  */
-int ctl_req_permitted(struct daemon *d, const struct ctl_caller *k, struct ctl_target *t,
+int ctl_req_permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
 		      enum ctl_req_act act, int want, bool *ret_trusted, const char **why);
 /*
  * Gives t the value v (permitted first): the number of tasks that have it now (0 for
  * a cgroup), or -errno with *why. out: what rqctl shows ("tasks N", and the unit of
  * a process k may see).
  */
-int ctl_req_set(struct daemon *d, const struct ctl_caller *k, const struct ctl_target *t, int v,
+int ctl_req_set(struct ctl_env *x, const struct ctl_caller *k, const struct lat_target *t, int v,
 		bool trusted, char *out, size_t size, const char **why);
-/*
- * What t has from rqbalance, for rqctl get (found with ctl_req_look); -ENOENT when it
- * has nothing.
- */
-int ctl_req_get(struct daemon *d, const struct ctl_target *t, char *out, size_t size);
-/* The value t has and where it came from; -ENOENT when it has none. */
-int ctl_req_value(struct daemon *d, const struct ctl_target *t, int *ret_value,
-		  const char **ret_source);
 /* Gives back what t had: how many tasks, or -ENOENT when it was not managed. */
-int ctl_req_reset(struct daemon *d, const struct ctl_target *t);
+int ctl_req_reset(struct ctl_env *x, const struct lat_target *t);
 
 #endif

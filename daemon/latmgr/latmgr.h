@@ -16,6 +16,7 @@
 #include "actuate/latact.h"
 #include "conf/conf.h"
 
+struct daemon_stats;
 struct procconn;
 struct bpfev;
 struct bpfev_exe;
@@ -226,5 +227,72 @@ const struct latmgr_fail *latmgr_failure_of(const struct latmgr *m, pid_t tgid,
 
 /* A task's process id from /proc/TID/status. 0 or -ESRCH. */
 int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret);
+
+/* ---- views: what rqctl get, list and explain show, read through the manager alone ---- */
+
+/* What a request names: a process (all its threads), one thread, or a cgroup. */
+enum lat_target_kind { LAT_T_PROCESS, LAT_T_THREAD, LAT_T_CGROUP };
+struct lat_target {
+	enum lat_target_kind kind;
+	pid_t pid;                /* LAT_T_PROCESS: the process; LAT_T_THREAD: the thread */
+	pid_t tgid;               /* its process */
+	uint64_t start_time;      /* of pid, when judged (clock ticks after boot); 0: unknown */
+	char path[LAT_PATH_MAX];  /* LAT_T_CGROUP */
+};
+
+/*
+ * Whether the asker may see task tid (with start_time not 0: and that it is still the
+ * task of that start time). A view names another task only where this says yes.
+ */
+typedef bool (*latmgr_visible_fn)(void *ctx, pid_t tid, uint64_t start_time);
+
+/* Fills the latency fields of ret (lat_*, events*, class_*): rqctl status, metrics. */
+void latmgr_stats(const struct latmgr *m, struct daemon_stats *ret);
+/* The /proc the manager reads (a test's tree, or "/proc"). */
+const char *latmgr_proc_root(const struct latmgr *m);
+/* The value t has and where it came from (valid until the next change); -ENOENT: none. */
+int latmgr_value(const struct latmgr *m, const struct lat_target *t, int *ret_value,
+		 const char **ret_source);
+/* How many tasks hold t's value now: a process's threads, or the one thread (0 or 1). */
+size_t latmgr_tasks_of(const struct latmgr *m, const struct lat_target *t);
+/*
+ * rqctl get: "key value" lines of what t has from rqbalance (its value, source, scope,
+ * tasks, knobs, and the unit of a process), -ENOENT when it has nothing.
+ */
+int latmgr_get(const struct latmgr *m, const struct lat_target *t, char *out, size_t size);
+/*
+ * rqctl set's reply after process tgid was given a value: its unit and what the unit
+ * got ("unit", "unit_weight", "unit_why" lines), or "" where no unit is weighed.
+ */
+void latmgr_unit_text(const struct latmgr *m, pid_t tgid, char *out, size_t size);
+/*
+ * rqctl list: one tab-separated line for each managed task the asker may see
+ * (visible), each unit and each cgroup, as many as fit in max bytes, then a
+ * "truncated N" line when the whole (N lines) did not. malloc'd, NULL without memory.
+ */
+char *latmgr_list(const struct latmgr *m, latmgr_visible_fn visible, void *ctx, size_t max);
+/*
+ * rqctl explain: for t, the value it has and where it came from (or why it has none),
+ * what the value maps to on this kernel, and each knob's state: one "key text" line
+ * each, keys unique. detail: the asker may act on t, so what the process itself shows
+ * (its exe, command line, uid, cgroup) may be used to say why a rule does not match.
+ * The task t inherited its value from is named only where visible says so. Reads the
+ * task's knobs now. malloc'd into *ret; 0 or -ENOMEM.
+ */
+int latmgr_explain(struct latmgr *m, const struct lat_target *t, bool detail,
+		   latmgr_visible_fn visible, void *ctx, char **ret);
+/*
+ * What a request would leave thread tid, for the permission rule: with want a value,
+ * the nice and idle policy that value maps to; with LAT_NONE (a reset), what it had
+ * before rqbalance; a knob someone else changed since rqbalance set it stays as now.
+ */
+void latmgr_would_leave(const struct latmgr *m, pid_t tid, int want, int nice_now,
+			bool idle_now, int *ret_nice, bool *ret_idle);
+/*
+ * Who may write cgroup path's weight: the owner of its weight file, or root where it
+ * has none (a cgroup2 group with no cpu controller: only systemd can give it one).
+ * 0, or -ENOENT: no such cgroup (or no cpu controller mounted).
+ */
+int latmgr_cgroup_owner(const struct latmgr *m, const char *path, uid_t *ret);
 
 #endif

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "sample/procfs.h"
@@ -62,4 +63,27 @@ int procfs_cgroup(const char *proc_root, pid_t tgid, pid_t tid, char *ret, size_
 	if (n <= 0)
 		return gone_or(n);
 	return parse_cgroup(buf, ret, len);
+}
+
+int procfs_start_time(const char *proc_root, pid_t pid, uint64_t *ret)
+{
+	struct parse_stat_line l;
+
+	if (procfs_stat(proc_root, 0, pid, &l) < 0)
+		return -ESRCH;
+	*ret = l.start_time;
+	return 0;
+}
+
+void procfs_comm(const char *proc_root, pid_t tid, char *ret, size_t size)
+{
+	char path[PATH_MAX];
+	ssize_t n = -1;
+
+	if (util_proc_path(path, sizeof(path), proc_root, "%d/comm", (int)tid) == 0)
+		n = util_read_file(path, ret, size);
+	if (n <= 0)
+		snprintf(ret, size, "?");
+	else if (ret[n - 1] == '\n')
+		ret[n - 1] = '\0';
 }

@@ -8,6 +8,7 @@
 #define RQB_PROCFS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "sample/parse.h"
@@ -28,4 +29,11 @@ int procfs_stat_fd(int fd, struct parse_stat_line *ret);
  */
 int procfs_cgroup(const char *proc_root, pid_t tgid, pid_t tid, char *ret, size_t len);
 
+/* Task pid's start time (clock ticks after boot) from its stat. 0, or -ESRCH when gone. */
+int procfs_start_time(const char *proc_root, pid_t pid, uint64_t *ret);
+/*
+ * Task tid's comm as the task set it (only the newline the kernel adds taken off), or
+ * "?" when it cannot be read; for list and explain.
+ */
+void procfs_comm(const char *proc_root, pid_t tid, char *ret, size_t size);
 #endif

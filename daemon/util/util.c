@@ -157,3 +157,12 @@ int util_proc_path(char *buf, size_t len, const char *root, const char *fmt, ...
 	va_end(ap);
 	return m < 0 || (size_t)m >= len - (size_t)n ? -ENAMETOOLONG : 0;
 }
+
+void util_put_field(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f || *p == '\\')
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+}

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Monotonic time in ns: the one clock inside the daemon. */
@@ -67,4 +68,10 @@ const char *util_proc_root(const char *root);
 int util_proc_path(char *buf, size_t len, const char *root, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/*
+ * One field of a tab-separated line, any bytes in it: a backslash, a tab, a newline and
+ * the other controls go as \xHH, so a name never ends its field or its line early
+ * (rqctl undoes it).
+ */
+void util_put_field(FILE *f, const char *s);
 #endif

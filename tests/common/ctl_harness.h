@@ -1,6 +1,7 @@
 /*
- * A daemon in memory for the ctl server, shared by the ctl fuzz target and the ctl
- * server's unit test: a dry-run latency actuator whose task operations refuse every
+ * What the ctl server sees of a daemon, in memory, shared by the ctl fuzz target, the
+ * ctl server's unit test and the latency manager's: a config, a latency manager over a
+ * dry-run latency actuator whose task operations refuse every
  * task, and targets resolved under a fake /proc and a fake cgroup hierarchy in a
  * temporary directory, with a config file there. Connections are served through
  * ctl_serve_fd() on a socketpair. Nothing outside the temporary directory is written;
@@ -23,7 +24,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/daemon.h"
+#include "actuate/latact.h"
+#include "conf/conf.h"
+#include "ctl/bus.h"
+#include "ctl/ctl.h"
+#include "ctl/ctl_req.h"
+#include "latmgr/latmgr.h"
+#include "model/stats.h"
+#include "sample/peers.h"
+#include "sample/topo.h"
+#include "snapshot/snap.h"
 
 #define CTLH_CHECK(cond)                                                                  \
 	do {                                                                              \
@@ -386,8 +396,82 @@ static const struct act_ops ctlh_ops = {
 	CTLH_DRY_LAT_WRITES,
 };
 
-static const struct sampler_ops ctlh_sampler_ops = { .name = "ctlh" };
-static struct sampler ctlh_sampler = { .ops = &ctlh_sampler_ops };
+/* The daemon, as far as the doors see it (struct ctl_env): no struct daemon. */
+struct ctlh {
+	struct rqb_conf conf;
+	struct latact lat;
+	struct latmgr lm;
+	struct ctl_req_lim req;
+	struct ctl_env env;
+	struct ctl_server ctl;
+	struct ctl_bus bus;         /* the D-Bus API, where a test attaches one */
+	uint64_t ticks;
+};
+
+/* A reload: the config file read again, as the daemon reads it; its rules applied. */
+static inline int ctlh_reload(void *d, char **ret_errors)
+{
+	struct ctlh *h = d;
+	struct rqb_conf *c = malloc(sizeof(*c));
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *err = open_memstream(&buf, &len);
+	int r;
+
+	CTLH_CHECK(c && err);
+	r = conf_load(ctlh_conf_path, err, c);
+	fclose(err);
+	if (r < 0) {
+		*ret_errors = buf;
+		free(c);
+		return -EINVAL;
+	}
+	free(buf);
+	c->dry_run = true;
+	h->conf = *c;
+	free(c);
+	latmgr_rules_changed(&h->lm);
+	return 0;
+}
+
+static inline void ctlh_stats(void *d, struct daemon_stats *ret)
+{
+	struct ctlh *h = d;
+
+	*ret = (struct daemon_stats){ .sampler = "ctlh", .dry_run = h->conf.dry_run,
+				      .interval_ms = h->conf.interval_ms, .ticks = h->ticks,
+				      .ctl_connections = h->ctl.nconns, .topo = ctlh_topo,
+				      .snap = ctlh_snap };
+	latmgr_stats(&h->lm, ret);
+}
+
+static inline uint64_t ctlh_ticks(void *d)
+{
+	return ((struct ctlh *)d)->ticks;
+}
+
+/* No BPF here: no histograms. */
+static inline char *ctlh_histograms(void *d, char *ret_why, size_t len)
+{
+	(void)d;
+	snprintf(ret_why, len, "no run-queue histograms: unknown");
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+/* No sched_ext, autogroup or tool there, and no cpu controller. */
+static inline void ctlh_peers(void *d, struct peers *ret)
+{
+	struct ctlh *h = d;
+	struct peers_ctx ctx = { .class_cgroups = h->lat.cls.on };
+
+	peers_scan("/nonexistent-rqb-peers", &ctx, ret);
+}
+
+static const struct ctl_ops ctlh_ctl_ops = {
+	.reload = ctlh_reload, .stats = ctlh_stats, .ticks = ctlh_ticks,
+	.histograms = ctlh_histograms, .peers = ctlh_peers,
+};
 
 static inline void ctlh_task_entry(struct latact *la, pid_t tid, pid_t tgid, int v, const char *cg)
 {
@@ -430,7 +514,7 @@ static inline void ctlh_proc_entry(struct latmgr *m, pid_t tgid, int v)
 }
 
 /* What is already managed (struct ctlh_scenario's managed): sorted by tid and tgid. */
-static inline void ctlh_managed(struct daemon *d, uint8_t what)
+static inline void ctlh_managed(struct ctlh *d, uint8_t what)
 {
 	struct latact *la = &d->lat;
 
@@ -459,27 +543,17 @@ static inline void ctlh_managed(struct daemon *d, uint8_t what)
 	}
 }
 
-static inline struct daemon *ctlh_daemon_new(const struct ctlh_scenario *sc)
+static inline struct ctlh *ctlh_daemon_new(const struct ctlh_scenario *sc)
 {
-	struct daemon *d = calloc(1, sizeof(*d));
+	struct ctlh *d = calloc(1, sizeof(*d));
 
 	CTLH_CHECK(d);
 	conf_defaults(&d->conf);
 	d->conf.dry_run = true;
-	/* No sched_ext, autogroup or tool there; the features say no cpu controller. */
-	d->peers_root = "/nonexistent-rqb-peers";
 	snprintf(d->conf.ctl_group, sizeof(d->conf.ctl_group), "%s", sc->ctl_group ? "root" : "");
 	/* As the config loader leaves it: the group resolved once, to its gid. */
 	d->conf.ctl_gid_set = d->conf.ctl_group[0] != '\0';
 	d->conf.ctl_gid = 0;
-	d->opts.config_path = ctlh_conf_path;
-	d->opts.config_explicit = true;
-	d->opts.dry_run = true;
-	d->opts.log_level = -1;
-	d->topo = ctlh_topo;
-	d->snap = ctlh_snap;
-	d->sampler = &ctlh_sampler;
-	d->event = ctlh_loop;
 	d->ticks = sc->ticks;
 	for (int c = 0; c < ctlh_topo->nr_cpu_ids; c++)
 		ctlh_snap->cpus[c].nr_running = (sc->runnable >> (c % 8)) & 3;
@@ -500,21 +574,17 @@ static inline struct daemon *ctlh_daemon_new(const struct ctlh_scenario *sc)
 	snprintf(d->lm.pc_state, sizeof(d->lm.pc_state), "none (test)");
 	ctlh_managed(d, sc->managed);
 
+	d->env = (struct ctl_env){ .lm = &d->lm, .req = &d->req, .conf = &d->conf,
+				   .ops = &ctlh_ctl_ops, .daemon = d };
 	d->ctl.fd = -1;
-	d->ctl.d = d;
-	d->ctl.ops = &daemon_ctl_ops;
-	/* daemon_reload re-arms it: a timer that never fires. */
-	CTLH_CHECK(sd_event_add_time(ctlh_loop, &d->metrics_timer, CLOCK_MONOTONIC, UINT64_MAX, 0,
-				     NULL, NULL) >= 0);
-	sd_event_source_set_enabled(d->metrics_timer, SD_EVENT_OFF);
+	d->ctl.env = &d->env;
 	return d;
 }
 
 /* Frees d and puts back the cgroup files a reset may have written. */
-static inline void ctlh_daemon_free(struct daemon *d)
+static inline void ctlh_daemon_free(struct ctlh *d)
 {
 	ctl_fini(&d->ctl);
-	sd_event_source_disable_unref(d->metrics_timer);
 	free(d->lat.e);
 	free(d->lat.given);
 	free(d->lat.cg);
@@ -545,7 +615,7 @@ static inline void ctlh_drain(int fd, uint8_t **buf, size_t *len, size_t *cap)
 }
 
 /* Runs the loop until it is idle, reading what the server writes; then a few ticks. */
-static inline void ctlh_settle(struct daemon *d, int fd, uint8_t **buf, size_t *len, size_t *cap)
+static inline void ctlh_settle(struct ctlh *d, int fd, uint8_t **buf, size_t *len, size_t *cap)
 {
 	for (int round = 0; round < 4; round++) {
 		for (int i = 0; i < 256 && sd_event_run(ctlh_loop, 0) > 0; i++)
@@ -558,7 +628,7 @@ static inline void ctlh_settle(struct daemon *d, int fd, uint8_t **buf, size_t *
 }
 
 /* Sends size bytes as the client, serving them as they go, until sent or closed. */
-static inline void ctlh_send_all(struct daemon *d, int fd, const uint8_t *data, size_t size,
+static inline void ctlh_send_all(struct ctlh *d, int fd, const uint8_t *data, size_t size,
 				 uint8_t **buf, size_t *len, size_t *cap)
 {
 	size_t off = 0;

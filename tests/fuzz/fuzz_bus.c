@@ -270,7 +270,7 @@ static bool is(const struct sent *s, const char *member)
 }
 
 /* Its value now, as the daemon holds it: 0 for none. */
-static int value_now(const struct daemon *d, const struct sent *s)
+static int value_now(const struct ctlh *d, const struct sent *s)
 {
 	int v;
 
@@ -358,7 +358,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ctlh_scenario sc = { 0 };
 	struct reader rd = { data, size };
-	struct daemon *d;
+	struct ctlh *d;
 	struct caller w;
 	sd_bus *server, *client;
 	uint8_t b0, b1;
@@ -370,7 +370,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	d = ctlh_daemon_new(&sc);
 	caller_of(b0, &d->conf, &w);
 	link_up(&server, &client, &w);
-	FUZZ_CHECK(ctl_bus_attach(&d->bus, server, d) == 0);
+	FUZZ_CHECK(ctl_bus_attach(&d->bus, server, &d->env) == 0);
 	for (int n = 0; n < MAX_CALLS; n++) {
 		sd_bus_message *m = NULL;
 		struct sent s;

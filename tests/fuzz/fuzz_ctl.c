@@ -111,7 +111,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 /* The scenario's bytes 0, 2 and 3 say how the daemon is set. */
-static struct daemon *daemon_new(const uint8_t *sc)
+static struct ctlh *daemon_new(const uint8_t *sc)
 {
 	struct ctlh_scenario s = { .ctl_group = sc[0] & 0x10, .managed = sc[2], .classes = sc[2] & 8,
 				   .ticks = sc[2] >> 5, .runnable = sc[3] };
@@ -169,7 +169,7 @@ struct sent {
 };
 
 /* The value the target has now, as managed() set it: 0 when it has none. */
-static int value_now(const struct daemon *d, const struct sent *s)
+static int value_now(const struct ctlh *d, const struct sent *s)
 {
 	char v[LAT_PATH_MAX];
 	pid_t pid;
@@ -266,7 +266,7 @@ static void check_shown(const struct caller *w, const struct sent *s, const stru
 }
 
 /* Every reply decodes, answers the next request in order, and grants nothing wrong. */
-static void check_replies(const struct daemon *d, const struct caller *w, const uint8_t *buf,
+static void check_replies(const struct ctlh *d, const struct caller *w, const uint8_t *buf,
 			  size_t len, const struct sent *req, size_t nreq, const int *before,
 			  bool changed)
 {
@@ -308,7 +308,7 @@ static void check_replies(const struct daemon *d, const struct caller *w, const 
 /* ---- the connection ---- */
 
 /* Fills the caller's share of the connections first: its own is then refused. */
-static void crowd(struct daemon *d, const struct caller *w, int *fds, int *n)
+static void crowd(struct ctlh *d, const struct caller *w, int *fds, int *n)
 {
 	for (*n = 0; *n < CTL_REQ_PER_UID;) {
 		int sv[2];
@@ -324,7 +324,7 @@ static void crowd(struct daemon *d, const struct caller *w, int *fds, int *n)
 
 static void dispatch(const uint8_t *sc, const uint8_t *data, size_t size)
 {
-	struct daemon *d = daemon_new(sc);
+	struct ctlh *d = daemon_new(sc);
 	struct sent req[CTL_MAX_MSGS];
 	int before[CTL_MAX_MSGS], crowd_fds[CTL_REQ_PER_UID], ncrowd = 0, sv[2], r;
 	size_t split = size * sc[1] / 256, nreq, len = 0, cap = 0;

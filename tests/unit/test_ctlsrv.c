@@ -16,7 +16,7 @@
 #include "util/log.h"
 
 struct conn_t {
-	struct daemon *d;
+	struct ctlh *d;
 	int fd;                 /* the client's end */
 	uint32_t seq;
 	uint8_t *buf;           /* what the server wrote, not yet taken */
@@ -44,7 +44,7 @@ static int teardown(void **state)
 }
 
 /* A connection from pid, uid and gid (and gid 0 as a supplementary group if wheel). */
-static void conn_open(struct conn_t *c, struct daemon *d, pid_t pid, uid_t uid, bool wheel,
+static void conn_open(struct conn_t *c, struct ctlh *d, pid_t pid, uid_t uid, bool wheel,
 		      bool cap_sys_nice)
 {
 	struct ucred cred = { .pid = pid, .uid = uid, .gid = uid };
@@ -201,7 +201,7 @@ static void test_malformed_closes(void **state)
 	send_raw(&c, &h, sizeof(h));
 	assert_string_equal(take(&c), "err 0\nerrno 71\nmessage malformed message\n");
 	assert_true(closed(&c));
-	assert_int_equal(((struct daemon *)*state)->ctl.nconns, 0);
+	assert_int_equal(((struct ctlh *)*state)->ctl.nconns, 0);
 	conn_close(&c);
 }
 
@@ -262,7 +262,7 @@ static void test_pid_namespace(void **state)
 #define FIRST "ok 1\ntask\t4194500\t4194500\t7\tctl uid 1000\tthread\tother\t0\t/user\t?\n"
 static void test_list_truncated(void **state)
 {
-	struct daemon *d = *state;
+	struct ctlh *d = *state;
 	struct latact *la = &d->lat;
 	const char *text, *last;
 	struct conn_t c;
@@ -290,7 +290,7 @@ static void test_list_truncated(void **state)
 }
 
 /* The tasks of uid 1000 (A), of root (thread C + 1, process B) and one gone, with values. */
-static void other_users_tasks(struct daemon *d)
+static void other_users_tasks(struct ctlh *d)
 {
 	ctlh_task_entry(&d->lat, CTLH_PROC_A, CTLH_PROC_A, 5, "/user");
 	ctlh_task_entry(&d->lat, CTLH_PROC_C + 1, CTLH_PROC_C, -3, "");
@@ -309,7 +309,7 @@ static bool lists(const char *text, pid_t tid)
 /* Where the caller's /proc is hidepid=invisible, it is shown only its own tasks. */
 static void test_hidepid_shows_a_user_its_own(void **state)
 {
-	struct daemon *d = *state;
+	struct ctlh *d = *state;
 	struct conn_t c;
 	const char *text;
 
@@ -354,7 +354,7 @@ static void test_hidepid_shows_a_user_its_own(void **state)
  */
 static void test_no_view_fails_closed(void **state)
 {
-	struct daemon *d = *state;
+	struct ctlh *d = *state;
 	struct conn_t c;
 	const char *text;
 
@@ -392,7 +392,7 @@ static void test_no_view_fails_closed(void **state)
 /* status's findings name another tool's processes only as the caller's /proc would. */
 static void test_finding_names_only_what_it_may_see(void **state)
 {
-	struct daemon *d = *state;
+	struct ctlh *d = *state;
 	struct ctl_caller k = { .uid = 1000, .gid = 1000, .via = "ctl",
 				.view = { { 0 }, { .hidepid = CTL_HIDEPID_INVISIBLE } } };
 	struct peers_finding f = { .id = "gamemoded", .npids = 6,
@@ -404,21 +404,21 @@ static void test_finding_names_only_what_it_may_see(void **state)
 	snprintf(f.text, sizeof(f.text), "gamemoded (%s) runs: it sets the nice", pids);
 	f.pids_at = (unsigned)strlen("gamemoded (");
 	f.pids_len = (unsigned)strlen(pids);
-	assert_true(ctl_req_finding(d, &k, &f, &out));
+	assert_true(ctl_req_finding(&d->env, &k, &f, &out));
 	assert_string_equal(out.text, "gamemoded (pids 4194401, 4194402) runs: it sets the nice");
 	k.uid = 1001;
 	k.gid = 1001;
-	assert_true(ctl_req_finding(d, &k, &f, &out));
+	assert_true(ctl_req_finding(&d->env, &k, &f, &out));
 	assert_string_equal(out.text, "gamemoded (pid 4194407) runs: it sets the nice");
 	k.uid = 65534;
-	assert_false(ctl_req_finding(d, &k, &f, &out));
+	assert_false(ctl_req_finding(&d->env, &k, &f, &out));
 	/* Where no /proc hides, and to root, as it is. */
 	k.view[1].hidepid = CTL_HIDEPID_OFF;
-	assert_true(ctl_req_finding(d, &k, &f, &out));
+	assert_true(ctl_req_finding(&d->env, &k, &f, &out));
 	assert_string_equal(out.text, f.text);
 	k.uid = 0;
 	k.view[1].hidepid = CTL_HIDEPID_INVISIBLE;
-	assert_true(ctl_req_finding(d, &k, &f, &out));
+	assert_true(ctl_req_finding(&d->env, &k, &f, &out));
 	assert_string_equal(out.text, f.text);
 }
 

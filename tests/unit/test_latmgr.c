@@ -60,10 +60,10 @@ static void more_processes(void)
 	ctlh_task_files("proc", OTHER, OTHER, 1, 1000, 1000, 0);
 }
 
-static struct daemon *daemon_with(uint8_t managed)
+static struct ctlh *daemon_with(uint8_t managed)
 {
 	struct ctlh_scenario sc = { .managed = managed };
-	struct daemon *d = ctlh_daemon_new(&sc);
+	struct ctlh *d = ctlh_daemon_new(&sc);
 
 	d->lat.ops = &fake_ops;
 	d->lm.on_plan = on_plan;
@@ -91,7 +91,7 @@ static int teardown(void **state)
 
 static void test_rule_at_rescan(void **state)
 {
-	struct daemon *d = *state;
+	struct ctlh *d = *state;
 	struct rule *r = &d->conf.rules.r[0];
 	const struct latmgr_proc *p;
 
@@ -121,7 +121,7 @@ static void test_rule_at_rescan(void **state)
 
 static void test_set_process_threads(void **state)
 {
-	struct daemon *d = *state;
+	struct ctlh *d = *state;
 	const char *why = NULL;
 
 	assert_int_equal(latmgr_set_process(&d->lm, CTLH_PROC_A, 0, 5, "ctl uid 1000", false, &why), 2);
@@ -133,7 +133,7 @@ static void test_set_process_threads(void **state)
 
 static void test_thread_not_under_task_dir(void **state)
 {
-	struct daemon *d = *state;
+	struct ctlh *d = *state;
 	const char *why = NULL;
 
 	/* E + 2 is listed under /proc/E/task, but its stat there is gone: left out. */
@@ -145,7 +145,7 @@ static void test_thread_not_under_task_dir(void **state)
 
 static void test_reset_gives_back(void **state)
 {
-	struct daemon *d = *state;
+	struct ctlh *d = *state;
 
 	/* Its two threads have entries (ctlh_managed): both are given back. */
 	assert_int_equal(latmgr_reset_process(&d->lm, CTLH_PROC_A, 0), 2);
@@ -165,7 +165,7 @@ static void test_reset_gives_back(void **state)
  */
 static void test_foreground_gives_back(void **state)
 {
-	struct daemon *d = *state;
+	struct ctlh *d = *state;
 	const struct latmgr_proc *p;
 	const char *why = NULL;
 	int v = 0;
