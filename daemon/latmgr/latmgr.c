@@ -82,40 +82,48 @@ static void proc_del(struct latmgr *m, pid_t tgid)
 
 int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret)
 {
-	char path[PATH_MAX], buf[2048], *p;
-
-	snprintf(path, sizeof(path), "%s/%d/status", m->proc_root, (int)tid);
-	if (util_read_file(path, buf, sizeof(buf)) < 0)
-		return -ESRCH;
-	p = strstr(buf, "\nTgid:");
-	if (!p)
-		return -ESRCH;
-	*ret = (pid_t)atoi(p + 6);
-	return *ret > 0 ? 0 : -ESRCH;
+	return procfs_tgid(m->proc_root, tid, ret) < 0 ? -ESRCH : 0;
 }
 
-/* Start time and kernel-thread flag of a task; -ESRCH when it is gone. */
-static int task_info(const struct latmgr *m, pid_t tid, uint64_t *ret_start, bool *ret_kthread)
+/*
+ * Start time and kernel-thread flag of task tid, read under process dir's task
+ * directory (0: PROC_ROOT/TID), as procfs_stat reads it; -ESRCH when it is gone.
+ */
+static int task_info_in(const struct latmgr *m, pid_t dir, pid_t tid, uint64_t *ret_start,
+			bool *ret_kthread)
 {
 	struct parse_stat_line l;
 
-	if (procfs_stat(m->proc_root, 0, tid, &l) < 0)
+	if (procfs_stat(m->proc_root, dir, tid, &l) < 0)
 		return -ESRCH;
 	*ret_start = l.start_time;
 	*ret_kthread = (l.flags & PARSE_PF_KTHREAD) != 0;
 	return 0;
 }
 
+/* Start time and kernel-thread flag of a task; -ESRCH when it is gone. */
+static int task_info(const struct latmgr *m, pid_t tid, uint64_t *ret_start, bool *ret_kthread)
+{
+	return task_info_in(m, 0, tid, ret_start, ret_kthread);
+}
+
 /* ---- the inputs the policy decides on, and its plans to the actuator ---- */
 
-/* Task tid as it is now, with the value rqbalance gave it. */
-static void read_task(const struct latmgr *m, pid_t tid, pid_t tgid, struct latpol_task *ret)
+/* Task tid of tgid as it is now, read under dir (task_info_in), with rqbalance's value. */
+static void read_task_in(const struct latmgr *m, pid_t dir, pid_t tid, pid_t tgid,
+			 struct latpol_task *ret)
 {
 	const struct lat_entry *e = latact_find(m->la, tid);
 
 	*ret = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = e ? e->value : LAT_NONE,
 				     .source = e ? e->source : "" };
-	ret->gone = task_info(m, tid, &ret->start_time, &ret->kthread) < 0;
+	ret->gone = task_info_in(m, dir, tid, &ret->start_time, &ret->kthread) < 0;
+}
+
+/* Task tid as it is now, with the value rqbalance gave it. */
+static void read_task(const struct latmgr *m, pid_t tid, pid_t tgid, struct latpol_task *ret)
+{
+	read_task_in(m, 0, tid, tgid, ret);
 }
 
 /*
@@ -124,16 +132,7 @@ static void read_task(const struct latmgr *m, pid_t tid, pid_t tgid, struct latp
  */
 static void read_thread(const struct latmgr *m, pid_t tid, pid_t tgid, struct latpol_task *ret)
 {
-	const struct lat_entry *e = latact_find(m->la, tid);
-	struct parse_stat_line l;
-
-	*ret = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = e ? e->value : LAT_NONE,
-				     .source = e ? e->source : "" };
-	ret->gone = procfs_stat(m->proc_root, tgid, tid, &l) < 0;
-	if (!ret->gone) {
-		ret->start_time = l.start_time;
-		ret->kthread = (l.flags & PARSE_PF_KTHREAD) != 0;
-	}
+	read_task_in(m, tgid, tid, tgid, ret);
 }
 
 /*

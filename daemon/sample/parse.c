@@ -1,8 +1,8 @@
 /*
- * Sample stage, its pure parsers: the text of /proc/TID/stat, /proc/stat,
- * /proc/PID/cgroup, /proc/mounts and /proc/PID/mountinfo into plain values. Text in,
- * values out: no I/O, no clock, no logging, so any stage that has read such a file may
- * parse it here.
+ * Sample stage, its pure parsers: the text of /proc/TID/stat, /proc/TID/status's Tgid,
+ * /proc/stat, /proc/PID/cgroup, /proc/mounts and /proc/PID/mountinfo into plain
+ * values. Text in, values out: no I/O, no clock, no logging, so any stage that has
+ * read such a file may parse it here.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -108,6 +108,23 @@ static bool list_has(const char *s, const char *end, const char *word)
 		s += l + 1;
 	}
 	return false;
+}
+
+int parse_status_tgid(const char *buf, pid_t *ret)
+{
+	const char *p = strncmp(buf, "Tgid:", 5) == 0 ? buf : strstr(buf, "\nTgid:");
+	char *end;
+	long v;
+
+	if (!p)
+		return -EINVAL;
+	p += *p == '\n' ? 6 : 5;
+	errno = 0;
+	v = strtol(p, &end, 10);
+	if (end == p || errno || v <= 0 || v > INT_MAX)
+		return -EINVAL;
+	*ret = (pid_t)v;
+	return 0;
 }
 
 int parse_cgroup(const char *buf, char *ret_path, size_t len)

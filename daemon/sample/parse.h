@@ -28,6 +28,11 @@ struct parse_stat_line {
 /* Parses one /proc/TID/stat line. 0 or -EINVAL. */
 int parse_stat(const char *buf, struct parse_stat_line *ret);
 /*
+ * The process a task belongs to, from /proc/TID/status text: its "Tgid:" line. 0, or
+ * -EINVAL when there is no such line or it holds no pid.
+ */
+int parse_status_tgid(const char *buf, pid_t *ret);
+/*
  * Parses /proc/stat: per-CPU busy and idle jiffies into arrays of n entries (CPUs not
  * listed stay 0) and procs_running. Returns 0 or -EINVAL.
  */

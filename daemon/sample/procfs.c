@@ -1,5 +1,5 @@
 /*
- * sample/: the shared reader of a task's stat and cgroup files (see procfs.h). It never
+ * sample/: the shared reader of a task's stat, status and cgroup files (see procfs.h). It never
  * writes, and never reads a file that a user other than the kernel can have written.
  */
 #include <errno.h>
@@ -48,6 +48,21 @@ int procfs_stat_fd(int fd, struct parse_stat_line *ret)
 		return gone_or(-errno);
 	buf[n] = '\0';
 	return stat_from(n, buf, ret);
+}
+
+int procfs_tgid(const char *proc_root, pid_t tid, pid_t *ret)
+{
+	/* The Tgid line is near the top: no need to read the groups and masks below it. */
+	char path[PATH_MAX], buf[2048];
+	int r = task_path(path, sizeof(path), proc_root, 0, tid, "status");
+	ssize_t n;
+
+	if (r < 0)
+		return r;
+	n = util_read_file(path, buf, sizeof(buf));
+	if (n <= 0)
+		return -ESRCH;
+	return parse_status_tgid(buf, ret) < 0 ? -ESRCH : 0;
 }
 
 int procfs_cgroup(const char *proc_root, pid_t tgid, pid_t tid, char *ret, size_t len)

@@ -20,6 +20,7 @@
 
 #include "rqbalance.h"
 #include "sample/parse.h"
+#include "sample/procfs.h"
 #include "sample/sampler.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -373,6 +374,33 @@ static void test_cpustat_real(void **state)
 	assert_true(running >= 1); /* us */
 	assert_true(total[0] > 0);
 	assert_true(total[0] >= busy[0]);
+}
+
+/* ---- parse_status_tgid, procfs_tgid ---- */
+
+static void test_status_tgid(void **state)
+{
+	pid_t tgid = 0;
+
+	(void)state;
+	assert_int_equal(parse_status_tgid("Name:\tx\nUmask:\t0022\nTgid:\t4242\nPid:\t4243\n",
+					   &tgid), 0);
+	assert_int_equal(tgid, 4242);
+	assert_int_equal(parse_status_tgid("Tgid:\t7", &tgid), 0);
+	assert_int_equal(tgid, 7);
+	/* Only a line that begins with the key; no pid, or not a number, is no tgid. */
+	tgid = 1;
+	assert_int_equal(parse_status_tgid("Name:\tTgid: 5\n", &tgid), -EINVAL);
+	assert_int_equal(parse_status_tgid("Name:\tx\nTgid:\t\n", &tgid), -EINVAL);
+	assert_int_equal(parse_status_tgid("Name:\tx\nTgid:\t0\n", &tgid), -EINVAL);
+	assert_int_equal(parse_status_tgid("Name:\tx\nTgid:\tab\n", &tgid), -EINVAL);
+	assert_int_equal(parse_status_tgid("Name:\tx\nTgid:\t99999999999\n", &tgid), -EINVAL);
+	assert_int_equal(parse_status_tgid("", &tgid), -EINVAL);
+	assert_int_equal(tgid, 1);
+	/* This process, read from the real /proc. */
+	assert_int_equal(procfs_tgid("", getpid(), &tgid), 0);
+	assert_int_equal(tgid, getpid());
+	assert_int_equal(procfs_tgid("/nonexistent", getpid(), &tgid), -ESRCH);
 }
 
 /* ---- parse_cgroup ---- */
@@ -968,6 +996,7 @@ int main(void)
 		cmocka_unit_test(test_cpustat_aggregate_is_not_a_cpu),
 		cmocka_unit_test(test_cpustat_no_procs_running),
 		cmocka_unit_test(test_cpustat_real),
+		cmocka_unit_test(test_status_tgid),
 		cmocka_unit_test(test_cgroup_v1),
 		cmocka_unit_test(test_cgroup_v2),
 		cmocka_unit_test(test_cgroup_unified_fallback),
