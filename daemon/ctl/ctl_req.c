@@ -452,10 +452,17 @@ int ctl_req_set(struct daemon *d, const struct ctl_caller *k, const struct ctl_t
 		return set_reply(d, k, t, t->kind == TGT_TID, out, size);
 	switch (t->kind) {
 	case TGT_PID:
-		r = latmgr_set_process(&d->lm, t->pid, t->start_time, v, source, trusted, why);
+		r = latmgr_set_process(&d->lm, &(struct lat_req){ .tid = t->pid, .tgid = t->pid,
+								  .start_time = t->start_time,
+								  .value = v, .source = source,
+								  .trusted = trusted },
+				       why);
 		break;
 	case TGT_TID:
-		r = latmgr_set_thread(&d->lm, t->pid, t->start_time, v, source, why);
+		r = latmgr_set_thread(&d->lm, &(struct lat_req){ .tid = t->pid,
+								 .start_time = t->start_time,
+								 .value = v, .source = source },
+				      why);
 		r = r == 0 ? 1 : r;
 		break;
 	default:

@@ -136,15 +136,17 @@ static void read_thread(const struct latmgr *m, pid_t tid, pid_t tgid, struct la
 }
 
 /*
- * Process tgid and its threads (those that exit meanwhile left out); *ret_t to free.
- * A thread that has value v from source already is left as it is (latpol_process):
- * its stat is not read, so that a walk costs no read a thread for what is set.
+ * Process rq->tgid and its threads (those that exit meanwhile left out); *ret_t to
+ * free. A thread that has rq's value from rq's source already is left as it is
+ * (latpol_process): its stat is not read, so that a walk costs no read a thread for
+ * what is set.
  */
-static void read_proc(const struct latmgr *m, pid_t tgid, int v, const char *source,
-		      struct latpol_proc *ret, struct latpol_task **ret_t)
+static void read_proc(const struct latmgr *m, const struct lat_req *rq, struct latpol_proc *ret,
+		      struct latpol_task **ret_t)
 {
 	struct latpol_task *t = NULL, *arr;
 	const struct lat_entry *e;
+	pid_t tgid = rq->tgid;
 	size_t n = 0, cap = 0;
 	char path[PATH_MAX];
 	struct dirent *de;
@@ -162,8 +164,8 @@ static void read_proc(const struct latmgr *m, pid_t tgid, int v, const char *sou
 			continue;
 		t = arr;
 		e = latact_find(m->la, tid);
-		if (tid != tgid && e && e->value == v && strcmp(e->source, source) == 0)
-			t[n] = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = v,
+		if (tid != tgid && e && e->value == rq->value && strcmp(e->source, rq->source) == 0)
+			t[n] = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = rq->value,
 						     .source = e->source,
 						     .start_time = e->task.start_time };
 		else if (tid == tgid)
@@ -269,13 +271,14 @@ static int threads_result(const struct plan *pl, const struct latact_result *res
 }
 
 /*
- * Gives every thread of tgid value v; from_tid: the task whose settings they inherited
- * (0: none). expect: the start time the decision was made on (0: as it is now); if
- * the pid now names another process, nothing is done. ret_start, if not NULL, gets the
- * process's. Returns the tasks given the value, or -errno with *ret_why.
+ * Gives every thread of process rq->tgid rq's value; rq->from_tid: the task whose
+ * settings they inherited (0: none). rq->start_time: the start time the decision was
+ * made on (0: as it is now); if the pid now names another process, nothing is done.
+ * ret_start, if not NULL, gets the process's. Returns the tasks given the value, or
+ * -errno with *ret_why.
  */
-static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
-		       pid_t from_tid, uint64_t *ret_start, const char **ret_why)
+static int set_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
+		       const char **ret_why)
 {
 	struct latpol_task *t;
 	struct latpol_proc p;
@@ -283,9 +286,9 @@ static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 	struct plan pl;
 	int r;
 
-	read_proc(m, tgid, v, source, &p, &t);
+	read_proc(m, rq, &p, &t);
 	plan_init(&pl);
-	r = latpol_process(&p, expect, v, source, from_tid, m->self, &pl, ret_why);
+	r = latpol_process(&p, rq, m->self, &pl, ret_why);
 	free(t);
 	if (r > 0) {
 		res = apply(m, &pl);
@@ -298,15 +301,32 @@ static int set_threads(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 	return r;
 }
 
-static int set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
-		       bool from_rule, bool trusted, const char **ret_why)
+/*
+ * Every thread of managed process p gets its value; from: the entry of the task they
+ * inherited their settings from, or NULL. As set_threads.
+ */
+static int proc_threads(struct latmgr *m, const struct latmgr_proc *p,
+			const struct lat_entry *from)
 {
-	struct latmgr_proc p = { .tgid = tgid, .value = v, .from_rule = from_rule, .trusted = trusted };
+	struct lat_req rq = { .tid = p->tgid, .tgid = p->tgid, .start_time = p->start_time,
+			      .value = p->value, .source = p->source, .trusted = p->trusted,
+			      .from_tid = from ? from->task.tid : 0 };
+	const char *why;
+
+	return set_threads(m, &rq, NULL, &why);
+}
+
+/* Process rq->tgid gets rq's value (set_threads) and a record; from_rule: a rule's. */
+static int set_process(struct latmgr *m, const struct lat_req *rq, bool from_rule,
+		       const char **ret_why)
+{
+	struct latmgr_proc p = { .tgid = rq->tgid, .value = rq->value, .from_rule = from_rule,
+				 .trusted = rq->trusted };
 	int n, r;
 
 	*ret_why = NULL;
-	snprintf(p.source, sizeof(p.source), "%s", source);
-	n = set_threads(m, tgid, expect, v, source, 0, &p.start_time, ret_why);
+	snprintf(p.source, sizeof(p.source), "%s", rq->source);
+	n = set_threads(m, rq, &p.start_time, ret_why);
 	if (n < 0)
 		return n;
 	r = proc_put(m, &p);
@@ -314,10 +334,9 @@ static int set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, con
 	return r < 0 ? r : n;
 }
 
-int latmgr_set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
-		   bool trusted, const char **ret_why)
+int latmgr_set_process(struct latmgr *m, const struct lat_req *rq, const char **ret_why)
 {
-	int r = set_process(m, tgid, expect, v, source, false, trusted, ret_why);
+	int r = set_process(m, rq, false, ret_why);
 
 	if (r >= 0)
 		latmgr_units_refresh(m);
@@ -354,8 +373,12 @@ static void fg_give_back(struct latmgr *m, struct latmgr_fg *f)
 			continue;
 		}
 		if (f->had)
-			r = set_process(m, q.tgid, q.start_time, f->prev.value, f->prev.source,
-					f->prev.from_rule, f->prev.trusted, &why);
+			r = set_process(m, &(struct lat_req){ .tid = q.tgid, .tgid = q.tgid,
+							      .start_time = q.start_time,
+							      .value = f->prev.value,
+							      .source = f->prev.source,
+							      .trusted = f->prev.trusted },
+					f->prev.from_rule, &why);
 		else
 			r = latmgr_reset_process(m, q.tgid, q.start_time);
 		if (r < 0 && m->np == before)
@@ -369,9 +392,10 @@ static void fg_give_back(struct latmgr *m, struct latmgr_fg *f)
 	m->units_dirty = true;
 }
 
-int latmgr_foreground(struct latmgr *m, uid_t uid, pid_t tgid, uint64_t expect, int v,
-		      const char *source, bool trusted, int *ret_value, const char **ret_why)
+int latmgr_foreground(struct latmgr *m, uid_t uid, const struct lat_req *rq, int *ret_value,
+		      const char **ret_why)
 {
+	pid_t tgid = rq->tgid;
 	const struct latmgr_proc *p;
 	struct latmgr_fg *f = NULL;
 	int r = 0;
@@ -409,44 +433,43 @@ int latmgr_foreground(struct latmgr *m, uid_t uid, pid_t tgid, uint64_t expect, 
 	if (!tgid)
 		goto out;
 	p = latmgr_find_process(m, tgid);
-	if (p && (!expect || p->start_time == expect) && p->value <= v) {
+	if (p && (!rq->start_time || p->start_time == rq->start_time) &&
+	    p->value <= rq->value) {
 		*ret_value = p->value;
 		goto out;
 	}
 	f->had = p != NULL;
 	if (p)
 		f->prev = *p;
-	r = set_process(m, tgid, expect, v, source, false, trusted, ret_why);
+	r = set_process(m, rq, false, ret_why);
 	p = latmgr_find_process(m, tgid);
 	if (r < 0 || !p)
 		goto out;
 	f->tgid = tgid;
 	f->start_time = p->start_time;
-	f->value = v;
-	snprintf(f->source, sizeof(f->source), "%s", source);
-	*ret_value = v;
+	f->value = rq->value;
+	snprintf(f->source, sizeof(f->source), "%s", rq->source);
+	*ret_value = rq->value;
 	r = 0;
 out:
 	latmgr_units_refresh(m);
 	return tgid && *ret_value == LAT_NONE ? (r < 0 ? r : -ESRCH) : 0;
 }
 
-int latmgr_set_thread(struct latmgr *m, pid_t tid, uint64_t expect, int v, const char *source,
-		  const char **ret_why)
+int latmgr_set_thread(struct latmgr *m, const struct lat_req *rq, const char **ret_why)
 {
 	struct latpol_task t;
 	struct plan pl;
 	pid_t tgid;
 
 	*ret_why = NULL;
-	if (latmgr_tgid_of(m, tid, &tgid) < 0) {
+	if (latmgr_tgid_of(m, rq->tid, &tgid) < 0) {
 		*ret_why = "no such task";
 		return -ESRCH;
 	}
-	read_task(m, tid, tgid, &t);
+	read_task(m, rq->tid, tgid, &t);
 	plan_init(&pl);
-	return apply_one(m, &pl, latpol_task(&t, expect, v, source, 0, m->self, &pl, ret_why),
-			 ret_why);
+	return apply_one(m, &pl, latpol_task(&t, rq, m->self, &pl, ret_why), ret_why);
 }
 
 int latmgr_reset_thread(struct latmgr *m, pid_t tid, uint64_t expect)
@@ -619,7 +642,10 @@ static bool apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx
 		break;
 	}
 	rule = &m->conf->rules.r[i];
-	r = set_process(m, pid, start, rule->latency_nice, source, true, true, &why);
+	r = set_process(m, &(struct lat_req){ .tid = pid, .tgid = pid, .start_time = start,
+					      .value = rule->latency_nice, .source = source,
+					      .trusted = true },
+			true, &why);
 	if (r < 0) {
 		log_info("latency: rule %s matches process %d, not applied: %s", rule->name,
 			 (int)pid, why ? why : "failed");
@@ -936,7 +962,6 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 	const struct latmgr_proc *p = latmgr_find_process(m, pid), *parent;
 	const struct lat_entry *from;
 	bool given = false;
-	const char *why;
 
 	/*
 	 * A child missed while events were lost. Its parent of record may not be the task
@@ -960,8 +985,7 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 		if (proc_put(m, &child) < 0)
 			return;
 		p = latmgr_find_process(m, pid);
-		if (set_threads(m, pid, t.start_time, p->value, p->source,
-				from ? from->task.tid : 0, NULL, &why) > 0)
+		if (proc_threads(m, p, from) > 0)
 			m->cnt.threads++;
 		return;
 	}
@@ -977,8 +1001,7 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 	/* Threads missed meanwhile; not those a rule gave its value to just now. */
 	p = given ? NULL : latmgr_find_process(m, pid);
 	from = p ? from_of(m, pid, pid) : NULL;
-	if (p && set_threads(m, pid, p->start_time, p->value, p->source,
-			     from ? from->task.tid : 0, NULL, &why) > 0)
+	if (p && proc_threads(m, p, from) > 0)
 		m->cnt.threads++;
 }
 

@@ -149,17 +149,16 @@ void latmgr_stopped(struct latmgr *m);
 void latmgr_fini(struct latmgr *m);
 
 /*
- * A whole process (all threads now and later). trusted: the caller may give any task
- * any value (root, ctl_group, CAP_SYS_NICE): it may weigh a unit another user shares.
- * expect: the start time the permission was decided on (0: as it is now); a process
- * that no longer has it reused the pid, and is left alone (-ESRCH).
- * 0 or -errno with *ret_why.
+ * A whole process, rq->tgid (all threads now and later), gets rq->value as rq->source.
+ * rq->trusted: the caller may give any task any value (root, ctl_group, CAP_SYS_NICE):
+ * it may weigh a unit another user shares. rq->start_time: the start time the
+ * permission was decided on (0: as it is now); a process that no longer has it reused
+ * the pid, and is left alone (-ESRCH). rq->from_tid is 0. Returns the tasks given the
+ * value, or -errno with *ret_why.
  */
-int latmgr_set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
-		   bool trusted, const char **ret_why);
-/* One thread only; expect is its own start time. */
-int latmgr_set_thread(struct latmgr *m, pid_t tid, uint64_t expect, int v, const char *source,
-		  const char **ret_why);
+int latmgr_set_process(struct latmgr *m, const struct lat_req *rq, const char **ret_why);
+/* One thread only, rq->tid (its process is read); rq->start_time is its own. */
+int latmgr_set_thread(struct latmgr *m, const struct lat_req *rq, const char **ret_why);
 /*
  * Gives back what the process (or thread) had. -ENOENT if it was not managed, or
  * (expect not 0) what is managed under that pid has another start time.
@@ -171,16 +170,17 @@ int latmgr_set_cgroup(struct latmgr *m, const char *path, int v, const char *sou
 		  const char **ret_why);
 int latmgr_reset_cgroup(struct latmgr *m, const char *path);
 /*
- * Puts process tgid in front for caller uid (a desktop's focused window): it gets v,
- * as source, unless it has a value at most v already, which it keeps. The process the
- * same caller put in front before gets its own back (the value it had before, or
- * none), it and the processes it started meanwhile, each only where it still has what
- * the call gave it: a value someone set since stays. tgid 0: nothing in front.
- * expect and trusted as for latmgr_set_process. 0 with the value tgid has now in
- * *ret_value, or -errno with *ret_why (-EUSERS: LATMGR_FG_MAX callers hold one).
+ * Puts process rq->tgid in front for caller uid (a desktop's focused window): it gets
+ * rq->value, as rq->source, unless it has a value at most that already, which it
+ * keeps. The process the same caller put in front before gets its own back (the value
+ * it had before, or none), it and the processes it started meanwhile, each only where
+ * it still has what the call gave it: a value someone set since stays. rq->tgid 0:
+ * nothing in front. The rest of rq as for latmgr_set_process. 0 with the value the
+ * process has now in *ret_value, or -errno with *ret_why (-EUSERS: LATMGR_FG_MAX
+ * callers hold one).
  */
-int latmgr_foreground(struct latmgr *m, uid_t uid, pid_t tgid, uint64_t expect, int v,
-		      const char *source, bool trusted, int *ret_value, const char **ret_why);
+int latmgr_foreground(struct latmgr *m, uid_t uid, const struct lat_req *rq, int *ret_value,
+		      const char **ret_why);
 const struct latmgr_proc *latmgr_find_process(const struct latmgr *m, pid_t tgid);
 /* The value a task has from rqbalance (thread entry, else its process), or LAT_NONE. */
 int latmgr_value_of(const struct latmgr *m, pid_t tid, pid_t tgid);
