@@ -482,7 +482,7 @@ void daemon_stats(const struct daemon *d, struct daemon_stats *ret)
 		.lat_inherited_back = d->lm.cnt.inherited_back,
 		.events_state = d->lm.pc_state,
 		.events_up = latmgr_has_events(&d->lm),
-		.events_bpf = d->lm.bev != NULL,
+		.events_bpf = strcmp(latmgr_events_source(&d->lm), "bpf") == 0,
 		.events = d->lm.cnt.events,
 		.overflows = d->lm.cnt.overflows,
 		.rescans = d->lm.cnt.rescans,

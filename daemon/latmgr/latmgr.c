@@ -19,10 +19,9 @@
 #include "policy/latpol.h"
 #include "policy/rules.h"
 #include "rqbalance.h"
-#include "sample/bpfev.h"
 #include "sample/cgm.h"
+#include "sample/evsrc.h"
 #include "sample/ident.h"
-#include "sample/procconn.h"
 #include "sample/procfs.h"
 #include "sample/sampler.h"
 #include "util/log.h"
@@ -708,7 +707,7 @@ static bool kernel_inherited(const struct latmgr *m, pid_t tid, const struct lat
  * in: the event has CLOCK_MONOTONIC, start times count CLOCK_BOOTTIME (which runs on
  * through suspend). 0 when the event has no time.
  */
-static uint64_t event_ticks(const struct procconn_event *ev)
+static uint64_t event_ticks(const struct evsrc_event *ev)
 {
 	struct timespec mono, boot;
 	long hz = sysconf(_SC_CLK_TCK);
@@ -730,7 +729,7 @@ static uint64_t event_ticks(const struct procconn_event *ev)
  * connector) a start time within a tick of the event's time says it is the same, and
  * two tasks that share a pid within one tick cannot be told apart.
  */
-static bool event_is_about(const struct procconn_event *ev, uint64_t start)
+static bool event_is_about(const struct evsrc_event *ev, uint64_t start)
 {
 	uint64_t t;
 
@@ -744,7 +743,7 @@ static bool event_is_about(const struct procconn_event *ev, uint64_t start)
  * Whether an exit event is about the entry of a task that started at start: not if
  * that task started after the event (a late exit is about the pid's last owner).
  */
-static bool exit_is_about(const struct procconn_event *ev, uint64_t start)
+static bool exit_is_about(const struct evsrc_event *ev, uint64_t start)
 {
 	uint64_t t;
 
@@ -758,7 +757,7 @@ static bool exit_is_about(const struct procconn_event *ev, uint64_t start)
  * The task a new one came from, as far as the event says: BPF names it; the connector
  * names a new thread's process and a new process's real parent.
  */
-static pid_t creator_of(const struct procconn_event *ev)
+static pid_t creator_of(const struct evsrc_event *ev)
 {
 	if (ev->creator_tgid > 0)
 		return ev->creator_tid;
@@ -775,7 +774,7 @@ static pid_t creator_of(const struct procconn_event *ev)
  * connector), the real parent stands for it; the give-back checks the task has what
  * rqbalance set in any case.
  */
-static void inherited_given_back(struct latmgr *m, const struct procconn_event *ev, pid_t ctid)
+static void inherited_given_back(struct latmgr *m, const struct evsrc_event *ev, pid_t ctid)
 {
 	const struct lat_entry *from = latact_given(m->la, ctid);
 	struct latpol_task child;
@@ -807,7 +806,7 @@ static void inherited_given_back(struct latmgr *m, const struct procconn_event *
  * first: one someone else moved is theirs, and so is the child's. The task is acted on
  * only if it is still the one the event is about.
  */
-static void on_fork(struct latmgr *m, const struct procconn_event *ev)
+static void on_fork(struct latmgr *m, const struct evsrc_event *ev)
 {
 	bool thread = ev->tid != ev->tgid, known = ev->creator_tgid > 0;
 	pid_t ctid = creator_of(ev);
@@ -848,7 +847,7 @@ static void on_fork(struct latmgr *m, const struct procconn_event *ev)
 	m->cnt.threads++;
 }
 
-static void on_exit_event(struct latmgr *m, const struct procconn_event *ev)
+static void on_exit_event(struct latmgr *m, const struct evsrc_event *ev)
 {
 	const struct lat_entry *e = latact_find(m->la, ev->tid);
 	const struct latmgr_proc *p = latmgr_find_process(m, ev->tgid);
@@ -864,7 +863,7 @@ static void on_exit_event(struct latmgr *m, const struct procconn_event *ev)
 		m->units_dirty = true;
 }
 
-static void on_event(void *ctx, const struct procconn_event *ev)
+static void on_event(void *ctx, const struct evsrc_event *ev)
 {
 	struct latmgr *m = ctx;
 
@@ -872,13 +871,13 @@ static void on_event(void *ctx, const struct procconn_event *ev)
 	if (ev->ts_ns > m->last_event_ns)
 		m->last_event_ns = ev->ts_ns;
 	switch (ev->kind) {
-	case PROCCONN_FORK:
+	case EVSRC_FORK:
 		if (m->stopping)
 			inherited_given_back(m, ev, creator_of(ev));
 		else
 			on_fork(m, ev);
 		break;
-	case PROCCONN_EXEC:
+	case EVSRC_EXEC:
 		if (ev->tid == ev->tgid && !m->stopping) {
 			struct latmgr_exe kx = { .start_ns = ev->start_ns,
 					     .id = { .dev = ev->exe_dev, .ino = ev->exe_ino } };
@@ -886,7 +885,7 @@ static void on_event(void *ctx, const struct procconn_event *ev)
 			apply_rules(m, ev->tgid, ev->has_exe && ev->start_ns ? &kx : NULL);
 		}
 		break;
-	case PROCCONN_EXIT:
+	case EVSRC_EXIT:
 		on_exit_event(m, ev);
 		break;
 	}
@@ -898,31 +897,36 @@ static void on_overflow(void *ctx)
 
 	if (m->cnt.overflows++ == 0)
 		log_warn("latency: %s: events lost, rescanning /proc (counted in rqctl status)",
-			 m->bev ? "BPF ring buffer full" : "proc connector overflowed");
+			 m->ev->ops->lost);
 	m->resync = true;
 	m->drained = false;
 }
 
 bool latmgr_has_events(const struct latmgr *m)
 {
-	return m->bev || m->pc;
+	return m->ev != NULL;
+}
+
+const char *latmgr_events_source(const struct latmgr *m)
+{
+	return m->ev ? m->ev->ops->name : "none";
 }
 
 /* One bounded batch of events; notes when the source was read to empty. */
 static void dispatch(struct latmgr *m)
 {
-	int r = m->bev ? bpfev_dispatch(m->bev) : procconn_dispatch(m->pc);
+	int r = evsrc_dispatch(m->ev);
 
 	if (r < 0 && r != -EAGAIN)
 		log_debug("latency: %s: %s", m->pc_state, strerror(-r));
-	if (!(m->bev ? bpfev_empty(m->bev) : procconn_empty(m->pc)))
+	if (!evsrc_empty(m->ev))
 		return;
 	m->empty_reads++;
 	if (m->resync)
 		m->drained = true;
 }
 
-static int on_pc_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+static int on_ev_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	(void)s;
 	(void)fd;
@@ -952,7 +956,6 @@ bool latmgr_passed(const struct latmgr *m, const struct latmgr_mark *mk)
 	return !lost || m->rescan_ns >= mk->ns;
 }
 
-static const struct procconn_callbacks callbacks = { .event = on_event, .overflow = on_overflow };
 
 /* ---- walking /proc ---- */
 
@@ -992,7 +995,7 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 	p = latmgr_find_process(m, pid);
 	/* A rule's value is checked again: the rules, or the process, may have changed. */
 	if (!p || p->from_rule) {
-		const struct bpfev_exe *x = bpfev_exe_find(m->exes, m->nexes, pid);
+		const struct evsrc_exe *x = evsrc_exe_find(m->exes, m->nexes, pid);
 		struct latmgr_exe kx = { .start_ns = x ? x->start_ns : 0,
 				     .id = { .dev = x ? x->dev : 0, .ino = x ? x->ino : 0 } };
 
@@ -1015,10 +1018,11 @@ void latmgr_rescan(struct latmgr *m)
 	m->cnt.rescans++;
 	m->rescan_ns = util_now_ns();
 	/* What every process runs, from the kernel: exe rules need no /proc/PID/exe then. */
-	if (m->bev && m->conf->rules.n) {
-		int r = bpfev_exes(m->bev, &m->exes, &m->nexes);
+	if (m->ev && m->conf->rules.n) {
+		int r = evsrc_exes(m->ev, &m->exes, &m->nexes);
 
-		if (r < 0)
+		/* The connector cannot say: exe rules read /proc/PID/exe then. */
+		if (r < 0 && r != -EOPNOTSUPP)
 			log_debug("latency: task walk for exe identities failed: %s", strerror(-r));
 	}
 	while ((de = readdir(d))) {
@@ -1096,8 +1100,8 @@ void latmgr_tick(struct latmgr *m)
 {
 	bool again, resync, swept;
 
-	/* BPF's forks and exits wake nobody: they are read here at the latest. */
-	if (m->bev)
+	/* Events that wake nobody (BPF's forks and exits) are read here at the latest. */
+	if (m->ev && m->ev->ops->tick_read)
 		dispatch(m);
 	resync = resync_now(m, &again);
 	/* With events, exits arrive as such: a sweep now and then is enough. */
@@ -1112,104 +1116,141 @@ void latmgr_tick(struct latmgr *m)
 		latmgr_units_refresh(m);
 }
 
+static const struct evsrc_callbacks callbacks = { .event = on_event, .overflow = on_overflow };
+
 static const char *const bpf_what =
 	"bpf: sched_process_fork/exec/exit tracepoints into a ring buffer; exe rules match "
 	"the device and inode the kernel reports, with no access to /proc/PID/exe";
 
-/* Opens BPF (unless c says connector): 0, or -errno with why. */
-static int open_bpf(const struct rqb_conf *c, void *ctx, struct bpfev **ret, char *why,
-		    size_t len)
+/* What the choice of event source came to, in the words of the log, --features and status. */
+struct events_pick {
+	struct evsrc *ev;              /* the source opened, NULL for none */
+	sd_event_source *src;          /* its fd in the loop; NULL without a loop */
+	int r;                         /* -errno: events = bpf, and BPF does not load */
+	int level;                     /* the log line's syslog level */
+	char state[96];                /* as latmgr.pc_state */
+	char detail[320];              /* as latmgr.events_why */
+	char log[512];                 /* the line to log at the daemon's start */
+};
+
+/*
+ * Opens the source ops drives with m's callbacks (m NULL: a probe, which delivers
+ * nothing) and, given a loop e, reads its fd there. 0, or -errno with why.
+ */
+static int try_source(const struct evsrc_ops *ops, struct latmgr *m, sd_event *e,
+		      struct events_pick *ret, char *why, size_t len)
 {
-	if (c->lat_events == CONF_EVENTS_CONNECTOR) {
-		snprintf(why, len, "[latency] events = connector");
-		return -ENOENT;
+	int r = evsrc_open(ops, &callbacks, m, &ret->ev, why, len);
+
+	if (r < 0 || !e)
+		return r;
+	r = sd_event_add_io(e, &ret->src, evsrc_fd(ret->ev), EPOLLIN, on_ev_io, m);
+	if (r < 0) {
+		evsrc_close(ret->ev);
+		ret->ev = NULL;
+		snprintf(why, len, "event loop: %s", strerror(-r));
 	}
-	return bpfev_open(&callbacks, ctx, ret, why, len);
+	return r;
+}
+
+static void say_bpf(struct events_pick *pk)
+{
+	pk->level = LOG_INFO;
+	snprintf(pk->state, sizeof(pk->state), "bpf");
+	snprintf(pk->detail, sizeof(pk->detail), "%s", bpf_what);
+	snprintf(pk->log, sizeof(pk->log), "latency: fork, exec and exit events from BPF "
+		 "tracepoints; exe rules match on the device and inode the kernel reports");
+}
+
+/* [latency] events = bpf, and BPF (why) does not load: the daemon does not start. */
+static void say_bpf_required(struct events_pick *pk, int r, const char *why)
+{
+	pk->r = r;
+	pk->level = LOG_ERR;
+	snprintf(pk->detail, sizeof(pk->detail), "events = bpf, and BPF does not load: %s", why);
+	snprintf(pk->log, sizeof(pk->log), "latency: [latency] events = bpf: BPF does not load: %s",
+		 why);
+}
+
+/* No BPF (why) and no connector (r): /proc is walked each tick. */
+static void say_none(struct events_pick *pk, const char *why, int r)
+{
+	pk->level = LOG_WARNING;
+	snprintf(pk->state, sizeof(pk->state), "none (%s): walking /proc each tick",
+		 strerror(-r));
+	snprintf(pk->detail, sizeof(pk->detail), "no BPF (%s) and no proc connector (%s): /proc "
+		 "is walked each tick, rules apply at start and reload only", why, strerror(-r));
+	snprintf(pk->log, sizeof(pk->log), "latency: no BPF events (%s) and no proc connector: "
+		 "%s; new threads are found by walking /proc each tick, and rules apply only at "
+		 "start and reload", why, strerror(-r));
+}
+
+/* The connector, without BPF (why); asked: [latency] events = connector. */
+static void say_connector(struct events_pick *pk, const char *why, bool asked)
+{
+	pk->level = asked ? LOG_INFO : LOG_NOTICE;
+	snprintf(pk->state, sizeof(pk->state), "connector");
+	snprintf(pk->detail, sizeof(pk->detail), "proc connector (no BPF: %s); exe rules read "
+		 "/proc/PID/exe (CAP_SYS_PTRACE for other users' processes)", why);
+	if (asked)
+		snprintf(pk->log, sizeof(pk->log), "latency: fork, exec and exit events from the "
+			 "proc connector ([latency] events = connector)");
+	else
+		snprintf(pk->log, sizeof(pk->log), "latency: no BPF events (%s): using the proc "
+			 "connector; exe rules read /proc/PID/exe, which needs CAP_SYS_PTRACE for "
+			 "other users' processes", why);
+}
+
+/*
+ * The one choice of event source, for the daemon (m, in loop e) and for a probe (both
+ * NULL): BPF where it loads and [latency] events allows it, else the connector unless
+ * events = bpf, else none.
+ */
+static void pick_events(const struct rqb_conf *c, struct latmgr *m, sd_event *e,
+			struct events_pick *ret)
+{
+	char why[256] = "", cwhy[256];
+	int r = -ENOENT;
+
+	*ret = (struct events_pick){ 0 };
+	if (c->lat_events == CONF_EVENTS_CONNECTOR)
+		snprintf(why, sizeof(why), "[latency] events = connector");
+	else
+		r = try_source(&bpfev_ops, m, e, ret, why, sizeof(why));
+	if (r == 0)
+		say_bpf(ret);
+	else if (c->lat_events == CONF_EVENTS_BPF)
+		say_bpf_required(ret, r, why);
+	else if ((r = try_source(&procconn_ops, m, e, ret, cwhy, sizeof(cwhy))) < 0)
+		say_none(ret, why, r);
+	else
+		say_connector(ret, why, c->lat_events == CONF_EVENTS_CONNECTOR);
 }
 
 bool latmgr_probe_events(const struct rqb_conf *c, char *ret_detail, size_t len)
 {
-	char why[256] = "";
-	struct bpfev *bev = NULL;
-	struct procconn *pc = NULL;
-	int r = open_bpf(c, NULL, &bev, why, sizeof(why));
+	struct events_pick pk;
+	bool on;
 
-	bpfev_close(bev);
-	if (r == 0) {
-		snprintf(ret_detail, len, "%s", bpf_what);
-		return true;
-	}
-	if (c->lat_events == CONF_EVENTS_BPF) {
-		snprintf(ret_detail, len, "events = bpf, and BPF does not load: %s", why);
-		return false;
-	}
-	r = procconn_open(&callbacks, NULL, &pc);
-	procconn_close(pc);
-	if (r == 0) {
-		snprintf(ret_detail, len, "proc connector (no BPF: %s); exe rules read "
-			 "/proc/PID/exe (CAP_SYS_PTRACE for other users' processes)", why);
-		return true;
-	}
-	snprintf(ret_detail, len, "no BPF (%s) and no proc connector (%s): /proc is walked "
-		 "each tick, rules apply at start and reload only", why, strerror(-r));
-	return false;
+	pick_events(c, NULL, NULL, &pk);
+	on = pk.ev != NULL;
+	evsrc_close(pk.ev);
+	snprintf(ret_detail, len, "%s", pk.detail);
+	return on;
 }
 
-/* BPF where it loads (and conf allows), else the connector; 0, or -errno (events = bpf). */
+/* Opens the event source pick_events chooses, and says which; -errno: none it may use. */
 static int open_events(struct latmgr *m, sd_event *e)
 {
-	char why[256] = "";
-	int r = open_bpf(m->conf, m, &m->bev, why, sizeof(why));
+	struct events_pick pk;
 
-	if (r == 0) {
-		r = sd_event_add_io(e, &m->pc_src, bpfev_fd(m->bev), EPOLLIN, on_pc_io, m);
-		if (r < 0) {
-			bpfev_close(m->bev);
-			m->bev = NULL;
-			snprintf(why, sizeof(why), "event loop: %s", strerror(-r));
-		}
-	}
-	if (r == 0) {
-		snprintf(m->pc_state, sizeof(m->pc_state), "bpf");
-		snprintf(m->events_why, sizeof(m->events_why), "%s", bpf_what);
-		log_info("latency: fork, exec and exit events from BPF tracepoints; exe rules "
-			 "match on the device and inode the kernel reports");
-		return 0;
-	}
-	if (m->conf->lat_events == CONF_EVENTS_BPF) {
-		snprintf(m->events_why, sizeof(m->events_why),
-			 "events = bpf, and BPF does not load: %s", why);
-		log_err("latency: [latency] events = bpf: BPF does not load: %s", why);
-		return r;
-	}
-	r = procconn_open(&callbacks, m, &m->pc);
-	if (r == 0)
-		r = sd_event_add_io(e, &m->pc_src, procconn_fd(m->pc), EPOLLIN, on_pc_io, m);
-	if (r < 0) {
-		procconn_close(m->pc);
-		m->pc = NULL;
-		snprintf(m->pc_state, sizeof(m->pc_state), "none (%s): walking /proc each tick",
-			 strerror(-r));
-		snprintf(m->events_why, sizeof(m->events_why),
-			 "no BPF (%s) and no proc connector (%s): /proc is walked each tick, rules "
-			 "apply at start and reload only", why, strerror(-r));
-		log_warn("latency: no BPF events (%s) and no proc connector: %s; new threads are "
-			 "found by walking /proc each tick, and rules apply only at start and reload",
-			 why, strerror(-r));
-		return 0;
-	}
-	snprintf(m->pc_state, sizeof(m->pc_state), "connector");
-	snprintf(m->events_why, sizeof(m->events_why),
-		 "proc connector (no BPF: %s); exe rules read /proc/PID/exe (CAP_SYS_PTRACE for "
-		 "other users' processes)", why);
-	if (m->conf->lat_events == CONF_EVENTS_CONNECTOR)
-		log_info("latency: fork, exec and exit events from the proc connector "
-			 "([latency] events = connector)");
-	else
-		log_notice("latency: no BPF events (%s): using the proc connector; exe rules read "
-			   "/proc/PID/exe, which needs CAP_SYS_PTRACE for other users' processes",
-			   why);
-	return 0;
+	pick_events(m->conf, m, e, &pk);
+	m->ev = pk.ev;
+	m->ev_src = pk.src;
+	snprintf(m->pc_state, sizeof(m->pc_state), "%s", pk.state);
+	snprintf(m->events_why, sizeof(m->events_why), "%s", pk.detail);
+	log_msg(pk.level, "%s", pk.log);
+	return pk.r;
 }
 
 int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, sd_event *e,
@@ -1233,15 +1274,15 @@ int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, s
 
 bool latmgr_walks_unprivileged(struct latmgr *m)
 {
-	return !m->bev || bpfev_walks_unprivileged(m->bev);
+	return !m->ev || evsrc_walks_unprivileged(m->ev);
 }
 
 /* Reads the events queued so far (a bounded number of reads). */
 static void drain(struct latmgr *m)
 {
-	for (int i = 0; (m->bev || m->pc) && i < 64; i++) {
+	for (int i = 0; m->ev && i < 64; i++) {
 		dispatch(m);
-		if (m->bev ? bpfev_empty(m->bev) : procconn_empty(m->pc))
+		if (evsrc_empty(m->ev))
 			break;
 	}
 }
@@ -1261,9 +1302,8 @@ void latmgr_stopped(struct latmgr *m)
 
 void latmgr_fini(struct latmgr *m)
 {
-	sd_event_source_disable_unref(m->pc_src);
-	bpfev_close(m->bev);
-	procconn_close(m->pc);
+	sd_event_source_disable_unref(m->ev_src);
+	evsrc_close(m->ev);
 	free(m->p);
 	free(m->u);
 	memset(m, 0, sizeof(*m));
@@ -1326,7 +1366,7 @@ static void units_collect(struct latmgr *m)
 static void member_value(const struct latmgr *m, const struct cgm_proc *c, struct lat_member *ret)
 {
 	const struct latmgr_proc *p = latmgr_find_process(m, c->pid);
-	struct procconn_event ev = { .ts_ns = m->last_event_ns };
+	struct evsrc_event ev = { .ts_ns = m->last_event_ns };
 	uint64_t start, t = event_ticks(&ev);
 	bool kthread;
 

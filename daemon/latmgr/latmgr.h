@@ -16,9 +16,8 @@
 #include "actuate/latact.h"
 #include "conf/conf.h"
 
-struct procconn;
-struct bpfev;
-struct bpfev_exe;
+struct evsrc;
+struct evsrc_exe;
 
 /* A process given a value: all its threads, now and later. */
 struct latmgr_proc {
@@ -85,10 +84,9 @@ struct latmgr {
 	struct latact *la;
 	const struct rqb_conf *conf;   /* the daemon's; its rules */
 	/* The event source: BPF where it loads, else the connector, else none (walks). */
-	struct bpfev *bev;
-	struct procconn *pc;
-	sd_event_source *pc_src;       /* the one that is open's fd */
-	struct bpfev_exe *exes;        /* during a rescan: a task walk's, sorted by tgid */
+	struct evsrc *ev;              /* NULL: none */
+	sd_event_source *ev_src;       /* its fd in the loop */
+	struct evsrc_exe *exes;        /* during a rescan: a task walk's, sorted by tgid */
 	size_t nexes;
 	bool resync;                   /* events were lost: rescan */
 	bool drained;                  /* the connector was read empty since the last loss */
@@ -126,6 +124,8 @@ struct latmgr {
 bool latmgr_probe_events(const struct rqb_conf *c, char *ret_detail, size_t len);
 /* Whether fork/exec/exit events arrive (from BPF or the connector). */
 bool latmgr_has_events(const struct latmgr *m);
+/* Where they come from: "bpf", "connector" (evsrc_ops.name), or "none". */
+const char *latmgr_events_source(const struct latmgr *m);
 /* Whether a rescan's task walk works without CAP_BPF effective (true without BPF). */
 bool latmgr_walks_unprivileged(struct latmgr *m);
 
