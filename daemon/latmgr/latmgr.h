@@ -1,6 +1,6 @@
 /*
  * Latency management: who has a latency-nice value and why. It turns ctl requests,
- * rules and proc connector events into calls on the latency actuator: a process
+ * rules and fork, exec and exit events into calls on the latency actuator: a process
  * target covers its threads now and later, and the child processes it starts; a rule
  * applies at exec and to what already runs at start and at reload.
  */
@@ -89,9 +89,9 @@ struct latmgr {
 	struct evsrc_exe *exes;        /* during a rescan: a task walk's, sorted by tgid */
 	size_t nexes;
 	bool resync;                   /* events were lost: rescan */
-	bool drained;                  /* the connector was read empty since the last loss */
+	bool drained;                  /* the source was read empty since the last loss */
 	unsigned resync_wait;          /* ticks a resync has waited for that */
-	uint64_t empty_reads;          /* times the connector was read to empty */
+	uint64_t empty_reads;          /* times the source was read to empty */
 	uint64_t last_event_ns;        /* kernel timestamp of the last event handled */
 	uint64_t rescan_ns;            /* when the last /proc walk began */
 	uint64_t ticks;
@@ -186,10 +186,10 @@ const struct latmgr_proc *latmgr_find_process(const struct latmgr *m, pid_t tgid
 int latmgr_value_of(const struct latmgr *m, pid_t tid, pid_t tgid);
 
 /*
- * A barrier on the connector: every event queued before now_ns is handled once the
- * socket was read to empty since, or an event stamped margin_ns after it was handled
+ * A barrier on the event source: every event queued before now_ns is handled once the
+ * source was read to empty since, or an event stamped margin_ns after it was handled
  * (events queue in the order they were stamped, but for the moment between stamp and
- * queue: the margin covers it), so a fork storm that never lets the socket empty
+ * queue: the margin covers it), so a fork storm that never lets the source empty
  * only delays it. Events lost to an overflow are covered by a /proc walk begun after.
  */
 struct latmgr_mark {
@@ -199,7 +199,7 @@ struct latmgr_mark {
 	uint64_t overflows;
 	bool lost;              /* a resync was due at the mark */
 };
-/* Sets a mark at now_ns and handles one bounded batch of what the connector holds. */
+/* Sets a mark at now_ns and handles one bounded batch of what the source holds. */
 void latmgr_mark(struct latmgr *m, uint64_t now_ns, uint64_t margin_ns, struct latmgr_mark *ret);
 /* Whether every event queued before the mark has been handled. */
 bool latmgr_passed(const struct latmgr *m, const struct latmgr_mark *mk);

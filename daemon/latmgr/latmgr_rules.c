@@ -16,7 +16,7 @@
 #include "util/util.h"
 
 #define LATMGR_SWEEP_TICKS 50 /* ticks between sweeps for exits when events arrive */
-#define LATMGR_RESYNC_TICKS 10 /* a resync waits this long for the connector to empty */
+#define LATMGR_RESYNC_TICKS 10 /* a resync waits this long for the source to empty */
 
 /*
  * What the rules say of process pid, which has rec (latpol_rule): APPLY sets *ret_rule
@@ -246,10 +246,10 @@ void latmgr_rules_changed(struct latmgr *m)
 }
 
 /*
- * Whether to rescan for lost events now. Until the connector has been read empty after
- * the loss the kernel drops more without a word: the rescan waits for that point, so
- * that it covers them too. A socket that never empties still gets one every
- * LATMGR_RESYNC_TICKS ticks, and the resync stays due.
+ * Whether to rescan for lost events now. Until the source has been read empty after
+ * the loss the kernel may drop more without a word (the connector's does): the rescan
+ * waits for that point, so that it covers them too. A source that never empties still
+ * gets one every LATMGR_RESYNC_TICKS ticks, and the resync stays due.
  */
 static bool resync_now(struct latmgr *m, bool *ret_again)
 {
