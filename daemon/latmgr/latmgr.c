@@ -65,7 +65,13 @@ void latmgr_proc_del(struct latmgr *m, pid_t tgid)
 
 int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret)
 {
-	return procfs_tgid(m->proc_root, tid, ret) < 0 ? -ESRCH : 0;
+	struct parse_status s;
+	int r = procfs_status(m->proc_root, tid, &s);
+
+	if (r < 0 || !(r & PARSE_STATUS_TGID))
+		return -ESRCH;
+	*ret = s.tgid;
+	return 0;
 }
 
 int latmgr_proc_threads(struct latmgr *m, const struct latmgr_proc *p,

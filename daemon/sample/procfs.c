@@ -50,10 +50,10 @@ int procfs_stat_fd(int fd, struct parse_stat_line *ret)
 	return stat_from(n, buf, ret);
 }
 
-int procfs_tgid(const char *proc_root, pid_t tid, pid_t *ret)
+int procfs_status(const char *proc_root, pid_t tid, struct parse_status *ret)
 {
-	/* The Tgid line is near the top: no need to read the groups and masks below it. */
-	char path[PATH_MAX], buf[2048];
+	/* The ids are near the top: the groups and masks below need not fit. */
+	char path[PATH_MAX], buf[4096];
 	int r = task_path(path, sizeof(path), proc_root, 0, tid, "status");
 	ssize_t n;
 
@@ -61,8 +61,8 @@ int procfs_tgid(const char *proc_root, pid_t tid, pid_t *ret)
 		return r;
 	n = util_read_file(path, buf, sizeof(buf));
 	if (n <= 0)
-		return -ESRCH;
-	return parse_status_tgid(buf, ret) < 0 ? -ESRCH : 0;
+		return gone_or(n);
+	return (int)parse_status(buf, ret);
 }
 
 int procfs_cgroup(const char *proc_root, pid_t tgid, pid_t tid, char *ret, size_t len)

@@ -1,7 +1,7 @@
 /*
  * The one reader of a task's own /proc files that every stage shares (procfs.c): a
  * sampler, the latency manager, the actuators and the ctl peer check read a task's
- * stat, cgroup and process (its status's Tgid) here, and parse them with parse.c. It
+ * stat, cgroup and ids (its status's) here, and parse them with parse.c. It
  * reads and parses; it decides nothing.
  */
 #ifndef RQB_PROCFS_H
@@ -22,10 +22,10 @@ int procfs_stat(const char *proc_root, pid_t tgid, pid_t tid, struct parse_stat_
 /* The same, from a stat file the caller holds open (read again from its start). */
 int procfs_stat_fd(int fd, struct parse_stat_line *ret);
 /*
- * The process task tid belongs to, from PROC_ROOT/TID/status. 0, -ESRCH when the task
- * is gone or the file names no process.
+ * Task tid's ids from PROC_ROOT/TID/status (parse_status): the mask of those found,
+ * -ESRCH when the task is gone, or another -errno.
  */
-int procfs_tgid(const char *proc_root, pid_t tid, pid_t *ret);
+int procfs_status(const char *proc_root, pid_t tid, struct parse_status *ret);
 /*
  * Task tid's cgroup path, as parse_cgroup picks it (the hierarchy of the cpu
  * controller), from the same places as procfs_stat. 0, -ESRCH when gone, -ENOENT

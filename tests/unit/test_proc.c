@@ -376,31 +376,42 @@ static void test_cpustat_real(void **state)
 	assert_true(total[0] >= busy[0]);
 }
 
-/* ---- parse_status_tgid, procfs_tgid ---- */
+/* ---- parse_status, procfs_status ---- */
 
-static void test_status_tgid(void **state)
+static void test_status(void **state)
 {
-	pid_t tgid = 0;
+	const unsigned all = PARSE_STATUS_TGID | PARSE_STATUS_PPID | PARSE_STATUS_RUID |
+			     PARSE_STATUS_EUID;
+	struct parse_status s = { 0 };
 
 	(void)state;
-	assert_int_equal(parse_status_tgid("Name:\tx\nUmask:\t0022\nTgid:\t4242\nPid:\t4243\n",
-					   &tgid), 0);
-	assert_int_equal(tgid, 4242);
-	assert_int_equal(parse_status_tgid("Tgid:\t7", &tgid), 0);
-	assert_int_equal(tgid, 7);
-	/* Only a line that begins with the key; no pid, or not a number, is no tgid. */
-	tgid = 1;
-	assert_int_equal(parse_status_tgid("Name:\tTgid: 5\n", &tgid), -EINVAL);
-	assert_int_equal(parse_status_tgid("Name:\tx\nTgid:\t\n", &tgid), -EINVAL);
-	assert_int_equal(parse_status_tgid("Name:\tx\nTgid:\t0\n", &tgid), -EINVAL);
-	assert_int_equal(parse_status_tgid("Name:\tx\nTgid:\tab\n", &tgid), -EINVAL);
-	assert_int_equal(parse_status_tgid("Name:\tx\nTgid:\t99999999999\n", &tgid), -EINVAL);
-	assert_int_equal(parse_status_tgid("", &tgid), -EINVAL);
-	assert_int_equal(tgid, 1);
+	assert_int_equal(parse_status("Name:\tx\nUmask:\t0022\nTgid:\t4242\nPid:\t4243\n"
+				      "PPid:\t0\nUid:\t1000\t0\t0\t0\n", &s), all);
+	assert_int_equal(s.tgid, 4242);
+	assert_int_equal(s.ppid, 0);
+	assert_int_equal(s.ruid, 1000);
+	assert_int_equal(s.euid, 0);
+	/* Each id on its own: a key inside another line's text is not its line. */
+	s = (struct parse_status){ .tgid = 1, .ppid = 1, .ruid = 1, .euid = 1 };
+	assert_int_equal(parse_status("Name:\tTgid: 5\nTgid:\t\nPPid:\t-1\n", &s), 0);
+	assert_int_equal(parse_status("Tgid:\t0\nUid:\tab\n", &s), 0);
+	assert_int_equal(parse_status("Tgid:\t99999999999\nUid:\t4294967295\t0\n", &s), 0);
+	assert_int_equal(parse_status("", &s), 0);
+	assert_int_equal(s.tgid, 1);
+	assert_int_equal(s.ruid, 1);
+	/* The real uid without the effective one; the first Uid line counts. */
+	assert_int_equal(parse_status("Tgid:\t7\nUid:\t5\nUid:\t6\t6\n", &s),
+			 PARSE_STATUS_TGID | PARSE_STATUS_RUID);
+	assert_int_equal(s.tgid, 7);
+	assert_int_equal(s.ruid, 5);
+	assert_int_equal(s.euid, 1);
 	/* This process, read from the real /proc. */
-	assert_int_equal(procfs_tgid("", getpid(), &tgid), 0);
-	assert_int_equal(tgid, getpid());
-	assert_int_equal(procfs_tgid("/nonexistent", getpid(), &tgid), -ESRCH);
+	assert_int_equal(procfs_status("", getpid(), &s), all);
+	assert_int_equal(s.tgid, getpid());
+	assert_int_equal(s.ppid, getppid());
+	assert_int_equal(s.ruid, getuid());
+	assert_int_equal(s.euid, geteuid());
+	assert_int_equal(procfs_status("/nonexistent", getpid(), &s), -ESRCH);
 }
 
 /* ---- parse_cgroup ---- */
@@ -996,7 +1007,7 @@ int main(void)
 		cmocka_unit_test(test_cpustat_aggregate_is_not_a_cpu),
 		cmocka_unit_test(test_cpustat_no_procs_running),
 		cmocka_unit_test(test_cpustat_real),
-		cmocka_unit_test(test_status_tgid),
+		cmocka_unit_test(test_status),
 		cmocka_unit_test(test_cgroup_v1),
 		cmocka_unit_test(test_cgroup_v2),
 		cmocka_unit_test(test_cgroup_unified_fallback),
