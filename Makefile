@@ -23,7 +23,7 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 DAEMON_SRC = \
 	daemon/util/log.c daemon/util/util.c daemon/util/safedir.c daemon/util/safeopen.c daemon/util/timedread.c daemon/util/cpumask.c daemon/conf/conf.c \
 	daemon/sample/parse.c daemon/sample/procfs.c daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
-	daemon/sample/ident.c daemon/sample/sampler.c daemon/sample/features.c daemon/sample/procconn.c \
+	daemon/sample/ident.c daemon/sample/sampler.c daemon/sample/features.c daemon/sample/evsrc.c daemon/sample/procconn.c \
 	daemon/sample/bpf.c daemon/sample/bpfload.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/sample/cgm.c daemon/sample/peers.c \
 	daemon/util/caps.c daemon/core/selfsched.c \
 	daemon/snapshot/snap.c \
@@ -34,6 +34,8 @@ DAEMON_SRC = \
 	daemon/actuate/latact_journal.c daemon/actuate/latact_cls.c daemon/actuate/latact_task.c \
 	daemon/actuate/latact_cg.c daemon/actuate/latact_replay.c \
 	daemon/actuate/latact_apply.c daemon/actuate/cgsd.c \
+	daemon/latmgr/latmgr_plan.c daemon/latmgr/latmgr_fg.c daemon/latmgr/latmgr_rules.c \
+	daemon/latmgr/latmgr_events.c daemon/latmgr/latmgr_source.c daemon/latmgr/latmgr_units.c \
 	daemon/latmgr/latmgr.c daemon/ctl/ctl_peer.c daemon/ctl/ctl_perm.c daemon/ctl/ctl_proto.c daemon/latmgr/latmgr_view.c \
 	daemon/ctl/ctl_req.c daemon/ctl/ctl_req_lim.c daemon/ctl/bus.c \
 	daemon/ctl/ctl.c daemon/core/metrics.c \

@@ -159,16 +159,16 @@ void latact_fini(struct latact *la);
 void latact_set_conf(struct latact *la, const struct lat_conf *lc);
 
 /*
- * Gives task tid (of process tgid, started at start_time) value v. from, if not NULL,
- * is the entry of the task that created it, whose settings it inherited: what that
- * one had before rqbalance is what the new task had, and its cgroup is rqbalance's to
- * move only if the kernel put it where rqbalance put the creator. A task rqbalance
- * did not put where it is now (someone else moved it, or its cgroup limits its CPU)
- * keeps its cgroup (lat_cg_decide). 0, or -errno with *ret_why set to a reason for
- * the caller.
+ * Gives task rq->tid (of process rq->tgid, started at rq->start_time) rq->value from
+ * rq->source. from, if not NULL, is the entry of the task that created it, whose
+ * settings it inherited: what that one had before rqbalance is what the new task had,
+ * and its cgroup is rqbalance's to move only if the kernel put it where rqbalance put
+ * the creator. A task rqbalance did not put where it is now (someone else moved it,
+ * or its cgroup limits its CPU) keeps its cgroup (lat_cg_decide). 0, or -errno with
+ * *ret_why set to a reason for the caller.
  */
-int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, int v,
-		const char *source, const struct lat_entry *from, const char **ret_why);
+int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_entry *from,
+		const char **ret_why);
 /*
  * Whether task tid still has what rqbalance gave it: a knob someone else changed
  * since (its policy, nice, slice, uclamp, or its cgroup: moved elsewhere) is theirs

@@ -49,7 +49,10 @@ static int apply_one(struct latact *la, const struct plan_action *pa,
 	*ret_why = NULL;
 	switch (pa->op) {
 	case PLAN_LAT_SET:
-		return latact_task(la, pa->tid, pa->tgid, pa->start_time, pa->value, pa->source,
+		return latact_task(la, &(struct lat_req){ .tid = pa->tid, .tgid = pa->tgid,
+							  .start_time = pa->start_time,
+							  .value = pa->value, .source = pa->source,
+							  .from_tid = pa->from_tid },
 				   from, ret_why);
 	case PLAN_LAT_RESET:
 		return latact_task_reset(la, pa->tid, pa->start_time);

@@ -284,13 +284,16 @@ static void knobs_left(struct latact *la, const struct lat_entry *old,
 	}
 }
 
-int latact_task(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time, int v,
-		const char *source, const struct lat_entry *from, const char **ret_why)
+int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_entry *from,
+		const char **ret_why)
 {
+	pid_t tid = rq->tid, tgid = rq->tgid;
+	uint64_t start_time = rq->start_time;
+	int v = rq->value;
 	const struct lat_entry *old = latact_find(la, tid);
 	struct lat_entry e = { .tgid = tgid, .value = v }, fr;
 
-	snprintf(e.source, sizeof(e.source), "%s", source ? source : "");
+	snprintf(e.source, sizeof(e.source), "%s", rq->source ? rq->source : "");
 	struct lat_state cur, want, mapped;
 	int r;
 

@@ -189,7 +189,10 @@ static int foreground(struct ctl_bus *b, const struct ctl_caller *k, struct bus_
 	} else {
 		trusted = ctl_req_admin(k, x->conf);
 	}
-	r = latmgr_foreground(x->lm, k->uid, c->t.pid, c->t.start_time, v, source, trusted,
+	r = latmgr_foreground(x->lm, k->uid,
+			      &(struct lat_req){ .tid = c->t.pid, .tgid = c->t.pid,
+						 .start_time = c->t.start_time, .value = v,
+						 .source = source, .trusted = trusted },
 			      ret_value, why);
 	if (r == 0 && c->t.pid)
 		log_info("dbus: uid %u put process %d in front: value %d", k->uid, (int)c->t.pid,

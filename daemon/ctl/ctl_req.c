@@ -407,10 +407,17 @@ int ctl_req_set(struct ctl_env *x, const struct ctl_caller *k, const struct lat_
 		return set_reply(x, k, t, t->kind == LAT_T_THREAD, out, size);
 	switch (t->kind) {
 	case LAT_T_PROCESS:
-		r = latmgr_set_process(x->lm, t->pid, t->start_time, v, source, trusted, why);
+		r = latmgr_set_process(x->lm, &(struct lat_req){ .tid = t->pid, .tgid = t->pid,
+								  .start_time = t->start_time,
+								  .value = v, .source = source,
+								  .trusted = trusted },
+				       why);
 		break;
 	case LAT_T_THREAD:
-		r = latmgr_set_thread(x->lm, t->pid, t->start_time, v, source, why);
+		r = latmgr_set_thread(x->lm, &(struct lat_req){ .tid = t->pid,
+								 .start_time = t->start_time,
+								 .value = v, .source = source },
+				      why);
 		r = r == 0 ? 1 : r;
 		break;
 	default:

@@ -1,6 +1,6 @@
 /*
  * Latency management: who has a latency-nice value and why. It turns ctl requests,
- * rules and proc connector events into calls on the latency actuator: a process
+ * rules and fork, exec and exit events into calls on the latency actuator: a process
  * target covers its threads now and later, and the child processes it starts; a rule
  * applies at exec and to what already runs at start and at reload.
  */
@@ -17,9 +17,8 @@
 #include "conf/conf.h"
 
 struct daemon_stats;
-struct procconn;
-struct bpfev;
-struct bpfev_exe;
+struct evsrc;
+struct evsrc_exe;
 
 /* A process given a value: all its threads, now and later. */
 struct latmgr_proc {
@@ -86,15 +85,14 @@ struct latmgr {
 	struct latact *la;
 	const struct rqb_conf *conf;   /* the daemon's; its rules */
 	/* The event source: BPF where it loads, else the connector, else none (walks). */
-	struct bpfev *bev;
-	struct procconn *pc;
-	sd_event_source *pc_src;       /* the one that is open's fd */
-	struct bpfev_exe *exes;        /* during a rescan: a task walk's, sorted by tgid */
+	struct evsrc *ev;              /* NULL: none */
+	sd_event_source *ev_src;       /* its fd in the loop */
+	struct evsrc_exe *exes;        /* during a rescan: a task walk's, sorted by tgid */
 	size_t nexes;
 	bool resync;                   /* events were lost: rescan */
-	bool drained;                  /* the connector was read empty since the last loss */
+	bool drained;                  /* the source was read empty since the last loss */
 	unsigned resync_wait;          /* ticks a resync has waited for that */
-	uint64_t empty_reads;          /* times the connector was read to empty */
+	uint64_t empty_reads;          /* times the source was read to empty */
 	uint64_t last_event_ns;        /* kernel timestamp of the last event handled */
 	uint64_t rescan_ns;            /* when the last /proc walk began */
 	uint64_t ticks;
@@ -127,6 +125,8 @@ struct latmgr {
 bool latmgr_probe_events(const struct rqb_conf *c, char *ret_detail, size_t len);
 /* Whether fork/exec/exit events arrive (from BPF or the connector). */
 bool latmgr_has_events(const struct latmgr *m);
+/* Where they come from: "bpf", "connector" (evsrc_ops.name), or "none". */
+const char *latmgr_events_source(const struct latmgr *m);
 /* Whether a rescan's task walk works without CAP_BPF effective (true without BPF). */
 bool latmgr_walks_unprivileged(struct latmgr *m);
 
@@ -150,17 +150,16 @@ void latmgr_stopped(struct latmgr *m);
 void latmgr_fini(struct latmgr *m);
 
 /*
- * A whole process (all threads now and later). trusted: the caller may give any task
- * any value (root, ctl_group, CAP_SYS_NICE): it may weigh a unit another user shares.
- * expect: the start time the permission was decided on (0: as it is now); a process
- * that no longer has it reused the pid, and is left alone (-ESRCH).
- * 0 or -errno with *ret_why.
+ * A whole process, rq->tgid (all threads now and later), gets rq->value as rq->source.
+ * rq->trusted: the caller may give any task any value (root, ctl_group, CAP_SYS_NICE):
+ * it may weigh a unit another user shares. rq->start_time: the start time the
+ * permission was decided on (0: as it is now); a process that no longer has it reused
+ * the pid, and is left alone (-ESRCH). rq->from_tid is 0. Returns the tasks given the
+ * value, or -errno with *ret_why.
  */
-int latmgr_set_process(struct latmgr *m, pid_t tgid, uint64_t expect, int v, const char *source,
-		   bool trusted, const char **ret_why);
-/* One thread only; expect is its own start time. */
-int latmgr_set_thread(struct latmgr *m, pid_t tid, uint64_t expect, int v, const char *source,
-		  const char **ret_why);
+int latmgr_set_process(struct latmgr *m, const struct lat_req *rq, const char **ret_why);
+/* One thread only, rq->tid (its process is read); rq->start_time is its own. */
+int latmgr_set_thread(struct latmgr *m, const struct lat_req *rq, const char **ret_why);
 /*
  * Gives back what the process (or thread) had. -ENOENT if it was not managed, or
  * (expect not 0) what is managed under that pid has another start time.
@@ -172,25 +171,26 @@ int latmgr_set_cgroup(struct latmgr *m, const char *path, int v, const char *sou
 		  const char **ret_why);
 int latmgr_reset_cgroup(struct latmgr *m, const char *path);
 /*
- * Puts process tgid in front for caller uid (a desktop's focused window): it gets v,
- * as source, unless it has a value at most v already, which it keeps. The process the
- * same caller put in front before gets its own back (the value it had before, or
- * none), it and the processes it started meanwhile, each only where it still has what
- * the call gave it: a value someone set since stays. tgid 0: nothing in front.
- * expect and trusted as for latmgr_set_process. 0 with the value tgid has now in
- * *ret_value, or -errno with *ret_why (-EUSERS: LATMGR_FG_MAX callers hold one).
+ * Puts process rq->tgid in front for caller uid (a desktop's focused window): it gets
+ * rq->value, as rq->source, unless it has a value at most that already, which it
+ * keeps. The process the same caller put in front before gets its own back (the value
+ * it had before, or none), it and the processes it started meanwhile, each only where
+ * it still has what the call gave it: a value someone set since stays. rq->tgid 0:
+ * nothing in front. The rest of rq as for latmgr_set_process. 0 with the value the
+ * process has now in *ret_value, or -errno with *ret_why (-EUSERS: LATMGR_FG_MAX
+ * callers hold one).
  */
-int latmgr_foreground(struct latmgr *m, uid_t uid, pid_t tgid, uint64_t expect, int v,
-		      const char *source, bool trusted, int *ret_value, const char **ret_why);
+int latmgr_foreground(struct latmgr *m, uid_t uid, const struct lat_req *rq, int *ret_value,
+		      const char **ret_why);
 const struct latmgr_proc *latmgr_find_process(const struct latmgr *m, pid_t tgid);
 /* The value a task has from rqbalance (thread entry, else its process), or LAT_NONE. */
 int latmgr_value_of(const struct latmgr *m, pid_t tid, pid_t tgid);
 
 /*
- * A barrier on the connector: every event queued before now_ns is handled once the
- * socket was read to empty since, or an event stamped margin_ns after it was handled
+ * A barrier on the event source: every event queued before now_ns is handled once the
+ * source was read to empty since, or an event stamped margin_ns after it was handled
  * (events queue in the order they were stamped, but for the moment between stamp and
- * queue: the margin covers it), so a fork storm that never lets the socket empty
+ * queue: the margin covers it), so a fork storm that never lets the source empty
  * only delays it. Events lost to an overflow are covered by a /proc walk begun after.
  */
 struct latmgr_mark {
@@ -200,7 +200,7 @@ struct latmgr_mark {
 	uint64_t overflows;
 	bool lost;              /* a resync was due at the mark */
 };
-/* Sets a mark at now_ns and handles one bounded batch of what the connector holds. */
+/* Sets a mark at now_ns and handles one bounded batch of what the source holds. */
 void latmgr_mark(struct latmgr *m, uint64_t now_ns, uint64_t margin_ns, struct latmgr_mark *ret);
 /* Whether every event queued before the mark has been handled. */
 bool latmgr_passed(const struct latmgr *m, const struct latmgr_mark *mk);

@@ -17,6 +17,24 @@
 #define LAT_MAX 19
 #define LAT_NONE 127 /* "not managed": no value set */
 
+/*
+ * A request for a latency-nice value: whom, as of when, what, and as whose. The
+ * manager takes one from ctl, D-Bus and the rules; the policy turns it into plan
+ * actions (latpol); the actuator carries out one task's (latact_task). A function
+ * says which of tid and tgid it reads.
+ */
+struct lat_req {
+	pid_t tid;              /* the task; for a whole process, its first thread (= tgid) */
+	pid_t tgid;             /* its process; 0 where the caller has not read it */
+	uint64_t start_time;    /* the target's start time the request was decided on, clock
+				   ticks after boot (/proc/TID/stat); 0: whatever it is now */
+	int value;              /* LAT_MIN…LAT_MAX */
+	const char *source;     /* who asks: "ctl uid N", "rule NAME", "foreground uid N" */
+	bool trusted;           /* the caller may give any task any value (root, ctl_group,
+				   CAP_SYS_NICE): it may weigh a unit another user shares */
+	pid_t from_tid;         /* the task whose settings it inherited; 0: none */
+};
+
 /* ---- the machine (sample/topo.c loads it) ---- */
 struct topo_cpu {
 	bool present;   /* in the topology and online */

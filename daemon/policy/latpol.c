@@ -12,14 +12,15 @@
 
 static const char *const why_reused = "no such process (or its pid was reused)";
 
-static int add_set(struct plan *ret, const struct latpol_task *t, int v, const char *source,
-		   pid_t from_tid, bool whole)
+static int add_set(struct plan *ret, const struct latpol_task *t, const struct lat_req *rq,
+		   bool whole)
 {
 	struct plan_action a = { .op = PLAN_LAT_SET, .tid = t->tid, .tgid = t->tgid,
-				 .start_time = t->start_time, .value = v, .from_tid = from_tid,
-				 .whole = whole, .from_llc = -1, .to_llc = -1 };
+				 .start_time = t->start_time, .value = rq->value,
+				 .from_tid = rq->from_tid, .whole = whole, .from_llc = -1,
+				 .to_llc = -1 };
 
-	snprintf(a.source, sizeof(a.source), "%s", source ? source : "");
+	snprintf(a.source, sizeof(a.source), "%s", rq->source ? rq->source : "");
 	return plan_add(ret, &a);
 }
 
@@ -46,17 +47,17 @@ static const char *refusal(const struct latpol_task *t, pid_t self)
 	return t->tgid == self ? "rqbalanced itself" : NULL;
 }
 
-int latpol_task(const struct latpol_task *t, uint64_t expect, int v, const char *source,
-		pid_t from_tid, pid_t self, struct plan *ret, const char **ret_why)
+int latpol_task(const struct latpol_task *t, const struct lat_req *rq, pid_t self,
+		struct plan *ret, const char **ret_why)
 {
-	if (t->gone || (expect && t->start_time != expect)) {
+	if (t->gone || (rq->start_time && t->start_time != rq->start_time)) {
 		*ret_why = "no such task (or its pid was reused)";
 		return -ESRCH;
 	}
 	*ret_why = refusal(t, self);
 	if (*ret_why)
 		return -EPERM;
-	return add_set(ret, t, v, source, from_tid, false) < 0 ? -ENOMEM : 1;
+	return add_set(ret, t, rq, false) < 0 ? -ENOMEM : 1;
 }
 
 /* The first thread as the thread list has it (its value), else as the process was read. */
@@ -75,22 +76,23 @@ static struct latpol_task lead_of(const struct latpol_proc *p)
 	return l;
 }
 
-int latpol_process(const struct latpol_proc *p, uint64_t expect, int v, const char *source,
-		   pid_t from_tid, pid_t self, struct plan *ret, const char **ret_why)
+int latpol_process(const struct latpol_proc *p, const struct lat_req *rq, pid_t self,
+		   struct plan *ret, const char **ret_why)
 {
 	struct latpol_task lead = lead_of(p);
 	int n = 0;
 
 	*ret_why = NULL;
-	if (lead.gone || (expect && lead.start_time != expect) || p->no_threads) {
+	if (lead.gone || (rq->start_time && lead.start_time != rq->start_time) ||
+	    p->no_threads) {
 		*ret_why = why_reused;
 		return -ESRCH;
 	}
 	*ret_why = refusal(&lead, self);
 	if (*ret_why)
 		return -EPERM;
-	if (!has(&lead, v, source)) {
-		if (add_set(ret, &lead, v, source, from_tid, true) < 0)
+	if (!has(&lead, rq->value, rq->source)) {
+		if (add_set(ret, &lead, rq, true) < 0)
 			return -ENOMEM;
 		n++;
 	}
@@ -98,9 +100,9 @@ int latpol_process(const struct latpol_proc *p, uint64_t expect, int v, const ch
 		const struct latpol_task *t = &p->t[i];
 
 		if (t->tid <= 0 || t->tid == lead.tid || t->gone || t->kthread ||
-		    has(t, v, source))
+		    has(t, rq->value, rq->source))
 			continue;
-		if (add_set(ret, t, v, source, from_tid, true) < 0)
+		if (add_set(ret, t, rq, true) < 0)
 			return -ENOMEM;
 		n++;
 	}
@@ -186,6 +188,10 @@ enum latpol_rule_verdict latpol_rule(const struct rule_set *rs, const struct pro
 
 int latpol_fork(const struct latpol_fork *f, pid_t self, struct plan *ret, const char **ret_why)
 {
+	struct lat_req rq = { .tid = f->child.tid, .tgid = f->child.tgid,
+			      .start_time = f->child.start_time, .value = f->creator.value,
+			      .source = f->creator.source, .from_tid = f->from_tid };
+
 	*ret_why = NULL;
 	if (!f->creator.managed)
 		return 0;
@@ -193,8 +199,7 @@ int latpol_fork(const struct latpol_fork *f, pid_t self, struct plan *ret, const
 		*ret_why = "did not inherit what rqbalance set there (cloned by another task)";
 		return 0;
 	}
-	return latpol_task(&f->child, f->child.start_time, f->creator.value, f->creator.source,
-			   f->from_tid, self, ret, ret_why);
+	return latpol_task(&f->child, &rq, self, ret, ret_why);
 }
 
 bool latpol_adopt(const struct latpol_rec *parent, uint64_t start, bool inherited)
@@ -204,9 +209,14 @@ bool latpol_adopt(const struct latpol_rec *parent, uint64_t start, bool inherite
 
 int latpol_reapply(const struct latpol_task *e, size_t n, struct plan *ret)
 {
-	for (size_t i = 0; i < n; i++)
-		if (add_set(ret, &e[i], e[i].value, e[i].source, 0, false) < 0)
+	for (size_t i = 0; i < n; i++) {
+		struct lat_req rq = { .tid = e[i].tid, .tgid = e[i].tgid,
+				      .start_time = e[i].start_time, .value = e[i].value,
+				      .source = e[i].source };
+
+		if (add_set(ret, &e[i], &rq, false) < 0)
 			return -ENOMEM;
+	}
 	plan_finish(ret);
 	return (int)n;
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "model/model.h"
 #include "plan/plan.h"
 #include "policy/rules.h"
 
@@ -43,17 +44,18 @@ struct latpol_rec {
 };
 
 /*
- * Every thread of process p gets value v from source, but those that already have it
- * from that source; the first thread first. expect: the start time the request was
- * decided on (0: as it is now). from_tid: the task whose settings they inherited (0:
- * none). self: rqbalanced's pid. Returns the actions added, or -ESRCH or -EPERM with
- * *ret_why (then none).
+ * Every thread of process p gets rq's value from rq's source, but those that already
+ * have it from that source; the first thread first. rq->start_time: the start time
+ * the request was decided on (0: as it is now); rq->from_tid: the task whose settings
+ * they inherited (0: none); the target is p (rq's tid and tgid are not read). self:
+ * rqbalanced's pid. Returns the actions added, or -ESRCH or -EPERM with *ret_why
+ * (then none).
  */
-int latpol_process(const struct latpol_proc *p, uint64_t expect, int v, const char *source,
-		   pid_t from_tid, pid_t self, struct plan *ret, const char **ret_why);
-/* One task only, whatever it has now. 1, or -ESRCH or -EPERM with *ret_why. */
-int latpol_task(const struct latpol_task *t, uint64_t expect, int v, const char *source,
-		pid_t from_tid, pid_t self, struct plan *ret, const char **ret_why);
+int latpol_process(const struct latpol_proc *p, const struct lat_req *rq, pid_t self,
+		   struct plan *ret, const char **ret_why);
+/* One task, t, only, whatever it has now. 1, or -ESRCH or -EPERM with *ret_why. */
+int latpol_task(const struct latpol_task *t, const struct lat_req *rq, pid_t self,
+		struct plan *ret, const char **ret_why);
 
 /*
  * Gives back what process tgid's tasks had: e, its tasks that have a value (the

@@ -1,6 +1,6 @@
 /*
  * Sample stage, BPF event source: loads rqevents.bpf.c, reads its ring buffer into
- * struct procconn_event for the owner's callbacks (the proc connector's interface), counts
+ * struct evsrc_event for the owner's callbacks (evsrc.h, whose driver it is), counts
  * what the programs dropped, and walks every process's exe with the task iterator.
  * It only reads; it never changes a task.
  */
@@ -24,8 +24,8 @@
 #include "sample/bpfload.h"
 #include "util/log.h"
 
-_Static_assert(RQE_FORK == PROCCONN_FORK && RQE_EXEC == PROCCONN_EXEC && RQE_EXIT == PROCCONN_EXIT,
-	       "bpf/rqevents.bpf.h and procconn.h disagree");
+_Static_assert(RQE_FORK == EVSRC_FORK && RQE_EXEC == EVSRC_EXEC && RQE_EXIT == EVSRC_EXIT,
+	       "bpf/rqevents.bpf.h and evsrc.h disagree");
 
 /*
  * Records delivered by one bpfev_dispatch, as the connector's bound: under a fork
@@ -39,9 +39,9 @@ _Static_assert(RQE_FORK == PROCCONN_FORK && RQE_EXEC == PROCCONN_EXEC && RQE_EXI
 struct bpfev {
 	struct rqevents *skel;
 	struct ring_buffer *rb;
-	struct procconn_callbacks cb;
+	struct evsrc_callbacks cb;
 	void *ctx;
-	struct procconn_counters n;
+	struct evsrc_counters n;
 	uint64_t dropped_seen;     /* the programs' drop count at the last dispatch */
 	int delivered;             /* by the current dispatch */
 	bool empty;
@@ -53,7 +53,7 @@ dev_t bpfev_dev(uint64_t kdev)
 	return makedev((unsigned)(kdev >> 20), (unsigned)(kdev & ((1u << 20) - 1)));
 }
 
-int bpfev_decode(const void *data, size_t len, struct procconn_event *ret)
+int bpfev_decode(const void *data, size_t len, struct evsrc_event *ret)
 {
 	struct rqe_event e;
 
@@ -64,8 +64,8 @@ int bpfev_decode(const void *data, size_t len, struct procconn_event *ret)
 	    e.tgid <= 0 || (e.kind == RQE_FORK && (e.parent_tid < 0 || e.parent_tgid < 0 ||
 						     e.creator_tid < 0 || e.creator_tgid < 0)))
 		return -EINVAL;
-	*ret = (struct procconn_event){
-		.kind = (enum procconn_event_kind)e.kind,
+	*ret = (struct evsrc_event){
+		.kind = (enum evsrc_kind)e.kind,
 		.tid = e.tid,
 		.tgid = e.tgid,
 		.parent_tid = e.kind == RQE_FORK ? e.parent_tid : 0,
@@ -83,7 +83,7 @@ int bpfev_decode(const void *data, size_t len, struct procconn_event *ret)
 	return 0;
 }
 
-size_t bpfev_decode_exes(const void *data, size_t len, struct bpfev_exe *ret, size_t max)
+size_t bpfev_decode_exes(const void *data, size_t len, struct evsrc_exe *ret, size_t max)
 {
 	size_t n = 0;
 
@@ -94,7 +94,7 @@ size_t bpfev_decode_exes(const void *data, size_t len, struct bpfev_exe *ret, si
 		memcpy(&x, (const char *)data + off, sizeof(x));
 		if (x.tgid <= 0)
 			continue;
-		ret[n] = (struct bpfev_exe){ .tgid = x.tgid, .start_ns = x.start_ns,
+		ret[n] = (struct evsrc_exe){ .tgid = x.tgid, .start_ns = x.start_ns,
 					     .has_exe = (x.flags & RQE_F_EXE) != 0 };
 		if (ret[n].has_exe) {
 			ret[n].dev = bpfev_dev(x.exe_dev);
@@ -108,7 +108,7 @@ size_t bpfev_decode_exes(const void *data, size_t len, struct bpfev_exe *ret, si
 static int on_record(void *ctx, void *data, size_t len)
 {
 	struct bpfev *ev = ctx;
-	struct procconn_event e;
+	struct evsrc_event e;
 
 	if (bpfev_decode(data, len, &e) < 0) {
 		ev->n.ignored++;
@@ -139,7 +139,7 @@ static int load(struct bpfev *ev, char *why, size_t why_len)
 	return r;
 }
 
-int bpfev_open(const struct procconn_callbacks *cb, void *ctx, struct bpfev **ret, char *why,
+int bpfev_open(const struct evsrc_callbacks *cb, void *ctx, struct bpfev **ret, char *why,
 	       size_t why_len)
 {
 	struct bpfev *ev;
@@ -207,7 +207,7 @@ bool bpfev_empty(const struct bpfev *ev)
 	return ev->empty;
 }
 
-void bpfev_counters(const struct bpfev *ev, struct procconn_counters *ret, uint64_t *ret_dropped)
+void bpfev_counters(const struct bpfev *ev, struct evsrc_counters *ret, uint64_t *ret_dropped)
 {
 	*ret = ev->n;
 	if (ret_dropped)
@@ -228,18 +228,11 @@ static int iter_fd(struct bpfev *ev, bool raise)
 	return fd < 0 ? -errno : fd;
 }
 
-static int cmp_exe(const void *a, const void *b)
-{
-	const struct bpfev_exe *x = a, *y = b;
-
-	return (x->tgid > y->tgid) - (x->tgid < y->tgid);
-}
-
-int bpfev_exes(struct bpfev *ev, struct bpfev_exe **ret, size_t *ret_n)
+int bpfev_exes(struct bpfev *ev, struct evsrc_exe **ret, size_t *ret_n)
 {
 	size_t have = 0, cap = 0, n;
 	char *buf = NULL;
-	struct bpfev_exe *exes;
+	struct evsrc_exe *exes;
 	int fd = iter_fd(ev, true), r = 0;
 
 	if (fd < 0)
@@ -273,19 +266,12 @@ int bpfev_exes(struct bpfev *ev, struct bpfev_exe **ret, size_t *ret_n)
 		r = -ENOMEM;
 	if (r == 0) {
 		n = bpfev_decode_exes(buf, have, exes, n);
-		qsort(exes, n, sizeof(*exes), cmp_exe);
+		evsrc_exe_sort(exes, n);
 		*ret = exes;
 		*ret_n = n;
 	}
 	free(buf);
 	return r;
-}
-
-const struct bpfev_exe *bpfev_exe_find(const struct bpfev_exe *exes, size_t n, pid_t tgid)
-{
-	struct bpfev_exe key = { .tgid = tgid };
-
-	return n ? bsearch(&key, exes, n, sizeof(*exes), cmp_exe) : NULL;
 }
 
 bool bpfev_walks_unprivileged(struct bpfev *ev)
@@ -297,3 +283,59 @@ bool bpfev_walks_unprivileged(struct bpfev *ev)
 	close(fd);
 	return true;
 }
+
+/* ---- the event source driver (evsrc.h) ---- */
+
+static int es_open(struct evsrc *es, char *why, size_t why_len)
+{
+	struct bpfev *ev;
+	int r = bpfev_open(&es->cb, es->ctx, &ev, why, why_len);
+
+	if (r == 0)
+		es->priv = ev;
+	return r;
+}
+
+static void es_close(struct evsrc *es)
+{
+	bpfev_close(es->priv);
+}
+
+static int es_fd(const struct evsrc *es)
+{
+	return bpfev_fd(es->priv);
+}
+
+static int es_dispatch(struct evsrc *es)
+{
+	return bpfev_dispatch(es->priv);
+}
+
+static bool es_empty(const struct evsrc *es)
+{
+	return bpfev_empty(es->priv);
+}
+
+static int es_exes(struct evsrc *es, struct evsrc_exe **ret, size_t *ret_n)
+{
+	return bpfev_exes(es->priv, ret, ret_n);
+}
+
+static bool es_walks_unprivileged(struct evsrc *es)
+{
+	return bpfev_walks_unprivileged(es->priv);
+}
+
+/* Forks and exits wake the poller only once RQE_WAKE_BYTES wait (rqevents.bpf.c). */
+const struct evsrc_ops bpfev_ops = {
+	.name = "bpf",
+	.lost = "BPF ring buffer full",
+	.tick_read = true,
+	.open = es_open,
+	.close = es_close,
+	.fd = es_fd,
+	.dispatch = es_dispatch,
+	.empty = es_empty,
+	.exes = es_exes,
+	.walks_unprivileged = es_walks_unprivileged,
+};

@@ -1,11 +1,12 @@
 /*
  * The BPF event source: fork, exec and exit events from the scheduler's process
- * tracepoints (rqevents.bpf.c) through a BPF ring buffer, delivered through the proc
- * connector's interface (procconn.h) with what the connector cannot say: each task's
- * exact start time, and at exec the device and inode of the file the kernel runs.
+ * tracepoints (rqevents.bpf.c) through a BPF ring buffer, delivered through the event
+ * source interface (evsrc.h: bpfev_ops drives it) with what the proc connector cannot
+ * say: each task's exact start time, and at exec the device and inode of the file the
+ * kernel runs.
  * And a task iterator walk that says what every process runs now. A sample source:
  * it only reads. It needs CAP_BPF and CAP_PERFMON to load, none after, but where the
- * kernel checks CAP_BPF on every bpf() call, for a walk (bpfev_exes_unprivileged).
+ * kernel checks CAP_BPF on every bpf() call, for a walk (bpfev_walks_unprivileged).
  *
  * Events the ring buffer had no room for are counted by the programs: each dispatch
  * that finds the count grown calls the overflow callback, and the owner rescans /proc.
@@ -18,25 +19,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "sample/procconn.h"
+#include "sample/evsrc.h"
 
 struct bpfev;
-
-/* A process as a walk saw it: its start, and the file it runs where it has one. */
-struct bpfev_exe {
-	pid_t tgid;
-	uint64_t start_ns;  /* CLOCK_BOOTTIME ns, as procconn_event's */
-	bool has_exe;
-	dev_t dev;          /* as stat(2) gives it */
-	ino_t ino;
-};
 
 /*
  * Loads and attaches the programs. 0, or -errno with why (-EPERM: needs CAP_BPF and
  * CAP_PERFMON; -EOPNOTSUPP: no kernel BTF). Events from before it returns are not
  * delivered: scan /proc after it.
  */
-int bpfev_open(const struct procconn_callbacks *cb, void *ctx, struct bpfev **ret, char *why,
+int bpfev_open(const struct evsrc_callbacks *cb, void *ctx, struct bpfev **ret, char *why,
 	       size_t why_len);
 /* Detaches and frees; NULL is fine. */
 void bpfev_close(struct bpfev *ev);
@@ -51,14 +43,12 @@ int bpfev_dispatch(struct bpfev *ev);
 /* Whether the last bpfev_dispatch read the ring buffer empty. */
 bool bpfev_empty(const struct bpfev *ev);
 /* overflows counts the dispatches that found drops; dropped, the events lost. */
-void bpfev_counters(const struct bpfev *ev, struct procconn_counters *ret, uint64_t *ret_dropped);
+void bpfev_counters(const struct bpfev *ev, struct evsrc_counters *ret, uint64_t *ret_dropped);
 /*
  * Walks every process (thread group leaders, no kernel threads) with the task
  * iterator: *ret (malloc'd, sorted by tgid) and *ret_n. 0 or -errno.
  */
-int bpfev_exes(struct bpfev *ev, struct bpfev_exe **ret, size_t *ret_n);
-/* The walk's entry for tgid, or NULL. */
-const struct bpfev_exe *bpfev_exe_find(const struct bpfev_exe *exes, size_t n, pid_t tgid);
+int bpfev_exes(struct bpfev *ev, struct evsrc_exe **ret, size_t *ret_n);
 /* Whether a walk works without CAP_BPF in the effective set (a probe: one walk). */
 bool bpfev_walks_unprivileged(struct bpfev *ev);
 
@@ -66,11 +56,11 @@ bool bpfev_walks_unprivileged(struct bpfev *ev);
 /* The kernel's dev_t (major << 20 | minor) as userspace's. */
 dev_t bpfev_dev(uint64_t kdev);
 /* One ring buffer record (struct rqe_event) into ret. 0, or -EINVAL if it is not one. */
-int bpfev_decode(const void *data, size_t len, struct procconn_event *ret);
+int bpfev_decode(const void *data, size_t len, struct evsrc_event *ret);
 /*
  * A walk's output (struct rqe_exe records) into ret, at most max: the number decoded;
  * a trailing part record is left out.
  */
-size_t bpfev_decode_exes(const void *data, size_t len, struct bpfev_exe *ret, size_t max);
+size_t bpfev_decode_exes(const void *data, size_t len, struct evsrc_exe *ret, size_t max);
 
 #endif

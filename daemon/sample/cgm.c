@@ -11,24 +11,21 @@
 
 #include "rqbalance.h"
 #include "sample/cgm.h"
+#include "sample/procfs.h"
 #include "util/util.h"
 
 /* Parent, real and effective uid from PROC_ROOT/PID/status; -ESRCH when it is gone. */
 static int status_of(const char *proc_root, pid_t pid, struct cgm_proc *m)
 {
-	char path[PATH_MAX], buf[4096], *p, *q;
-	unsigned ruid, euid;
+	const unsigned need = PARSE_STATUS_PPID | PARSE_STATUS_RUID | PARSE_STATUS_EUID;
+	struct parse_status s;
+	int r = procfs_status(proc_root, pid, &s);
 
-	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
-	if (util_read_file(path, buf, sizeof(buf)) < 0)
+	if (r < 0 || ((unsigned)r & need) != need)
 		return -ESRCH;
-	p = strstr(buf, "\nUid:");
-	q = strstr(buf, "\nPPid:");
-	if (!p || !q || sscanf(p + 5, "%u %u", &ruid, &euid) != 2)
-		return -ESRCH;
-	m->ppid = (pid_t)atoi(q + 6);
-	m->ruid = ruid;
-	m->euid = euid;
+	m->ppid = s.ppid;
+	m->ruid = s.ruid;
+	m->euid = s.euid;
 	return 0;
 }
 

@@ -18,42 +18,24 @@
 #include "util/timedread.h"
 #include "util/util.h"
 
-/* Field nth (0: real, 1: effective) of the "Uid:" line of status. 0 or -EINVAL. */
-static int parse_uid_field(const char *status, int nth, uid_t *ret)
-{
-	const char *p = status;
-
-	while (*p) {
-		const char *eol = strchrnul(p, '\n');
-
-		if (strncmp(p, "Uid:", 4) == 0) {
-			unsigned long long uid = 0;
-			char *end = (char *)p + 4;
-
-			for (int i = 0; i <= nth; i++) {
-				const char *start = end;
-
-				errno = 0;
-				uid = strtoull(start, &end, 10);
-				if (end == start || errno || uid >= (uid_t)-1)
-					return -EINVAL;
-			}
-			*ret = (uid_t)uid;
-			return 0;
-		}
-		p = *eol ? eol + 1 : eol;
-	}
-	return -EINVAL;
-}
-
 int ident_parse_uid(const char *status, uid_t *ret)
 {
-	return parse_uid_field(status, 0, ret);
+	struct parse_status s;
+
+	if (!(parse_status(status, &s) & PARSE_STATUS_RUID))
+		return -EINVAL;
+	*ret = s.ruid;
+	return 0;
 }
 
 int ident_parse_euid(const char *status, uid_t *ret)
 {
-	return parse_uid_field(status, 1, ret);
+	struct parse_status s;
+
+	if (!(parse_status(status, &s) & PARSE_STATUS_EUID))
+		return -EINVAL;
+	*ret = s.euid;
+	return 0;
 }
 
 /* Whether the comma-separated list [s, end) holds word. */
@@ -176,10 +158,11 @@ static void fields_needed(const struct rule_set *rules, bool ret[5])
 int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *kexe,
 		     const struct rule_set *rules, struct ident_buf *buf, struct proc_ident *ret)
 {
-	char dir[PATH_MAX], path[PATH_MAX], status[4096];
+	char dir[PATH_MAX];
 	uid_t uid = RULE_UID_ANY;
+	struct parse_status st;
 	bool need[5];
-	ssize_t n;
+	int r;
 
 	/*
 	 * Only what some rule matches on is read (an exec is matched while the task
@@ -189,14 +172,12 @@ int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *k
 	buf->comm[0] = buf->exe[0] = buf->cmdline[0] = buf->cgroup[0] = '\0';
 	snprintf(dir, sizeof(dir), "%s/%d", proc_root, (int)pid);
 	if (need[0]) {
-		snprintf(path, sizeof(path), "%s/status", dir);
-		n = util_read_file(path, status, sizeof(status));
-		if (n == -ENOENT || n == -ESRCH)
-			return -ESRCH;
-		if (n < 0)
-			return (int)n;
-		if (ident_parse_uid(status, &uid) < 0)
+		r = procfs_status(proc_root, pid, &st);
+		if (r < 0)
+			return r;
+		if (!(r & PARSE_STATUS_RUID))
 			return -EINVAL;
+		uid = st.ruid;
 	}
 	if (need[1])
 		util_read_line(dir, "comm", buf->comm, sizeof(buf->comm));

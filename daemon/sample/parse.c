@@ -1,8 +1,8 @@
 /*
- * Sample stage, its pure parsers: the text of /proc/TID/stat, /proc/stat,
- * /proc/PID/cgroup, /proc/mounts and /proc/PID/mountinfo into plain values. Text in,
- * values out: no I/O, no clock, no logging, so any stage that has read such a file may
- * parse it here.
+ * Sample stage, its pure parsers: the text of /proc/TID/stat, /proc/TID/status's ids,
+ * /proc/stat, /proc/PID/cgroup, /proc/mounts and /proc/PID/mountinfo into plain
+ * values. Text in, values out: no I/O, no clock, no logging, so any stage that has
+ * read such a file may parse it here.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -108,6 +108,71 @@ static bool list_has(const char *s, const char *end, const char *word)
 		s += l + 1;
 	}
 	return false;
+}
+
+/* The text after key on the first line of status that begins with it, or NULL. */
+static const char *status_line(const char *status, const char *key)
+{
+	size_t len = strlen(key);
+	const char *p = status;
+
+	while (*p) {
+		const char *eol = strchrnul(p, '\n');
+
+		if (strncmp(p, key, len) == 0)
+			return p + len;
+		p = *eol ? eol + 1 : eol;
+	}
+	return NULL;
+}
+
+/* A pid at p, at least min: 0 and *ret, or -EINVAL. */
+static int status_pid(const char *p, long min, pid_t *ret)
+{
+	char *end;
+	long v;
+
+	if (!p)
+		return -EINVAL;
+	errno = 0;
+	v = strtol(p, &end, 10);
+	if (end == p || errno || v < min || v > INT_MAX)
+		return -EINVAL;
+	*ret = (pid_t)v;
+	return 0;
+}
+
+/* The uids of a "Uid:" line's text at p, real then effective: the mask of those read. */
+static unsigned status_uids(const char *p, struct parse_status *ret)
+{
+	static const unsigned bit[2] = { PARSE_STATUS_RUID, PARSE_STATUS_EUID };
+	uid_t *field[2] = { &ret->ruid, &ret->euid };
+	char *end = (char *)p;
+	unsigned got = 0;
+
+	for (int i = 0; p && i < 2; i++) {
+		const char *start = end;
+		unsigned long long uid;
+
+		errno = 0;
+		uid = strtoull(start, &end, 10);
+		if (end == start || errno || uid >= (uid_t)-1)
+			break;
+		*field[i] = (uid_t)uid;
+		got |= bit[i];
+	}
+	return got;
+}
+
+unsigned parse_status(const char *buf, struct parse_status *ret)
+{
+	unsigned got = 0;
+
+	if (status_pid(status_line(buf, "Tgid:"), 1, &ret->tgid) == 0)
+		got |= PARSE_STATUS_TGID;
+	if (status_pid(status_line(buf, "PPid:"), 0, &ret->ppid) == 0)
+		got |= PARSE_STATUS_PPID;
+	return got | status_uids(status_line(buf, "Uid:"), ret);
 }
 
 int parse_cgroup(const char *buf, char *ret_path, size_t len)

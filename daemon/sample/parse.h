@@ -27,6 +27,25 @@ struct parse_stat_line {
 };
 /* Parses one /proc/TID/stat line. 0 or -EINVAL. */
 int parse_stat(const char *buf, struct parse_stat_line *ret);
+/* The ids parse_status found, a mask. */
+#define PARSE_STATUS_TGID 0x1u
+#define PARSE_STATUS_PPID 0x2u
+#define PARSE_STATUS_RUID 0x4u
+#define PARSE_STATUS_EUID 0x8u
+
+/* A task's ids, as /proc/TID/status gives them. */
+struct parse_status {
+	pid_t tgid;             /* "Tgid:": its process */
+	pid_t ppid;             /* "PPid:": its parent's process; 0 for none */
+	uid_t ruid;             /* "Uid:", the first field: its real uid */
+	uid_t euid;             /* "Uid:", the second: its effective uid */
+};
+/*
+ * Parses /proc/TID/status text into ret, each id from the first line that begins with
+ * its key: a Tgid above 0, a PPid of 0 or more, uids below (uid_t)-1. Returns the mask
+ * of the PARSE_STATUS_* ids that parsed; the others are left as they were.
+ */
+unsigned parse_status(const char *buf, struct parse_status *ret);
 /*
  * Parses /proc/stat: per-CPU busy and idle jiffies into arrays of n entries (CPUs not
  * listed stay 0) and procs_running. Returns 0 or -EINVAL.

@@ -1,5 +1,6 @@
 /*
- * Sample stage: fork, exec and exit events from the kernel's proc connector (libnl-3).
+ * Sample stage: fork, exec and exit events from the kernel's proc connector (libnl-3),
+ * one of the event source drivers (evsrc.h).
  * It only reads: it never touches a task, and sends nothing but its own (un)subscription.
  */
 #include <errno.h>
@@ -36,9 +37,9 @@
 struct procconn {
 	struct nl_sock *sk;       /* NETLINK_CONNECTOR, in group CN_IDX_PROC, non-blocking */
 	struct nl_cb *nlcb;       /* the socket's callbacks, with our MSG_IN handler */
-	struct procconn_callbacks cb;   /* the owner's, with ctx */
+	struct evsrc_callbacks cb;   /* the owner's, with ctx */
 	void *ctx;
-	struct procconn_counters n;     /* since procconn_open */
+	struct evsrc_counters n;     /* since procconn_open */
 	uint32_t seq;             /* cn_msg seq and ack of our LISTEN: the port, unique */
 	int ack_err;              /* -1 until our ack arrives, then the kernel's errno (0: ok) */
 	bool subscribing;         /* inside procconn_open: nothing is delivered yet */
@@ -116,25 +117,25 @@ static size_t needed_len(uint32_t what)
 }
 
 /* 0 and *ret filled for fork, exec and exit; -EINVAL for anything else. */
-static int translate(const struct proc_event *pe, struct procconn_event *ret)
+static int translate(const struct proc_event *pe, struct evsrc_event *ret)
 {
-	struct procconn_event ev = { .ts_ns = pe->timestamp_ns };
+	struct evsrc_event ev = { .ts_ns = pe->timestamp_ns };
 
 	switch (pe->what) {
 	case PROC_EVENT_FORK:
-		ev.kind = PROCCONN_FORK;
+		ev.kind = EVSRC_FORK;
 		ev.tid = pe->event_data.fork.child_pid;
 		ev.tgid = pe->event_data.fork.child_tgid;
 		ev.parent_tid = pe->event_data.fork.parent_pid;
 		ev.parent_tgid = pe->event_data.fork.parent_tgid;
 		break;
 	case PROC_EVENT_EXEC:
-		ev.kind = PROCCONN_EXEC;
+		ev.kind = EVSRC_EXEC;
 		ev.tid = pe->event_data.exec.process_pid;
 		ev.tgid = pe->event_data.exec.process_tgid;
 		break;
 	case PROC_EVENT_EXIT:
-		ev.kind = PROCCONN_EXIT;
+		ev.kind = EVSRC_EXIT;
 		ev.tid = pe->event_data.exit.process_pid;
 		ev.tgid = pe->event_data.exit.process_tgid;
 		break;
@@ -186,7 +187,7 @@ static int on_msg(struct nl_msg *msg, void *arg)
 	struct procconn *pc = arg;
 	struct cn_msg cn;
 	struct proc_event pe;
-	struct procconn_event ev;
+	struct evsrc_event ev;
 
 	if (extract(msg, &cn, &pe) < 0) {
 		pc->n.ignored++;
@@ -295,7 +296,7 @@ static int connect_sock(struct procconn *pc)
 	return pc->nlcb ? 0 : -ENOMEM;
 }
 
-int procconn_open(const struct procconn_callbacks *cb, void *ctx, struct procconn **ret)
+int procconn_open(const struct evsrc_callbacks *cb, void *ctx, struct procconn **ret)
 {
 	struct procconn *pc = calloc(1, sizeof(*pc));
 	int r;
@@ -363,7 +364,52 @@ bool procconn_empty(const struct procconn *pc)
 	return pc->empty;
 }
 
-void procconn_counters(const struct procconn *pc, struct procconn_counters *ret)
+void procconn_counters(const struct procconn *pc, struct evsrc_counters *ret)
 {
 	*ret = pc->n;
 }
+
+/* ---- the event source driver (evsrc.h) ---- */
+
+static int es_open(struct evsrc *es, char *why, size_t why_len)
+{
+	struct procconn *pc;
+	int r = procconn_open(&es->cb, es->ctx, &pc);
+
+	(void)why;
+	(void)why_len;
+	if (r == 0)
+		es->priv = pc;
+	return r;
+}
+
+static void es_close(struct evsrc *es)
+{
+	procconn_close(es->priv);
+}
+
+static int es_fd(const struct evsrc *es)
+{
+	return procconn_fd(es->priv);
+}
+
+static int es_dispatch(struct evsrc *es)
+{
+	return procconn_dispatch(es->priv);
+}
+
+static bool es_empty(const struct evsrc *es)
+{
+	return procconn_empty(es->priv);
+}
+
+/* No task walk: exe rules read /proc/PID/exe, and nothing needs a capability after open. */
+const struct evsrc_ops procconn_ops = {
+	.name = "connector",
+	.lost = "proc connector overflowed",
+	.open = es_open,
+	.close = es_close,
+	.fd = es_fd,
+	.dispatch = es_dispatch,
+	.empty = es_empty,
+};

@@ -5,10 +5,9 @@
  * it only reads. When the socket overflows, events are lost: the owner is told, counts
  * it, and rescans /proc.
  *
- * struct procconn_event and struct procconn_callbacks are also what the BPF event source
- * (bpfev.h) delivers, which the daemon prefers where BPF loads: it adds what the
- * connector cannot say, the task's exact start time and the identity of the file an
- * exec runs.
+ * One of the two event sources (evsrc.h: procconn_ops drives it). The daemon prefers
+ * the BPF one (bpfev.h) where it loads: it adds what the connector cannot say, the
+ * task's exact start time and the identity of the file an exec runs.
  */
 #ifndef RQB_PROCCONN_H
 #define RQB_PROCCONN_H
@@ -17,43 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum procconn_event_kind { PROCCONN_FORK = 1, PROCCONN_EXEC, PROCCONN_EXIT };
-
-struct procconn_event {
-	enum procconn_event_kind kind;
-	pid_t tid;          /* FORK: the new task; EXEC/EXIT: the task */
-	pid_t tgid;         /* its process */
-	/*
-	 * FORK only: the kernel's real_parent. For a new process that is the forking
-	 * task; for a new thread it is its process's parent, not the cloning thread.
-	 */
-	pid_t parent_tid;
-	pid_t parent_tgid;
-	/*
-	 * FORK only: the task that created the new one (the kernel's current), whose
-	 * nice, policy and cgroup it inherits; the same as the parent but after
-	 * clone(CLONE_PARENT) and for threads. 0 where the source does not say (the
-	 * connector).
-	 */
-	pid_t creator_tid;
-	pid_t creator_tgid;
-	uint64_t ts_ns;     /* kernel timestamp (CLOCK_MONOTONIC ns) */
-	/*
-	 * The task's start (FORK: the new task's) in CLOCK_BOOTTIME ns, the clock of
-	 * /proc/PID/stat's start time; 0 where the source does not say (the connector).
-	 */
-	uint64_t start_ns;
-	/* EXEC: the device and inode (as stat(2) gives them) of the file now run. */
-	bool has_exe;
-	dev_t exe_dev;
-	ino_t exe_ino;
-};
-
-struct procconn_callbacks {
-	void (*event)(void *ctx, const struct procconn_event *ev);
-	/* Events were lost (ENOBUFS): the owner must rescan /proc. */
-	void (*overflow)(void *ctx);
-};
+#include "sample/evsrc.h"
 
 struct procconn;
 
@@ -63,7 +26,7 @@ struct procconn;
  * -EPERM: not the initial network, user or pid namespace, or not allowed). Waits for the kernel's
  * ack; events from before it returns are not delivered: scan /proc after it.
  */
-int procconn_open(const struct procconn_callbacks *cb, void *ctx, struct procconn **ret);
+int procconn_open(const struct evsrc_callbacks *cb, void *ctx, struct procconn **ret);
 /* Unsubscribes and closes; NULL is fine. */
 void procconn_close(struct procconn *pc);
 /* The fd to poll for input (sd_event_add_io with EPOLLIN). */
@@ -81,11 +44,7 @@ int procconn_dispatch(struct procconn *pc);
  */
 bool procconn_empty(const struct procconn *pc);
 
-struct procconn_counters {
-	uint64_t events;     /* fork/exec/exit delivered */
-	uint64_t overflows;  /* times the socket overflowed */
-	uint64_t ignored;    /* other connector messages (uid, comm, ack...) */
-};
-void procconn_counters(const struct procconn *pc, struct procconn_counters *ret);
+/* overflows: times the socket overflowed; ignored: other connector messages (acks...). */
+void procconn_counters(const struct procconn *pc, struct evsrc_counters *ret);
 
 #endif

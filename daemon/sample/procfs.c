@@ -1,5 +1,5 @@
 /*
- * sample/: the shared reader of a task's stat and cgroup files (see procfs.h). It never
+ * sample/: the shared reader of a task's stat, status and cgroup files (see procfs.h). It never
  * writes, and never reads a file that a user other than the kernel can have written.
  */
 #include <errno.h>
@@ -49,6 +49,21 @@ int procfs_stat_fd(int fd, struct parse_stat_line *ret)
 		return gone_or(-errno);
 	buf[n] = '\0';
 	return stat_from(n, buf, ret);
+}
+
+int procfs_status(const char *proc_root, pid_t tid, struct parse_status *ret)
+{
+	/* The ids are near the top: the groups and masks below need not fit. */
+	char path[PATH_MAX], buf[4096];
+	int r = task_path(path, sizeof(path), proc_root, 0, tid, "status");
+	ssize_t n;
+
+	if (r < 0)
+		return r;
+	n = util_read_file(path, buf, sizeof(buf));
+	if (n <= 0)
+		return gone_or(n);
+	return (int)parse_status(buf, ret);
 }
 
 int procfs_cgroup(const char *proc_root, pid_t tgid, pid_t tid, char *ret, size_t len)

@@ -1,8 +1,8 @@
 /*
  * The one reader of a task's own /proc files that every stage shares (procfs.c): a
  * sampler, the latency manager, the actuators and the ctl peer check read a task's
- * stat and cgroup here, and parse them with parse.c. It reads and parses; it decides
- * nothing.
+ * stat, cgroup and ids (its status's) here, and parse them with parse.c. It
+ * reads and parses; it decides nothing.
  */
 #ifndef RQB_PROCFS_H
 #define RQB_PROCFS_H
@@ -22,6 +22,11 @@
 int procfs_stat(const char *proc_root, pid_t tgid, pid_t tid, struct parse_stat_line *ret);
 /* The same, from a stat file the caller holds open (read again from its start). */
 int procfs_stat_fd(int fd, struct parse_stat_line *ret);
+/*
+ * Task tid's ids from PROC_ROOT/TID/status (parse_status): the mask of those found,
+ * -ESRCH when the task is gone, or another -errno.
+ */
+int procfs_status(const char *proc_root, pid_t tid, struct parse_status *ret);
 /*
  * Task tid's cgroup path, as parse_cgroup picks it (the hierarchy of the cpu
  * controller), from the same places as procfs_stat. 0, -ESRCH when gone, -ENOENT

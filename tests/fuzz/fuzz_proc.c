@@ -5,7 +5,7 @@
  *   0 parse_stat           /proc/TID/stat
  *   1 parse_cpustat        /proc/stat
  *   2 parse_cgroup         /proc/PID/cgroup, for the sampler
- *   3 ident_parse_uid      /proc/PID/status
+ *   3 parse_status         /proc/PID/status (and ident_parse_uid on it)
  *   4 parse_cgroup         the same (once the rules' own parser; its corpus stays)
  *   5 ident_join_cmdline   /proc/PID/cmdline (bytes, NULs and all)
  * There is no schedstat parser: the daemon only checks that /proc/schedstat exists.
@@ -67,10 +67,17 @@ static void cgroup(const char *text, unsigned variant)
 
 static void status(const char *text)
 {
+	struct parse_status s = { 0 };
+	unsigned got = parse_status(text, &s);
 	uid_t uid;
 
-	if (ident_parse_uid(text, &uid) == 0)
-		FUZZ_CHECK(uid != (uid_t)-1);
+	FUZZ_CHECK(!(got & PARSE_STATUS_TGID) || s.tgid > 0);
+	FUZZ_CHECK(!(got & PARSE_STATUS_PPID) || s.ppid >= 0);
+	FUZZ_CHECK(!(got & PARSE_STATUS_EUID) || (got & PARSE_STATUS_RUID));
+	FUZZ_CHECK(!(got & PARSE_STATUS_RUID) || s.ruid != (uid_t)-1);
+	FUZZ_CHECK(!(got & PARSE_STATUS_EUID) || s.euid != (uid_t)-1);
+	/* The rules' reader is the same parser. */
+	FUZZ_CHECK((ident_parse_uid(text, &uid) == 0) == ((got & PARSE_STATUS_RUID) != 0));
 }
 
 /* cmdline is bytes: NULs are its separators, so the text is not cut at them. */

@@ -52,11 +52,11 @@ static struct rqe_event record(__u32 kind)
 static void test_decode(void **state)
 {
 	struct rqe_event r = record(RQE_FORK);
-	struct procconn_event e;
+	struct evsrc_event e;
 
 	(void)state;
 	assert_int_equal(bpfev_decode(&r, sizeof(r), &e), 0);
-	assert_int_equal(e.kind, PROCCONN_FORK);
+	assert_int_equal(e.kind, EVSRC_FORK);
 	assert_int_equal(e.tid, 101);
 	assert_int_equal(e.tgid, 100);
 	assert_int_equal(e.parent_tid, 7);
@@ -70,7 +70,7 @@ static void test_decode(void **state)
 
 	r = record(RQE_EXEC);
 	assert_int_equal(bpfev_decode(&r, sizeof(r), &e), 0);
-	assert_int_equal(e.kind, PROCCONN_EXEC);
+	assert_int_equal(e.kind, EVSRC_EXEC);
 	assert_true(e.has_exe);
 	assert_true(e.exe_dev == makedev(8, 2));
 	assert_int_equal(e.exe_ino, 1234);
@@ -83,7 +83,7 @@ static void test_decode(void **state)
 
 	r = record(RQE_EXIT);
 	assert_int_equal(bpfev_decode(&r, sizeof(r), &e), 0);
-	assert_int_equal(e.kind, PROCCONN_EXIT);
+	assert_int_equal(e.kind, EVSRC_EXIT);
 	assert_false(e.has_exe);
 
 	/* Not an event: a short record, an unknown kind, a pid that no task has. */
@@ -113,7 +113,7 @@ static void test_decode_exes(void **state)
 		{ .tgid = 300, .flags = 0, .start_ns = 30 }, /* no mm: no file */
 	};
 	char buf[sizeof(in) + sizeof(in[0]) / 2];
-	struct bpfev_exe out[4];
+	struct evsrc_exe out[4];
 
 	(void)state;
 	memcpy(buf, in, sizeof(in));
@@ -129,9 +129,9 @@ static void test_decode_exes(void **state)
 	/* At most max. */
 	assert_int_equal(bpfev_decode_exes(buf, sizeof(buf), out, 1), 1);
 	assert_int_equal(bpfev_decode_exes(buf, 0, out, 4), 0);
-	assert_non_null(bpfev_exe_find(out, 2, 300));
-	assert_null(bpfev_exe_find(out, 2, 2));
-	assert_null(bpfev_exe_find(NULL, 0, 1));
+	assert_non_null(evsrc_exe_find(out, 2, 300));
+	assert_null(evsrc_exe_find(out, 2, 2));
+	assert_null(evsrc_exe_find(NULL, 0, 1));
 }
 
 /* ---- on this kernel ---- */
@@ -140,12 +140,12 @@ struct seen {
 	pid_t parent;
 	pid_t child;
 	size_t n;
-	struct procconn_event ev[MAX_SEEN];
+	struct evsrc_event ev[MAX_SEEN];
 	uint64_t events;
 	uint64_t overflows;
 };
 
-static void on_event(void *ctx, const struct procconn_event *ev)
+static void on_event(void *ctx, const struct evsrc_event *ev)
 {
 	struct seen *s = ctx;
 
@@ -160,7 +160,7 @@ static void on_overflow(void *ctx)
 	((struct seen *)ctx)->overflows++;
 }
 
-static const struct procconn_callbacks callbacks = { .event = on_event, .overflow = on_overflow };
+static const struct evsrc_callbacks callbacks = { .event = on_event, .overflow = on_overflow };
 
 static struct bpfev *open_or_skip(struct seen *s)
 {
@@ -187,7 +187,7 @@ static void drain(struct bpfev *ev)
 	while (!bpfev_empty(ev));
 }
 
-static const struct procconn_event *find(const struct seen *s, enum procconn_event_kind kind, pid_t tid)
+static const struct evsrc_event *find(const struct seen *s, enum evsrc_kind kind, pid_t tid)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (s->ev[i].kind == kind && s->ev[i].tid == tid)
@@ -270,8 +270,8 @@ static void test_child_events(void **state)
 	(void)state;
 	assert_int_equal(stat(prog, &st), 0);
 	for (attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-		struct procconn_counters before, after;
-		const struct procconn_event *fork_ev, *exec_ev, *exit_ev, *thr = NULL;
+		struct evsrc_counters before, after;
+		const struct evsrc_event *fork_ev, *exec_ev, *exit_ev, *thr = NULL;
 		uint64_t start;
 		pid_t pid;
 		int wst;
@@ -292,11 +292,11 @@ static void test_child_events(void **state)
 			print_message("events were dropped by a fork storm elsewhere: again\n");
 			continue;
 		}
-		fork_ev = find(s, PROCCONN_FORK, pid);
-		exec_ev = find(s, PROCCONN_EXEC, pid);
-		exit_ev = find(s, PROCCONN_EXIT, pid);
+		fork_ev = find(s, EVSRC_FORK, pid);
+		exec_ev = find(s, EVSRC_EXEC, pid);
+		exit_ev = find(s, EVSRC_EXIT, pid);
 		for (size_t i = 0; i < s->n; i++)
-			if (s->ev[i].kind == PROCCONN_FORK && s->ev[i].tgid == pid && s->ev[i].tid != pid)
+			if (s->ev[i].kind == EVSRC_FORK && s->ev[i].tgid == pid && s->ev[i].tid != pid)
 				thr = &s->ev[i];
 		assert_non_null(fork_ev);
 		assert_non_null(exec_ev);
@@ -325,7 +325,7 @@ static void test_child_events(void **state)
 		assert_true(fork_ev->ts_ns <= exec_ev->ts_ns && exec_ev->ts_ns <= exit_ev->ts_ns);
 		assert_true(exit_ev->ts_ns <= util_now_ns());
 		/* And the thread's exit, before the exec. */
-		assert_non_null(find(s, PROCCONN_EXIT, thr->tid));
+		assert_non_null(find(s, EVSRC_EXIT, thr->tid));
 		break;
 	}
 	if (attempt > MAX_ATTEMPTS) {
@@ -342,8 +342,8 @@ static void test_exes(void **state)
 {
 	struct seen s;
 	struct bpfev *ev = open_or_skip(&s);
-	struct bpfev_exe *exes = NULL;
-	const struct bpfev_exe *me;
+	struct evsrc_exe *exes = NULL;
+	const struct evsrc_exe *me;
 	struct stat st;
 	size_t n = 0;
 
@@ -352,7 +352,7 @@ static void test_exes(void **state)
 	assert_true(n > 1);
 	for (size_t i = 1; i < n; i++)
 		assert_true(exes[i - 1].tgid < exes[i].tgid);
-	me = bpfev_exe_find(exes, n, getpid());
+	me = evsrc_exe_find(exes, n, getpid());
 	assert_non_null(me);
 	assert_int_equal(stat("/proc/self/exe", &st), 0);
 	assert_true(me->has_exe);
@@ -360,9 +360,38 @@ static void test_exes(void **state)
 	assert_true(me->ino == st.st_ino);
 	assert_int_equal(ns_ticks(me->start_ns), start_ticks(getpid()));
 	/* kthreadd (2) is a kernel thread, no process a rule can name. */
-	assert_null(bpfev_exe_find(exes, n, 2));
+	assert_null(evsrc_exe_find(exes, n, 2));
 	free(exes);
 	bpfev_close(ev);
+}
+
+/* The same source through the event source interface, as the latency manager holds it. */
+static void test_through_evsrc(void **state)
+{
+	struct seen s = { .parent = getpid() };
+	struct evsrc *es = NULL;
+	struct evsrc_exe *exes = NULL;
+	char why[256];
+	size_t n = 0;
+	int r = evsrc_open(&bpfev_ops, &callbacks, &s, &es, why, sizeof(why));
+
+	(void)state;
+	if (r == -EPERM || r == -EACCES || r == -EOPNOTSUPP) {
+		print_message("skip: the BPF events do not load here: %s\n", why);
+		skip();
+	}
+	assert_int_equal(r, 0);
+	assert_string_equal(es->ops->name, "bpf");
+	/* Its forks and exits may wake no poller: the owner reads it each tick. */
+	assert_true(es->ops->tick_read);
+	assert_true(evsrc_fd(es) >= 0);
+	do
+		assert_true(evsrc_dispatch(es) >= 0);
+	while (!evsrc_empty(es));
+	assert_int_equal(evsrc_exes(es, &exes, &n), 0);
+	assert_non_null(evsrc_exe_find(exes, n, getpid()));
+	free(exes);
+	evsrc_close(es);
 }
 
 /*
@@ -373,7 +402,7 @@ static void test_overflow(void **state)
 {
 	struct seen s;
 	struct bpfev *ev = open_or_skip(&s);
-	struct procconn_counters c;
+	struct evsrc_counters c;
 	uint64_t dropped = 0;
 	int r, forks = 0;
 
@@ -414,6 +443,7 @@ int main(void)
 		cmocka_unit_test(test_decode_exes),
 		cmocka_unit_test(test_child_events),
 		cmocka_unit_test(test_exes),
+		cmocka_unit_test(test_through_evsrc),
 		cmocka_unit_test(test_overflow),
 	};
 

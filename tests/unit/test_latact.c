@@ -150,6 +150,15 @@ static void fake_close(struct act_task *t)
 	(void)t;
 }
 
+/* This process's task tid (start time 1 to the fake driver) gets v, as "test" asks. */
+static int set_task(struct latact *la, pid_t tid, int v, const char **ret_why)
+{
+	struct lat_req rq = { .tid = tid, .tgid = getpid(), .start_time = 1, .value = v,
+			      .source = "test" };
+
+	return latact_task(la, &rq, NULL, ret_why);
+}
+
 /* The one table: the test's tasks, and the fake kernel's tree for every write. */
 static const struct act_ops fake_ops = {
 	.name = "fake",
@@ -269,7 +278,7 @@ static void test_class_made_with_mapped_weight(void **state)
 
 	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_true(f->la.cls.on);
-	assert_int_equal(latact_task(&f->la, tid, getpid(), 1, -5, "test", NULL, &why), 0);
+	assert_int_equal(set_task(&f->la, tid, -5, &why), 0);
 	snprintf(cls, sizeof(cls), "%s/rqbalance-lat-5", f->cg);
 	assert_int_equal(file_u64(cls, "cpu.weight"), weight_of(&f->lc, -5));
 	assert_true(weight_of(&f->lc, -5) > 100);
@@ -300,7 +309,7 @@ static void test_class_reweighed_on_reload(void **state)
 	struct lat_conf lc2;
 
 	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
-	assert_int_equal(latact_task(&f->la, gettid(), getpid(), 1, -10, "test", NULL, &why), 0);
+	assert_int_equal(set_task(&f->la, gettid(), -10, &why), 0);
 	lc2 = f->lc;
 	lc2.boost_cpu_pct = 10;
 	latact_set_conf(&f->la, &lc2);
@@ -462,7 +471,7 @@ static void dry_run_everything(struct fix *f)
 	const char *why = NULL;
 
 	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
-	assert_int_equal(latact_task(&f->la, gettid(), getpid(), 1, -5, "test", NULL, &why), 0);
+	assert_int_equal(set_task(&f->la, gettid(), -5, &why), 0);
 	assert_int_equal(latact_cgroup(&f->la, "/app", 7, "test", &why), 0);
 	latact_set_conf(&f->la, &f->lc);
 	latact_cgroup_reset(&f->la, "/app");

@@ -71,6 +71,25 @@ static struct ctlh *daemon_with(uint8_t managed)
 	return d;
 }
 
+/* Process tgid gets v from source, as a ctl request (trusted: a privileged one's) asks. */
+static int set_proc(struct ctlh *d, pid_t tgid, int v, const char *source, bool trusted)
+{
+	struct lat_req rq = { .tid = tgid, .tgid = tgid, .value = v, .source = source,
+			      .trusted = trusted };
+	const char *why = NULL;
+
+	return latmgr_set_process(&d->lm, &rq, &why);
+}
+
+/* Caller uid, unprivileged, puts process tgid (0: none) in front at -5, as source. */
+static int front(struct ctlh *d, uid_t uid, pid_t tgid, const char *source, int *ret_value)
+{
+	struct lat_req rq = { .tid = tgid, .tgid = tgid, .value = -5, .source = source };
+	const char *why = NULL;
+
+	return latmgr_foreground(&d->lm, uid, &rq, ret_value, &why);
+}
+
 static int setup(void **state)
 {
 	*state = daemon_with(0);
@@ -122,9 +141,8 @@ static void test_rule_at_rescan(void **state)
 static void test_set_process_threads(void **state)
 {
 	struct ctlh *d = *state;
-	const char *why = NULL;
 
-	assert_int_equal(latmgr_set_process(&d->lm, CTLH_PROC_A, 0, 5, "ctl uid 1000", false, &why), 2);
+	assert_int_equal(set_proc(d, CTLH_PROC_A, 5, "ctl uid 1000", false), 2);
 	assert_string_equal(plans,
 			    "lat tid=4194401 tgid=4194401 start=4242 value=5 source=\"ctl uid 1000\" whole\n"
 			    "lat tid=4194402 tgid=4194401 start=4242 value=5 source=\"ctl uid 1000\" whole\n");
@@ -134,10 +152,9 @@ static void test_set_process_threads(void **state)
 static void test_thread_not_under_task_dir(void **state)
 {
 	struct ctlh *d = *state;
-	const char *why = NULL;
 
 	/* E + 2 is listed under /proc/E/task, but its stat there is gone: left out. */
-	assert_int_equal(latmgr_set_process(&d->lm, PROC_E, 0, 3, "ctl uid 0", true, &why), 2);
+	assert_int_equal(set_proc(d, PROC_E, 3, "ctl uid 0", true), 2);
 	assert_string_equal(plans,
 			    "lat tid=4194430 tgid=4194430 start=4242 value=3 source=\"ctl uid 0\" whole\n"
 			    "lat tid=4194431 tgid=4194430 start=4242 value=3 source=\"ctl uid 0\" whole\n");
@@ -167,61 +184,48 @@ static void test_foreground_gives_back(void **state)
 {
 	struct ctlh *d = *state;
 	const struct latmgr_proc *p;
-	const char *why = NULL;
 	int v = 0;
 
-	assert_int_equal(latmgr_set_process(&d->lm, PROC_W, 0, 3, "ctl uid 1000", false, &why), 2);
-	assert_int_equal(latmgr_foreground(&d->lm, 1000, PROC_W, 0, -5, "foreground uid 1000",
-					   false, &v, &why), 0);
+	assert_int_equal(set_proc(d, PROC_W, 3, "ctl uid 1000", false), 2);
+	assert_int_equal(front(d, 1000, PROC_W, "foreground uid 1000", &v), 0);
 	assert_int_equal(v, -5);
 	assert_int_equal(latmgr_find_process(&d->lm, PROC_W)->value, -5);
 	/* Asked again: nothing changes, nothing is given back. */
 	plans[0] = '\0';
-	assert_int_equal(latmgr_foreground(&d->lm, 1000, PROC_W, 0, -5, "foreground uid 1000",
-					   false, &v, &why), 0);
+	assert_int_equal(front(d, 1000, PROC_W, "foreground uid 1000", &v), 0);
 	assert_string_equal(plans, "");
-	assert_int_equal(latmgr_foreground(&d->lm, 1000, PROC_E, 0, -5, "foreground uid 1000",
-					   false, &v, &why), 0);
+	assert_int_equal(front(d, 1000, PROC_E, "foreground uid 1000", &v), 0);
 	p = latmgr_find_process(&d->lm, PROC_W);
 	assert_non_null(p);
 	assert_int_equal(p->value, 3);
 	assert_string_equal(p->source, "ctl uid 1000");
 	assert_int_equal(latmgr_find_process(&d->lm, PROC_E)->value, -5);
 	/* Nothing in front: E had no value, it has none again. */
-	assert_int_equal(latmgr_foreground(&d->lm, 1000, 0, 0, -5, "foreground uid 1000", false,
-					   &v, &why), 0);
+	assert_int_equal(front(d, 1000, 0, "foreground uid 1000", &v), 0);
 	assert_null(latmgr_find_process(&d->lm, PROC_E));
 	/* Someone sets W's value while it is in front: it stays when W leaves the front. */
-	assert_int_equal(latmgr_foreground(&d->lm, 1000, PROC_W, 0, -5, "foreground uid 1000",
-					   false, &v, &why), 0);
-	assert_int_equal(latmgr_set_process(&d->lm, PROC_W, 0, 8, "ctl uid 0", true, &why), 2);
-	assert_int_equal(latmgr_foreground(&d->lm, 1000, PROC_E, 0, -5, "foreground uid 1000",
-					   false, &v, &why), 0);
+	assert_int_equal(front(d, 1000, PROC_W, "foreground uid 1000", &v), 0);
+	assert_int_equal(set_proc(d, PROC_W, 8, "ctl uid 0", true), 2);
+	assert_int_equal(front(d, 1000, PROC_E, "foreground uid 1000", &v), 0);
 	assert_int_equal(latmgr_find_process(&d->lm, PROC_W)->value, 8);
 	/* A process with a lower value keeps it, and gets nothing back later. */
-	assert_int_equal(latmgr_set_process(&d->lm, PROC_W, 0, -9, "ctl uid 0", true, &why), 2);
-	assert_int_equal(latmgr_foreground(&d->lm, 1000, PROC_W, 0, -5, "foreground uid 1000",
-					   false, &v, &why), 0);
+	assert_int_equal(set_proc(d, PROC_W, -9, "ctl uid 0", true), 2);
+	assert_int_equal(front(d, 1000, PROC_W, "foreground uid 1000", &v), 0);
 	assert_int_equal(v, -9);
 	assert_null(latmgr_find_process(&d->lm, PROC_E));
-	assert_int_equal(latmgr_foreground(&d->lm, 1000, 0, 0, -5, "foreground uid 1000", false,
-					   &v, &why), 0);
+	assert_int_equal(front(d, 1000, 0, "foreground uid 1000", &v), 0);
 	assert_int_equal(latmgr_find_process(&d->lm, PROC_W)->value, -9);
 	/* One caller's front is not another's. */
-	assert_int_equal(latmgr_foreground(&d->lm, 1001, PROC_E, 0, -5, "foreground uid 1001",
-					   false, &v, &why), 0);
-	assert_int_equal(latmgr_foreground(&d->lm, 1000, 0, 0, -5, "foreground uid 1000", false,
-					   &v, &why), 0);
+	assert_int_equal(front(d, 1001, PROC_E, "foreground uid 1001", &v), 0);
+	assert_int_equal(front(d, 1000, 0, "foreground uid 1000", &v), 0);
 	assert_int_equal(latmgr_find_process(&d->lm, PROC_E)->value, -5);
 	/* Callers come and go: a slot with nothing in front is taken again, never a limit. */
 	assert_true(latmgr_reset_process(&d->lm, PROC_W, 0) >= 0);
 	assert_null(latmgr_find_process(&d->lm, PROC_W));
 	for (uid_t u = 2000; u < 2000 + 2 * LATMGR_FG_MAX; u++) {
-		assert_int_equal(latmgr_foreground(&d->lm, u, PROC_W, 0, -5, "foreground uid 2",
-						   false, &v, &why), 0);
+		assert_int_equal(front(d, u, PROC_W, "foreground uid 2", &v), 0);
 		assert_int_equal(v, -5);
-		assert_int_equal(latmgr_foreground(&d->lm, u, 0, 0, -5, "foreground uid 2", false,
-						   &v, &why), 0);
+		assert_int_equal(front(d, u, 0, "foreground uid 2", &v), 0);
 	}
 	assert_true(d->lm.nfg <= LATMGR_FG_MAX);
 }

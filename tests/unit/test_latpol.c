@@ -9,6 +9,10 @@
 #include "unit.h"
 
 #define SELF 999
+/* A request as the manager hands it on, for the process or task passed beside it. */
+#define REQ(start, v, who, from)                                                        \
+	(&(struct lat_req){ .start_time = (start), .value = (v), .source = (who),         \
+			    .from_tid = (from) })
 
 static struct latpol_task task(pid_t tid, pid_t tgid, uint64_t start)
 {
@@ -47,7 +51,7 @@ static void process_first_thread_first_all_whole(void **state)
 	struct plan pl;
 
 	plan_init(&pl);
-	assert_int_equal(latpol_process(&p, 100, -5, "ctl uid 0", 0, SELF, &pl, &why), 3);
+	assert_int_equal(latpol_process(&p, REQ(100, -5, "ctl uid 0", 0), SELF, &pl, &why), 3);
 	assert_null(why);
 	assert_string_equal(unit_plan_dump(&pl),
 		"lat tid=10 tgid=10 start=100 value=-5 source=\"ctl uid 0\" whole\n"
@@ -66,12 +70,12 @@ static void process_skips_tasks_that_have_it(void **state)
 	threads[1] = valued(threads[1], 3, "rule db");
 	threads[0] = valued(threads[0], 3, "ctl uid 0");
 	plan_init(&pl);
-	assert_int_equal(latpol_process(&p, 0, 3, "rule db", 10, SELF, &pl, &why), 2);
+	assert_int_equal(latpol_process(&p, REQ(0, 3, "rule db", 10), SELF, &pl, &why), 2);
 	assert_string_equal(unit_plan_dump(&pl),
 		"lat tid=11 tgid=10 start=101 value=3 source=\"rule db\" from=10 whole\n"
 		"lat tid=13 tgid=10 start=105 value=3 source=\"rule db\" from=10 whole\n");
 	plan_clear(&pl);
-	assert_int_equal(latpol_process(&p, 0, -1, "rule db", 0, SELF, &pl, &why), 3);
+	assert_int_equal(latpol_process(&p, REQ(0, -1, "rule db", 0), SELF, &pl, &why), 3);
 	plan_fini(&pl);
 }
 
@@ -83,19 +87,19 @@ static void process_refusals_plan_nothing(void **state)
 
 	plan_init(&pl);
 	/* The pid names another process than the one the request was decided on. */
-	assert_int_equal(latpol_process(&p, 99, 1, "ctl uid 0", 0, SELF, &pl, &why), -ESRCH);
+	assert_int_equal(latpol_process(&p, REQ(99, 1, "ctl uid 0", 0), SELF, &pl, &why), -ESRCH);
 	assert_string_equal(why, "no such process (or its pid was reused)");
 	p.lead.gone = true;
-	assert_int_equal(latpol_process(&p, 0, 1, "ctl uid 0", 0, SELF, &pl, &why), -ESRCH);
+	assert_int_equal(latpol_process(&p, REQ(0, 1, "ctl uid 0", 0), SELF, &pl, &why), -ESRCH);
 	p = proc10();
 	p.no_threads = true;
-	assert_int_equal(latpol_process(&p, 0, 1, "ctl uid 0", 0, SELF, &pl, &why), -ESRCH);
+	assert_int_equal(latpol_process(&p, REQ(0, 1, "ctl uid 0", 0), SELF, &pl, &why), -ESRCH);
 	p = proc10();
 	p.lead.kthread = true;
-	assert_int_equal(latpol_process(&p, 0, 1, "ctl uid 0", 0, SELF, &pl, &why), -EPERM);
+	assert_int_equal(latpol_process(&p, REQ(0, 1, "ctl uid 0", 0), SELF, &pl, &why), -EPERM);
 	assert_string_equal(why, "a kernel thread");
 	p = proc10();
-	assert_int_equal(latpol_process(&p, 0, 1, "ctl uid 0", 0, 10, &pl, &why), -EPERM);
+	assert_int_equal(latpol_process(&p, REQ(0, 1, "ctl uid 0", 0), 10, &pl, &why), -EPERM);
 	assert_string_equal(why, "rqbalanced itself");
 	assert_string_equal(unit_plan_dump(&pl), "");
 	plan_fini(&pl);
@@ -109,8 +113,8 @@ static void thread_alone_is_not_whole(void **state)
 
 	plan_init(&pl);
 	/* Asked again, it is planned again: the actuator writes only on difference. */
-	assert_int_equal(latpol_task(&t, 101, 4, "ctl uid 0", 0, SELF, &pl, &why), 1);
-	assert_int_equal(latpol_task(&t, 102, 4, "ctl uid 0", 0, SELF, &pl, &why), -ESRCH);
+	assert_int_equal(latpol_task(&t, REQ(101, 4, "ctl uid 0", 0), SELF, &pl, &why), 1);
+	assert_int_equal(latpol_task(&t, REQ(102, 4, "ctl uid 0", 0), SELF, &pl, &why), -ESRCH);
 	assert_string_equal(why, "no such task (or its pid was reused)");
 	assert_string_equal(unit_plan_dump(&pl),
 		"lat tid=11 tgid=10 start=101 value=4 source=\"ctl uid 0\"\n");

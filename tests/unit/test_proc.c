@@ -20,6 +20,7 @@
 
 #include "rqbalance.h"
 #include "sample/parse.h"
+#include "sample/procfs.h"
 #include "sample/sampler.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -373,6 +374,44 @@ static void test_cpustat_real(void **state)
 	assert_true(running >= 1); /* us */
 	assert_true(total[0] > 0);
 	assert_true(total[0] >= busy[0]);
+}
+
+/* ---- parse_status, procfs_status ---- */
+
+static void test_status(void **state)
+{
+	const unsigned all = PARSE_STATUS_TGID | PARSE_STATUS_PPID | PARSE_STATUS_RUID |
+			     PARSE_STATUS_EUID;
+	struct parse_status s = { 0 };
+
+	(void)state;
+	assert_int_equal(parse_status("Name:\tx\nUmask:\t0022\nTgid:\t4242\nPid:\t4243\n"
+				      "PPid:\t0\nUid:\t1000\t0\t0\t0\n", &s), all);
+	assert_int_equal(s.tgid, 4242);
+	assert_int_equal(s.ppid, 0);
+	assert_int_equal(s.ruid, 1000);
+	assert_int_equal(s.euid, 0);
+	/* Each id on its own: a key inside another line's text is not its line. */
+	s = (struct parse_status){ .tgid = 1, .ppid = 1, .ruid = 1, .euid = 1 };
+	assert_int_equal(parse_status("Name:\tTgid: 5\nTgid:\t\nPPid:\t-1\n", &s), 0);
+	assert_int_equal(parse_status("Tgid:\t0\nUid:\tab\n", &s), 0);
+	assert_int_equal(parse_status("Tgid:\t99999999999\nUid:\t4294967295\t0\n", &s), 0);
+	assert_int_equal(parse_status("", &s), 0);
+	assert_int_equal(s.tgid, 1);
+	assert_int_equal(s.ruid, 1);
+	/* The real uid without the effective one; the first Uid line counts. */
+	assert_int_equal(parse_status("Tgid:\t7\nUid:\t5\nUid:\t6\t6\n", &s),
+			 PARSE_STATUS_TGID | PARSE_STATUS_RUID);
+	assert_int_equal(s.tgid, 7);
+	assert_int_equal(s.ruid, 5);
+	assert_int_equal(s.euid, 1);
+	/* This process, read from the real /proc. */
+	assert_int_equal(procfs_status("", getpid(), &s), all);
+	assert_int_equal(s.tgid, getpid());
+	assert_int_equal(s.ppid, getppid());
+	assert_int_equal(s.ruid, getuid());
+	assert_int_equal(s.euid, geteuid());
+	assert_int_equal(procfs_status("/nonexistent", getpid(), &s), -ESRCH);
 }
 
 /* ---- parse_cgroup ---- */
@@ -968,6 +1007,7 @@ int main(void)
 		cmocka_unit_test(test_cpustat_aggregate_is_not_a_cpu),
 		cmocka_unit_test(test_cpustat_no_procs_running),
 		cmocka_unit_test(test_cpustat_real),
+		cmocka_unit_test(test_status),
 		cmocka_unit_test(test_cgroup_v1),
 		cmocka_unit_test(test_cgroup_v2),
 		cmocka_unit_test(test_cgroup_unified_fallback),

@@ -34,7 +34,7 @@ struct seen {
 	pid_t parent;              /* this test process */
 	pid_t child;               /* 0: keep nothing */
 	size_t n;
-	struct procconn_event ev[MAX_SEEN];
+	struct evsrc_event ev[MAX_SEEN];
 	uint64_t recv_ns[MAX_SEEN]; /* when the callback got it (CLOCK_MONOTONIC) */
 	uint64_t events;           /* every event delivered */
 	uint64_t own_forks;        /* FORK events of processes this test forked */
@@ -42,17 +42,17 @@ struct seen {
 	int delivered;             /* sum of what procconn_dispatch returned */
 };
 
-static bool is_childs(const struct seen *s, const struct procconn_event *ev)
+static bool is_childs(const struct seen *s, const struct evsrc_event *ev)
 {
 	return s->child > 0 && (ev->tgid == s->child || ev->tid == s->child);
 }
 
-static void on_event(void *ctx, const struct procconn_event *ev)
+static void on_event(void *ctx, const struct evsrc_event *ev)
 {
 	struct seen *s = ctx;
 
 	s->events++;
-	if (ev->kind == PROCCONN_FORK && ev->parent_tgid == s->parent && ev->tid == ev->tgid)
+	if (ev->kind == EVSRC_FORK && ev->parent_tgid == s->parent && ev->tid == ev->tgid)
 		s->own_forks++;
 	if (!is_childs(s, ev) || s->n == MAX_SEEN)
 		return;
@@ -67,7 +67,7 @@ static void on_overflow(void *ctx)
 	s->overflows++;
 }
 
-static const struct procconn_callbacks callbacks = { .event = on_event, .overflow = on_overflow };
+static const struct evsrc_callbacks callbacks = { .event = on_event, .overflow = on_overflow };
 
 static struct procconn *open_or_skip(struct seen *s)
 {
@@ -85,7 +85,7 @@ static struct procconn *open_or_skip(struct seen *s)
 	return pc;
 }
 
-static const struct procconn_event *find(const struct seen *s, enum procconn_event_kind kind, pid_t tid)
+static const struct evsrc_event *find(const struct seen *s, enum evsrc_kind kind, pid_t tid)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (s->ev[i].kind == kind && s->ev[i].tid == tid)
@@ -94,10 +94,10 @@ static const struct procconn_event *find(const struct seen *s, enum procconn_eve
 }
 
 /* The FORK of a thread of the child: the one task of its process that is not the child. */
-static const struct procconn_event *find_thread(const struct seen *s)
+static const struct evsrc_event *find_thread(const struct seen *s)
 {
 	for (size_t i = 0; i < s->n; i++)
-		if (s->ev[i].kind == PROCCONN_FORK && s->ev[i].tgid == s->child &&
+		if (s->ev[i].kind == EVSRC_FORK && s->ev[i].tgid == s->child &&
 		    s->ev[i].tid != s->child)
 			return &s->ev[i];
 	return NULL;
@@ -246,7 +246,7 @@ static void test_child_lifecycle(void **state)
 {
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
-	const struct procconn_event *fork_ev, *thr, *exec_ev, *exit_ev;
+	const struct evsrc_event *fork_ev, *thr, *exec_ev, *exit_ev;
 	uint64_t t0, overflows;
 
 	for (int attempt = 1;; attempt++) {
@@ -261,7 +261,7 @@ static void test_child_lifecycle(void **state)
 			break;
 	}
 
-	fork_ev = find(&s, PROCCONN_FORK, s.child);
+	fork_ev = find(&s, EVSRC_FORK, s.child);
 	assert_non_null(fork_ev);
 	assert_int_equal(fork_ev->tgid, s.child);
 	assert_int_equal(fork_ev->parent_tgid, s.parent);
@@ -270,12 +270,12 @@ static void test_child_lifecycle(void **state)
 	assert_non_null(thr);
 	/* The kernel names the thread's real_parent: its process's parent, not the cloner. */
 	assert_int_equal(thr->parent_tgid, s.parent);
-	assert_non_null(find(&s, PROCCONN_EXIT, thr->tid));
-	assert_int_equal(find(&s, PROCCONN_EXIT, thr->tid)->tgid, s.child);
-	exec_ev = find(&s, PROCCONN_EXEC, s.child);
+	assert_non_null(find(&s, EVSRC_EXIT, thr->tid));
+	assert_int_equal(find(&s, EVSRC_EXIT, thr->tid)->tgid, s.child);
+	exec_ev = find(&s, EVSRC_EXEC, s.child);
 	assert_non_null(exec_ev);
 	assert_int_equal(exec_ev->tgid, s.child);
-	exit_ev = find(&s, PROCCONN_EXIT, s.child);
+	exit_ev = find(&s, EVSRC_EXIT, s.child);
 	assert_non_null(exit_ev);
 	assert_int_equal(exit_ev->tgid, s.child);
 	/* In order, on CLOCK_MONOTONIC: after t0, no later than receipt. */
@@ -291,7 +291,7 @@ static void test_counters(void **state)
 {
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
-	struct procconn_counters c, c0;
+	struct evsrc_counters c, c0;
 	uint64_t overflows;
 
 	/*
@@ -308,8 +308,8 @@ static void test_counters(void **state)
 		if (attempt_clean(&s, overflows, attempt, "counters"))
 			break;
 	}
-	assert_non_null(find(&s, PROCCONN_FORK, s.child));
-	assert_non_null(find(&s, PROCCONN_EXIT, s.child));
+	assert_non_null(find(&s, EVSRC_FORK, s.child));
+	assert_non_null(find(&s, EVSRC_EXIT, s.child));
 	/* Every event delivered, the child's two among them, counted once each way. */
 	procconn_counters(pc, &c);
 	assert_true(c.events >= 2);
@@ -330,7 +330,7 @@ static void test_overflow(void **state)
 {
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
-	struct procconn_counters c, c0;
+	struct evsrc_counters c, c0;
 	uint64_t overflows;
 	int r;
 
@@ -360,14 +360,59 @@ static void test_overflow(void **state)
 		if (attempt_clean(&s, overflows, attempt, "a child after the overflow"))
 			break;
 	}
-	assert_non_null(find(&s, PROCCONN_FORK, s.child));
-	assert_non_null(find(&s, PROCCONN_EXIT, s.child));
+	assert_non_null(find(&s, EVSRC_FORK, s.child));
+	assert_non_null(find(&s, EVSRC_EXIT, s.child));
 	procconn_close(pc);
 }
 
 static void test_close_null(void **state)
 {
 	procconn_close(NULL);
+}
+
+/* Reads the source empty through the interface. */
+static void evsrc_drain_all(struct evsrc *es)
+{
+	do
+		assert_true(evsrc_dispatch(es) >= 0);
+	while (!evsrc_empty(es));
+}
+
+/* The connector through the event source interface, as the latency manager holds it. */
+static void test_through_evsrc(void **state)
+{
+	struct seen s = { .parent = getpid() };
+	struct evsrc *es = NULL;
+	struct evsrc_exe *exes;
+	char why[128];
+	uint64_t overflows;
+	size_t n;
+	int r = evsrc_open(&procconn_ops, &callbacks, &s, &es, why, sizeof(why));
+
+	if (r == -EPERM || r == -EPROTONOSUPPORT) {
+		print_message("skip: no proc connector here (%s)\n", why);
+		skip();
+	}
+	assert_int_equal(r, 0);
+	assert_string_equal(es->ops->name, "connector");
+	/* No task walk, and nothing it needs a capability for after open. */
+	assert_int_equal(evsrc_exes(es, &exes, &n), -EOPNOTSUPP);
+	assert_true(evsrc_walks_unprivileged(es));
+	for (int attempt = 1;; attempt++) {
+		evsrc_drain_all(es);
+		overflows = s.overflows;
+		s.n = 0;
+		s.child = spawn_exiting();
+		assert_true(s.child > 0);
+		reap(s.child);
+		evsrc_drain_all(es);
+		if (attempt_clean(&s, overflows, attempt, "through evsrc"))
+			break;
+	}
+	assert_non_null(find(&s, EVSRC_FORK, s.child));
+	assert_non_null(find(&s, EVSRC_EXIT, s.child));
+	evsrc_close(es);
+	evsrc_close(NULL);
 }
 
 int main(void)
@@ -377,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_child_lifecycle),
 		cmocka_unit_test(test_counters),
 		cmocka_unit_test(test_overflow),
+		cmocka_unit_test(test_through_evsrc),
 	};
 
 	log_set_level(LOG_WARNING);

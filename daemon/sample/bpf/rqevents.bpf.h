@@ -8,7 +8,7 @@
 /* The ring buffer: 72-byte records (with the kernel's 8-byte header), 14,563 of them. */
 #define RQE_RING_BYTES (1 << 20)
 
-/* enum procconn_event_kind's values (daemon/sample/procconn.h), checked there. */
+/* enum evsrc_kind's values (daemon/sample/evsrc.h), checked in bpfev.c. */
 #define RQE_FORK 1
 #define RQE_EXEC 2
 #define RQE_EXIT 3

@@ -1,0 +1,102 @@
+/*
+ * What the latency manager's files share, and nothing outside daemon/latmgr/ includes:
+ * latmgr.h is the manager's one face. The files, by job: latmgr.c the process table and
+ * the requests on it; latmgr_plan.c what the policy reads and the plans it hands to
+ * the actuator; latmgr_fg.c the foreground; latmgr_rules.c rules, /proc walks and the
+ * tick; latmgr_events.c fork, exec and exit; latmgr_source.c which event source;
+ * latmgr_units.c systemd units.
+ */
+#ifndef RQB_LATMGR_INT_H
+#define RQB_LATMGR_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "actuate/latact.h"
+#include "latmgr/latmgr.h"
+#include "plan/plan.h"
+#include "policy/latpol.h"
+#include "sample/evsrc.h"
+#include "sample/ident.h"
+
+/* What the kernel said a process runs (BPF): from its exec event, or a task walk. */
+struct latmgr_exe {
+	uint64_t start_ns;      /* the process's start, CLOCK_BOOTTIME ns */
+	struct ident_exe id;    /* the file it runs */
+};
+
+/* ---- latmgr.c: the process table ---- */
+
+/* Adds p, or replaces the record of its tgid. 0 or -ENOMEM. */
+int latmgr_proc_put(struct latmgr *m, const struct latmgr_proc *p);
+void latmgr_proc_del(struct latmgr *m, pid_t tgid);
+/*
+ * Process rq->tgid gets rq's value (latmgr_set_threads) and a record, a rule's if
+ * from_rule. Returns the tasks given the value, or -errno with *ret_why.
+ */
+int latmgr_proc_set(struct latmgr *m, const struct lat_req *rq, bool from_rule,
+		    const char **ret_why);
+/*
+ * Every thread of managed process p gets its value; from: the entry of the task they
+ * inherited their settings from, or NULL. As latmgr_set_threads.
+ */
+int latmgr_proc_threads(struct latmgr *m, const struct latmgr_proc *p,
+			const struct lat_entry *from);
+
+/* ---- latmgr_plan.c: what the policy reads, and its plans to the actuator ---- */
+
+/* Start time and kernel-thread flag of a task (sample/procfs); -ESRCH when it is gone. */
+int latmgr_task_info(const struct latmgr *m, pid_t tid, uint64_t *ret_start, bool *ret_kthread);
+/* Task tid (of tgid) as it is now, with the value rqbalance gave it. */
+void latmgr_read_task(const struct latmgr *m, pid_t tid, pid_t tgid, struct latpol_task *ret);
+/* The manager's record of a process (NULL: none), as the policy reads it. */
+struct latpol_rec latmgr_rec_of(const struct latmgr_proc *p);
+/* The tasks that have a value (of process tgid; 0: all), as the policy reads them; to free. */
+struct latpol_task *latmgr_entries_of(const struct latmgr *m, pid_t tgid, size_t *ret_n);
+/* Hands a plan to the actuator: one result an action (to free), or NULL (nothing done). */
+struct latact_result *latmgr_apply(struct latmgr *m, const struct plan *pl);
+/* The one result of a plan of one action, or the policy's answer r when it is not 1. */
+int latmgr_apply_one(struct latmgr *m, struct plan *pl, int r, const char **ret_why);
+/*
+ * Gives every thread of process rq->tgid rq's value; rq->from_tid: the task whose
+ * settings they inherited (0: none). rq->start_time: the start time the decision was
+ * made on (0: as it is now); if the pid now names another process, nothing is done.
+ * ret_start, if not NULL, gets the process's. Returns the tasks given the value, or
+ * -errno with *ret_why.
+ */
+int latmgr_set_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
+		       const char **ret_why);
+
+/* ---- latmgr_rules.c ---- */
+
+/*
+ * Applies the rules to process pid; a ctl value is left as it is. kx, where known, is
+ * what the kernel said the process runs. True if a rule's value was given just now.
+ */
+bool latmgr_apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx);
+
+/* ---- latmgr_events.c: fork, exec, exit ---- */
+
+/* The manager's callbacks for its event source (ctx: the manager). */
+extern const struct evsrc_callbacks latmgr_event_callbacks;
+/* One bounded batch of events; notes when the source was read to empty. */
+void latmgr_dispatch(struct latmgr *m);
+/* CLOCK_BOOTTIME ns in the clock ticks of /proc/PID/stat's start time. */
+uint64_t latmgr_boot_ticks(uint64_t ns);
+/* CLOCK_MONOTONIC ns (an event's time) in the same ticks; 0 for 0. */
+uint64_t latmgr_mono_ticks(uint64_t ns);
+/* The entry of the task a new one came from: that thread's, else its process's first. */
+const struct lat_entry *latmgr_from_of(const struct latmgr *m, pid_t tid, pid_t tgid);
+/* Whether the kernel gave task tid what rqbalance set on from (see latmgr_events.c). */
+bool latmgr_kernel_inherited(const struct latmgr *m, pid_t tid, const struct lat_entry *from);
+
+/* ---- latmgr_source.c: which event source ---- */
+
+/* Opens the event source [latency] events allows, in loop e. 0, or -errno: none allowed. */
+int latmgr_events_open(struct latmgr *m, sd_event *e);
+void latmgr_events_close(struct latmgr *m);
+
+#endif

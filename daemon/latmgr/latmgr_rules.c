@@ -1,0 +1,301 @@
+/*
+ * Latency management, the rules and the tick: applies the rules at exec, at start and
+ * at reload, walks /proc for what events did not say, and sweeps out what exited. It
+ * never overrides a ctl request's value with a rule's.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "latmgr/latmgr_int.h"
+#include "sample/procfs.h"
+#include "util/log.h"
+#include "util/util.h"
+
+#define LATMGR_SWEEP_TICKS 50 /* ticks between sweeps for exits when events arrive */
+#define LATMGR_RESYNC_TICKS 10 /* a resync waits this long for the source to empty */
+
+/*
+ * What the rules say of process pid, which has rec (latpol_rule): APPLY sets *ret_rule
+ * and ret_source. ret_start: its start time before the read. kx, where known, is what
+ * the kernel said the process runs: believed only if the pid still names the process
+ * it was said of.
+ */
+static enum latpol_rule_verdict rule_for(const struct latmgr *m, pid_t pid,
+					 const struct latmgr_exe *kx, const struct latpol_rec *rec,
+					 uint64_t *ret_start, int *ret_rule, char *ret_source)
+{
+	bool kthread, known = false;
+	struct ident_buf *buf = NULL;
+	struct proc_ident id;
+	enum latpol_rule_verdict v;
+
+	if (m->conf->rules.n && latmgr_task_info(m, pid, ret_start, &kthread) == 0 && !kthread) {
+		if (kx && latmgr_boot_ticks(kx->start_ns) != *ret_start)
+			kx = NULL;
+		buf = malloc(sizeof(*buf));
+		/* Without memory to read it, the process is taken as it was. */
+		if (!buf)
+			return LATPOL_RULE_KEEP;
+		known = ident_read_known(m->proc_root, pid, kx ? &kx->id : NULL, &m->conf->rules,
+					 buf, &id) == 0;
+	}
+	v = latpol_rule(&m->conf->rules, known ? &id : NULL, rec, ret_rule, ret_source);
+	free(buf);
+	return v;
+}
+
+static void fail_note(struct latmgr *m, pid_t tgid, uint64_t start, int r, const char *source,
+		      const char *why)
+{
+	struct latmgr_fail *f = &m->fails[m->nfails++ % LATMGR_FAILS];
+
+	f->tgid = tgid;
+	f->start_time = start;
+	f->when = (int64_t)time(NULL);
+	f->r = r;
+	snprintf(f->source, sizeof(f->source), "%s", source);
+	snprintf(f->why, sizeof(f->why), "%s", why ? why : strerror(-r));
+}
+
+const struct latmgr_fail *latmgr_failure_of(const struct latmgr *m, pid_t tgid,
+					    uint64_t start_time)
+{
+	unsigned n = m->nfails < LATMGR_FAILS ? m->nfails : LATMGR_FAILS;
+
+	/* The newest first. */
+	for (unsigned k = 1; k <= n; k++) {
+		const struct latmgr_fail *f = &m->fails[(m->nfails - k) % LATMGR_FAILS];
+
+		if (f->tgid == tgid && f->start_time == start_time)
+			return f;
+	}
+	return NULL;
+}
+
+/*
+ * Process pid (started at start) gets rule's value, as source: true if it took (to
+ * every thread the process has); a failure is kept for rqctl explain.
+ */
+static bool rule_give(struct latmgr *m, pid_t pid, uint64_t start, const struct rule *rule,
+		      const char *source)
+{
+	struct lat_req rq = { .tid = pid, .tgid = pid, .start_time = start,
+			      .value = rule->latency_nice, .source = source, .trusted = true };
+	const char *why;
+	int r = latmgr_proc_set(m, &rq, true, &why);
+
+	if (r < 0) {
+		log_info("latency: rule %s matches process %d, not applied: %s", rule->name,
+			 (int)pid, why ? why : "failed");
+		fail_note(m, pid, start, r, source, why);
+		return false;
+	}
+	m->cnt.rule_matches++;
+	log_debug("latency: rule %s gives process %d value %d", rule->name, (int)pid,
+		  rule->latency_nice);
+	return true;
+}
+
+bool latmgr_apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx)
+{
+	const struct latmgr_proc *p = latmgr_find_process(m, pid);
+	struct latpol_rec rec = latmgr_rec_of(p);
+	char source[PLAN_SOURCE_MAX];
+	uint64_t start = 0;
+	int i = -1;
+
+	if (!latpol_rules_may_change(&rec, pid == m->self))
+		return false;
+	switch (rule_for(m, pid, kx, &rec, &start, &i, source)) {
+	case LATPOL_RULE_KEEP:
+		return false;
+	case LATPOL_RULE_GIVE_BACK:
+		log_info("latency: process %d no longer matches rule %s: given back", (int)pid,
+			 p->source + 5);
+		latmgr_reset_process(m, pid, 0);
+		return false;
+	case LATPOL_RULE_APPLY:
+		break;
+	}
+	return rule_give(m, pid, start, &m->conf->rules.r[i], source);
+}
+
+/*
+ * Process pid, a child missed while events were lost, of managed process parent (a
+ * ctl value's). Its parent of record may not be the task that created it
+ * (clone(CLONE_PARENT), an orphan adopted by a subreaper): it gets the parent's value
+ * only if the kernel gave it what rqbalance set there, and a rule's value only by
+ * matching the rule itself (rescan_rules).
+ */
+static void rescan_child(struct latmgr *m, pid_t pid, const struct latmgr_proc *parent)
+{
+	const struct lat_entry *from = latmgr_from_of(m, parent->tgid, parent->tgid);
+	struct latpol_rec rec = latmgr_rec_of(parent);
+	struct latmgr_proc child = *parent;
+	struct latpol_task t;
+
+	latmgr_read_task(m, pid, pid, &t);
+	if (t.gone || !latpol_adopt(&rec, t.start_time,
+				    t.start_time >= rec.start_time &&
+				    latmgr_kernel_inherited(m, pid, from)))
+		return;
+	child.tgid = pid;
+	child.start_time = t.start_time;
+	if (latmgr_proc_put(m, &child) < 0)
+		return;
+	if (latmgr_proc_threads(m, latmgr_find_process(m, pid), from) > 0)
+		m->cnt.threads++;
+}
+
+/*
+ * The rules on process pid, with what a task walk said it runs: true if a rule gave
+ * it its value just now.
+ */
+static bool rescan_rules(struct latmgr *m, pid_t pid)
+{
+	const struct evsrc_exe *x = evsrc_exe_find(m->exes, m->nexes, pid);
+	struct latmgr_exe kx = { .start_ns = x ? x->start_ns : 0,
+				 .id = { .dev = x ? x->dev : 0, .ino = x ? x->ino : 0 } };
+
+	return latmgr_apply_rules(m, pid, x && x->has_exe ? &kx : NULL);
+}
+
+/* New threads and children of managed processes, missed while events were lost. */
+static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
+{
+	const struct latmgr_proc *p = latmgr_find_process(m, pid), *parent;
+	const struct lat_entry *from;
+	bool given = false;
+
+	if (!p && (parent = latmgr_find_process(m, ppid)) != NULL && !parent->from_rule) {
+		rescan_child(m, pid, parent);
+		return;
+	}
+	/* A rule's value is checked again: the rules, or the process, may have changed. */
+	if (!p || p->from_rule)
+		given = rescan_rules(m, pid);
+	/* Threads missed meanwhile; not those a rule gave its value to just now. */
+	p = given ? NULL : latmgr_find_process(m, pid);
+	from = p ? latmgr_from_of(m, pid, pid) : NULL;
+	if (p && latmgr_proc_threads(m, p, from) > 0)
+		m->cnt.threads++;
+}
+
+/* What every process runs, from the kernel: exe rules need no /proc/PID/exe then. */
+static void rescan_exes(struct latmgr *m)
+{
+	int r;
+
+	if (!m->ev || !m->conf->rules.n)
+		return;
+	r = evsrc_exes(m->ev, &m->exes, &m->nexes);
+	/* A source that cannot say (the connector) leaves exe rules to /proc/PID/exe. */
+	if (r < 0 && r != -EOPNOTSUPP)
+		log_debug("latency: task walk for exe identities failed: %s", strerror(-r));
+}
+
+void latmgr_rescan(struct latmgr *m)
+{
+	struct dirent *de;
+	DIR *d = opendir(m->proc_root);
+
+	if (!d)
+		return;
+	m->cnt.rescans++;
+	m->rescan_ns = util_now_ns();
+	rescan_exes(m);
+	while ((de = readdir(d))) {
+		pid_t pid = (pid_t)atoi(de->d_name);
+		struct parse_stat_line l;
+
+		if (pid <= 0 || pid == m->self || procfs_stat(m->proc_root, 0, pid, &l) < 0 ||
+		    (l.flags & PARSE_PF_KTHREAD))
+			continue;
+		rescan_process(m, pid, l.ppid);
+	}
+	closedir(d);
+	free(m->exes);
+	m->exes = NULL;
+	m->nexes = 0;
+	m->resync = false;
+}
+
+void latmgr_rules_changed(struct latmgr *m)
+{
+	struct latact_result *res = NULL;
+	size_t n;
+	/* The mapping's settings may have changed too: every task gets its value anew. */
+	struct latpol_task *e = latmgr_entries_of(m, 0, &n);
+	struct plan pl;
+
+	plan_init(&pl);
+	if (e && latpol_reapply(e, n, &pl) > 0)
+		res = latmgr_apply(m, &pl);
+	free(e);
+	for (size_t i = 0; res && i < pl.n; i++)
+		if (res[i].r < 0)
+			log_debug("latency: task %d kept its settings at reload: %s",
+				  (int)pl.a[i].tid, res[i].why ? res[i].why : "failed");
+	free(res);
+	plan_fini(&pl);
+	latmgr_rescan(m);
+}
+
+/*
+ * Whether to rescan for lost events now. Until the source has been read empty after
+ * the loss the kernel may drop more without a word (the connector's does): the rescan
+ * waits for that point, so that it covers them too. A source that never empties still
+ * gets one every LATMGR_RESYNC_TICKS ticks, and the resync stays due.
+ */
+static bool resync_now(struct latmgr *m, bool *ret_again)
+{
+	*ret_again = false;
+	if (!m->resync)
+		return false;
+	if (m->drained || !latmgr_has_events(m)) {
+		m->resync_wait = 0;
+		return true;
+	}
+	*ret_again = true;
+	return ++m->resync_wait % LATMGR_RESYNC_TICKS == 0;
+}
+
+static void sweep(struct latmgr *m, bool resync)
+{
+	latact_verify(m->la);
+	for (size_t i = m->np; i-- > 0;) {
+		uint64_t start;
+		bool kthread;
+
+		if (latmgr_task_info(m, m->p[i].tgid, &start, &kthread) < 0 ||
+		    start != m->p[i].start_time)
+			latmgr_proc_del(m, m->p[i].tgid);
+	}
+	/* Without events, new threads are found by walking; with them, after losses. */
+	if (resync || (!latmgr_has_events(m) && m->np))
+		latmgr_rescan(m);
+}
+
+void latmgr_tick(struct latmgr *m)
+{
+	bool again, resync, swept;
+
+	/* Events that wake nobody (BPF's forks and exits) are read here at the latest. */
+	if (m->ev && m->ev->ops->tick_read)
+		latmgr_dispatch(m);
+	resync = resync_now(m, &again);
+	/* With events, exits arrive as such: a sweep now and then is enough. */
+	swept = !latmgr_has_events(m) || resync || ++m->ticks % LATMGR_SWEEP_TICKS == 0;
+
+	if (swept)
+		sweep(m, resync);
+	if (again)
+		m->resync = true;
+	/* The sweep also finds processes moved into or out of a unit: no event tells. */
+	if (swept || m->units_dirty)
+		latmgr_units_refresh(m);
+}
