@@ -177,11 +177,9 @@ int act_init(struct act *a, const struct act_ops *ops, const char *journal_dir, 
 	memset(a, 0, sizeof(*a));
 	a->ops = ops;
 	a->dry_run = dry_run;
-	if (dry_run)
-		return 0;
-	r = journal_open(journal_dir, &a->journal);
-	if (r < 0)
-		return r;
+	r = ops->journal(journal_dir, JOURNAL_NAME, &a->journal);
+	if (r < 0 || !a->journal)
+		return r; /* none kept: no previous run's changes to give back either */
 	r = journal_replay(a->journal, restore_record, a, &bad);
 	if (r < 0)
 		log_warn("journal %s: cannot read: %s", journal_path(a->journal), strerror(-r));

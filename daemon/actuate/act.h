@@ -26,6 +26,12 @@ struct act_task {
 
 struct act_ops {
 	const char *name;
+	/*
+	 * Opens the journal file name in dir, locked: -EBUSY while another daemon holds
+	 * it. A driver that writes nothing opens none (*ret NULL), and without a journal
+	 * the actuators keep nothing they would have to give back. 0 or -errno.
+	 */
+	int (*journal)(const char *dir, const char *name, struct journal **ret);
 	/* Opens tid if its start time is start_time: 0, -ESRCH (gone or reused), -errno. */
 	int (*open)(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret);
 	/* 0 while the task opened is alive, -ESRCH once it is gone. */
@@ -86,7 +92,7 @@ struct act_counters {
 
 struct act {
 	const struct act_ops *ops;
-	struct journal *journal;  /* NULL in dry-run */
+	struct journal *journal;  /* NULL where the driver opens none */
 	bool dry_run;
 	size_t n, cap;
 	struct act_entry *e;      /* sorted by tid */

@@ -2,10 +2,20 @@
  * Actuate stage, the dry-run driver: it opens and reads tasks as the Linux driver
  * does, so a dry run logs only writes that would really happen, but every write
  * (affinity, sched_setattr, cgroup files and moves, systemd units) succeeds and does
- * nothing. It logs nothing either: act.c and latact_apply_plan log the plan's actions.
- * It must never change a task, a cgroup or a unit.
+ * nothing, and it opens no journal. It logs nothing either: act.c and
+ * latact_apply_plan log the plan's actions. It must never change a task, a cgroup, a
+ * unit or a file.
  */
 #include "actuate/act.h"
+
+/* No journal: no lock a real daemon beside the dry run would find taken, no file. */
+static int dry_journal(const char *dir, const char *name, struct journal **ret)
+{
+	(void)dir;
+	(void)name;
+	*ret = NULL;
+	return 0;
+}
 
 static int dry_open(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret)
 {
@@ -81,6 +91,7 @@ static int dry_unit_weight(void *bus, const char *unit, uint64_t w, bool idle, c
 
 const struct act_ops act_dryrun_ops = {
 	.name = "dry-run",
+	.journal = dry_journal,
 	.open = dry_open,
 	.alive = dry_alive,
 	.get_affinity = dry_get,

@@ -25,6 +25,7 @@
 
 #include "actuate/act.h"
 #include "actuate/cgsd.h"
+#include "actuate/journal.h"
 #include "rqbalance.h"
 #include "sample/procfs.h"
 #include "util/schedattr.h"
@@ -115,6 +116,11 @@ static int linux_set(const struct act_task *t, const cpu_set_t *mask)
 		return -errno;
 	/* Alive after the write: the tid cannot have been reused in between. */
 	return linux_alive(t);
+}
+
+static int linux_journal(const char *dir, const char *name, struct journal **ret)
+{
+	return journal_open_named(dir, name, ret);
 }
 
 static void linux_close(struct act_task *t)
@@ -304,6 +310,7 @@ static int linux_unit_weight(void *bus, const char *unit, uint64_t w, bool idle,
 
 const struct act_ops act_linux_ops = {
 	.name = "linux",
+	.journal = linux_journal,
 	.open = linux_open,
 	.alive = linux_alive,
 	.get_affinity = linux_get,

@@ -68,11 +68,9 @@ int latact_init(struct latact *la, const struct act_ops *ops, const struct latac
 		 o->cgroup_root ? o->cgroup_root : "");
 	while (la->cls.root[0] == '/')
 		memmove(la->cls.root, la->cls.root + 1, strlen(la->cls.root));
-	if (!o->dry_run) {
-		r = journal_open_named(o->journal_dir, LAT_JOURNAL_NAME, &la->journal);
-		if (r < 0)
-			return r;
-	}
+	r = ops->journal(o->journal_dir, LAT_JOURNAL_NAME, &la->journal);
+	if (r < 0)
+		return r;
 	if (o->slices)
 		la->default_slice_ns = default_slice();
 	latact_classes_find(la);

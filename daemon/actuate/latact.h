@@ -121,8 +121,8 @@ struct latact_counters {
 #define LATACT_GIVEN_MAX 256
 
 struct latact {
-	const struct act_ops *ops;   /* opens tasks and makes every write */
-	struct journal *journal;     /* NULL in dry-run */
+	const struct act_ops *ops;   /* opens the journal and tasks, makes every write */
+	struct journal *journal;     /* NULL where the driver opens none */
 	struct latact_opts o;
 	char proc_root[PATH_MAX];
 	struct lat_classes cls;
@@ -148,8 +148,8 @@ struct latact {
 
 /*
  * Opens the journal, gives back what a previous run left in it, and finds the class
- * hierarchy. ops opens tasks and makes every write (act_linux_ops, act_dryrun_ops, a
- * test's). 0 or -errno (-EBUSY: another daemon holds the journal).
+ * hierarchy. ops opens the journal and tasks and makes every write (act_linux_ops,
+ * act_dryrun_ops, a test's). 0 or -errno (-EBUSY: another daemon holds the journal).
  */
 int latact_init(struct latact *la, const struct act_ops *ops, const struct latact_opts *o,
 		const struct lat_conf *lc);

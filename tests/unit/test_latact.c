@@ -129,6 +129,12 @@ static int rec_unit_weight(void *bus, const char *unit, uint64_t w, bool idle, c
 	return -ENOSYS;
 }
 
+/* The journal as the Linux driver opens it, in the test's directory. */
+static int fake_journal(const char *dir, const char *name, struct journal **ret)
+{
+	return journal_open_named(dir, name, ret);
+}
+
 /* The task's identity is the test's own: no pidfd, always alive. */
 static int fake_open(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret)
 {
@@ -162,6 +168,7 @@ static int set_task(struct latact *la, pid_t tid, int v, const char **ret_why)
 /* The one table: the test's tasks, and the fake kernel's tree for every write. */
 static const struct act_ops fake_ops = {
 	.name = "fake",
+	.journal = fake_journal,
 	.open = fake_open,
 	.alive = fake_alive,
 	.close = fake_close,
