@@ -88,7 +88,7 @@ static void restore_offspring(struct act *a, pid_t tid, pid_t tgid, uint64_t sin
 {
 	struct offspring o = { a, tid, prev, set };
 
-	if (since && !a->dry_run && a->ops->offspring)
+	if (since && a->ops->offspring)
 		a->ops->offspring(tgid, since, restore_one, &o);
 }
 

@@ -42,7 +42,8 @@ struct act_ops {
 	/*
 	 * Calls fn for every thread of process tgid, and every thread of its child
 	 * processes, started at or after since (clock ticks after boot): the tasks that
-	 * inherited what rqbalance set on a thread of tgid. 0 or -errno.
+	 * inherited what rqbalance set on a thread of tgid (none where the driver
+	 * writes nothing). 0 or -errno.
 	 */
 	int (*offspring)(pid_t tgid, uint64_t since,
 			 void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start), void *ctx);
