@@ -318,22 +318,6 @@ static int unpin(struct act *a, const struct plan_action *pa)
 	return r < 0 ? r : 0;
 }
 
-static void log_action(const struct act *a, const struct plan_action *pa, int r)
-{
-	char line[CPUMASK_STRLEN + 256];
-
-	plan_format(pa, line, sizeof(line));
-	if (a->dry_run)
-		log_info("dry-run: %s", line);
-	else if (r == 0)
-		log_info("%s", line);
-	else if (r == -ESRCH)
-		log_info("%s: task is gone", line);
-	else
-		log_warn("%s: %s (%s)", line, strerror(-r),
-			 act_error_is_transient(r) ? "will retry later" : "given up");
-}
-
 static void compact(struct act *a)
 {
 	struct journal_rec *recs;
@@ -368,7 +352,7 @@ int act_apply(struct act *a, const struct plan *p, act_dropped_fn dropped, void 
 			continue;
 		r = pa->op == PLAN_PIN ? pin(a, pa) : unpin(a, pa);
 
-		log_action(a, pa, r);
+		a->ops->log_action(pa, r, NULL);
 		if (r < 0) {
 			if (r != -ESRCH)
 				count_error(a, r);

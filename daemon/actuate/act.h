@@ -64,6 +64,11 @@ struct act_ops {
 	/* A systemd unit's CPUWeight over D-Bus (sd_bus *bus): w, or "idle" if idle. */
 	int (*unit_weight)(void *bus, const char *unit, uint64_t w, bool idle, char *err,
 			   size_t errlen);
+	/*
+	 * Logs what came of a plan action, r (0 or -errno) with why (a reason, or NULL):
+	 * the Linux driver says what was done, the dry-run driver what would be.
+	 */
+	void (*log_action)(const struct plan_action *pa, int r, const char *why);
 };
 
 /* Clock ticks after boot now: the unit of start times in /proc. */

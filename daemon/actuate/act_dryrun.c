@@ -2,11 +2,13 @@
  * Actuate stage, the dry-run driver: it opens and reads tasks as the Linux driver
  * does, so a dry run logs only writes that would really happen, but every write
  * (affinity, sched_setattr, cgroup files and moves, systemd units) succeeds and does
- * nothing, and it opens no journal. It logs nothing either: act.c and
- * latact_apply_plan log the plan's actions. It must never change a task, a cgroup, a
- * unit or a file.
+ * nothing, and it opens no journal. It logs each plan action as one that would be
+ * carried out ("dry-run: " and its plan line), and nothing else. It must never change
+ * a task, a cgroup, a unit or a file.
  */
 #include "actuate/act.h"
+#include "util/cpumask.h"
+#include "util/log.h"
 
 /* No journal: no lock a real daemon beside the dry run would find taken, no file. */
 static int dry_journal(const char *dir, const char *name, struct journal **ret)
@@ -94,6 +96,17 @@ static int dry_unit_weight(void *bus, const char *unit, uint64_t w, bool idle, c
 	return 0;
 }
 
+/* Each action as the plan says it, whatever came of it: what a real run would try. */
+static void dry_log_action(const struct plan_action *pa, int r, const char *why)
+{
+	char line[CPUMASK_STRLEN + PLAN_LINE_MAX];
+
+	(void)r;
+	(void)why;
+	plan_format(pa, line, sizeof(line));
+	log_info("dry-run: %s", line);
+}
+
 const struct act_ops act_dryrun_ops = {
 	.name = "dry-run",
 	.journal = dry_journal,
@@ -109,4 +122,5 @@ const struct act_ops act_dryrun_ops = {
 	.mkdir = dry_path,
 	.rmdir = dry_path,
 	.unit_weight = dry_unit_weight,
+	.log_action = dry_log_action,
 };

@@ -2,10 +2,11 @@
  * Actuate stage, the Linux driver: the only code that writes to the system. It opens
  * tasks by pidfd and checks their start time, so that a reused pid is never touched,
  * then reads and writes affinity; and it makes the latency actuator's writes
- * (sched_setattr, cgroupfs files, systemd units). It decides nothing: act.c and
- * latact's parts say what to write and where. Groups in the cpu hierarchy libcgroup
- * knows are made, joined and removed through libcgroup; a tree it does not know (a
- * test's) through the files themselves.
+ * (sched_setattr, cgroupfs files, systemd units); it opens the journal, and logs
+ * what came of each plan action. It decides nothing: act.c and latact's parts say
+ * what to write and where. Groups in the cpu hierarchy libcgroup knows are made,
+ * joined and removed through libcgroup; a tree it does not know (a test's) through
+ * the files themselves.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,6 +29,8 @@
 #include "actuate/journal.h"
 #include "rqbalance.h"
 #include "sample/procfs.h"
+#include "util/cpumask.h"
+#include "util/log.h"
 #include "util/schedattr.h"
 #include "util/util.h"
 
@@ -308,6 +311,27 @@ static int linux_unit_weight(void *bus, const char *unit, uint64_t w, bool idle,
 		    : cgsd_set_weight(bus, unit, w, err, errlen);
 }
 
+/* A pin's outcome at info (a failure at warn); a latency action's, one of many, at debug. */
+static void linux_log_action(const struct plan_action *pa, int r, const char *why)
+{
+	char line[CPUMASK_STRLEN + PLAN_LINE_MAX];
+
+	plan_format(pa, line, sizeof(line));
+	if (plan_op_is_latency(pa->op)) {
+		if (r < 0)
+			log_debug("%s: %s", line, why ? why : strerror(-r));
+		else
+			log_debug("%s", line);
+	} else if (r == 0) {
+		log_info("%s", line);
+	} else if (r == -ESRCH) {
+		log_info("%s: task is gone", line);
+	} else {
+		log_warn("%s: %s (%s)", line, strerror(-r),
+			 act_error_is_transient(r) ? "will retry later" : "given up");
+	}
+}
+
 const struct act_ops act_linux_ops = {
 	.name = "linux",
 	.journal = linux_journal,
@@ -323,4 +347,5 @@ const struct act_ops act_linux_ops = {
 	.mkdir = linux_mkdir,
 	.rmdir = linux_rmdir,
 	.unit_weight = linux_unit_weight,
+	.log_action = linux_log_action,
 };

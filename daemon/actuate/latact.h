@@ -233,7 +233,7 @@ struct latact_result {
  * with from_tid inherits from that task's entry as it was before the plan. A whole
  * process's SET of its first thread that fails with -ESRCH or -EPERM cancels (-ECANCELED)
  * the SETs of its other threads. ret (p->n results, may be NULL) gets each action's result.
- * Returns how many took, or -ENOMEM (nothing done). A dry run logs each action.
+ * Returns how many took, or -ENOMEM (nothing done). The driver logs each action.
  */
 int latact_apply_plan(struct latact *la, const struct plan *p, struct latact_result *ret);
 

@@ -6,10 +6,8 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "actuate/latact.h"
-#include "util/log.h"
 
 _Static_assert(PLAN_PATH_MAX == LAT_PATH_MAX, "a plan's cgroup path is a latency path");
 
@@ -69,20 +67,6 @@ static int apply_one(struct latact *la, const struct plan_action *pa,
 	}
 }
 
-static void log_action(const struct latact *la, const struct plan_action *pa, int r,
-		       const char *why)
-{
-	char line[PLAN_LINE_MAX];
-
-	plan_format(pa, line, sizeof(line));
-	if (la->o.dry_run)
-		log_info("dry-run: %s", line);
-	else if (r < 0)
-		log_debug("%s: %s", line, why ? why : strerror(-r));
-	else
-		log_debug("%s", line);
-}
-
 /* A process given a value whole whose first thread is gone or refused is left whole. */
 static bool refuses_process(const struct plan_action *pa, int r)
 {
@@ -109,7 +93,7 @@ int latact_apply_plan(struct latact *la, const struct plan *p, struct latact_res
 			continue;
 		}
 		res.r = apply_one(la, pa, found[i] ? &fr[i] : NULL, &res.why);
-		log_action(la, pa, res.r, res.why);
+		la->ops->log_action(pa, res.r, res.why);
 		if (refuses_process(pa, res.r))
 			refused = pa->tgid;
 		done += res.r == 0;

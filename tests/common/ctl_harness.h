@@ -330,71 +330,24 @@ static inline int ctlh_never_set(const struct act_task *t, const cpu_set_t *mask
 	return -EPERM;
 }
 
-static inline void ctlh_no_close(struct act_task *t)
-{
-	(void)t;
-}
-
-static inline int ctlh_no_offspring(pid_t tgid, uint64_t since,
-				    void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start),
-				    void *ctx)
-{
-	(void)tgid;
-	(void)since;
-	(void)fn;
-	(void)ctx;
-	return 0;
-}
-
 /*
- * The latency actuator's writes, as the dry-run driver makes them: they succeed and
- * change nothing. The harness seeds entries a dry run never records, so a reset may
- * reach a write here; the fake tree stays as the scenario made it.
+ * The dry-run driver on the fake tasks: none opens, is alive or has an affinity to
+ * read (no real task has these pids), and an affinity write is a failure. Every
+ * other write is the dry-run driver's, which changes nothing: the harness seeds
+ * entries a dry run never records, so a reset may reach one, and the fake tree stays
+ * as the scenario made it.
  */
-static inline int ctlh_dry_attr(pid_t tid, const struct rqb_sched_attr *a)
+static struct act_ops ctlh_ops;
+
+static inline void ctlh_ops_init(void)
 {
-	(void)tid;
-	(void)a;
-	return 0;
+	ctlh_ops = act_dryrun_ops;
+	ctlh_ops.name = "ctlh";
+	ctlh_ops.open = ctlh_no_open;
+	ctlh_ops.alive = ctlh_no_task;
+	ctlh_ops.get_affinity = ctlh_no_get;
+	ctlh_ops.set_affinity = ctlh_never_set;
 }
-
-static inline int ctlh_dry_attach(const char *procs_file, pid_t tid)
-{
-	(void)procs_file;
-	(void)tid;
-	return 0;
-}
-
-static inline int ctlh_dry_write(const char *path, const char *text)
-{
-	(void)path;
-	(void)text;
-	return 0;
-}
-
-static inline int ctlh_dry_dir(const char *dir)
-{
-	(void)dir;
-	return 0;
-}
-
-static inline int ctlh_dry_unit(void *bus, const char *unit, uint64_t w, bool idle, char *err,
-				size_t errlen)
-{
-	(void)bus, (void)unit, (void)w, (void)idle, (void)err, (void)errlen;
-	return 0;
-}
-
-/* Every write of struct act_ops but affinity's, for a harness's table. */
-#define CTLH_DRY_LAT_WRITES                                                        \
-	.set_attr = ctlh_dry_attr, .attach = ctlh_dry_attach, .write = ctlh_dry_write, \
-	.mkdir = ctlh_dry_dir, .rmdir = ctlh_dry_dir, .unit_weight = ctlh_dry_unit
-
-static const struct act_ops ctlh_ops = {
-	.name = "ctlh", .open = ctlh_no_open, .alive = ctlh_no_task, .get_affinity = ctlh_no_get,
-	.set_affinity = ctlh_never_set, .close = ctlh_no_close, .offspring = ctlh_no_offspring,
-	CTLH_DRY_LAT_WRITES,
-};
 
 /* The daemon, as far as the doors see it (struct ctl_env): no struct daemon. */
 struct ctlh {
@@ -548,6 +501,7 @@ static inline struct ctlh *ctlh_daemon_new(const struct ctlh_scenario *sc)
 	struct ctlh *d = calloc(1, sizeof(*d));
 
 	CTLH_CHECK(d);
+	ctlh_ops_init();
 	conf_defaults(&d->conf);
 	d->conf.dry_run = true;
 	snprintf(d->conf.ctl_group, sizeof(d->conf.ctl_group), "%s", sc->ctl_group ? "root" : "");
