@@ -51,6 +51,8 @@ struct act_ops {
 	 * The latency actuator's writes (latact.h). Paths are absolute, under the cpu
 	 * hierarchy's mount, so that a test can point them at a fake tree. 0 or -errno.
 	 */
+	/* sched_getattr: what a task has of what set_attr writes, read before and back. */
+	int (*get_attr)(pid_t tid, struct rqb_sched_attr *ret);
 	/* sched_setattr: a task's policy, nice, slice and uclamp in one call. */
 	int (*set_attr)(pid_t tid, const struct rqb_sched_attr *a);
 	/* Moves tid into a cgroup: writes it to that group's cgroup.procs or tasks file. */

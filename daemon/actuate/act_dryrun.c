@@ -57,6 +57,11 @@ static int dry_offspring(pid_t tgid, uint64_t since,
 	return 0;
 }
 
+static int dry_get_attr(pid_t tid, struct rqb_sched_attr *ret)
+{
+	return act_linux_ops.get_attr(tid, ret);
+}
+
 static int dry_set_attr(pid_t tid, const struct rqb_sched_attr *a)
 {
 	(void)tid;
@@ -116,6 +121,7 @@ const struct act_ops act_dryrun_ops = {
 	.set_affinity = dry_set,
 	.close = dry_close,
 	.offspring = dry_offspring,
+	.get_attr = dry_get_attr,
 	.set_attr = dry_set_attr,
 	.attach = dry_attach,
 	.write = dry_write,

@@ -188,7 +188,12 @@ static int linux_offspring(pid_t tgid, uint64_t since,
 	return 0;
 }
 
-/* The latency actuator's writes. */
+/* The latency actuator's writes, and what it reads of a task. */
+static int linux_get_attr(pid_t tid, struct rqb_sched_attr *ret)
+{
+	return rqb_sched_getattr(tid, ret);
+}
+
 static int linux_set_attr(pid_t tid, const struct rqb_sched_attr *a)
 {
 	return rqb_sched_setattr(tid, a);
@@ -341,6 +346,7 @@ const struct act_ops act_linux_ops = {
 	.set_affinity = linux_set,
 	.close = linux_close,
 	.offspring = linux_offspring,
+	.get_attr = linux_get_attr,
 	.set_attr = linux_set_attr,
 	.attach = linux_attach,
 	.write = linux_write,

@@ -39,7 +39,7 @@ int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret)
 {
 	struct rqb_sched_attr a;
 	struct lat_state s = { .umin = -1, .umax = -1 };
-	int r = rqb_sched_getattr(tid, &a);
+	int r = la->ops->get_attr(tid, &a);
 
 	if (r < 0)
 		return r;

@@ -108,6 +108,12 @@ static int tree_rmdir(const char *dir)
 	return act_linux_ops.rmdir(dir);
 }
 
+/* What the test's thread has, read as the Linux driver reads it. */
+static int own_get_attr(pid_t tid, struct rqb_sched_attr *ret)
+{
+	return rqb_sched_getattr(tid, ret);
+}
+
 /* sched_setattr, recorded and not made. */
 static unsigned attr_calls;
 static pid_t attr_tid;
@@ -172,6 +178,7 @@ static const struct act_ops fake_ops = {
 	.open = fake_open,
 	.alive = fake_alive,
 	.close = fake_close,
+	.get_attr = own_get_attr,
 	.set_attr = rec_set_attr,
 	.attach = tree_attach,
 	.write = tree_write,
