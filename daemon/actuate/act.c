@@ -52,6 +52,21 @@ static int insert(struct act *a, const struct act_entry *e)
 	return 0;
 }
 
+/* Records what e's task had and was given; with no journal there is nothing to record. */
+static int journal_entry(struct act *a, const struct act_entry *e)
+{
+	struct journal_rec rec = { .tid = e->task.tid, .tgid = e->tgid,
+				   .start_time = e->task.start_time, .prev = e->prev, .set = e->set,
+				   .since = e->since };
+
+	return a->journal ? journal_set(a->journal, &rec) : 0;
+}
+
+static int unjournal(struct act *a, pid_t tid, uint64_t start_time)
+{
+	return a->journal ? journal_clear(a->journal, tid, start_time) : 0;
+}
+
 /* What restore_offspring() hands to each task it finds. */
 struct offspring {
 	struct act *a;
@@ -101,12 +116,10 @@ static void remove_at(struct act *a, size_t i, act_dropped_fn dropped, void *ctx
 	memmove(&a->e[i], &a->e[i + 1], (a->n - i - 1) * sizeof(*a->e));
 	a->n--;
 	restore_offspring(a, e.task.tid, e.tgid, e.since, &e.prev, &e.set);
-	if (a->journal) {
-		r = journal_clear(a->journal, e.task.tid, e.task.start_time);
-		if (r < 0)
-			log_warn("journal %s: cannot clear record of tid %d: %s",
-				 journal_path(a->journal), (int)e.task.tid, strerror(-r));
-	}
+	r = unjournal(a, e.task.tid, e.task.start_time);
+	if (r < 0)
+		log_warn("journal %s: cannot clear record of tid %d: %s", journal_path(a->journal),
+			 (int)e.task.tid, strerror(-r));
 	if (dropped)
 		dropped(ctx, e.task.tid, e.task.start_time);
 	a->ops->close(&e.task);
@@ -236,15 +249,6 @@ void act_fini(struct act *a)
 	a->journal = NULL;
 }
 
-static int journal_entry(struct act *a, const struct act_entry *e)
-{
-	struct journal_rec rec = { .tid = e->task.tid, .tgid = e->tgid,
-				   .start_time = e->task.start_time, .prev = e->prev, .set = e->set,
-				   .since = e->since };
-
-	return journal_set(a->journal, &rec);
-}
-
 /* Narrows a task to the plan's mask: journal first, write only if different, read back. */
 static int pin(struct act *a, const struct plan_action *pa)
 {
@@ -266,10 +270,6 @@ static int pin(struct act *a, const struct plan_action *pa)
 	}
 	e.tgid = pa->tgid;
 	e.set = pa->mask;
-	if (a->dry_run) {
-		a->cnt.moves++;
-		goto out;
-	}
 	r = journal_entry(a, &e);
 	if (r < 0)
 		goto out; /* nothing written: what the journal held before still holds */
@@ -277,7 +277,7 @@ static int pin(struct act *a, const struct plan_action *pa)
 	if (r < 0) {
 		/* Not changed: put the journal back in step with what the task still has. */
 		if (i < 0)
-			journal_clear(a->journal, e.task.tid, e.task.start_time);
+			unjournal(a, e.task.tid, e.task.start_time);
 		else
 			journal_entry(a, &a->e[i]);
 		goto out;
@@ -290,6 +290,12 @@ static int pin(struct act *a, const struct plan_action *pa)
 				 journal_path(a->journal), (int)e.task.tid);
 	}
 	a->cnt.moves++;
+	/*
+	 * An entry is kept only where the journal holds it, so that no crash can lose
+	 * it. Without a journal (the driver writes nothing) the move is counted, not kept.
+	 */
+	if (!a->journal)
+		goto out;
 	if (i >= 0) {
 		a->e[i] = e;
 		return 0;
@@ -299,7 +305,7 @@ static int pin(struct act *a, const struct plan_action *pa)
 		return 0;
 	/* A change that cannot be tracked must not stand: undo it. */
 	a->ops->set_affinity(&e.task, &e.prev);
-	journal_clear(a->journal, e.task.tid, e.task.start_time);
+	unjournal(a, e.task.tid, e.task.start_time);
 out:
 	if (i < 0)
 		a->ops->close(&e.task);
@@ -312,7 +318,7 @@ static int unpin(struct act *a, const struct plan_action *pa)
 	int r;
 
 	if (i < 0)
-		return 0; /* never written (it had the mask already, or a dry run) */
+		return 0; /* never written (it had the mask already), or not kept */
 	r = restore(a, &a->e[i].task, &a->e[i].prev, &a->e[i].set);
 	remove_at(a, (size_t)i, NULL, NULL);
 	return r < 0 ? r : 0;

@@ -225,9 +225,6 @@ static int cg_apply(struct latact *la, const char *path, int v, const char *sour
 	c.set_idle = idle < 0 ? -1 : k.cg_idle ? 1 : 0;
 	if (c.set_idle == 1 && c.unit[0])
 		c.set_weight = CGSD_WEIGHT_IDLE;
-	/* As latact_task: a dry run records no entry it did not make. */
-	if (la->o.dry_run)
-		return 0;
 	r = latact_journal_cg(la, &c);
 	if (r == 0)
 		r = target_write(la, &c, c.set_weight, c.set_idle);
@@ -238,6 +235,9 @@ static int cg_apply(struct latact *la, const char *path, int v, const char *sour
 		la->cnt.errors++;
 		return r;
 	}
+	/* As latact_task: kept only where the journal holds it. */
+	if (!la->journal)
+		return 0;
 	if (i == SIZE_MAX) {
 		struct lat_cg_entry *arr = util_grow(la->cg, &la->capcg, la->ncg, sizeof(*arr));
 

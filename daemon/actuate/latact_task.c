@@ -320,7 +320,7 @@ int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_en
 		r = -EPERM;
 	}
 	if (r < 0)
-		goto fail;
+		goto out;
 	e.prev = old ? old->prev : from ? from->prev : cur;
 	cg_decide(la, old, from, &cur, &e);
 	knobs_left(la, old, from, &cur, &e);
@@ -335,18 +335,11 @@ int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_en
 	knobs_copy(e.left, &cur, &want);
 	e.from_tid = from ? from->task.tid : old && old->value == v ? old->from_tid : 0;
 	e.since = old && old->value == v ? old->since : (int64_t)time(NULL);
-	/*
-	 * A dry run stops here, records nothing and answers 0: latact_apply_plan logs what
-	 * the plan would do. Past here the driver would write nothing, but the read-back
-	 * would record what the task already had and tell the manager it is managed.
-	 */
-	if (la->o.dry_run)
-		goto fail;
 	r = latact_journal_task(la, &e);
 	if (r < 0) {
 		*ret_why = strerror(-r);
 		la->cnt.errors++;
-		goto fail;
+		goto out;
 	}
 	r = write_state(la, tid, tgid, &cur, &want);
 	mapped = e.set;
@@ -365,24 +358,31 @@ int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_en
 			latact_journal_untask(la, tid, start_time);
 			latact_compact(la);
 		}
-		goto fail;
+		goto out;
 	}
 	if (r < 0) {
 		*ret_why = strerror(-r);
 		la->cnt.errors++;
-		goto fail;
+		goto out;
 	}
+	/*
+	 * As act.c: kept only where the journal holds it. Without a journal (the driver
+	 * writes nothing) the read-back shows what the task already had: the manager is
+	 * not told it is managed, and nothing is counted as applied.
+	 */
+	if (!la->journal)
+		goto out;
 	if (!entry_add(la, &e)) {
 		r = -ENOMEM;
-		goto fail;
+		goto out;
 	}
 	la->cnt.applied++;
 	latact_compact(la);
 	return 0;
-fail:
+out:
 	if (!old)
 		la->ops->close(&e.task);
-	return la->o.dry_run ? 0 : r;
+	return r;
 }
 
 /* Gives back each knob that is still what rqbalance set. */

@@ -11,6 +11,7 @@
 #include "../common/ctl_harness.h"
 #include "latmgr/latmgr.h"
 #include "util/log.h"
+#include "util/schedattr.h"
 
 #define PROC_W (CTLH_BASE + 20) /* comm "worker", threads W and W + 1 */
 #define PROC_E (CTLH_BASE + 30) /* threads E and E + 1; E + 2 listed, its stat gone */
@@ -24,7 +25,7 @@ static void on_plan(void *ctx, const struct plan *p)
 	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", unit_plan_dump(p));
 }
 
-/* The dry run's task operations: every fake task opens (the real driver finds none). */
+/* The dry run's task operations: every fake task opens and reads (the kernel knows none). */
 static int open_fake(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret)
 {
 	(void)tgid;
@@ -35,6 +36,14 @@ static int open_fake(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task
 static int alive_fake(const struct act_task *t)
 {
 	(void)t;
+	return 0;
+}
+
+/* Each has what a plain task has: SCHED_OTHER, nice 0, no slice or clamp of its own. */
+static int plain_attr(pid_t tid, struct rqb_sched_attr *ret)
+{
+	(void)tid;
+	*ret = (struct rqb_sched_attr){ .size = sizeof(*ret), .sched_policy = SCHED_OTHER };
 	return 0;
 }
 
@@ -66,6 +75,7 @@ static struct ctlh *daemon_with(uint8_t managed)
 	fake_ops.name = "fake";
 	fake_ops.open = open_fake;
 	fake_ops.alive = alive_fake;
+	fake_ops.get_attr = plain_attr;
 	d->lat.ops = &fake_ops;
 	d->lm.on_plan = on_plan;
 	plans[0] = '\0';
