@@ -25,7 +25,7 @@ struct act_task {
 };
 
 struct act_ops {
-	const char *name;
+	const char *name;     /* for the log: "linux", "dry run" */
 	/*
 	 * Opens the journal file name in dir, locked: -EBUSY while another daemon holds
 	 * it. A driver that writes nothing opens none (*ret NULL), and without a journal

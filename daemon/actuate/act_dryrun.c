@@ -113,7 +113,7 @@ static void dry_log_action(const struct plan_action *pa, int r, const char *why)
 }
 
 const struct act_ops act_dryrun_ops = {
-	.name = "dry-run",
+	.name = "dry run",
 	.journal = dry_journal,
 	.open = dry_open,
 	.alive = dry_alive,

@@ -296,11 +296,13 @@ void latact_classes_find(struct latact *la)
 	if (!la->o.class_cgroups)
 		return;
 	/*
-	 * Classes the dry-run driver does not make would be found missing at each use
-	 * (class_ensure's stat) and read back as nothing: a dry run plans no class moves.
+	 * What rqbalance makes in the hierarchy, a start after a crash must remove: the
+	 * journal records the classes' parent. Without a journal none are made (those of a
+	 * driver that writes nothing would be missing at each use); the line names the
+	 * driver that opened none, "dry run".
 	 */
-	if (la->o.dry_run) {
-		log_info("latency: dry run: no class cgroups are made");
+	if (!la->journal) {
+		log_info("latency: %s: no class cgroups are made", la->ops->name);
 		return;
 	}
 	r = classes_root_setup(la);
