@@ -182,14 +182,13 @@ static void restore_record(void *ctx, const struct journal_rec *rec)
 	restore_offspring(a, rec->tid, rec->tgid, rec->since, &rec->prev, &rec->set);
 }
 
-int act_init(struct act *a, const struct act_ops *ops, const char *journal_dir, bool dry_run)
+int act_init(struct act *a, const struct act_ops *ops, const char *journal_dir)
 {
 	unsigned bad = 0;
 	int r;
 
 	memset(a, 0, sizeof(*a));
 	a->ops = ops;
-	a->dry_run = dry_run;
 	r = ops->journal(journal_dir, JOURNAL_NAME, &a->journal);
 	if (r < 0 || !a->journal)
 		return r; /* none kept: no previous run's changes to give back either */

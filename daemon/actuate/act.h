@@ -101,7 +101,6 @@ struct act_counters {
 struct act {
 	const struct act_ops *ops;
 	struct journal *journal;  /* NULL where the driver opens none */
-	bool dry_run;
 	size_t n, cap;
 	struct act_entry *e;      /* sorted by tid */
 	struct act_counters cnt;
@@ -111,10 +110,11 @@ struct act {
 typedef void (*act_dropped_fn)(void *ctx, pid_t tid, uint64_t start_time);
 
 /*
- * Opens the journal in journal_dir (unless dry_run) and first gives back whatever a
- * previous run left in it. 0 or -errno (-EBUSY: another daemon holds the journal).
+ * Opens the journal in journal_dir through ops (the dry-run driver opens none) and
+ * first gives back whatever a previous run left in it. 0 or -errno (-EBUSY: another
+ * daemon holds the journal).
  */
-int act_init(struct act *a, const struct act_ops *ops, const char *journal_dir, bool dry_run);
+int act_init(struct act *a, const struct act_ops *ops, const char *journal_dir);
 /* Restores every task still as rqbalance left it, then closes the journal. */
 void act_fini(struct act *a);
 /* Carries out a plan; returns how many actions took. */

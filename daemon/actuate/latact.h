@@ -102,7 +102,6 @@ struct latact_opts {
 	bool uclamp;                 /* the kernel has uclamp */
 	bool autogroup;              /* the kernel's autogroup is on: a nice counts within a
 				      * session only, in the root cpu cgroup (explain says so) */
-	bool dry_run;
 	bool systemd;                /* systemd owns the cgroups: units are set over D-Bus */
 	const char *bus_address;     /* "" = the system bus */
 	const char *proc_root;       /* "" = "/proc"; for the cgroup of a task */

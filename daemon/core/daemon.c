@@ -567,6 +567,12 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 	return 0;
 }
 
+/* The one thing a dry run changes in the actuators: their driver. */
+static const struct act_ops *driver(const struct daemon *d)
+{
+	return d->conf.dry_run ? &act_dryrun_ops : &act_linux_ops;
+}
+
 static int start_latency(struct daemon *d)
 {
 	struct latact_opts o = {
@@ -575,7 +581,6 @@ static int start_latency(struct daemon *d)
 		.slices = has_slices(d),
 		.uclamp = d->features.f[FEAT_UCLAMP].state != FEAT_MISSING && d->conf.lat_uclamp,
 		.autogroup = d->features.f[FEAT_AUTOGROUP].state != FEAT_MISSING,
-		.dry_run = d->conf.dry_run,
 		/* RQB_SYSTEMD_BUS: a private bus with a stand-in for systemd, for tests. */
 		.bus_address = getenv("RQB_SYSTEMD_BUS"),
 	};
@@ -589,7 +594,7 @@ static int start_latency(struct daemon *d)
 		log_info("latency: no uclamp in this kernel: values set no util clamps");
 	if (!o.slices)
 		log_info("latency: no EEVDF slices in this kernel: values set no slice");
-	r = latact_init(&d->lat, d->conf.dry_run ? &act_dryrun_ops : &act_linux_ops, &o, &lc);
+	r = latact_init(&d->lat, driver(d), &o, &lc);
 	if (r < 0) {
 		log_err("latency journal in %s: %s", d->conf.journal_dir,
 			r == -EBUSY ? "locked by another rqbalanced" : strerror(-r));
@@ -746,8 +751,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 			return r;
 		}
 	}
-	r = act_init(&d->act, d->conf.dry_run ? &act_dryrun_ops : &act_linux_ops,
-		     d->conf.journal_dir, d->conf.dry_run);
+	r = act_init(&d->act, driver(d), d->conf.journal_dir);
 	if (r < 0) {
 		log_err("journal in %s: %s", d->conf.journal_dir,
 			r == -EBUSY ? "locked by another rqbalanced" : strerror(-r));

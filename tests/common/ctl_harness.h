@@ -513,7 +513,6 @@ static inline struct ctlh *ctlh_daemon_new(const struct ctlh_scenario *sc)
 		ctlh_snap->cpus[c].nr_running = (sc->runnable >> (c % 8)) & 3;
 
 	d->lat.ops = &ctlh_ops;
-	d->lat.o.dry_run = true;
 	d->lat.o.proc_root = ctlh_proc_root;
 	snprintf(d->lat.proc_root, sizeof(d->lat.proc_root), "%s", ctlh_proc_root);
 	d->lat.cls.v2 = true;

@@ -387,7 +387,7 @@ static void on_dropped(void *ctx, pid_t tid, uint64_t start_time)
 
 static void init_a(struct fix *f)
 {
-	assert_int_equal(act_init(&f->a, &act_linux_ops, f->dir, false), 0);
+	assert_int_equal(act_init(&f->a, &act_linux_ops, f->dir), 0);
 	f->a_live = true;
 }
 
@@ -672,7 +672,7 @@ static void test_crash_recovery(void **state)
 	assert_int_equal(journal_count(f, "set "), 2);
 	/* Meanwhile k2 chose its own affinity: that choice stands. */
 	set_mask(k2, "0");
-	assert_int_equal(act_init(&f->b, &act_linux_ops, f->dir, false), 0);
+	assert_int_equal(act_init(&f->b, &act_linux_ops, f->dir), 0);
 	f->b_live = true;
 	assert_mask(k1, "0-1");
 	assert_mask(k2, "0");
@@ -691,7 +691,7 @@ static void test_journal_locked(void **state)
 	struct fix *f = *state;
 
 	init_a(f);
-	assert_int_equal(act_init(&f->b, &act_linux_ops, f->dir, false), -EBUSY);
+	assert_int_equal(act_init(&f->b, &act_linux_ops, f->dir), -EBUSY);
 }
 
 static void test_failed_repin_keeps_journal_true(void **state)
@@ -710,7 +710,7 @@ static void test_failed_repin_keeps_journal_true(void **state)
 	assert_int_equal(act_managed(&f->a), 1);
 	/* A crash now must still give it back what it had. */
 	crash(f);
-	assert_int_equal(act_init(&f->b, &act_linux_ops, f->dir, false), 0);
+	assert_int_equal(act_init(&f->b, &act_linux_ops, f->dir), 0);
 	f->b_live = true;
 	assert_mask(kid, "0-1");
 	assert_int_equal(f->b.cnt.restores, 1);
@@ -752,12 +752,13 @@ static void test_dry_run(void **state)
 	char path[128];
 	struct stat sb;
 
-	assert_int_equal(act_init(&f->a, &act_dryrun_ops, f->dir, true), 0);
+	assert_int_equal(act_init(&f->a, &act_dryrun_ops, f->dir), 0);
 	f->a_live = true;
 	assert_null(f->a.journal);
 	assert_int_equal(pin(f, &f->a, kid, kid, "1"), 1);
 	assert_mask(kid, "0-1");
 	assert_int_equal(f->a.cnt.moves, 1);
+	assert_int_equal(act_managed(&f->a), 0);
 	assert_int_equal(f->dropped, 0);
 	act_verify(&f->a, on_dropped, f);
 	act_fini(&f->a);
