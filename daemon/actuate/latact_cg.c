@@ -169,42 +169,74 @@ void latact_check_cg(struct latact *la, const char *path)
 		cg_leave(la, &la->cg[i]);
 }
 
+/*
+ * Checks path as a target and finds what owns its weight (c->unit: a systemd unit, or
+ * "" for the cpu hierarchy's file). 0, or -errno with *ret_why.
+ */
+static int cg_target(struct latact *la, const char *path, struct lat_cg_entry *c,
+		     const char **ret_why)
+{
+	struct stat st;
+	char dir[PATH_MAX];
+	int r;
+
+	if (!latact_cgroup_path_ok(path)) {
+		*ret_why = "not an absolute cgroup path without . or .. components or spaces";
+		return -EINVAL;
+	}
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	r = owner_of(la, c, ret_why);
+	if (r < 0)
+		return r;
+	if (c->by_procs && !c->unit[0]) {
+		*ret_why = "no systemd unit owns it";
+		return -EINVAL;
+	}
+	if (c->unit[0])
+		return 0;
+	if (!la->cls.mount[0]) {
+		*ret_why = "no cpu controller is mounted";
+		return -EOPNOTSUPP;
+	}
+	cg_file(la, path, "", dir, sizeof(dir));
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		*ret_why = "no such cgroup in the cpu hierarchy";
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Keeps c as entry i (SIZE_MAX: a new one). 0 or -ENOMEM. */
+static int cg_keep(struct latact *la, size_t i, const struct lat_cg_entry *c)
+{
+	if (i == SIZE_MAX) {
+		struct lat_cg_entry *arr = util_grow(la->cg, &la->capcg, la->ncg, sizeof(*arr));
+
+		if (!arr)
+			return -ENOMEM;
+		la->cg = arr;
+		i = la->ncg++;
+	}
+	la->cg[i] = *c;
+	la->cnt.applied++;
+	latact_compact(la);
+	return 0;
+}
+
 static int cg_apply(struct latact *la, const char *path, int v, const char *source,
 		    bool by_procs, const char **ret_why)
 {
 	size_t i = cg_index(la, path);
 	struct lat_cg_entry c = { .value = v, .by_procs = by_procs };
 	struct lat_knobs k;
-	struct stat st;
-	char dir[PATH_MAX];
 	uint64_t w;
 	int idle, r;
 
 	*ret_why = NULL;
 	snprintf(c.source, sizeof(c.source), "%s", source ? source : "");
-	if (!latact_cgroup_path_ok(path)) {
-		*ret_why = "not an absolute cgroup path without . or .. components or spaces";
-		return -EINVAL;
-	}
-	snprintf(c.path, sizeof(c.path), "%s", path);
-	r = owner_of(la, &c, ret_why);
+	r = cg_target(la, path, &c, ret_why);
 	if (r < 0)
 		return r;
-	if (by_procs && !c.unit[0]) {
-		*ret_why = "no systemd unit owns it";
-		return -EINVAL;
-	}
-	if (!c.unit[0]) {
-		if (!la->cls.mount[0]) {
-			*ret_why = "no cpu controller is mounted";
-			return -EOPNOTSUPP;
-		}
-		cg_file(la, path, "", dir, sizeof(dir));
-		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			*ret_why = "no such cgroup in the cpu hierarchy";
-			return -ENOENT;
-		}
-	}
 	r = target_read(la, &c, &w, &idle);
 	if (r < 0) {
 		*ret_why = c.unit[0] ? "cannot read the unit's CPUWeight" : "cannot read its weight";
@@ -236,20 +268,7 @@ static int cg_apply(struct latact *la, const char *path, int v, const char *sour
 		return r;
 	}
 	/* As latact_task: kept only where the journal holds it. */
-	if (!la->journal)
-		return 0;
-	if (i == SIZE_MAX) {
-		struct lat_cg_entry *arr = util_grow(la->cg, &la->capcg, la->ncg, sizeof(*arr));
-
-		if (!arr)
-			return -ENOMEM;
-		la->cg = arr;
-		i = la->ncg++;
-	}
-	la->cg[i] = c;
-	la->cnt.applied++;
-	latact_compact(la);
-	return 0;
+	return la->journal ? cg_keep(la, i, &c) : 0;
 }
 
 int latact_cgroup(struct latact *la, const char *path, int v, const char *source,

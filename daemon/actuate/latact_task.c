@@ -284,102 +284,127 @@ static void knobs_left(struct latact *la, const struct lat_entry *old,
 	}
 }
 
+/* What task tid has now; a real-time task is refused unless rqbalance manages it already. */
+static int task_read(struct latact *la, pid_t tid, bool managed, struct lat_state *cur,
+		     const char **ret_why)
+{
+	int r = latact_read(la, tid, cur);
+
+	if (r == 0 && policy_is_rt(cur->policy) && !managed) {
+		*ret_why = "the task has a real-time policy";
+		r = -EPERM;
+	}
+	return r;
+}
+
+/*
+ * What e will hold, and *want what to write: what it had before rqbalance, the
+ * value's knobs but those left to others (which keep what they have now, cur), the
+ * task it inherited from and since when.
+ */
+static void task_decide(struct latact *la, const struct lat_req *rq, const struct lat_entry *old,
+			const struct lat_entry *from, const struct lat_state *cur,
+			struct lat_entry *e, struct lat_state *want)
+{
+	e->prev = old ? old->prev : from ? from->prev : *cur;
+	cg_decide(la, old, from, cur, e);
+	knobs_left(la, old, from, cur, e);
+	want_for(la, rq->value, rq->tid, rq->tgid, &e->prev, want);
+	/* A cgroup left to others stays as it is, and is not rqbalance's to give back. */
+	if (e->cg != LAT_CG_OURS)
+		snprintf(want->cgroup, sizeof(want->cgroup), "%s", cur->cgroup);
+	e->set = *want;
+	if (e->cg != LAT_CG_OURS)
+		e->set.cgroup[0] = '\0';
+	/* Knobs left to others keep what they have; set keeps what rqbalance would give. */
+	knobs_copy(e->left, cur, want);
+	e->from_tid = from ? from->task.tid : old && old->value == rq->value ? old->from_tid : 0;
+	e->since = old && old->value == rq->value ? old->since : (int64_t)time(NULL);
+}
+
+/*
+ * Journal, write, read back: e->set becomes what the task has now. 0, or -errno with
+ * *ret_why (-ESRCH: it exited meanwhile, as short tasks do: counted as gone, and the
+ * record of a task not managed before is closed).
+ */
+static int task_write(struct latact *la, const struct lat_req *rq, bool was_managed,
+		      const struct lat_state *cur, const struct lat_state *want,
+		      struct lat_entry *e, const char **ret_why)
+{
+	struct lat_state mapped;
+	int r = latact_journal_task(la, e);
+
+	if (r < 0) {
+		*ret_why = strerror(-r);
+		la->cnt.errors++;
+		return r;
+	}
+	r = write_state(la, rq->tid, rq->tgid, cur, want);
+	mapped = e->set;
+	if (r == 0)
+		r = latact_read(la, rq->tid, &e->set);
+	if (r == 0 && e->cg != LAT_CG_OURS)
+		e->set.cgroup[0] = '\0';
+	knobs_copy(e->left, &mapped, &e->set);
+	if (r == 0)
+		r = la->ops->alive(&e->task);
+	if (r == -ESRCH) {
+		*ret_why = "the task exited";
+		la->cnt.gone++;
+		if (!was_managed) {
+			latact_journal_untask(la, rq->tid, rq->start_time);
+			latact_compact(la);
+		}
+	} else if (r < 0) {
+		*ret_why = strerror(-r);
+		la->cnt.errors++;
+	}
+	return r;
+}
+
 int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_entry *from,
 		const char **ret_why)
 {
-	pid_t tid = rq->tid, tgid = rq->tgid;
-	uint64_t start_time = rq->start_time;
-	int v = rq->value;
-	const struct lat_entry *old = latact_find(la, tid);
-	struct lat_entry e = { .tgid = tgid, .value = v }, fr;
-
-	snprintf(e.source, sizeof(e.source), "%s", rq->source ? rq->source : "");
-	struct lat_state cur, want, mapped;
+	const struct lat_entry *old = latact_find(la, rq->tid);
+	struct lat_entry e = { .tgid = rq->tgid, .value = rq->value }, fr;
+	struct lat_state cur, want;
 	int r;
 
 	*ret_why = NULL;
+	snprintf(e.source, sizeof(e.source), "%s", rq->source ? rq->source : "");
 	/* from may point into la->e, which dropping an entry below moves. */
 	if (from) {
 		fr = *from;
 		from = &fr;
 	}
-	if (old && old->task.start_time != start_time) {
-		latact_task_gone(la, tid);
+	if (old && old->task.start_time != rq->start_time) {
+		latact_task_gone(la, rq->tid); /* the pid was reused */
 		old = NULL;
 	}
-	r = old ? 0 : la->ops->open(tid, tgid, start_time, &e.task);
+	r = old ? 0 : la->ops->open(rq->tid, rq->tgid, rq->start_time, &e.task);
 	if (r < 0) {
 		*ret_why = r == -ESRCH ? "no such task (or its pid was reused)" : strerror(-r);
 		return r;
 	}
 	if (old)
 		e.task = old->task;
-	r = latact_read(la, tid, &cur);
-	if (r == 0 && policy_is_rt(cur.policy) && !old) {
-		*ret_why = "the task has a real-time policy";
-		r = -EPERM;
-	}
-	if (r < 0)
-		goto out;
-	e.prev = old ? old->prev : from ? from->prev : cur;
-	cg_decide(la, old, from, &cur, &e);
-	knobs_left(la, old, from, &cur, &e);
-	want_for(la, v, tid, tgid, &e.prev, &want);
-	/* A cgroup left to others stays as it is, and is not rqbalance's to give back. */
-	if (e.cg != LAT_CG_OURS)
-		snprintf(want.cgroup, sizeof(want.cgroup), "%s", cur.cgroup);
-	e.set = want;
-	if (e.cg != LAT_CG_OURS)
-		e.set.cgroup[0] = '\0';
-	/* Knobs left to others keep what they have; set keeps what rqbalance would give. */
-	knobs_copy(e.left, &cur, &want);
-	e.from_tid = from ? from->task.tid : old && old->value == v ? old->from_tid : 0;
-	e.since = old && old->value == v ? old->since : (int64_t)time(NULL);
-	r = latact_journal_task(la, &e);
-	if (r < 0) {
-		*ret_why = strerror(-r);
-		la->cnt.errors++;
-		goto out;
-	}
-	r = write_state(la, tid, tgid, &cur, &want);
-	mapped = e.set;
-	if (r == 0)
-		r = latact_read(la, tid, &e.set);
-	if (r == 0 && e.cg != LAT_CG_OURS)
-		e.set.cgroup[0] = '\0';
-	knobs_copy(e.left, &mapped, &e.set);
-	if (r == 0)
-		r = la->ops->alive(&e.task);
-	if (r == -ESRCH) {
-		/* It exited meanwhile, as short tasks do: no error, and its record is closed. */
-		*ret_why = "the task exited";
-		la->cnt.gone++;
-		if (!old) {
-			latact_journal_untask(la, tid, start_time);
-			latact_compact(la);
-		}
-		goto out;
-	}
-	if (r < 0) {
-		*ret_why = strerror(-r);
-		la->cnt.errors++;
-		goto out;
+	r = task_read(la, rq->tid, old != NULL, &cur, ret_why);
+	if (r == 0) {
+		task_decide(la, rq, old, from, &cur, &e, &want);
+		r = task_write(la, rq, old != NULL, &cur, &want, &e, ret_why);
 	}
 	/*
 	 * As act.c: kept only where the journal holds it. Without a journal (the driver
 	 * writes nothing) the read-back shows what the task already had: the manager is
 	 * not told it is managed, and nothing is counted as applied.
 	 */
-	if (!la->journal)
-		goto out;
-	if (!entry_add(la, &e)) {
+	if (r == 0 && la->journal && !entry_add(la, &e))
 		r = -ENOMEM;
-		goto out;
+	if (r == 0 && la->journal) {
+		la->cnt.applied++;
+		latact_compact(la);
+		return 0;
 	}
-	la->cnt.applied++;
-	latact_compact(la);
-	return 0;
-out:
 	if (!old)
 		la->ops->close(&e.task);
 	return r;
