@@ -17,26 +17,11 @@
 #include "sample/procfs.h"
 #include "util/util.h"
 
-/* The value of "key:" in a /proc status text, to the end of its line. */
-static int field(const char *text, const char *key, char *ret, size_t size)
-{
-	size_t kl = strlen(key);
-
-	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (strncmp(p, key, kl) == 0 && p[kl] == ':') {
-			p += kl + 1;
-			p += strspn(p, " \t");
-			snprintf(ret, size, "%.*s", (int)strcspn(p, "\n"), p);
-			return 0;
-		}
-	return -ENOENT;
-}
-
 static int caps_of(const char *text, const char *key, uint64_t *ret)
 {
 	char v[32], *end;
 
-	if (field(text, key, v, sizeof(v)) < 0)
+	if (parse_status_field(text, key, v, sizeof(v)) < 0)
 		return -ENOENT;
 	errno = 0;
 	*ret = strtoull(v, &end, 16);
@@ -45,13 +30,12 @@ static int caps_of(const char *text, const char *key, uint64_t *ret)
 
 static int read_status(const char *proc_root, pid_t pid, struct ctl_peer *p)
 {
-	char path[PATH_MAX], buf[4096];
+	char buf[4096];
 
-	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
-	if (util_read_file(path, buf, sizeof(buf)) < 0)
+	if (procfs_status_text(proc_root, 0, pid, buf, sizeof(buf)) < 0)
 		return -ESRCH;
-	if (field(buf, "Uid", p->uid, sizeof(p->uid)) < 0 ||
-	    field(buf, "Gid", p->gid, sizeof(p->gid)) < 0 ||
+	if (parse_status_field(buf, "Uid", p->uid, sizeof(p->uid)) < 0 ||
+	    parse_status_field(buf, "Gid", p->gid, sizeof(p->gid)) < 0 ||
 	    caps_of(buf, "CapEff", &p->cap_eff) < 0 || caps_of(buf, "CapPrm", &p->cap_prm) < 0)
 		return -ESRCH;
 	return 0;
@@ -130,13 +114,12 @@ int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *
 /* How many pid namespaces list pid ("NSpid:" of its status): 1 in the daemon's own. */
 static int nspid_levels(const char *proc_root, pid_t pid)
 {
-	char path[PATH_MAX], buf[4096], v[256];
+	char buf[4096], v[256];
 	int n = 0;
 
-	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
-	if (util_read_file(path, buf, sizeof(buf)) < 0)
+	if (procfs_status_text(proc_root, 0, pid, buf, sizeof(buf)) < 0)
 		return -ESRCH;
-	if (field(buf, "NSpid", v, sizeof(v)) < 0)
+	if (parse_status_field(buf, "NSpid", v, sizeof(v)) < 0)
 		return 1; /* a kernel before 4.1: no nested namespaces to tell */
 	for (char *save = NULL, *t = strtok_r(v, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
 		n++;

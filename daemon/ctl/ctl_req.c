@@ -168,29 +168,18 @@ int ctl_req_target(struct ctl_env *x, struct lat_target *t, const char **why)
 	return 0;
 }
 
-/* The value of line key: in status file path, into ret. 0, -ESRCH or -ENOENT. */
-static int status_file(const char *path, const char *key, char *ret, size_t size)
+/* Task tid's real and effective uids, from its status. 0 or -ESRCH. */
+static int task_uids(const char *proc_root, pid_t tgid, pid_t tid, unsigned *ruid, unsigned *euid)
 {
-	char buf[4096], *p;
-	size_t kl = strlen(key);
+	const unsigned both = PARSE_STATUS_RUID | PARSE_STATUS_EUID;
+	struct parse_status s;
+	int r = procfs_status(proc_root, tgid, tid, &s);
 
-	if (util_read_file(path, buf, sizeof(buf)) < 0)
+	if (r < 0 || ((unsigned)r & both) != both)
 		return -ESRCH;
-	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (strncmp(p, key, kl) == 0 && p[kl] == ':') {
-			snprintf(ret, size, "%.*s", (int)strcspn(p + kl + 1, "\n"), p + kl + 1);
-			return 0;
-		}
-	return -ENOENT;
-}
-
-static int status_field(const char *proc_root, pid_t pid, const char *key, char *ret,
-			size_t size)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
-	return status_file(path, key, ret, size);
+	*ruid = s.ruid;
+	*euid = s.euid;
+	return 0;
 }
 
 /* A task target's threads, with their facts, for the permission rule. */
@@ -226,15 +215,10 @@ static int thread_fact(struct ctl_env *x, pid_t tid, int want, struct ctl_perm_t
 static int add_thread(struct ctl_env *x, const struct ctl_caller *k, pid_t tgid, pid_t tid,
 		      int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
-	char path[PATH_MAX], uids[128];
 	struct ctl_perm_thread *a;
 	unsigned ruid, euid;
-	char key[32];
 
-	snprintf(key, sizeof(key), "%d/task/%d", (int)tgid, (int)tid);
-	snprintf(path, sizeof(path), "%s/%s/status", latmgr_proc_root(x->lm), key);
-	if (status_file(path, "Uid", uids, sizeof(uids)) < 0 ||
-	    sscanf(uids, "%u %u", &ruid, &euid) != 2)
+	if (task_uids(latmgr_proc_root(x->lm), tgid, tid, &ruid, &euid) < 0)
 		return -ESRCH;
 	if (ruid != k->uid && euid != k->uid) {
 		f->target_ruid = ruid;
@@ -287,7 +271,6 @@ static int task_facts(struct ctl_env *x, const struct ctl_caller *k, struct lat_
 		      int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
 	const char *root = latmgr_proc_root(x->lm);
-	char uids[128];
 	unsigned ruid, euid;
 	uint64_t before = 0, after = 0;
 	struct rlimit rl;
@@ -296,8 +279,7 @@ static int task_facts(struct ctl_env *x, const struct ctl_caller *k, struct lat_
 	if (procfs_start_time(root, t->pid, &before) < 0 ||
 	    (t->start_time && before != t->start_time))
 		return -ESRCH;
-	if (status_field(root, t->pid, "Uid", uids, sizeof(uids)) < 0 ||
-	    sscanf(uids, "%u %u", &ruid, &euid) != 2)
+	if (task_uids(root, 0, t->pid, &ruid, &euid) < 0)
 		return -ESRCH;
 	f->target_ruid = ruid;
 	f->target_euid = euid;

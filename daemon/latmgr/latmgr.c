@@ -66,7 +66,7 @@ void latmgr_proc_del(struct latmgr *m, pid_t tgid)
 int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret)
 {
 	struct parse_status s;
-	int r = procfs_status(m->proc_root, tid, &s);
+	int r = procfs_status(m->proc_root, 0, tid, &s);
 
 	if (r < 0 || !(r & PARSE_STATUS_TGID))
 		return -ESRCH;

@@ -19,7 +19,7 @@ static int status_of(const char *proc_root, pid_t pid, struct cgm_proc *m)
 {
 	const unsigned need = PARSE_STATUS_PPID | PARSE_STATUS_RUID | PARSE_STATUS_EUID;
 	struct parse_status s;
-	int r = procfs_status(proc_root, pid, &s);
+	int r = procfs_status(proc_root, 0, pid, &s);
 
 	if (r < 0 || ((unsigned)r & need) != need)
 		return -ESRCH;

@@ -172,7 +172,7 @@ int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *k
 	buf->comm[0] = buf->exe[0] = buf->cmdline[0] = buf->cgroup[0] = '\0';
 	snprintf(dir, sizeof(dir), "%s/%d", proc_root, (int)pid);
 	if (need[0]) {
-		r = procfs_status(proc_root, pid, &st);
+		r = procfs_status(proc_root, 0, pid, &st);
 		if (r < 0)
 			return r;
 		if (!(r & PARSE_STATUS_RUID))

@@ -164,6 +164,20 @@ static unsigned status_uids(const char *p, struct parse_status *ret)
 	return got;
 }
 
+int parse_status_field(const char *buf, const char *key, char *ret, size_t size)
+{
+	char k[64];
+	const char *p;
+
+	snprintf(k, sizeof(k), "%s:", key);
+	p = status_line(buf, k);
+	if (!p)
+		return -ENOENT;
+	p += strspn(p, " \t");
+	snprintf(ret, size, "%.*s", (int)strcspn(p, "\n"), p);
+	return 0;
+}
+
 unsigned parse_status(const char *buf, struct parse_status *ret)
 {
 	unsigned got = 0;

@@ -47,6 +47,11 @@ struct parse_status {
  */
 unsigned parse_status(const char *buf, struct parse_status *ret);
 /*
+ * The text of line "key:" of /proc/TID/status text (the first such line), blanks after
+ * the colon skipped, to the end of the line, into ret. 0, or -ENOENT without one.
+ */
+int parse_status_field(const char *buf, const char *key, char *ret, size_t size);
+/*
  * Parses /proc/stat: per-CPU busy and idle jiffies into arrays of n entries (CPUs not
  * listed stay 0) and procs_running. Returns 0 or -EINVAL.
  */

@@ -51,19 +51,25 @@ int procfs_stat_fd(int fd, struct parse_stat_line *ret)
 	return stat_from(n, buf, ret);
 }
 
-int procfs_status(const char *proc_root, pid_t tid, struct parse_status *ret)
+ssize_t procfs_status_text(const char *proc_root, pid_t tgid, pid_t tid, char *buf, size_t size)
 {
-	/* The ids are near the top: the groups and masks below need not fit. */
-	char path[PATH_MAX], buf[4096];
-	int r = task_path(path, sizeof(path), proc_root, 0, tid, "status");
+	char path[PATH_MAX];
+	int r = task_path(path, sizeof(path), proc_root, tgid, tid, "status");
 	ssize_t n;
 
 	if (r < 0)
 		return r;
-	n = util_read_file(path, buf, sizeof(buf));
-	if (n <= 0)
-		return gone_or(n);
-	return (int)parse_status(buf, ret);
+	n = util_read_file(path, buf, size);
+	return n <= 0 ? gone_or(n) : n;
+}
+
+int procfs_status(const char *proc_root, pid_t tgid, pid_t tid, struct parse_status *ret)
+{
+	/* The ids are near the top: the groups and masks below need not fit. */
+	char buf[4096];
+	ssize_t n = procfs_status_text(proc_root, tgid, tid, buf, sizeof(buf));
+
+	return n < 0 ? (int)n : (int)parse_status(buf, ret);
 }
 
 int procfs_cgroup(const char *proc_root, pid_t tgid, pid_t tid, char *ret, size_t len)

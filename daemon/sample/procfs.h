@@ -23,10 +23,15 @@ int procfs_stat(const char *proc_root, pid_t tgid, pid_t tid, struct parse_stat_
 /* The same, from a stat file the caller holds open (read again from its start). */
 int procfs_stat_fd(int fd, struct parse_stat_line *ret);
 /*
- * Task tid's ids from PROC_ROOT/TID/status (parse_status): the mask of those found,
- * -ESRCH when the task is gone, or another -errno.
+ * Task tid's ids from its status (parse_status), from the same places as procfs_stat:
+ * the mask of those found, -ESRCH when the task is gone, or another -errno.
  */
-int procfs_status(const char *proc_root, pid_t tid, struct parse_status *ret);
+int procfs_status(const char *proc_root, pid_t tgid, pid_t tid, struct parse_status *ret);
+/*
+ * Task tid's whole status text (for parse_status_field), from the same places: its
+ * length, -ESRCH when the task is gone, or another -errno.
+ */
+ssize_t procfs_status_text(const char *proc_root, pid_t tgid, pid_t tid, char *buf, size_t size);
 /*
  * Task tid's cgroup path, as parse_cgroup picks it (the hierarchy of the cpu
  * controller), from the same places as procfs_stat. 0, -ESRCH when gone, -ENOENT

@@ -406,12 +406,36 @@ static void test_status(void **state)
 	assert_int_equal(s.ruid, 5);
 	assert_int_equal(s.euid, 1);
 	/* This process, read from the real /proc. */
-	assert_int_equal(procfs_status("", getpid(), &s), all);
+	assert_int_equal(procfs_status("", 0, getpid(), &s), all);
 	assert_int_equal(s.tgid, getpid());
 	assert_int_equal(s.ppid, getppid());
 	assert_int_equal(s.ruid, getuid());
 	assert_int_equal(s.euid, geteuid());
-	assert_int_equal(procfs_status("/nonexistent", getpid(), &s), -ESRCH);
+	assert_int_equal(procfs_status("/nonexistent", 0, getpid(), &s), -ESRCH);
+}
+
+/* One line's text, for what the ctl peer check reads (Uid, Gid, Cap*, NSpid). */
+static void test_status_field(void **state)
+{
+	const char *text = "Name:\tNSpid: 9\nPid:\t12\nPPid:\t1\nNSpid:\t12 3\nCapEff:\t00ff\n";
+	char v[16], buf[4096];
+
+	(void)state;
+	assert_int_equal(parse_status_field(text, "NSpid", v, sizeof(v)), 0);
+	assert_string_equal(v, "12 3");
+	assert_int_equal(parse_status_field(text, "Pid", v, sizeof(v)), 0);
+	assert_string_equal(v, "12");
+	assert_int_equal(parse_status_field(text, "CapEff", v, sizeof(v)), 0);
+	assert_string_equal(v, "00ff");
+	assert_int_equal(parse_status_field(text, "Uid", v, sizeof(v)), -ENOENT);
+	/* A value longer than ret is cut, not overrun. */
+	assert_int_equal(parse_status_field("Groups:\t1 2 3 4 5 6 7 8 9 10\n", "Groups", v, 4), 0);
+	assert_string_equal(v, "1 2");
+	/* This process's own, and its thread's under task/. */
+	assert_true(procfs_status_text("", getpid(), getpid(), buf, sizeof(buf)) > 0);
+	assert_int_equal(parse_status_field(buf, "Tgid", v, sizeof(v)), 0);
+	assert_int_equal(atoi(v), getpid());
+	assert_int_equal(procfs_status_text("/nonexistent", 0, getpid(), buf, sizeof(buf)), -ESRCH);
 }
 
 /* ---- parse_cgroup ---- */
@@ -1008,6 +1032,7 @@ int main(void)
 		cmocka_unit_test(test_cpustat_no_procs_running),
 		cmocka_unit_test(test_cpustat_real),
 		cmocka_unit_test(test_status),
+		cmocka_unit_test(test_status_field),
 		cmocka_unit_test(test_cgroup_v1),
 		cmocka_unit_test(test_cgroup_v2),
 		cmocka_unit_test(test_cgroup_unified_fallback),
