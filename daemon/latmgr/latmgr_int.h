@@ -4,7 +4,7 @@
  * the requests on it; latmgr_plan.c what the policy reads and the plans it hands to
  * the actuator; latmgr_fg.c the foreground; latmgr_rules.c rules, /proc walks and the
  * tick; latmgr_events.c fork, exec and exit; latmgr_source.c which event source;
- * latmgr_units.c systemd units.
+ * latmgr_units.c systemd units; latmgr_view.c what get, list, explain and status show.
  */
 #ifndef RQB_LATMGR_INT_H
 #define RQB_LATMGR_INT_H
