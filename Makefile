@@ -243,7 +243,7 @@ bench-flood: deps-test
 	@$(MAKE) --no-print-directory all
 	bench/flood
 
-# The simulator's table and plots, kept in the tree for the README.
+# The simulator's table and plots, kept in the tree for bench/sim/README.md.
 bench-sim: deps
 	@$(MAKE) --no-print-directory $(B)/bench/sim/sim
 	./$(B)/bench/sim/sim --out bench/sim/out

@@ -670,7 +670,7 @@ static int run_all(const struct opts *o)
 			    "saw no imbalance, (b) across LLCs after a tick saw one, (c) within an "
 			    "LLC. The floor, (a) + (c), is what a balancer acting on what its ticks "
 			    "see cannot win back; \"above the floor\" compares (b) with the "
-			    "puller's. See README.md.\n");
+			    "puller's. See bench/sim/README.md.\n");
 		g.md = md;
 	}
 	for (size_t k = 0; k < ARRAY_SIZE(scenarios); k++)

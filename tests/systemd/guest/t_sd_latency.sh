@@ -1,6 +1,6 @@
-# A process target's value on a systemd host (README, Latency-nice): where the
-# process has its unit to itself (every process in the unit's cgroup carries its
-# value), the unit gets that value's CPUWeight, over D-Bus and for the runtime only;
+# A process target's value on a systemd host (doc/latency.md, "On a systemd host"):
+# where the process has its unit to itself (every process in the unit's cgroup carries
+# its value), the unit gets that value's CPUWeight, over D-Bus and for the runtime only;
 # `rqctl reset` and `systemctl stop rqbalance` give it back, `systemctl daemon-reload`
 # keeps it. A unit shared with a process without the value is left as it is, and
 # `rqctl get` and the log say why; once that process leaves, the unit is weighed.

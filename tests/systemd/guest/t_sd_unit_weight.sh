@@ -1,6 +1,6 @@
 # A value on a unit's cgroup, for a unit as `systemd-run` makes it on Debian's default
 # (no CPUWeight of its own, so no cpu controller below the root: only memory and
-# pids are enabled there until a unit asks for cpu). The README: "on a systemd host a
+# pids are enabled there until a unit asks for cpu). doc/latency.md: "on a systemd host a
 # unit's cgroup is set as the unit's CPUWeight over D-Bus (runtime only)". So
 # `rqctl set -l -5 -g /system.slice/UNIT.service` sets its CPUWeight, and
 # `rqctl reset -g` gives back what it had (not set).
