@@ -27,7 +27,7 @@ DAEMON_SRC = \
 	daemon/sample/bpf.c daemon/sample/bpfload.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/sample/cgm.c daemon/sample/peers.c \
 	daemon/util/caps.c daemon/core/selfsched.c \
 	daemon/snapshot/snap.c \
-	daemon/policy/spread.c daemon/policy/rules.c daemon/policy/latency.c daemon/policy/latpol.c \
+	daemon/policy/spread.c daemon/policy/rules.c daemon/policy/rules_index.c daemon/policy/latency.c daemon/policy/latpol.c \
 	daemon/plan/plan.c \
 	daemon/actuate/journal.c daemon/actuate/act.c \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c daemon/actuate/latact.c \
@@ -44,7 +44,7 @@ DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/core/main.o
 
 UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread plan proc journal act features ctl cgsd cgm procconn \
-	rules ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread
+	rules rulesidx ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 # The ctl and bus fuzz targets and the ctl server and latency manager tests share one
 # in-memory daemon.

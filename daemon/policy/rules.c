@@ -20,7 +20,7 @@ static bool match_cgroup(const char *prefix, const char *path)
 }
 
 /* Every key the rule names must match; a key it leaves out matches anything. */
-static bool rule_matches(const struct rule *r, const struct proc_ident *id)
+bool rules_match_one(const struct rule *r, const struct proc_ident *id)
 {
 	if (r->uid != RULE_UID_ANY && id->uid != r->uid)
 		return false;
@@ -79,7 +79,7 @@ void rules_conditions(const struct rule *r, char *ret, size_t size)
 int rules_match(const struct rule_set *rs, const struct proc_ident *id)
 {
 	for (unsigned i = 0; i < rs->n; i++)
-		if (rule_matches(&rs->r[i], id))
+		if (rules_match_one(&rs->r[i], id))
 			return (int)i;
 	return -1;
 }

@@ -24,6 +24,8 @@
  * (conf.c parses and checks them); this side only matches.
  */
 int rules_match(const struct rule_set *rs, const struct proc_ident *id);
+/* True if rule r matches id: every key it names does. */
+bool rules_match_one(const struct rule *r, const struct proc_ident *id);
 /*
  * For rqctl explain: true if rule r matches id; else false, with the first of its
  * conditions that id fails, in words, in ret ("its uid is 1000, the rule's 27").
