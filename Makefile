@@ -21,7 +21,7 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 # The pipeline, in the order data walks it each tick.
 DAEMON_SRC = \
-	daemon/util/log.c daemon/util/util.c daemon/util/safedir.c daemon/util/safeopen.c daemon/util/timedread.c daemon/util/cpumask.c daemon/conf/conf.c \
+	daemon/util/log.c daemon/util/util.c daemon/util/safedir.c daemon/util/safeopen.c daemon/util/timedread.c daemon/util/cpumask.c daemon/conf/conf.c daemon/conf/conf_ruleset.c \
 	daemon/sample/parse.c daemon/sample/procfs.c daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
 	daemon/sample/ident.c daemon/sample/sampler.c daemon/sample/features.c daemon/sample/evsrc.c daemon/sample/procconn.c \
 	daemon/sample/bpf.c daemon/sample/bpfload.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/sample/cgm.c daemon/sample/peers.c \

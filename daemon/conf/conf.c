@@ -428,7 +428,7 @@ static bool rule_has(const struct rule *r, const struct conf_key *k)
 
 	switch (k->type) {
 	case CONF_STR:
-		return field[0] != '\0';
+		return (*(const char *const *)field)[0] != '\0';
 	case CONF_NICE:
 		return *(const int *)field != LAT_NONE;
 	case CONF_UID:
@@ -452,30 +452,53 @@ static const char *check_rule_name(const char *name)
 	return NULL;
 }
 
-/* Whether r was started by file: the stored name is cut to fit, so compare it cut. */
-static bool same_file(const struct rule *r, const char *file)
+/* A file's rules share its name: the last rule's copy is reused when it is the same. */
+static const char *file_copy(struct rule_set *rs, const char *file)
 {
-	char cut[sizeof(r->file)];
-
-	snprintf(cut, sizeof(cut), "%s", file);
-	return strcmp(r->file, cut) == 0;
+	if (rs->n && strcmp(rs->r[rs->n - 1].file, file) == 0)
+		return rs->r[rs->n - 1].file;
+	return conf_rules_strdup(rs, file);
 }
 
-static void rule_start(struct rule *r, const char *name, const char *file, unsigned line)
+static int rule_start(struct rule_set *rs, struct rule *r, const char *name, const char *file,
+		      unsigned line)
 {
-	memset(r, 0, sizeof(*r));
-	snprintf(r->name, sizeof(r->name), "%s", name);
-	snprintf(r->file, sizeof(r->file), "%s", file);
-	r->line = line;
-	r->latency_nice = LAT_NONE;
-	r->uid = RULE_UID_ANY;
+	*r = (struct rule){
+		.name = conf_rules_strdup(rs, name),
+		.latency_nice = LAT_NONE,
+		.comm = "", .exe = "", .cmdline = "", .cgroup = "",
+		.uid = RULE_UID_ANY,
+		.file = file_copy(rs, file),
+		.line = line,
+	};
+	return r->name && r->file ? 0 : -ENOMEM;
+}
+
+/* A string key: checked as a config string, then kept in rs's own memory. */
+static int rule_set_str(struct rule_set *rs, struct rule *r, const struct conf_key *k,
+			const char *v, const char **reason)
+{
+	char buf[CONF_MAX_STR];
+	const char *copy;
+	int ret = parse_str(k, v, buf, reason);
+
+	if (ret < 0)
+		return ret;
+	copy = conf_rules_strdup(rs, buf);
+	if (!copy) {
+		*reason = "out of memory";
+		return -ENOMEM;
+	}
+	*(const char **)((char *)r + k->offset) = copy;
+	return 0;
 }
 
 /*
  * Sets key in r, which holds the rule as the current file has it so far. The unset
  * state of every key but spoofable can be seen, so those are refused twice.
  */
-static int rule_set_key(struct rule *r, const char *key, const char *v, const char **reason)
+static int rule_set_key(struct rule_set *rs, struct rule *r, const char *key, const char *v,
+			const char **reason)
 {
 	const struct conf_key *k = find_rule_key(key);
 
@@ -487,6 +510,8 @@ static int rule_set_key(struct rule *r, const char *key, const char *v, const ch
 		*reason = "set twice in this rule";
 		return -EINVAL;
 	}
+	if (k->type == CONF_STR)
+		return rule_set_str(rs, r, k, v, reason);
 	return set_value(r, k, v, reason);
 }
 
@@ -495,32 +520,38 @@ int conf_rule_set(struct rule_set *rs, const char *name, const char *key, const 
 {
 	const char *reason = check_rule_name(name);
 	struct rule r;
-	unsigned i;
-	int ret;
+	int i, ret;
 
 	if (reason) {
 		*ret_reason = reason;
 		return -EINVAL;
 	}
-	for (i = 0; i < rs->n; i++)
-		if (strcmp(rs->r[i].name, name) == 0)
-			break;
-	if (i == RULES_MAX) {
+	i = conf_rules_find(rs, name);
+	if (i < 0 && rs->n >= RULES_MAX) {
 		*ret_reason = "too many rules (at most " STR(RULES_MAX) ")";
 		return -EINVAL;
 	}
-	/* Work on a copy: a bad value leaves the set as it was. */
-	if (i < rs->n && same_file(&rs->r[i], file))
+	/*
+	 * Work on a copy: a bad value leaves the set as it was (strings it wrote stay
+	 * unused in rs's blocks until rs is freed).
+	 */
+	if (i >= 0 && strcmp(rs->r[i].file, file) == 0)
 		r = rs->r[i];
-	else
-		rule_start(&r, name, file, line);
-	ret = rule_set_key(&r, key, value, ret_reason);
+	else if (rule_start(rs, &r, name, file, line) < 0) {
+		*ret_reason = "out of memory";
+		return -ENOMEM;
+	}
+	ret = rule_set_key(rs, &r, key, value, ret_reason);
 	if (ret < 0)
 		return ret;
-	rs->r[i] = r;
-	if (i == rs->n)
-		rs->n++;
-	return 0;
+	if (i >= 0) {
+		rs->r[i] = r;
+		return 0;
+	}
+	ret = conf_rules_append(rs, &r);
+	if (ret < 0)
+		*ret_reason = "out of memory";
+	return ret;
 }
 
 static void rule_error(FILE *err, const struct rule *r, const char *key, const char *reason)
@@ -940,10 +971,26 @@ static int finish(struct parse_ctx *p, struct rqb_conf *ret)
 	}
 	if (!p->nerrors && conf_rules_check(&p->conf.rules, p->err) < 0)
 		p->nerrors++;
-	if (p->nerrors)
+	if (p->nerrors) {
+		conf_free(&p->conf);
 		return -EINVAL;
+	}
 	*ret = p->conf;
 	return 0;
+}
+
+void conf_free(struct rqb_conf *c)
+{
+	conf_rules_free(&c->rules);
+}
+
+void conf_move(struct rqb_conf *dst, struct rqb_conf *src)
+{
+	if (dst == src)
+		return;
+	conf_free(dst);
+	*dst = *src;
+	memset(&src->rules, 0, sizeof(src->rules));
 }
 
 static struct parse_ctx *parse_new(const char *name, FILE *err)
@@ -1153,7 +1200,10 @@ void conf_dump_rules(const struct rule_set *rs, FILE *out)
 			const struct conf_key *k = &conf_rule_keys[j];
 
 			/* A yes/no has no unset state: it is always written. */
-			if (k->type == CONF_BOOL || rule_has(r, k))
+			if (k->type == CONF_STR && rule_has(r, k))
+				dump_line(out, k->key, *(const char *const *)((const char *)r +
+									  k->offset));
+			else if (k->type == CONF_BOOL || rule_has(r, k))
 				dump_value(r, k, out);
 		}
 	}

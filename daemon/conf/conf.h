@@ -104,7 +104,7 @@ extern const size_t conf_nkeys;
 extern const struct conf_key conf_rule_keys[];
 extern const size_t conf_nrule_keys;
 
-/* Fills c with every default. */
+/* Fills c with every default, and no rules (whatever c held is not freed). */
 void conf_defaults(struct rqb_conf *c);
 /*
  * Parses path into a fresh struct, then the rules in rules_dir/NAME.conf (in byte order
@@ -134,7 +134,7 @@ bool conf_rule_section(const char *section, const char **ret_name);
 /*
  * Sets key = value of rule name in rs (creating it, or starting it afresh the first time
  * a file names it), as the file would; a bad value leaves rs as it was. 0, or -EINVAL
- * with a reason for the message.
+ * (-ENOMEM) with a reason for the message. At most RULES_MAX rules.
  */
 int conf_rule_set(struct rule_set *rs, const char *name, const char *key, const char *value,
 		  const char *file, unsigned line, const char **ret_reason);
@@ -143,6 +143,22 @@ int conf_rule_set(struct rule_set *rs, const char *name, const char *key, const 
  * -EINVAL; errors go to err (may be NULL) as "file:line: [rule NAME] key: reason".
  */
 int conf_rules_check(const struct rule_set *rs, FILE *err);
+/* ---- rule set memory (conf_ruleset.c) ---- */
+/* Frees every rule and string of rs and leaves it empty; an empty set is all zeros. */
+void conf_rules_free(struct rule_set *rs);
+/* A copy of s that lives as long as rs ("" is never copied); NULL when out of memory. */
+const char *conf_rules_strdup(struct rule_set *rs, const char *s);
+/* The index of the rule named name, or -1. */
+int conf_rules_find(const struct rule_set *rs, const char *name);
+/* Adds r (its strings rs's own, its name new) at the end; 0 or -ENOMEM. */
+int conf_rules_append(struct rule_set *rs, const struct rule *r);
+/*
+ * A struct rqb_conf owns its rules: conf_load fills one afresh, conf_free frees it,
+ * conf_move hands it on. Never copy one by value, and free each one loaded.
+ */
+void conf_free(struct rqb_conf *c);
+/* Frees what dst held and moves src into it; src is left with no rules. */
+void conf_move(struct rqb_conf *dst, struct rqb_conf *src);
 const char *conf_sampler_name(int sampler);
 
 #endif

@@ -55,6 +55,7 @@ int daemon_load_config(const struct daemon_opts *o, FILE *err, struct rqb_conf *
 	if (c.sampler == CONF_SAMPLER_REPLAY && !c.replay_file[0]) {
 		if (err)
 			fprintf(err, "%s: [daemon] sampler: replay needs replay_file\n", o->config_path);
+		conf_free(&c);
 		return -EINVAL;
 	}
 	*ret = c;
@@ -542,7 +543,7 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 	free(buf);
 	keep_restart_keys(&d->conf, &c);
 	pairs_changed = c.keep_pairs != d->conf.keep_pairs;
-	d->conf = c;
+	conf_move(&d->conf, &c);
 	if (pairs_changed)
 		wake_pairs(d);
 	if (features_llcs(&d->features, d->topo, d->conf.min_llc_cores))
@@ -703,7 +704,7 @@ static void ctl_env_of(struct daemon *d)
 				   .daemon = d };
 }
 
-int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_conf *c)
+int daemon_init(struct daemon *d, const struct daemon_opts *o, struct rqb_conf *c)
 {
 	struct topo_opts to = { .filter_online = true, .root = "" };
 	char desc[512];
@@ -714,7 +715,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_
 	if (r < 0)
 		return r;
 	d->opts = *o;
-	d->conf = *c;
+	conf_move(&d->conf, c);
 	spread_init(&d->pol);
 	plan_init(&d->plan);
 	metrics_init(&d->metrics);
@@ -826,6 +827,7 @@ void daemon_fini(struct daemon *d)
 	sampler_free(d->sampler);
 	rqlat_free(d->rqlat);
 	snap_free(d->snap);
+	conf_free(&d->conf);
 	plan_fini(&d->plan);
 	spread_fini(&d->pol);
 	topo_free(d->topo);

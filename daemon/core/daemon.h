@@ -74,11 +74,15 @@ struct daemon {
 	char status[256];            /* last STATUS= sent */
 };
 
-/* Loads the config the options name; missing default file means defaults. */
+/*
+ * Loads the config the options name; missing default file means defaults. ret is
+ * overwritten, not freed: the caller frees it (conf_free) or moves it on.
+ */
 int daemon_load_config(const struct daemon_opts *o, FILE *err, struct rqb_conf *ret);
 /* What the daemon shows of itself now (rqctl status, the metrics file). */
 void daemon_stats(const struct daemon *d, struct daemon_stats *ret);
-int daemon_init(struct daemon *d, const struct daemon_opts *o, const struct rqb_conf *c);
+/* Takes c's rules over (conf_move); daemon_fini frees them. */
+int daemon_init(struct daemon *d, const struct daemon_opts *o, struct rqb_conf *c);
 /* Runs the event loop until SIGTERM or SIGINT. */
 int daemon_run(struct daemon *d);
 /* Restores every task, then frees everything. */

@@ -338,10 +338,14 @@ int main(int argc, char **argv)
 		return EXIT_FAILURE;
 	if (cli.action == DUMP) {
 		conf_dump(&conf, stdout);
+		conf_free(&conf);
 		return EXIT_SUCCESS;
 	}
-	if (cli.action == SHOW_TOPO || cli.action == FEATURES)
-		return show_topology(&conf, cli.action == FEATURES);
+	if (cli.action == SHOW_TOPO || cli.action == FEATURES) {
+		r = show_topology(&conf, cli.action == FEATURES);
+		conf_free(&conf);
+		return r;
+	}
 
 	if (!cli.foreground) {
 		if (absolute_config(&cli) < 0 || (detach_fd = detach_begin()) < 0) {
@@ -361,6 +365,7 @@ int main(int argc, char **argv)
 	if (r == 0)
 		r = daemon_run(&d);
 	daemon_fini(&d);
+	conf_free(&conf);
 	log_fini();
 	return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

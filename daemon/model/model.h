@@ -72,28 +72,46 @@ static inline int topo_llc_of(const struct topo *t, int cpu)
 }
 
 /* ---- latency rules (conf.c parses them, policy/rules.c matches, sample/ident.c reads) ---- */
-#define RULES_MAX 128
+/* Rules a config may hold: a bound on memory (~150 bytes each) and load time, not a table size. */
+#define RULES_MAX 100000
 #define RULE_NAME_MAX 64
 #define RULE_STR_MAX 256
 /* No one's uid ((uid_t)-1 means "unchanged" to setresuid(2)): a rule without uid. */
 #define RULE_UID_ANY ((uid_t)-1)
 
+/* A rule's strings are never NULL: "" where it leaves the key out. */
 struct rule {
-	char name[RULE_NAME_MAX];
+	const char *name;              /* [rule NAME] */
 	int latency_nice;              /* -20…19; LAT_NONE (latency.h) until set */
-	char comm[RULE_STR_MAX];       /* fnmatch(3) pattern on comm; "" = any */
-	char exe[RULE_STR_MAX];        /* fnmatch(3) pattern (FNM_PATHNAME) on the exe path */
-	char cmdline[RULE_STR_MAX];    /* fnmatch(3) pattern on argv joined by spaces */
-	char cgroup[RULE_STR_MAX];     /* cgroup path prefix, at a '/' boundary */
+	const char *comm;              /* fnmatch(3) pattern on comm; "" = any */
+	const char *exe;               /* fnmatch(3) pattern (FNM_PATHNAME) on the exe path */
+	const char *cmdline;           /* fnmatch(3) pattern on argv joined by spaces */
+	const char *cgroup;            /* cgroup path prefix, at a '/' boundary */
 	uid_t uid;                     /* real uid; RULE_UID_ANY if the rule names none */
 	bool spoofable;                /* a negative value without exe or uid is allowed */
-	char file[RULE_STR_MAX];       /* where it was defined, for messages */
-	unsigned line;
+	const char *file;              /* where it was defined, for messages */
+	unsigned line;                 /* its line in file */
 };
 
+/* A block of the strings of a rule set; they never move once written. */
+struct rule_strblock {
+	struct rule_strblock *next;    /* the block filled before this one */
+	size_t size;                   /* bytes of data */
+	size_t used;                   /* bytes of data taken */
+	char data[];
+};
+
+/*
+ * The rules, on the heap: conf.c owns them (conf_rules_free); copying the struct shares
+ * them, so a set has one owner, and struct rqb_conf moves (conf_move), never copies.
+ */
 struct rule_set {
-	unsigned n;
-	struct rule r[RULES_MAX];
+	unsigned n;                    /* rules in r */
+	unsigned cap;                  /* rules r has room for */
+	struct rule *r;                /* in the order they were read */
+	struct rule_strblock *strs;    /* the rules' strings, newest block first */
+	unsigned *by_name;             /* hash of names: index + 1, 0 = free; nby_name slots */
+	unsigned nby_name;             /* a power of two, over twice n; 0 = none yet */
 };
 
 /* What a rule can match a process on; strings may be "" where unreadable, never NULL. */

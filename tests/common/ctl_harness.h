@@ -381,7 +381,7 @@ static inline int ctlh_reload(void *d, char **ret_errors)
 	}
 	free(buf);
 	c->dry_run = true;
-	h->conf = *c;
+	conf_move(&h->conf, c);
 	free(c);
 	latmgr_rules_changed(&h->lm);
 	return 0;
@@ -543,6 +543,7 @@ static inline void ctlh_daemon_free(struct ctlh *d)
 	free(d->lat.cg);
 	free(d->lm.p);
 	free(d->lm.u);
+	conf_free(&d->conf);
 	free(d);
 	ctlh_cgroups();
 }

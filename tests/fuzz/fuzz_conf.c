@@ -29,7 +29,7 @@ static char *dump(const struct rqb_conf *c)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	/* About 200 KB each: too big for the stack of a fuzzer's thread. */
+	/* Tens of KB each: too big for the stack of a fuzzer's thread. */
 	static struct rqb_conf c, again;
 	char *text = fuzz_strdup(data, size);
 
@@ -44,6 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(strcmp(first, second) == 0);
 		free(first);
 		free(second);
+		conf_free(&again);
+		conf_free(&c);
 	}
 	free(text);
 	return 0;

@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned lineno = 0;
 	int m;
 
-	memset(&rs, 0, sizeof(rs));
+	conf_rules_free(&rs);
 	while ((line = next_line(&p)) && strcmp(line, "%%") != 0) {
 		char *key = cut_word(line), *value = cut_word(key);
 		const char *reason = NULL;
@@ -84,6 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(m >= -1 && m < (int)rs.n);
 	/* Pure: the same answer twice. */
 	FUZZ_CHECK(rules_match(&rs, &id) == m);
+	conf_rules_free(&rs);
 	free(text);
 	return 0;
 }

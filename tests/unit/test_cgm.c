@@ -142,12 +142,13 @@ static void task_cgroup(void **state)
  */
 static void hybrid_one_path(void **state)
 {
-	static struct rule_set rules = { .n = 1 };
+	static struct rule_set rules;
 	struct ident_buf buf;
 	struct proc_ident id;
 	char procs[PATH_MAX], cg[256];
 
-	snprintf(rules.r[0].cgroup, sizeof(rules.r[0].cgroup), "/system.slice/db.service");
+	unit_rules(&rules, 1);
+	rules.r[0].cgroup = "/system.slice/db.service";
 	snprintf(procs, sizeof(procs), "%s/proc", top);
 	assert_int_equal(procfs_cgroup(procs, 0, 104, cg, sizeof(cg)), 0);
 	assert_string_equal(cg, "/system.slice/db.service");

@@ -512,6 +512,7 @@ static void dump_round_trip(const struct rqb_conf *c)
 	assert_conf_equal(&back, c);
 	dump(&back, again, sizeof(again));
 	assert_string_equal(again, text);
+	conf_free(&back);
 }
 
 static void dump_of_defaults_parses_back(void **state)
@@ -638,6 +639,7 @@ static void rule_sections(void **state)
 	assert_string_equal(c.rules.r[1].cgroup, "/batch.slice");
 	assert_int_equal(c.imbalance_pct, 150);
 	dump_round_trip(&c);
+	conf_free(&c);
 }
 
 static void rule_errors(void **state)
@@ -683,6 +685,7 @@ static void long_section_name(void **state)
 	snprintf(text, sizeof(text), "[rule %044d]\nlatency_nice = 1\ncomm = x\n", 7);
 	expect_ok(text, &c);
 	assert_int_equal(strlen(c.rules.r[0].name), 44);
+	conf_free(&c);
 }
 
 static void rules_dir_must_be_absolute(void **state)
@@ -801,6 +804,7 @@ static void rules_dir_two_dropins(void **state)
 	assert_string_equal(c.rules.r[3].file, file);
 	assert_int_equal(c.rules.r[3].line, 6);
 	dump_round_trip(&c);
+	conf_free(&c);
 }
 
 static void rules_dir_errors(void **state)
@@ -845,6 +849,7 @@ static void rules_dir_missing(void **state)
 	assert_string_equal(msg, "");
 	assert_int_equal(c.rules.n, 1);
 	assert_int_equal(mkdir(d->dir, 0700), 0);
+	conf_free(&c);
 }
 
 static void sampler_names(void **state)

@@ -166,9 +166,9 @@ static void reads_only_what_rules_name(void **state)
 	put(t, "8/cmdline", "worker\0", 7);
 	put(t, "8/cgroup", "0::/a\n", 6);
 	link_to(t, "8/exe", t->target);
-	rs->n = 1;
+	unit_rules(rs, 1);
 	rs->r[0].uid = RULE_UID_ANY;
-	snprintf(rs->r[0].comm, sizeof(rs->r[0].comm), "work*");
+	rs->r[0].comm = "work*";
 	assert_int_equal(ident_read_known(t->root, 8, NULL, rs, buf, &id), 0);
 	assert_string_equal(id.comm, "worker");
 	assert_string_equal(id.exe, "");
@@ -180,6 +180,7 @@ static void reads_only_what_rules_name(void **state)
 	/* A rule on uid: status is read, and one without a Uid line is refused. */
 	rs->r[0].uid = 1000;
 	assert_int_equal(ident_read_known(t->root, 8, NULL, rs, buf, &id), -EINVAL);
+	conf_rules_free(rs);
 	free(rs);
 	free(buf);
 }
@@ -265,11 +266,11 @@ static void known_exe(void **state)
 	put(t, "6/status", STATUS_1000, strlen(STATUS_1000));
 	link_to(t, "6/exe", "/nonexistent/rqb-test/unreadable");
 	/* A pattern, another file, a link to the file: none is it; then the file itself. */
-	rs->n = 4;
-	snprintf(rs->r[0].exe, sizeof(rs->r[0].exe), "%s/*", t->root);
-	snprintf(rs->r[1].exe, sizeof(rs->r[1].exe), "%s", other);
-	snprintf(rs->r[2].exe, sizeof(rs->r[2].exe), "%s", alias);
-	snprintf(rs->r[3].exe, sizeof(rs->r[3].exe), "%s", t->target);
+	unit_rules(rs, 4);
+	rs->r[0].exe = unit_str(rs, "%s/*", t->root);
+	rs->r[1].exe = unit_str(rs, "%s", other);
+	rs->r[2].exe = unit_str(rs, "%s", alias);
+	rs->r[3].exe = unit_str(rs, "%s", t->target);
 	assert_int_equal(ident_read_known(t->root, 6, &k, rs, buf, &id), 0);
 	assert_string_equal(id.exe, t->target);
 	assert_int_equal(id.uid, 1000);
@@ -294,6 +295,7 @@ static void known_exe(void **state)
 	assert_false(ident_exe_is_path("/usr/bin/a\\b"));
 	assert_false(ident_exe_is_path("mysqld"));
 	assert_false(ident_exe_is_path(""));
+	conf_rules_free(rs);
 	free(rs);
 	free(buf);
 }

@@ -122,15 +122,13 @@ static int teardown(void **state)
 static void test_rule_at_rescan(void **state)
 {
 	struct ctlh *d = *state;
-	struct rule *r = &d->conf.rules.r[0];
+	struct rule *r = &unit_rules(&d->conf.rules, 1)->r[0];
 	const struct latmgr_proc *p;
 
-	memset(r, 0, sizeof(*r));
-	snprintf(r->name, sizeof(r->name), "w");
-	snprintf(r->comm, sizeof(r->comm), "worker");
+	r->name = "w";
+	r->comm = "worker";
 	r->latency_nice = 7;
 	r->uid = RULE_UID_ANY;
-	d->conf.rules.n = 1;
 	latmgr_rescan(&d->lm);
 	/*
 	 * The match's plan, and no other: the pass over a managed process's threads skips

@@ -194,13 +194,12 @@ static struct rule_set *two_rules(void)
 {
 	static struct rule_set rs;
 
-	memset(&rs, 0, sizeof(rs));
-	rs.n = 2;
-	snprintf(rs.r[0].name, sizeof(rs.r[0].name), "db");
-	snprintf(rs.r[0].comm, sizeof(rs.r[0].comm), "postgres*");
+	unit_rules(&rs, 2);
+	rs.r[0].name = "db";
+	rs.r[0].comm = "postgres*";
 	rs.r[0].latency_nice = -5;
-	snprintf(rs.r[1].name, sizeof(rs.r[1].name), "batch");
-	snprintf(rs.r[1].comm, sizeof(rs.r[1].comm), "make");
+	rs.r[1].name = "batch";
+	rs.r[1].comm = "make";
 	rs.r[1].latency_nice = 10;
 	return &rs;
 }

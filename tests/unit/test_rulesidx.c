@@ -30,34 +30,30 @@ static const uid_t uids[] = { 0, 27, 1000 };
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #endif
 
-static void pick_str(char *dst, size_t size, const char *const *plain, size_t np,
-		     const char *const *pats, size_t npat)
+/* "" (no key) a half of the time, else a plain string or a pattern. */
+static const char *pick_str(const char *const *plain, size_t np, const char *const *pats,
+			    size_t npat)
 {
 	int k = rand() % 4;
 
-	dst[0] = '\0';
 	if (k == 1)
-		snprintf(dst, size, "%s", plain[rand() % (int)np]);
-	else if (k == 2)
-		snprintf(dst, size, "%s", pats[rand() % (int)npat]);
+		return plain[rand() % (int)np];
+	if (k == 2)
+		return pats[rand() % (int)npat];
+	return "";
 }
 
 static void random_rule(struct rule *r, unsigned i)
 {
-	memset(r, 0, sizeof(*r));
-	snprintf(r->name, sizeof(r->name), "r%u", i);
+	*r = (struct rule){ .name = "r", .file = "unit", .line = i };
 	r->latency_nice = rand() % 40 - 20;
-	pick_str(r->comm, sizeof(r->comm), comms, ARRAY_SIZE(comms), comm_pats,
-		 ARRAY_SIZE(comm_pats));
+	r->comm = pick_str(comms, ARRAY_SIZE(comms), comm_pats, ARRAY_SIZE(comm_pats));
 	/* Exact keys often, so that buckets hold several rules. */
 	if (rand() % 2)
-		snprintf(r->comm, sizeof(r->comm), "%s", PICK(comms));
-	pick_str(r->exe, sizeof(r->exe), exes, ARRAY_SIZE(exes) - 1, exe_pats,
-		 ARRAY_SIZE(exe_pats));
-	pick_str(r->cmdline, sizeof(r->cmdline), cmdlines, ARRAY_SIZE(cmdlines) - 1, cmd_pats,
-		 ARRAY_SIZE(cmd_pats));
-	if (rand() % 4 == 0)
-		snprintf(r->cgroup, sizeof(r->cgroup), "%s", PICK(cgroups));
+		r->comm = PICK(comms);
+	r->exe = pick_str(exes, ARRAY_SIZE(exes) - 1, exe_pats, ARRAY_SIZE(exe_pats));
+	r->cmdline = pick_str(cmdlines, ARRAY_SIZE(cmdlines) - 1, cmd_pats, ARRAY_SIZE(cmd_pats));
+	r->cgroup = rand() % 4 == 0 ? PICK(cgroups) : "";
 	r->uid = rand() % 3 == 0 ? PICK(uids) : RULE_UID_ANY;
 }
 
@@ -72,13 +68,16 @@ static void random_proc(struct proc_ident *id)
 	id->cgroup = PICK(cgroups);
 }
 
+/* Up to this many rules a set: enough for buckets of several and a long always list. */
+#define SET_MAX 200
+
 static void one_seed(unsigned seed, struct rule_set *rs)
 {
 	struct rules_index *ix = NULL;
 	struct proc_ident id;
 
 	srand(seed);
-	rs->n = 1 + (unsigned)rand() % RULES_MAX;
+	unit_rules(rs, 1 + (unsigned)rand() % SET_MAX);
 	for (unsigned i = 0; i < rs->n; i++)
 		random_rule(&rs->r[i], i);
 	assert_int_equal(rules_index_build(rs, &ix), 0);
@@ -103,6 +102,7 @@ static void index_winner_is_linear_winner(void **state)
 	else
 		for (unsigned seed = 1; seed <= CASES; seed++)
 			one_seed(seed, rs);
+	conf_rules_free(rs);
 	free(rs);
 }
 
@@ -118,18 +118,15 @@ static void empty_and_exact(void **state)
 	assert_int_equal(rules_index_build(rs, &ix), 0);
 	assert_int_equal(rules_index_match(ix, rs, &id), -1);
 	rules_index_free(ix);
-	rs->n = 2;
+	unit_rules(rs, 2);
 	random_rule(&rs->r[0], 0);
-	snprintf(rs->r[0].comm, sizeof(rs->r[0].comm), "sshd");
-	random_rule(&rs->r[1], 1);
-	memset(rs->r[1].exe, 0, sizeof(rs->r[1].exe));
-	memset(rs->r[1].cmdline, 0, sizeof(rs->r[1].cmdline));
-	memset(rs->r[1].cgroup, 0, sizeof(rs->r[1].cgroup));
-	snprintf(rs->r[1].comm, sizeof(rs->r[1].comm), "bash");
+	rs->r[0].comm = "sshd";
+	rs->r[1].comm = "bash";
 	rs->r[1].uid = RULE_UID_ANY;
 	assert_int_equal(rules_index_build(rs, &ix), 0);
 	assert_int_equal(rules_index_match(ix, rs, &id), 1);
 	rules_index_free(ix);
+	conf_rules_free(rs);
 	free(rs);
 }
 

@@ -18,6 +18,43 @@
 #include "snapshot/snap.h"
 #include "util/cpumask.h"
 
+/*
+ * rs, emptied, then n rules named r0, r1… that name nothing yet: every string "", the
+ * other fields zero (as calloc left the fixed-size rules). Set a string with unit_str.
+ */
+static inline struct rule_set *unit_rules(struct rule_set *rs, unsigned n)
+{
+	conf_rules_free(rs);
+	for (unsigned i = 0; i < n; i++) {
+		struct rule r = { .comm = "", .exe = "", .cmdline = "", .cgroup = "",
+				  .file = "unit" };
+		char name[16];
+
+		snprintf(name, sizeof(name), "r%u", i);
+		r.name = conf_rules_strdup(rs, name);
+		assert_non_null(r.name);
+		assert_int_equal(conf_rules_append(rs, &r), 0);
+	}
+	return rs;
+}
+
+/* printf into a string that lives as long as rs. */
+static inline const char *unit_str(struct rule_set *rs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static inline const char *unit_str(struct rule_set *rs, const char *fmt, ...)
+{
+	char buf[4096];
+	const char *s;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	s = conf_rules_strdup(rs, buf);
+	assert_non_null(s);
+	return s;
+}
+
 /* A synthetic hwloc topology that is not this machine (no online filter). */
 static inline struct topo *unit_topo(const char *synthetic)
 {
