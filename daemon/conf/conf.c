@@ -546,6 +546,7 @@ int conf_rule_set(struct rule_set *rs, const char *name, const char *key, const 
 		return ret;
 	if (i >= 0) {
 		rs->r[i] = r;
+		conf_rules_changed(rs);
 		return 0;
 	}
 	ret = conf_rules_append(rs, &r);
@@ -975,6 +976,10 @@ static int finish(struct parse_ctx *p, struct rqb_conf *ret)
 		conf_free(&p->conf);
 		return -EINVAL;
 	}
+	/* Without memory for the index the rules still match, by scanning. */
+	if (conf_rules_indexed(&p->conf.rules) < 0)
+		log_warn("config: no memory to index %u rules: each is tried in turn",
+			 p->conf.rules.n);
 	*ret = p->conf;
 	return 0;
 }

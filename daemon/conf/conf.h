@@ -150,6 +150,10 @@ void conf_rules_free(struct rule_set *rs);
 const char *conf_rules_strdup(struct rule_set *rs, const char *s);
 /* The index of the rule named name, or -1. */
 int conf_rules_find(const struct rule_set *rs, const char *name);
+/* Drops rs's index, after its rules were changed in place: matching scans them. */
+void conf_rules_changed(struct rule_set *rs);
+/* Builds rs's index (none for no rules), for matching by lookup; 0, or -ENOMEM (then it scans). */
+int conf_rules_indexed(struct rule_set *rs);
 /* Adds r (its strings rs's own, its name new) at the end; 0 or -ENOMEM. */
 int conf_rules_append(struct rule_set *rs, const struct rule *r);
 /*

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conf/conf.h"
+#include "policy/rules_index.h"
 
 #define STRBLOCK_MIN 65536   /* bytes of a string block, unless one string needs more */
 
@@ -30,6 +31,7 @@ void conf_rules_free(struct rule_set *rs)
 	}
 	free(rs->r);
 	free(rs->by_name);
+	rules_index_free(rs->ix);
 	memset(rs, 0, sizeof(*rs));
 }
 
@@ -108,12 +110,28 @@ static int grow(struct rule_set *rs)
 	return 0;
 }
 
+void conf_rules_changed(struct rule_set *rs)
+{
+	rules_index_free(rs->ix);
+	rs->ix = NULL;
+}
+
+int conf_rules_indexed(struct rule_set *rs)
+{
+	conf_rules_changed(rs);
+	/* No rules, no memory: a config without rules owns nothing to free. */
+	if (!rs->n)
+		return 0;
+	return rules_index_build(rs, &rs->ix);
+}
+
 int conf_rules_append(struct rule_set *rs, const struct rule *r)
 {
 	int ret = grow(rs);
 
 	if (ret < 0)
 		return ret;
+	conf_rules_changed(rs);
 	rs->r[rs->n] = *r;
 	rs->n++;
 	rs->by_name[name_slot(rs, r->name)] = rs->n;

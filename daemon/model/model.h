@@ -101,6 +101,8 @@ struct rule_strblock {
 	char data[];
 };
 
+struct rules_index;
+
 /*
  * The rules, on the heap: conf.c owns them (conf_rules_free); copying the struct shares
  * them, so a set has one owner, and struct rqb_conf moves (conf_move), never copies.
@@ -112,6 +114,8 @@ struct rule_set {
 	struct rule_strblock *strs;    /* the rules' strings, newest block first */
 	unsigned *by_name;             /* hash of names: index + 1, 0 = free; nby_name slots */
 	unsigned nby_name;             /* a power of two, over twice n; 0 = none yet */
+	struct rules_index *ix;        /* built once the set is whole (policy/rules_index.h);
+					* NULL: match by scanning, as after any change */
 };
 
 /* What a rule can match a process on; strings may be "" where unreadable, never NULL. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "policy/rules.h"
+#include "policy/rules_index.h"
 
 static bool match_cgroup(const char *prefix, const char *path)
 {
@@ -77,6 +78,13 @@ void rules_conditions(const struct rule *r, char *ret, size_t size)
 }
 
 int rules_match(const struct rule_set *rs, const struct proc_ident *id)
+{
+	if (rs->ix)
+		return rules_index_match(rs->ix, rs, id);
+	return rules_match_linear(rs, id);
+}
+
+int rules_match_linear(const struct rule_set *rs, const struct proc_ident *id)
 {
 	for (unsigned i = 0; i < rs->n; i++)
 		if (rules_match_one(&rs->r[i], id))

@@ -21,9 +21,12 @@
 
 /*
  * The index of the first rule that matches, or -1. The rules come from the config
- * (conf.c parses and checks them); this side only matches.
+ * (conf.c parses and checks them); this side only matches, through rs->ix where the
+ * config built one, which gives the same answer as rules_match_linear.
  */
 int rules_match(const struct rule_set *rs, const struct proc_ident *id);
+/* The same, trying every rule in order: the reference the index is tested against. */
+int rules_match_linear(const struct rule_set *rs, const struct proc_ident *id);
 /* True if rule r matches id: every key it names does. */
 bool rules_match_one(const struct rule *r, const struct proc_ident *id);
 /*

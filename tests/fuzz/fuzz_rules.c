@@ -82,8 +82,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	id.cgroup = field(&p, PATH_MAX);
 	m = rules_match(&rs, &id);
 	FUZZ_CHECK(m >= -1 && m < (int)rs.n);
-	/* Pure: the same answer twice. */
+	/* Pure: the same answer twice; and through the index as by scanning. */
 	FUZZ_CHECK(rules_match(&rs, &id) == m);
+	if (conf_rules_indexed(&rs) == 0)
+		FUZZ_CHECK((rs.ix || !rs.n) && rules_match(&rs, &id) == m);
 	conf_rules_free(&rs);
 	free(text);
 	return 0;

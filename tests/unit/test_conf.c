@@ -638,6 +638,8 @@ static void rule_sections(void **state)
 	assert_string_equal(c.rules.r[1].name, "batch");
 	assert_string_equal(c.rules.r[1].cgroup, "/batch.slice");
 	assert_int_equal(c.imbalance_pct, 150);
+	/* A config that loads matches through its index. */
+	assert_non_null(c.rules.ix);
 	dump_round_trip(&c);
 	conf_free(&c);
 }

@@ -83,10 +83,10 @@ static void one_seed(unsigned seed, struct rule_set *rs)
 	assert_int_equal(rules_index_build(rs, &ix), 0);
 	for (int p = 0; p < PROCS; p++) {
 		random_proc(&id);
-		if (rules_index_match(ix, rs, &id) != rules_match(rs, &id))
+		if (rules_index_match(ix, rs, &id) != rules_match_linear(rs, &id))
 			fail_msg("seed %u: comm \"%s\" exe \"%s\": index %d, linear %d", seed,
 				 id.comm, id.exe, rules_index_match(ix, rs, &id),
-				 rules_match(rs, &id));
+				 rules_match_linear(rs, &id));
 	}
 	rules_index_free(ix);
 }
