@@ -58,6 +58,8 @@ BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/hackbench $(B)/ben
              $(B)/bench/churn_load $(B)/bench/churn_child $(B)/bench/sim/sim
 # The samplers alone, on the daemon's own objects (bench/overhead runs it).
 BENCH_BIN += $(B)/bench/samplecost
+# Rule load and match cost, 1 rule against 20000, on the daemon's own objects.
+BENCH_BIN += $(B)/bench/rules
 
 # Fuzz targets, one per parser and one per door of the request layer (ctl: the
 # socket's bytes; bus: the D-Bus API's method calls): each builds with libFuzzer and
@@ -160,7 +162,7 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
 	$(FUZZ_CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< \
 		$(FUZZ_SRC_$*) $(FUZZ_OBJ) $(PKG_LIBS)
 
-$(B)/bench/samplecost: bench/samplecost.c $(DAEMON_OBJ)
+$(B)/bench/samplecost $(B)/bench/rules: $(B)/bench/%: bench/%.c $(DAEMON_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(DAEMON_OBJ) $(PKG_LIBS)
 
