@@ -98,7 +98,7 @@ struct rule_strblock {
 	struct rule_strblock *next;    /* the block filled before this one */
 	size_t size;                   /* bytes of data */
 	size_t used;                   /* bytes of data taken */
-	char data[];
+	char data[];                   /* the strings, each NUL-terminated */
 };
 
 struct rules_index;
