@@ -20,7 +20,7 @@ LIVE = {
     "ld.gold": ("ld.gold", 10),    # sched batch
     "idler": ("idler", 19),        # the type's sched idle
     "batcher": ("batcher", 10),    # the type's sched batch
-    "indexer": ("indexer", 12),    # the rule's nice before the type's latency_nice
+    "indexer": ("indexer", 15),    # the type's latency_nice before the rule's nice
     "this_that": ("this/that", 1),  # sanitised
     "this_that-2": ("this_that", 2),  # and its collision
     "a_b_": (r"a\*b\?", 4),        # fnmatch's characters escaped
@@ -38,7 +38,7 @@ LIVE = {
 NEGATIVE = {
     "jack": ("jack", -5),
     "supertux2": ("supertux2", -11),  # the type's latency_nice
-    "wine-game": ("wine-game", -3),   # the rule's nice before the type's latency_nice
+    "wine-game": ("wine-game", -11),  # the type's latency_nice before the rule's nice
     "turbo": ("turbo", -20),          # nice -25, clamped
     "tight": ("tight", -1),
 }
