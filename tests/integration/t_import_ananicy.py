@@ -229,6 +229,13 @@ def test():
     check(rc == 2, "no DIR: bad usage, exit 2")
     rc, _, err = rqctl("import-ananicy", "--frob", DATA)
     check(rc == 2 and "--frob" in err, "an unknown option: exit 2")
+    for opt in ("--help", "-h"):
+        rc, out, err = rqctl("import-ananicy", opt)
+        check(rc == 0 and out.startswith("Usage: rqctl import-ananicy") and not err,
+              f"import-ananicy {opt}: its usage, exit 0")
+    rc, out, _ = rqctl("--help")
+    check(rc == 0 and "import-ananicy [--allow-spoofable] DIR" in out,
+          "rqctl --help lists import-ananicy")
 
 
 main(test)
