@@ -440,16 +440,21 @@ static const struct jsonl_value *sched_of(const struct jsonl_obj *r, const struc
 	return v || !t ? v : jsonl_get(t, "sched");
 }
 
+/*
+ * ananicy-cpp (src/rules.cpp, Rules::get_rule) merges the type under the rule, key by
+ * key, so a key the rule gives is the rule's and any other is the type's; then
+ * (src/worker.cpp, Worker::work) latency_nice is the merged latency_nice, else the
+ * merged nice. So a type's latency_nice goes before the rule's own nice.
+ */
 static void pick_value(const struct jsonl_obj *r, const struct jsonl_obj *t, struct pick *p)
 {
 	const struct jsonl_value *s = sched_of(r, t);
 
 	*p = (struct pick){ 0 };
 	if (take_int(jsonl_get(r, "latency_nice"), false, p) ||
-	    take_int(jsonl_get(r, "nice"), false, p))
-		return;
-	if (t && (take_int(jsonl_get(t, "latency_nice"), true, p) ||
-		  take_int(jsonl_get(t, "nice"), true, p)))
+	    (t && take_int(jsonl_get(t, "latency_nice"), true, p)) ||
+	    take_int(jsonl_get(r, "nice"), false, p) ||
+	    (t && take_int(jsonl_get(t, "nice"), true, p)))
 		return;
 	if (!s || s->kind != JSONL_STR)
 		return;

@@ -118,9 +118,9 @@ _rqctl()
 
 	case $cmd in
 	import-ananicy)
-		# Its one directory (an ananicy rules tree), or its one option before it.
+		# Its one directory (an ananicy rules tree), or an option before it.
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '--allow-spoofable' -- "$cur"))
+			COMPREPLY=($(compgen -W '--allow-spoofable --help' -- "$cur"))
 		else
 			compopt -o filenames 2>/dev/null
 			COMPREPLY=($(compgen -d -- "$cur"))

@@ -690,6 +690,20 @@ static int print_latency(char *p, size_t len, bool json)
 	return 0;
 }
 
+static void import_usage(void)
+{
+	printf("Usage: rqctl import-ananicy [--allow-spoofable] DIR\n"
+	       "Print the ananicy(-cpp) rules under DIR (*.rules, *.types, *.cgroups) as\n"
+	       "[rule NAME] sections for a rules.d file. Needs no daemon.\n\n"
+	       "  --allow-spoofable  write negative values live, with spoofable = yes\n"
+	       "  -h, --help         show this help\n\n"
+	       "Each rule's name becomes comm; its value is its latency_nice, else its\n"
+	       "type's, else its nice, else its type's, else 19 for sched idle, 10 for\n"
+	       "batch. What is not carried over is kept as comments. Bad lines go to\n"
+	       "stderr as FILE:LINE. Exit status: 0 done, 1 a line or file skipped or\n"
+	       "more live rules than the daemon takes, 2 bad usage. See rqctl(1).\n");
+}
+
 /* import-ananicy [--allow-spoofable] DIR: client side only, no socket. */
 static int import_ananicy(int argc, char **argv)
 {
@@ -699,7 +713,10 @@ static int import_ananicy(int argc, char **argv)
 	int r;
 
 	for (int i = 1; i < argc; i++) {
-		if (opts && !strcmp(argv[i], "--allow-spoofable")) {
+		if (opts && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))) {
+			import_usage();
+			return 0;
+		} else if (opts && !strcmp(argv[i], "--allow-spoofable")) {
 			spoofable = true;
 		} else if (opts && !strcmp(argv[i], "--")) {
 			opts = false;
