@@ -451,8 +451,7 @@ static uint64_t wake_signals(const struct daemon *d)
 	struct daemon_stats st = { 0 };
 
 	latmgr_stats(&d->lm, &st);
-	return d->ctl.nconns + st.rule_matches + st.lat_tasks + st.lat_processes +
-	       (d->woken ? 1 : 0);
+	return st.rule_matches + st.lat_tasks + st.lat_processes + (d->woken ? 1 : 0);
 }
 
 static uint64_t next_interval(struct daemon *d)
@@ -461,7 +460,7 @@ static uint64_t next_interval(struct daemon *d)
 		.tick_ns = d->conf.interval_ms * NSEC_PER_MSEC,
 		.max_ns = d->conf.idle_backoff_ms * NSEC_PER_MSEC,
 		.busy = tick_busy(d),
-		.woken = d->woken || d->ctl.nconns,
+		.woken = d->woken,
 	};
 	bool was = idle_backed_off(&d->idle, in.tick_ns);
 	uint64_t next = idle_next(&d->idle, &in);
@@ -498,7 +497,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 }
 
 /*
- * After any event the loop handled (a ctl request, a rule's match, a reload, a signal):
+ * After any event the loop handled (a sync, a rule's match, a reload, a hotplug):
  * on a heartbeat, a change in what the wake signals sum to brings the next tick to one
  * interval from now, so that a sync is answered and a new task is seen at once.
  */
@@ -754,6 +753,12 @@ static uint64_t ctl_ticks(void *d)
 	return ((const struct daemon *)d)->ticks;
 }
 
+/* A status request does not wake the tick (it would never see it idle); a sync does. */
+static void ctl_wake(void *d)
+{
+	((struct daemon *)d)->woken = true;
+}
+
 static char *ctl_histograms(void *daemon, char *ret_why, size_t len)
 {
 	struct daemon *d = daemon;
@@ -773,6 +778,7 @@ static const struct ctl_ops ctl_ops = {
 	.reload = ctl_reload,
 	.stats = ctl_stats,
 	.ticks = ctl_ticks,
+	.wake = ctl_wake,
 	.histograms = ctl_histograms,
 	.peers = ctl_peers,
 };

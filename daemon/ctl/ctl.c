@@ -429,6 +429,8 @@ static int park_sync(struct conn *c, const struct ctl_msg *m)
 	latmgr_mark(x->lm, util_now_ns(), tick_ns, &c->sync_mark);
 	c->sync_tick = x->ops->ticks(x->daemon) + 1;
 	c->sync_seq = m->hdr.seq;
+	if (x->ops->wake)
+		x->ops->wake(x->daemon);
 	if (sd_event_source_get_time(c->timer, &deadline) >= 0)
 		sd_event_source_set_time(c->timer, deadline + CTL_SYNC_TICKS * tick_ns / 1000);
 	return 0;
