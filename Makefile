@@ -38,13 +38,13 @@ DAEMON_SRC = \
 	daemon/latmgr/latmgr_events.c daemon/latmgr/latmgr_source.c daemon/latmgr/latmgr_units.c \
 	daemon/latmgr/latmgr.c daemon/ctl/ctl_peer.c daemon/ctl/ctl_perm.c daemon/ctl/ctl_proto.c daemon/latmgr/latmgr_view.c \
 	daemon/ctl/ctl_req.c daemon/ctl/ctl_req_lim.c daemon/ctl/bus.c \
-	daemon/ctl/ctl.c daemon/core/metrics.c \
+	daemon/ctl/ctl.c daemon/core/metrics.c daemon/core/idle.c \
 	daemon/core/daemon.c
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/core/main.o
 
 UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread plan proc journal act features ctl cgsd cgm procconn \
-	rules rulesidx ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread
+	rules rulesidx ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread idle
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 # The ctl and bus fuzz targets and the ctl server and latency manager tests share one
 # in-memory daemon.

@@ -35,6 +35,10 @@ static const char *const hist_from_names[] = { "queue", "wakeup", NULL };
 const struct conf_key conf_keys[] = {
 	INT("daemon", "interval_ms", 10, 60000, "100", interval_ms,
 	    "Tick: how often to sample, decide and act, in milliseconds."),
+	INT("daemon", "idle_backoff_ms", 0, 10000, "5000", idle_backoff_ms,
+	    "Longest heartbeat, in milliseconds, while nothing is managed and nothing can be "
+	    "spread: after 10 quiet ticks the tick slows to 1 s, doubling up to this; any "
+	    "event brings back interval_ms. 0: never back off."),
 	{ "daemon", "sampler", CONF_ENUM, 0, 0, sampler_names, "auto", OFF(sampler),
 	  "Where samples come from: bpf (live, from BPF programs), proc (live, from /proc), "
 	  "auto (bpf where it loads, else proc) or replay (replay_file).", true, 0 },

@@ -25,6 +25,7 @@ struct conf_list {
 struct rqb_conf {
 	/* [daemon] */
 	uint32_t interval_ms;           /* tick: sample, decide, act */
+	uint32_t idle_backoff_ms;       /* longest idle heartbeat; 0: off (core/idle.h) */
 	int sampler;                    /* enum conf_sampler */
 	char replay_file[CONF_MAX_STR]; /* snapshots for sampler = replay */
 	char journal_dir[CONF_MAX_STR]; /* where the restore journal lives */

@@ -334,6 +334,7 @@ static void follow_hotplug(struct daemon *d)
 			   cpumask_format(&went, buf, sizeof(buf)));
 	if (CPU_COUNT(&came))
 		log_notice("topology: CPU %s online again", cpumask_format(&came, buf, sizeof(buf)));
+	d->woken = true;
 	if (features_llcs(&d->features, d->topo, d->conf.min_llc_cores))
 		features_log_one(&d->features, FEAT_LLC_GROUPS);
 }
@@ -427,22 +428,95 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	return 0;
 }
 
+/*
+ * Whether this tick had anything to do: a task or a cgroup managed (spread or latency),
+ * a plan, or something to spread (two LLC groups or more and at least as many runnable
+ * tasks as CPUs). Otherwise the idle backoff may slow the tick down.
+ */
+static bool tick_busy(const struct daemon *d)
+{
+	struct daemon_stats st = { 0 };
+
+	if (act_managed(&d->act) || d->plan.n || d->sample_errors)
+		return true;
+	latmgr_stats(&d->lm, &st);
+	if (st.lat_tasks || st.lat_cgroups || st.lat_processes)
+		return true;
+	return d->features.f[FEAT_LLC_GROUPS].state != FEAT_MISSING &&
+	       d->snap->ntasks >= (size_t)d->topo->ncpus;
+}
+
+/* What the events that bring the tick back sum to: a change means one came. */
+static uint64_t wake_signals(const struct daemon *d)
+{
+	struct daemon_stats st = { 0 };
+
+	latmgr_stats(&d->lm, &st);
+	return st.rule_matches + st.lat_tasks + st.lat_processes + (d->woken ? 1 : 0);
+}
+
+static uint64_t next_interval(struct daemon *d)
+{
+	struct idle_in in = {
+		.tick_ns = d->conf.interval_ms * NSEC_PER_MSEC,
+		.max_ns = d->conf.idle_backoff_ms * NSEC_PER_MSEC,
+		.busy = tick_busy(d),
+		.woken = d->woken,
+	};
+	bool was = idle_backed_off(&d->idle, in.tick_ns);
+	uint64_t next = idle_next(&d->idle, &in);
+
+	if (was != idle_backed_off(&d->idle, in.tick_ns))
+		log_debug("tick: %s", was ? "back to interval_ms" : "nothing to do: backing off");
+	d->woken = false;
+	d->wake_seen = wake_signals(d);
+	return next;
+}
+
+static int arm_tick(struct daemon *d, uint64_t at_ns)
+{
+	int r = sd_event_source_set_time(d->timer, at_ns / NSEC_PER_USEC);
+
+	return r < 0 ? r : sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
+}
+
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
-	uint64_t now = util_now_ns(), interval = d->conf.interval_ms * NSEC_PER_MSEC;
-	int r;
+	uint64_t now = util_now_ns(), interval;
 
 	daemon_tick(d, now);
 	ctl_after_tick(&d->ctl);
 	ctl_req_after_tick(&d->req);
-	/* Keep the cadence; after a stall, start again from now rather than catch up. */
+	interval = next_interval(d);
+	/* Keep the cadence; after a stall or a heartbeat, start again from now. */
 	d->next_tick_ns += interval;
-	if (d->next_tick_ns <= now)
+	if (d->next_tick_ns <= now || interval != d->conf.interval_ms * NSEC_PER_MSEC)
 		d->next_tick_ns = now + interval;
 	/* Time sources are one-shot: re-arm. */
-	r = sd_event_source_set_time(s, d->next_tick_ns / NSEC_PER_USEC);
-	return r < 0 ? r : sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	return arm_tick(d, d->next_tick_ns);
+}
+
+/*
+ * After any event the loop handled (a sync, a rule's match, a reload, a hotplug):
+ * on a heartbeat, a change in what the wake signals sum to brings the next tick to one
+ * interval from now, so that a sync is answered and a new task is seen at once.
+ */
+static int on_wake(sd_event_source *s, void *userdata)
+{
+	struct daemon *d = userdata;
+	uint64_t tick_ns = d->conf.interval_ms * NSEC_PER_MSEC, now;
+
+	if (!idle_backed_off(&d->idle, tick_ns) || wake_signals(d) == d->wake_seen)
+		return 0;
+	now = util_now_ns();
+	d->idle = (struct idle_state){ .interval_ns = tick_ns };
+	d->wake_seen = wake_signals(d);
+	if (d->next_tick_ns <= now + tick_ns)
+		return 0;
+	log_debug("tick: woken: back to interval_ms");
+	d->next_tick_ns = now + tick_ns;
+	return arm_tick(d, d->next_tick_ns);
 }
 
 /* The metrics file has a timer of its own: the file is written far less often than a tick. */
@@ -464,6 +538,8 @@ void daemon_stats(const struct daemon *d, struct daemon_stats *ret)
 		.sampler = d->sampler->ops->name,
 		.dry_run = d->conf.dry_run,
 		.interval_ms = d->conf.interval_ms,
+		.tick_now_ms = (uint32_t)((d->idle.interval_ns ? d->idle.interval_ns
+					: d->conf.interval_ms * NSEC_PER_MSEC) / NSEC_PER_MSEC),
 		.ticks = d->ticks,
 		.sample_errors = d->sample_errors,
 		.sample_failures = d->sample_failures,
@@ -544,6 +620,7 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 	keep_restart_keys(&d->conf, &c);
 	pairs_changed = c.keep_pairs != d->conf.keep_pairs;
 	conf_move(&d->conf, &c);
+	d->woken = true;
 	if (pairs_changed)
 		wake_pairs(d);
 	if (features_llcs(&d->features, d->topo, d->conf.min_llc_cores))
@@ -654,6 +731,9 @@ static int setup_loop(struct daemon *d)
 			      d->next_tick_ns / NSEC_PER_USEC, 1000, on_timer, d);
 	if (r < 0)
 		return r;
+	r = sd_event_add_post(d->event, &d->wake, on_wake, d);
+	if (r < 0)
+		return r;
 	/* Armed below; the first file comes after the first tick, not before. */
 	r = sd_event_add_time(d->event, &d->metrics_timer, CLOCK_MONOTONIC, 0, 0, on_metrics, d);
 	return r < 0 ? r : arm_metrics(d, d->conf.interval_ms * NSEC_PER_MSEC);
@@ -672,6 +752,12 @@ static void ctl_stats(void *d, struct daemon_stats *ret)
 static uint64_t ctl_ticks(void *d)
 {
 	return ((const struct daemon *)d)->ticks;
+}
+
+/* A status request does not wake the tick (it would never see it idle); a sync does. */
+static void ctl_wake(void *d)
+{
+	((struct daemon *)d)->woken = true;
 }
 
 static char *ctl_histograms(void *daemon, char *ret_why, size_t len)
@@ -693,6 +779,7 @@ static const struct ctl_ops ctl_ops = {
 	.reload = ctl_reload,
 	.stats = ctl_stats,
 	.ticks = ctl_ticks,
+	.wake = ctl_wake,
 	.histograms = ctl_histograms,
 	.peers = ctl_peers,
 };
@@ -820,6 +907,7 @@ void daemon_fini(struct daemon *d)
 	}
 	metrics_fini(&d->metrics);
 	sd_event_source_unref(d->metrics_timer);
+	sd_event_source_unref(d->wake);
 	sd_event_source_unref(d->timer);
 	sd_event_unref(d->event);
 	if (d->record)

@@ -12,6 +12,7 @@
 #include "conf/conf.h"
 #include "latmgr/latmgr.h"
 #include "model/stats.h"
+#include "core/idle.h"
 #include "core/metrics.h"
 #include "ctl/bus.h"
 #include "ctl/ctl.h"
@@ -59,6 +60,10 @@ struct daemon {
 	sd_event *event;
 	sd_event_source *timer;
 	uint64_t next_tick_ns;
+	struct idle_state idle;      /* the idle backoff's state (core/idle.h) */
+	sd_event_source *wake;       /* a post source: after any event, whether to tick sooner */
+	uint64_t wake_seen;          /* what the wake signals summed to at the last look */
+	bool woken;                  /* a reload or a hotplug since the last tick */
 	uint64_t next_trim_ns;       /* CLOCK_MONOTONIC: when freed memory goes back next */
 	uint64_t ticks;
 	uint64_t sample_errors;

@@ -166,6 +166,10 @@ int metrics_format(const struct metrics *m, const struct daemon_stats *f, FILE *
 	header(out, "rqbalance_tick_interval_seconds", "gauge", "The configured tick.");
 	fprintf(out, "rqbalance_tick_interval_seconds %u.%03u\n", f->interval_ms / 1000,
 		f->interval_ms % 1000);
+	header(out, "rqbalance_tick_now_seconds", "gauge",
+	       "The tick now: the configured one, or an idle heartbeat (idle_backoff_ms).");
+	fprintf(out, "rqbalance_tick_now_seconds %u.%03u\n", f->tick_now_ms / 1000,
+		f->tick_now_ms % 1000);
 	scalars(m, f, out);
 	by_kind(f, out);
 	header(out, "rqbalance_llc_cpus", "gauge", "Online CPUs of each last-level cache.");

@@ -204,8 +204,9 @@ static void status_text(struct ctl_server *srv, const struct ctl_caller *who, ch
 	srv->env->ops->stats(srv->env->daemon, &st);
 	tp = st.topo;
 #define PUT(...) (off += (size_t)snprintf(out + off, off < len ? len - off : 0, __VA_ARGS__))
-	PUT("version %s\nsampler %s\ntick_ms %u\ndry_run %s\nticks %" PRIu64 "\n", RQB_VERSION,
-	    st.sampler, st.interval_ms, st.dry_run ? "yes" : "no", st.ticks);
+	PUT("version %s\nsampler %s\ntick_ms %u\ntick_now_ms %u\nidle %s\ndry_run %s\nticks %" PRIu64
+	    "\n", RQB_VERSION, st.sampler, st.interval_ms, st.tick_now_ms,
+	    st.tick_now_ms > st.interval_ms ? "yes" : "no", st.dry_run ? "yes" : "no", st.ticks);
 	PUT("managed %" PRIu64 "\nmoves %" PRIu64 "\nrestores %" PRIu64 "\nleft_alone %" PRIu64
 	    "\ngone %" PRIu64 "\nerrors_transient %" PRIu64 "\nerrors_permanent %" PRIu64
 	    "\nsample_errors %" PRIu64 "\n",
@@ -428,6 +429,8 @@ static int park_sync(struct conn *c, const struct ctl_msg *m)
 	latmgr_mark(x->lm, util_now_ns(), tick_ns, &c->sync_mark);
 	c->sync_tick = x->ops->ticks(x->daemon) + 1;
 	c->sync_seq = m->hdr.seq;
+	if (x->ops->wake)
+		x->ops->wake(x->daemon);
 	if (sd_event_source_get_time(c->timer, &deadline) >= 0)
 		sd_event_source_set_time(c->timer, deadline + CTL_SYNC_TICKS * tick_ns / 1000);
 	return 0;

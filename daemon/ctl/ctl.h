@@ -36,6 +36,8 @@ struct ctl_ops {
 	void (*stats)(void *d, struct daemon_stats *ret);
 	/* Ticks done so far: a sync waits for one that begins after it. */
 	uint64_t (*ticks)(void *d);
+	/* A sync waits: bring the next tick to one interval from now (an idle heartbeat). */
+	void (*wake)(void *d);
 	/*
 	 * The run-queue histograms' text, their cgroups brought up to date first
 	 * (malloc'd), or NULL with errno, and why in ret_why when they are not there.

@@ -19,6 +19,7 @@ struct daemon_stats {
 	const char *sampler;            /* the sampler's name */
 	bool dry_run;
 	uint32_t interval_ms;           /* the configured tick */
+	uint32_t tick_now_ms;           /* the tick now: interval_ms, or an idle heartbeat */
 	uint64_t ticks;
 	uint64_t sample_errors;         /* failed samples since the last warning about them */
 	uint64_t sample_failures;       /* ticks whose sample failed, ever */

@@ -392,7 +392,8 @@ static inline void ctlh_stats(void *d, struct daemon_stats *ret)
 	struct ctlh *h = d;
 
 	*ret = (struct daemon_stats){ .sampler = "ctlh", .dry_run = h->conf.dry_run,
-				      .interval_ms = h->conf.interval_ms, .ticks = h->ticks,
+				      .interval_ms = h->conf.interval_ms,
+				      .tick_now_ms = h->conf.interval_ms, .ticks = h->ticks,
 				      .ctl_connections = h->ctl.nconns, .topo = ctlh_topo,
 				      .snap = ctlh_snap };
 	latmgr_stats(&h->lm, ret);

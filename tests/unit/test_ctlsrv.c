@@ -134,7 +134,7 @@ static void test_status_to_anyone(void **state)
 	snprintf(got, sizeof(got), "%s", ask(&c, CTL_STATUS, ""));
 	mask_fds(got);
 	snprintf(want, sizeof(want),
-		 "ok 1\nversion %s\nsampler ctlh\ntick_ms 100\ndry_run yes\nticks 0\nmanaged 0\n"
+		 "ok 1\nversion %s\nsampler ctlh\ntick_ms 100\ntick_now_ms 100\nidle no\ndry_run yes\nticks 0\nmanaged 0\n"
 		 "moves 0\nrestores 0\nleft_alone 0\ngone 0\nerrors_transient 0\n"
 		 "errors_permanent 0\nsample_errors 0\nctl_connections 1\nopen_fds N\n"
 		 "latency_tasks 0\nlatency_cgroups 0\nlatency_processes 0\n"
