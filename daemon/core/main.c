@@ -327,6 +327,8 @@ int main(int argc, char **argv)
 		return 2;
 	r = daemon_load_config(&cli.o, stderr, &conf);
 	if (cli.action == CHECK) {
+		if (r == 0)
+			conf_free(&conf);
 		if (r == 0 && !cli.o.config_explicit && access(cli.o.config_path, F_OK) < 0)
 			printf("%s: no such file: the built-in defaults are used, and valid\n",
 			       cli.o.config_path);
