@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,6 +40,23 @@
 
 enum ent_kind { ENT_RULE, ENT_TYPE, ENT_CGROUP };
 
+/*
+ * A string (with a kind) to an index, open-addressed: the last entry of a name and the
+ * section names given so far are found in constant time, so that a tree of tens of
+ * thousands of entries imports in time linear in its size.
+ */
+struct strtab_slot {
+	const char *key; /* not owned: an entry's name or a section's */
+	int kind;
+	size_t val;
+};
+
+struct strtab {
+	struct strtab_slot *s;
+	size_t cap; /* a power of two, or 0 */
+	size_t n;   /* keys held, at most half of cap */
+};
+
 /* One object line of the tree, kept as text and parsed again when written. */
 struct entry {
 	enum ent_kind kind;
@@ -59,6 +77,8 @@ struct import {
 	size_t nents;
 	char **sections; /* section names given so far */
 	size_t nsections;
+	struct strtab last;     /* (kind, name) to the index of its last entry */
+	struct strtab sectab;   /* the section names given so far */
 	struct ananicy_result res;
 	struct jsonl_obj rule, type, cgroup; /* scratch objects for one entry */
 };
@@ -94,6 +114,59 @@ static int push_str(char ***arr, size_t *n, const char *s)
 		return -ENOMEM;
 	a[(*n)++] = copy;
 	return 0;
+}
+
+static size_t strtab_home(const struct strtab *t, int kind, const char *key)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ (unsigned)kind;
+
+	for (; *key; key++)
+		h = (h ^ (unsigned char)*key) * 0x100000001b3ull;
+	return (size_t)h & (t->cap - 1);
+}
+
+static struct strtab_slot *strtab_slot(const struct strtab *t, int kind, const char *key)
+{
+	size_t i;
+
+	if (!t->cap)
+		return NULL;
+	for (i = strtab_home(t, kind, key); t->s[i].key; i = (i + 1) & (t->cap - 1))
+		if (t->s[i].kind == kind && strcmp(t->s[i].key, key) == 0)
+			break;
+	return &t->s[i];
+}
+
+/* key (of kind) now maps to val, replacing what it mapped to. */
+static int strtab_put(struct strtab *t, int kind, const char *key, size_t val)
+{
+	struct strtab_slot *sl;
+
+	if ((t->n + 1) * 2 > t->cap) {
+		struct strtab big = { .cap = t->cap ? t->cap * 2 : 64 };
+
+		big.s = calloc(big.cap, sizeof(*big.s));
+		if (!big.s)
+			return -ENOMEM;
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->s[i].key)
+				*strtab_slot(&big, t->s[i].kind, t->s[i].key) = t->s[i];
+		big.n = t->n;
+		free(t->s);
+		*t = big;
+	}
+	sl = strtab_slot(t, kind, key);
+	if (!sl->key)
+		t->n++;
+	*sl = (struct strtab_slot){ .key = key, .kind = kind, .val = val };
+	return 0;
+}
+
+static const struct strtab_slot *strtab_get(const struct strtab *t, int kind, const char *key)
+{
+	const struct strtab_slot *sl = strtab_slot(t, kind, key);
+
+	return sl && sl->key ? sl : NULL;
 }
 
 /* ---- finding the files ---- */
@@ -370,10 +443,9 @@ static const char *where(const struct import *im, const struct entry *e, char *b
 static const struct entry *find_last(const struct import *im, enum ent_kind kind,
 				     const char *name)
 {
-	for (size_t i = im->nents; i-- > 0;)
-		if (im->ents[i].kind == kind && strcmp(im->ents[i].name, name) == 0)
-			return &im->ents[i];
-	return NULL;
+	const struct strtab_slot *sl = strtab_get(&im->last, (int)kind, name);
+
+	return sl ? &im->ents[sl->val] : NULL;
 }
 
 static void parse_again(const struct entry *e, struct jsonl_obj *o)
@@ -565,10 +637,7 @@ static void comm_value(const char *name, char *buf, size_t size)
 
 static bool section_used(const struct import *im, const char *s)
 {
-	for (size_t i = 0; i < im->nsections; i++)
-		if (strcmp(im->sections[i], s) == 0)
-			return true;
-	return false;
+	return strtab_get(&im->sectab, 0, s) != NULL;
 }
 
 /* A section name the config takes, from name, not given before. */
@@ -584,7 +653,9 @@ static int section_name(struct import *im, const char *name, char *buf, size_t s
 	snprintf(buf, size, "%s", base);
 	for (unsigned k = 2; section_used(im, buf); k++)
 		snprintf(buf, size, "%s-%u", base, k);
-	return push_str(&im->sections, &im->nsections, buf);
+	if (push_str(&im->sections, &im->nsections, buf) < 0)
+		return -ENOMEM;
+	return strtab_put(&im->sectab, 0, im->sections[im->nsections - 1], 0);
 }
 
 static void put_source(struct import *im, const struct pick *p, const char *type_name)
@@ -701,6 +772,9 @@ static int write_all(struct import *im)
 	comment(im, "What rqbalance does not carry over is kept in comments; rqctl(1) has the");
 	comment(im, "mapping. Files: %zu; rules, types and cgroups: %zu.", im->nfiles, im->nents);
 	fputc('\n', im->out);
+	for (size_t i = 0; i < im->nents; i++) /* a later entry of a name replaces it */
+		if (strtab_put(&im->last, (int)im->ents[i].kind, im->ents[i].name, i) < 0)
+			return -ENOMEM;
 	for (size_t i = 0; i < im->nents; i++) {
 		const struct entry *e = &im->ents[i];
 
@@ -729,6 +803,8 @@ static void import_free(struct import *im)
 	free(im->files);
 	free(im->ents);
 	free(im->sections);
+	free(im->last.s);
+	free(im->sectab.s);
 	free(im);
 }
 
