@@ -60,6 +60,9 @@ BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/hackbench $(B)/ben
 BENCH_BIN += $(B)/bench/samplecost
 # Rule load and match cost, 1 rule against 20000, on the daemon's own objects.
 BENCH_BIN += $(B)/bench/rules
+# The busy exec probe: static (no loader before main, as the report that asked for it), so
+# never with the sanitizer's flags, which cannot link statically.
+BENCH_BIN += $(B)/bench/spinprobe
 
 # Fuzz targets, one per parser and one per door of the request layer (ctl: the
 # socket's bytes; bus: the D-Bus API's method calls): each builds with libFuzzer and
@@ -173,6 +176,10 @@ $(B)/bench/sim/sim: $(SIM_OBJ) $(DAEMON_OBJ)
 $(B)/bench/sim/%.o: bench/sim/%.c bench/sim/sim.h bench/sim/plot.h $(wildcard include/*.h daemon/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) -Ibench/sim $(CFLAGS) -c -o $@ $<
+
+$(B)/bench/spinprobe: bench/spinprobe.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(filter-out $(SAN_FLAGS),$(CFLAGS)) -static -o $@ $<
 
 $(B)/bench/%: bench/%.c
 	@mkdir -p $(@D)
