@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "latmgr/latmgr_int.h"
+#include "sample/ident.h"
 #include "sample/procfs.h"
 #include "util/util.h"
 
@@ -205,6 +206,7 @@ int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, s
 	memset(m, 0, sizeof(*m));
 	m->la = la;
 	m->conf = c;
+	latmgr_exetab_build(m);
 	m->self = getpid();
 	snprintf(m->proc_root, sizeof(m->proc_root), "%s", util_proc_root(proc_root));
 	r = latmgr_events_open(m, e);
@@ -219,6 +221,7 @@ int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, s
 void latmgr_fini(struct latmgr *m)
 {
 	latmgr_events_close(m);
+	ident_exetab_free(m->exetab);
 	free(m->p);
 	free(m->u);
 	memset(m, 0, sizeof(*m));

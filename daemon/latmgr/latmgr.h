@@ -19,6 +19,7 @@
 struct daemon_stats;
 struct evsrc;
 struct evsrc_exe;
+struct ident_exetab;
 
 /* A process given a value: all its threads, now and later. */
 struct latmgr_proc {
@@ -84,6 +85,7 @@ struct latmgr_counters {
 struct latmgr {
 	struct latact *la;
 	const struct rqb_conf *conf;   /* the daemon's; its rules */
+	struct ident_exetab *exetab;   /* its exe rules' files (sample/ident.h); NULL: none yet */
 	/* The event source: BPF where it loads, else the connector, else none (walks). */
 	struct evsrc *ev;              /* NULL: none */
 	sd_event_source *ev_src;       /* its fd in the loop */

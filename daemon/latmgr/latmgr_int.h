@@ -84,6 +84,8 @@ bool latmgr_apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx
 extern const struct evsrc_callbacks latmgr_event_callbacks;
 /* One bounded batch of events; notes when the source was read to empty. */
 void latmgr_dispatch(struct latmgr *m);
+/* The rules' exe files by (device, inode), built again (latmgr_rules.c). */
+void latmgr_exetab_build(struct latmgr *m);
 /* CLOCK_BOOTTIME ns in the clock ticks of /proc/PID/stat's start time. */
 uint64_t latmgr_boot_ticks(uint64_t ns);
 /* CLOCK_MONOTONIC ns (an event's time) in the same ticks; 0 for 0. */

@@ -41,7 +41,7 @@ static enum latpol_rule_verdict rule_for(const struct latmgr *m, pid_t pid,
 		if (!buf)
 			return LATPOL_RULE_KEEP;
 		known = ident_read_known(m->proc_root, pid, kx ? &kx->id : NULL, &m->conf->rules,
-					 buf, &id) == 0;
+					 m->exetab, buf, &id) == 0;
 	}
 	v = latpol_rule(&m->conf->rules, known ? &id : NULL, rec, ret_rule, ret_source);
 	free(buf);
@@ -224,6 +224,21 @@ void latmgr_rescan(struct latmgr *m)
 	m->resync = false;
 }
 
+/*
+ * The rules' exe files by (device, inode), found again: at start, at a reload and at
+ * each sweep (a rule's file replaced meanwhile is matched by its path until then).
+ * Without memory, the last table is dropped and ident tries every rule, as it did.
+ */
+void latmgr_exetab_build(struct latmgr *m)
+{
+	struct ident_exetab *t = NULL;
+
+	if (ident_exetab_build(&m->conf->rules, &t) < 0)
+		t = NULL;
+	ident_exetab_free(m->exetab);
+	m->exetab = t;
+}
+
 void latmgr_rules_changed(struct latmgr *m)
 {
 	struct latact_result *res = NULL;
@@ -232,6 +247,7 @@ void latmgr_rules_changed(struct latmgr *m)
 	struct latpol_task *e = latmgr_entries_of(m, 0, &n);
 	struct plan pl;
 
+	latmgr_exetab_build(m);
 	plan_init(&pl);
 	if (e && latpol_reapply(e, n, &pl) > 0)
 		res = latmgr_apply(m, &pl);
@@ -267,6 +283,7 @@ static bool resync_now(struct latmgr *m, bool *ret_again)
 static void sweep(struct latmgr *m, bool resync)
 {
 	latact_verify(m->la);
+	latmgr_exetab_build(m);
 	for (size_t i = m->np; i-- > 0;) {
 		uint64_t start;
 		bool kthread;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,21 +93,125 @@ bool ident_exe_is_path(const char *exe)
 	return exe[0] == '/' && !strpbrk(exe, "*?[\\");
 }
 
+/* The plain-path exe rules' files by (device, inode), and what the rules match on. */
+struct ident_exetab {
+	struct exeslot {
+		dev_t dev;
+		ino_t ino;
+		unsigned rule;   /* the first rule naming that file, + 1; 0 = free */
+	} *s;
+	size_t cap;              /* a power of two, over twice the entries; 0 = none */
+	bool need[IDENT_FIELDS]; /* fields_needed's answer for the set */
+};
+
+static size_t exeslot_home(const struct ident_exetab *t, dev_t dev, ino_t ino)
+{
+	uint64_t h = ((uint64_t)dev * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)ino * 0xff51afd7ed558ccdull);
+
+	return (size_t)(h ^ (h >> 29)) & (t->cap - 1);
+}
+
+static struct exeslot *exeslot_find(const struct ident_exetab *t, dev_t dev, ino_t ino)
+{
+	size_t i = exeslot_home(t, dev, ino);
+
+	while (t->s[i].rule && (t->s[i].dev != dev || t->s[i].ino != ino))
+		i = (i + 1) & (t->cap - 1);
+	return &t->s[i];
+}
+
+/* What a process's identity must hold for rules to match on it: all of it without rules. */
+static void fields_needed(const struct rule_set *rules, bool ret[IDENT_FIELDS])
+{
+	enum { UID, COMM, EXE, CMDLINE, CGROUP };
+
+	for (int f = 0; f < IDENT_FIELDS; f++)
+		ret[f] = !rules;
+	for (unsigned i = 0; rules && i < rules->n; i++) {
+		const struct rule *r = &rules->r[i];
+
+		ret[UID] |= r->uid != RULE_UID_ANY;
+		ret[COMM] |= r->comm[0] != '\0';
+		ret[EXE] |= r->exe[0] != '\0';
+		ret[CMDLINE] |= r->cmdline[0] != '\0';
+		ret[CGROUP] |= r->cgroup[0] != '\0';
+	}
+}
+
+int ident_exetab_build(const struct rule_set *rules, struct ident_exetab **ret)
+{
+	struct ident_exetab *t = calloc(1, sizeof(*t));
+	unsigned paths = 0;
+
+	if (!t)
+		return -ENOMEM;
+	fields_needed(rules, t->need);
+	for (unsigned i = 0; rules && i < rules->n; i++)
+		paths += ident_exe_is_path(rules->r[i].exe);
+	for (t->cap = paths ? 16 : 0; t->cap && t->cap < 2 * (size_t)paths + 2;)
+		t->cap *= 2;
+	if (t->cap && !(t->s = calloc(t->cap, sizeof(*t->s)))) {
+		free(t);
+		return -ENOMEM;
+	}
+	/* lstat, not stat: a rule naming a symbolic link matches nothing (see below). */
+	for (unsigned i = 0; t->cap && i < rules->n; i++) {
+		struct exeslot *sl;
+		struct stat st;
+
+		if (!ident_exe_is_path(rules->r[i].exe) || lstat(rules->r[i].exe, &st) < 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		sl = exeslot_find(t, st.st_dev, st.st_ino);
+		if (!sl->rule)
+			*sl = (struct exeslot){ .dev = st.st_dev, .ino = st.st_ino, .rule = i + 1 };
+	}
+	*ret = t;
+	return 0;
+}
+
+void ident_exetab_free(struct ident_exetab *t)
+{
+	if (t)
+		free(t->s);
+	free(t);
+}
+
+static bool is_file(const char *p, const struct ident_exe *k, size_t len)
+{
+	struct stat st;
+
+	return strlen(p) < len && lstat(p, &st) == 0 && S_ISREG(st.st_mode) &&
+	       st.st_dev == k->dev && st.st_ino == k->ino;
+}
+
 /*
  * The first plain-path exe of the rules that is, here, the file the kernel said the
  * process runs. lstat, not stat: a rule naming a symbolic link matches nothing, as
- * with /proc/PID/exe, which names the file the link leads to.
+ * with /proc/PID/exe, which names the file the link leads to. With a table, one
+ * lookup and one lstat, which checks that the path still is that file (a rule's file
+ * replaced since the table was built is found by its path, until the next build);
+ * without, every plain-path rule is tried.
  */
-static bool exe_from_rules(const struct ident_exe *k, const struct rule_set *rules, char *exe,
-			   size_t len)
+static bool exe_from_rules(const struct ident_exe *k, const struct rule_set *rules,
+			   const struct ident_exetab *t, char *exe, size_t len)
 {
-	for (unsigned i = 0; rules && i < rules->n; i++) {
-		const char *p = rules->r[i].exe;
-		struct stat st;
+	const char *p;
 
-		if (!ident_exe_is_path(p) || strlen(p) >= len || lstat(p, &st) < 0)
-			continue;
-		if (S_ISREG(st.st_mode) && st.st_dev == k->dev && st.st_ino == k->ino) {
+	if (t) {
+		const struct exeslot *sl = t->cap ? exeslot_find(t, k->dev, k->ino) : NULL;
+
+		if (!sl || !sl->rule || sl->rule > rules->n)
+			return false;
+		p = rules->r[sl->rule - 1].exe;
+		if (!is_file(p, k, len))
+			return false;
+		snprintf(exe, len, "%s", p);
+		return true;
+	}
+	for (unsigned i = 0; rules && i < rules->n; i++) {
+		p = rules->r[i].exe;
+		if (ident_exe_is_path(p) && is_file(p, k, len)) {
 			snprintf(exe, len, "%s", p);
 			return true;
 		}
@@ -137,38 +242,24 @@ static void read_cmdline(const char *dir, char *buf, size_t len)
 }
 
 
-/* What a process's identity must hold for rules to match on it: all of it without rules. */
-static void fields_needed(const struct rule_set *rules, bool ret[5])
-{
-	enum { UID, COMM, EXE, CMDLINE, CGROUP };
-
-	for (int f = 0; f < 5; f++)
-		ret[f] = !rules;
-	for (unsigned i = 0; rules && i < rules->n; i++) {
-		const struct rule *r = &rules->r[i];
-
-		ret[UID] |= r->uid != RULE_UID_ANY;
-		ret[COMM] |= r->comm[0] != '\0';
-		ret[EXE] |= r->exe[0] != '\0';
-		ret[CMDLINE] |= r->cmdline[0] != '\0';
-		ret[CGROUP] |= r->cgroup[0] != '\0';
-	}
-}
-
 int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *kexe,
-		     const struct rule_set *rules, struct ident_buf *buf, struct proc_ident *ret)
+		     const struct rule_set *rules, const struct ident_exetab *t,
+		     struct ident_buf *buf, struct proc_ident *ret)
 {
 	char dir[PATH_MAX];
 	uid_t uid = RULE_UID_ANY;
 	struct parse_status st;
-	bool need[5];
+	bool need[IDENT_FIELDS];
 	int r;
 
 	/*
 	 * Only what some rule matches on is read (an exec is matched while the task
 	 * runs on, and each read delays its value); the rest is left "".
 	 */
-	fields_needed(rules, need);
+	if (t)
+		memcpy(need, t->need, sizeof(need));
+	else
+		fields_needed(rules, need);
 	buf->comm[0] = buf->exe[0] = buf->cmdline[0] = buf->cgroup[0] = '\0';
 	snprintf(dir, sizeof(dir), "%s/%d", proc_root, (int)pid);
 	if (need[0]) {
@@ -181,7 +272,7 @@ int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *k
 	}
 	if (need[1])
 		util_read_line(dir, "comm", buf->comm, sizeof(buf->comm));
-	if (need[2] && (!kexe || !exe_from_rules(kexe, rules, buf->exe, sizeof(buf->exe))))
+	if (need[2] && (!kexe || !exe_from_rules(kexe, rules, t, buf->exe, sizeof(buf->exe))))
 		read_exe(dir, buf->exe, sizeof(buf->exe));
 	if (need[3])
 		read_cmdline(dir, buf->cmdline, sizeof(buf->cmdline));
@@ -197,5 +288,5 @@ int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *k
 
 int ident_read(const char *proc_root, pid_t pid, struct ident_buf *buf, struct proc_ident *ret)
 {
-	return ident_read_known(proc_root, pid, NULL, NULL, buf, ret);
+	return ident_read_known(proc_root, pid, NULL, NULL, NULL, buf, ret);
 }

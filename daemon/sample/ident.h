@@ -27,6 +27,8 @@ struct ident_buf {
  * What the kernel said a process runs (the BPF event source: at exec, or from a task
  * walk): the device and inode of the file, as stat(2) gives them.
  */
+struct ident_exetab;
+
 struct ident_exe {
 	dev_t dev;
 	ino_t ino;
@@ -51,7 +53,22 @@ int ident_read(const char *proc_root, pid_t pid, struct ident_buf *buf, struct p
  * the others are "" (uid RULE_UID_ANY): they change no match.
  */
 int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *kexe,
-		     const struct rule_set *rules, struct ident_buf *buf, struct proc_ident *ret);
+		     const struct rule_set *rules, const struct ident_exetab *t,
+		     struct ident_buf *buf, struct proc_ident *ret);
+
+/* The fields a rule can match on: uid, comm, exe, cmdline, cgroup. */
+#define IDENT_FIELDS 5
+/*
+ * What ident_read_known would find by going through rules, found once: the files of
+ * the plain-path exe rules by (device, inode), lstat()ed when it is built, and the
+ * fields some rule matches on. With it, an exec costs one lookup and one lstat
+ * whatever the rule count; without it (t NULL), every plain-path rule is lstat()ed.
+ * A rule's file replaced after the build is matched by its path (when /proc/PID/exe
+ * names it here) until the table is built again: at a reload and at each sweep.
+ * Valid while rules is neither changed nor freed. 0, or -ENOMEM.
+ */
+int ident_exetab_build(const struct rule_set *rules, struct ident_exetab **ret);
+void ident_exetab_free(struct ident_exetab *t);
 /* Whether a rule's exe is a plain absolute path, which fnmatch(3) matches only to itself. */
 bool ident_exe_is_path(const char *exe);
 

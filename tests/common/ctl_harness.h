@@ -30,6 +30,7 @@
 #include "ctl/ctl.h"
 #include "ctl/ctl_req.h"
 #include "latmgr/latmgr.h"
+#include "sample/ident.h"
 #include "model/stats.h"
 #include "sample/peers.h"
 #include "sample/topo.h"
@@ -544,6 +545,7 @@ static inline void ctlh_daemon_free(struct ctlh *d)
 	free(d->lat.cg);
 	free(d->lm.p);
 	free(d->lm.u);
+	ident_exetab_free(d->lm.exetab);
 	conf_free(&d->conf);
 	free(d);
 	ctlh_cgroups();

@@ -152,7 +152,7 @@ static void hybrid_one_path(void **state)
 	snprintf(procs, sizeof(procs), "%s/proc", top);
 	assert_int_equal(procfs_cgroup(procs, 0, 104, cg, sizeof(cg)), 0);
 	assert_string_equal(cg, "/system.slice/db.service");
-	assert_int_equal(ident_read_known(procs, 104, NULL, &rules, &buf, &id), 0);
+	assert_int_equal(ident_read_known(procs, 104, NULL, &rules, NULL, &buf, &id), 0);
 	assert_string_equal(id.cgroup, cg);
 }
 

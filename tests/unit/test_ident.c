@@ -169,17 +169,17 @@ static void reads_only_what_rules_name(void **state)
 	unit_rules(rs, 1);
 	rs->r[0].uid = RULE_UID_ANY;
 	rs->r[0].comm = "work*";
-	assert_int_equal(ident_read_known(t->root, 8, NULL, rs, buf, &id), 0);
+	assert_int_equal(ident_read_known(t->root, 8, NULL, rs, NULL, buf, &id), 0);
 	assert_string_equal(id.comm, "worker");
 	assert_string_equal(id.exe, "");
 	assert_string_equal(id.cmdline, "");
 	assert_string_equal(id.cgroup, "");
 	assert_int_equal(id.uid, RULE_UID_ANY);
 	assert_int_equal(rules_match(rs, &id), 0);
-	assert_int_equal(ident_read_known(t->root, 999, NULL, rs, buf, &id), -ESRCH);
+	assert_int_equal(ident_read_known(t->root, 999, NULL, rs, NULL, buf, &id), -ESRCH);
 	/* A rule on uid: status is read, and one without a Uid line is refused. */
 	rs->r[0].uid = 1000;
-	assert_int_equal(ident_read_known(t->root, 8, NULL, rs, buf, &id), -EINVAL);
+	assert_int_equal(ident_read_known(t->root, 8, NULL, rs, NULL, buf, &id), -EINVAL);
 	conf_rules_free(rs);
 	free(rs);
 	free(buf);
@@ -271,14 +271,14 @@ static void known_exe(void **state)
 	rs->r[1].exe = unit_str(rs, "%s", other);
 	rs->r[2].exe = unit_str(rs, "%s", alias);
 	rs->r[3].exe = unit_str(rs, "%s", t->target);
-	assert_int_equal(ident_read_known(t->root, 6, &k, rs, buf, &id), 0);
+	assert_int_equal(ident_read_known(t->root, 6, &k, rs, NULL, buf, &id), 0);
 	assert_string_equal(id.exe, t->target);
 	assert_int_equal(id.uid, 1000);
 	/* Not said, or said of another file: /proc/PID/exe, which leads nowhere here. */
-	assert_int_equal(ident_read_known(t->root, 6, NULL, rs, buf, &id), 0);
+	assert_int_equal(ident_read_known(t->root, 6, NULL, rs, NULL, buf, &id), 0);
 	assert_string_equal(id.exe, "");
 	k.ino = (ino_t)-2;
-	assert_int_equal(ident_read_known(t->root, 6, &k, rs, buf, &id), 0);
+	assert_int_equal(ident_read_known(t->root, 6, &k, rs, NULL, buf, &id), 0);
 	assert_string_equal(id.exe, "");
 	/* No plain-path rule is the file: /proc/PID/exe as before, for the patterns. */
 	k.ino = st.st_ino;
@@ -286,7 +286,7 @@ static void known_exe(void **state)
 	put(t, "7/status", STATUS_1000, strlen(STATUS_1000));
 	link_to(t, "7/exe", t->target);
 	rs->n = 1;
-	assert_int_equal(ident_read_known(t->root, 7, &k, rs, buf, &id), 0);
+	assert_int_equal(ident_read_known(t->root, 7, &k, rs, NULL, buf, &id), 0);
 	assert_string_equal(id.exe, t->target);
 	assert_true(ident_exe_is_path("/usr/sbin/mysqld"));
 	assert_false(ident_exe_is_path("/usr/lib/jvm/*/bin/java"));
@@ -298,6 +298,79 @@ static void known_exe(void **state)
 	conf_rules_free(rs);
 	free(rs);
 	free(buf);
+}
+
+/* exe and the fields read, through the table and by trying every rule: the same. */
+static void same_both_ways(const struct tree *t, pid_t pid, const struct ident_exe *k,
+			   const struct rule_set *rs, const char *want_exe)
+{
+	struct ident_buf *b1 = calloc(1, sizeof(*b1)), *b2 = calloc(1, sizeof(*b2));
+	struct ident_exetab *tab = NULL;
+	struct proc_ident a, b;
+
+	assert_non_null(b1);
+	assert_non_null(b2);
+	assert_int_equal(ident_exetab_build(rs, &tab), 0);
+	assert_int_equal(ident_read_known(t->root, pid, k, rs, tab, b1, &a), 0);
+	assert_int_equal(ident_read_known(t->root, pid, k, rs, NULL, b2, &b), 0);
+	assert_string_equal(a.exe, b.exe);
+	assert_string_equal(a.exe, want_exe);
+	assert_string_equal(a.comm, b.comm);
+	assert_string_equal(a.cmdline, b.cmdline);
+	assert_int_equal(a.uid, b.uid);
+	ident_exetab_free(tab);
+	free(b1);
+	free(b2);
+}
+
+/*
+ * The (device, inode) table gives what trying every plain-path rule gives: the first
+ * rule, in order, whose file is the one the kernel named; not a symbolic link to it;
+ * a hard link to it, which is that file; and nothing once the file was replaced.
+ */
+static void exe_table(void **state)
+{
+	struct tree *t = *state;
+	struct rule_set *rs = calloc(1, sizeof(*rs));
+	char hard[PATH_MAX], alias[PATH_MAX];
+	struct ident_exe k;
+	struct stat st;
+
+	assert_non_null(rs);
+	assert_int_equal(stat(t->target, &st), 0);
+	k = (struct ident_exe){ .dev = st.st_dev, .ino = st.st_ino };
+	snprintf(hard, sizeof(hard), "%s/hard", t->root);
+	assert_int_equal(link(t->target, hard), 0);
+	snprintf(alias, sizeof(alias), "%s/alias", t->root);
+	assert_int_equal(symlink(t->target, alias), 0);
+	mkdir_in(t, "6");
+	put(t, "6/status", STATUS_1000, strlen(STATUS_1000));
+	put(t, "6/comm", "mysqld\n", 7);
+	link_to(t, "6/exe", "/nonexistent/rqb-test/unreadable");
+	unit_rules(rs, 4);
+	rs->r[0].exe = unit_str(rs, "%s/*", t->root);
+	rs->r[1].exe = unit_str(rs, "%s", alias);
+	rs->r[2].exe = unit_str(rs, "%s", t->target);
+	rs->r[3].exe = unit_str(rs, "%s", hard);
+	rs->r[3].comm = unit_str(rs, "mysqld");
+	same_both_ways(t, 6, &k, rs, t->target);
+	/* The hard link first: it is the same file, so it is the one named. */
+	rs->r[2].exe = unit_str(rs, "%s", hard);
+	rs->r[3].exe = unit_str(rs, "%s", t->target);
+	same_both_ways(t, 6, &k, rs, hard);
+	/*
+	 * Another file under either name since (made while the old one lives, so that
+	 * its inode number is another): neither is what the kernel named.
+	 */
+	put(t, "new", "#!/bin/true\n", 12);
+	put(t, "new2", "#!/bin/true\n", 12);
+	snprintf(alias, sizeof(alias), "%s/new", t->root);
+	assert_int_equal(rename(alias, t->target), 0);
+	snprintf(alias, sizeof(alias), "%s/new2", t->root);
+	assert_int_equal(rename(alias, hard), 0);
+	same_both_ways(t, 6, &k, rs, "");
+	conf_rules_free(rs);
+	free(rs);
 }
 
 static void real_self(void **state)
@@ -331,6 +404,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(missing_and_unverified, setup, teardown),
 		cmocka_unit_test_setup_teardown(long_cmdline_is_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(known_exe, setup, teardown),
+		cmocka_unit_test_setup_teardown(exe_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(reads_only_what_rules_name, setup, teardown),
 		cmocka_unit_test(real_self),
 	};
