@@ -144,7 +144,10 @@ def generate(top, nrules=20000, nfiles=300, seed=28):
 
 if __name__ == "__main__":
     a = sys.argv[1:]
-    if not a:
+    if a and a[0] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0)
+    if not a or a[0].startswith("-"):
         sys.exit(__doc__)
     g = generate(a[0], *(int(x) for x in a[1:4]))
     live = sum(v >= 0 for v in g["expect"].values())
