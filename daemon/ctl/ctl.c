@@ -218,11 +218,12 @@ static void status_text(struct ctl_server *srv, const struct ctl_caller *who, ch
 	    "\nlatency_events %s\nlatency_overflows %" PRIu64 "\nlatency_rescans %" PRIu64
 	    "\nlatency_rule_matches %" PRIu64 "\nlatency_restored %" PRIu64
 	    "\nlatency_inherited_back %" PRIu64
-	    "\nlatency_errors %" PRIu64 "\nlatency_class_cgroups %s%s%s\n",
+	    "\nlatency_errors %" PRIu64 "\nlatency_class_cgroups %s%s%s\nlatency_exec_wakes %s\n",
 	    st.lat_tasks, st.lat_cgroups, st.lat_processes, st.events_state, st.overflows,
 	    st.rescans, st.rule_matches, st.lat_restored, st.lat_inherited_back, st.lat_errors,
 	    st.class_mount ? st.class_mount : "off",
-	    st.class_mount && st.class_root[0] ? "/" : "", st.class_mount ? st.class_root : "");
+	    st.class_mount && st.class_root[0] ? "/" : "", st.class_mount ? st.class_root : "",
+	    !st.events_up ? "none" : st.exec_lazy ? "next_tick" : "at_once");
 	/* What a tick takes, on average by stage and at most, in µs. */
 	PUT("tick_us sample %.1f verify %.1f latency %.1f policy %.1f act %.1f max %.1f\n",
 	    st.tick_avg_us[TICK_SAMPLE], st.tick_avg_us[TICK_VERIFY],

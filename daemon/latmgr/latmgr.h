@@ -88,6 +88,7 @@ struct latmgr {
 	struct ident_exetab *exetab;   /* its exe rules' files (sample/ident.h); NULL: none yet */
 	/* The event source: BPF where it loads, else the connector, else none (walks). */
 	struct evsrc *ev;              /* NULL: none */
+	bool exec_lazy;                /* told ev that an exec need not wake (latmgr_events_pace) */
 	sd_event_source *ev_src;       /* its fd in the loop */
 	struct evsrc_exe *exes;        /* during a rescan: a task walk's, sorted by tgid */
 	size_t nexes;

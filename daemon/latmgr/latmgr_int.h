@@ -86,6 +86,8 @@ extern const struct evsrc_callbacks latmgr_event_callbacks;
 void latmgr_dispatch(struct latmgr *m);
 /* The rules' exe files by (device, inode), built again (latmgr_rules.c). */
 void latmgr_exetab_build(struct latmgr *m);
+/* Whether an exec must wake the daemon at once, told to the event source. */
+void latmgr_events_pace(struct latmgr *m);
 /* CLOCK_BOOTTIME ns in the clock ticks of /proc/PID/stat's start time. */
 uint64_t latmgr_boot_ticks(uint64_t ns);
 /* CLOCK_MONOTONIC ns (an event's time) in the same ticks; 0 for 0. */

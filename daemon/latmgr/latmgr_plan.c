@@ -153,6 +153,7 @@ struct latact_result *latmgr_apply(struct latmgr *m, const struct plan *pl)
 		free(res);
 		res = NULL;
 	}
+	latmgr_events_pace(m);
 	return res;
 }
 

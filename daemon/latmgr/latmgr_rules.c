@@ -259,6 +259,7 @@ void latmgr_rules_changed(struct latmgr *m)
 	free(res);
 	plan_fini(&pl);
 	latmgr_rescan(m);
+	latmgr_events_pace(m);
 }
 
 /*
@@ -315,4 +316,5 @@ void latmgr_tick(struct latmgr *m)
 	/* The sweep also finds processes moved into or out of a unit: no event tells. */
 	if (swept || m->units_dirty)
 		latmgr_units_refresh(m);
+	latmgr_events_pace(m);
 }

@@ -168,6 +168,24 @@ bool latmgr_has_events(const struct latmgr *m)
 	return m->ev != NULL;
 }
 
+/*
+ * With no rule and nothing managed, an exec can lead to nothing at once: the source
+ * is told to let execs wait like forks (read at the next tick, or once enough queue
+ * up), so that an idle daemon is not woken by every exec on the machine. Called after
+ * anything that changes either: a tick, a reload, an apply.
+ */
+void latmgr_events_pace(struct latmgr *m)
+{
+	bool lazy = !m->conf->rules.n && !m->np && !m->la->n && !m->la->ncg;
+
+	if (!m->ev || !m->ev->ops->exec_wakes || lazy == m->exec_lazy)
+		return;
+	m->ev->ops->exec_wakes(m->ev, !lazy);
+	m->exec_lazy = lazy;
+	log_debug("latency: an exec %s", lazy ? "waits for the next tick: no rule, nothing "
+		  "managed" : "wakes the daemon at once");
+}
+
 const char *latmgr_events_source(const struct latmgr *m)
 {
 	return m->ev ? m->ev->ops->name : "none";

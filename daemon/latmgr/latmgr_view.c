@@ -42,6 +42,7 @@ void latmgr_stats(const struct latmgr *m, struct daemon_stats *ret)
 	ret->lat_inherited_back = m->cnt.inherited_back;
 	ret->events_state = m->pc_state;
 	ret->events_up = latmgr_has_events(m);
+	ret->exec_lazy = m->exec_lazy;
 	ret->events_bpf = strcmp(latmgr_events_source(m), "bpf") == 0;
 	ret->events = m->cnt.events;
 	ret->overflows = m->cnt.overflows;

@@ -37,6 +37,7 @@ struct daemon_stats {
 	const char *events_state;       /* "bpf", "connector", or "none (why)" */
 	bool events_up;                 /* fork and exec events arrive */
 	bool events_bpf;                /* and from BPF */
+	bool exec_lazy;                 /* an exec waits for the next tick (nothing to do) */
 	uint64_t events, overflows, rescans, rule_matches;
 	const char *class_mount;        /* where the class cgroups are; NULL when off */
 	const char *class_root;         /* below that mount; "" for its top */

@@ -326,6 +326,14 @@ static bool es_walks_unprivileged(struct evsrc *es)
 	return bpfev_walks_unprivileged(es->priv);
 }
 
+static void es_exec_wakes(struct evsrc *es, bool wake)
+{
+	struct bpfev *ev = es->priv;
+
+	if (ev && ev->skel && ev->skel->bss)
+		__atomic_store_n(&ev->skel->bss->exec_lazy, wake ? 0 : 1, __ATOMIC_RELEASE);
+}
+
 /* Forks and exits wake the poller only once RQE_WAKE_BYTES wait (rqevents.bpf.c). */
 const struct evsrc_ops bpfev_ops = {
 	.name = "bpf",
@@ -338,4 +346,5 @@ const struct evsrc_ops bpfev_ops = {
 	.empty = es_empty,
 	.exes = es_exes,
 	.walks_unprivileged = es_walks_unprivileged,
+	.exec_wakes = es_exec_wakes,
 };

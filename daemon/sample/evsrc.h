@@ -110,6 +110,11 @@ struct evsrc_ops {
 	 * NULL: the source needs no capability after open.
 	 */
 	bool (*walks_unprivileged)(struct evsrc *es);
+	/*
+	 * Whether an exec wakes the owner at once (the default) or waits like a fork, to
+	 * be read at the next tick or once enough queue up. NULL: every event wakes.
+	 */
+	void (*exec_wakes)(struct evsrc *es, bool wake);
 };
 
 struct evsrc {

@@ -141,7 +141,7 @@ static void test_status_to_anyone(void **state)
 		 "latency_events none (test)\nlatency_overflows 0\nlatency_rescans 0\n"
 		 "latency_rule_matches 0\nlatency_restored 0\nlatency_inherited_back 0\n"
 		 "latency_errors 0\n"
-		 "latency_class_cgroups off\n"
+		 "latency_class_cgroups off\nlatency_exec_wakes none\n"
 		 "tick_us sample 0.0 verify 0.0 latency 0.0 policy 0.0 act 0.0 max 0.0\ndbus off\nllc 0 cpus 0 runnable 0\nllc 1 cpus 1 runnable 0\n"
 		 "shaping no-cpu-controller neither a v1 cpu hierarchy nor cgroup2 with the cpu "
 		 "controller: values buy only nice, policy and slice (no class cgroups; a cgroup "

@@ -29,7 +29,9 @@
  * task should have its value before it runs far. A fork or an exit is bookkeeping (the
  * kernel has already given a child its creator's nice, policy and cgroup), so it
  * waits in the ring for the next exec, the daemon's next tick (which reads the ring)
- * or RQE_WAKE_BYTES of records. A fork-heavy workload (hackbench makes and ends 32
+ * or RQE_WAKE_BYTES of records. While the daemon has no rule and manages nothing
+ * (exec_lazy), an exec waits so too: an idle daemon is not woken by the machine's
+ * execs. A fork-heavy workload (hackbench makes and ends 32
  * processes 25 times a second) woke the daemon, at its nice -10, about 1,400 times a
  * second, each wakeup a preemption of the workload.
  */
@@ -55,6 +57,11 @@ struct {
 
 /* Events the ring buffer had no room for; userspace reads it from the mmapped .bss. */
 volatile __u64 dropped = 0;
+/*
+ * Set by userspace (mmapped .bss) while no rule exists and nothing is managed: an exec
+ * can then lead to nothing at once, so it waits in the ring as a fork does.
+ */
+volatile __u32 exec_lazy = 0;
 
 static __always_inline struct rqe_event *reserve(__u32 kind, struct task_struct *p)
 {
@@ -131,7 +138,7 @@ int BPF_PROG(rqe_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm
 		return 0;
 	if (file_id(BPF_CORE_READ(bprm, file), &e->exe_dev, &e->exe_ino))
 		e->flags |= RQE_F_EXE;
-	bpf_ringbuf_submit(e, RQE_RB_FORCE_WAKEUP);
+	bpf_ringbuf_submit(e, exec_lazy ? lazy_wakeup() : RQE_RB_FORCE_WAKEUP);
 	return 0;
 }
 
