@@ -372,6 +372,20 @@ static void record_plan(struct daemon *d)
 	}
 }
 
+/*
+ * A heartbeat (the idle backoff) where nothing can ever be spread, fewer than two LLC
+ * groups: a sample would feed no decision, and the proc sampler's reads every stat
+ * file of the machine's threads (16 ms of CPU each 5 s with 2,000 of them). Such a
+ * tick does the rest: hotplug, the pins' and the latency half's upkeep. A replay
+ * keeps its snapshot a tick, as tests expect.
+ */
+static bool heartbeat_unsampled(const struct daemon *d)
+{
+	return idle_backed_off(&d->idle, d->conf.interval_ms * NSEC_PER_MSEC) &&
+	       d->features.f[FEAT_LLC_GROUPS].state == FEAT_MISSING &&
+	       d->conf.sampler != CONF_SAMPLER_REPLAY && !d->record;
+}
+
 int daemon_tick(struct daemon *d, uint64_t now_ns)
 {
 	uint64_t t = util_now_ns(), t0 = t;
@@ -384,6 +398,17 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 		d->hotplug_ns = now_ns;
 	}
 	trim_memory(d, now_ns);
+	if (heartbeat_unsampled(d)) {
+		d->ticks++;
+		if (d->unsampled++ == 0)
+			log_debug("tick: fewer than two LLC groups: a heartbeat takes no sample");
+		act_verify(&d->act, on_dropped, d);
+		if (d->lat.ops)
+			latmgr_tick(&d->lm);
+		daemon_rqlat_cgroups(d);
+		notify_status(d);
+		return 0;
+	}
 	snap_reset(d->snap);
 	d->snap->seq = ++d->ticks;
 	d->snap->now_ns = now_ns;

@@ -66,6 +66,7 @@ struct daemon {
 	bool woken;                  /* a reload or a hotplug since the last tick */
 	uint64_t next_trim_ns;       /* CLOCK_MONOTONIC: when freed memory goes back next */
 	uint64_t ticks;
+	uint64_t unsampled;             /* heartbeats that took no sample (one LLC group) */
 	uint64_t sample_errors;
 	uint64_t sample_failures;    /* ticks whose sample failed, ever: sample_errors resets */
 	/* What the ticks took, by stage (enum tick_stage), summed since the start, in ns. */

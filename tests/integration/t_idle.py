@@ -19,6 +19,8 @@ def test():
         off = Daemon(tmp_off, conf="[daemon]\ninterval_ms = 20\nidle_backoff_ms = 0\n")
         with off, Daemon(tmp, conf="[daemon]\ninterval_ms = 20\nidle_backoff_ms = 2000\n") as d:
             d.wait_for(BACKOFF)
+            # One LLC group (the fake topology): nothing to spread, so no sample is taken.
+            d.wait_for(r"tick: fewer than two LLC groups: a heartbeat takes no sample")
             st = status(d)
             check(st["idle"] == "yes", "status says idle")
             check(int(st["tick_now_ms"]) > int(st["tick_ms"]), "the tick now is a heartbeat")
