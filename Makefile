@@ -60,6 +60,8 @@ BENCH_BIN  = $(B)/bench/spinner $(B)/bench/wakelat $(B)/bench/hackbench $(B)/ben
 BENCH_BIN += $(B)/bench/samplecost
 # Rule load and match cost, 1 rule against 20000, on the daemon's own objects.
 BENCH_BIN += $(B)/bench/rules
+# The systemd unit bookkeeping with 50 and 5,000 managed processes, on a fake /proc.
+BENCH_BIN += $(B)/bench/units
 # The busy exec probe: static (no loader before main, as the report that asked for it), so
 # never with the sanitizer's flags, which cannot link statically.
 BENCH_BIN += $(B)/bench/spinprobe
@@ -165,7 +167,7 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
 	$(FUZZ_CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< \
 		$(FUZZ_SRC_$*) $(FUZZ_OBJ) $(PKG_LIBS)
 
-$(B)/bench/samplecost $(B)/bench/rules: $(B)/bench/%: bench/%.c $(DAEMON_OBJ)
+$(B)/bench/samplecost $(B)/bench/rules $(B)/bench/units: $(B)/bench/%: bench/%.c $(DAEMON_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(DAEMON_OBJ) $(PKG_LIBS)
 

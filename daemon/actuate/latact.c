@@ -93,10 +93,11 @@ int latact_restore_all(struct latact *la)
 	uint64_t before = la->cnt.restored;
 
 	for (size_t i = 0; i < la->n; i++) {
-		latact_restore_entry(la, &la->e[i]);
-		latact_note_given(la, &la->e[i]);
-		latact_journal_untask(la, la->e[i].task.tid, la->e[i].task.start_time);
-		la->ops->close(&la->e[i].task);
+		latact_restore_entry(la, la->e[i]);
+		latact_note_given(la, la->e[i]);
+		latact_journal_untask(la, la->e[i]->task.tid, la->e[i]->task.start_time);
+		la->ops->close(&la->e[i]->task);
+		free(la->e[i]);
 	}
 	la->n = 0;
 	while (la->ncg)

@@ -128,7 +128,8 @@ struct latact {
 	struct lat_conf lc;
 	uint64_t default_slice_ns;   /* what sched_getattr says for "no slice of its own" */
 	size_t n, cap;
-	struct lat_entry *e;         /* sorted by tid */
+	struct lat_entry **e;        /* sorted by tid; each its own allocation, so that a
+					change moves pointers, not entries */
 	/*
 	 * What the last LATACT_GIVEN_MAX tasks given back had from rqbalance (a ring,
 	 * the oldest replaced first): a task created before its creator was given back
@@ -238,6 +239,11 @@ int latact_apply_plan(struct latact *la, const struct plan *p, struct latact_res
 
 /* Drops entries whose task is gone; notes knobs someone else changed (latact_check). */
 void latact_verify(struct latact *la);
+/*
+ * The same for at most count entries from index from on, wrapping round: a share of
+ * them each tick. Returns where the next share starts.
+ */
+size_t latact_verify_some(struct latact *la, size_t from, size_t count);
 /* Gives back everything. Returns the knobs restored. */
 int latact_restore_all(struct latact *la);
 

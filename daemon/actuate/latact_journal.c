@@ -157,7 +157,7 @@ void latact_compact(struct latact *la)
 		return;
 	fputs(la->cls.made_root ? LATACT_JOURNAL_HEAD "root\n" : LATACT_JOURNAL_HEAD, f);
 	for (size_t i = 0; i < la->n; i++) {
-		task_line(&la->e[i], line, sizeof(line));
+		task_line(la->e[i], line, sizeof(line));
 		fputs(line, f);
 	}
 	for (size_t i = 0; i < la->ncg; i++) {

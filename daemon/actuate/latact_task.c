@@ -143,10 +143,17 @@ static void want_for(struct latact *la, int v, pid_t tid, pid_t tgid,
 
 static size_t find_index(const struct latact *la, pid_t tid, bool *found)
 {
-	size_t lo = util_pid_lower_bound(la->e, la->n, sizeof(*la->e),
-					offsetof(struct lat_entry, task.tid), tid);
+	size_t lo = 0, hi = la->n;
 
-	*found = lo < la->n && la->e[lo].task.tid == tid;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (la->e[mid]->task.tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < la->n && la->e[lo]->task.tid == tid;
 	return lo;
 }
 
@@ -155,30 +162,34 @@ const struct lat_entry *latact_find(const struct latact *la, pid_t tid)
 	bool found;
 	size_t i = find_index(la, tid, &found);
 
-	return found ? &la->e[i] : NULL;
+	return found ? la->e[i] : NULL;
 }
 
 static struct lat_entry *entry_add(struct latact *la, const struct lat_entry *e)
 {
 	bool found;
 	size_t i = find_index(la, e->task.tid, &found);
-	struct lat_entry *arr;
+	struct lat_entry **arr, *ne;
 
 	if (found) {
-		la->e[i] = *e;
+		*la->e[i] = *e;
 		goto told;
 	}
 	arr = util_grow(la->e, &la->cap, la->n, sizeof(*arr));
 	if (!arr)
 		return NULL;
 	la->e = arr;
+	ne = malloc(sizeof(*ne));
+	if (!ne)
+		return NULL;
+	*ne = *e;
 	memmove(&la->e[i + 1], &la->e[i], (la->n - i) * sizeof(*la->e));
-	la->e[i] = *e;
+	la->e[i] = ne;
 	la->n++;
 told:
 	if (la->on_task)
 		la->on_task(la->on_task_ctx, e->task.tid, e->value, true);
-	return &la->e[i];
+	return la->e[i];
 }
 
 static void entry_del(struct latact *la, pid_t tid)
@@ -188,9 +199,10 @@ static void entry_del(struct latact *la, pid_t tid)
 
 	if (!found)
 		return;
-	la->ops->close(&la->e[i].task);
+	la->ops->close(&la->e[i]->task);
 	if (la->on_task)
 		la->on_task(la->on_task_ctx, tid, 0, false);
+	free(la->e[i]);
 	memmove(&la->e[i], &la->e[i + 1], (la->n - i - 1) * sizeof(*la->e));
 	la->n--;
 	la->e = util_shrink(la->e, &la->cap, la->n, sizeof(*la->e));
@@ -372,7 +384,7 @@ int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_en
 
 	*ret_why = NULL;
 	snprintf(e.source, sizeof(e.source), "%s", rq->source ? rq->source : "");
-	/* from may point into la->e, which dropping an entry below moves. */
+	/* from may be an entry, which dropping it below frees. */
 	if (from) {
 		fr = *from;
 		from = &fr;
@@ -556,7 +568,7 @@ void latact_check(struct latact *la, pid_t tid)
 
 	if (!found)
 		return;
-	e = &la->e[i];
+	e = la->e[i];
 	if (latact_read(la, tid, &cur) < 0 || la->ops->alive(&e->task) < 0)
 		return;
 	newly = knobs_differ(&cur, &e->set) & ~e->left;
@@ -574,9 +586,30 @@ void latact_check(struct latact *la, pid_t tid)
 void latact_verify(struct latact *la)
 {
 	for (size_t i = la->n; i-- > 0;) {
-		if (la->ops->alive(&la->e[i].task) < 0)
-			latact_task_gone(la, la->e[i].task.tid);
+		if (la->ops->alive(&la->e[i]->task) < 0)
+			latact_task_gone(la, la->e[i]->task.tid);
 		else
-			latact_check(la, la->e[i].task.tid);
+			latact_check(la, la->e[i]->task.tid);
 	}
+}
+
+size_t latact_verify_some(struct latact *la, size_t from, size_t count)
+{
+	size_t i = from;
+
+	while (count-- > 0 && la->n) {
+		pid_t tid;
+
+		if (i >= la->n)
+			i = 0;
+		tid = la->e[i]->task.tid;
+		if (la->ops->alive(&la->e[i]->task) < 0)
+			latact_task_gone(la, tid);
+		else
+			latact_check(la, tid);
+		/* A gone entry's place holds the next one now. */
+		if (i < la->n && la->e[i]->task.tid == tid)
+			i++;
+	}
+	return i;
 }

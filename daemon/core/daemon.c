@@ -220,7 +220,7 @@ static void follow_lat_tasks(struct daemon *d)
 	d->lat.on_task = on_lat_task;
 	d->lat.on_task_ctx = d;
 	for (size_t i = 0; i < d->lat.n; i++)
-		rqlat_task(d->rqlat, d->lat.e[i].task.tid, d->lat.e[i].value, true);
+		rqlat_task(d->rqlat, d->lat.e[i]->task.tid, d->lat.e[i]->value, true);
 	daemon_rqlat_cgroups(d);
 }
 

@@ -17,10 +17,17 @@
 
 static size_t proc_index(const struct latmgr *m, pid_t tgid, bool *found)
 {
-	size_t lo = util_pid_lower_bound(m->p, m->np, sizeof(*m->p), offsetof(struct latmgr_proc, tgid),
-					tgid);
+	size_t lo = 0, hi = m->np;
 
-	*found = lo < m->np && m->p[lo].tgid == tgid;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->p[mid]->tgid < tgid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < m->np && m->p[lo]->tgid == tgid;
 	return lo;
 }
 
@@ -29,26 +36,42 @@ const struct latmgr_proc *latmgr_find_process(const struct latmgr *m, pid_t tgid
 	bool found;
 	size_t i = proc_index(m, tgid, &found);
 
-	return found ? &m->p[i] : NULL;
+	return found ? m->p[i] : NULL;
 }
 
 int latmgr_proc_put(struct latmgr *m, const struct latmgr_proc *p)
 {
 	bool found;
 	size_t i = proc_index(m, p->tgid, &found);
-	struct latmgr_proc *arr;
+	struct latmgr_proc **arr, *q;
 
 	if (found) {
-		m->p[i] = *p;
+		q = m->p[i];
+		bool changed = q->value != p->value || q->trusted != p->trusted,
+		     other = q->start_time != p->start_time; /* the pid was reused */
+		uint32_t unit = q->unit;
+
+		*q = *p;
+		q->unit = unit;
+		if (other)
+			latmgr_unit_place(m, q);
+		if (changed || other)
+			latmgr_unit_touch(m, q);
 		return 0;
 	}
 	arr = util_grow(m->p, &m->capp, m->np, sizeof(*arr));
 	if (!arr)
 		return -ENOMEM;
 	m->p = arr;
+	q = malloc(sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	*q = *p;
+	q->unit = 0;
 	memmove(&m->p[i + 1], &m->p[i], (m->np - i) * sizeof(*m->p));
-	m->p[i] = *p;
+	m->p[i] = q;
 	m->np++;
+	latmgr_unit_place(m, q);
 	return 0;
 }
 
@@ -59,6 +82,8 @@ void latmgr_proc_del(struct latmgr *m, pid_t tgid)
 
 	if (!found)
 		return;
+	latmgr_unit_leave(m, m->p[i]);
+	free(m->p[i]);
 	memmove(&m->p[i], &m->p[i + 1], (m->np - i - 1) * sizeof(*m->p));
 	m->np--;
 	m->p = util_shrink(m->p, &m->capp, m->np, sizeof(*m->p));
@@ -99,7 +124,6 @@ int latmgr_proc_set(struct latmgr *m, const struct lat_req *rq, bool from_rule,
 	if (n < 0)
 		return n;
 	r = latmgr_proc_put(m, &p);
-	m->units_dirty = true;
 	return r < 0 ? r : n;
 }
 
@@ -214,6 +238,7 @@ int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, s
 		return r;
 	m->units_on = la->o.systemd && la->cls.mount[0];
 	latmgr_rescan(m);
+	latmgr_units_check_all(m);
 	latmgr_units_refresh(m);
 	return 0;
 }
@@ -222,7 +247,10 @@ void latmgr_fini(struct latmgr *m)
 {
 	latmgr_events_close(m);
 	ident_exetab_free(m->exetab);
+	for (size_t i = 0; i < m->np; i++)
+		free(m->p[i]);
 	free(m->p);
 	free(m->u);
+	free(m->uk);
 	memset(m, 0, sizeof(*m));
 }

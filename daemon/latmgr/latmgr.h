@@ -28,12 +28,14 @@ struct latmgr_proc {
 	int value;
 	bool from_rule;         /* a rule's: re-checked at exec and reload; ctl's win over it */
 	bool trusted;           /* given by a rule or a privileged caller (lat_member) */
+	uint32_t unit;          /* its unit's slot + 1 in latmgr.u (latmgr_units.c); 0: none */
 	char source[48];
 };
 
 /*
  * A unit that holds a managed process, on a systemd host: whether its processes all
  * carry one value, and so whether it has that value's CPUWeight (lat_unit_decide).
+ * A record keeps its slot while a managed process is in it (latmgr_proc.unit).
  */
 struct latmgr_unit {
 	char cgroup[LAT_PATH_MAX];     /* the processes' cgroup, as /proc/PID/cgroup says */
@@ -42,8 +44,16 @@ struct latmgr_unit {
 	pid_t pid;                     /* a managed process in it, for the log */
 	int act_r;                     /* the actuator's answer for OWN: 0 or -errno */
 	char act_why[96];              /* and its reason */
-	bool seen;                     /* a managed process is in it (this refresh) */
+	size_t nproc;                  /* managed processes in it; 0: the slot is free */
+	bool used;                     /* the slot holds a unit */
+	bool dirty;                    /* to be decided again at the next refresh */
 	bool logged;                   /* the decision in d was logged */
+};
+
+/* What a search of the units reads, apart (latmgr_units.c): a slot's key. */
+struct latmgr_ukey {
+	uint32_t hash;                 /* of the cgroup path; 0: the slot is free */
+	pid_t blocker;                 /* a process without a value that keeps it SHARED */
 };
 
 /* A rule's value that could not be given to a process, kept for rqctl explain. */
@@ -101,7 +111,7 @@ struct latmgr {
 	uint64_t ticks;
 	pid_t self;
 	char proc_root[PATH_MAX];
-	struct latmgr_proc *p;             /* sorted by tgid */
+	struct latmgr_proc **p;            /* sorted by tgid; each its own allocation */
 	size_t np, capp;
 	struct latmgr_counters cnt;
 	struct latmgr_fail fails[LATMGR_FAILS]; /* the last ones, a ring */
@@ -111,10 +121,12 @@ struct latmgr {
 	char pc_state[96];             /* "bpf", "connector", or "none (why)" */
 	char events_why[320];          /* what the source is and why, for --features */
 	bool units_on;                 /* systemd owns the cgroups: units are weighed */
-	bool units_dirty;              /* a process came, went or changed value: refresh */
+	bool units_dirty;              /* some unit is dirty: refresh */
 	bool stopping;                 /* everything was given back (latmgr_stopped) */
-	struct latmgr_unit *u;             /* the units of managed processes */
-	size_t nu, capu;
+	struct latmgr_unit *u;             /* the units of managed processes, by slot */
+	struct latmgr_ukey *uk;            /* their keys, slot for slot */
+	size_t nu, capu;                   /* slots in use or freed, and allocated */
+	size_t sweep_at, verify_at, decide_at; /* where the next tick's share of checks starts */
 	/* Shown each plan before the actuator carries it out (tests); may be NULL. */
 	void (*on_plan)(void *ctx, const struct plan *p);
 	void *on_plan_ctx;
@@ -216,9 +228,12 @@ void latmgr_rules_changed(struct latmgr *m);
 void latmgr_rescan(struct latmgr *m);
 
 /*
- * Units on a systemd host: finds the unit of each managed process, decides for each
- * (lat_unit_decide) and gives it, or takes back, its processes' weight. The ctl
- * requests call it at once; fork, exec and exit mark it due at the next tick.
+ * Units on a systemd host: decides again each unit whose processes changed since
+ * (lat_unit_decide) and gives it, or takes back, its processes' weight. Each managed
+ * process's unit is kept with its record: a process that comes, goes or changes value
+ * marks its own unit, an exit the unit it kept shared; the rest (moves between cgroups,
+ * which no event tells) is checked a share each tick. The ctl requests call it at once;
+ * events at the next tick.
  */
 void latmgr_units_refresh(struct latmgr *m);
 /* The unit record of process tgid's cgroup, NULL if none. */

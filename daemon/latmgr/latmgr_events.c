@@ -238,9 +238,9 @@ static void on_exit_event(struct latmgr *m, const struct evsrc_event *ev)
 		latact_given_gone(m->la, ev->tid);
 	if (ev->tid == ev->tgid && p && exit_is_about(ev, p->start_time))
 		latmgr_proc_del(m, ev->tgid);
-	/* Any process that leaves may leave a unit whose other processes share a value. */
+	/* One that kept a unit from its processes' value may have left it to them. */
 	if (ev->tid == ev->tgid)
-		m->units_dirty = true;
+		latmgr_units_exit(m, ev->tgid);
 }
 
 /* A process's exec: the rules, with what the kernel said it runs where it said. */

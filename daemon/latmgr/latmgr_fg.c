@@ -43,7 +43,7 @@ static void fg_give_back(struct latmgr *m, struct latmgr_fg *f)
 		return;
 	}
 	while (i < m->np) {
-		struct latmgr_proc q = m->p[i];
+		struct latmgr_proc q = *m->p[i];
 		size_t before = m->np;
 		int r;
 
@@ -54,13 +54,12 @@ static void fg_give_back(struct latmgr *m, struct latmgr_fg *f)
 		r = fg_restore(m, f, &q);
 		if (r < 0 && m->np == before)
 			latmgr_proc_del(m, q.tgid); /* gone meanwhile, or it would not take it */
-		else if (i < m->np && m->p[i].tgid == q.tgid)
+		else if (i < m->np && m->p[i]->tgid == q.tgid)
 			i++; /* a set replaced it (a reset removed it) */
 	}
 	log_info("latency: process %d is no longer in front for uid %u: %s", (int)f->tgid,
 		 (unsigned)f->uid, f->had ? "its value back" : "none again");
 	f->tgid = 0;
-	m->units_dirty = true;
 }
 
 /* Caller uid's record, or NULL. */

@@ -97,6 +97,21 @@ const struct lat_entry *latmgr_from_of(const struct latmgr *m, pid_t tid, pid_t 
 /* Whether the kernel gave task tid what rqbalance set on from (see latmgr_events.c). */
 bool latmgr_kernel_inherited(const struct latmgr *m, pid_t tid, const struct lat_entry *from);
 
+/* ---- latmgr_units.c: each managed process's unit (latmgr_units_refresh) ---- */
+
+/* Process p (in the table) counts in the unit it is in now; a unit it left is marked. */
+void latmgr_unit_place(struct latmgr *m, struct latmgr_proc *p);
+/* Process p leaves the table: its unit is marked. */
+void latmgr_unit_leave(struct latmgr *m, struct latmgr_proc *p);
+/* Process p's value changed: its unit is marked. */
+void latmgr_unit_touch(struct latmgr *m, const struct latmgr_proc *p);
+/* Process tgid exited: a unit it kept SHARED is marked. */
+void latmgr_units_exit(struct latmgr *m, pid_t tgid);
+/* The next count units are marked, round the table: a share of them each tick. */
+void latmgr_units_check_some(struct latmgr *m, size_t count);
+/* Every process's unit read again, every unit marked (a full sweep). */
+void latmgr_units_check_all(struct latmgr *m);
+
 /* ---- latmgr_source.c: which event source ---- */
 
 /* Opens the event source [latency] events allows, in loop e. 0, or -errno: none allowed. */

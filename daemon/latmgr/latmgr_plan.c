@@ -131,7 +131,7 @@ struct latpol_task *latmgr_entries_of(const struct latmgr *m, pid_t tgid, size_t
 	size_t n = 0;
 
 	for (size_t i = 0; t && i < m->la->n; i++) {
-		const struct lat_entry *e = &m->la->e[i];
+		const struct lat_entry *e = m->la->e[i];
 
 		if (tgid && e->tgid != tgid)
 			continue;

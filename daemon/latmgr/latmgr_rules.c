@@ -15,7 +15,9 @@
 #include "util/log.h"
 #include "util/util.h"
 
-#define LATMGR_SWEEP_TICKS 50 /* ticks between sweeps for exits when events arrive */
+#define LATMGR_SWEEP_TICKS 50 /* with events, ticks in which a sweep's shares cover all */
+#define LATMGR_SHARE_MAX 8    /* ... but at most this many processes and tasks a tick */
+#define LATMGR_UNIT_SHARE_MAX 2 /* ... and units (each reads all its processes) */
 #define LATMGR_RESYNC_TICKS 10 /* a resync waits this long for the source to empty */
 
 /*
@@ -289,13 +291,57 @@ static void sweep(struct latmgr *m, bool resync)
 		uint64_t start;
 		bool kthread;
 
-		if (latmgr_task_info(m, m->p[i].tgid, &start, &kthread) < 0 ||
-		    start != m->p[i].start_time)
-			latmgr_proc_del(m, m->p[i].tgid);
+		if (latmgr_task_info(m, m->p[i]->tgid, &start, &kthread) < 0 ||
+		    start != m->p[i]->start_time)
+			latmgr_proc_del(m, m->p[i]->tgid);
 	}
 	/* Without events, new threads are found by walking; with them, after losses. */
 	if (resync || (!latmgr_has_events(m) && m->np))
 		latmgr_rescan(m);
+	/* It also finds processes moved into or out of a unit: no event tells. */
+	latmgr_units_check_all(m);
+}
+
+/*
+ * Of n, the share a tick checks: all every LATMGR_SWEEP_TICKS ticks, but never more
+ * than max a tick, so that a tick costs the same with thousands managed (each is
+ * checked every n / max ticks then).
+ */
+static size_t tick_share(size_t n, size_t max)
+{
+	size_t k = (n + LATMGR_SWEEP_TICKS - 1) / LATMGR_SWEEP_TICKS;
+
+	return k < max ? k : max;
+}
+
+/*
+ * With events, what a sweep does in shares, one a tick, so that no tick's cost grows
+ * with what is managed: the tasks' knobs, the processes still there and their
+ * cgroups, and the units decided again (processes that joined one).
+ */
+static void sweep_some(struct latmgr *m)
+{
+	size_t k = tick_share(m->np, LATMGR_SHARE_MAX);
+
+	m->verify_at = latact_verify_some(m->la, m->verify_at,
+					  tick_share(m->la->n, LATMGR_SHARE_MAX));
+	while (k-- > 0 && m->np) {
+		size_t i = m->sweep_at % m->np;
+		uint64_t start;
+		bool kthread;
+
+		if (latmgr_task_info(m, m->p[i]->tgid, &start, &kthread) < 0 ||
+		    start != m->p[i]->start_time) {
+			latmgr_proc_del(m, m->p[i]->tgid);
+			m->sweep_at = i; /* the next one is in its place now */
+			continue;
+		}
+		latmgr_unit_place(m, m->p[i]);
+		m->sweep_at = i + 1;
+	}
+	latmgr_units_check_some(m, tick_share(m->nu, LATMGR_UNIT_SHARE_MAX));
+	if (m->ticks % LATMGR_SWEEP_TICKS == 0)
+		latmgr_exetab_build(m);
 }
 
 void latmgr_tick(struct latmgr *m)
@@ -306,15 +352,14 @@ void latmgr_tick(struct latmgr *m)
 	if (m->ev && m->ev->ops->tick_read)
 		latmgr_dispatch(m);
 	resync = resync_now(m, &again);
-	/* With events, exits arrive as such: a sweep now and then is enough. */
-	swept = !latmgr_has_events(m) || resync || ++m->ticks % LATMGR_SWEEP_TICKS == 0;
-
+	m->ticks++;
+	swept = !latmgr_has_events(m) || resync;
 	if (swept)
 		sweep(m, resync);
+	else
+		sweep_some(m);
 	if (again)
 		m->resync = true;
-	/* The sweep also finds processes moved into or out of a unit: no event tells. */
-	if (swept || m->units_dirty)
-		latmgr_units_refresh(m);
+	latmgr_units_refresh(m);
 	latmgr_events_pace(m);
 }

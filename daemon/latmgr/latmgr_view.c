@@ -90,7 +90,7 @@ size_t latmgr_tasks_of(const struct latmgr *m, const struct lat_target *t)
 	size_t n = 0;
 
 	for (size_t i = 0; i < la->n && t->kind != LAT_T_CGROUP; i++)
-		n += t->kind == LAT_T_PROCESS ? la->e[i].tgid == t->pid : la->e[i].task.tid == t->pid;
+		n += t->kind == LAT_T_PROCESS ? la->e[i]->tgid == t->pid : la->e[i]->task.tid == t->pid;
 	return n;
 }
 
@@ -246,7 +246,7 @@ static bool list_line(const struct latmgr *m, latmgr_visible_fn visible, void *c
 		      FILE *f)
 {
 	if (k < m->la->n) {
-		const struct lat_entry *e = &m->la->e[k];
+		const struct lat_entry *e = m->la->e[k];
 
 		if (!visible(ctx, e->task.tid, e->task.start_time))
 			return false;
@@ -256,6 +256,8 @@ static bool list_line(const struct latmgr *m, latmgr_visible_fn visible, void *c
 	}
 	k -= m->la->n;
 	if (k < m->nu) {
+		if (!m->u[k].used)
+			return false; /* a free slot */
 		if (f)
 			list_unit(f, m, &m->u[k]);
 		return true;
@@ -543,8 +545,8 @@ static const struct lat_entry *entry_of(const struct latact *la, const struct la
 	const struct lat_entry *e = latact_find(la, t->pid);
 
 	for (size_t i = 0; !e && t->kind != LAT_T_THREAD && i < la->n; i++)
-		if (la->e[i].tgid == t->tgid)
-			e = &la->e[i];
+		if (la->e[i]->tgid == t->tgid)
+			e = la->e[i];
 	return e;
 }
 

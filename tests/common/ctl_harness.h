@@ -35,6 +35,7 @@
 #include "sample/peers.h"
 #include "sample/topo.h"
 #include "snapshot/snap.h"
+#include "util/schedattr.h"
 
 #define CTLH_CHECK(cond)                                                                  \
 	do {                                                                              \
@@ -350,6 +351,38 @@ static inline void ctlh_ops_init(void)
 	ctlh_ops.set_affinity = ctlh_never_set;
 }
 
+/* For ctlh_ops_all_open: every fake task opens and is there (the kernel knows none). */
+static inline int ctlh_open_any(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret)
+{
+	(void)tgid;
+	*ret = (struct act_task){ .tid = tid, .start_time = start_time, .pidfd = -1 };
+	return 0;
+}
+
+static inline int ctlh_alive(const struct act_task *t)
+{
+	(void)t;
+	return 0;
+}
+
+/* ... and has what a plain task has: SCHED_OTHER, nice 0, no slice or clamp of its own. */
+static inline int ctlh_plain_attr(pid_t tid, struct rqb_sched_attr *ret)
+{
+	(void)tid;
+	*ret = (struct rqb_sched_attr){ .size = sizeof(*ret), .sched_policy = SCHED_OTHER };
+	return 0;
+}
+
+/* The harness's driver, but every task opens and reads: the latency manager's tests. */
+static inline void ctlh_ops_all_open(struct act_ops *ret)
+{
+	*ret = ctlh_ops;
+	ret->name = "fake";
+	ret->open = ctlh_open_any;
+	ret->alive = ctlh_alive;
+	ret->get_attr = ctlh_plain_attr;
+}
+
 /* The daemon, as far as the doors see it (struct ctl_env): no struct daemon. */
 struct ctlh {
 	struct rqb_conf conf;
@@ -430,9 +463,10 @@ static const struct ctl_ops ctlh_ctl_ops = {
 
 static inline void ctlh_task_entry(struct latact *la, pid_t tid, pid_t tgid, int v, const char *cg)
 {
-	struct lat_entry *e = &la->e[la->n++];
+	struct lat_entry *e = calloc(1, sizeof(*e));
 
-	memset(e, 0, sizeof(*e));
+	CTLH_CHECK(e && la->n < la->cap);
+	la->e[la->n++] = e;
 	e->task = (struct act_task){ .tid = tid, .start_time = CTLH_START_TIME, .pidfd = -1 };
 	e->tgid = tgid;
 	e->value = v;
@@ -459,9 +493,10 @@ static inline void ctlh_cg_entry(struct latact *la, const char *path, int v)
 
 static inline void ctlh_proc_entry(struct latmgr *m, pid_t tgid, int v)
 {
-	struct latmgr_proc *p = &m->p[m->np++];
+	struct latmgr_proc *p = calloc(1, sizeof(*p));
 
-	memset(p, 0, sizeof(*p));
+	CTLH_CHECK(p);
+	m->p[m->np++] = p;
 	p->tgid = tgid;
 	p->start_time = CTLH_START_TIME;
 	p->value = v;
@@ -540,11 +575,16 @@ static inline struct ctlh *ctlh_daemon_new(const struct ctlh_scenario *sc)
 static inline void ctlh_daemon_free(struct ctlh *d)
 {
 	ctl_fini(&d->ctl);
+	for (size_t i = 0; i < d->lat.n; i++)
+		free(d->lat.e[i]);
 	free(d->lat.e);
 	free(d->lat.given);
 	free(d->lat.cg);
+	for (size_t i = 0; i < d->lm.np; i++)
+		free(d->lm.p[i]);
 	free(d->lm.p);
 	free(d->lm.u);
+	free(d->lm.uk);
 	ident_exetab_free(d->lm.exetab);
 	conf_free(&d->conf);
 	free(d);

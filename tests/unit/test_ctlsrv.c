@@ -268,6 +268,9 @@ static void test_list_truncated(void **state)
 	struct conn_t c;
 	size_t lines = 0;
 
+	for (size_t i = 0; i < la->n; i++)
+		free(la->e[i]);
+	la->n = 0;
 	free(la->e);
 	la->cap = 3000;
 	la->e = calloc(la->cap, sizeof(*la->e));

@@ -10,6 +10,7 @@
 
 #include "../common/ctl_harness.h"
 #include "latmgr/latmgr.h"
+#include "latmgr/latmgr_int.h"
 #include "util/log.h"
 #include "util/schedattr.h"
 
@@ -23,28 +24,6 @@ static void on_plan(void *ctx, const struct plan *p)
 {
 	(void)ctx;
 	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", unit_plan_dump(p));
-}
-
-/* The dry run's task operations: every fake task opens and reads (the kernel knows none). */
-static int open_fake(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret)
-{
-	(void)tgid;
-	*ret = (struct act_task){ .tid = tid, .start_time = start_time, .pidfd = -1 };
-	return 0;
-}
-
-static int alive_fake(const struct act_task *t)
-{
-	(void)t;
-	return 0;
-}
-
-/* Each has what a plain task has: SCHED_OTHER, nice 0, no slice or clamp of its own. */
-static int plain_attr(pid_t tid, struct rqb_sched_attr *ret)
-{
-	(void)tid;
-	*ret = (struct rqb_sched_attr){ .size = sizeof(*ret), .sched_policy = SCHED_OTHER };
-	return 0;
 }
 
 /* The harness's driver (the dry-run driver on fake tasks), but every task opens. */
@@ -71,11 +50,7 @@ static struct ctlh *daemon_with(uint8_t managed)
 	struct ctlh_scenario sc = { .managed = managed };
 	struct ctlh *d = ctlh_daemon_new(&sc);
 
-	fake_ops = ctlh_ops;
-	fake_ops.name = "fake";
-	fake_ops.open = open_fake;
-	fake_ops.alive = alive_fake;
-	fake_ops.get_attr = plain_attr;
+	ctlh_ops_all_open(&fake_ops);
 	d->lat.ops = &fake_ops;
 	d->lm.on_plan = on_plan;
 	plans[0] = '\0';
@@ -239,6 +214,153 @@ static void test_foreground_gives_back(void **state)
 	assert_true(d->lm.nfg <= LATMGR_FG_MAX);
 }
 
+/* ---- systemd units: each process's unit kept, decided again only where it changed ---- */
+
+#define UNIT_A (CTLH_BASE + 40) /* A, A + 1 managed in a.service; A + 2 without a value */
+#define UNIT_OTHER (CTLH_BASE + 50) /* in b.service, never managed */
+
+static const struct evsrc_ops stand_in_ops = { .name = "test" };
+static struct evsrc stand_in = { .ops = &stand_in_ops };
+
+/* Process pid, in cgroup /test.slice/NAME.service (NULL: gone from /proc). */
+static void unit_proc(pid_t pid, const char *name)
+{
+	static const unsigned uid[] = { 1000 };
+	char rel[128], text[128];
+
+	if (!name) {
+		snprintf(text, sizeof(text), "%s/proc/%d", ctlh_tmp, (int)pid);
+		nftw(text, ctlh_rm_one, 8, FTW_DEPTH | FTW_PHYS);
+		return;
+	}
+	ctlh_process(pid, uid, 1, 0);
+	snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int)pid);
+	snprintf(text, sizeof(text), "0::/test.slice/%s.service\n", name);
+	ctlh_put(rel, text);
+}
+
+/* The members of NAME.service, as its cgroup.procs lists them. */
+static void unit_members(const char *name, const char *pids)
+{
+	char rel[128];
+
+	snprintf(rel, sizeof(rel), "cg/test.slice/%s.service", name);
+	ctlh_dir("cg/test.slice");
+	ctlh_dir(rel);
+	snprintf(rel, sizeof(rel), "cg/test.slice/%s.service/cgroup.procs", name);
+	ctlh_put(rel, pids);
+}
+
+static void exit_event(struct ctlh *d, pid_t pid)
+{
+	struct evsrc_event ev = { .kind = EVSRC_EXIT, .tid = pid, .tgid = pid };
+
+	latmgr_event_callbacks.event(&d->lm, &ev);
+}
+
+static enum lat_unit_verdict verdict_of(struct ctlh *d, pid_t pid)
+{
+	const struct latmgr_unit *u = latmgr_unit_of(&d->lm, pid);
+
+	assert_non_null(u);
+	return u->d.verdict;
+}
+
+/* What the kept units say is what deciding them all from scratch says. */
+static void assert_as_full(struct ctlh *d)
+{
+	enum lat_unit_verdict v[8];
+	size_t n = d->lm.nu;
+
+	assert_true(n <= 8);
+	for (size_t i = 0; i < n; i++)
+		v[i] = d->lm.u[i].d.verdict;
+	latmgr_units_check_all(&d->lm);
+	latmgr_units_refresh(&d->lm);
+	assert_int_equal(d->lm.nu, n);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(d->lm.u[i].d.verdict, v[i]);
+}
+
+static size_t units_used(const struct ctlh *d)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->lm.nu; i++)
+		n += d->lm.u[i].used;
+	return n;
+}
+
+static void test_units_follow_changes(void **state)
+{
+	struct ctlh *d = *state;
+	char pids[64];
+
+	unit_proc(UNIT_A, "a");
+	unit_proc(UNIT_A + 1, "a");
+	unit_proc(UNIT_A + 2, "a");
+	unit_proc(UNIT_OTHER, "b");
+	snprintf(pids, sizeof(pids), "%d\n%d\n%d\n", UNIT_A, UNIT_A + 1, UNIT_A + 2);
+	unit_members("a", pids);
+	snprintf(pids, sizeof(pids), "%d\n", UNIT_OTHER);
+	unit_members("b", pids);
+	d->lat.o.systemd = true;
+	d->lat.o.bus_address = "unix:path=/nonexistent/rqb-test-bus"; /* a weight fails fast */
+	d->lm.units_on = true;
+	d->lm.ev = &stand_in;
+
+	/* Two of its three processes have a value: the third keeps it SHARED. */
+	assert_true(set_proc(d, UNIT_A, 4, "ctl", true) >= 0);
+	assert_true(set_proc(d, UNIT_A + 1, 4, "ctl", true) >= 0);
+	assert_int_equal(verdict_of(d, UNIT_A), LAT_UNIT_SHARED);
+	assert_int_equal(units_used(d), 1);
+	assert_as_full(d);
+
+	/* Another unit's process exits: nothing is decided again. */
+	exit_event(d, UNIT_OTHER);
+	assert_false(d->lm.units_dirty);
+
+	/* The one without a value exits: the unit is its processes' now. */
+	unit_proc(UNIT_A + 2, NULL);
+	snprintf(pids, sizeof(pids), "%d\n%d\n", UNIT_A, UNIT_A + 1);
+	unit_members("a", pids);
+	exit_event(d, UNIT_A + 2);
+	assert_true(d->lm.units_dirty);
+	latmgr_units_refresh(&d->lm);
+	assert_int_equal(verdict_of(d, UNIT_A), LAT_UNIT_OWN);
+	assert_as_full(d);
+
+	/* A value changed: its unit is decided again, at once for a ctl request. */
+	assert_true(set_proc(d, UNIT_A + 1, 6, "ctl", true) >= 0);
+	assert_int_equal(verdict_of(d, UNIT_A), LAT_UNIT_OTHERS);
+	assert_as_full(d);
+
+	/* Moved to b.service, which no event tells: the ticks' shares find it. */
+	unit_proc(UNIT_A + 1, "b");
+	snprintf(pids, sizeof(pids), "%d\n", UNIT_A);
+	unit_members("a", pids);
+	snprintf(pids, sizeof(pids), "%d\n", UNIT_A + 1);
+	unit_members("b", pids);
+	for (int t = 0; t < 2 * 50 && units_used(d) < 2; t++)
+		latmgr_tick(&d->lm);
+	assert_int_equal(units_used(d), 2);
+	assert_int_equal(verdict_of(d, UNIT_A), LAT_UNIT_OWN);
+	assert_int_equal(verdict_of(d, UNIT_A + 1), LAT_UNIT_OWN);
+	assert_int_equal(latmgr_find_process(&d->lm, UNIT_A + 1)->unit,
+			 (uint32_t)(latmgr_unit_of(&d->lm, UNIT_A + 1) - d->lm.u) + 1);
+	assert_as_full(d);
+
+	/* Both go: no unit record is left. */
+	exit_event(d, UNIT_A);
+	exit_event(d, UNIT_A + 1);
+	latmgr_units_refresh(&d->lm);
+	assert_int_equal(units_used(d), 0);
+	assert_int_equal(d->lm.nu, 0);
+	d->lm.ev = NULL;
+	unit_proc(UNIT_A, NULL);
+	unit_proc(UNIT_A + 1, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +369,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_thread_not_under_task_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reset_gives_back, setup_managed, teardown),
 		cmocka_unit_test_setup_teardown(test_foreground_gives_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_units_follow_changes, setup, teardown),
 	};
 
 	log_set_level(-1);
