@@ -342,7 +342,8 @@ void latmgr_stop(struct latmgr *m)
 
 void latmgr_stopped(struct latmgr *m)
 {
-	m->np = 0;
+	while (m->np)
+		latmgr_proc_del(m, m->p[m->np - 1]->tgid);
 	m->stopping = true;
 	drain(m);
 }
