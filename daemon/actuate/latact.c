@@ -92,6 +92,7 @@ int latact_restore_all(struct latact *la)
 {
 	uint64_t before = la->cnt.restored;
 
+	latact_moves_wait(la);
 	for (size_t i = 0; i < la->n; i++) {
 		latact_restore_entry(la, la->e[i]);
 		latact_note_given(la, la->e[i]);
@@ -107,6 +108,7 @@ int latact_restore_all(struct latact *la)
 
 void latact_fini(struct latact *la)
 {
+	latact_moves_stop(la);
 	latact_restore_all(la);
 	latact_classes_remove(la);
 	if (la->journal) {

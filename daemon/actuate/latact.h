@@ -119,6 +119,8 @@ struct latact_counters {
 
 #define LATACT_GIVEN_MAX 256
 
+struct latact_mover;
+
 struct latact {
 	const struct act_ops *ops;   /* opens the journal and tasks, makes every write */
 	struct journal *journal;     /* NULL where the driver opens none */
@@ -141,6 +143,7 @@ struct latact {
 	struct lat_cg_entry *cg;
 	struct latact_counters cnt;
 	void *bus;                   /* sd_bus *, opened at the first unit target */
+	struct latact_mover *mv;     /* the class moves' worker (latact_move.c); NULL: none */
 	/* Told of each task entry added or changed (managed) and dropped; may be NULL. */
 	void (*on_task)(void *ctx, pid_t tid, int value, bool managed);
 	void *on_task_ctx;
@@ -153,6 +156,22 @@ struct latact {
  */
 int latact_init(struct latact *la, const struct act_ops *ops, const struct latact_opts *o,
 		const struct lat_conf *lc);
+/*
+ * Class moves asked with lat_req.async_move are made by a worker thread from now on,
+ * in order, so that the loop does not wait out the RCU grace period a cgroup write
+ * can take (latact_move.c). Start it once the daemon's capabilities are what they
+ * will stay: the thread inherits them. Returns an fd that becomes readable as moves
+ * end (call latact_moves_done then), or -errno: moves stay inline.
+ */
+int latact_moves_start(struct latact *la);
+/* Collects the moves that ended: one that failed is recorded as the task is. */
+void latact_moves_done(struct latact *la);
+/* Waits until every queued move has ended, and collects them. */
+void latact_moves_wait(struct latact *la);
+/* Whether a move of task tid is queued or being made. */
+bool latact_move_pending(const struct latact *la, pid_t tid);
+/* Waits for the queue, stops the worker: moves are made inline again. */
+void latact_moves_stop(struct latact *la);
 /* Restores everything still as rqbalance set it, removes its class cgroups, closes. */
 void latact_fini(struct latact *la);
 /* The mapping's settings changed (reload). */

@@ -50,7 +50,8 @@ static int apply_one(struct latact *la, const struct plan_action *pa,
 		return latact_task(la, &(struct lat_req){ .tid = pa->tid, .tgid = pa->tgid,
 							  .start_time = pa->start_time,
 							  .value = pa->value, .source = pa->source,
-							  .from_tid = pa->from_tid },
+							  .from_tid = pa->from_tid,
+							  .async_move = pa->async_move },
 				   from, ret_why);
 	case PLAN_LAT_RESET:
 		return latact_task_reset(la, pa->tid, pa->start_time);

@@ -42,6 +42,13 @@ bool latact_cg_limits_cpu(const struct latact *la, const char *cg);
 void latact_restore_entry(struct latact *la, const struct lat_entry *e);
 void latact_restore_cg(struct latact *la, const struct lat_cg_entry *c);
 
+/* latact_task.c: task tid's entry, to change; NULL if none. */
+struct lat_entry *latact_entry_of(struct latact *la, pid_t tid);
+
+/* latact_move.c: class moves made by a worker thread (latact_moves_start). */
+/* Queues the move of task tid (started at start_time) into cgroup; -EAGAIN: make it now. */
+int latact_move_async(struct latact *la, const char *cgroup, pid_t tid, uint64_t start_time);
+
 /* latact_replay.c: restores what the journal says a previous run left, then starts it afresh. */
 void latact_recover(struct latact *la);
 

@@ -165,6 +165,14 @@ const struct lat_entry *latact_find(const struct latact *la, pid_t tid)
 	return found ? la->e[i] : NULL;
 }
 
+struct lat_entry *latact_entry_of(struct latact *la, pid_t tid)
+{
+	bool found;
+	size_t i = find_index(la, tid, &found);
+
+	return found ? la->e[i] : NULL;
+}
+
 static struct lat_entry *entry_add(struct latact *la, const struct lat_entry *e)
 {
 	bool found;
@@ -210,19 +218,26 @@ static void entry_del(struct latact *la, pid_t tid)
 
 /*
  * Writes want over cur: the sched knobs in one call, then the cgroup. On cgroup2 a
- * move takes the whole process: only its first thread (tid == tgid) moves it.
+ * move takes the whole process: only its first thread (tid == tgid) moves it. With
+ * async_start (the task's start time; 0: now) the move goes to the worker where one
+ * runs, and *ret_queued says so.
  */
 static int write_state(struct latact *la, pid_t tid, pid_t tgid, const struct lat_state *cur,
-		       const struct lat_state *want)
+		       const struct lat_state *want, uint64_t async_start, bool *ret_queued)
 {
 	int r = 0;
 
+	*ret_queued = false;
 	/* A task that made itself real-time since: its policy and parameters are its own. */
 	if (sched_differs(cur, want) && !policy_is_rt(cur->policy))
 		r = write_sched(la, tid, want);
 	if (r == 0 && la->cls.on && want->cgroup[0] && strcmp(cur->cgroup, want->cgroup) != 0 &&
-	    (!la->cls.v2 || tid == tgid))
-		r = latact_cg_attach(la, want->cgroup, tid);
+	    (!la->cls.v2 || tid == tgid)) {
+		if (async_start && latact_move_async(la, want->cgroup, tid, async_start) == 0)
+			*ret_queued = true;
+		else
+			r = latact_cg_attach(la, want->cgroup, tid);
+	}
 	return r;
 }
 
@@ -344,6 +359,7 @@ static int task_write(struct latact *la, const struct lat_req *rq, bool was_mana
 		      struct lat_entry *e, const char **ret_why)
 {
 	struct lat_state mapped;
+	bool queued;
 	int r = latact_journal_task(la, e);
 
 	if (r < 0) {
@@ -351,10 +367,14 @@ static int task_write(struct latact *la, const struct lat_req *rq, bool was_mana
 		la->cnt.errors++;
 		return r;
 	}
-	r = write_state(la, rq->tid, rq->tgid, cur, want);
+	r = write_state(la, rq->tid, rq->tgid, cur, want,
+			rq->async_move ? e->task.start_time : 0, &queued);
 	mapped = e->set;
 	if (r == 0)
 		r = latact_read(la, rq->tid, &e->set);
+	/* A queued move is recorded as made; latact_moves_done corrects one that failed. */
+	if (r == 0 && queued)
+		snprintf(e->set.cgroup, sizeof(e->set.cgroup), "%s", want->cgroup);
 	if (r == 0 && e->cg != LAT_CG_OURS)
 		e->set.cgroup[0] = '\0';
 	knobs_copy(e->left, &mapped, &e->set);
@@ -377,11 +397,19 @@ static int task_write(struct latact *la, const struct lat_req *rq, bool was_mana
 int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_entry *from,
 		const char **ret_why)
 {
-	const struct lat_entry *old = latact_find(la, rq->tid);
+	const struct lat_entry *old;
 	struct lat_entry e = { .tgid = rq->tgid, .value = rq->value }, fr;
 	struct lat_state cur, want;
 	int r;
 
+	/*
+	 * Its cgroup is read below: a move of it still queued ends first (on cgroup2 its
+	 * process's, which takes its threads along).
+	 */
+	if (latact_move_pending(la, rq->tid) ||
+	    (la->cls.v2 && rq->tgid && rq->tgid != rq->tid && latact_move_pending(la, rq->tgid)))
+		latact_moves_wait(la);
+	old = latact_find(la, rq->tid);
 	*ret_why = NULL;
 	snprintf(e.source, sizeof(e.source), "%s", rq->source ? rq->source : "");
 	/* from may be an entry, which dropping it below frees. */
@@ -427,7 +455,10 @@ void latact_restore_entry(struct latact *la, const struct lat_entry *e)
 {
 	struct lat_state cur, want;
 	pid_t tid = e->task.tid;
+	bool queued;
 
+	if (latact_move_pending(la, tid))
+		latact_moves_wait(la);
 	if (la->ops->alive(&e->task) < 0 || latact_read(la, tid, &cur) < 0) {
 		la->cnt.gone++;
 		return;
@@ -441,7 +472,7 @@ void latact_restore_entry(struct latact *la, const struct lat_entry *e)
 	if (sched_differs(&cur, &e->set) ||
 	    (e->set.cgroup[0] && strcmp(cur.cgroup, e->set.cgroup) != 0))
 		la->cnt.left_alone++;
-	if (write_state(la, tid, e->tgid, &cur, &want) == 0) {
+	if (write_state(la, tid, e->tgid, &cur, &want, 0, &queued) == 0) {
 		if (sched_differs(&cur, &want) || strcmp(cur.cgroup, want.cgroup) != 0)
 			la->cnt.restored++;
 	} else if (want.cgroup[0] && strcmp(cur.cgroup, want.cgroup) != 0 &&
@@ -566,7 +597,8 @@ void latact_check(struct latact *la, pid_t tid)
 	struct lat_state cur;
 	unsigned newly;
 
-	if (!found)
+	/* A move still queued is not someone else's: checked once it has ended. */
+	if (!found || latact_move_pending(la, tid))
 		return;
 	e = la->e[i];
 	if (latact_read(la, tid, &cur) < 0 || la->ops->alive(&e->task) < 0)

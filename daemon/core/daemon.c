@@ -135,6 +135,32 @@ static void wake_pairs(struct daemon *d)
  * BPF events) and CAP_NET_ADMIN (the proc connector before 6.6). CAP_BPF stays
  * permitted, not effective, where this kernel asks for it to start a task walk.
  */
+static int on_moves(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	latact_moves_done(&d->lat);
+	return 0;
+}
+
+/*
+ * An exec's class move goes to a worker thread from now on (latact_moves_start):
+ * started after drop_caps, whose capability set it inherits.
+ */
+static void start_moves(struct daemon *d)
+{
+	int fd, r;
+
+	if (!d->lat.ops || !d->lat.cls.on)
+		return;
+	fd = latact_moves_start(&d->lat);
+	r = fd < 0 ? fd : sd_event_add_io(d->event, &d->moves, fd, EPOLLIN, on_moves, d);
+	if (r < 0) {
+		latact_moves_stop(&d->lat);
+		log_warn("latency: class moves stay in the event loop: %s", strerror(-r));
+	}
+}
+
 static void drop_caps(struct daemon *d)
 {
 	uint64_t drop = CAPS_BIT(CAP_BPF) | CAPS_BIT(CAP_PERFMON) | CAPS_BIT(CAP_SYS_ADMIN);
@@ -892,6 +918,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, struct rqb_conf *
 	}
 	ctl_bus_init(&d->bus, d->event, &d->env);
 	drop_caps(d);
+	start_moves(d);
 	return 0;
 }
 
@@ -924,6 +951,8 @@ void daemon_fini(struct daemon *d)
 		int n;
 
 		latmgr_stop(&d->lm);
+		d->moves = sd_event_source_disable_unref(d->moves);
+		latact_moves_stop(&d->lat);
 		n = latact_restore_all(&d->lat);
 		latmgr_stopped(&d->lm);
 		latmgr_fini(&d->lm);

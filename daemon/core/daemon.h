@@ -62,6 +62,7 @@ struct daemon {
 	uint64_t next_tick_ns;
 	struct idle_state idle;      /* the idle backoff's state (core/idle.h) */
 	sd_event_source *wake;       /* a post source: after any event, whether to tick sooner */
+	sd_event_source *moves;      /* the latency actuator's class moves ending (latact_move.c) */
 	uint64_t wake_seen;          /* what the wake signals summed to at the last look */
 	bool woken;                  /* a reload or a hotplug since the last tick */
 	uint64_t next_trim_ns;       /* CLOCK_MONOTONIC: when freed memory goes back next */

@@ -107,6 +107,9 @@ bool latmgr_kernel_inherited(const struct latmgr *m, pid_t tid, const struct lat
 		log_debug("latency: process %d: its parent holds nothing of rqbalance's", (int)tid);
 		return false;
 	}
+	/* Where from's class move is still queued, its end decides where from is. */
+	if (latact_move_pending(m->la, from->task.tid))
+		latact_moves_wait(m->la);
 	if (latact_read(m->la, tid, &cur) < 0) {
 		log_debug("latency: process %d: its nice, policy and cgroup cannot be read", (int)tid);
 		return false;
@@ -249,7 +252,7 @@ static void on_exec(struct latmgr *m, const struct evsrc_event *ev)
 	struct latmgr_exe kx = { .start_ns = ev->start_ns,
 				 .id = { .dev = ev->exe_dev, .ino = ev->exe_ino } };
 
-	latmgr_apply_rules(m, ev->tgid, ev->has_exe && ev->start_ns ? &kx : NULL);
+	latmgr_apply_rules(m, ev->tgid, ev->has_exe && ev->start_ns ? &kx : NULL, true);
 }
 
 static void on_event(void *ctx, const struct evsrc_event *ev)

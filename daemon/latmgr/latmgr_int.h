@@ -74,9 +74,10 @@ int latmgr_set_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret
 
 /*
  * Applies the rules to process pid; a ctl value is left as it is. kx, where known, is
- * what the kernel said the process runs. True if a rule's value was given just now.
+ * what the kernel said the process runs; at_exec: at its exec event (its class move
+ * may end after the call). True if a rule's value was given just now.
  */
-bool latmgr_apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx);
+bool latmgr_apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx, bool at_exec);
 
 /* ---- latmgr_events.c: fork, exec, exit ---- */
 

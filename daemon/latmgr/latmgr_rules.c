@@ -83,10 +83,12 @@ const struct latmgr_fail *latmgr_failure_of(const struct latmgr *m, pid_t tgid,
  * every thread the process has); a failure is kept for rqctl explain.
  */
 static bool rule_give(struct latmgr *m, pid_t pid, uint64_t start, const struct rule *rule,
-		      const char *source)
+		      const char *source, bool at_exec)
 {
+	/* At an exec the class move may end later: the next exec's rule does not wait. */
 	struct lat_req rq = { .tid = pid, .tgid = pid, .start_time = start,
-			      .value = rule->latency_nice, .source = source, .trusted = true };
+			      .value = rule->latency_nice, .source = source, .trusted = true,
+			      .async_move = at_exec };
 	const char *why;
 	int r = latmgr_proc_set(m, &rq, true, &why);
 
@@ -102,7 +104,7 @@ static bool rule_give(struct latmgr *m, pid_t pid, uint64_t start, const struct 
 	return true;
 }
 
-bool latmgr_apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx)
+bool latmgr_apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx, bool at_exec)
 {
 	const struct latmgr_proc *p = latmgr_find_process(m, pid);
 	struct latpol_rec rec = latmgr_rec_of(p);
@@ -123,7 +125,7 @@ bool latmgr_apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx
 	case LATPOL_RULE_APPLY:
 		break;
 	}
-	return rule_give(m, pid, start, &m->conf->rules.r[i], source);
+	return rule_give(m, pid, start, &m->conf->rules.r[i], source, at_exec);
 }
 
 /*
@@ -163,7 +165,7 @@ static bool rescan_rules(struct latmgr *m, pid_t pid)
 	struct latmgr_exe kx = { .start_ns = x ? x->start_ns : 0,
 				 .id = { .dev = x ? x->dev : 0, .ino = x ? x->ino : 0 } };
 
-	return latmgr_apply_rules(m, pid, x && x->has_exe ? &kx : NULL);
+	return latmgr_apply_rules(m, pid, x && x->has_exe ? &kx : NULL, false);
 }
 
 /* New threads and children of managed processes, missed while events were lost. */

@@ -33,6 +33,8 @@ struct lat_req {
 	bool trusted;           /* the caller may give any task any value (root, ctl_group,
 				   CAP_SYS_NICE): it may weigh a unit another user shares */
 	pid_t from_tid;         /* the task whose settings it inherited; 0: none */
+	bool async_move;        /* its class move may end after the call (latact_moves_start):
+				   an exec's rule, so that the next exec does not wait on it */
 };
 
 /* ---- the machine (sample/topo.c loads it) ---- */

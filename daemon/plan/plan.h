@@ -55,6 +55,7 @@ struct plan_action {
 	 * gone or refused (a real-time task) leaves the others as they are.
 	 */
 	bool whole;
+	bool async_move;          /* LAT_SET: its class move may end later (lat_req's) */
 	char source[PLAN_SOURCE_MAX]; /* who asked: "ctl uid N", "rule NAME" */
 	char path[PLAN_PATH_MAX];     /* LAT_CG_*, LAT_UNIT_*: the cgroup, in the cpu hierarchy */
 	unsigned order;           /* set by plan_add: keeps the first of duplicates first */

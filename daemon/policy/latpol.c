@@ -17,8 +17,8 @@ static int add_set(struct plan *ret, const struct latpol_task *t, const struct l
 {
 	struct plan_action a = { .op = PLAN_LAT_SET, .tid = t->tid, .tgid = t->tgid,
 				 .start_time = t->start_time, .value = rq->value,
-				 .from_tid = rq->from_tid, .whole = whole, .from_llc = -1,
-				 .to_llc = -1 };
+				 .from_tid = rq->from_tid, .whole = whole,
+				 .async_move = rq->async_move, .from_llc = -1, .to_llc = -1 };
 
 	snprintf(a.source, sizeof(a.source), "%s", rq->source ? rq->source : "");
 	return plan_add(ret, &a);

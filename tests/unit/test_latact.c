@@ -517,6 +517,103 @@ static void test_dry_run_writes_nothing(void **state)
 	free(after);
 }
 
+/* ---- class moves made by the worker (latact_move.c) ---- */
+
+static int gate[2] = { -1, -1 }; /* the worker's attach waits for a byte on gate[0] */
+static int gate_r;               /* ...then fails with this, if not 0 */
+static char gate_proc[PATH_MAX];  /* the task's /proc/TID/cgroup, moved with it */
+static size_t gate_cg_len;        /* the length of the fake mount's path */
+
+static int gated_attach(const char *procs_file, pid_t tid)
+{
+	char c, text[PATH_MAX];
+	const char *rel = procs_file + gate_cg_len;
+	int r;
+
+	if (gate[0] >= 0 && read(gate[0], &c, 1) != 1)
+		return -EIO;
+	if (gate_r)
+		return gate_r;
+	r = tree_attach(procs_file, tid);
+	/* cgroupfs moves the task: /proc/TID/cgroup says where, as a kernel's would. */
+	snprintf(text, sizeof(text), "0::%.*s\n",
+		 (int)(strlen(rel) - strlen("/cgroup.procs")), rel);
+	if (r == 0)
+		put(gate_proc, text[3] == '\n' ? "0::/\n" : text);
+	return r;
+}
+
+/* As set_task, for a rule's value at an exec: the class move may end later. */
+static int set_task_async(struct latact *la, pid_t tid, int v)
+{
+	struct lat_req rq = { .tid = tid, .tgid = getpid(), .start_time = 1, .value = v,
+			      .source = "rule test", .async_move = true };
+	const char *why = NULL;
+
+	return latact_task(la, &rq, NULL, &why);
+}
+
+/*
+ * A queued move is recorded as made, left alone by the checks until it ends, and
+ * made by the worker; one that fails leaves the record saying where the task is.
+ */
+static void test_class_move_by_worker(void **state)
+{
+	struct fix *f = *state;
+	pid_t tid = gettid();
+	char path[PATH_MAX], stat_line[512];
+	const struct lat_entry *e;
+
+	/* The worker checks the start time (1, as fake_open has it) before it writes. */
+	snprintf(path, sizeof(path), "%s/%d/stat", f->proc, (int)tid);
+	snprintf(stat_line, sizeof(stat_line),
+		 "%d (test) R 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 "
+		 "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", (int)tid);
+	put(path, stat_line);
+	snprintf(gate_proc, sizeof(gate_proc), "%s/%d/cgroup", f->proc, (int)tid);
+	gate_cg_len = strlen(f->cg);
+	gate_r = 0;
+	assert_int_equal(pipe(gate), 0);
+	f->ops.attach = gated_attach;
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
+	assert_true(latact_moves_start(&f->la) >= 0);
+
+	assert_int_equal(set_task_async(&f->la, tid, -5), 0);
+	assert_true(latact_move_pending(&f->la, tid));
+	e = latact_find(&f->la, tid);
+	assert_non_null(e);
+	assert_string_equal(e->set.cgroup, "/rqbalance-lat-5");
+	/* Not moved yet: a check does not take that for someone else's move. */
+	latact_verify(&f->la);
+	assert_int_equal(latact_find(&f->la, tid)->left, 0);
+	assert_int_equal(latact_find(&f->la, tid)->cg, LAT_CG_OURS);
+	assert_int_equal(write(gate[1], "x", 1), 1);
+	latact_moves_wait(&f->la);
+	assert_false(latact_move_pending(&f->la, tid));
+	snprintf(path, sizeof(path), "%s/rqbalance-lat-5/cgroup.procs", f->cg);
+	assert_int_equal(atoi(get(path)), (int)tid);
+	latact_verify(&f->la);
+	assert_int_equal(latact_find(&f->la, tid)->cg, LAT_CG_OURS);
+	assert_string_equal(latact_find(&f->la, tid)->set.cgroup, "/rqbalance-lat-5");
+
+	/* The next move fails: the record says where the task is, which is not given back. */
+	gate_r = -EACCES;
+	assert_int_equal(set_task_async(&f->la, tid, -3), 0);
+	assert_string_equal(latact_find(&f->la, tid)->set.cgroup, "/rqbalance-lat-3");
+	assert_int_equal(write(gate[1], "x", 1), 1);
+	latact_moves_wait(&f->la);
+	assert_string_equal(latact_find(&f->la, tid)->set.cgroup, "/rqbalance-lat-5");
+	assert_true(f->la.cnt.errors >= 1);
+
+	/* At the end every move has ended; the worker stops with the actuator. */
+	gate_r = 0;
+	close(gate[1]);
+	close(gate[0]);
+	gate[0] = gate[1] = -1;
+	latact_fini(&f->la);
+	assert_null(f->la.mv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -531,6 +628,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cgroup_target_restored_after_crash, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_class_move_by_worker, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
