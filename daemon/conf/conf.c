@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <ini.h>
 #include <limits.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "conf/conf.h"
 #include "policy/latency.h"
@@ -823,18 +825,39 @@ static void parse(struct parse_ctx *p)
 	}
 }
 
-static void parse_dropin(struct parse_ctx *p, const char *path)
+/*
+ * path opened for reading if it is a regular file (a link to one is followed); NULL
+ * with errno set otherwise, EINVAL for another kind of file. The open
+ * does not wait: a FIFO there (no writer) would hold a start or a reload for ever.
+ */
+static FILE *open_regular(const char *path)
 {
 	struct stat st;
-	FILE *f = fopen(path, "re");
+	FILE *f;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f)
+		close(fd);
+	return f;
+}
+
+static void parse_dropin(struct parse_ctx *p, const char *path)
+{
+	FILE *f = open_regular(path);
 
 	if (!f) {
-		report_file(p, path, "cannot open", strerror(errno));
-		return;
-	}
-	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
-		report_file(p, path, "cannot read", "not a regular file");
-		fclose(f);
+		if (errno == EINVAL)
+			report_file(p, path, "cannot read", "not a regular file");
+		else
+			report_file(p, path, "cannot open", strerror(errno));
 		return;
 	}
 	p->name = path;
@@ -1018,12 +1041,13 @@ int conf_load(const char *path, FILE *err, struct rqb_conf *ret)
 {
 	struct parse_ctx *p;
 	int r;
-	FILE *f = fopen(path, "re");
+	FILE *f = open_regular(path);
 
 	if (!f) {
 		r = -errno;
 		if (err)
-			fprintf(err, "%s: cannot open: %s\n", path, strerror(-r));
+			fprintf(err, "%s: cannot open: %s\n", path,
+				r == -EINVAL ? "not a regular file" : strerror(-r));
 		return r;
 	}
 	p = parse_new(path, err);

@@ -822,6 +822,9 @@ static void rules_dir_errors(void **state)
 	put_file(d->dir, "35-syntax.conf", "[rule s]\nlatency_nice = 1\ncomm x\n");
 	snprintf(path, sizeof(path), "%s/40-d.conf", d->dir);
 	assert_int_equal(mkdir(path, 0755), 0);
+	/* A FIFO with no writer: refused at once, never waited on. */
+	snprintf(path, sizeof(path), "%s/45-fifo.conf", d->dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
 	snprintf(path, sizeof(path), "%s/50-e.conf", d->dir);
 	assert_int_equal(symlink("/nonexistent/rqb-test.conf", path), 0);
 	fill_sentinel(&c);
@@ -833,6 +836,7 @@ static void rules_dir_errors(void **state)
 		 "[rule NAME] sections\n"
 		 "%1$s/35-syntax.conf:3: line: syntax error (expected [section] or key = value)\n"
 		 "%1$s/40-d.conf: cannot read: not a regular file\n"
+		 "%1$s/45-fifo.conf: cannot read: not a regular file\n"
 		 "%1$s/50-e.conf: cannot open: No such file or directory\n",
 		 d->dir);
 	assert_string_equal(msg, want);
