@@ -17,9 +17,10 @@ struct ix_list {
 	unsigned cap;    /* entries allocated */
 };
 
-/* One key of a hash: the rules whose comm (or exe) is exactly key. */
+/* One key of a hash: the rules whose comm (or exe, or comm's literal start) is key. */
 struct ix_entry {
-	const char *key;         /* points into the rule set */
+	const char *key;         /* points into the rule set, or is owned */
+	char *owned;             /* the key, where the index made it (a literal start) */
 	struct ix_list rules;    /* rules with this key, ascending */
 	struct ix_entry *next;   /* the next entry of this bucket */
 };
@@ -32,8 +33,16 @@ struct ix_hash {
 struct rules_index {
 	struct ix_hash comm;     /* rules whose comm is plain and whose exe is not */
 	struct ix_hash exe;      /* rules whose exe is a plain path */
+	/*
+	 * Rules with no exe whose comm is a pattern that starts with literal characters
+	 * (steam*, kworker/ and a star), by that start: a comm can match only if it begins so.
+	 */
+	struct ix_hash prefix;
 	struct ix_list always;   /* every other rule: tried for every process */
 };
+
+/* A literal start at most this long is indexed; a longer one goes to always. */
+#define IX_PREFIX_MAX 31
 
 /* Plain: fnmatch(3) matches it against exactly the string itself (no * ? [ or \). */
 static bool is_plain(const char *p)
@@ -77,19 +86,25 @@ static struct ix_entry *ix_find(const struct ix_hash *h, const char *key)
 	return NULL;
 }
 
-static int ix_hash_add(struct ix_hash *h, const char *key, unsigned i)
+/* Adds rule i under key; owned, if not NULL, is key's own copy, taken or freed. */
+static int ix_hash_add(struct ix_hash *h, const char *key, char *owned, unsigned i)
 {
 	struct ix_entry *e = ix_find(h, key);
 	size_t b;
 
 	if (!e) {
 		e = calloc(1, sizeof(*e));
-		if (!e)
+		if (!e) {
+			free(owned);
 			return -ENOMEM;
+		}
 		b = ix_hash_str(key) & (h->nb - 1);
 		e->key = key;
+		e->owned = owned;
 		e->next = h->b[b];
 		h->b[b] = e;
+	} else {
+		free(owned);
 	}
 	return ix_list_add(&e->rules, i);
 }
@@ -102,6 +117,7 @@ static void ix_hash_free(struct ix_hash *h)
 
 			h->b[b] = e->next;
 			free(e->rules.v);
+			free(e->owned);
 			free(e);
 		}
 	free(h->b);
@@ -117,13 +133,27 @@ static int ix_hash_init(struct ix_hash *h, unsigned n)
 	return h->b ? 0 : -ENOMEM;
 }
 
+/* How many characters a pattern starts with that fnmatch(3) takes literally. */
+static size_t literal_len(const char *p)
+{
+	return strcspn(p, "*?[\\");
+}
+
 /* An exact exe is the narrower key; a rule goes into one place only. */
 static int ix_add_rule(struct rules_index *ix, const struct rule *r, unsigned i)
 {
+	size_t n;
+	char *start;
+
 	if (is_plain(r->exe))
-		return ix_hash_add(&ix->exe, r->exe, i);
+		return ix_hash_add(&ix->exe, r->exe, NULL, i);
 	if (!r->exe[0] && is_plain(r->comm))
-		return ix_hash_add(&ix->comm, r->comm, i);
+		return ix_hash_add(&ix->comm, r->comm, NULL, i);
+	n = literal_len(r->comm);
+	if (!r->exe[0] && n > 0 && n <= IX_PREFIX_MAX) {
+		start = strndup(r->comm, n);
+		return start ? ix_hash_add(&ix->prefix, start, start, i) : -ENOMEM;
+	}
 	return ix_list_add(&ix->always, i);
 }
 
@@ -133,6 +163,7 @@ void rules_index_free(struct rules_index *ix)
 		return;
 	ix_hash_free(&ix->comm);
 	ix_hash_free(&ix->exe);
+	ix_hash_free(&ix->prefix);
 	free(ix->always.v);
 	free(ix);
 }
@@ -146,6 +177,8 @@ int rules_index_build(const struct rule_set *rs, struct rules_index **ret)
 		r = ix_hash_init(&ix->comm, rs->n);
 	if (!r)
 		r = ix_hash_init(&ix->exe, rs->n);
+	if (!r)
+		r = ix_hash_init(&ix->prefix, rs->n);
 	for (unsigned i = 0; !r && i < rs->n; i++)
 		r = ix_add_rule(ix, &rs->r[i], i);
 	if (r < 0) {
@@ -181,5 +214,18 @@ int rules_index_match(const struct rules_index *ix, const struct rule_set *rs,
 	e = ix_find(&ix->comm, id->comm);
 	if (e)
 		best = ix_first(&e->rules, rs, id, best);
+	/* Each start of the comm that a pattern may begin with literally. */
+	if (ix->prefix.nb) {
+		char start[IX_PREFIX_MAX + 1];
+		size_t len = strlen(id->comm);
+
+		for (size_t k = 1; k <= len && k <= IX_PREFIX_MAX; k++) {
+			memcpy(start, id->comm, k);
+			start[k] = '\0';
+			e = ix_find(&ix->prefix, start);
+			if (e)
+				best = ix_first(&e->rules, rs, id, best);
+		}
+	}
 	return ix_first(&ix->always, rs, id, best);
 }

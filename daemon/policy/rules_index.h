@@ -1,7 +1,8 @@
 /*
  * An index over a rule set, built once at load, so that matching a process tries only
  * the rules it could match: those whose comm or exe names it exactly (hash buckets),
- * plus every other rule (patterns, rules with neither key). The winner is exactly
+ * those whose comm pattern starts with literal characters the comm starts with, plus
+ * every other rule (other patterns, rules with neither key). The winner is exactly
  * rules_match's: the lowest index among the candidates that match.
  */
 #ifndef RQB_RULES_INDEX_H

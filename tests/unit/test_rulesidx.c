@@ -13,7 +13,8 @@
 #define PROCS 64        /* processes tried against each set */
 
 static const char *const comms[] = { "bash", "sshd", "game", "gam", "kworker/0", "x" };
-static const char *const comm_pats[] = { "ga*", "*sh*", "kworker/*", "?ame", "[bs]*", "\\x" };
+static const char *const comm_pats[] = { "ga*", "*sh*", "kworker/*", "?ame", "[bs]*", "\\x",
+					 "gam?", "g*", "bas[gh]", "kworker/0*", "x*", "sshd\\*" };
 static const char *const exes[] = { "/usr/bin/bash", "/usr/sbin/sshd", "/opt/game/bin/game",
 				    "/usr/bin/x", "" };
 static const char *const exe_pats[] = { "/usr/bin/*", "/opt/*/bin/game", "/usr/*/sshd",
