@@ -119,6 +119,8 @@ int latact_moves_start(struct latact *la)
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	r = -pthread_create(&mv->thread, NULL, worker, mv);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r == 0)
+		pthread_setname_np(mv->thread, "rqb-classmove"); /* for ps and top (15 characters at most) */
 	if (r < 0) {
 		close(mv->efd);
 		pthread_cond_destroy(&mv->idle);
