@@ -826,11 +826,12 @@ static void parse(struct parse_ctx *p)
 }
 
 /*
- * path opened for reading if it is a regular file (a link to one is followed); NULL
- * with errno set otherwise, EINVAL for another kind of file. The open
- * does not wait: a FIFO there (no writer) would hold a start or a reload for ever.
+ * path opened for reading (a link is followed) if it is a regular file, or, unless
+ * regular_only, another kind that is no FIFO (/dev/null: no config); NULL with errno
+ * set otherwise, EINVAL for a kind refused. The open does not wait: a FIFO there (no
+ * writer) would hold a start or a reload for ever.
  */
-static FILE *open_regular(const char *path)
+static FILE *open_config(const char *path, bool regular_only)
 {
 	struct stat st;
 	FILE *f;
@@ -838,7 +839,9 @@ static FILE *open_regular(const char *path)
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0 || S_ISFIFO(st.st_mode) ||
+	    (regular_only && !S_ISREG(st.st_mode)) ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
 		close(fd);
 		errno = EINVAL;
 		return NULL;
@@ -851,7 +854,7 @@ static FILE *open_regular(const char *path)
 
 static void parse_dropin(struct parse_ctx *p, const char *path)
 {
-	FILE *f = open_regular(path);
+	FILE *f = open_config(path, true);
 
 	if (!f) {
 		if (errno == EINVAL)
@@ -1041,13 +1044,13 @@ int conf_load(const char *path, FILE *err, struct rqb_conf *ret)
 {
 	struct parse_ctx *p;
 	int r;
-	FILE *f = open_regular(path);
+	FILE *f = open_config(path, false);
 
 	if (!f) {
 		r = -errno;
 		if (err)
 			fprintf(err, "%s: cannot open: %s\n", path,
-				r == -EINVAL ? "not a regular file" : strerror(-r));
+				r == -EINVAL ? "a FIFO (it would wait for a writer)" : strerror(-r));
 		return r;
 	}
 	p = parse_new(path, err);
