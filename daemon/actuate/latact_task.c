@@ -617,12 +617,7 @@ void latact_check(struct latact *la, pid_t tid)
 
 void latact_verify(struct latact *la)
 {
-	for (size_t i = la->n; i-- > 0;) {
-		if (la->ops->alive(&la->e[i]->task) < 0)
-			latact_task_gone(la, la->e[i]->task.tid);
-		else
-			latact_check(la, la->e[i]->task.tid);
-	}
+	latact_verify_some(la, 0, la->n);
 }
 
 size_t latact_verify_some(struct latact *la, size_t from, size_t count)

@@ -237,8 +237,7 @@ int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, s
 	if (r < 0)
 		return r;
 	m->units_on = la->o.systemd && la->cls.mount[0];
-	latmgr_rescan(m);
-	latmgr_units_check_all(m);
+	latmgr_rescan(m); /* each record it adds is placed in its unit, which is marked */
 	latmgr_units_refresh(m);
 	return 0;
 }

@@ -285,18 +285,22 @@ static bool resync_now(struct latmgr *m, bool *ret_again)
 	return ++m->resync_wait % LATMGR_RESYNC_TICKS == 0;
 }
 
+/* Whether the process of record p exited (its pid gone, or another's now). */
+static bool proc_gone(const struct latmgr *m, const struct latmgr_proc *p)
+{
+	uint64_t start;
+	bool kthread;
+
+	return latmgr_task_info(m, p->tgid, &start, &kthread) < 0 || start != p->start_time;
+}
+
 static void sweep(struct latmgr *m, bool resync)
 {
 	latact_verify(m->la);
 	latmgr_exetab_build(m);
-	for (size_t i = m->np; i-- > 0;) {
-		uint64_t start;
-		bool kthread;
-
-		if (latmgr_task_info(m, m->p[i]->tgid, &start, &kthread) < 0 ||
-		    start != m->p[i]->start_time)
+	for (size_t i = m->np; i-- > 0;)
+		if (proc_gone(m, m->p[i]))
 			latmgr_proc_del(m, m->p[i]->tgid);
-	}
 	/* Without events, new threads are found by walking; with them, after losses. */
 	if (resync || (!latmgr_has_events(m) && m->np))
 		latmgr_rescan(m);
@@ -329,11 +333,8 @@ static void sweep_some(struct latmgr *m)
 					  tick_share(m->la->n, LATMGR_SHARE_MAX));
 	while (k-- > 0 && m->np) {
 		size_t i = m->sweep_at % m->np;
-		uint64_t start;
-		bool kthread;
 
-		if (latmgr_task_info(m, m->p[i]->tgid, &start, &kthread) < 0 ||
-		    start != m->p[i]->start_time) {
+		if (proc_gone(m, m->p[i])) {
 			latmgr_proc_del(m, m->p[i]->tgid);
 			m->sweep_at = i; /* the next one is in its place now */
 			continue;

@@ -44,10 +44,16 @@ struct rules_index {
 /* A literal start at most this long is indexed; a longer one goes to always. */
 #define IX_PREFIX_MAX 31
 
+/* How many characters a pattern starts with that fnmatch(3) takes literally. */
+static size_t literal_len(const char *p)
+{
+	return strcspn(p, "*?[\\");
+}
+
 /* Plain: fnmatch(3) matches it against exactly the string itself (no * ? [ or \). */
 static bool is_plain(const char *p)
 {
-	return p[0] && !strpbrk(p, "*?[\\");
+	return p[0] && !p[literal_len(p)];
 }
 
 static uint64_t ix_hash_str(const char *s)
@@ -131,12 +137,6 @@ static int ix_hash_init(struct ix_hash *h, unsigned n)
 		h->nb *= 2;
 	h->b = calloc(h->nb, sizeof(*h->b));
 	return h->b ? 0 : -ENOMEM;
-}
-
-/* How many characters a pattern starts with that fnmatch(3) takes literally. */
-static size_t literal_len(const char *p)
-{
-	return strcspn(p, "*?[\\");
 }
 
 /* An exact exe is the narrower key; a rule goes into one place only. */
