@@ -93,6 +93,9 @@ int latact_restore_all(struct latact *la)
 	uint64_t before = la->cnt.restored;
 
 	latact_moves_wait(la);
+	/* Every one of them kept: a fork each made before its give-back is read after. */
+	la->given_all = true;
+	latact_given_reserve(la, la->ngiven + la->n + LATACT_GIVEN_MAX);
 	for (size_t i = 0; i < la->n; i++) {
 		latact_restore_entry(la, la->e[i]);
 		latact_note_given(la, la->e[i]);

@@ -133,12 +133,14 @@ struct latact {
 	struct lat_entry **e;        /* sorted by tid; each its own allocation, so that a
 					change moves pointers, not entries */
 	/*
-	 * What the last LATACT_GIVEN_MAX tasks given back had from rqbalance (a ring,
-	 * the oldest replaced first): a task created before its creator was given back
-	 * inherited that, and the fork event may be read only after (latact_given).
+	 * What the last given_cap tasks given back had from rqbalance (a ring, the oldest
+	 * replaced first; LATACT_GIVEN_MAX while running, every entry at stop): a task
+	 * created before its creator was given back inherited that, and the fork event
+	 * may be read only after (latact_given).
 	 */
 	struct lat_entry *given;
-	size_t ngiven, given_next;
+	size_t ngiven, given_next, given_cap;
+	bool given_all;              /* stopping: the ring grows instead of replacing */
 	size_t ncg, capcg;
 	struct lat_cg_entry *cg;
 	struct latact_counters cnt;
@@ -202,11 +204,16 @@ int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time);
 void latact_task_gone(struct latact *la, pid_t tid);
 /*
  * What task tid had from rqbalance when it was given back, where that was one of the
- * last LATACT_GIVEN_MAX give-backs and the task has not exited since; else NULL.
+ * last give-backs the ring holds and the task has not exited since; else NULL.
  */
 const struct lat_entry *latact_given(const struct latact *la, pid_t tid);
+/* The give-backs the ring holds, and the k-th of them (0: the oldest). */
+size_t latact_given_count(const struct latact *la);
+const struct lat_entry *latact_given_nth(const struct latact *la, size_t k);
 /* Remembers what e had from rqbalance, as it is given back (latact_given). */
 void latact_note_given(struct latact *la, const struct lat_entry *e);
+/* Makes the give-back ring hold at least cap, keeping what it holds. 0 or -ENOMEM. */
+int latact_given_reserve(struct latact *la, size_t cap);
 /* Forgets tid's give-back record: it exited, and its tid may go to another task. */
 void latact_given_gone(struct latact *la, pid_t tid);
 /*

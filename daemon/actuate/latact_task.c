@@ -486,26 +486,53 @@ void latact_restore_entry(struct latact *la, const struct lat_entry *e)
 		log_debug("latency: task %d exited while being restored", (int)tid);
 }
 
+/* Makes the ring hold at least cap give-backs, the ones it has kept in order. */
+int latact_given_reserve(struct latact *la, size_t cap)
+{
+	struct lat_entry *g;
+
+	if (la->given && la->given_cap >= cap)
+		return 0;
+	g = calloc(cap, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	for (size_t k = 0; k < la->ngiven; k++)
+		g[k] = *latact_given_nth(la, k);
+	free(la->given);
+	la->given = g;
+	la->given_cap = cap;
+	la->given_next = la->ngiven;
+	return 0;
+}
+
 void latact_note_given(struct latact *la, const struct lat_entry *e)
 {
-	if (!la->given) {
-		la->given = calloc(LATACT_GIVEN_MAX, sizeof(*la->given));
-		if (!la->given)
-			return; /* its children's inheritance goes unnoticed: logged by none */
-	}
+	if (!la->given && latact_given_reserve(la, LATACT_GIVEN_MAX) < 0)
+		return; /* its children's inheritance goes unnoticed: logged by none */
+	if (la->given_all && la->ngiven == la->given_cap)
+		latact_given_reserve(la, 2 * la->given_cap);
 	la->given[la->given_next] = *e;
 	la->given[la->given_next].task.pidfd = -1; /* closed with e */
-	la->given_next = (la->given_next + 1) % LATACT_GIVEN_MAX;
-	if (la->ngiven < LATACT_GIVEN_MAX)
+	la->given_next = (la->given_next + 1) % la->given_cap;
+	if (la->ngiven < la->given_cap)
 		la->ngiven++;
+}
+
+size_t latact_given_count(const struct latact *la)
+{
+	return la->ngiven;
+}
+
+const struct lat_entry *latact_given_nth(const struct latact *la, size_t k)
+{
+	return &la->given[(la->given_next + la->given_cap - la->ngiven + k) % la->given_cap];
 }
 
 const struct lat_entry *latact_given(const struct latact *la, pid_t tid)
 {
 	/* The newest first: a tid given back twice is the later task's. */
-	for (size_t k = 1; k <= la->ngiven; k++) {
-		const struct lat_entry *g =
-			&la->given[(la->given_next + LATACT_GIVEN_MAX - k) % LATACT_GIVEN_MAX];
+	for (size_t k = la->ngiven; k > 0; k--) {
+		const struct lat_entry *g = latact_given_nth(la, k - 1);
 
 		if (g->task.tid == tid)
 			return g;

@@ -157,8 +157,9 @@ int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, s
  * reads the events queued so far (a child forked from a managed task is managed, and
  * given back with the rest); latmgr_stopped, after the give-back, forgets every
  * process and reads the events queued since, where a fork only gives back what the
- * child inherited from a task just given back (nothing is given a value); then
- * latmgr_fini closes the event source.
+ * child inherited from a task just given back (nothing is given a value), until each
+ * task given back has been seen out of any fork it was in (at most 250 ms for one that
+ * keeps running); then latmgr_fini closes the event source.
  */
 void latmgr_stop(struct latmgr *m);
 void latmgr_stopped(struct latmgr *m);

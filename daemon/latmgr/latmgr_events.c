@@ -5,13 +5,16 @@
  * handled. It never acts on a pid that names another task than the event's.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "latmgr/latmgr_int.h"
+#include "sample/procfs.h"
 #include "rqbalance.h"
 #include "util/log.h"
+#include "util/util.h"
 
 /* Rounded down to whole ticks, as the kernel rounds. */
 uint64_t latmgr_boot_ticks(uint64_t ns)
@@ -343,10 +346,80 @@ void latmgr_stop(struct latmgr *m)
 	drain(m);
 }
 
+/*
+ * Whether task tid may be inside a fork now: running or runnable (R), or waiting
+ * uninterruptibly (D), as a fork does for memory or a lock. A task seen asleep (S), stopped
+ * or gone is not: it finished any fork it had begun.
+ */
+static bool may_fork(const struct latmgr *m, pid_t tid)
+{
+	struct parse_stat_line l;
+
+	if (procfs_stat(m->proc_root, 0, tid, &l) < 0)
+		return false;
+	return l.state == 'R' || l.state == 'D' || l.state == 'W';
+}
+
+/*
+ * The kernel copies the nice into a child at the start of a fork and reports the fork
+ * at its end, with no event between: a task given back while inside a fork makes a
+ * child with rqbalance's value whose event comes later, and after the daemon exits no
+ * one would give that back. So the stop waits, task by task, until each task given
+ * back has been seen out of any fork (asleep, stopped or gone), then reads the events
+ * once more; the children given back there are watched the same way. A task that keeps
+ * running (a busy loop) is waited for at most STOP_SETTLE_NS, then said in the log.
+ */
+#define STOP_SETTLE_NS (250 * NSEC_PER_MSEC)
+
+static void settle(struct latmgr *m)
+{
+	uint64_t deadline = util_now_ns() + STOP_SETTLE_NS;
+	size_t busy = 0;
+	bool *done = NULL;
+	size_t cap = 0;
+
+	for (;;) {
+		size_t n = latact_given_count(m->la);
+
+		if (n > cap) {
+			bool *d = realloc(done, n * sizeof(*d));
+
+			if (!d)
+				break;
+			memset(d + cap, 0, (n - cap) * sizeof(*d));
+			done = d;
+			cap = n;
+		}
+		busy = 0;
+		for (size_t k = 0; k < n; k++) {
+			pid_t tid = latact_given_nth(m->la, k)->task.tid;
+
+			if (!done[k] && (tid <= 0 || !may_fork(m, tid)))
+				done[k] = true;
+			busy += !done[k];
+		}
+		/* Every fork each task was in has been reported by now: read them. */
+		drain(m);
+		if (!busy && latact_given_count(m->la) == n)
+			break;
+		if (busy && util_now_ns() >= deadline)
+			break;
+		if (busy)
+			nanosleep(&(struct timespec){ .tv_nsec = NSEC_PER_MSEC }, NULL);
+	}
+	free(done);
+	if (busy)
+		log_warn("latency: stop: %zu task%s given back kept running for %llu ms: a child "
+			 "one makes now may keep what rqbalance set on it", busy,
+			 busy == 1 ? "" : "s", (unsigned long long)(STOP_SETTLE_NS / NSEC_PER_MSEC));
+}
+
 void latmgr_stopped(struct latmgr *m)
 {
 	while (m->np)
 		latmgr_proc_del(m, m->p[m->np - 1]->tgid);
 	m->stopping = true;
 	drain(m);
+	if (m->ev)
+		settle(m);
 }

@@ -614,6 +614,42 @@ static void test_class_move_by_worker(void **state)
 	assert_null(f->la.mv);
 }
 
+/*
+ * The give-back ring: while running it keeps the last LATACT_GIVEN_MAX, oldest first
+ * out; at stop (given_all, after a reserve) it keeps every one, in order, so that a
+ * fork read late finds its creator's record however many were given back.
+ */
+static void test_given_ring_keeps_all_at_stop(void **state)
+{
+	struct latact la = { 0 };
+	struct lat_entry e = { 0 };
+
+	(void)state;
+	for (pid_t t = 1; t <= LATACT_GIVEN_MAX + 10; t++) {
+		e.task.tid = t;
+		latact_note_given(&la, &e);
+	}
+	assert_int_equal(latact_given_count(&la), LATACT_GIVEN_MAX);
+	assert_null(latact_given(&la, 10));
+	assert_non_null(latact_given(&la, 11));
+	assert_int_equal(latact_given_nth(&la, 0)->task.tid, 11);
+	la.given_all = true;
+	assert_int_equal(latact_given_reserve(&la, LATACT_GIVEN_MAX + 100), 0);
+	assert_int_equal(latact_given_nth(&la, 0)->task.tid, 11);
+	for (pid_t t = 1000; t < 1000 + 3 * LATACT_GIVEN_MAX; t++) {
+		e.task.tid = t;
+		latact_note_given(&la, &e);
+	}
+	assert_int_equal(latact_given_count(&la), 4 * LATACT_GIVEN_MAX);
+	assert_non_null(latact_given(&la, 11));
+	assert_non_null(latact_given(&la, 1000));
+	for (size_t k = 0; k < latact_given_count(&la); k++)
+		assert_int_equal(latact_given_nth(&la, k)->task.tid,
+				 k < LATACT_GIVEN_MAX ? (pid_t)(11 + k) :
+							(pid_t)(1000 + k - LATACT_GIVEN_MAX));
+	free(la.given);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -629,6 +665,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_class_move_by_worker, setup, teardown),
+		cmocka_unit_test(test_given_ring_keeps_all_at_stop),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
