@@ -91,6 +91,7 @@ struct lat_classes {
 	char root[LAT_PATH_MAX];    /* the classes' parent, relative to mount; "" = the top */
 	bool made_root;             /* rqbalance made that parent: it removes it */
 	bool rt;                    /* v1 with RT group scheduling: classes get RT runtime */
+	bool no_group_uclamp;       /* uclamp for tasks, none for groups: said once */
 	bool made[LAT_MAX - LAT_MIN + 1];
 };
 

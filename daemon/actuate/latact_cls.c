@@ -192,6 +192,44 @@ static void class_weight(const struct latact *la, int v, const char **ret_key, u
 }
 
 /*
+ * A class's util clamps, where the kernel has them for groups (CONFIG_UCLAMP_TASK_GROUP:
+ * cpu.uclamp.min and .max, in v1 and v2): the task mapping's uclamp_min for a negative
+ * class, its uclamp_max for a positive one, as the percent with two decimals the files
+ * take. The kernel restricts each task's own request to its group's pair, so the class
+ * boosts or caps every task in it, including one whose own clamps rqbalance may not set.
+ * Nothing to give back: rqbalance made the group and removes it.
+ */
+static void class_uclamp(struct latact *la, int v, const char *rel)
+{
+	char path[PATH_MAX], text[16];
+	struct lat_knobs k;
+	int util, h;
+	const char *key;
+
+	if (!la->o.uclamp)
+		return;
+	lat_map(&la->lc, v, &k);
+	key = k.uclamp_min >= 0 ? "cpu.uclamp.min" : "cpu.uclamp.max";
+	util = k.uclamp_min >= 0 ? k.uclamp_min : k.uclamp_max >= 0 ? k.uclamp_max : 1024;
+	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel, key);
+	if (access(path, F_OK) < 0) {
+		if (!la->cls.no_group_uclamp)
+			log_info("latency: class cgroups have no %s (CONFIG_UCLAMP_TASK_GROUP off): "
+				 "only their tasks' own clamps are set", key);
+		la->cls.no_group_uclamp = true;
+		return;
+	}
+	/* Hundredths of a percent, rounded: 512 is "50.00", 755 is "73.73". */
+	h = (util * 10000 + 512) / 1024;
+	if (h >= 10000)
+		snprintf(text, sizeof(text), "max");
+	else
+		snprintf(text, sizeof(text), "%d.%02d", h / 100, h % 100);
+	if (la->ops->write(path, text) < 0)
+		log_warn("latency: class cgroup \"%s\": cannot set %s %s", rel, key, text);
+}
+
+/*
  * The class group for v, made on first use with the kernel's weight for nice v. It
  * sits beside the groups it competes with: a weight only counts among siblings.
  */
@@ -222,6 +260,7 @@ int latact_class_ensure(struct latact *la, int v, char *ret, size_t size)
 		return r;
 	}
 	la->cls.made[v - LAT_MIN] = true;
+	class_uclamp(la, v, rel);
 	classes_share_rt(la);
 	return 0;
 }
@@ -344,6 +383,7 @@ void latact_classes_reweigh(struct latact *la)
 		snprintf(text, sizeof(text), "%" PRIu64, w);
 		if (la->ops->write(path, text) < 0)
 			log_warn("latency: class cgroup \"%s\": cannot set %s %s", rel, key, text);
+		class_uclamp(la, v, rel);
 	}
 }
 

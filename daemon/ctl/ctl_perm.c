@@ -8,6 +8,18 @@
 
 #include "ctl/ctl_perm.h"
 
+/*
+ * What a value sets besides nice and policy asks nothing more of the caller than the
+ * kernel would ask for the same sched_setattr. uclamp: Linux 6.1's
+ * user_check_sched_setscheduler() (kernel/sched/core.c) lets a caller without
+ * CAP_SYS_NICE change a task's clamps when check_same_owner() passes, with no further
+ * test; uclamp_validate() only checks the range (0 to 1024) and min <= max. What the
+ * task then gets is bounded by the kernel itself: the sysctls sched_util_clamp_min and
+ * sched_util_clamp_max, and its cgroup's cpu.uclamp.min and .max (uclamp_eff_value()).
+ * So the owner check below covers the clamps; the nice and SCHED_IDLE checks are what
+ * the kernel adds.
+ */
+
 /* Whether the kernel lets an owner without CAP_SYS_NICE take nice to want (can_nice()). */
 static bool nice_ok(int nice, int want, long rlim_nice)
 {

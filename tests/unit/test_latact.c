@@ -59,6 +59,7 @@ static void cg_files(const char *dir)
 	static const char *const files[][2] = {
 		{ "cpu.weight", "100\n" }, { "cpu.idle", "0\n" }, { "cpu.max", "max 100000\n" },
 		{ "cgroup.procs", "" }, { "cgroup.subtree_control", "" },
+		{ "cpu.uclamp.min", "0.00\n" }, { "cpu.uclamp.max", "max\n" },
 	};
 	char path[PATH_MAX];
 
@@ -615,6 +616,34 @@ static void test_class_move_by_worker(void **state)
 }
 
 /*
+ * Where the kernel clamps groups and uclamp is on, a negative class gets the mapping's
+ * uclamp_min and a positive one its uclamp_max, as the percent the files take.
+ */
+static void test_class_uclamp(void **state)
+{
+	struct fix *f = *state;
+	const char *why = NULL;
+	char file[PATH_MAX];
+	pid_t tid = gettid();
+
+	f->o.uclamp = true;
+	f->lc.uclamp = true;
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
+	assert_int_equal(set_task(&f->la, tid, -10, &why), 0);
+	snprintf(file, sizeof(file), "%s/rqbalance-lat-10/cpu.uclamp.min", f->cg);
+	assert_string_equal(get(file), "50.00");
+	snprintf(file, sizeof(file), "%s/rqbalance-lat-10/cpu.uclamp.max", f->cg);
+	assert_string_equal(get(file), "max\n");
+	assert_int_equal(set_task(&f->la, tid, 10, &why), 0);
+	snprintf(file, sizeof(file), "%s/rqbalance-lat10/cpu.uclamp.max", f->cg);
+	assert_string_equal(get(file), "73.73");
+	assert_int_equal(set_task(&f->la, tid, -20, &why), 0);
+	snprintf(file, sizeof(file), "%s/rqbalance-lat-20/cpu.uclamp.min", f->cg);
+	assert_string_equal(get(file), "max");
+	latact_fini(&f->la);
+}
+
+/*
  * The give-back ring: while running it keeps the last LATACT_GIVEN_MAX, oldest first
  * out; at stop (given_all, after a reserve) it keeps every one, in order, so that a
  * fork read late finds its creator's record however many were given back.
@@ -665,6 +694,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_class_move_by_worker, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_class_uclamp, setup, teardown),
 		cmocka_unit_test(test_given_ring_keeps_all_at_stop),
 	};
 
