@@ -78,6 +78,17 @@ uptime_s() { local up _; read -r up _ </proc/uptime; echo "${up%.*}"; }
 DEADLINE=$(($(uptime_s) + ${TEST_LIMIT:-300} - 60))
 past_deadline() { [ "$(uptime_s)" -ge "$DEADLINE" ]; }
 
+# kconfig_has OPT: the booted kernel has CONFIG_OPT=y (its config, put in /tests/kconfig
+# by tests/vm/run). kver_ge MAJOR MINOR: it is that version or later.
+kconfig_has() { grep -q "^CONFIG_$1=y" /tests/kconfig 2>/dev/null; }
+kver_ge() {
+	local v=$(uname -r) maj min
+	maj=${v%%.*}
+	v=${v#*.}
+	min=${v%%[!0-9]*}
+	[ "$maj" -gt "$1" ] || { [ "$maj" -eq "$1" ] && [ "$min" -ge "$2" ]; }
+}
+
 # poll_until tenths command...: runs command every tenth of a second until it
 # succeeds (0), or gives up after that many tries, or at DEADLINE (1). Only for what
 # the kernel or busybox does; the limit is a safety net, not a time the test expects.

@@ -1,19 +1,46 @@
-# The feature report on Debian's 6.1: CFS, no PIDFD_THREAD, no uclamp; BTF and
-# schedstats built; two real LLCs.
+# The feature report, against what the kernel booted builds (its config, /tests/kconfig)
+# and its version: Debian's 6.1 (CFS, no PIDFD_THREAD, no uclamp), the uclamp kernel built
+# from the same source, and the PREEMPT_RT kernels (6.1, and 6.12 with EEVDF); BTF and
+# schedstats built in each; two real LLCs.
 . /tests/lib.sh
 rqbalanced --features >/tmp/features
 cat /tmp/features
 state() { awk -v n="$1" '$1 == n { print $2 }' /tmp/features; }
+# present NAME: the kernel has it ("found", or "used" where the daemon takes it at once).
+present() { case $(state "$1") in found | used) return 0 ;; esac; return 1; }
 check "names the kernel" grep -q "^kernel: Linux $(uname -r) " /tmp/features
 check "llc-groups used (two L3 groups)" [ "$(state llc-groups)" = used ]
-check "pidfd-thread missing before 6.9" [ "$(state pidfd-thread)" = missing ]
-check "eevdf-slice missing on CFS" [ "$(state eevdf-slice)" = missing ]
-check "uclamp missing (not built)" [ "$(state uclamp)" = missing ]
+if kver_ge 6 9; then
+	check "pidfd-thread present from 6.9" present pidfd-thread
+else
+	check "pidfd-thread missing before 6.9" [ "$(state pidfd-thread)" = missing ]
+fi
+if kver_ge 6 12; then
+	check "eevdf-slice present (custom slices, 6.12 on)" present eevdf-slice
+else
+	check "eevdf-slice missing before 6.12" [ "$(state eevdf-slice)" = missing ]
+fi
+if kconfig_has UCLAMP_TASK; then
+	check "uclamp present (CONFIG_UCLAMP_TASK=y)" present uclamp
+else
+	check "uclamp missing (not built)" [ "$(state uclamp)" = missing ]
+fi
 check "btf found" [ "$(state btf)" = found ]
-check "schedstats found" [ "$(state schedstats)" = found ]
+if kconfig_has SCHEDSTATS; then
+	check "schedstats found" [ "$(state schedstats)" = found ]
+fi
 check "cgroup-v1-cpu found (mounted by init)" [ "$(state cgroup-v1-cpu)" = found ]
 start_daemon --dry-run
-check "the start-up log says why pidfd-thread cannot be used" \
-	wait_log "features: cannot use pidfd-thread: before 6.9"
+if kver_ge 6 9; then
+	check "the start-up log does not call pidfd-thread missing" \
+		sh -c "! grep -q 'features: cannot use pidfd-thread' $LOG"
+else
+	check "the start-up log says why pidfd-thread cannot be used" \
+		wait_log "features: cannot use pidfd-thread: before 6.9"
+fi
+if kconfig_has UCLAMP_TASK; then
+	check "the start-up log does not call uclamp missing" \
+		sh -c "! grep -q 'features: cannot use uclamp' $LOG"
+fi
 check "clean stop" stop_daemon TERM
 cleanup
