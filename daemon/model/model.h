@@ -51,6 +51,7 @@ struct topo_llc {
 	cpu_set_t cpus; /* online CPUs sharing this last-level cache */
 	int ncpus;
 	int ncores;     /* cores with an online CPU in it (SMT siblings count once) */
+	uint64_t size_kb; /* the cache's size, KiB; 0 where the topology does not say */
 	int numa;       /* NUMA node of its first CPU */
 	int package;
 };

@@ -108,3 +108,20 @@ void procfs_comm(const char *proc_root, pid_t tid, char *ret, size_t size)
 	else if (ret[n - 1] == '\n')
 		ret[n - 1] = '\0';
 }
+
+int procfs_rss_kb(const char *proc_root, pid_t tgid, uint64_t *ret)
+{
+	char path[PATH_MAX], buf[256];
+	unsigned long long size, resident;
+	ssize_t n;
+
+	if (util_proc_path(path, sizeof(path), proc_root, "%d/statm", (int)tgid) < 0)
+		return -EINVAL;
+	n = util_read_file(path, buf, sizeof(buf));
+	if (n <= 0)
+		return gone_or(n);
+	if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
+		return -EIO;
+	*ret = resident * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+	return 0;
+}

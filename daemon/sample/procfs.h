@@ -46,4 +46,9 @@ int procfs_start_time(const char *proc_root, pid_t pid, uint64_t *ret);
  * "?" when it cannot be read; for list and explain.
  */
 void procfs_comm(const char *proc_root, pid_t tid, char *ret, size_t size);
+/*
+ * Process tgid's resident set in KiB, from /proc/TGID/statm: the working-set proxy
+ * of keep_together. 0, -ESRCH when it is gone, or -errno.
+ */
+int procfs_rss_kb(const char *proc_root, pid_t tgid, uint64_t *ret);
 #endif

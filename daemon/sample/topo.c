@@ -158,6 +158,8 @@ static int fill(hwloc_topology_t h, const cpu_set_t *online, struct topo *t)
 		if (l == nllc_objs) {
 			llc_objs[nllc_objs++] = llc;
 			CPU_ZERO(&t->llcs[l].cpus);
+			if (hwloc_obj_type_is_dcache(llc->type) && llc->attr)
+				t->llcs[l].size_kb = llc->attr->cache.size / 1024;
 		}
 		for (hwloc_obj_t o = pu; o && !numa; o = o->parent)
 			if (o->memory_arity)

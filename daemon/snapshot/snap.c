@@ -36,6 +36,7 @@ void snap_reset(struct snapshot *s)
 	for (size_t i = 0; i < s->ntasks; i++)
 		free(s->tasks[i].cgroup);
 	s->ntasks = 0;
+	s->nlat = 0;
 	s->uptime_ticks = 0;
 	s->tick_hz = 0;
 	memset(s->cpus, 0, (size_t)s->nr_cpu_ids * sizeof(*s->cpus));
@@ -52,6 +53,7 @@ void snap_free(struct snapshot *s)
 		return;
 	snap_reset(s);
 	free(s->tasks);
+	free(s->lat);
 	free(s->cpus);
 	free(s);
 }
@@ -75,6 +77,47 @@ struct snap_task *snap_add_task(struct snapshot *s, const struct snap_task *t, c
 	}
 	s->ntasks++;
 	return n;
+}
+
+static size_t lat_lower_bound(const struct snapshot *s, pid_t tid)
+{
+	size_t lo = 0, hi = s->nlat;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->lat[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int snap_add_lat(struct snapshot *s, pid_t tid, uint64_t start_time, int value)
+{
+	struct snap_lat *lat;
+	size_t i;
+
+	if (value >= 0 || value < LAT_MIN || tid <= 0)
+		return -EINVAL;
+	lat = util_grow(s->lat, &s->lat_cap, s->nlat, sizeof(*lat));
+	if (!lat)
+		return -ENOMEM;
+	s->lat = lat;
+	i = lat_lower_bound(s, tid);
+	memmove(&s->lat[i + 1], &s->lat[i], (s->nlat - i) * sizeof(*s->lat));
+	s->lat[i] = (struct snap_lat){ .tid = tid, .start_time = start_time, .value = value };
+	s->nlat++;
+	return 0;
+}
+
+const struct snap_lat *snap_find_lat(const struct snapshot *s, pid_t tid, uint64_t start_time)
+{
+	for (size_t i = lat_lower_bound(s, tid); i < s->nlat && s->lat[i].tid == tid; i++)
+		if (s->lat[i].start_time == start_time)
+			return &s->lat[i];
+	return NULL;
 }
 
 static void put_escaped(FILE *out, const char *s)
@@ -119,8 +162,15 @@ int snap_write(const struct snapshot *s, FILE *out)
 			fprintf(out, " partner=%d", (int)t->partner);
 		if (t->partner && t->partner_placed)
 			fprintf(out, "@%d", t->partner_cpu);
+		if (t->lat_nice)
+			fprintf(out, " lat=%d", t->lat_nice);
+		if (t->rss_kb)
+			fprintf(out, " rss=%" PRIu64, t->rss_kb);
 		fputc('\n', out);
 	}
+	for (size_t i = 0; i < s->nlat; i++)
+		fprintf(out, "latency %d %" PRIu64 " %d\n", (int)s->lat[i].tid, s->lat[i].start_time,
+			s->lat[i].value);
 	fputs("end\n", out);
 	fflush(out);
 	return ferror(out) ? -EIO : 0;
@@ -171,25 +221,58 @@ static int unescape(const char *in, char *out, size_t len)
 		return -EINVAL;                            \
 	} while (0)
 
+/*
+ * A task line's optional fields, each once and in this order: partner=TID[@CPU],
+ * lat=V (-20…19, not 0), rss=KIB (above 0). Returns 0 or -EINVAL.
+ */
+static int parse_task_tail(const char *p, struct snap_task *t)
+{
+	int v, m = 0, k = 0;
+	uint64_t kb;
+
+	if (strncmp(p, " partner=", 9) == 0) {
+		if (sscanf(p, " partner=%d%n", &v, &m) != 1 || v <= 0)
+			return -EINVAL;
+		t->partner = v;
+		p += m;
+		if (*p == '@') {
+			if (sscanf(p, "@%d%n", &t->partner_cpu, &k) != 1 || t->partner_cpu < 0)
+				return -EINVAL;
+			t->partner_placed = true;
+			p += k;
+		}
+	}
+	if (strncmp(p, " lat=", 5) == 0) {
+		if ((p[5] != '-' && (p[5] < '1' || p[5] > '9')) ||
+		    sscanf(p, " lat=%d%n", &v, &m) != 1 || v < LAT_MIN || v > LAT_MAX || v == 0)
+			return -EINVAL;
+		t->lat_nice = v;
+		p += m;
+	}
+	if (strncmp(p, " rss=", 5) == 0) {
+		if (p[5] < '1' || p[5] > '9' || sscanf(p, " rss=%" SCNu64 "%n", &kb, &m) != 1)
+			return -EINVAL;
+		t->rss_kb = kb;
+		p += m;
+	}
+	return *p == '\0' ? 0 : -EINVAL;
+}
+
 static int parse_task(struct snapshot *s, char *line, char *err, size_t errlen)
 {
-	struct snap_task t = { 0 };
+	struct snap_task t = { .partner_cpu = -1 };
 	char mask[CPUMASK_STRLEN], comm[64], cg[CG_ESC_MAX + 1], ecomm[256];
-	int tid, tgid, cpu, partner = 0, pcpu = -1, n = 0, m = 0, k = 0;
+	int tid, tgid, cpu, n = 0;
 	unsigned flags;
 	uint64_t start;
 
 	if (sscanf(line, "task %d %d %d %" SCNu64 " %u %4095s %255s %" STR(CG_ESC_MAX) "s%n", &tid,
 		   &tgid, &cpu, &start, &flags, mask, ecomm, cg, &n) != 8 ||
-	    (line[n] != '\0' && (sscanf(line + n, " partner=%d%n", &partner, &m) != 1 ||
-				   partner <= 0 ||
-				   (line[n + m] == '@' &&
-				    (sscanf(line + n + m, "@%d%n", &pcpu, &k) != 1 || pcpu < 0)) ||
-				   line[n + m + k] != '\0')))
+	    parse_task_tail(line + n, &t) < 0)
 		FAIL("task: expected TID TGID CPU START_TIME FLAGS ALLOWED COMM CGROUP "
-		     "[partner=TID[@CPU]]");
-	if (pcpu >= s->nr_cpu_ids)
-		FAIL("task %d: partner's cpu %d is not in this topology", tid, pcpu);
+		     "[partner=TID[@CPU]] [lat=V] [rss=KIB]");
+	if (t.partner_placed && t.partner_cpu >= s->nr_cpu_ids)
+		FAIL("task %d: partner's cpu %d is not in this topology", tid, t.partner_cpu);
 	if (tid <= 0 || tgid <= 0)
 		FAIL("task: tid and tgid must be positive");
 	if (cpu < 0 || cpu >= s->nr_cpu_ids)
@@ -205,13 +288,26 @@ static int parse_task(struct snapshot *s, char *line, char *err, size_t errlen)
 	t.cpu = cpu;
 	t.start_time = start;
 	t.flags = flags;
-	t.partner = partner;
-	t.partner_placed = pcpu >= 0;
-	t.partner_cpu = pcpu;
 	strcpy(t.comm, comm);
 	if (!snap_add_task(s, &t, cg))
 		return -ENOMEM;
 	return 0;
+}
+
+static int parse_lat(struct snapshot *s, const char *line, char *err, size_t errlen)
+{
+	int tid, value, n = 0, r;
+	uint64_t start;
+
+	if (sscanf(line, "latency %d %" SCNu64 " %d%n", &tid, &start, &value, &n) != 3 ||
+	    line[n] != '\0' || strchr(line, '+'))
+		FAIL("latency: expected TID START_TIME VALUE");
+	if (snap_find_lat(s, tid, start))
+		FAIL("latency %d: listed twice", tid);
+	r = snap_add_lat(s, tid, start, value);
+	if (r == -EINVAL)
+		FAIL("latency %d: tid must be positive, value from %d to -1", tid, LAT_MIN);
+	return r;
 }
 
 static int parse_cpu(struct snapshot *s, const char *line, char *err, size_t errlen)
@@ -283,6 +379,8 @@ int snap_read(FILE *in, struct snapshot *s, unsigned *lineno, char *err, size_t 
 			r = parse_cpu(s, line, err, errlen);
 		} else if (strncmp(line, "task ", 5) == 0) {
 			r = parse_task(s, line, err, errlen);
+		} else if (strncmp(line, "latency ", 8) == 0) {
+			r = parse_lat(s, line, err, errlen);
 		} else {
 			FAIL("unknown record");
 		}

@@ -42,6 +42,18 @@ struct snap_task {
 	cpu_set_t allowed;        /* its affinity mask when sampled */
 	char comm[SNAP_COMM_LEN];
 	char *cgroup;             /* cgroup path (cpu controller or unified), owned; may be NULL */
+	int lat_nice;             /* the latency-nice value rqbalance gave it; 0 where none */
+	uint64_t rss_kb;          /* its process's resident set, KiB; 0 where not read */
+};
+
+/*
+ * A task with a negative latency-nice value from rqbalance, runnable or not: the
+ * policy keeps batch work off the LLC it runs on (latency_apart) while it lives.
+ */
+struct snap_lat {
+	pid_t tid;
+	uint64_t start_time;      /* with tid, its identity */
+	int value;                /* LAT_MIN…-1 */
 };
 
 struct snapshot {
@@ -61,6 +73,8 @@ struct snapshot {
 	size_t ntasks;            /* runnable tasks, each once */
 	size_t cap;
 	struct snap_task *tasks;
+	size_t nlat, lat_cap;     /* latency tasks, sorted by tid (snap_add_lat) */
+	struct snap_lat *lat;
 };
 
 /* When CPU cpu's counts were taken (sample_ns, or now_ns where that is 0). */
@@ -71,12 +85,18 @@ void snap_free(struct snapshot *s);
 void snap_reset(struct snapshot *s);
 /* Appends a task (copies cgroup); returns it or NULL on ENOMEM. */
 struct snap_task *snap_add_task(struct snapshot *s, const struct snap_task *t, const char *cgroup);
+/* Adds a latency task, kept sorted by tid; 0, -EINVAL for a value not below 0, or -ENOMEM. */
+int snap_add_lat(struct snapshot *s, pid_t tid, uint64_t start_time, int value);
+/* The latency task tid with start_time, or NULL. */
+const struct snap_lat *snap_find_lat(const struct snapshot *s, pid_t tid, uint64_t start_time);
 
 /*
  * Text form, one record a line:
  *   snapshot SEQ NOW_NS SELF_TGID [uptime=TICKS hz=HZ]
  *   cpu CPU NR_RUNNING BUSY_PCT
- *   task TID TGID CPU START_TIME FLAGS ALLOWED COMM CGROUP [partner=TID[@CPU]]
+ *   task TID TGID CPU START_TIME FLAGS ALLOWED COMM CGROUP [partner=TID[@CPU]] [lat=V]
+ *        [rss=KIB]
+ *   latency TID START_TIME VALUE
  *   end
  * COMM and CGROUP are escaped (\xHH for bytes <= 0x20, 0x7f, '\\' and a leading '-');
  * "-" alone is an empty cgroup.

@@ -373,6 +373,64 @@ static void partner_round_trip(void **state)
 	assert_task_equal(&fx->s->tasks[0], &fx->back->tasks[0]);
 }
 
+/* keep_together's and latency_apart's inputs: lat= and rss= on tasks, latency records. */
+static void placement_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	char err[256] = "";
+	unsigned lineno = 0;
+	const char *text;
+
+	add_task(fx->s, 7, 1, "0-1", "a", "/x");
+	add_task(fx->s, 9, 0, "0-1", "b", "/x");
+	fx->s->tasks[0].partner = 9;
+	fx->s->tasks[0].lat_nice = -10;
+	fx->s->tasks[0].rss_kb = 2048;
+	fx->s->tasks[1].lat_nice = 5;
+	assert_int_equal(snap_add_lat(fx->s, 30, 300, -3), 0);
+	assert_int_equal(snap_add_lat(fx->s, 7, 1107, -10), 0);
+	assert_int_equal(snap_add_lat(fx->s, 8, 1, 0), -EINVAL);
+	assert_int_equal(snap_add_lat(fx->s, 8, 1, 2), -EINVAL);
+	assert_int_equal(snap_add_lat(fx->s, 8, 1, -21), -EINVAL);
+	text = written(fx, 0);
+	assert_non_null(strstr(text, " /x partner=9 lat=-10 rss=2048\n"));
+	assert_non_null(strstr(text, " /x lat=5\n"));
+	assert_non_null(strstr(text, "latency 7 1107 -10\nlatency 30 300 -3\n"));
+	assert_int_equal(snap_read(reading(fx, text), fx->back, &lineno, err, sizeof(err)), 1);
+	assert_string_equal(err, "");
+	assert_int_equal(fx->back->tasks[0].lat_nice, -10);
+	assert_int_equal(fx->back->tasks[0].rss_kb, 2048);
+	assert_int_equal(fx->back->tasks[1].lat_nice, 5);
+	assert_int_equal(fx->back->tasks[1].rss_kb, 0);
+	assert_int_equal(fx->back->nlat, 2);
+	assert_non_null(snap_find_lat(fx->back, 30, 300));
+	assert_null(snap_find_lat(fx->back, 30, 301));
+	assert_int_equal(snap_find_lat(fx->back, 7, 1107)->value, -10);
+	/* The next snapshot read starts with none. */
+	snap_reset(fx->back);
+	assert_int_equal(fx->back->nlat, 0);
+}
+
+static void placement_fields_checked(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const bad[] = { "lat=0", "lat=20", "lat=-21", "lat=+5", "lat= 5",
+					   "rss=0", "rss=-1", "rss= 1", "rss=1x", "rss=1 lat=2" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char text[128];
+
+		snprintf(text, sizeof(text), "snapshot 1 2 3\ntask 5 5 0 1 0 0 a - %s\nend\n", bad[i]);
+		expect_bad(fx->s, text, 2, "task: expected");
+	}
+	expect_bad(fx->s, "snapshot 1 2 3\nlatency 5 1 2\nend\n", 2, "value from -20 to -1");
+	expect_bad(fx->s, "snapshot 1 2 3\nlatency 0 1 -2\nend\n", 2, "tid must be positive");
+	expect_bad(fx->s, "snapshot 1 2 3\nlatency 5 1 -2 x\nend\n", 2, "latency: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\nlatency 5 +1 -2\nend\n", 2, "latency: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\nlatency 5 1 -2\nlatency 5 1 -3\nend\n", 3,
+		   "listed twice");
+}
+
 /* The clock of the tasks' start times rides in the header, both fields or neither. */
 static void uptime_round_trip(void **state)
 {
@@ -494,6 +552,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(missing_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(missing_end_after_good_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_escape, setup, teardown),
+		cmocka_unit_test_setup_teardown(placement_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(placement_fields_checked, setup, teardown),
 		cmocka_unit_test_setup_teardown(comm_too_long, setup, teardown),
 		cmocka_unit_test_setup_teardown(comm_of_fifteen_fits, setup, teardown),
 	};
