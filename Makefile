@@ -27,7 +27,7 @@ DAEMON_SRC = \
 	daemon/sample/bpf.c daemon/sample/bpfload.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/sample/cgm.c daemon/sample/peers.c \
 	daemon/util/caps.c daemon/core/selfsched.c \
 	daemon/snapshot/snap.c \
-	daemon/policy/spread.c daemon/policy/rules.c daemon/policy/rules_index.c daemon/policy/latency.c daemon/policy/latpol.c \
+	daemon/policy/spread.c daemon/policy/place.c daemon/policy/rules.c daemon/policy/rules_index.c daemon/policy/latency.c daemon/policy/latpol.c \
 	daemon/plan/plan.c \
 	daemon/actuate/journal.c daemon/actuate/act.c \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c daemon/actuate/latact.c \

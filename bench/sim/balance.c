@@ -99,7 +99,7 @@ static void rqbalance(struct sim *s)
 		int i = a->tid - 1000;
 
 		if (i < 0 || i >= s->nt || !s->t[i].alive) {
-			spread_forget(&s->pol, a->tid, a->start_time);
+			spread_forget(&s->pol, a->tid, a->start_time, false);
 			continue;
 		}
 		set_affinity(s, i, a->op == PLAN_PIN ? &a->mask : &s->t[i].orig,

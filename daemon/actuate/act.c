@@ -108,7 +108,7 @@ static void restore_offspring(struct act *a, pid_t tid, pid_t tgid, uint64_t sin
 }
 
 /* Forgets entry i: restores what its task passed on, closes it, clears its record. */
-static void remove_at(struct act *a, size_t i, act_dropped_fn dropped, void *ctx)
+static void remove_at(struct act *a, size_t i, int err, act_dropped_fn dropped, void *ctx)
 {
 	struct act_entry e = a->e[i];
 	int r;
@@ -121,7 +121,7 @@ static void remove_at(struct act *a, size_t i, act_dropped_fn dropped, void *ctx
 		log_warn("journal %s: cannot clear record of tid %d: %s", journal_path(a->journal),
 			 (int)e.task.tid, strerror(-r));
 	if (dropped)
-		dropped(ctx, e.task.tid, e.task.start_time);
+		dropped(ctx, e.task.tid, e.task.start_time, err);
 	a->ops->close(&e.task);
 }
 
@@ -227,7 +227,7 @@ int act_restore_all(struct act *a)
 			count_error(a, r);
 			log_warn("cannot restore tid %d: %s", (int)e->task.tid, strerror(-r));
 		}
-		remove_at(a, a->n - 1, NULL, NULL);
+		remove_at(a, a->n - 1, 0, NULL, NULL);
 	}
 	return restored;
 }
@@ -319,7 +319,7 @@ static int unpin(struct act *a, const struct plan_action *pa)
 	if (i < 0)
 		return 0; /* never written (it had the mask already), or not kept */
 	r = restore(a, &a->e[i].task, &a->e[i].prev, &a->e[i].set);
-	remove_at(a, (size_t)i, NULL, NULL);
+	remove_at(a, (size_t)i, 0, NULL, NULL);
 	return r < 0 ? r : 0;
 }
 
@@ -362,7 +362,7 @@ int act_apply(struct act *a, const struct plan *p, act_dropped_fn dropped, void 
 			if (r != -ESRCH)
 				count_error(a, r);
 			if (pa->op == PLAN_PIN && dropped)
-				dropped(ctx, pa->tid, pa->start_time);
+				dropped(ctx, pa->tid, pa->start_time, r);
 			continue;
 		}
 		done++;
@@ -399,6 +399,6 @@ void act_verify(struct act *a, act_dropped_fn dropped, void *ctx)
 			log_info("tid %d changed its own affinity (now %s): left as it chose",
 				 (int)e->task.tid, cpumask_format(&cur, mask, sizeof(mask)));
 		}
-		remove_at(a, i, dropped, ctx);
+		remove_at(a, i, r, dropped, ctx);
 	}
 }

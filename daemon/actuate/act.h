@@ -106,8 +106,12 @@ struct act {
 	struct act_counters cnt;
 };
 
-/* Told about every task whose pin the actuator dropped or could not make. */
-typedef void (*act_dropped_fn)(void *ctx, pid_t tid, uint64_t start_time);
+/*
+ * Told about every task whose pin the actuator dropped or could not make: err is
+ * -ESRCH or -ENOENT where the task is gone, 0 where someone else changed its
+ * affinity, else why the kernel refused.
+ */
+typedef void (*act_dropped_fn)(void *ctx, pid_t tid, uint64_t start_time, int err);
 
 /*
  * Opens the journal in journal_dir through ops (the dry-run driver opens none) and

@@ -228,6 +228,9 @@ void latact_given_gone(struct latact *la, pid_t tid);
 int latact_give_back_inherited(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time,
 			       const struct lat_entry *from);
 const struct lat_entry *latact_find(const struct latact *la, pid_t tid);
+/* The tasks with a value, and the k-th of them by tid (0: the lowest). */
+size_t latact_ntasks(const struct latact *la);
+const struct lat_entry *latact_task_nth(const struct latact *la, size_t k);
 
 /* A cgroup target (path in the cpu hierarchy, or a systemd unit's cgroup). */
 int latact_cgroup(struct latact *la, const char *path, int v, const char *source,

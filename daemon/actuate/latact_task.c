@@ -165,6 +165,16 @@ const struct lat_entry *latact_find(const struct latact *la, pid_t tid)
 	return found ? la->e[i] : NULL;
 }
 
+size_t latact_ntasks(const struct latact *la)
+{
+	return la->n;
+}
+
+const struct lat_entry *latact_task_nth(const struct latact *la, size_t k)
+{
+	return k < la->n ? la->e[k] : NULL;
+}
+
 struct lat_entry *latact_entry_of(struct latact *la, pid_t tid)
 {
 	bool found;

@@ -99,6 +99,16 @@ const struct conf_key conf_keys[] = {
 	{ "balance", "keep_pairs", CONF_BOOL, 0, 0, NULL, "yes", OFF(keep_pairs),
 	  "Keep tasks that wake each other in one LLC: move such a pair only together, "
 	  "to an LLC with two idle CPUs.", false, 0 },
+	{ "balance", "keep_together", CONF_BOOL, 0, 0, NULL, "no", OFF(keep_together),
+	  "Hold a process whose busy threads fit one LLC's cores, and whose resident set fits "
+	  "its cache, in the LLC where its threads ran most, while that LLC is not more than "
+	  "20 % busier than the least busy one. Off until measured on real hardware.",
+	  false, 0 },
+	{ "balance", "latency_apart", CONF_BOOL, 0, 0, NULL, "no", OFF(latency_apart),
+	  "Where there are LLCs to spare, keep the LLCs where tasks with a negative "
+	  "latency-nice value run for them: tasks with a positive value are pinned to the "
+	  "others, and given back when the latency tasks sleep or exit, or CPUs run short.",
+	  false, 0 },
 	{ "exclude", "comms", CONF_LIST, 0, 0, NULL, "", OFF(exclude_comms),
 	  "Never move tasks whose comm matches one of these fnmatch(3) patterns.", false, 0 },
 	{ "exclude", "cgroups", CONF_LIST, 0, 0, NULL, "", OFF(exclude_cgroups),
@@ -1198,6 +1208,8 @@ void conf_spread(const struct rqb_conf *c, struct spread_conf *ret)
 		.max_pin_ms = c->max_pin_ms,
 		.min_llc_cores = c->min_llc_cores,
 		.keep_pairs = c->keep_pairs,
+		.keep_together = c->keep_together,
+		.latency_apart = c->latency_apart,
 		.nexclude_comms = c->exclude_comms.n,
 		.nexclude_cgroups = c->exclude_cgroups.n,
 	};

@@ -47,6 +47,8 @@ struct rqb_conf {
 	uint32_t min_residency_ms;      /* no task moves again sooner than this */
 	uint32_t max_pin_ms;            /* a pin is released at this age at the latest */
 	bool keep_pairs;                /* move tasks that wake each other only together */
+	bool keep_together;             /* hold a process that fits one LLC there */
+	bool latency_apart;             /* LLCs of their own for negative latency-nice tasks */
 	uint32_t min_llc_cores;         /* LLCs with fewer cores are not spread across */
 	/* [exclude] */
 	struct conf_list exclude_comms;   /* fnmatch(3) patterns on comm */

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/utsname.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "sample/procfs.h"
 #include "util/caps.h"
 #include "core/daemon.h"
 #include "core/selfsched.h"
@@ -245,16 +247,19 @@ static void follow_lat_tasks(struct daemon *d)
 		return;
 	d->lat.on_task = on_lat_task;
 	d->lat.on_task_ctx = d;
-	for (size_t i = 0; i < d->lat.n; i++)
-		rqlat_task(d->rqlat, d->lat.e[i]->task.tid, d->lat.e[i]->value, true);
+	for (size_t k = 0, n = latact_ntasks(&d->lat); k < n; k++) {
+		const struct lat_entry *e = latact_task_nth(&d->lat, k);
+
+		rqlat_task(d->rqlat, e->task.tid, e->value, true);
+	}
 	daemon_rqlat_cgroups(d);
 }
 
-static void on_dropped(void *ctx, pid_t tid, uint64_t start_time)
+static void on_dropped(void *ctx, pid_t tid, uint64_t start_time, int err)
 {
 	struct daemon *d = ctx;
 
-	spread_forget(&d->pol, tid, start_time);
+	spread_forget(&d->pol, tid, start_time, err != -ESRCH && err != -ENOENT);
 }
 
 /* The mapping's settings from the config; class cgroups resolved against this host. */
@@ -366,6 +371,96 @@ static void follow_hotplug(struct daemon *d)
 }
 
 /*
+ * keep_together and latency_apart stand down where the kernel places tasks by cache
+ * itself (features_kernel_places): looked at at start, at reload (config too) and
+ * once a second, since a sched_ext scheduler comes and goes; a line in the log when
+ * that changes.
+ */
+static void follow_placement(struct daemon *d, bool config)
+{
+	const char *root = d->peers_root ? d->peers_root : "";
+	bool on = d->conf.keep_together || d->conf.latency_apart;
+	char why[320];
+	struct utsname u;
+
+	if (config && on && uname(&u) == 0)
+		d->sched_cache_built = features_sched_cache_built(root, u.release);
+	d->placement_down = on && features_kernel_places(root, d->sched_cache_built, why,
+							 sizeof(why));
+	if (features_set_placement(&d->features, d->conf.keep_together, d->conf.latency_apart,
+				   d->placement_down ? why : NULL))
+		features_log_one(&d->features, FEAT_PLACEMENT);
+}
+
+static int cmp_task_tgid(const void *a, const void *b)
+{
+	const struct snap_task *x = *(const struct snap_task *const *)a;
+	const struct snap_task *y = *(const struct snap_task *const *)b;
+
+	return (x->tgid > y->tgid) - (x->tgid < y->tgid);
+}
+
+/*
+ * keep_together's working-set proxy: the resident set of each process with two user
+ * tasks listed or more, read once a tick from /proc/TGID/statm (a process with one
+ * is never held, so the rest cost nothing).
+ */
+static void processes_rss(struct daemon *d)
+{
+	struct snapshot *s = d->snap;
+	struct snap_task **by = s->ntasks > 1 ? calloc(s->ntasks, sizeof(*by)) : NULL;
+	size_t n = 0;
+
+	if (!by)
+		return;
+	for (size_t i = 0; i < s->ntasks; i++)
+		if (!(s->tasks[i].flags & SNAP_TASK_KTHREAD))
+			by[n++] = &s->tasks[i];
+	qsort(by, n, sizeof(*by), cmp_task_tgid);
+	for (size_t i = 0, j; i < n; i = j) {
+		uint64_t kb = 0;
+
+		for (j = i + 1; j < n && by[j]->tgid == by[i]->tgid; j++)
+			;
+		if (j - i < 2 || procfs_rss_kb("", by[i]->tgid, &kb) < 0)
+			continue;
+		for (size_t k = i; k < j; k++)
+			by[k]->rss_kb = kb;
+	}
+	free(by);
+}
+
+/*
+ * What keep_together and latency_apart read beside the sample: each listed task's
+ * latency-nice value and every task with a negative one (asleep too, from the latency
+ * actuator), and the processes' resident sets. A replay brings its own.
+ */
+static void placement_inputs(struct daemon *d)
+{
+	struct snapshot *s = d->snap;
+
+	if (d->conf.sampler == CONF_SAMPLER_REPLAY || d->placement_down)
+		return;
+	if (d->conf.latency_apart && d->lat.ops) {
+		for (size_t i = 0; i < s->ntasks; i++) {
+			const struct lat_entry *e = latact_find(&d->lat, s->tasks[i].tid);
+
+			if (e && e->task.start_time == s->tasks[i].start_time)
+				s->tasks[i].lat_nice = e->value;
+		}
+		for (size_t k = 0, n = latact_ntasks(&d->lat); k < n; k++) {
+			const struct lat_entry *e = latact_task_nth(&d->lat, k);
+
+			if (e->value < 0 &&
+			    snap_add_lat(s, e->task.tid, e->task.start_time, e->value) == -ENOMEM)
+				break;
+		}
+	}
+	if (d->conf.keep_together)
+		processes_rss(d);
+}
+
+/*
  * A burst of tasks (a fork storm, thousands of threads) leaves its entries' memory in
  * malloc's free lists, where it counts as the daemon's for good: give it back to the
  * kernel now and then: about 0.1 ms on a fragmented heap of a few megabytes.
@@ -421,6 +516,7 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	/* Once a second: an open of the sysfs file took a millisecond a tick emulated. */
 	if (now_ns - d->hotplug_ns >= NSEC_PER_SEC) {
 		follow_hotplug(d);
+		follow_placement(d, false);
 		d->hotplug_ns = now_ns;
 	}
 	trim_memory(d, now_ns);
@@ -452,6 +548,7 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 			   d->sampler->ops->name, d->sample_errors, d->sample_errors == 1 ? "" : "s");
 		d->sample_errors = 0;
 	}
+	placement_inputs(d);
 	if (d->record && snap_write(d->snap, d->record) < 0)
 		log_warn("--record %s: write failed", d->opts.record);
 	act_verify(&d->act, on_dropped, d);
@@ -462,6 +559,8 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	tick_stage(d, TICK_LATENCY, &t);
 	plan_clear(&d->plan);
 	conf_spread(&d->conf, &sc);
+	if (d->placement_down)
+		sc.keep_together = sc.latency_apart = false;
 	r = spread_decide(d->snap, &sc, &d->pol, &d->plan);
 	tick_stage(d, TICK_POLICY, &t);
 	if (r < 0) {
@@ -676,6 +775,7 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 		wake_pairs(d);
 	if (features_llcs(&d->features, d->topo, d->conf.min_llc_cores))
 		features_log_one(&d->features, FEAT_LLC_GROUPS);
+	follow_placement(d, true);
 	self_sched(d);
 	if (d->lat.ops) {
 		struct lat_conf lc;
@@ -881,6 +981,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, struct rqb_conf *
 	if (r < 0)
 		return r;
 	wake_pairs(d);
+	follow_placement(d, true);
 	start_rqlat(d);
 	if (o->record) {
 		d->record = fopen(o->record, "we");

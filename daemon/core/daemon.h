@@ -42,6 +42,8 @@ struct daemon {
 	struct rqb_conf conf;
 	struct topo *topo;
 	struct features features;    /* probed once at start */
+	bool sched_cache_built;      /* CONFIG_SCHED_CACHE=y (read at start and reload) */
+	bool placement_down;         /* keep_together, latency_apart stand down: the kernel places */
 	const char *peers_root;      /* where daemon_peers reads: NULL the system (tests: a tree) */
 	struct peers peers;          /* the last reading, for status */
 	uint64_t peers_at_ns;        /* when it was read (CLOCK_MONOTONIC); 0: never */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -258,6 +259,19 @@ static void probe_pairs(const struct rqb_conf *c, struct features *f)
 	sampler_free(sm);
 }
 
+/* placement, as the daemon would find it: the rules on, and whether they stand down. */
+static void probe_placement(const struct rqb_conf *c, struct features *f)
+{
+	bool down = false;
+	char why[320];
+	struct utsname u;
+
+	if ((c->keep_together || c->latency_apart) && uname(&u) == 0)
+		down = features_kernel_places("", features_sched_cache_built("", u.release), why,
+					      sizeof(why));
+	features_set_placement(f, c->keep_together, c->latency_apart, down ? why : NULL);
+}
+
 /*
  * What else shapes scheduling, for --features: class cgroups as the daemon would
  * decide them (on where asked for, or by default off a systemd host) on a cpu
@@ -299,6 +313,7 @@ static int show_topology(const struct rqb_conf *c, bool features)
 		on = latmgr_probe_events(c, detail, sizeof(detail));
 		features_set(&f, FEAT_TASK_EVENTS, on ? FEAT_USED : FEAT_MISSING, "%s", detail);
 		probe_pairs(c, &f);
+		probe_placement(c, &f);
 		features_print(&f, stdout);
 		print_peers(c, &f);
 		topo_free(t);

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "policy/spread.h"
+#include "policy/spread_int.h"
 #include "rqbalance.h"
 #include "util/cpumask.h"
 #include "util/util.h"
@@ -63,6 +64,10 @@ static void free_scratch(struct spread_state *st)
 	st->llc_away = NULL;
 	free(st->byid);
 	st->byid = NULL;
+	free(st->reserved);
+	st->reserved = NULL;
+	free(st->bytg);
+	st->bytg = NULL;
 	st->cpu_nr = st->llc_nr = st->llc_idle = st->bucket_start = st->bucket = NULL;
 	st->raw_nr = st->raw_idle = st->llc_load = NULL;
 	st->llc_done = NULL;
@@ -72,6 +77,8 @@ void spread_fini(struct spread_state *st)
 {
 	free(st->pins);
 	free(st->recent);
+	free(st->procs);
+	free(st->lats);
 	free(st->prev_nr);
 	free(st->prev_idle);
 	free_scratch(st);
@@ -96,7 +103,7 @@ static size_t lower_bound(const void *base, size_t n, size_t size, size_t tid_of
 	return lo;
 }
 
-static ssize_t find_pin_idx(const struct spread_state *st, pid_t tid, uint64_t start)
+ssize_t spread_pin_idx(const struct spread_state *st, pid_t tid, uint64_t start)
 {
 	size_t i = lower_bound(st->pins, st->npins, sizeof(*st->pins),
 			       offsetof(struct spread_pin, tid), tid);
@@ -109,12 +116,12 @@ static ssize_t find_pin_idx(const struct spread_state *st, pid_t tid, uint64_t s
 
 const struct spread_pin *spread_find_pin(const struct spread_state *st, pid_t tid, uint64_t start_time)
 {
-	ssize_t i = find_pin_idx(st, tid, start_time);
+	ssize_t i = spread_pin_idx(st, tid, start_time);
 
 	return i < 0 ? NULL : &st->pins[i];
 }
 
-static int add_pin(struct spread_state *st, const struct spread_pin *p)
+int spread_add_pin(struct spread_state *st, const struct spread_pin *p)
 {
 	size_t i;
 
@@ -131,13 +138,13 @@ static int add_pin(struct spread_state *st, const struct spread_pin *p)
 	return 0;
 }
 
-static void del_pin(struct spread_state *st, size_t i)
+void spread_del_pin(struct spread_state *st, size_t i)
 {
 	memmove(&st->pins[i], &st->pins[i + 1], (st->npins - i - 1) * sizeof(*st->pins));
 	st->npins--;
 }
 
-static bool recently_moved(const struct spread_state *st, pid_t tid, uint64_t start)
+bool spread_recently_moved(const struct spread_state *st, pid_t tid, uint64_t start)
 {
 	size_t i = lower_bound(st->recent, st->nrecent, sizeof(*st->recent),
 			       offsetof(struct spread_recent, tid), tid);
@@ -148,7 +155,7 @@ static bool recently_moved(const struct spread_state *st, pid_t tid, uint64_t st
 	return false;
 }
 
-static int note_move(struct spread_state *st, pid_t tid, uint64_t start, uint64_t now_ns)
+int spread_note_move(struct spread_state *st, pid_t tid, uint64_t start, uint64_t now_ns)
 {
 	size_t i = lower_bound(st->recent, st->nrecent, sizeof(*st->recent),
 			       offsetof(struct spread_recent, tid), tid);
@@ -180,12 +187,15 @@ static void expire_recent(struct spread_state *st, uint64_t now_ns, uint64_t res
 	st->nrecent = out;
 }
 
-void spread_forget(struct spread_state *st, pid_t tid, uint64_t start_time)
+void spread_forget(struct spread_state *st, pid_t tid, uint64_t start_time, bool failed)
 {
-	ssize_t i = find_pin_idx(st, tid, start_time);
+	ssize_t i = spread_pin_idx(st, tid, start_time);
 
-	if (i >= 0)
-		del_pin(st, (size_t)i);
+	if (i < 0)
+		return;
+	if (st->pins[i].kind == PIN_TOGETHER && failed)
+		place_pin_lost(st, st->pins[i].tgid);
+	spread_del_pin(st, (size_t)i);
 }
 
 /* ---- rule (e) ---- */
@@ -224,9 +234,9 @@ const char *spread_ineligible(const struct snapshot *s, const struct spread_conf
 /*
  * Started at least min_residency_ms ago: the kernel placed a task when it started (fork
  * and exec balancing), and such a task has stayed where it was put as long as a moved
- * one must. Unknown ages (a replay written without them) count as settled.
+ * one must. Unknown ages (a replay written without them) count as spread_settled.
  */
-static bool settled(const struct snapshot *s, const struct spread_conf *c,
+bool spread_settled(const struct snapshot *s, const struct spread_conf *c,
 		    const struct snap_task *t)
 {
 	uint64_t min_ticks = (uint64_t)c->min_residency_ms * s->tick_hz / 1000;
@@ -269,7 +279,10 @@ static int size_scratch(struct spread_state *st, const struct snapshot *s)
 		st->llc_done = calloc((size_t)nllc, 1);
 		st->bucket = calloc(st->scratch_tasks, sizeof(int));
 		st->byid = calloc(st->scratch_tasks, sizeof(*st->byid));
-		if (!st->cpu_nr || !st->bucket_start || !st->llc_nr || !st->llc_idle ||
+		st->reserved = calloc((size_t)nllc, 1);
+		st->bytg = calloc(st->scratch_tasks, sizeof(*st->bytg));
+		if (!st->reserved || !st->bytg ||
+		    !st->cpu_nr || !st->bucket_start || !st->llc_nr || !st->llc_idle ||
 		    !st->llc_done || !st->bucket || !st->raw_nr || !st->raw_idle || !st->raw_young ||
 		    !st->llc_load || !st->byid || !st->llc_away) {
 			free_scratch(st);
@@ -292,7 +305,7 @@ static const struct spread_pin *stale_pin(const struct spread_state *st, const s
 	return p && !CPU_ISSET(t->cpu, &p->mask) ? p : NULL;
 }
 
-static bool on_topology(const struct snapshot *s, int cpu)
+bool spread_on_cpu(const struct snapshot *s, int cpu)
 {
 	return cpu >= 0 && cpu < s->nr_cpu_ids && s->topo->cpus[cpu].present;
 }
@@ -325,7 +338,7 @@ static void count_unlisted_pins(const struct snapshot *s, struct spread_state *s
 		for (int c = 0; c < s->nr_cpu_ids; c++) {
 			int nr;
 
-			if (!CPU_ISSET(c, &p->mask) || !on_topology(s, c) || !counts_predate(s, st, c, p))
+			if (!CPU_ISSET(c, &p->mask) || !spread_on_cpu(s, c) || !counts_predate(s, st, c, p))
 				continue;
 			nr = (int)s->cpus[c].nr_running + st->cpu_nr[c];
 			if (best < 0 || nr < best_nr) {
@@ -353,7 +366,7 @@ static void uncount_left_behind(const struct snapshot *s, struct spread_state *s
 		const struct spread_pin *p = &st->pins[i];
 		int c = p->from_cpu;
 
-		if (p->counted_away && on_topology(s, c) && !CPU_ISSET(c, &p->mask) &&
+		if (p->counted_away && spread_on_cpu(s, c) && !CPU_ISSET(c, &p->mask) &&
 		    counts_predate(s, st, c, p))
 			st->cpu_nr[c]--;
 	}
@@ -361,7 +374,7 @@ static void uncount_left_behind(const struct snapshot *s, struct spread_state *s
 
 /*
  * Per-CPU and per-LLC runnable counts, idle CPUs per LLC, tasks bucketed by CPU, and
- * the listed tasks per LLC that are not settled yet.
+ * the listed tasks per LLC that are not spread_settled yet.
  */
 static void count(const struct snapshot *s, const struct spread_conf *conf, struct spread_state *st)
 {
@@ -380,9 +393,9 @@ static void count(const struct snapshot *s, const struct spread_conf *conf, stru
 		const struct snap_task *t = &s->tasks[i];
 		ssize_t pi;
 
-		if (!on_topology(s, t->cpu))
+		if (!spread_on_cpu(s, t->cpu))
 			continue;
-		pi = find_pin_idx(st, t->tid, t->start_time);
+		pi = spread_pin_idx(st, t->tid, t->start_time);
 		if (pi >= 0)
 			st->pins[pi].listed = true;
 		if (pi >= 0 && !CPU_ISSET(t->cpu, &st->pins[pi].mask)) {
@@ -395,7 +408,7 @@ static void count(const struct snapshot *s, const struct spread_conf *conf, stru
 		if (pi >= 0)
 			st->pins[pi].counted_away = true;
 		listed[t->cpu]++;
-		st->raw_young[tp->cpus[t->cpu].llc] += !settled(s, conf, t) || kernel_thread(t);
+		st->raw_young[tp->cpus[t->cpu].llc] += !spread_settled(s, conf, t) || kernel_thread(t);
 	}
 	count_unlisted_pins(s, st);
 	uncount_left_behind(s, st);
@@ -420,7 +433,7 @@ static void count(const struct snapshot *s, const struct spread_conf *conf, stru
 	for (size_t i = 0; i < s->ntasks; i++) {
 		const struct snap_task *t = &s->tasks[i];
 
-		if (on_topology(s, t->cpu) && !stale_pin(st, t))
+		if (spread_on_cpu(s, t->cpu) && !stale_pin(st, t))
 			st->bucket[listed[t->cpu]++] = (int)i;
 	}
 	/* listed[c] now ends CPU c's bucket; it starts where CPU c-1's ended. */
@@ -430,10 +443,10 @@ static void count(const struct snapshot *s, const struct spread_conf *conf, stru
  * What a decision may trust. A task that started less than min_residency_ms ago is the
  * kernel's (it placed it at fork or exec), and so is a kernel thread
  * (kernel_thread): it is load on a target, but as a source it neither moves nor makes
- * another task move. One settled task more than CPUs could be
+ * another task move. One spread_settled task more than CPUs could be
  * a short task caught running: as a source, such an LLC counts the lower of this
- * tick's and the last one's settled tasks; two or more over its CPUs are load at once.
- * A target counts the higher of its runnable tasks now and its settled ones then, and
+ * tick's and the last one's spread_settled tasks; two or more over its CPUs are load at once.
+ * A target counts the higher of its runnable tasks now and its spread_settled ones then, and
  * an idle CPU is one idle in both ticks. With no last tick (at start) an overload of
  * one task is not trusted yet, and idle CPUs are.
  */
@@ -453,7 +466,7 @@ static void persist(const struct snapshot *s, struct spread_state *st)
 	}
 }
 
-/* Keeps this tick's settled and idle counts, moves applied, for the next. 0 or -ENOMEM. */
+/* Keeps this tick's spread_settled and idle counts, moves applied, for the next. 0 or -ENOMEM. */
 static int remember(const struct snapshot *s, struct spread_state *st)
 {
 	int n = s->topo->nllcs;
@@ -476,7 +489,7 @@ static int remember(const struct snapshot *s, struct spread_state *st)
 	return 0;
 }
 
-static int bucket_begin(const struct spread_state *st, int cpu)
+int spread_bucket_begin(const struct spread_state *st, int cpu)
 {
 	return cpu == 0 ? 0 : st->bucket_start[cpu - 1];
 }
@@ -484,13 +497,13 @@ static int bucket_begin(const struct spread_state *st, int cpu)
 /* ---- rules (a), (c): choosing source and target LLCs ---- */
 
 /* a/b < c/d for loads per CPU, without division. */
-static bool load_less(int a, int b, int c, int d)
+bool spread_load_less(int a, int b, int c, int d)
 {
 	return (long long)a * d < (long long)c * b;
 }
 
 /* Whether LLC l is big enough to spread across (min_llc_cores), from or to. */
-static bool spreadable(const struct topo *tp, const struct spread_conf *c, int l)
+bool spread_llc_ok(const struct topo *tp, const struct spread_conf *c, int l)
 {
 	return tp->llcs[l].ncores >= (int)c->min_llc_cores;
 }
@@ -502,9 +515,9 @@ static int pick_source(const struct snapshot *s, const struct spread_conf *c,
 	int best = -1;
 
 	for (int l = 0; l < tp->nllcs; l++) {
-		if (st->llc_done[l] || !spreadable(tp, c, l) || st->llc_nr[l] <= tp->llcs[l].ncpus)
+		if (st->llc_done[l] || !spread_llc_ok(tp, c, l) || st->llc_nr[l] <= tp->llcs[l].ncpus)
 			continue;
-		if (best < 0 || load_less(st->llc_nr[best], tp->llcs[best].ncpus, st->llc_nr[l],
+		if (best < 0 || spread_load_less(st->llc_nr[best], tp->llcs[best].ncpus, st->llc_nr[l],
 					  tp->llcs[l].ncpus))
 			best = l;
 	}
@@ -523,14 +536,14 @@ static int pick_target(const struct snapshot *s, const struct spread_conf *c,
 	int best = -1;
 
 	for (int l = 0; l < tp->nllcs; l++) {
-		if (l == src || st->llc_idle[l] <= 0 || !spreadable(tp, c, l))
+		if (l == src || st->llc_idle[l] <= 0 || !spread_llc_ok(tp, c, l))
 			continue;
 		if (best < 0)
 			best = l;
-		else if (load_less(st->llc_load[l], tp->llcs[l].ncpus, st->llc_load[best],
+		else if (spread_load_less(st->llc_load[l], tp->llcs[l].ncpus, st->llc_load[best],
 				   tp->llcs[best].ncpus))
 			best = l;
-		else if (!load_less(st->llc_load[best], tp->llcs[best].ncpus, st->llc_load[l],
+		else if (!spread_load_less(st->llc_load[best], tp->llcs[best].ncpus, st->llc_load[l],
 				    tp->llcs[l].ncpus) &&
 			 closeness(tp, src, l) > closeness(tp, src, best))
 			best = l;
@@ -549,12 +562,12 @@ static bool clearly_less_loaded(const struct snapshot *s, const struct spread_st
 
 /* ---- rules (b), (d), (e): choosing the task ---- */
 
-static bool movable(const struct snapshot *s, const struct spread_conf *c,
+bool spread_movable(const struct snapshot *s, const struct spread_conf *c,
 		    const struct spread_state *st, const struct snap_task *t)
 {
 	/* A task that used no CPU since the last sample was caught running for an instant. */
-	return !(t->flags & SNAP_TASK_NO_CPU) && settled(s, c, t) && !spread_ineligible(s, c, t) &&
-	       !spread_find_pin(st, t->tid, t->start_time) && !recently_moved(st, t->tid, t->start_time);
+	return !(t->flags & SNAP_TASK_NO_CPU) && spread_settled(s, c, t) && !spread_ineligible(s, c, t) &&
+	       !spread_find_pin(st, t->tid, t->start_time) && !spread_recently_moved(st, t->tid, t->start_time);
 }
 
 /* ---- keep_pairs: tasks that wake each other move together or not at all ---- */
@@ -623,7 +636,7 @@ static int partner_llc(const struct snapshot *s, const struct spread_state *st,
 
 /*
  * With keep_pairs, a task whose partner runs in the same LLC may leave only with it:
- * the target needs two idle CPUs, the budget two moves, the partner must be movable,
+ * the target needs two idle CPUs, the budget two moves, the partner must be spread_movable,
  * and its CPU must keep a task after both go (rule b holds for the partner too). A
  * task whose partner is not runnable with it may go alone only to the partner's LLC
  * (where they meet again); one whose partner sleeps in its own LLC stays.
@@ -643,13 +656,13 @@ static bool pair_may_leave(const struct snapshot *s, const struct spread_conf *c
 		return pl < 0 || pl == dst;
 	}
 	p = &s->tasks[st->bucket[ps]];
-	return st->llc_idle[dst] >= 2 && budget >= 2 && movable(s, c, st, p) &&
+	return st->llc_idle[dst] >= 2 && budget >= 2 && spread_movable(s, c, st, p) &&
 	       st->cpu_nr[p->cpu] - (p->cpu == t->cpu) >= 2;
 }
 
 /*
  * On the CPUs of src that run two or more tasks (b), busiest CPU first, the eligible
- * task with the highest tid: the youngest settled thread, likely the least cache in
+ * task with the highest tid: the youngest spread_settled thread, likely the least cache in
  * the LLC. Returns the bucket slot, or -1.
  */
 static int pick_task(const struct snapshot *s, const struct spread_conf *c,
@@ -663,13 +676,15 @@ static int pick_task(const struct snapshot *s, const struct spread_conf *c,
 
 		if (!tp->cpus[cpu].present || tp->cpus[cpu].llc != src || st->cpu_nr[cpu] <= best_nr)
 			continue;
-		for (int b = bucket_begin(st, cpu); b < st->bucket_start[cpu]; b++) {
+		for (int b = spread_bucket_begin(st, cpu); b < st->bucket_start[cpu]; b++) {
 			const struct snap_task *t;
 
 			if (st->bucket[b] < 0)
 				continue;
 			t = &s->tasks[st->bucket[b]];
-			if (movable(s, c, st, t) && pair_may_leave(s, c, st, t, src, dst, budget) &&
+			if (t->lat_nice > 0 && st->reserved[dst])
+				continue; /* latency_apart keeps dst for latency tasks */
+			if (spread_movable(s, c, st, t) && pair_may_leave(s, c, st, t, src, dst, budget) &&
 			    (slot < 0 || t->tid > s->tasks[st->bucket[slot]].tid))
 				slot = b;
 		}
@@ -692,13 +707,17 @@ static int release(const struct snapshot *s, const struct spread_conf *c, struct
 
 	memset(away, 0, (size_t)s->topo->nllcs * sizeof(int));
 	for (size_t i = 0; i < st->npins; i++)
-		away[st->pins[i].from_llc]++;
+		away[st->pins[i].from_llc] += st->pins[i].kind == PIN_SPREAD;
 	for (size_t i = 0; i < st->npins && *budget > 0;) {
 		struct spread_pin *p = &st->pins[i];
 		uint64_t age = s->now_ns - p->since_ns;
 		const char *why = NULL;
-		struct plan_action a;
+		int from = p->from_llc;
 
+		if (p->kind != PIN_SPREAD) {
+			i++;
+			continue; /* place.c's: it releases them */
+		}
 		/*
 		 * Room means the LLC of origin could take back every task pinned away from it,
 		 * not just this one (else they return one by one and are pinned again), and
@@ -709,7 +728,7 @@ static int release(const struct snapshot *s, const struct spread_conf *c, struct
 			p->room_ns = 0;
 		else if (!p->room_ns)
 			p->room_ns = s->now_ns;
-		if (!spreadable(s->topo, c, p->to_llc) || !spreadable(s->topo, c, p->from_llc))
+		if (!spread_llc_ok(s->topo, c, p->to_llc) || !spread_llc_ok(s->topo, c, p->from_llc))
 			why = "small_llc"; /* a reload raised min_llc_cores, or a core went offline */
 		else if (age >= max_ns)
 			why = "max_pin";
@@ -719,38 +738,37 @@ static int release(const struct snapshot *s, const struct spread_conf *c, struct
 			i++;
 			continue;
 		}
-		a = (struct plan_action){ .op = PLAN_UNPIN, .tid = p->tid, .tgid = p->tgid,
-					  .start_time = p->start_time, .from_llc = p->to_llc,
-					  .to_llc = -1, .mask = p->orig, .why = why };
-		memcpy(a.comm, p->comm, sizeof(a.comm));
-		if (plan_add(plan, &a) < 0 || note_move(st, p->tid, p->start_time, s->now_ns) < 0)
+		if (spread_plan_unpin(s, st, plan, i, why) < 0)
 			return -ENOMEM;
-		away[p->from_llc]--;
-		st->llc_load[p->from_llc]++; /* it may well go back */
-		del_pin(st, i);
+		away[from]--;
+		st->llc_load[from]++; /* it may well go back */
 		(*budget)--;
 	}
 	return 0;
 }
 
-static int pin(const struct snapshot *s, struct spread_state *st, struct plan *plan, int slot,
-	       int src, int dst)
+int spread_plan_pin(const struct snapshot *s, struct spread_state *st, struct plan *plan, int slot,
+		    int dst, const cpu_set_t *mask, enum spread_pin_kind kind, const char *why)
 {
 	const struct snap_task *t = &s->tasks[st->bucket[slot]];
+	int src = s->topo->cpus[t->cpu].llc;
 	struct spread_pin p = { .tid = t->tid, .tgid = t->tgid, .start_time = t->start_time,
 			     .from_llc = src, .to_llc = dst, .orig = t->allowed,
-			     .since_ns = s->now_ns, .from_cpu = t->cpu };
+			     .since_ns = s->now_ns, .from_cpu = t->cpu, .kind = kind };
 	struct plan_action a = { .op = PLAN_PIN, .tid = t->tid, .tgid = t->tgid,
 				 .start_time = t->start_time, .from_llc = src, .to_llc = dst,
-				 .why = "overload" };
+				 .why = why };
 
-	CPU_AND(&p.mask, &s->topo->llcs[dst].cpus, &t->allowed);
+	CPU_AND(&p.mask, mask, &t->allowed);
 	a.mask = p.mask;
 	memcpy(p.comm, t->comm, sizeof(p.comm));
 	memcpy(a.comm, t->comm, sizeof(a.comm));
-	if (plan_add(plan, &a) < 0 || add_pin(st, &p) < 0 ||
-	    note_move(st, t->tid, t->start_time, s->now_ns) < 0)
+	if (plan_add(plan, &a) < 0 || spread_add_pin(st, &p) < 0 ||
+	    spread_note_move(st, t->tid, t->start_time, s->now_ns) < 0)
 		return -ENOMEM;
+	st->bucket[slot] = -1;
+	if (CPU_ISSET(t->cpu, &p.mask))
+		return 0; /* held where it runs: no count changes */
 	st->cpu_nr[t->cpu]--;
 	st->llc_nr[src]--;
 	st->llc_nr[dst]++;
@@ -760,8 +778,29 @@ static int pin(const struct snapshot *s, struct spread_state *st, struct plan *p
 	st->raw_nr[src]--;
 	st->raw_nr[dst]++;
 	st->raw_idle[dst]--;
-	st->bucket[slot] = -1;
 	return 0;
+}
+
+int spread_plan_unpin(const struct snapshot *s, struct spread_state *st, struct plan *plan,
+		      size_t i, const char *why)
+{
+	const struct spread_pin *p = &st->pins[i];
+	struct plan_action a = { .op = PLAN_UNPIN, .tid = p->tid, .tgid = p->tgid,
+				 .start_time = p->start_time, .from_llc = p->to_llc,
+				 .to_llc = -1, .mask = p->orig, .why = why };
+
+	memcpy(a.comm, p->comm, sizeof(a.comm));
+	if (plan_add(plan, &a) < 0 || spread_note_move(st, p->tid, p->start_time, s->now_ns) < 0)
+		return -ENOMEM;
+	spread_del_pin(st, i);
+	return 0;
+}
+
+static int pin(const struct snapshot *s, struct spread_state *st, struct plan *plan, int slot,
+	       int dst)
+{
+	return spread_plan_pin(s, st, plan, slot, dst, &s->topo->llcs[dst].cpus, PIN_SPREAD,
+			       "overload");
 }
 
 static int spread(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
@@ -783,11 +822,11 @@ static int spread(const struct snapshot *s, const struct spread_conf *c, struct 
 			continue;
 		}
 		pslot = c->keep_pairs ? partner_slot(s, st, &s->tasks[st->bucket[slot]], src) : -1;
-		if (pin(s, st, plan, slot, src, dst) < 0)
+		if (pin(s, st, plan, slot, dst) < 0)
 			return -ENOMEM;
 		(*budget)--;
 		if (pslot >= 0) {
-			if (pin(s, st, plan, pslot, src, dst) < 0)
+			if (pin(s, st, plan, pslot, dst) < 0)
 				return -ENOMEM;
 			(*budget)--;
 		}
@@ -810,6 +849,8 @@ int spread_decide(const struct snapshot *s, const struct spread_conf *c, struct 
 		index_tasks(s, st);
 	persist(s, st);
 	r = release(s, c, st, plan, &budget);
+	if (r == 0)
+		r = place_decide(s, c, st, plan, &budget);
 	if (r == 0)
 		r = spread(s, c, st, plan, &budget);
 	if (r == 0)

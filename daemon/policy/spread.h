@@ -13,6 +13,13 @@
 #include "plan/plan.h"
 #include "snapshot/snap.h"
 
+/* Which rule made a pin: each rule releases only its own. */
+enum spread_pin_kind {
+	PIN_SPREAD,     /* an overloaded LLC sent it away (spread.c) */
+	PIN_TOGETHER,   /* keep_together holds its process in one LLC (place.c) */
+	PIN_APART,      /* latency_apart: kept on, or off, the latency tasks' LLCs (place.c) */
+};
+
 /* A task the policy has pinned to an LLC. */
 struct spread_pin {
 	pid_t tid;
@@ -24,9 +31,34 @@ struct spread_pin {
 	uint64_t since_ns;       /* when the pin was planned */
 	uint64_t room_ns;        /* since when its LLC of origin could take it back; 0: not now */
 	int from_cpu;            /* the CPU it was listed on when pinned */
+	enum spread_pin_kind kind;
+	bool lat_task;           /* PIN_APART: a latency task kept on its LLC, not batch sent off */
 	bool listed;             /* scratch: this tick's snapshot lists the task somewhere */
 	bool counted_away;       /* scratch: and it counts on a CPU of its pin */
 	char comm[SNAP_COMM_LEN];
+};
+
+/* keep_together's memory of a process with busy threads (place.c). */
+#define PLACE_MAX_LLCS 64 /* LLCs a process's runtime is scored on; others never preferred */
+struct place_proc {
+	pid_t tgid;
+	int held;                /* the LLC it is held in; -1: not held */
+	int busy_prev;           /* its busy threads last tick */
+	uint64_t seen_ns;        /* the last tick it had two busy threads or more */
+	uint64_t busy_since_ns;  /* since when its LLC has been too busy; 0: it is not */
+	uint64_t gave_up_ns;     /* when repeated failures made it give up; 0: it did not */
+	unsigned failures;       /* its pins the actuator could not make or keep */
+	uint64_t fail_ns;        /* when the first of those failures was */
+	const char *why;         /* why it was let go, for the plan lines of its releases */
+	uint16_t score[PLACE_MAX_LLCS]; /* decaying count of its threads seen on each LLC */
+};
+
+/* latency_apart's memory of a task with a negative value: where it last ran, and when. */
+struct place_lat {
+	pid_t tid;
+	uint64_t start_time;
+	int llc;                 /* -1 until it is seen runnable */
+	uint64_t seen_ns;
 };
 
 /* A task moved recently: not moved again before min_residency. */
@@ -64,6 +96,16 @@ struct spread_state {
 	unsigned char *llc_done;
 	struct spread_slot { pid_t tid; int slot; } *byid; /* keep_pairs: tid -> bucket slot */
 	size_t nbyid;
+	/* place.c: keep_together's processes (sorted by tgid), latency_apart's tasks (by tid) */
+	size_t nprocs, procs_cap;
+	struct place_proc *procs;
+	size_t nlats, lats_cap;
+	struct place_lat *lats;
+	unsigned char *reserved;     /* latency_apart: LLCs kept for latency tasks this tick */
+	int nreserved;
+	uint64_t short_since_ns;     /* since when batch work has outnumbered its CPUs; 0 */
+	bool apart_short;            /* batch pins given back for want of CPUs: none made */
+	struct place_slot { pid_t tgid; int slot; } *bytg; /* scratch: bucket slots by tgid */
 };
 
 /* Up to this many [exclude] patterns of each kind (conf.h's CONF_MAX_LIST). */
@@ -77,6 +119,8 @@ struct spread_conf {
 	uint32_t max_pin_ms;            /* a pin is released at this age at the latest */
 	uint32_t min_llc_cores;         /* LLCs with fewer cores are not spread across */
 	bool keep_pairs;                /* move tasks that wake each other only together */
+	bool keep_together;             /* hold a process that fits one LLC there (place.c) */
+	bool latency_apart;             /* an LLC for negative latency-nice tasks (place.c) */
 	/* [exclude]: fnmatch(3) patterns on comm, and cgroup path prefixes; not owned */
 	unsigned nexclude_comms, nexclude_cgroups;
 	const char *exclude_comms[SPREAD_MAX_EXCLUDE];
@@ -92,8 +136,11 @@ void spread_fini(struct spread_state *st);
  */
 int spread_decide(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
 	       struct plan *plan);
-/* The actuator could not carry out, or has given up, the pin of this task: forget it. */
-void spread_forget(struct spread_state *st, pid_t tid, uint64_t start_time);
+/*
+ * The actuator could not carry out, or has given up, the pin of this task: forget it.
+ * failed: not because the task is gone (keep_together counts those failures).
+ */
+void spread_forget(struct spread_state *st, pid_t tid, uint64_t start_time, bool failed);
 const struct spread_pin *spread_find_pin(const struct spread_state *st, pid_t tid, uint64_t start_time);
 
 /* Rule (e), exposed for tests: why a task may not be touched, or NULL if it may. */

@@ -31,7 +31,7 @@ static const char *const names[FEAT_COUNT] = {
 	[FEAT_CGROUP_V1_CPU] = "cgroup-v1-cpu", [FEAT_CGROUP_V2_CPU] = "cgroup-v2-cpu",
 	[FEAT_BTF] = "btf",                   [FEAT_SCHEDSTATS] = "schedstats",
 	[FEAT_AUTOGROUP] = "autogroup",     [FEAT_TASK_EVENTS] = "task-events",
-	[FEAT_WAKE_PAIRS] = "wake-pairs",
+	[FEAT_WAKE_PAIRS] = "wake-pairs",   [FEAT_PLACEMENT] = "placement",
 };
 
 void features_set_pairs(struct features *f, bool keep_pairs, const char *seen_by,
@@ -46,10 +46,29 @@ void features_set_pairs(struct features *f, bool keep_pairs, const char *seen_by
 			     why_not);
 }
 
+bool features_set_placement(struct features *f, bool keep_together, bool latency_apart,
+			    const char *kernel_why)
+{
+	struct feature was = f->f[FEAT_PLACEMENT];
+	const char *on = keep_together && latency_apart ? "keep_together, latency_apart"
+			 : keep_together		 ? "keep_together"
+							 : "latency_apart";
+
+	if (!keep_together && !latency_apart)
+		features_set(f, FEAT_PLACEMENT, FEAT_MISSING, "keep_together = no, latency_apart = no");
+	else if (kernel_why)
+		features_set(f, FEAT_PLACEMENT, FEAT_MISSING, "%s standing down: %s", on, kernel_why);
+	else
+		features_set(f, FEAT_PLACEMENT, FEAT_USED, "%s on: no cache-aware scheduler in the "
+			     "kernel, no sched_ext scheduler loaded", on);
+	return was.state != f->f[FEAT_PLACEMENT].state ||
+	       strcmp(was.detail, f->f[FEAT_PLACEMENT].detail) != 0;
+}
+
 /* Known once the sampler starts; the daemon logs them then, on their own. */
 static bool late(int i)
 {
-	return i == FEAT_TASK_EVENTS || i == FEAT_WAKE_PAIRS;
+	return i == FEAT_TASK_EVENTS || i == FEAT_WAKE_PAIRS || i == FEAT_PLACEMENT;
 }
 
 const char *features_name(enum feat_id id)
@@ -195,6 +214,62 @@ bool features_llcs(struct features *f, const struct topo *t, unsigned min_cores)
 	       strcmp(was.detail, f->f[FEAT_LLC_GROUPS].detail) != 0;
 }
 
+bool features_sched_cache_built(const char *root, const char *release)
+{
+	char path[PATH_MAX], *line = NULL;
+	size_t cap = 0;
+	bool built = false;
+	FILE *f;
+
+	if (snprintf(path, sizeof(path), "%s/boot/config-%s", root ? root : "", release) >=
+	    (int)sizeof(path))
+		return false;
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!built && getline(&line, &cap, f) > 0)
+		built = strcmp(line, "CONFIG_SCHED_CACHE=y\n") == 0;
+	free(line);
+	fclose(f);
+	return built;
+}
+
+bool features_kernel_places(const char *root, bool built, char *why, size_t len)
+{
+	char state[32], ops[128], on[16], feats[4096];
+
+	root = root ? root : "";
+	if (read_small(root, "/sys/kernel/sched_ext/state", state, sizeof(state)) == 0 &&
+	    strncmp(state, "disabled", 8) != 0) {
+		if (read_small(root, "/sys/kernel/sched_ext/root/ops", ops, sizeof(ops)) < 0)
+			snprintf(ops, sizeof(ops), "?");
+		ops[strcspn(ops, "\n")] = '\0';
+		state[strcspn(state, "\n")] = '\0';
+		snprintf(why, len, "sched_ext scheduler %s is %s: it places the tasks it takes", ops,
+			 state);
+		return true;
+	}
+	if (read_small(root, "/sys/kernel/debug/sched/llc_balancing/enabled", on, sizeof(on)) == 0) {
+		if (on[0] != '1' && on[0] != 'Y')
+			return false; /* built, and switched off */
+		snprintf(why, len, "the kernel's cache-aware scheduling is on "
+				   "(/sys/kernel/debug/sched/llc_balancing/enabled)");
+		return true;
+	}
+	if (read_small(root, "/sys/kernel/debug/sched/features", feats, sizeof(feats)) == 0 &&
+	    has_word(feats, "SCHED_CACHE")) {
+		snprintf(why, len, "the kernel's cache-aware scheduling is on (sched feature "
+				   "SCHED_CACHE)");
+		return true;
+	}
+	if (built) {
+		snprintf(why, len, "the kernel is built with cache-aware scheduling "
+				   "(CONFIG_SCHED_CACHE=y) and debugfs does not say it is off");
+		return true;
+	}
+	return false;
+}
+
 bool features_autogroup_on(const char *root)
 {
 	char buf[16];
@@ -231,6 +306,7 @@ void features_probe(const char *root, const struct topo *t, unsigned min_llc_cor
 	/* Known once the latency manager opens it (latmgr_probe_events for the report). */
 	set(&f, FEAT_TASK_EVENTS, FEAT_MISSING, "not probed");
 	set(&f, FEAT_WAKE_PAIRS, FEAT_MISSING, "not probed");
+	set(&f, FEAT_PLACEMENT, FEAT_MISSING, "not probed");
 	*ret = f;
 }
 

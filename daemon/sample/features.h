@@ -22,6 +22,7 @@ enum feat_id {
 	FEAT_AUTOGROUP,      /* autogroup on: nice competes only inside a session */
 	FEAT_TASK_EVENTS,    /* fork/exec/exit events: BPF, the proc connector, or none */
 	FEAT_WAKE_PAIRS,     /* who wakes whom, for keep_pairs: the bpf sampler, or none */
+	FEAT_PLACEMENT,      /* keep_together, latency_apart: on, off, or standing down */
 	FEAT_COUNT
 };
 
@@ -62,6 +63,24 @@ void features_set_pairs(struct features *f, bool keep_pairs, const char *seen_by
 #define FEAT_PAIRS_BPF "the bpf sampler notes who wakes whom at sched_waking, and weighs " \
 		       "it as the kernel's wake_wide() does"
 #define FEAT_PAIRS_REPLAY "the replayed snapshots' partner= fields"
+/*
+ * Whether the kernel places tasks by cache itself, so that keep_together and
+ * latency_apart stand down: a sched_ext scheduler loaded (it places every task it
+ * takes), cache-aware scheduling switched on (debugfs sched/llc_balancing/enabled,
+ * or the SCHED_CACHE sched feature), or built in (built: CONFIG_SCHED_CACHE=y, from
+ * features_sched_cache_built) where debugfs does not say. why: what, for the log.
+ * Cheap enough to call once a second (sched_ext comes and goes).
+ */
+bool features_kernel_places(const char *root, bool built, char *why, size_t len);
+/* Whether root's /boot/config-RELEASE has CONFIG_SCHED_CACHE=y (read at start and reload). */
+bool features_sched_cache_built(const char *root, const char *release);
+/*
+ * placement: which of keep_together and latency_apart are on, or that they stand
+ * down (kernel_why from features_kernel_places; NULL: they do not). Returns whether
+ * the state or detail changed.
+ */
+bool features_set_placement(struct features *f, bool keep_together, bool latency_apart,
+			    const char *kernel_why);
 const char *features_name(enum feat_id id);
 /* Whether root's kernel.sched_autogroup_enabled is 1 (read each time: it may change). */
 bool features_autogroup_on(const char *root);

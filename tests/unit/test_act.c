@@ -34,6 +34,7 @@ struct fix {
 	unsigned dropped;         /* calls of the dropped callback */
 	pid_t dropped_tid;
 	uint64_t dropped_start;
+	int dropped_err;
 	int report;               /* KID_SPAWN_ON_BYTE's report pipe, -1 when closed */
 };
 
@@ -376,11 +377,12 @@ static int fix_teardown(void **state)
 	return 0;
 }
 
-static void on_dropped(void *ctx, pid_t tid, uint64_t start_time)
+static void on_dropped(void *ctx, pid_t tid, uint64_t start_time, int err)
 {
 	struct fix *f = ctx;
 
 	f->dropped++;
+	f->dropped_err = err;
 	f->dropped_tid = tid;
 	f->dropped_start = start_time;
 }
@@ -510,6 +512,7 @@ static void test_verify_task_changed_itself(void **state)
 	assert_int_equal(f->dropped, 1);
 	assert_int_equal(f->dropped_tid, moved);
 	assert_int_equal(f->dropped_start, st);
+	assert_int_equal(f->dropped_err, 0); /* changed by someone: not gone */
 	assert_int_equal(f->a.cnt.left_alone, 1);
 	assert_mask(moved, "0");
 	assert_mask(kept, "1");
@@ -532,6 +535,7 @@ static void test_verify_task_gone(void **state)
 	assert_int_equal(act_managed(&f->a), 0);
 	assert_int_equal(f->dropped, 1);
 	assert_int_equal(f->dropped_tid, kid);
+	assert_true(f->dropped_err == -ESRCH || f->dropped_err == -ENOENT);
 	assert_int_equal(f->a.cnt.gone, 1);
 	assert_int_equal(f->a.cnt.left_alone, 0);
 }

@@ -140,6 +140,58 @@ static void print_names_every_feature(void **state)
 		assert_non_null(strstr(buf, features_name((enum feat_id)i)));
 }
 
+/* keep_together and latency_apart stand down where the kernel places by cache. */
+static void kernel_places(void **state)
+{
+	char root[] = "/tmp/rqb-feat-XXXXXX", why[320] = "";
+	struct features f = { 0 };
+
+	assert_non_null(mkdtemp(root));
+	assert_false(features_kernel_places(root, false, why, sizeof(why)));
+	assert_false(features_sched_cache_built(root, "6.20.0-1"));
+	put(root, "/boot/config-6.20.0-1", "CONFIG_SCHED_DEBUG=y\nCONFIG_SCHED_CACHE=y\n");
+	put(root, "/boot/config-6.20.0-2", "# CONFIG_SCHED_CACHE is not set\n");
+	assert_true(features_sched_cache_built(root, "6.20.0-1"));
+	assert_false(features_sched_cache_built(root, "6.20.0-2"));
+	/* Built in, and debugfs does not say: assumed on. */
+	assert_true(features_kernel_places(root, true, why, sizeof(why)));
+	assert_non_null(strstr(why, "CONFIG_SCHED_CACHE=y"));
+	/* debugfs says: it decides. */
+	put(root, "/sys/kernel/debug/sched/llc_balancing/enabled", "0\n");
+	assert_false(features_kernel_places(root, true, why, sizeof(why)));
+	put(root, "/sys/kernel/debug/sched/llc_balancing/enabled", "1\n");
+	assert_true(features_kernel_places(root, false, why, sizeof(why)));
+	assert_non_null(strstr(why, "llc_balancing/enabled"));
+	rm_rf(root);
+	assert_non_null(mkdtemp(strcpy(root, "/tmp/rqb-feat-XXXXXX")));
+	put(root, "/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS NO_SCHED_CACHE\n");
+	assert_false(features_kernel_places(root, false, why, sizeof(why)));
+	put(root, "/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS SCHED_CACHE\n");
+	assert_true(features_kernel_places(root, false, why, sizeof(why)));
+	assert_non_null(strstr(why, "SCHED_CACHE"));
+	rm_rf(root);
+	/* A sched_ext scheduler, loaded or not. */
+	assert_non_null(mkdtemp(strcpy(root, "/tmp/rqb-feat-XXXXXX")));
+	put(root, "/sys/kernel/sched_ext/state", "disabled\n");
+	assert_false(features_kernel_places(root, false, why, sizeof(why)));
+	put(root, "/sys/kernel/sched_ext/state", "enabled\n");
+	put(root, "/sys/kernel/sched_ext/root/ops", "lavd_1.0\n");
+	assert_true(features_kernel_places(root, false, why, sizeof(why)));
+	assert_string_equal(why, "sched_ext scheduler lavd_1.0 is enabled: it places the tasks "
+				 "it takes");
+	rm_rf(root);
+	/* The feature line, and whether it changed. */
+	assert_true(features_set_placement(&f, false, false, NULL));
+	assert_int_equal(f.f[FEAT_PLACEMENT].state, FEAT_MISSING);
+	assert_false(features_set_placement(&f, false, false, NULL));
+	assert_true(features_set_placement(&f, true, false, NULL));
+	assert_int_equal(f.f[FEAT_PLACEMENT].state, FEAT_USED);
+	assert_true(features_set_placement(&f, true, true, "sched_ext scheduler x is enabled"));
+	assert_int_equal(f.f[FEAT_PLACEMENT].state, FEAT_MISSING);
+	assert_string_equal(f.f[FEAT_PLACEMENT].detail, "keep_together, latency_apart standing "
+							"down: sched_ext scheduler x is enabled");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -148,6 +200,7 @@ int main(void)
 		cmocka_unit_test(fake_tree),
 		cmocka_unit_test(single_core_llcs),
 		cmocka_unit_test(print_names_every_feature),
+		cmocka_unit_test(kernel_places),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,627 @@
+/*
+ * Policy stage: placement beyond spreading, two rules, each off by default ([balance]
+ * keep_together, latency_apart). Pure, as spread.c: the snapshot, the config and the
+ * policy's memory in, pins and releases out, within the tick's budget of moves.
+ *
+ * keep_together, after the kernel's cache-aware scheduling (Peter Zijlstra's RFC of
+ * March 2025, then Chen Yu and Tim Chen's series): a process whose busy threads fit
+ * one LLC is held in the LLC where most of its threads were seen, so that the data they
+ * share stays in one cache. The gates are the series':
+ *  - its busy threads (seen runnable, having used CPU, this tick or the last) number
+ *    two or more (one thread is the kernel's to place) and at most the LLC's cores;
+ *  - its resident set, the first proxy of its working set (the series later weighed
+ *    its NUMA faults), is at most the LLC's size; where either is not known, nothing
+ *    is held;
+ *  - the LLC does not stay too busy: it is released when its LLC has run more tasks
+ *    than CPUs, and more than TOGETHER_IMB_PCT per CPU over the least busy LLC (the
+ *    series' 20 %, a little above the LLC domain's imbalance_pct of 117), for
+ *    min_residency_ms (spread first moves what else is there);
+ *  - after TOGETHER_FAILURES pins lost within max_pin_ms (refused, undone by someone
+ *    else, or the thread gone) it gives up for max_pin_ms, as the series gives up
+ *    after repeated balance failures.
+ * A held process's new busy threads are pinned there too. Its threads are pinned
+ * whether or not each runs alone on its CPU: for a process's own threads this rule
+ * overrides rule (b), which is its point.
+ *
+ * latency_apart: the spreadable LLCs where tasks with a negative latency-nice value
+ * ran in the last APART_IDLE_NS are kept for them, all but one LLC at most (those with
+ * most such tasks first): those tasks are pinned to the kept LLCs, and tasks with a
+ * positive value listed there are pinned to the others. A batch task goes back when
+ * no latency task is kept any more (each exited, lost its value, or slept for
+ * APART_IDLE_NS), or when batch work has outnumbered the CPUs left to it for
+ * min_residency_ms while a kept LLC had an idle CPU: the rule never makes work wait
+ * for a CPU that is there; it pins nothing more until the work fits again.
+ *
+ * Cost: O(tasks log tasks + processes + pins) a tick.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/spread.h"
+#include "policy/spread_int.h"
+#include "rqbalance.h"
+#include "util/util.h"
+
+#define TOGETHER_IMB_PCT 120
+#define TOGETHER_FAILURES 3
+#define APART_IDLE_NS (5 * NSEC_PER_SEC)
+#define SCORE_STEP 64 /* a thread seen on an LLC; a score decays by a quarter a tick */
+
+/* ---- memory: processes by tgid, latency tasks by tid ---- */
+
+static size_t proc_lower(const struct spread_state *st, pid_t tgid)
+{
+	size_t lo = 0, hi = st->nprocs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (st->procs[mid].tgid < tgid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct place_proc *find_proc(struct spread_state *st, pid_t tgid)
+{
+	size_t i = proc_lower(st, tgid);
+
+	return i < st->nprocs && st->procs[i].tgid == tgid ? &st->procs[i] : NULL;
+}
+
+static struct place_proc *add_proc(struct spread_state *st, pid_t tgid)
+{
+	size_t i = proc_lower(st, tgid);
+	struct place_proc *p = util_grow(st->procs, &st->procs_cap, st->nprocs, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	st->procs = p;
+	memmove(&st->procs[i + 1], &st->procs[i], (st->nprocs - i) * sizeof(*p));
+	memset(&st->procs[i], 0, sizeof(*p));
+	st->procs[i].tgid = tgid;
+	st->procs[i].held = -1;
+	st->nprocs++;
+	return &st->procs[i];
+}
+
+void place_pin_lost(struct spread_state *st, pid_t tgid)
+{
+	struct place_proc *p = find_proc(st, tgid);
+
+	if (!p)
+		return;
+	if (!p->failures)
+		p->fail_ns = st->prev_now_ns;
+	p->failures++;
+}
+
+static struct place_lat *find_lat(struct spread_state *st, pid_t tid, uint64_t start)
+{
+	size_t lo = 0, hi = st->nlats;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (st->lats[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < st->nlats && st->lats[lo].tid == tid; lo++)
+		if (st->lats[lo].start_time == start)
+			return &st->lats[lo];
+	return NULL;
+}
+
+/*
+ * The latency tasks the snapshot names, each with where it last ran and when, kept
+ * from the last tick: both lists are sorted by tid, so a merge. 0 or -ENOMEM.
+ */
+static int update_lats(const struct snapshot *s, struct spread_state *st)
+{
+	struct place_lat *n = NULL;
+	size_t j = 0;
+
+	if (s->nlat) {
+		n = calloc(s->nlat, sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->nlat; i++) {
+		const struct snap_lat *l = &s->lat[i];
+
+		while (j < st->nlats && st->lats[j].tid < l->tid)
+			j++;
+		n[i] = (struct place_lat){ .tid = l->tid, .start_time = l->start_time, .llc = -1 };
+		for (size_t k = j; k < st->nlats && st->lats[k].tid == l->tid; k++)
+			if (st->lats[k].start_time == l->start_time)
+				n[i] = st->lats[k];
+	}
+	free(st->lats);
+	st->lats = n;
+	st->nlats = st->lats_cap = s->nlat;
+	for (size_t i = 0; i < s->ntasks; i++) {
+		const struct snap_task *t = &s->tasks[i];
+		struct place_lat *l;
+
+		if (t->lat_nice >= 0 || !spread_on_cpu(s, t->cpu) || (t->flags & SNAP_TASK_NO_CPU))
+			continue;
+		l = find_lat(st, t->tid, t->start_time);
+		if (l) {
+			l->llc = s->topo->cpus[t->cpu].llc;
+			l->seen_ns = s->now_ns;
+		}
+	}
+	return 0;
+}
+
+/* ---- shared ---- */
+
+/* Gives back every pin of kind that keep() refuses, within the budget. 0 or -ENOMEM. */
+static int release_where(const struct snapshot *s, struct spread_state *st, struct plan *plan,
+			 unsigned *budget, enum spread_pin_kind kind,
+			 const char *(*keep)(const struct snapshot *, struct spread_state *,
+					     const struct spread_pin *, const void *),
+			 const void *ctx)
+{
+	for (size_t i = 0; i < st->npins && *budget > 0;) {
+		const char *why;
+
+		if (st->pins[i].kind != kind || !(why = keep(s, st, &st->pins[i], ctx))) {
+			i++;
+			continue;
+		}
+		if (spread_plan_unpin(s, st, plan, i, why) < 0)
+			return -ENOMEM;
+		(*budget)--;
+	}
+	return 0;
+}
+
+static const char *off_why(const struct snapshot *s, struct spread_state *st,
+			   const struct spread_pin *p, const void *ctx)
+{
+	return ctx;
+}
+
+/* A task the rules may pin: eligible, settled, and not pinned by any rule yet. */
+static bool pinnable(const struct snapshot *s, const struct spread_conf *c,
+		     const struct spread_state *st, const struct snap_task *t)
+{
+	return !(t->flags & SNAP_TASK_NO_CPU) && !spread_ineligible(s, c, t) &&
+	       spread_pin_idx(st, t->tid, t->start_time) < 0;
+}
+
+static void mask_of(const struct topo *tp, const unsigned char *llcs, bool in, cpu_set_t *ret)
+{
+	CPU_ZERO(ret);
+	for (int l = 0; l < tp->nllcs; l++)
+		if (!llcs[l] == !in)
+			CPU_OR(ret, ret, &tp->llcs[l].cpus);
+}
+
+/* ---- keep_together ---- */
+
+static int cmp_tg(const void *a, const void *b)
+{
+	const struct place_slot *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return (x->tgid > y->tgid) - (x->tgid < y->tgid);
+	return (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+/* The bucketed tasks, by process; returns how many. */
+static size_t group_by_process(const struct snapshot *s, struct spread_state *st)
+{
+	int nslots = s->nr_cpu_ids ? st->bucket_start[s->nr_cpu_ids - 1] : 0;
+	size_t n = 0;
+
+	for (int b = 0; b < nslots; b++) {
+		const struct snap_task *t;
+
+		if (st->bucket[b] < 0)
+			continue;
+		t = &s->tasks[st->bucket[b]];
+		if (!(t->flags & SNAP_TASK_KTHREAD) && t->tgid != s->self_tgid)
+			st->bytg[n++] = (struct place_slot){ t->tgid, b };
+	}
+	if (n > 1)
+		qsort(st->bytg, n, sizeof(*st->bytg), cmp_tg);
+	return n;
+}
+
+/* The least loaded spreadable LLC per CPU other than not; -1 if none. */
+static int least_loaded(const struct snapshot *s, const struct spread_conf *c,
+			const struct spread_state *st, int not, const unsigned char *skip)
+{
+	const struct topo *tp = s->topo;
+	int best = -1;
+
+	for (int l = 0; l < tp->nllcs; l++) {
+		if (l == not || !spread_llc_ok(tp, c, l) || (skip && skip[l]))
+			continue;
+		if (best < 0 || spread_load_less(st->llc_load[l], tp->llcs[l].ncpus,
+						 st->llc_load[best], tp->llcs[best].ncpus))
+			best = l;
+	}
+	return best;
+}
+
+/*
+ * LLC l too busy to hold a process: more tasks than CPUs, and more than
+ * TOGETHER_IMB_PCT per CPU over the least busy other LLC.
+ */
+static bool too_busy(const struct snapshot *s, const struct spread_conf *c,
+		     const struct spread_state *st, int l)
+{
+	const struct topo *tp = s->topo;
+	int m = least_loaded(s, c, st, l, NULL);
+
+	return m >= 0 && st->llc_nr[l] > tp->llcs[l].ncpus &&
+	       (long long)st->llc_nr[l] * tp->llcs[m].ncpus * 100 >
+		       (long long)st->llc_load[m] * tp->llcs[l].ncpus * TOGETHER_IMB_PCT;
+}
+
+/* Its preferred LLC: the highest score among spreadable LLCs, the least loaded of equals. */
+static int preferred(const struct snapshot *s, const struct spread_conf *c,
+		     const struct spread_state *st, const struct place_proc *p)
+{
+	const struct topo *tp = s->topo;
+	int best = -1;
+
+	for (int l = 0; l < tp->nllcs && l < PLACE_MAX_LLCS; l++) {
+		if (!spread_llc_ok(tp, c, l) || !p->score[l] || st->reserved[l])
+			continue;
+		if (best < 0 || p->score[l] > p->score[best] ||
+		    (p->score[l] == p->score[best] &&
+		     spread_load_less(st->llc_load[l], tp->llcs[l].ncpus, st->llc_load[best],
+				      tp->llcs[best].ncpus)))
+			best = l;
+	}
+	return best;
+}
+
+/* What one tick saw of a process: its busy threads, in all and per LLC, and its RSS. */
+struct seen {
+	int busy;
+	uint64_t rss_kb;
+	int per_llc[PLACE_MAX_LLCS];
+};
+
+static void look(const struct snapshot *s, const struct spread_state *st, size_t from, size_t to,
+		 struct seen *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	for (size_t k = from; k < to; k++) {
+		const struct snap_task *t = &s->tasks[st->bucket[st->bytg[k].slot]];
+		int l = s->topo->cpus[t->cpu].llc;
+
+		if (t->rss_kb)
+			ret->rss_kb = t->rss_kb;
+		if (t->flags & SNAP_TASK_NO_CPU)
+			continue;
+		ret->busy++;
+		if (l < PLACE_MAX_LLCS)
+			ret->per_llc[l]++;
+	}
+}
+
+/* Why process p, seen as w this tick, may not be held in LLC l; NULL if it may. */
+static const char *unfit(const struct snapshot *s, const struct spread_conf *c,
+			 const struct spread_state *st, const struct place_proc *p,
+			 const struct seen *w, int busy, int l)
+{
+	const struct topo_llc *llc = &s->topo->llcs[l];
+	uint64_t max_ns = (uint64_t)c->max_pin_ms * NSEC_PER_MSEC;
+
+	if (p->gave_up_ns && s->now_ns - p->gave_up_ns < max_ns)
+		return "failures";
+	if (busy > llc->ncores)
+		return "threads";
+	if (!w->rss_kb || !llc->size_kb || w->rss_kb > llc->size_kb)
+		return "rss";
+	if (p->busy_since_ns && s->now_ns - p->busy_since_ns >= c->min_residency_ms * NSEC_PER_MSEC)
+		return "busy_llc";
+	if (s->now_ns - p->seen_ns >= max_ns)
+		return "idle";
+	return NULL;
+}
+
+/* Pins process p's listed threads that are not pinned yet to its LLC. 0 or -ENOMEM. */
+static int hold(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
+		struct plan *plan, unsigned *budget, const struct place_proc *p, size_t from,
+		size_t to)
+{
+	for (size_t k = from; k < to && *budget > 0; k++) {
+		int slot = st->bytg[k].slot;
+		const struct snap_task *t = &s->tasks[st->bucket[slot]];
+
+		if (!pinnable(s, c, st, t) || !spread_settled(s, c, t))
+			continue;
+		if (spread_plan_pin(s, st, plan, slot, p->held, &s->topo->llcs[p->held].cpus,
+				    PIN_TOGETHER, "together") < 0)
+			return -ENOMEM;
+		(*budget)--;
+	}
+	return 0;
+}
+
+/* One process seen this tick: its memory updated, then held, kept or let go. */
+static int together_one(const struct snapshot *s, const struct spread_conf *c,
+			struct spread_state *st, struct plan *plan, unsigned *budget, size_t from,
+			size_t to)
+{
+	pid_t tgid = st->bytg[from].tgid;
+	struct place_proc *p = find_proc(st, tgid);
+	struct seen w;
+	int busy, l;
+
+	look(s, st, from, to, &w);
+	if (!p && w.busy < 2)
+		return 0;
+	if (!p && !(p = add_proc(st, tgid)))
+		return -ENOMEM;
+	busy = w.busy > p->busy_prev ? w.busy : p->busy_prev;
+	p->busy_prev = w.busy;
+	if (w.busy >= 2)
+		p->seen_ns = s->now_ns;
+	for (l = 0; l < s->topo->nllcs && l < PLACE_MAX_LLCS; l++) {
+		unsigned v = p->score[l] - p->score[l] / 4 + (unsigned)w.per_llc[l] * SCORE_STEP;
+
+		p->score[l] = (uint16_t)(v > UINT16_MAX ? UINT16_MAX : v);
+	}
+	if (p->failures >= TOGETHER_FAILURES && !p->gave_up_ns)
+		p->gave_up_ns = s->now_ns;
+	l = p->held >= 0 ? p->held : preferred(s, c, st, p);
+	if (l < 0)
+		return 0;
+	if (too_busy(s, c, st, l)) {
+		if (!p->busy_since_ns)
+			p->busy_since_ns = s->now_ns;
+	} else {
+		p->busy_since_ns = 0;
+	}
+	if (p->held < 0 && (busy < 2 || p->busy_since_ns || unfit(s, c, st, p, &w, busy, l)))
+		return 0;
+	if (p->held >= 0 && (p->why = unfit(s, c, st, p, &w, busy, l)) != NULL) {
+		p->held = -1;
+		return 0; /* release_together gives its pins back */
+	}
+	p->held = l;
+	return hold(s, c, st, plan, budget, p, from, to);
+}
+
+static const char *together_keep(const struct snapshot *s, struct spread_state *st,
+				 const struct spread_pin *pin, const void *ctx)
+{
+	const struct place_proc *p = find_proc(st, pin->tgid);
+
+	if (!p)
+		return "idle";
+	if (p->held != pin->to_llc)
+		return p->why ? p->why : "moved";
+	return NULL;
+}
+
+/*
+ * Forgets processes neither held nor seen busy for max_pin_ms, and gives up
+ * failures older than that: the memory stays the size of what is busy now.
+ */
+static void expire_procs(const struct snapshot *s, const struct spread_conf *c,
+			 struct spread_state *st)
+{
+	uint64_t max_ns = (uint64_t)c->max_pin_ms * NSEC_PER_MSEC;
+	size_t out = 0;
+
+	for (size_t i = 0; i < st->nprocs; i++) {
+		struct place_proc *p = &st->procs[i];
+
+		if (p->held >= 0 && s->now_ns - p->seen_ns >= max_ns) {
+			p->held = -1;
+			p->why = "idle";
+		}
+		if (p->failures && s->now_ns - p->fail_ns >= max_ns &&
+		    (!p->gave_up_ns || s->now_ns - p->gave_up_ns >= max_ns)) {
+			p->failures = 0;
+			p->gave_up_ns = 0;
+		}
+		if (p->held < 0 && s->now_ns - p->seen_ns >= max_ns && !p->failures)
+			continue;
+		st->procs[out++] = *p;
+	}
+	st->nprocs = out;
+}
+
+static int keep_together(const struct snapshot *s, const struct spread_conf *c,
+			 struct spread_state *st, struct plan *plan, unsigned *budget)
+{
+	size_t n;
+	int r = 0;
+
+	if (!c->keep_together) {
+		st->nprocs = 0;
+		return release_where(s, st, plan, budget, PIN_TOGETHER, off_why, "off");
+	}
+	n = group_by_process(s, st);
+	for (size_t i = 0, j; i < n && r == 0; i = j) {
+		for (j = i + 1; j < n && st->bytg[j].tgid == st->bytg[i].tgid; j++)
+			;
+		r = together_one(s, c, st, plan, budget, i, j);
+	}
+	if (r < 0)
+		return r;
+	expire_procs(s, c, st);
+	return release_where(s, st, plan, budget, PIN_TOGETHER, together_keep, NULL);
+}
+
+/* ---- latency_apart ---- */
+
+/* Keeps for latency tasks the LLCs with most of them, all but one spreadable LLC at most. */
+static void reserve(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st)
+{
+	const struct topo *tp = s->topo;
+	int *cnt = st->llc_away, ok = 0; /* release() is done with it */
+
+	memset(cnt, 0, (size_t)tp->nllcs * sizeof(int));
+	for (size_t i = 0; i < st->nlats; i++) {
+		const struct place_lat *l = &st->lats[i];
+
+		if (l->llc >= 0 && l->llc < tp->nllcs && s->now_ns - l->seen_ns < APART_IDLE_NS)
+			cnt[l->llc]++;
+	}
+	for (int l = 0; l < tp->nllcs; l++)
+		ok += spread_llc_ok(tp, c, l);
+	for (st->nreserved = 0; st->nreserved < ok - 1; st->nreserved++) {
+		int best = -1;
+
+		for (int l = 0; l < tp->nllcs; l++)
+			if (!st->reserved[l] && cnt[l] > 0 && spread_llc_ok(tp, c, l) &&
+			    (best < 0 || cnt[l] > cnt[best]))
+				best = l;
+		if (best < 0)
+			break;
+		st->reserved[best] = 1;
+	}
+}
+
+/*
+ * Whether batch work outnumbers the CPUs left to it while a kept LLC has an idle
+ * CPU, for min_residency_ms: then its pins go back until it fits again.
+ */
+static void short_of_cpus(const struct snapshot *s, const struct spread_conf *c,
+			  struct spread_state *st)
+{
+	const struct topo *tp = s->topo;
+	int demand = 0, cpus = 0, idle = 0;
+	bool now;
+
+	for (int l = 0; l < tp->nllcs; l++) {
+		if (!spread_llc_ok(tp, c, l))
+			continue;
+		if (st->reserved[l]) {
+			idle += st->llc_idle[l];
+			continue;
+		}
+		demand += st->llc_load[l];
+		cpus += tp->llcs[l].ncpus;
+	}
+	for (size_t i = 0; i < s->ntasks; i++) {
+		const struct snap_task *t = &s->tasks[i];
+
+		if (t->lat_nice > 0 && spread_on_cpu(s, t->cpu) &&
+		    st->reserved[tp->cpus[t->cpu].llc] && !(t->flags & SNAP_TASK_NO_CPU))
+			demand++;
+	}
+	now = demand > cpus && (idle > 0 || st->apart_short);
+	if (now == st->apart_short) {
+		st->short_since_ns = 0;
+		return;
+	}
+	if (!st->short_since_ns)
+		st->short_since_ns = s->now_ns;
+	if (s->now_ns - st->short_since_ns >= c->min_residency_ms * NSEC_PER_MSEC) {
+		st->apart_short = now;
+		st->short_since_ns = 0;
+	}
+}
+
+/* Why an apart pin goes back now; NULL to keep it. ctx: the kept LLCs' mask. */
+static const char *apart_keep(const struct snapshot *s, struct spread_state *st,
+			      const struct spread_pin *p, const void *ctx)
+{
+	const cpu_set_t *kept = ctx;
+	cpu_set_t both;
+
+	if (!st->nreserved)
+		return "latency_gone";
+	if (p->lat_task) {
+		const struct place_lat *l = find_lat(st, p->tid, p->start_time);
+
+		if (!l || s->now_ns - l->seen_ns >= APART_IDLE_NS)
+			return "latency_gone";
+		return CPU_EQUAL(&p->mask, kept) || !CPU_EQUAL(&p->orig, &s->topo->online) ? NULL
+											: "moved";
+	}
+	if (st->apart_short)
+		return "short";
+	CPU_AND(&both, &p->mask, kept);
+	return CPU_COUNT(&both) ? "moved" : NULL;
+}
+
+/* Latency tasks onto the kept LLCs, batch tasks off them. 0 or -ENOMEM. */
+static int apart_pins(const struct snapshot *s, const struct spread_conf *c,
+		      struct spread_state *st, struct plan *plan, unsigned *budget,
+		      const cpu_set_t *kept, const cpu_set_t *rest)
+{
+	const struct topo *tp = s->topo;
+	int nslots = s->nr_cpu_ids ? st->bucket_start[s->nr_cpu_ids - 1] : 0;
+
+	for (int b = 0; b < nslots && *budget > 0; b++) {
+		const struct snap_task *t;
+		int l, dst, r;
+
+		if (st->bucket[b] < 0)
+			continue;
+		t = &s->tasks[st->bucket[b]];
+		l = tp->cpus[t->cpu].llc;
+		if (!t->lat_nice || !pinnable(s, c, st, t))
+			continue;
+		if (t->lat_nice < 0 && st->reserved[l]) {
+			r = spread_plan_pin(s, st, plan, b, l, kept, PIN_APART, "latency");
+		} else if (t->lat_nice > 0 && st->reserved[l] && !st->apart_short) {
+			dst = least_loaded(s, c, st, -1, st->reserved);
+			if (dst < 0)
+				continue;
+			r = spread_plan_pin(s, st, plan, b, dst, rest, PIN_APART, "apart");
+		} else {
+			continue;
+		}
+		if (r < 0)
+			return r;
+		if (t->lat_nice < 0)
+			st->pins[spread_pin_idx(st, t->tid, t->start_time)].lat_task = true;
+		(*budget)--;
+	}
+	return 0;
+}
+
+static int latency_apart(const struct snapshot *s, const struct spread_conf *c,
+			 struct spread_state *st, struct plan *plan, unsigned *budget)
+{
+	cpu_set_t kept, rest;
+	int r;
+
+	if (!c->latency_apart) {
+		st->nlats = 0;
+		st->apart_short = false;
+		return release_where(s, st, plan, budget, PIN_APART, off_why, "off");
+	}
+	r = update_lats(s, st);
+	if (r < 0)
+		return r;
+	reserve(s, c, st);
+	mask_of(s->topo, st->reserved, true, &kept);
+	mask_of(s->topo, st->reserved, false, &rest);
+	CPU_AND(&rest, &rest, &s->topo->online);
+	short_of_cpus(s, c, st);
+	r = release_where(s, st, plan, budget, PIN_APART, apart_keep, &kept);
+	if (r == 0 && st->nreserved)
+		r = apart_pins(s, c, st, plan, budget, &kept, &rest);
+	return r;
+}
+
+int place_decide(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
+		 struct plan *plan, unsigned *budget)
+{
+	int r;
+
+	memset(st->reserved, 0, (size_t)s->topo->nllcs);
+	st->nreserved = 0;
+	r = latency_apart(s, c, st, plan, budget);
+	return r < 0 ? r : keep_together(s, c, st, plan, budget);
+}

@@ -1,0 +1,50 @@
+/*
+ * Inside the spread policy: what spread.c shares with place.c, its placement rules.
+ * Nothing outside daemon/policy/ includes this.
+ */
+#ifndef RQB_SPREAD_INT_H
+#define RQB_SPREAD_INT_H
+
+#include <sys/types.h>
+
+#include "policy/spread.h"
+
+/* The pins and recent moves, sorted by tid (spread.c). */
+ssize_t spread_pin_idx(const struct spread_state *st, pid_t tid, uint64_t start);
+int spread_add_pin(struct spread_state *st, const struct spread_pin *p);
+void spread_del_pin(struct spread_state *st, size_t i);
+bool spread_recently_moved(const struct spread_state *st, pid_t tid, uint64_t start);
+int spread_note_move(struct spread_state *st, pid_t tid, uint64_t start, uint64_t now_ns);
+
+/* Rules (d) and (e): started long enough ago; may be moved at all; CPU on the topology. */
+bool spread_settled(const struct snapshot *s, const struct spread_conf *c,
+		    const struct snap_task *t);
+bool spread_movable(const struct snapshot *s, const struct spread_conf *c,
+		    const struct spread_state *st, const struct snap_task *t);
+bool spread_on_cpu(const struct snapshot *s, int cpu);
+bool spread_llc_ok(const struct topo *tp, const struct spread_conf *c, int l);
+/* a/b < c/d for loads per CPU, without division. */
+bool spread_load_less(int a, int b, int c, int d);
+/* Where CPU cpu's bucket of task slots begins; it ends at st->bucket_start[cpu]. */
+int spread_bucket_begin(const struct spread_state *st, int cpu);
+
+/*
+ * Pins the task in bucket slot to mask (with its own allowed CPUs), counted on LLC dst
+ * where it has to move; a pin of kind with why in the plan. 0 or -ENOMEM.
+ */
+int spread_plan_pin(const struct snapshot *s, struct spread_state *st, struct plan *plan, int slot,
+		    int dst, const cpu_set_t *mask, enum spread_pin_kind kind, const char *why);
+/* Gives pin i back (its task's affinity before the pin), why in the plan. 0 or -ENOMEM. */
+int spread_plan_unpin(const struct snapshot *s, struct spread_state *st, struct plan *plan,
+		      size_t i, const char *why);
+
+/*
+ * place.c: keep_together and latency_apart for one tick, after spread's releases and
+ * before its pins, within the tick's budget of moves. 0 or -ENOMEM.
+ */
+int place_decide(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
+		 struct plan *plan, unsigned *budget);
+/* A keep_together pin of process tgid was lost (refused, undone, or its task gone). */
+void place_pin_lost(struct spread_state *st, pid_t tgid);
+
+#endif
