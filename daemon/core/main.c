@@ -324,9 +324,13 @@ static int show_topology(const struct rqb_conf *c, bool features)
 	for (int l = 0; l < t->nllcs; l++) {
 		char cpus[4096];
 
-		printf("llc %d: cpus %s numa %d package %d\n", l,
+		char size[32] = "unknown";
+
+		if (t->llcs[l].size_kb)
+			snprintf(size, sizeof(size), "%" PRIu64 "K", t->llcs[l].size_kb);
+		printf("llc %d: cpus %s numa %d package %d cache %s\n", l,
 		       cpumask_format(&t->llcs[l].cpus, cpus, sizeof(cpus)), t->llcs[l].numa,
-		       t->llcs[l].package);
+		       t->llcs[l].package, size);
 	}
 	topo_free(t);
 	return EXIT_SUCCESS;
