@@ -188,12 +188,16 @@ static const char *off_why(const struct snapshot *s, struct spread_state *st,
 	return ctx;
 }
 
-/* A task the rules may pin: eligible, settled, and not pinned by any rule yet. */
+/*
+ * A task the rules may pin: eligible, not pinned by any rule yet, and not moved
+ * within min_residency_ms (rule d: a pin given back is not made again at once).
+ */
 static bool pinnable(const struct snapshot *s, const struct spread_conf *c,
 		     const struct spread_state *st, const struct snap_task *t)
 {
 	return !(t->flags & SNAP_TASK_NO_CPU) && !spread_ineligible(s, c, t) &&
-	       spread_pin_idx(st, t->tid, t->start_time) < 0;
+	       spread_pin_idx(st, t->tid, t->start_time) < 0 &&
+	       !spread_recently_moved(st, t->tid, t->start_time);
 }
 
 static void mask_of(const struct topo *tp, const unsigned char *llcs, bool in, cpu_set_t *ret)

@@ -1034,7 +1034,10 @@ static void together_released_from_busy_llc(void **state)
 	fx_free(f);
 }
 
-/* Pins refused or undone three times within max_pin_ms: left alone for max_pin_ms. */
+/*
+ * Pins refused or undone three times within max_pin_ms: left alone for max_pin_ms. A
+ * pin lost is made again only after min_residency_ms (rule d).
+ */
 static void together_gives_up_after_failures(void **state)
 {
 	struct fx *f = together_fx(T2x4S);
@@ -1046,12 +1049,12 @@ static void together_gives_up_after_failures(void **state)
 	/* A thread's exit is no failure: it is forgotten without one. */
 	spread_forget(&f->st, 501, 1501, false);
 	spread_forget(&f->st, 500, 1500, true);
-	assert_int_equal(count_ops(tick(f, t += 100), "pin "), 2);
+	assert_int_equal(count_ops(tick(f, t += f->c.min_residency_ms), "pin "), 2);
 	spread_forget(&f->st, 500, 1500, true);
-	assert_string_equal(tick(f, t += 100),
+	assert_string_equal(tick(f, t += f->c.min_residency_ms),
 			    "pin tid=500 tgid=500 comm=\"t500\" llc=0->0 cpus=0-3 why=together\n");
 	spread_forget(&f->st, 500, 1500, true);
-	assert_string_equal(tick(f, t += 100),
+	assert_string_equal(tick(f, t += f->c.min_residency_ms),
 			    "unpin tid=501 tgid=500 comm=\"t501\" llc=0->any cpus=0-7 why=failures\n");
 	assert_string_equal(tick(f, t + f->c.max_pin_ms - 100), "");
 	assert_int_equal(count_ops(tick(f, t + f->c.max_pin_ms), "pin "), 2);
