@@ -22,7 +22,7 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 # The pipeline, in the order data walks it each tick.
 DAEMON_SRC = \
 	daemon/util/log.c daemon/util/util.c daemon/util/safedir.c daemon/util/safeopen.c daemon/util/timedread.c daemon/util/cpumask.c daemon/conf/conf.c daemon/conf/conf_ruleset.c \
-	daemon/sample/parse.c daemon/sample/procfs.c daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
+	daemon/sample/parse.c daemon/sample/procfs.c daemon/sample/latseen.c daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
 	daemon/sample/ident.c daemon/sample/sampler.c daemon/sample/features.c daemon/sample/evsrc.c daemon/sample/procconn.c \
 	daemon/sample/bpf.c daemon/sample/bpfload.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/sample/cgm.c daemon/sample/peers.c \
 	daemon/util/caps.c daemon/core/selfsched.c \
@@ -44,7 +44,7 @@ DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/core/main.o
 
 UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread plan proc journal act features ctl cgsd cgm procconn \
-	rules rulesidx ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread idle
+	rules rulesidx ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread idle latseen
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 # The ctl and bus fuzz targets and the ctl server and latency manager tests share one
 # in-memory daemon.

@@ -430,6 +430,27 @@ static void processes_rss(struct daemon *d)
 	free(by);
 }
 
+/* The tasks with a negative value, and where they last ran (latseen.c), for latency_apart. */
+static void latency_tasks(struct daemon *d)
+{
+	size_t n = 0, all = latact_ntasks(&d->lat);
+	struct latseen_task *in = all ? calloc(all, sizeof(*in)) : NULL;
+
+	if (all && !in)
+		return;
+	for (size_t k = 0; k < all; k++) {
+		const struct lat_entry *e = latact_task_nth(&d->lat, k);
+
+		if (e->value < 0)
+			in[n++] = (struct latseen_task){ .tid = e->task.tid, .tgid = e->tgid,
+							 .start_time = e->task.start_time,
+							 .value = e->value };
+	}
+	if (latseen_fill(&d->latseen, "", in, n, d->snap) < 0)
+		log_debug("latency_apart: out of memory for the latency tasks");
+	free(in);
+}
+
 /*
  * What keep_together and latency_apart read beside the sample: each listed task's
  * latency-nice value and every task with a negative one (asleep too, from the latency
@@ -448,13 +469,7 @@ static void placement_inputs(struct daemon *d)
 			if (e && e->task.start_time == s->tasks[i].start_time)
 				s->tasks[i].lat_nice = e->value;
 		}
-		for (size_t k = 0, n = latact_ntasks(&d->lat); k < n; k++) {
-			const struct lat_entry *e = latact_task_nth(&d->lat, k);
-
-			if (e->value < 0 &&
-			    snap_add_lat(s, e->task.tid, e->task.start_time, e->value) == -ENOMEM)
-				break;
-		}
+		latency_tasks(d);
 	}
 	if (d->conf.keep_together)
 		processes_rss(d);
@@ -974,6 +989,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, struct rqb_conf *
 	features_probe("", d->topo, d->conf.min_llc_cores, &d->features);
 	features_log(&d->features);
 	self_sched(d);
+	latseen_init(&d->latseen);
 	d->snap = snap_new(d->topo);
 	if (!d->snap)
 		return -ENOMEM;
@@ -1070,6 +1086,7 @@ void daemon_fini(struct daemon *d)
 	sampler_free(d->sampler);
 	rqlat_free(d->rqlat);
 	snap_free(d->snap);
+	latseen_fini(&d->latseen);
 	conf_free(&d->conf);
 	plan_fini(&d->plan);
 	spread_fini(&d->pol);

@@ -20,6 +20,7 @@
 #include "plan/plan.h"
 #include "policy/spread.h"
 #include "sample/features.h"
+#include "sample/latseen.h"
 #include "sample/peers.h"
 #include "sample/rqlat.h"
 #include "sample/sampler.h"
@@ -43,6 +44,7 @@ struct daemon {
 	struct topo *topo;
 	struct features features;    /* probed once at start */
 	bool sched_cache_built;      /* CONFIG_SCHED_CACHE=y (read at start and reload) */
+	struct latseen latseen;      /* where the latency tasks last ran, for latency_apart */
 	bool placement_down;         /* keep_together, latency_apart stand down: the kernel places */
 	const char *peers_root;      /* where daemon_peers reads: NULL the system (tests: a tree) */
 	struct peers peers;          /* the last reading, for status */

@@ -148,11 +148,24 @@ static int update_lats(const struct snapshot *s, struct spread_state *st)
 		const struct snap_task *t = &s->tasks[i];
 		struct place_lat *l;
 
-		if (t->lat_nice >= 0 || !spread_on_cpu(s, t->cpu) || (t->flags & SNAP_TASK_NO_CPU))
+		if (t->lat_nice >= 0 || !spread_on_cpu(s, t->cpu))
 			continue;
 		l = find_lat(st, t->tid, t->start_time);
 		if (l) {
 			l->llc = s->topo->cpus[t->cpu].llc;
+			l->seen_ns = s->now_ns;
+		}
+	}
+	/* Seen to run since the last look (latseen.c), where it was not listed. */
+	for (size_t i = 0; i < s->nlat; i++) {
+		const struct snap_lat *sl = &s->lat[i];
+		struct place_lat *l;
+
+		if (sl->ran_cpu < 0 || !spread_on_cpu(s, sl->ran_cpu))
+			continue;
+		l = find_lat(st, sl->tid, sl->start_time);
+		if (l && l->seen_ns != s->now_ns) {
+			l->llc = s->topo->cpus[sl->ran_cpu].llc;
 			l->seen_ns = s->now_ns;
 		}
 	}
@@ -190,12 +203,15 @@ static const char *off_why(const struct snapshot *s, struct spread_state *st,
 
 /*
  * A task the rules may pin: eligible, not pinned by any rule yet, and not moved
- * within min_residency_ms (rule d: a pin given back is not made again at once).
+ * within min_residency_ms (rule d: a pin given back is not made again at once); and
+ * one that used CPU since the last sample, but for a latency task, which runs in
+ * bursts too short to show in one (it is pinned to keep it on its LLC, not to move
+ * load).
  */
 static bool pinnable(const struct snapshot *s, const struct spread_conf *c,
 		     const struct spread_state *st, const struct snap_task *t)
 {
-	return !(t->flags & SNAP_TASK_NO_CPU) && !spread_ineligible(s, c, t) &&
+	return (!(t->flags & SNAP_TASK_NO_CPU) || t->lat_nice < 0) && !spread_ineligible(s, c, t) &&
 	       spread_pin_idx(st, t->tid, t->start_time) < 0 &&
 	       !spread_recently_moved(st, t->tid, t->start_time);
 }

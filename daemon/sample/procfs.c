@@ -109,6 +109,24 @@ void procfs_comm(const char *proc_root, pid_t tid, char *ret, size_t size)
 		ret[n - 1] = '\0';
 }
 
+int procfs_run_ns(const char *proc_root, pid_t tgid, pid_t tid, uint64_t *ret)
+{
+	char path[PATH_MAX], buf[128];
+	unsigned long long ns;
+	ssize_t n;
+	int r = task_path(path, sizeof(path), proc_root, tgid, tid, "schedstat");
+
+	if (r < 0)
+		return r;
+	n = util_read_file(path, buf, sizeof(buf));
+	if (n <= 0)
+		return gone_or(n);
+	if (buf[0] < '0' || buf[0] > '9' || sscanf(buf, "%llu", &ns) != 1)
+		return -EIO;
+	*ret = ns;
+	return 0;
+}
+
 int procfs_rss_kb(const char *proc_root, pid_t tgid, uint64_t *ret)
 {
 	char path[PATH_MAX], buf[256];

@@ -47,6 +47,11 @@ int procfs_start_time(const char *proc_root, pid_t pid, uint64_t *ret);
  */
 void procfs_comm(const char *proc_root, pid_t tid, char *ret, size_t size);
 /*
+ * Task tid's time on a CPU in nanoseconds, the first field of its schedstat, from the
+ * same places as procfs_stat (CONFIG_SCHED_INFO). 0, -ESRCH when gone, -EIO, -errno.
+ */
+int procfs_run_ns(const char *proc_root, pid_t tgid, pid_t tid, uint64_t *ret);
+/*
  * Process tgid's resident set in KiB, from /proc/TGID/statm: the working-set proxy
  * of keep_together. 0, -ESRCH when it is gone, or -errno.
  */

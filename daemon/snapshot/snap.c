@@ -107,7 +107,8 @@ int snap_add_lat(struct snapshot *s, pid_t tid, uint64_t start_time, int value)
 	s->lat = lat;
 	i = lat_lower_bound(s, tid);
 	memmove(&s->lat[i + 1], &s->lat[i], (s->nlat - i) * sizeof(*s->lat));
-	s->lat[i] = (struct snap_lat){ .tid = tid, .start_time = start_time, .value = value };
+	s->lat[i] = (struct snap_lat){ .tid = tid, .start_time = start_time, .value = value,
+				       .ran_cpu = -1 };
 	s->nlat++;
 	return 0;
 }
@@ -118,6 +119,18 @@ const struct snap_lat *snap_find_lat(const struct snapshot *s, pid_t tid, uint64
 		if (s->lat[i].start_time == start_time)
 			return &s->lat[i];
 	return NULL;
+}
+
+int snap_lat_ran(struct snapshot *s, pid_t tid, uint64_t start_time, int cpu)
+{
+	struct snap_lat *l = (struct snap_lat *)snap_find_lat(s, tid, start_time);
+
+	if (!l)
+		return -ENOENT;
+	if (cpu < 0 || cpu >= s->nr_cpu_ids)
+		return -EINVAL;
+	l->ran_cpu = cpu;
+	return 0;
 }
 
 static void put_escaped(FILE *out, const char *s)
@@ -168,9 +181,13 @@ int snap_write(const struct snapshot *s, FILE *out)
 			fprintf(out, " rss=%" PRIu64, t->rss_kb);
 		fputc('\n', out);
 	}
-	for (size_t i = 0; i < s->nlat; i++)
-		fprintf(out, "latency %d %" PRIu64 " %d\n", (int)s->lat[i].tid, s->lat[i].start_time,
+	for (size_t i = 0; i < s->nlat; i++) {
+		fprintf(out, "latency %d %" PRIu64 " %d", (int)s->lat[i].tid, s->lat[i].start_time,
 			s->lat[i].value);
+		if (s->lat[i].ran_cpu >= 0)
+			fprintf(out, " ran=%d", s->lat[i].ran_cpu);
+		fputc('\n', out);
+	}
 	fputs("end\n", out);
 	fflush(out);
 	return ferror(out) ? -EIO : 0;
@@ -296,17 +313,22 @@ static int parse_task(struct snapshot *s, char *line, char *err, size_t errlen)
 
 static int parse_lat(struct snapshot *s, const char *line, char *err, size_t errlen)
 {
-	int tid, value, n = 0, r;
+	int tid, value, cpu = -1, n = 0, m = 0, r;
 	uint64_t start;
 
 	if (sscanf(line, "latency %d %" SCNu64 " %d%n", &tid, &start, &value, &n) != 3 ||
-	    line[n] != '\0' || strchr(line, '+'))
-		FAIL("latency: expected TID START_TIME VALUE");
+	    strchr(line, '+') ||
+	    (line[n] != '\0' &&
+	     (strncmp(line + n, " ran=", 5) != 0 || line[n + 5] < '0' || line[n + 5] > '9' ||
+	      sscanf(line + n, " ran=%d%n", &cpu, &m) != 1 || line[n + m] != '\0')))
+		FAIL("latency: expected TID START_TIME VALUE [ran=CPU]");
 	if (snap_find_lat(s, tid, start))
 		FAIL("latency %d: listed twice", tid);
 	r = snap_add_lat(s, tid, start, value);
 	if (r == -EINVAL)
 		FAIL("latency %d: tid must be positive, value from %d to -1", tid, LAT_MIN);
+	if (r == 0 && cpu >= 0 && snap_lat_ran(s, tid, start, cpu) < 0)
+		FAIL("latency %d: cpu %d is not in this topology", tid, cpu);
 	return r;
 }
 

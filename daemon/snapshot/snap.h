@@ -54,6 +54,7 @@ struct snap_lat {
 	pid_t tid;
 	uint64_t start_time;      /* with tid, its identity */
 	int value;                /* LAT_MIN…-1 */
+	int ran_cpu;              /* seen to have run since the last look: its last CPU; else -1 */
 };
 
 struct snapshot {
@@ -89,6 +90,11 @@ struct snap_task *snap_add_task(struct snapshot *s, const struct snap_task *t, c
 int snap_add_lat(struct snapshot *s, pid_t tid, uint64_t start_time, int value);
 /* The latency task tid with start_time, or NULL. */
 const struct snap_lat *snap_find_lat(const struct snapshot *s, pid_t tid, uint64_t start_time);
+/*
+ * The latency task ran since it was last looked at, last on cpu. 0, -ENOENT if it is
+ * not listed, -EINVAL for a CPU not in the topology.
+ */
+int snap_lat_ran(struct snapshot *s, pid_t tid, uint64_t start_time, int cpu);
 
 /*
  * Text form, one record a line:
@@ -96,7 +102,7 @@ const struct snap_lat *snap_find_lat(const struct snapshot *s, pid_t tid, uint64
  *   cpu CPU NR_RUNNING BUSY_PCT
  *   task TID TGID CPU START_TIME FLAGS ALLOWED COMM CGROUP [partner=TID[@CPU]] [lat=V]
  *        [rss=KIB]
- *   latency TID START_TIME VALUE
+ *   latency TID START_TIME VALUE [ran=CPU]
  *   end
  * COMM and CGROUP are escaped (\xHH for bytes <= 0x20, 0x7f, '\\' and a leading '-');
  * "-" alone is an empty cgroup.

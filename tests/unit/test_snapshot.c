@@ -392,10 +392,13 @@ static void placement_round_trip(void **state)
 	assert_int_equal(snap_add_lat(fx->s, 8, 1, 0), -EINVAL);
 	assert_int_equal(snap_add_lat(fx->s, 8, 1, 2), -EINVAL);
 	assert_int_equal(snap_add_lat(fx->s, 8, 1, -21), -EINVAL);
+	assert_int_equal(snap_lat_ran(fx->s, 30, 300, 1), 0);
+	assert_int_equal(snap_lat_ran(fx->s, 30, 301, 1), -ENOENT);
+	assert_int_equal(snap_lat_ran(fx->s, 7, 1107, 2), -EINVAL);
 	text = written(fx, 0);
 	assert_non_null(strstr(text, " /x partner=9 lat=-10 rss=2048\n"));
 	assert_non_null(strstr(text, " /x lat=5\n"));
-	assert_non_null(strstr(text, "latency 7 1107 -10\nlatency 30 300 -3\n"));
+	assert_non_null(strstr(text, "latency 7 1107 -10\nlatency 30 300 -3 ran=1\n"));
 	assert_int_equal(snap_read(reading(fx, text), fx->back, &lineno, err, sizeof(err)), 1);
 	assert_string_equal(err, "");
 	assert_int_equal(fx->back->tasks[0].lat_nice, -10);
@@ -406,6 +409,8 @@ static void placement_round_trip(void **state)
 	assert_non_null(snap_find_lat(fx->back, 30, 300));
 	assert_null(snap_find_lat(fx->back, 30, 301));
 	assert_int_equal(snap_find_lat(fx->back, 7, 1107)->value, -10);
+	assert_int_equal(snap_find_lat(fx->back, 7, 1107)->ran_cpu, -1);
+	assert_int_equal(snap_find_lat(fx->back, 30, 300)->ran_cpu, 1);
 	/* The next snapshot read starts with none. */
 	snap_reset(fx->back);
 	assert_int_equal(fx->back->nlat, 0);
@@ -427,6 +432,11 @@ static void placement_fields_checked(void **state)
 	expect_bad(fx->s, "snapshot 1 2 3\nlatency 0 1 -2\nend\n", 2, "tid must be positive");
 	expect_bad(fx->s, "snapshot 1 2 3\nlatency 5 1 -2 x\nend\n", 2, "latency: expected");
 	expect_bad(fx->s, "snapshot 1 2 3\nlatency 5 +1 -2\nend\n", 2, "latency: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\nlatency 5 1 -2 ran=\nend\n", 2, "latency: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\nlatency 5 1 -2 ran=-1\nend\n", 2, "latency: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\nlatency 5 1 -2 ran=1x\nend\n", 2, "latency: expected");
+	expect_bad(fx->s, "snapshot 1 2 3\nlatency 5 1 -2 ran=9\nend\n", 2,
+		   "cpu 9 is not in this topology");
 	expect_bad(fx->s, "snapshot 1 2 3\nlatency 5 1 -2\nlatency 5 1 -3\nend\n", 3,
 		   "listed twice");
 }

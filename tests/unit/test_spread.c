@@ -1095,6 +1095,32 @@ static void apart_moves_batch_off_and_back(void **state)
 	fx_free(f);
 }
 
+/*
+ * A latency task that runs in bursts too short for a sample (never listed, or listed
+ * having used no CPU): seen where its looks found it ran, kept there, and pinned there
+ * when listed at all.
+ */
+static void apart_sees_short_bursts(void **state)
+{
+	struct fx *f = apart_fx();
+
+	assert_int_equal(snap_add_lat(f->s, 600, 1600, -10), 0);
+	assert_int_equal(snap_lat_ran(f->s, 600, 1600, 5), 0);
+	add(f, 700, 6)->lat_nice = 5;
+	add(f, 701, 1)->lat_nice = 5;
+	assert_string_equal(tick(f, 100),
+			    "pin tid=700 tgid=700 comm=\"t700\" llc=1->0 cpus=0-3 why=apart\n");
+	snap_reset(f->s);
+	assert_int_equal(snap_add_lat(f->s, 600, 1600, -10), 0);
+	add(f, 600, 4)->lat_nice = -10;
+	f->s->tasks[0].flags |= SNAP_TASK_NO_CPU;
+	add(f, 700, 2)->lat_nice = 5;
+	add(f, 701, 1)->lat_nice = 5;
+	assert_string_equal(tick(f, 200),
+			    "pin tid=600 tgid=600 comm=\"t600\" llc=1->1 cpus=4-7 why=latency\n");
+	fx_free(f);
+}
+
 /* A latency task asleep for 5 s keeps no LLC; one LLC is never kept. */
 static void apart_sleeper_and_one_llc(void **state)
 {
@@ -1181,6 +1207,7 @@ int main(void)
 		cmocka_unit_test(together_gives_up_after_failures),
 		cmocka_unit_test(apart_moves_batch_off_and_back),
 		cmocka_unit_test(apart_sleeper_and_one_llc),
+		cmocka_unit_test(apart_sees_short_bursts),
 		cmocka_unit_test(apart_gives_back_when_short),
 	};
 
