@@ -65,6 +65,8 @@ BENCH_BIN += $(B)/bench/units
 # The busy exec probe: static (no loader before main, as the report that asked for it), so
 # never with the sanitizer's flags, which cannot link statically.
 BENCH_BIN += $(B)/bench/spinprobe
+# Processes whose threads share a buffer, or pairs passing a token (bench/placement-ab).
+BENCH_BIN += $(B)/bench/shareload
 
 # Fuzz targets, one per parser and one per door of the request layer (ctl: the
 # socket's bytes; bus: the D-Bus API's method calls): each builds with libFuzzer and
