@@ -12,10 +12,15 @@
  *  - its resident set, the first proxy of its working set (the series later weighed
  *    its NUMA faults), is at most the LLC's size; where either is not known, nothing
  *    is held;
+ *  - to be held, the LLC must have room once its threads are there: no more runnable
+ *    tasks than CPUs, and the resident sets of the processes held there, its own
+ *    added, no more than the cache (the simulator showed processes that each fit
+ *    held together until they evicted each other);
  *  - the LLC does not stay too busy: it is released when its LLC has run more tasks
  *    than CPUs, and more than TOGETHER_IMB_PCT per CPU over the least busy LLC (the
  *    series' 20 %, a little above the LLC domain's imbalance_pct of 117), for
- *    min_residency_ms (spread first moves what else is there);
+ *    min_residency_ms (spread first moves what else is there), which counts as a
+ *    failure;
  *  - after TOGETHER_FAILURES pins lost within max_pin_ms (refused, undone by someone
  *    else, or the thread gone) it gives up for max_pin_ms, as the series gives up
  *    after repeated balance failures.
@@ -352,6 +357,28 @@ static const char *unfit(const struct snapshot *s, const struct spread_conf *c,
 	return NULL;
 }
 
+/*
+ * Whether LLC l has room to take process p, seen as w, as the series' gates weigh it
+ * once the threads are there: its threads listed elsewhere moved in leave the LLC no
+ * more runnable tasks than CPUs, and its resident set and those of the processes held
+ * there already add up to no more than the cache (each fitting alone is not enough:
+ * held together, they would evict each other).
+ */
+static bool room(const struct snapshot *s, const struct spread_state *st,
+		 const struct place_proc *p, const struct seen *w, int l)
+{
+	const struct topo_llc *llc = &s->topo->llcs[l];
+	uint64_t rss = w->rss_kb;
+	int in = l < PLACE_MAX_LLCS ? w->per_llc[l] : 0;
+
+	if (st->llc_load[l] + (w->busy - in) > llc->ncpus)
+		return false;
+	for (size_t i = 0; i < st->nprocs; i++)
+		if (st->procs[i].held == l && &st->procs[i] != p)
+			rss += st->procs[i].rss_kb;
+	return rss <= llc->size_kb;
+}
+
 /* Pins process p's listed threads that are not pinned yet to its LLC. 0 or -ENOMEM. */
 static int hold(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
 		struct plan *plan, unsigned *budget, const struct place_proc *p, size_t from,
@@ -406,12 +433,18 @@ static int together_one(const struct snapshot *s, const struct spread_conf *c,
 	} else {
 		p->busy_since_ns = 0;
 	}
-	if (p->held < 0 && (busy < 2 || p->busy_since_ns || unfit(s, c, st, p, &w, busy, l)))
+	if (p->held < 0 && (busy < 2 || p->busy_since_ns || unfit(s, c, st, p, &w, busy, l) ||
+			    !room(s, st, p, &w, l)))
 		return 0;
 	if (p->held >= 0 && (p->why = unfit(s, c, st, p, &w, busy, l)) != NULL) {
+		/* Let go for a busy LLC counts as a failure: held and let go three times
+		 * over, it gives up rather than come back each min_residency_ms. */
+		if (strcmp(p->why, "busy_llc") == 0 && !p->failures++)
+			p->fail_ns = s->now_ns;
 		p->held = -1;
 		return 0; /* release_together gives its pins back */
 	}
+	p->rss_kb = w.rss_kb;
 	p->held = l;
 	return hold(s, c, st, plan, budget, p, from, to);
 }

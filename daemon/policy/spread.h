@@ -50,6 +50,7 @@ struct place_proc {
 	unsigned failures;       /* its pins the actuator could not make or keep */
 	uint64_t fail_ns;        /* when the first of those failures was */
 	const char *why;         /* why it was let go, for the plan lines of its releases */
+	uint64_t rss_kb;         /* its resident set when last held (the LLC's sum of them) */
 	uint16_t score[PLACE_MAX_LLCS]; /* decaying count of its threads seen on each LLC */
 };
 

@@ -985,6 +985,38 @@ static void together_gates(void **state)
 	fx_free(f);
 }
 
+/*
+ * Room once there: a process whose threads moved in would leave its LLC more runnable
+ * tasks than CPUs is not held; nor one whose resident set, added to those held there
+ * already, would overflow the cache though each fits alone.
+ */
+static void together_needs_room(void **state)
+{
+	struct fx *f = together_fx(T2x4S);
+
+	narrowed(add(f, 600, 0));
+	narrowed(add(f, 601, 1));
+	narrowed(add(f, 602, 2));
+	thread(f, 500, 500, 3, 1024);
+	thread(f, 500, 501, 4, 1024);
+	thread(f, 500, 502, 5, 1024);
+	add(f, 700, 6);
+	add(f, 701, 7);
+	assert_string_equal(tick(f, 100), ""); /* LLC 0 and LLC 1 both too full for it */
+	fx_free(f);
+
+	f = together_fx(T2x4S);
+	thread(f, 500, 500, 0, 20 * 1024);
+	thread(f, 500, 501, 1, 20 * 1024);
+	thread(f, 510, 510, 2, 20 * 1024);
+	thread(f, 510, 511, 3, 20 * 1024);
+	assert_string_equal(tick(f, 100),
+			    "pin tid=500 tgid=500 comm=\"t500\" llc=0->0 cpus=0-3 why=together\n"
+			    "pin tid=501 tgid=500 comm=\"t501\" llc=0->0 cpus=0-3 why=together\n");
+	assert_string_equal(tick(f, 200), ""); /* 40 MiB would not fit 32 */
+	fx_free(f);
+}
+
 /* A held process that grows past the LLC's cores is let go; so is one that idles. */
 static void together_released_when_unfit(void **state)
 {
@@ -1202,6 +1234,7 @@ int main(void)
 		cmocka_unit_test(keep_pairs_sleeping_partner),
 		cmocka_unit_test(together_holds_what_fits),
 		cmocka_unit_test(together_gates),
+		cmocka_unit_test(together_needs_room),
 		cmocka_unit_test(together_released_when_unfit),
 		cmocka_unit_test(together_released_from_busy_llc),
 		cmocka_unit_test(together_gives_up_after_failures),
