@@ -1,8 +1,9 @@
 /*
  * The balancers in the simulator's loop, once a tick: none, the utilization puller,
- * and rqbalance's own spread_decide() fed a snapshot built like the proc sampler's. Also
- * the per-tick metrics. The plan is applied as sched_setaffinity would: the task moves
- * at once if its CPU is no longer allowed.
+ * and rqbalance's own spread_decide() fed a snapshot built like the daemon's (the proc
+ * sampler's tasks, with the latency-nice values, latency tasks and resident sets that
+ * keep_together and latency_apart read). Also the per-tick metrics. The plan is applied
+ * as sched_setaffinity would: the task moves at once if its CPU is no longer allowed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,25 @@ static void set_affinity(struct sim *s, int i, const cpu_set_t *mask, int to_llc
 	}
 }
 
+/*
+ * Every live task with a negative latency-nice value, runnable or not, as the latency
+ * actuator lists them (start_time is the tid, as in the task lines), and where each
+ * ran last if it ran since the last tick, as latseen.c finds through /proc (it looks
+ * at LATSEEN_LOOKS a tick; no scenario here has as many).
+ */
+static void latency_tasks(struct sim *s)
+{
+	for (int i = 0; i < s->nt; i++) {
+		const struct sim_task *t = &s->t[i];
+
+		if (!t->alive || t->lat_nice >= 0)
+			continue;
+		if (snap_add_lat(s->snap, t->tid, (uint64_t)t->tid, t->lat_nice) < 0 ||
+		    (t->ran_ms && snap_lat_ran(s->snap, t->tid, (uint64_t)t->tid, t->cpu) < 0))
+			abort();
+	}
+}
+
 /* The snapshot the proc sampler would take: runnable tasks and busy time per CPU. */
 static void snapshot(struct sim *s)
 {
@@ -68,8 +88,11 @@ static void snapshot(struct sim *s)
 		sn->cpus[c].busy_pct = total ? cpu->busy_ms * 100 / total : 0;
 		for (int k = 0; k < cpu->n; k++) {
 			const struct sim_task *t = &s->t[cpu->q[k]];
-			struct snap_task st = { .tid = t->tid, .tgid = t->tid, .cpu = c,
-						.start_time = (uint64_t)t->tid, .allowed = t->allowed };
+			const struct sim_proc *p = t->proc >= 0 ? &s->proc[t->proc] : NULL;
+			struct snap_task st = { .tid = t->tid, .tgid = p ? p->tgid : t->tid,
+						.cpu = c, .start_time = (uint64_t)t->tid,
+						.allowed = t->allowed, .lat_nice = t->lat_nice,
+						.rss_kb = p ? p->rss_kb : 0 };
 
 			st.partner = t->partner >= 0 ? s->t[t->partner].tid : 0;
 			if (!t->ran_ms)
@@ -80,6 +103,27 @@ static void snapshot(struct sim *s)
 				abort();
 		}
 	}
+	latency_tasks(s);
+}
+
+/*
+ * The placement rules' plan lines, counted by their why; a release names its own
+ * reason, not the rule, so each task remembers whether keep_together pinned it.
+ */
+static void count_action(struct sim *s, struct sim_task *t, const struct plan_action *a)
+{
+	struct sim_stats *st = &s->st;
+
+	if (a->op == PLAN_UNPIN) {
+		st->unpins_together += t->held;
+		st->unpins_short += !strcmp(a->why, "short");
+		t->held = false;
+		return;
+	}
+	t->held = !strcmp(a->why, "together");
+	st->pins_together += t->held;
+	st->pins_latency += !strcmp(a->why, "latency");
+	st->pins_apart += !strcmp(a->why, "apart");
 }
 
 static void rqbalance(struct sim *s)
@@ -102,6 +146,7 @@ static void rqbalance(struct sim *s)
 			spread_forget(&s->pol, a->tid, a->start_time, false);
 			continue;
 		}
+		count_action(s, &s->t[i], a);
 		set_affinity(s, i, a->op == PLAN_PIN ? &a->mask : &s->t[i].orig,
 			     a->op == PLAN_PIN ? a->to_llc : -1);
 	}

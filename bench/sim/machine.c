@@ -4,24 +4,52 @@
  * flips of waker and wakee; if not wide, wake affine toward the waker's LLC, else the
  * wakee's previous LLC; then an idle sibling in that LLC); an idle CPU pulls waiting
  * work from its own LLC at once; across LLCs, a periodic balance moves one waiting task
- * every kernel_lb_ms, from the LLC with the highest utilization to the lowest. A task
- * that changes LLC runs COLD_MS without progress (its cache is elsewhere); a pair's
- * burst run away from its waker's LLC costs cross_llc_penalty_pct more. Only the
- * balancer under test changes affinities, and never outside a plan.
+ * every kernel_lb_ms, from the LLC with the highest utilization to the lowest. With
+ * lb_spare (the placement scenarios), a newer kernel's balance instead: across LLCs by
+ * idle CPUs and waiting tasks, and within an LLC between busy CPUs by load. A task
+ * with a negative latency-nice value wakes ahead of the waiting tasks without one, and
+ * with lat_preempt ahead of the running one. Only the balancer under test changes
+ * affinities, and never outside a plan.
+ *
+ * Caches, two models. A task outside any process (the first scenarios) runs 2 ms
+ * without progress after it changes LLC, and a pair's burst run away from its waker's
+ * LLC costs cross_llc_penalty_pct more. A thread of a process (struct sim_proc) pays
+ * instead: refilling its share of the working set at one core's bandwidth after it
+ * changes LLC (sim_warm_ns); the local or remote cost of being taken from its queue
+ * at each wakeup (sim_wake_cost_ns); and, all the time it runs, a slowdown for its
+ * accesses to shared data last written in another LLC and for the part of its LLC's
+ * working sets that does not fit (sim_slowdown). A model, not a measurement.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "policy/latency.h"
 #include "rqbalance.h"
 #include "sim.h"
 #include "util/cpumask.h"
 
-#define SLICE_MS 4
-#define COLD_MS 2
+#define MS_NS ((int64_t)NSEC_PER_MSEC)
+#define SLICE_NS (4 * MS_NS)
+#define COLD_NS (2 * MS_NS) /* the first model's flat cost of changing LLC */
 #define PAIR_BURST_MS 4   /* a pair's burst, on average: 3, 4 or 5 ms, drawn from the seed */
-#define PAIR_OVERLAP_MS 2 /* a pair's task wakes its partner this long before it sleeps */
+#define PAIR_OVERLAP_NS (2 * MS_NS) /* a pair's task wakes its partner this long before it sleeps */
+/*
+ * scx_lavd's measurement (sched-ext/scx PR 2912): a task taken from the local LLC's
+ * queue in 596 ns on average, from a remote LLC's in 2,217 ns. Here the cost of a
+ * wakeup, and the ratio (3.72) of any access to data last written in another LLC.
+ */
+#define WAKE_LOCAL_NS 596
+#define WAKE_REMOTE_NS 2217
+/*
+ * One core refilling a cache: 10 GB/s, an assumption at the low end of what one
+ * core's stream reaches on current servers, since a refill after a move is demand
+ * misses on scattered lines more than a prefetched stream. 4 MiB take 0.42 ms.
+ */
+#define CORE_BW_MB_S 10000
+/* A thread that ran this recently counts where it ran: its data is still there. */
+#define ACTIVE_MS 100
 #define FLIP_DECAY_MS 1000 /* record_wakee() halves the flips once per HZ jiffies */
 #define LISTENERS 64      /* distinct listeners a pair's task may wake besides its partner */
 
@@ -54,11 +82,13 @@ int sim_init(struct sim *s, const struct topo *t, enum sim_balancer bal, uint64_
 	spread_init(&s->pol);
 	plan_init(&s->plan);
 	s->disp.last_wakee = SIM_NO_WAKEE;
+	s->run_at = -1;
 	s->cpu = calloc((size_t)t->nr_cpu_ids, sizeof(*s->cpu));
 	s->llc_waiting = calloc((size_t)t->nllcs, sizeof(long));
 	s->llc_idle = calloc((size_t)t->nllcs, sizeof(long));
+	s->llc_over = calloc((size_t)t->nllcs, sizeof(double));
 	s->snap = snap_new(t);
-	if (!s->cpu || !s->snap || !s->llc_waiting || !s->llc_idle)
+	if (!s->cpu || !s->snap || !s->llc_waiting || !s->llc_idle || !s->llc_over)
 		return -ENOMEM;
 	return 0;
 }
@@ -70,6 +100,10 @@ void sim_fini(struct sim *s)
 	free(s->cpu);
 	free(s->llc_waiting);
 	free(s->llc_idle);
+	free(s->llc_over);
+	free(s->proc);
+	free(s->proc_llc);
+	free(s->lat.ns);
 	free(s->t);
 	free(s->series);
 	snap_free(s->snap);
@@ -94,6 +128,7 @@ int sim_add(struct sim *s, enum sim_kind kind)
 	memset(t, 0, sizeof(*t));
 	t->kind = kind;
 	t->tid = 1000 + s->nt;
+	t->proc = -1;
 	t->partner = -1;
 	t->cpu = -1;
 	t->moved_from_llc = -1;
@@ -103,9 +138,157 @@ int sim_add(struct sim *s, enum sim_kind kind)
 	return s->nt++;
 }
 
+int sim_add_proc(struct sim *s, const struct sim_proc *p)
+{
+	struct sim_proc *a = s->proc;
+	int *pl;
+
+	if (s->nproc == s->proccap) {
+		s->proccap = s->proccap ? s->proccap * 2 : 16;
+		a = realloc(s->proc, (size_t)s->proccap * sizeof(*a));
+		pl = a ? realloc(s->proc_llc,
+				  (size_t)s->proccap * (size_t)s->topo->nllcs * sizeof(int))
+		       : NULL;
+		if (a)
+			s->proc = a;
+		if (!pl)
+			return -1;
+		s->proc_llc = pl;
+	}
+	s->proc[s->nproc] = *p;
+	s->proc[s->nproc].tgid = 100000 + s->nproc;
+	s->proc[s->nproc].nthreads = 0;
+	if (!s->proc[s->nproc].rss_kb)
+		s->proc[s->nproc].rss_kb = p->ws_kb;
+	s->proc[s->nproc].disp.last_wakee = SIM_NO_WAKEE;
+	return s->nproc++;
+}
+
+int sim_add_thread(struct sim *s, enum sim_kind kind, int p)
+{
+	int i = sim_add(s, kind);
+
+	if (i < 0)
+		return -1;
+	s->t[i].proc = p;
+	s->proc[p].nthreads++;
+	return i;
+}
+
+/* ---- the cache model ---- */
+
+uint32_t sim_wake_cost_ns(bool remote)
+{
+	return remote ? WAKE_REMOTE_NS : WAKE_LOCAL_NS;
+}
+
+uint64_t sim_warm_ns(uint64_t kb)
+{
+	return kb * 1024 * 1000 / CORE_BW_MB_S;
+}
+
+/*
+ * Of its LLC accesses a share shared x remote finds data last written in another LLC,
+ * and a share over misses: each of those costs WAKE_REMOTE_NS / WAKE_LOCAL_NS times a
+ * local hit (a miss to memory taken as dear as a remote line: an assumption). An
+ * access both remote and missed counts once.
+ */
+double sim_slowdown(int llc_pct, int shared_pct, double remote, double over)
+{
+	double ratio = (double)WAKE_REMOTE_NS / WAKE_LOCAL_NS;
+	double slow = 1 - (1 - shared_pct / 100.0 * remote) * (1 - over);
+
+	return 1 + llc_pct / 100.0 * slow * (ratio - 1);
+}
+
+static int llc_of(const struct sim *s, int cpu)
+{
+	return s->topo->cpus[cpu].llc;
+}
+
+/* Active: runnable, or ran within ACTIVE_MS; counted on the LLC of its CPU. */
+static bool active(const struct sim *s, const struct sim_task *t)
+{
+	return t->alive && t->cpu >= 0 &&
+	       (t->queued || (t->ran_ever && s->now_ms - t->last_ms < ACTIVE_MS));
+}
+
+/* What process p keeps in LLC l: the shared part once, its threads' private parts. */
+static double demand_kb(const struct sim *s, int p, int l)
+{
+	const struct sim_proc *pr = &s->proc[p];
+	int n = s->proc_llc[p * s->topo->nllcs + l];
+	double shared = (double)pr->ws_kb * pr->shared_pct / 100.0;
+
+	if (!n || !pr->nthreads)
+		return 0;
+	return shared + ((double)pr->ws_kb - shared) * n / pr->nthreads;
+}
+
+/* Once a millisecond: each process's active threads per LLC, each LLC's overflow. */
+static void cache_update(struct sim *s)
+{
+	const struct topo *tp = s->topo;
+
+	if (!s->nproc)
+		return;
+	memset(s->proc_llc, 0, (size_t)s->nproc * (size_t)tp->nllcs * sizeof(int));
+	for (int i = 0; i < s->nt; i++) {
+		const struct sim_task *t = &s->t[i];
+
+		if (t->proc >= 0 && active(s, t))
+			s->proc_llc[t->proc * tp->nllcs + llc_of(s, t->cpu)]++;
+	}
+	for (int l = 0; l < tp->nllcs; l++) {
+		double kb = 0, size = (double)tp->llcs[l].size_kb;
+
+		for (int p = 0; p < s->nproc; p++)
+			kb += demand_kb(s, p, l);
+		s->llc_over[l] = size > 0 && kb > size ? 1 - size / kb : 0;
+	}
+}
+
+/* Task i's speed where it runs now: 1 outside the cache model. */
+static double speed(const struct sim *s, const struct sim_task *t)
+{
+	const struct sim_proc *p;
+	const int *on;
+	int l, n = 0;
+	double remote = 0;
+
+	if (t->proc < 0)
+		return 1.0;
+	p = &s->proc[t->proc];
+	on = &s->proc_llc[t->proc * s->topo->nllcs];
+	l = llc_of(s, t->cpu);
+	for (int k = 0; k < s->topo->nllcs; k++)
+		n += on[k];
+	if (n > 1)
+		remote = (double)(n - on[l]) / (n - 1);
+	if (remote > 1)
+		remote = 1;
+	return 1.0 / sim_slowdown(p->llc_pct, p->shared_pct, remote, s->llc_over[l]);
+}
+
+/*
+ * What a thread of a process refills in LLC l: its share of the private part, and
+ * the shared part unless another thread of its process is active there.
+ */
+static int64_t warm_ns(const struct sim *s, const struct sim_task *t, int l)
+{
+	const struct sim_proc *p = &s->proc[t->proc];
+	uint64_t shared = p->ws_kb * (uint64_t)p->shared_pct / 100;
+	uint64_t kb = (p->ws_kb - shared) / (uint64_t)(p->nthreads ? p->nthreads : 1);
+
+	if (!s->proc_llc[t->proc * s->topo->nllcs + l])
+		kb += shared;
+	return (int64_t)sim_warm_ns(kb);
+}
+
 /* ---- run queues ---- */
 
-static void enqueue(struct sim *s, int i, int cpu)
+/* Queues task i on cpu at position pos (0 runs; c->n is the tail). */
+static void enqueue_at(struct sim *s, int i, int cpu, int pos)
 {
 	struct sim_cpu *c = &s->cpu[cpu];
 	struct sim_task *t = &s->t[i];
@@ -116,16 +299,25 @@ static void enqueue(struct sim *s, int i, int cpu)
 		if (!c->q)
 			abort(); /* a simulator out of memory has nothing to report */
 	}
-	c->q[c->n++] = i;
+	memmove(&c->q[pos + 1], &c->q[pos], (size_t)(c->n - pos) * sizeof(int));
+	c->q[pos] = i;
+	c->n++;
 	if (t->cpu >= 0 && t->cpu != cpu) {
 		s->st.migrations++;
-		if (s->topo->cpus[t->cpu].llc != s->topo->cpus[cpu].llc)
-			t->cold_ms = COLD_MS;
+		if (llc_of(s, t->cpu) != llc_of(s, cpu) && t->proc < 0)
+			t->stall_ns = COLD_NS;
+		else if (llc_of(s, t->cpu) != llc_of(s, cpu))
+			t->stall_ns += warm_ns(s, t, llc_of(s, cpu));
 	}
 	t->cpu = cpu;
 	t->queued = true;
-	if (c->n == 1)
-		t->slice_ms = 0;
+	if (pos == 0)
+		t->slice_ns = 0;
+}
+
+static void enqueue(struct sim *s, int i, int cpu)
+{
+	enqueue_at(s, i, cpu, s->cpu[cpu].n);
 }
 
 static void dequeue(struct sim *s, int i)
@@ -141,7 +333,7 @@ static void dequeue(struct sim *s, int i)
 		}
 	t->queued = false;
 	if (c->n)
-		s->t[c->q[0]].slice_ms = 0;
+		s->t[c->q[0]].slice_ns = 0;
 }
 
 static bool cpu_ok(const struct sim *s, int i, int cpu)
@@ -203,6 +395,22 @@ void sim_arrive(struct sim *s, int i, int llc)
 	enqueue(s, i, c >= 0 ? c : sim_least_loaded(s, i, llc));
 }
 
+void sim_fork(struct sim *s, int i, int parent_llc)
+{
+	const struct topo *tp = s->topo;
+	int best = parent_llc, nr[RQB_MAX_CPUS] = { 0 }, c;
+
+	for (int k = 0; k < tp->nr_cpu_ids; k++)
+		if (tp->cpus[k].present)
+			nr[llc_of(s, k)] += s->cpu[k].n;
+	for (int l = 0; l < tp->nllcs; l++)
+		if ((long)nr[l] * tp->llcs[best].ncpus < (long)nr[best] * tp->llcs[l].ncpus)
+			best = l;
+	c = idle_in_llc(s, i, best, cpumask_first(&tp->llcs[best].cpus));
+	s->t[i].alive = true;
+	enqueue(s, i, c >= 0 ? c : sim_least_loaded(s, i, best));
+}
+
 void sim_depart(struct sim *s, int i)
 {
 	if (s->t[i].queued)
@@ -240,11 +448,34 @@ static bool wake_wide(const struct sim *s, const struct sim_flips *waker,
 	return slave >= factor && master >= slave * factor;
 }
 
+static void catch_up(struct sim *s, int cpu);
+
+/*
+ * Where a wakee queues: at the tail, as round robin would; a task with a negative
+ * latency-nice value (a higher weight and a shorter slice) before every waiting task
+ * without one, as EEVDF picks the earliest deadline next; and with lat_preempt ahead of
+ * a running task without one, as recent EEVDF kernels let a shorter slice preempt on
+ * wakeup (without it, the running task keeps the rest of its slice).
+ */
+static int wake_pos(const struct sim *s, int i, int cpu)
+{
+	const struct sim_cpu *c = &s->cpu[cpu];
+	int k = 1;
+
+	if (s->t[i].lat_nice >= 0 || c->n == 0)
+		return c->n;
+	if (s->lat_preempt && s->t[c->q[0]].lat_nice >= 0)
+		return 0;
+	while (k < c->n && s->t[c->q[k]].lat_nice < 0)
+		k++;
+	return k;
+}
+
 void sim_wake(struct sim *s, int i, struct sim_flips *waker, int waker_cpu)
 {
 	struct sim_task *t = &s->t[i];
 	int prev = t->cpu >= 0 ? t->cpu : 0;
-	int llc = s->topo->cpus[prev].llc;
+	int llc = s->topo->cpus[prev].llc, cpu;
 
 	if (!t->alive || t->queued)
 		return;
@@ -260,7 +491,18 @@ void sim_wake(struct sim *s, int i, struct sim_flips *waker, int waker_cpu)
 		else
 			llc = s->topo->cpus[waker_cpu].llc;
 	}
-	enqueue(s, i, place(s, i, llc, prev));
+	cpu = place(s, i, llc, prev);
+	enqueue_at(s, i, cpu, wake_pos(s, i, cpu));
+	t->woken = true;
+	t->woke_ns = s->now_ms * NSEC_PER_MSEC + (uint64_t)s->off_ns;
+	t->wake_cost_ns = 0;
+	if (t->proc < 0)
+		return;
+	t->wake_cost_ns = sim_wake_cost_ns(waker && llc_of(s, waker_cpu) != llc_of(s, cpu));
+	t->stall_ns += t->wake_cost_ns;
+	/* A CPU stepped already this ms, idle since before the wakeup, runs it from then. */
+	if (s->run_at >= 0 && cpu < s->run_at && s->cpu[cpu].n == 1)
+		catch_up(s, cpu);
 }
 
 void sim_migrate(struct sim *s, int i, int cpu)
@@ -338,6 +580,117 @@ static void kernel_lb(struct sim *s)
 	}
 }
 
+/* Waiting tasks (beyond one a CPU) and idle CPUs of LLC l. */
+static void llc_counts(const struct sim *s, int l, int *ret_waiting, int *ret_idle)
+{
+	*ret_waiting = *ret_idle = 0;
+	for (int c = 0; c < s->topo->nr_cpu_ids; c++)
+		if (s->topo->cpus[c].present && llc_of(s, c) == l) {
+			*ret_waiting += s->cpu[c].n > 1 ? s->cpu[c].n - 1 : 0;
+			*ret_idle += s->cpu[c].n == 0;
+		}
+}
+
+/*
+ * The periodic balance across LLCs as the kernel runs it for a group with spare
+ * capacity: from the LLC with most waiting tasks to the one with most idle CPUs, half
+ * the difference in idle CPUs at once (one at least), each task onto an idle CPU it
+ * may run on, the last queued first.
+ */
+static void kernel_lb_spare(struct sim *s)
+{
+	const struct topo *tp = s->topo;
+	int from = -1, to = -1, fw = 0, ti = 0, w, idle, moves;
+
+	for (int l = 0; l < tp->nllcs; l++) {
+		llc_counts(s, l, &w, &idle);
+		if (w > fw) {
+			from = l;
+			fw = w;
+		}
+		if (idle > ti) {
+			to = l;
+			ti = idle;
+		}
+	}
+	if (from < 0 || to < 0 || from == to)
+		return;
+	llc_counts(s, from, &w, &idle);
+	moves = (ti - idle) / 2 > 1 ? (ti - idle) / 2 : 1;
+	for (int c = 0; c < tp->nr_cpu_ids && moves > 0; c++) {
+		if (!tp->cpus[c].present || llc_of(s, c) != from)
+			continue;
+		for (int k = s->cpu[c].n - 1; k >= 1 && moves > 0; k--) {
+			int i = s->cpu[c].q[k], dst = idle_in_llc(s, i, to, 0);
+
+			if (dst >= 0) {
+				sim_migrate(s, i, dst);
+				moves--;
+			}
+		}
+	}
+}
+
+/* The k-th CPU of mask, round and round; -1 if it is empty. */
+int sim_nth_cpu(const cpu_set_t *mask, int k)
+{
+	int n = CPU_COUNT(mask);
+
+	if (!n)
+		return -1;
+	k %= n;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, mask) && k-- == 0)
+			return c;
+	return -1;
+}
+
+/* A CPU's load: the weights of the nice values its queued tasks run at. */
+static uint64_t cpu_load(const struct sim *s, int c)
+{
+	uint64_t w = 0;
+
+	for (int k = 0; k < s->cpu[c].n; k++)
+		w += lat_nice_weight(s->t[s->cpu[c].q[k]].lat_nice);
+	return w;
+}
+
+/*
+ * The periodic balance within an LLC, by load, as each CPU runs it for itself in turn
+ * (a domain's interval is its weight in ms, so in an LLC of N CPUs one CPU a ms): CPU
+ * dst pulls the heaviest waiting task of the most loaded CPU that has one, when that
+ * narrows the gap. Weights as rqbalance's latency mapping sets nice (-10: 9548, +10:
+ * 110), so latency tasks queued behind each other on one CPU spread out.
+ */
+static void llc_balance(struct sim *s, int dst)
+{
+	const struct topo *tp = s->topo;
+	int hi = -1, pick = -1;
+	uint64_t hw = 0, dw = cpu_load(s, dst), w;
+
+	for (int c = 0; c < tp->nr_cpu_ids; c++) {
+		if (!tp->cpus[c].present || llc_of(s, c) != llc_of(s, dst) || s->cpu[c].n < 2)
+			continue;
+		w = cpu_load(s, c);
+		if (hi < 0 || w > hw) {
+			hi = c;
+			hw = w;
+		}
+	}
+	if (hi < 0 || hi == dst || hw <= dw)
+		return;
+	for (int k = 1; k < s->cpu[hi].n; k++) {
+		int i = s->cpu[hi].q[k];
+
+		w = lat_nice_weight(s->t[i].lat_nice);
+		if (cpu_ok(s, i, dst) && hw - dw > w &&
+		    (pick < 0 || w > lat_nice_weight(s->t[pick].lat_nice)))
+			pick = i;
+	}
+	if (pick >= 0)
+		sim_migrate(s, pick, dst);
+}
+
 /* ---- one millisecond ---- */
 
 /* A pair's next burst: its length varies, or pairs would run in step with the tick. */
@@ -359,12 +712,21 @@ static void wake_partner(struct sim *s, int i)
 		p->handed = true;
 		return;
 	}
-	sim_wake(s, t->partner, &t->wf, t->cpu);
-	/* Away from the waker's LLC the data it hands over is cold: the burst costs more. */
 	burst = pair_burst_ms(s);
-	p->left_ms = s->topo->cpus[p->cpu].llc != s->topo->cpus[t->cpu].llc
-			     ? burst + burst * s->cross_llc_penalty_pct / 100
-			     : burst;
+	if (p->proc >= 0) {
+		/* Its burst before it wakes: a CPU may run it at once (catch_up). */
+		p->left_ns = burst * MS_NS;
+		sim_wake(s, t->partner, &t->wf, t->cpu);
+		return;
+	}
+	sim_wake(s, t->partner, &t->wf, t->cpu);
+	/*
+	 * Away from the waker's LLC the data it hands over is cold: in the first model the
+	 * burst costs more; a process's thread pays through its speed instead.
+	 */
+	if (llc_of(s, p->cpu) != llc_of(s, t->cpu))
+		burst += burst * s->cross_llc_penalty_pct / 100;
+	p->left_ns = burst * MS_NS;
 }
 
 static void finish_burst(struct sim *s, int i)
@@ -379,13 +741,18 @@ static void finish_burst(struct sim *s, int i)
 	if (t->handed) {
 		/* Work arrived while it ran: it goes on with the next burst, no sleep. */
 		t->handed = false;
-		t->left_ms = pair_burst_ms(s);
+		t->left_ns = pair_burst_ms(s) * MS_NS;
 		return;
 	}
 	dequeue(s, i);
-	/* Think time: uniform over 1-40 ms, mean about 20. */
-	if (t->kind == SIM_REQ)
+	/* Think time: uniform over 1-40 ms, mean about 20; a process's: its own mean. */
+	if (t->kind == SIM_REQ && t->proc < 0) {
 		t->wake_ms = s->now_ms + 1 + sim_rand(s) % 40;
+	} else if (t->kind == SIM_REQ) {
+		uint64_t think = (uint64_t)s->proc[t->proc].think_ms;
+
+		t->wake_ms = s->now_ms + 1 + think / 2 + sim_rand(s) % (think + 1);
+	}
 }
 
 /* Splits min(waiting, idle) into its part within LLCs and its part across them. */
@@ -433,6 +800,125 @@ static void account_waste(struct sim *s)
 		s->st.wasted_unseen_ms += (uint64_t)cross;
 }
 
+/* A wakee that runs for the first time since its wakeup: its latency, if sampled. */
+static void note_latency(struct sim *s, struct sim_task *t, int64_t at_ns)
+{
+	struct sim_lat *l = &s->lat;
+
+	t->woken = false;
+	if (!t->sampled)
+		return;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 1024;
+		l->ns = realloc(l->ns, l->cap * sizeof(*l->ns));
+		if (!l->ns)
+			abort();
+	}
+	l->ns[l->n++] = s->now_ms * NSEC_PER_MSEC + (uint64_t)at_ns - t->woke_ns + t->wake_cost_ns;
+}
+
+/*
+ * Task i runs for up to budget ns at the head of its queue, from s->off_ns: its stall
+ * first, then progress at its speed. Returns the time used; *ret_done when it finished
+ * a burst.
+ */
+static int64_t run_task(struct sim *s, int i, int64_t budget, bool *ret_done)
+{
+	struct sim_task *t = &s->t[i];
+	int64_t stalled = 0, avail, ran, done, before;
+	double v;
+
+	if (t->stall_ns > 0) {
+		stalled = t->stall_ns < budget ? t->stall_ns : budget;
+		t->stall_ns -= stalled;
+		if (stalled == budget)
+			return budget;
+	}
+	avail = budget - stalled;
+	v = speed(s, t);
+	s->st.proc_ms += t->proc >= 0;
+	if (t->proc >= 0 && s->llc_over[llc_of(s, t->cpu)] > 0)
+		s->st.over_ms++;
+	ran = avail;
+	done = v < 1 ? (int64_t)((double)avail * v) : avail;
+	if (t->kind != SIM_HOG && done >= t->left_ns) {
+		done = t->left_ns;
+		ran = v < 1 ? (int64_t)((double)done / v) + 1 : done;
+		ran = ran < avail ? ran : avail;
+	}
+	s->st.work_ns += (uint64_t)done;
+	t->work_ns += (uint64_t)done;
+	if (t->lat_nice > 0)
+		s->st.batch_ns += (uint64_t)done;
+	if (t->kind == SIM_HOG)
+		return budget;
+	before = t->left_ns;
+	t->left_ns -= done;
+	if (t->kind == SIM_PAIR && before > PAIR_OVERLAP_NS && t->left_ns <= PAIR_OVERLAP_NS) {
+		/* Its wakee's clock starts where it reaches the overlap. */
+		s->off_ns += stalled + (int64_t)((double)(before - PAIR_OVERLAP_NS) / v);
+		wake_partner(s, i);
+	}
+	if (t->left_ns <= 0) {
+		finish_burst(s, i);
+		*ret_done = true;
+	}
+	return stalled + ran;
+}
+
+/*
+ * One CPU's millisecond from from_ns: the head runs; when it finishes a burst early,
+ * the next task runs the rest, no sooner than its wakeup where the cache model times
+ * it. A burst finished skips the slice's end until the next millisecond.
+ */
+static void run_cpu(struct sim *s, int c, int64_t from_ns)
+{
+	struct sim_cpu *cpu = &s->cpu[c];
+	int64_t budget = MS_NS - from_ns;
+	bool done = false;
+
+	while (budget > 0 && cpu->n) {
+		int i = cpu->q[0];
+		struct sim_task *t = &s->t[i];
+		int64_t now = (int64_t)(s->now_ms * NSEC_PER_MSEC) + MS_NS - budget, used;
+		bool fin = false;
+
+		if (t->woken && t->proc >= 0 && (int64_t)t->woke_ns > now) {
+			if ((int64_t)t->woke_ns - now >= budget)
+				break;
+			budget -= (int64_t)t->woke_ns - now;
+		}
+		t->ran_ms++;
+		t->last_ms = s->now_ms;
+		t->ran_ever = true;
+		if (t->woken)
+			note_latency(s, t, MS_NS - budget);
+		s->off_ns = MS_NS - budget;
+		used = run_task(s, i, budget, &fin);
+		budget -= used;
+		if (t->queued && t->cpu == c && cpu->q[0] == i)
+			t->slice_ns += used;
+		done |= fin;
+	}
+	cpu->free_ns = cpu->n ? MS_NS : MS_NS - budget;
+	if (!done && cpu->n > 1 && s->t[cpu->q[0]].slice_ns >= SLICE_NS) {
+		int i = cpu->q[0];
+
+		memmove(&cpu->q[0], &cpu->q[1], (size_t)(cpu->n - 1) * sizeof(int));
+		cpu->q[cpu->n - 1] = i;
+		s->t[cpu->q[0]].slice_ns = 0;
+	}
+}
+
+/* A wakee queued alone on a CPU stepped already this ms: the CPU runs on from then. */
+static void catch_up(struct sim *s, int cpu)
+{
+	int64_t off = s->off_ns, from = s->cpu[cpu].free_ns;
+
+	run_cpu(s, cpu, from > off ? from : off);
+	s->off_ns = off;
+}
+
 static void run_cpus(struct sim *s)
 {
 	const struct topo *tp = s->topo;
@@ -441,11 +927,11 @@ static void run_cpus(struct sim *s)
 	memset(s->llc_idle, 0, (size_t)tp->nllcs * sizeof(long));
 	for (int c = 0; c < tp->nr_cpu_ids; c++) {
 		struct sim_cpu *cpu = &s->cpu[c];
-		struct sim_task *t;
-		int i;
 
 		if (!tp->cpus[c].present)
 			continue;
+		s->run_at = c;
+		cpu->free_ns = 0;
 		if (!cpu->n) {
 			cpu->idle_ms++;
 			s->llc_idle[tp->cpus[c].llc]++;
@@ -453,54 +939,51 @@ static void run_cpus(struct sim *s)
 		}
 		s->llc_waiting[tp->cpus[c].llc] += cpu->n - 1;
 		cpu->busy_ms++;
-		i = cpu->q[0];
-		t = &s->t[i];
-		t->slice_ms++;
-		t->ran_ms++;
-		if (t->cold_ms > 0) {
-			t->cold_ms--;
-		} else {
-			s->st.work_ms++;
-			t->work_ms++;
-			if (t->kind != SIM_HOG)
-				t->left_ms--;
-			if (t->kind == SIM_PAIR && t->left_ms == PAIR_OVERLAP_MS)
-				wake_partner(s, i);
-			if (t->kind != SIM_HOG && t->left_ms <= 0) {
-				finish_burst(s, i);
-				continue;
-			}
-		}
-		if (t->slice_ms >= SLICE_MS && cpu->n > 1) {
-			memmove(&cpu->q[0], &cpu->q[1], (size_t)(cpu->n - 1) * sizeof(int));
-			cpu->q[cpu->n - 1] = i;
-			s->t[cpu->q[0]].slice_ms = 0;
-		}
+		run_cpu(s, c, 0);
 	}
+	s->run_at = -1;
+	s->off_ns = 0;
 	account_waste(s);
 }
 
+/*
+ * Request tasks due now: the first model's by the dispatcher on LLC 0, for 2-8 ms; a
+ * process's by its own message thread, for its burst_us.
+ */
 static void wake_requests(struct sim *s)
 {
 	int dispatcher = cpumask_first(&s->topo->llcs[0].cpus);
 
 	for (int i = 0; i < s->nt; i++) {
 		struct sim_task *t = &s->t[i];
+		struct sim_proc *p;
 
-		if (t->kind == SIM_REQ && t->alive && !t->queued && t->wake_ms == s->now_ms) {
-			t->left_ms = 2 + (int)(sim_rand(s) % 7);
+		if (t->kind != SIM_REQ || !t->alive || t->queued || t->wake_ms != s->now_ms)
+			continue;
+		if (t->proc < 0) {
+			t->left_ns = (2 + (int64_t)(sim_rand(s) % 7)) * MS_NS;
 			sim_wake(s, i, &s->disp, dispatcher);
+			continue;
 		}
+		p = &s->proc[t->proc];
+		t->left_ns = (int64_t)p->burst_us * (int64_t)NSEC_PER_USEC;
+		sim_wake(s, i, &p->disp, p->disp_cpu);
 	}
 }
 
 void sim_step(struct sim *s)
 {
+	cache_update(s);
 	wake_requests(s);
 	run_cpus(s);
 	newidle(s);
 	s->now_ms++;
-	if (s->now_ms % (uint64_t)s->kernel_lb_ms == 0)
+	for (int l = 0; l < s->topo->nllcs && s->lb_spare; l++)
+		llc_balance(s, sim_nth_cpu(&s->topo->llcs[l].cpus, (int)(s->now_ms %
+						(uint64_t)s->topo->llcs[l].ncpus)));
+	if (s->now_ms % (uint64_t)s->kernel_lb_ms == 0 && s->lb_spare)
+		kernel_lb_spare(s);
+	else if (s->now_ms % (uint64_t)s->kernel_lb_ms == 0)
 		kernel_lb(s);
 	if (s->now_ms % (uint64_t)s->tick_ms == 0)
 		sim_balance(s);

@@ -105,7 +105,7 @@ static void pairs_setup(struct sim *s, const struct scenario *sc)
 		s->t[b].partner = a;
 		s->t[b].alive = true;
 		s->t[b].cpu = cpumask_first(&s->topo->llcs[0].cpus);
-		s->t[a].left_ms = 6;
+		s->t[a].left_ns = 6 * (int64_t)NSEC_PER_MSEC;
 		if (sc->wide) {
 			s->t[a].side_every = 1;
 			s->t[a].wf.flips = 512;
@@ -150,6 +150,8 @@ struct opts {
 	uint64_t seed;
 	const char *out;           /* directory for results.md and plots, or NULL */
 	bool check;
+	bool placement;            /* --placement: only keep_together and latency_apart's */
+	bool util_lb;              /* --util-lb: those with the first model's balance */
 	double seconds_scale;      /* 1.0; --quick makes runs shorter */
 };
 
@@ -165,9 +167,9 @@ static struct topo *load_topo(const char *synthetic)
 	return t;
 }
 
-static int cmp_unsigned(const void *a, const void *b)
+static int cmp_u64(const void *a, const void *b)
 {
-	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return (x > y) - (x < y);
 }
@@ -175,7 +177,7 @@ static int cmp_unsigned(const void *a, const void *b)
 /* Fairness: the mean work of the tenth of the tasks that progressed least, over the mean. */
 static double slowest_tenth(const struct sim *s)
 {
-	unsigned *w = malloc((size_t)(s->nt ? s->nt : 1) * sizeof(*w));
+	uint64_t *w = malloc((size_t)(s->nt ? s->nt : 1) * sizeof(*w));
 	double all = 0, low = 0;
 	int n = 0, k;
 
@@ -183,12 +185,12 @@ static double slowest_tenth(const struct sim *s)
 		abort();
 	for (int i = 0; i < s->nt; i++)
 		if (s->t[i].alive || s->t[i].cpu >= 0) /* it arrived */
-			w[n++] = s->t[i].work_ms;
-	qsort(w, (size_t)n, sizeof(*w), cmp_unsigned);
+			w[n++] = s->t[i].work_ns;
+	qsort(w, (size_t)n, sizeof(*w), cmp_u64);
 	k = (n + 9) / 10;
 	for (int i = 0; i < n; i++) {
-		all += w[i];
-		low += i < k ? w[i] : 0;
+		all += (double)w[i];
+		low += i < k ? (double)w[i] : 0;
 	}
 	free(w);
 	return all > 0 ? (low / k) / (all / n) : 0;
@@ -288,7 +290,7 @@ static void print_row(FILE *f, const struct row *r, const struct row *puller)
 		row_name(r, name, sizeof(name)), st->episodes, st->episode_max,
 		st->ticks ? st->spread_sum / (double)st->ticks : 0, wasted, vs,
 		(double)st->migrations / r->seconds, st->pingpong, st->single_pulls,
-		st->work_ms / 1000.0, r->slow_tenth, (double)st->bursts / r->seconds, r->decide_us);
+		st->work_ns / 1e9, r->slow_tenth, (double)st->bursts / r->seconds, r->decide_us);
 }
 
 /* The floor: waste no balancer acting on ticks wins back, (a) before a tick saw it, (c) local. */
@@ -400,12 +402,14 @@ static struct scale_point scale_one(const char *synthetic, uint64_t seed)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: sim [--seed N] [--out DIR] [--quick] [--check]\n"
+		"Usage: sim [--seed N] [--out DIR] [--quick] [--placement] [--check]\n"
 		"Simulates many-LLC machines with the kernel's own placement (a simple model)\n"
 		"under three balancers: none, a utilization puller, and rqbalance's policy.\n"
 		"  --seed N   random seed (default 1); the same seed gives the same figures\n"
 		"  --out DIR  write results.md and one SVG plot per run into DIR\n"
-		"  --quick    runs a tenth as long\n"
+		"  --quick    runs a tenth as long (placement runs: 2 s at least)\n"
+		"  --placement  only the keep_together and latency_apart scenarios\n"
+		"  --util-lb  those with the first model's balance across LLCs (utilization)\n"
 		"  --check    check the simulator's invariants every millisecond and that a\n"
 		"             seed gives the same result twice; prints N passed, N failed\n");
 }
@@ -648,6 +652,486 @@ static void run_scaling(FILE *md, struct goals *g, uint64_t seed)
 	     pt[3].us * 1000 / (double)pt[3].tasks, pt[3].cpus);
 }
 
+/* ---- placement: keep_together and latency_apart on the cache model ---- */
+
+#define TOPO_2X8 "package:1 l3cache:2(size=32MB) core:8 pu:1"    /* 16 CPUs, 2 LLCs */
+#define TOPO_8X8 "package:2 l3cache:4(size=32MB) core:8 pu:1"    /* 64 CPUs, 8 LLCs */
+#define TOPO_2X32 "package:1 l3cache:2(size=128MB) core:32 pu:1" /* 64 CPUs, 2 LLCs */
+#define PLACE_SEEDS 5
+#define PLACE_SECONDS 10
+
+/* A placement workload; each part is left out where its count is 0. */
+struct pwork {
+	int procs, threads;       /* threaded processes of CPU-bound threads */
+	int ws_mb, shared_pct, llc_pct; /* theirs, and the pairs' (struct sim_proc) */
+	int pairs;                /* two-thread processes that wake each other */
+	bool wide;                /* pairs that also wake others (wake_wide) */
+	int workers, hogs;        /* latency workers (one process) and batch hogs beside them */
+	int hog_ws_mb;            /* each batch hog's working set; 0: BATCH_WS_MB */
+	bool preempt;             /* the kernel lets a latency worker preempt on wakeup */
+};
+
+/* The columns: the kernel model alone, then rqbalance with a rule set. */
+enum pcol { COL_KERNEL, COL_SPREAD_NP, COL_SPREAD, COL_TOGETHER_NP, COL_TOGETHER, COL_APART,
+	    COL_BOTH, NPCOLS };
+
+static const struct pcol_def {
+	const char *name;
+	bool daemon, keep_pairs, keep_together, latency_apart;
+} pcols[NPCOLS] = {
+	[COL_KERNEL] = { "kernel balancer alone", false, false, false, false },
+	[COL_SPREAD_NP] = { "spread, keep_pairs = no", true, false, false, false },
+	[COL_SPREAD] = { "spread only (rules off)", true, true, false, false },
+	[COL_TOGETHER_NP] = { "keep_together, keep_pairs = no", true, false, true, false },
+	[COL_TOGETHER] = { "keep_together on", true, true, true, false },
+	[COL_APART] = { "latency_apart on", true, true, false, true },
+	[COL_BOTH] = { "both", true, true, true, true },
+};
+
+#define COLS_THREADS ((1u << COL_KERNEL) | (1u << COL_SPREAD) | (1u << COL_TOGETHER))
+#define COLS_PAIRS                                                                          \
+	((1u << COL_KERNEL) | (1u << COL_SPREAD_NP) | (1u << COL_SPREAD) |                    \
+	 (1u << COL_TOGETHER_NP) | (1u << COL_TOGETHER))
+#define COLS_LATENCY                                                                        \
+	((1u << COL_KERNEL) | (1u << COL_SPREAD) | (1u << COL_APART) | (1u << COL_BOTH))
+
+struct pscen {
+	char group;               /* 'a' to 'e', as in the README */
+	const char *name;
+	const char *topo;
+	struct pwork w;
+	unsigned cols;            /* 1 << enum pcol */
+};
+
+static const struct pscen pscens[] = {
+	{ 'a', "fit-2x8", TOPO_2X8, { .procs = 3, .threads = 4, .ws_mb = 8, .shared_pct = 50,
+				      .llc_pct = 20 }, COLS_THREADS },
+	{ 'a', "fit-full-2x8", TOPO_2X8, { .procs = 4, .threads = 4, .ws_mb = 8,
+					   .shared_pct = 50, .llc_pct = 20 }, COLS_THREADS },
+	{ 'a', "fit-8x8", TOPO_8X8, { .procs = 12, .threads = 4, .ws_mb = 8, .shared_pct = 50,
+				      .llc_pct = 20 }, COLS_THREADS },
+	{ 'a', "fit-2x32", TOPO_2X32, { .procs = 6, .threads = 8, .ws_mb = 16,
+					.shared_pct = 50, .llc_pct = 20 }, COLS_THREADS },
+	{ 'b', "many-threads-2x8", TOPO_2X8, { .procs = 1, .threads = 12, .ws_mb = 8,
+					       .shared_pct = 50, .llc_pct = 20 }, COLS_THREADS },
+	{ 'b', "many-threads-8x8", TOPO_8X8, { .procs = 4, .threads = 12, .ws_mb = 8,
+					       .shared_pct = 50, .llc_pct = 20 }, COLS_THREADS },
+	{ 'b', "many-threads-2x32", TOPO_2X32, { .procs = 1, .threads = 48, .ws_mb = 32,
+						 .shared_pct = 50, .llc_pct = 20 }, COLS_THREADS },
+	{ 'c', "ws-over-llc-2x8", TOPO_2X8, { .procs = 2, .threads = 4, .ws_mb = 48,
+					      .shared_pct = 10, .llc_pct = 50 }, COLS_THREADS },
+	{ 'c', "overflow-2x8", TOPO_2X8, { .procs = 3, .threads = 4, .ws_mb = 20,
+					   .shared_pct = 0, .llc_pct = 50 }, COLS_THREADS },
+	{ 'c', "overflow-8x8", TOPO_8X8, { .procs = 12, .threads = 4, .ws_mb = 20,
+					   .shared_pct = 0, .llc_pct = 50 }, COLS_THREADS },
+	{ 'c', "overflow-2x32", TOPO_2X32, { .procs = 5, .threads = 8, .ws_mb = 48,
+					     .shared_pct = 0, .llc_pct = 50 }, COLS_THREADS },
+	{ 'd', "pairs-half-8x8", TOPO_8X8, { .pairs = 32, .ws_mb = 1, .shared_pct = 50,
+					     .llc_pct = 20 }, COLS_PAIRS },
+	{ 'd', "pairs-full-8x8", TOPO_8X8, { .pairs = 64, .ws_mb = 1, .shared_pct = 50,
+					     .llc_pct = 20 }, COLS_PAIRS },
+	{ 'd', "wide-pairs-full-8x8", TOPO_8X8, { .pairs = 64, .wide = true, .ws_mb = 1,
+						  .shared_pct = 50, .llc_pct = 20 }, COLS_PAIRS },
+	{ 'd', "pairs-full-2x32", TOPO_2X32, { .pairs = 64, .ws_mb = 1, .shared_pct = 50,
+					       .llc_pct = 20 }, COLS_PAIRS },
+	{ 'e', "latency-fit-2x8", TOPO_2X8, { .workers = 4, .hogs = 8 }, COLS_LATENCY },
+	{ 'e', "latency-fit-2x8-1mb", TOPO_2X8, { .workers = 4, .hogs = 8, .hog_ws_mb = 1 },
+	  COLS_LATENCY },
+	{ 'e', "latency-short-2x8", TOPO_2X8, { .workers = 4, .hogs = 20 }, COLS_LATENCY },
+	{ 'e', "latency-fit-8x8", TOPO_8X8, { .workers = 8, .hogs = 56 }, COLS_LATENCY },
+	{ 'e', "latency-short-8x8", TOPO_8X8, { .workers = 8, .hogs = 72 }, COLS_LATENCY },
+	{ 'e', "latency-fit-8x8-preempt", TOPO_8X8, { .workers = 8, .hogs = 56, .preempt = true },
+	  COLS_LATENCY },
+	{ 'e', "latency-short-8x8-preempt", TOPO_8X8, { .workers = 8, .hogs = 72,
+							.preempt = true }, COLS_LATENCY },
+	{ 'e', "latency-fit-2x32", TOPO_2X32, { .workers = 16, .hogs = 32 }, COLS_LATENCY },
+	{ 'e', "latency-short-2x32", TOPO_2X32, { .workers = 16, .hogs = 72 }, COLS_LATENCY },
+};
+
+/* The latency workers' process: schbench-like, a request every 10 ms on average. */
+static const struct sim_proc latency_proc = { .ws_kb = 2048, .shared_pct = 50, .llc_pct = 20,
+					      .think_ms = 10, .burst_us = 1000 };
+/* Each batch hog: a process of its own, of 6 MiB unless the scenario says. */
+#define BATCH_WS_MB 6
+static const struct sim_proc batch_proc = { .shared_pct = 0, .llc_pct = 20 };
+
+static int rand_llc(struct sim *s)
+{
+	return (int)(sim_rand(s) % (uint64_t)s->topo->nllcs);
+}
+
+/* Shuffles a[0..n) with the run's generator. */
+static void shuffle(struct sim *s, int *a, int n)
+{
+	for (int k = n - 1; k > 0; k--) {
+		int j = (int)(sim_rand(s) % (uint64_t)(k + 1)), x = a[k];
+
+		a[k] = a[j];
+		a[j] = x;
+	}
+}
+
+/*
+ * The threads of w's processes forked at the start, the processes' forks interleaved
+ * in an order drawn from the seed, each through the kernel's fork balancing from a
+ * parent on an LLC drawn from the seed.
+ */
+static void threads_setup(struct sim *s, const struct pwork *w)
+{
+	struct sim_proc pr = { .ws_kb = (uint64_t)w->ws_mb * 1024, .shared_pct = w->shared_pct,
+			       .llc_pct = w->llc_pct };
+	int n = w->procs * w->threads, *forks = calloc((size_t)(n ? n : 1), sizeof(int));
+	int *parent = calloc((size_t)(w->procs ? w->procs : 1), sizeof(int));
+
+	if (!forks || !parent)
+		abort();
+	for (int p = 0; p < w->procs; p++) {
+		int k = sim_add_proc(s, &pr);
+
+		parent[p] = rand_llc(s);
+		for (int j = 0; j < w->threads; j++)
+			forks[p * w->threads + j] = sim_add_thread(s, SIM_HOG, k);
+	}
+	shuffle(s, forks, n);
+	for (int k = 0; k < n; k++)
+		sim_fork(s, forks[k], parent[s->t[forks[k]].proc]);
+	free(forks);
+	free(parent);
+}
+
+/* Two-thread processes that wake each other, both halves forked runnable. */
+static void pairs2_setup(struct sim *s, const struct pwork *w)
+{
+	struct sim_proc pr = { .ws_kb = (uint64_t)w->ws_mb * 1024, .shared_pct = w->shared_pct,
+			       .llc_pct = w->llc_pct };
+
+	for (int k = 0; k < w->pairs; k++) {
+		int p = sim_add_proc(s, &pr), parent = rand_llc(s);
+		int a = sim_add_thread(s, SIM_PAIR, p), b = sim_add_thread(s, SIM_PAIR, p);
+
+		s->t[a].partner = b;
+		s->t[b].partner = a;
+		s->t[a].sampled = s->t[b].sampled = true;
+		s->t[a].left_ns = 6 * (int64_t)NSEC_PER_MSEC;
+		s->t[b].left_ns = 3 * (int64_t)NSEC_PER_MSEC;
+		if (w->wide) {
+			s->t[a].side_every = 1;
+			s->t[a].wf.flips = 512;
+			s->t[b].side_every = 16;
+			s->t[b].wf.flips = 32;
+		}
+		sim_fork(s, a, parent);
+		sim_fork(s, b, parent);
+	}
+}
+
+/*
+ * One latency process (lat_nice -10): its message thread on LLC 0's first CPU wakes
+ * each worker for a 1 ms request after a think time; batch hogs (+10) forked beside.
+ * Each worker last ran on a CPU of LLC 0 drawn from the seed: with no idle CPU there a
+ * wakeup goes to that CPU, and workers that share one queue behind each other, in
+ * every column alike.
+ */
+static void latency_setup(struct sim *s, const struct pwork *w)
+{
+	struct sim_proc pr = latency_proc, bp = batch_proc;
+	int p;
+
+	bp.ws_kb = (uint64_t)(w->hog_ws_mb ? w->hog_ws_mb : BATCH_WS_MB) * 1024;
+	pr.disp_cpu = cpumask_first(&s->topo->llcs[0].cpus);
+	p = sim_add_proc(s, &pr);
+	for (int k = 0; k < w->workers; k++) {
+		int i = sim_add_thread(s, SIM_REQ, p);
+
+		s->t[i].alive = true;
+		s->t[i].sampled = true;
+		s->t[i].lat_nice = -10;
+		s->t[i].cpu = sim_nth_cpu(&s->topo->llcs[0].cpus, (int)(sim_rand(s) % 64));
+		s->t[i].wake_ms = 1 + sim_rand(s) % (uint64_t)pr.think_ms;
+	}
+	for (int k = 0; k < w->hogs; k++) {
+		int i = sim_add_thread(s, SIM_HOG, sim_add_proc(s, &bp));
+
+		s->t[i].lat_nice = 10;
+		sim_fork(s, i, rand_llc(s));
+	}
+	s->lat_preempt = w->preempt;
+}
+
+/* One run's figures. */
+struct prun {
+	struct sim_stats st;
+	double work_s, batch_s;   /* progress, all and the batch tasks', CPU-s at full speed */
+	double p50_us, p99_us;    /* the sampled tasks' wakeup latency; 0 without samples */
+	size_t nlat;
+	double over_pct;          /* of the modelled threads' run time, in an overflowing LLC */
+};
+
+static double percentile_us(uint64_t *ns, size_t n, int pct)
+{
+	size_t k = (n * (size_t)pct + 99) / 100;
+
+	return n ? (double)ns[k ? k - 1 : 0] / 1000.0 : 0;
+}
+
+/* One placement scenario under one column with one seed. Returns 0, or 1 if broken. */
+static int run_place(const struct pscen *sc, const struct topo *t, enum pcol col, uint64_t seed,
+		     const struct opts *o, struct prun *ret)
+{
+	const struct pcol_def *d = &pcols[col];
+	double secs = PLACE_SECONDS * o->seconds_scale;
+	uint64_t end = (uint64_t)((secs < 2 ? 2 : secs) * 1000);
+	struct sim s;
+	int broke = 0;
+
+	if (sim_init(&s, t, d->daemon ? SIM_RQB : SIM_NONE, seed) < 0)
+		abort();
+	s.conf.keep_pairs = d->keep_pairs;
+	s.conf.keep_together = d->keep_together;
+	s.conf.latency_apart = d->latency_apart;
+	s.lb_spare = !o->util_lb;
+	threads_setup(&s, &sc->w);
+	pairs2_setup(&s, &sc->w);
+	if (sc->w.workers || sc->w.hogs)
+		latency_setup(&s, &sc->w);
+	while (s.now_ms < end && !broke) {
+		const char *why;
+
+		sim_step(&s);
+		if (o->check && (why = sim_invariants(&s))) {
+			fprintf(stderr, "sim: %s/%s at %" PRIu64 " ms: %s\n", sc->name, d->name,
+				s.now_ms, why);
+			broke = 1;
+		}
+	}
+	memset(ret, 0, sizeof(*ret));
+	ret->st = s.st;
+	ret->work_s = (double)s.st.work_ns / 1e9;
+	ret->batch_s = (double)s.st.batch_ns / 1e9;
+	ret->nlat = s.lat.n;
+	if (s.lat.n)
+		qsort(s.lat.ns, s.lat.n, sizeof(*s.lat.ns), cmp_u64);
+	ret->p50_us = percentile_us(s.lat.ns, s.lat.n, 50);
+	ret->p99_us = percentile_us(s.lat.ns, s.lat.n, 99);
+	ret->over_pct = s.st.proc_ms ? 100.0 * (double)s.st.over_ms / (double)s.st.proc_ms : 0;
+	sim_fini(&s);
+	return broke;
+}
+
+/* A figure over the seeds: mean, lowest, highest. */
+struct spread3 {
+	double sum, lo, hi;
+	int n;
+};
+
+static void add3(struct spread3 *a, double v)
+{
+	a->lo = !a->n || v < a->lo ? v : a->lo;
+	a->hi = !a->n || v > a->hi ? v : a->hi;
+	a->sum += v;
+	a->n++;
+}
+
+static double mean3(const struct spread3 *a)
+{
+	return a->n ? a->sum / a->n : 0;
+}
+
+/* One column of one scenario over the seeds. */
+struct pcell {
+	struct spread3 work, batch, p50, p99, over;
+	struct spread3 work_r, batch_r; /* per seed, over the kernel's with that seed */
+	struct spread3 together, unheld, apart, latency, short_back;
+};
+
+static double over(double a, double b)
+{
+	return b > 0 ? a / b : 0;
+}
+
+static void add_run(struct pcell *c, const struct prun *r, const struct prun *kernel)
+{
+	add3(&c->work_r, over(r->work_s, kernel->work_s));
+	add3(&c->batch_r, over(r->batch_s, kernel->batch_s));
+	add3(&c->work, r->work_s);
+	add3(&c->batch, r->batch_s);
+	add3(&c->p50, r->p50_us);
+	add3(&c->p99, r->p99_us);
+	add3(&c->over, r->over_pct);
+	add3(&c->together, (double)r->st.pins_together);
+	add3(&c->unheld, (double)r->st.unpins_together);
+	add3(&c->apart, (double)r->st.pins_apart);
+	add3(&c->latency, (double)r->st.pins_latency);
+	add3(&c->short_back, (double)r->st.unpins_short);
+}
+
+/* "mean [lowest–highest]" with prec decimals; the range where the seeds differ. */
+static const char *fmt3(char *buf, size_t n, const struct spread3 *a, int prec)
+{
+	double unit = prec == 0 ? 1 : prec == 1 ? 0.1 : prec == 2 ? 0.01 : 0.001;
+	int k = snprintf(buf, n, "%.*f", prec, mean3(a));
+
+	if (a->n > 1 && a->hi - a->lo >= unit / 2)
+		snprintf(buf + k, n - (size_t)k, " [%.*f–%.*f]", prec, a->lo, prec, a->hi);
+	return buf;
+}
+
+static const char *const group_what[] = {
+	"a. Shared-data threaded processes that fit an LLC",
+	"b. Processes with more busy threads than an LLC has cores",
+	"c. Working sets that do not fit: one larger than the LLC, or held processes that "
+	"overflow one together",
+	"d. Ping-pong pairs: two-thread processes that wake each other",
+	"e. Latency workers (lat_nice -10, a 1 ms request every 5-15 ms) beside batch hogs "
+	"(+10)",
+};
+
+static void place_header(FILE *f, char group)
+{
+	fprintf(f, "\n#### %s\n\n", group_what[group - 'a']);
+	if (group <= 'c')
+		fprintf(f, "| scenario | column | work (CPU-s) | vs kernel | together pins | "
+			   "together releases | run in an overflowing LLC (%%) |\n"
+			   "|---|---|---|---|---|---|---|\n");
+	else if (group == 'd')
+		fprintf(f, "| scenario | column | work (CPU-s) | vs kernel | wakeup p50 (µs) | "
+			   "wakeup p99 (µs) | p99 vs kernel | together pins |\n"
+			   "|---|---|---|---|---|---|---|---|\n");
+	else
+		fprintf(f, "| scenario | column | latency wakeup p50 (µs) | p99 (µs) | "
+			   "p99 vs kernel | batch work (CPU-s) | vs kernel | latency pins | "
+			   "batch pins | given back (short) | together pins |\n"
+			   "|---|---|---|---|---|---|---|---|---|---|---|\n");
+}
+
+/*
+ * A p99 over the kernel's, of the means over the seeds (one seed's p99 can be a
+ * wakeup's bare cost, which makes its ratio say nothing); "–" where the kernel's is
+ * under 10 µs.
+ */
+static const char *p99_ratio(char *buf, size_t n, const struct pcell *c,
+			     const struct pcell *kernel)
+{
+	double r = mean3(&c->p99) / mean3(&kernel->p99);
+
+	if (mean3(&kernel->p99) < 10)
+		snprintf(buf, n, "–");
+	else if (r < 0.01)
+		snprintf(buf, n, "< 0.01");
+	else
+		snprintf(buf, n, "%.2f", r);
+	return buf;
+}
+
+static void place_row(FILE *f, const struct pscen *sc, enum pcol col, const struct pcell *c,
+		      const struct pcell *kernel)
+{
+	char a[64], b[64], d[64], e[64], g[64], h[64], k[64], x[64], y[64];
+
+	fprintf(f, "| %s | %s | ", sc->name, pcols[col].name);
+	if (sc->group <= 'c')
+		fprintf(f, "%s | %s | %s | %s | %s |\n", fmt3(a, sizeof(a), &c->work, 1),
+			fmt3(b, sizeof(b), &c->work_r, 3), fmt3(d, sizeof(d), &c->together, 0),
+			fmt3(e, sizeof(e), &c->unheld, 0), fmt3(g, sizeof(g), &c->over, 0));
+	else if (sc->group == 'd')
+		fprintf(f, "%s | %s | %s | %s | %s | %s |\n", fmt3(a, sizeof(a), &c->work, 1),
+			fmt3(b, sizeof(b), &c->work_r, 3), fmt3(d, sizeof(d), &c->p50, 0),
+			fmt3(e, sizeof(e), &c->p99, 0), p99_ratio(g, sizeof(g), c, kernel),
+			fmt3(h, sizeof(h), &c->together, 0));
+	else
+		fprintf(f, "%s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			fmt3(a, sizeof(a), &c->p50, 1), fmt3(b, sizeof(b), &c->p99, 0),
+			p99_ratio(d, sizeof(d), c, kernel), fmt3(e, sizeof(e), &c->batch, 1),
+			fmt3(g, sizeof(g), &c->batch_r, 3), fmt3(h, sizeof(h), &c->latency, 0),
+			fmt3(k, sizeof(k), &c->apart, 0), fmt3(x, sizeof(x), &c->short_back, 0),
+			fmt3(y, sizeof(y), &c->together, 0));
+}
+
+/* One scenario: every column it names, PLACE_SEEDS seeds each. */
+static int place_scenario(const struct pscen *sc, const struct opts *o,
+			  struct pcell cells[NPCOLS])
+{
+	struct topo *t = load_topo(sc->topo);
+	int broke = 0;
+
+	memset(cells, 0, NPCOLS * sizeof(*cells));
+	for (int k = 0; k < PLACE_SEEDS; k++) {
+		struct prun kernel, r;
+
+		broke |= run_place(sc, t, COL_KERNEL, o->seed + (uint64_t)k, o, &kernel);
+		add_run(&cells[COL_KERNEL], &kernel, &kernel);
+		for (int col = COL_KERNEL + 1; col < NPCOLS; col++) {
+			if (!(sc->cols & (1u << col)))
+				continue;
+			broke |= run_place(sc, t, (enum pcol)col, o->seed + (uint64_t)k, o, &r);
+			add_run(&cells[col], &r, &kernel);
+		}
+	}
+	topo_free(t);
+	return broke;
+}
+
+/* What the goals hold the two rules to, from a scenario's cells. */
+static void place_goals(struct goals *g, const struct pscen *sc, const struct pcell *c)
+{
+	const struct pcell *kt = &c[COL_TOGETHER], *sp = &c[COL_SPREAD];
+
+	if (sc->group == 'a')
+		goal(g, mean3(&kt->together) > 0,
+		     "%s: keep_together holds the processes (%.0f pins)", sc->name,
+		     mean3(&kt->together));
+	if (sc->group == 'b' || !strncmp(sc->name, "ws-over", 7))
+		goal(g, mean3(&kt->together) == 0 &&
+			     mean3(&kt->work) < 1.02 * mean3(&sp->work) &&
+			     mean3(&kt->work) > 0.98 * mean3(&sp->work),
+		     "%s: keep_together holds nothing and changes work by less than 2 %% "
+		     "(%.0f pins, %+.1f %%)", sc->name, mean3(&kt->together),
+		     100 * (mean3(&kt->work) / mean3(&sp->work) - 1));
+	if (sc->group == 'e' && strstr(sc->name, "short"))
+		goal(g, mean3(&c[COL_APART].short_back) > 0,
+		     "%s: latency_apart gives batch pins back when batch work is short of CPUs "
+		     "(%.0f)", sc->name, mean3(&c[COL_APART].short_back));
+}
+
+/*
+ * keep_together and latency_apart against the kernel alone and the spread policy with
+ * both off, on the cache model: one table for each group of scenarios.
+ */
+static int run_placement(const struct opts *o, FILE *md, struct goals *g)
+{
+	int broke = 0;
+	char group = 0;
+
+	for (FILE *f = stdout; f; f = f == stdout ? md : NULL)
+		fprintf(f, "\n### Placement: keep_together and latency_apart\n\nThe cache model "
+			   "(bench/sim/README.md), %d s simulated, seeds %" PRIu64 " to %" PRIu64
+			   ": each figure the mean, [lowest–highest] over the seeds where they "
+			   "differ; work ratios per seed, against the kernel alone with the same "
+			   "seed, p99 ratios of the means. 2x8: %s; 8x8: %s; 2x32: %s.\n",
+			PLACE_SECONDS, o->seed, o->seed + PLACE_SEEDS - 1, TOPO_2X8, TOPO_8X8,
+			TOPO_2X32);
+	for (size_t k = 0; k < ARRAY_SIZE(pscens); k++) {
+		const struct pscen *sc = &pscens[k];
+		struct pcell cells[NPCOLS];
+
+		broke |= place_scenario(sc, o, cells);
+		for (FILE *f = stdout; f; f = f == stdout ? md : NULL) {
+			if (sc->group != group)
+				place_header(f, sc->group);
+			for (int col = 0; col < NPCOLS; col++)
+				if (col == COL_KERNEL || (sc->cols & (1u << col)))
+					place_row(f, sc, (enum pcol)col, &cells[col],
+						  &cells[COL_KERNEL]);
+			fflush(f);
+		}
+		group = sc->group;
+		place_goals(g, sc, cells);
+	}
+	if (md)
+		fprintf(md, "\n");
+	return broke;
+}
+
 static int run_all(const struct opts *o)
 {
 	struct goals g = { 0 };
@@ -673,10 +1157,13 @@ static int run_all(const struct opts *o)
 			    "puller's. See bench/sim/README.md.\n");
 		g.md = md;
 	}
-	for (size_t k = 0; k < ARRAY_SIZE(scenarios); k++)
+	for (size_t k = 0; k < ARRAY_SIZE(scenarios) && !o->placement; k++)
 		broke |= run_scenario(&scenarios[k], o, md, &g);
-	broke |= run_pairs_sweep(o, md);
-	run_scaling(md, &g, o->seed);
+	if (!o->placement)
+		broke |= run_pairs_sweep(o, md);
+	broke |= run_placement(o, md, &g);
+	if (!o->placement)
+		run_scaling(md, &g, o->seed);
 	printf("\ngoals: %d met, %d failed\n", g.ok, g.failed);
 	if (md)
 		fprintf(md, "\nGoals: %d met, %d failed.\n", g.ok, g.failed);
@@ -737,6 +1224,102 @@ static void check_seed(struct tally *ty, const struct scenario *sc, const struct
 	topo_free(t);
 }
 
+/* ---- the placement scenarios' own tests ---- */
+
+static const struct pscen *find_pscen(const char *name)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(pscens); k++)
+		if (!strcmp(pscens[k].name, name))
+			return &pscens[k];
+	abort(); /* a test names a scenario that is not there */
+}
+
+/* One run of a named scenario under col, invariants checked every ms. */
+static int place_once(const char *name, enum pcol col, uint64_t seed, const struct opts *o,
+		      struct prun *ret)
+{
+	const struct pscen *sc = find_pscen(name);
+	struct topo *t = load_topo(sc->topo);
+	int broke = run_place(sc, t, col, seed, o, ret);
+
+	topo_free(t);
+	return broke;
+}
+
+static bool near(double a, double b)
+{
+	return a > b * 0.999 && a < b * 1.001;
+}
+
+/* The cache model's functions give the figures they stand for. */
+static void check_costs(struct tally *ty)
+{
+	double r = 2217.0 / 596.0;
+
+	check(ty, sim_wake_cost_ns(false) == 596 && sim_wake_cost_ns(true) == 2217,
+	      "cache model: a wakeup costs 596 ns from the local LLC, 2217 ns from another");
+	check(ty, sim_warm_ns(4096) > 400000 && sim_warm_ns(4096) < 440000,
+	      "cache model: refilling 4 MiB takes about 0.42 ms (%" PRIu64 " ns)",
+	      sim_warm_ns(4096));
+	check(ty, sim_slowdown(20, 50, 0, 0) == 1.0 && near(sim_slowdown(100, 100, 1, 0), r) &&
+		      near(sim_slowdown(100, 0, 0, 1), r),
+	      "cache model: local data at full speed; every access remote or missed, %.2f x", r);
+	check(ty, near(sim_slowdown(20, 50, 1, 0), 1 + 0.2 * 0.5 * (r - 1)) &&
+		      near(sim_slowdown(20, 50, 1, 1), sim_slowdown(20, 100, 1, 0)),
+	      "cache model: a remote share adds its part; remote and missed count once");
+}
+
+/*
+ * The rules act where they should and not where they should not, the model gives
+ * the gain and the loss it was built for, every run keeps the invariants, and a seed
+ * gives the same figures twice.
+ */
+static void check_place(struct tally *ty, const struct opts *base)
+{
+	struct opts o = *base;
+	struct prun k, t, a, b;
+	int broke = 0;
+
+	o.seconds_scale = 0.3;
+	check_costs(ty);
+	broke |= place_once("fit-2x8", COL_KERNEL, o.seed, &o, &k);
+	broke |= place_once("fit-2x8", COL_TOGETHER, o.seed, &o, &t);
+	check(ty, t.st.pins_together > 0 && t.work_s > k.work_s,
+	      "fit-2x8: keep_together holds (%" PRIu64 " pins) and gains work (%.1f vs %.1f)",
+	      t.st.pins_together, t.work_s, k.work_s);
+	broke |= place_once("many-threads-2x8", COL_TOGETHER, o.seed, &o, &t);
+	check(ty, t.st.pins_together == 0,
+	      "many-threads-2x8: keep_together holds no process of more threads than cores");
+	broke |= place_once("ws-over-llc-2x8", COL_TOGETHER, o.seed, &o, &t);
+	check(ty, t.st.pins_together == 0,
+	      "ws-over-llc-2x8: keep_together holds no process whose RSS exceeds the LLC");
+	broke |= place_once("overflow-2x8", COL_KERNEL, o.seed, &o, &k);
+	broke |= place_once("overflow-2x8", COL_TOGETHER, o.seed, &o, &t);
+	check(ty, t.work_s < k.work_s && t.over_pct > 0 && k.over_pct == 0,
+	      "overflow-2x8: held processes overflow their LLC and lose (%.1f vs %.1f)",
+	      t.work_s, k.work_s);
+	broke |= place_once("latency-fit-8x8", COL_APART, o.seed, &o, &a);
+	check(ty, a.st.pins_apart > 0 && a.st.pins_latency > 0 && a.st.unpins_short == 0,
+	      "latency-fit-8x8: latency_apart pins batch off and latency on, keeps them");
+	broke |= place_once("latency-short-2x8", COL_APART, o.seed, &o, &a);
+	check(ty, a.st.unpins_short > 0,
+	      "latency-short-2x8: latency_apart gives batch pins back when short of CPUs");
+	broke |= place_once("latency-fit-8x8", COL_KERNEL, o.seed, &o, &k);
+	check(ty, k.st.pins_apart == 0 && k.nlat > 0, "latency-fit-8x8: no daemon, no pins");
+	for (size_t s = 0; s < ARRAY_SIZE(pscens); s++)
+		for (int col = 0; col < NPCOLS; col++)
+			if (col == COL_KERNEL || (pscens[s].cols & (1u << col)))
+				broke |= place_once(pscens[s].name, (enum pcol)col, o.seed, &o, &t);
+	check(ty, !broke, "placement scenarios: tasks conserved, each on an allowed CPU");
+	place_once("latency-short-8x8", COL_BOTH, o.seed, &o, &a);
+	place_once("latency-short-8x8", COL_BOTH, o.seed, &o, &b);
+	check(ty, !memcmp(&a.st, &b.st, sizeof(a.st)) && a.p99_us == b.p99_us,
+	      "latency-short-8x8/both: the same seed gives the same figures");
+	place_once("latency-short-8x8", COL_BOTH, o.seed + 1, &o, &b);
+	check(ty, memcmp(&a.st, &b.st, sizeof(a.st)) != 0,
+	      "latency-short-8x8/both: another seed gives other figures");
+}
+
 /*
  * The simulator's own tests: every scenario under every balancer with the invariants
  * checked each millisecond, the waste split and wake_wide checked per run, and the
@@ -764,6 +1347,7 @@ static int check_all(const struct opts *base)
 	for (size_t k = 0; k < ARRAY_SIZE(scenarios); k++)
 		if (!strcmp(scenarios[k].name, "requests") || !strcmp(scenarios[k].name, "wide-high"))
 			check_seed(&ty, &scenarios[k], &o);
+	check_place(&ty, &o);
 	printf("%d passed, %d failed\n", ty.pass, ty.fail);
 	return ty.fail ? 1 : 0;
 }
@@ -773,6 +1357,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "seed", required_argument, NULL, 's' }, { "out", required_argument, NULL, 'o' },
 		{ "quick", no_argument, NULL, 'q' },      { "check", no_argument, NULL, 'c' },
+		{ "placement", no_argument, NULL, 'p' },  { "util-lb", no_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },       { NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .seed = 1, .seconds_scale = 1.0 };
@@ -791,6 +1376,12 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			o.check = true;
+			break;
+		case 'p':
+			o.placement = true;
+			break;
+		case 'u':
+			o.util_lb = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -1,6 +1,7 @@
 /*
  * The simulator's machine: CPUs with run queues, tasks of three kinds, a simple
- * model of the kernel's own placement, and the balancer under test on top.
+ * model of the kernel's own placement and of the caches, and the balancer under test
+ * on top.
  */
 #ifndef RQB_SIM_H
 #define RQB_SIM_H
@@ -38,24 +39,51 @@ struct sim_flips {
 
 #define SIM_NO_WAKEE (-1)
 
+/*
+ * A process of the cache model: threads that share a working set. Tasks outside any
+ * (proc -1) keep the flat costs of the first model (2 ms after changing LLC, and
+ * cross_llc_penalty_pct).
+ */
+struct sim_proc {
+	pid_t tgid;
+	uint64_t ws_kb;         /* working set, KiB: what its threads keep in their LLC */
+	uint64_t rss_kb;        /* resident set the snapshot shows (keep_together's proxy) */
+	int llc_pct;            /* share of a thread's time, at full speed, on LLC accesses */
+	int shared_pct;         /* share of the working set (and of those accesses) all share */
+	int nthreads;
+	int think_ms;           /* request workers: mean think time, drawn 1/2 to 3/2 of it */
+	int burst_us;           /* request workers: work a request takes at full speed */
+	int disp_cpu;           /* request workers: where its message thread wakes them from */
+	struct sim_flips disp;  /* that message thread, as a waker */
+};
+
 struct sim_task {
 	enum sim_kind kind;
 	pid_t tid;
+	int proc;               /* index in sim.proc, -1: none */
+	int lat_nice;           /* the latency-nice value rqbalance gave it, 0 none */
+	bool sampled;           /* its wakeup latencies go to sim.lat */
+	bool held;              /* pinned by keep_together (why "together") */
 	int partner;            /* index of the other half of a pair, -1 */
 	bool alive;             /* arrived and not departed */
 	bool queued;            /* on a run queue (runnable) */
 	int cpu;                /* where it is queued, or ran last */
-	int left_ms;            /* work left in the current burst (not hogs) */
+	int64_t left_ns;        /* work left in the current burst (not hogs), at full speed */
 	uint64_t wake_ms;       /* SIM_REQ: when the dispatcher wakes it next */
 	uint64_t arrive_ms;     /* SIM_HOG: lifetime */
 	uint64_t depart_ms;
-	int slice_ms;           /* ran since it last reached the head of its queue */
+	int64_t slice_ns;       /* ran since it last reached the head of its queue */
 	unsigned ran_ms;        /* ran in the current tick: the task's utilization */
-	int cold_ms;            /* run time still lost to a cold cache after leaving an LLC */
+	uint64_t last_ms;       /* the millisecond it last ran in; with cpu, where its data is */
+	bool ran_ever;          /* last_ms means something */
+	int64_t stall_ns;       /* run time still lost before progress: a cold cache, a wakeup */
+	bool woken;             /* woken and not run yet: its wakeup latency is open */
+	uint64_t woke_ns;       /* when, on the simulated clock */
+	uint32_t wake_cost_ns;  /* what taking it from its queue costs (sim_wake_cost_ns) */
 	bool handed;            /* SIM_PAIR: woken while still running: go on when done */
 	int side_every;         /* SIM_PAIR: also wakes a listener every this many bursts; 0 never */
 	unsigned nbursts;       /* bursts completed */
-	unsigned work_ms;       /* CPU time spent on progress */
+	uint64_t work_ns;       /* progress made, in CPU time at full speed */
 	struct sim_flips wf;    /* as a waker, for wake_wide() */
 	cpu_set_t allowed;      /* affinity, as the balancer left it */
 	cpu_set_t orig;         /* affinity before any balancer touched it */
@@ -68,6 +96,7 @@ struct sim_cpu {
 	int n, cap;
 	unsigned busy_ms;       /* in the current policy tick */
 	unsigned idle_ms;
+	int64_t free_ns;        /* in this ms, from when it had nothing left to run */
 };
 
 struct sim_stats {
@@ -80,7 +109,8 @@ struct sim_stats {
 	uint64_t moves;          /* balancer actions that narrowed an affinity */
 	uint64_t single_pulls;   /* of those, from a CPU that ran only that task */
 	uint64_t pingpong;       /* a task sent back to an LLC it was taken from < 1 s ago */
-	uint64_t work_ms;        /* CPU time spent on useful work (not refilling a cache) */
+	uint64_t work_ns;        /* progress, in CPU time at full speed (not refilling a cache) */
+	uint64_t batch_ns;       /* of it, by tasks with a positive latency-nice value */
 	uint64_t bursts;         /* request and pair bursts completed */
 	uint64_t wakes;          /* wakeups by a waker (a task or the dispatcher) */
 	uint64_t wide_wakes;     /* of those, placed wide: wake_wide() said not affine */
@@ -89,6 +119,20 @@ struct sim_stats {
 	uint64_t episode_max;    /* longest imbalance, in ticks */
 	double spread_sum;       /* sum over ticks of max - min runnable per LLC */
 	uint64_t ticks;
+	/* The placement rules' plan lines, by their why (place.c) */
+	uint64_t pins_together;  /* "together": a thread held in its process's LLC */
+	uint64_t unpins_together;/* a keep_together pin given back, any why */
+	uint64_t pins_latency;   /* "latency": a latency task kept on its LLCs */
+	uint64_t pins_apart;     /* "apart": a batch task sent off them */
+	uint64_t unpins_short;   /* "short": batch pins given back for want of CPUs */
+	uint64_t proc_ms;        /* run segments (about ms) of the cache model's threads */
+	uint64_t over_ms;        /* of them, in an LLC whose working sets overflow */
+};
+
+/* Wakeup latencies of the sampled tasks, ns: from the wakeup to running. */
+struct sim_lat {
+	uint64_t *ns;
+	size_t n, cap;
 };
 
 struct sim {
@@ -102,6 +146,19 @@ struct sim {
 	int tick_ms;             /* the balancer's interval */
 	int kernel_lb_ms;        /* the kernel model's cross-LLC balance interval */
 	int cross_llc_penalty_pct; /* extra work for a pair burst run away from its waker's LLC */
+	bool lat_preempt;        /* a waking negative latency-nice task preempts one that is not */
+	/*
+	 * The balance of a newer kernel: across LLCs by idle CPUs and waiting tasks, not
+	 * utilization; within an LLC, between busy CPUs by load too.
+	 */
+	bool lb_spare;
+	int run_at;              /* the CPU run_cpus is stepping, -1 outside it */
+	int64_t off_ns;          /* the simulated clock within the ms, where it is stepping */
+	struct sim_proc *proc;   /* the cache model's processes */
+	int nproc, proccap;
+	int *proc_llc;           /* per ms: nproc x nllcs threads active on each LLC */
+	double *llc_over;        /* per ms, per LLC: share of its working sets that does not fit */
+	struct sim_lat lat;
 	struct rqb_conf conf;    /* rqbalance's config (keep_pairs, imbalance_pct...) */
 	struct spread_state pol;
 	struct snapshot *snap;
@@ -121,8 +178,17 @@ int sim_init(struct sim *s, const struct topo *t, enum sim_balancer bal, uint64_
 void sim_fini(struct sim *s);
 /* Adds a task, not yet alive; returns its index or -1. */
 int sim_add(struct sim *s, enum sim_kind kind);
+/* Adds a process of the cache model, gives it a tgid; returns its index or -1. */
+int sim_add_proc(struct sim *s, const struct sim_proc *p);
+/* Adds a task of process p, not yet alive; returns its index or -1. */
+int sim_add_thread(struct sim *s, enum sim_kind kind, int p);
 /* A task arrives now: placed as a fork from a parent on the given LLC would be. */
 void sim_arrive(struct sim *s, int i, int llc);
+/*
+ * A task arrives now through the kernel's fork balancing (find_idlest_group): on the
+ * LLC with the fewest runnable tasks per CPU, parent_llc first among equals.
+ */
+void sim_fork(struct sim *s, int i, int parent_llc);
 void sim_depart(struct sim *s, int i);
 /*
  * Wakes task i from waker, which runs on waker_cpu; a NULL waker is a timer. With a
@@ -133,6 +199,8 @@ void sim_wake(struct sim *s, int i, struct sim_flips *waker, int waker_cpu);
 void sim_step(struct sim *s);
 /* The CPU task i may run on with the shortest queue, LLC l first when l >= 0; -1 if none. */
 int sim_least_loaded(const struct sim *s, int i, int l);
+/* The k-th CPU of mask, round and round; -1 if it is empty. */
+int sim_nth_cpu(const cpu_set_t *mask, int k);
 /* Moves a queued task to another CPU's queue, as a migration. */
 void sim_migrate(struct sim *s, int i, int cpu);
 /* The balancer's tick (balance.c): metrics, then the balancer under test. */
@@ -146,5 +214,18 @@ void sim_waste(struct sim *s, long *ret_local, long *ret_cross);
 /* Checks the invariants; returns NULL or what broke. */
 const char *sim_invariants(const struct sim *s);
 const char *sim_balancer_name(enum sim_balancer b);
+
+/* ---- the cache model (machine.c), exposed for --check ---- */
+
+/* Taking a wakee from its queue when its waker is in the same LLC, or another. */
+uint32_t sim_wake_cost_ns(bool remote);
+/* Refilling kb of working set at one core's memory bandwidth. */
+uint64_t sim_warm_ns(uint64_t kb);
+/*
+ * The time a thread takes for one unit of work, 1.0 at full speed: llc_pct of its time
+ * goes to LLC accesses; of those, shared_pct touch data all its threads share, of which
+ * remote (0..1) was last written in another LLC, and over (0..1) miss the LLC.
+ */
+double sim_slowdown(int llc_pct, int shared_pct, double remote, double over);
 
 #endif
