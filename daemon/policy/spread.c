@@ -234,7 +234,7 @@ const char *spread_ineligible(const struct snapshot *s, const struct spread_conf
 /*
  * Started at least min_residency_ms ago: the kernel placed a task when it started (fork
  * and exec balancing), and such a task has stayed where it was put as long as a moved
- * one must. Unknown ages (a replay written without them) count as spread_settled.
+ * one must. Unknown ages (a replay written without them) count as settled.
  */
 bool spread_settled(const struct snapshot *s, const struct spread_conf *c,
 		    const struct snap_task *t)
@@ -374,7 +374,7 @@ static void uncount_left_behind(const struct snapshot *s, struct spread_state *s
 
 /*
  * Per-CPU and per-LLC runnable counts, idle CPUs per LLC, tasks bucketed by CPU, and
- * the listed tasks per LLC that are not spread_settled yet.
+ * the listed tasks per LLC that are not settled yet.
  */
 static void count(const struct snapshot *s, const struct spread_conf *conf, struct spread_state *st)
 {
@@ -443,10 +443,10 @@ static void count(const struct snapshot *s, const struct spread_conf *conf, stru
  * What a decision may trust. A task that started less than min_residency_ms ago is the
  * kernel's (it placed it at fork or exec), and so is a kernel thread
  * (kernel_thread): it is load on a target, but as a source it neither moves nor makes
- * another task move. One spread_settled task more than CPUs could be
+ * another task move. One settled task more than CPUs could be
  * a short task caught running: as a source, such an LLC counts the lower of this
- * tick's and the last one's spread_settled tasks; two or more over its CPUs are load at once.
- * A target counts the higher of its runnable tasks now and its spread_settled ones then, and
+ * tick's and the last one's settled tasks; two or more over its CPUs are load at once.
+ * A target counts the higher of its runnable tasks now and its settled ones then, and
  * an idle CPU is one idle in both ticks. With no last tick (at start) an overload of
  * one task is not trusted yet, and idle CPUs are.
  */
@@ -466,7 +466,7 @@ static void persist(const struct snapshot *s, struct spread_state *st)
 	}
 }
 
-/* Keeps this tick's spread_settled and idle counts, moves applied, for the next. 0 or -ENOMEM. */
+/* Keeps this tick's settled and idle counts, moves applied, for the next. 0 or -ENOMEM. */
 static int remember(const struct snapshot *s, struct spread_state *st)
 {
 	int n = s->topo->nllcs;
@@ -566,8 +566,9 @@ bool spread_movable(const struct snapshot *s, const struct spread_conf *c,
 		    const struct spread_state *st, const struct snap_task *t)
 {
 	/* A task that used no CPU since the last sample was caught running for an instant. */
-	return !(t->flags & SNAP_TASK_NO_CPU) && spread_settled(s, c, t) && !spread_ineligible(s, c, t) &&
-	       !spread_find_pin(st, t->tid, t->start_time) && !spread_recently_moved(st, t->tid, t->start_time);
+	return !(t->flags & SNAP_TASK_NO_CPU) && spread_settled(s, c, t) &&
+	       !spread_ineligible(s, c, t) && !spread_find_pin(st, t->tid, t->start_time) &&
+	       !spread_recently_moved(st, t->tid, t->start_time);
 }
 
 /* ---- keep_pairs: tasks that wake each other move together or not at all ---- */
@@ -636,7 +637,7 @@ static int partner_llc(const struct snapshot *s, const struct spread_state *st,
 
 /*
  * With keep_pairs, a task whose partner runs in the same LLC may leave only with it:
- * the target needs two idle CPUs, the budget two moves, the partner must be spread_movable,
+ * the target needs two idle CPUs, the budget two moves, the partner must be movable,
  * and its CPU must keep a task after both go (rule b holds for the partner too). A
  * task whose partner is not runnable with it may go alone only to the partner's LLC
  * (where they meet again); one whose partner sleeps in its own LLC stays.
@@ -662,7 +663,7 @@ static bool pair_may_leave(const struct snapshot *s, const struct spread_conf *c
 
 /*
  * On the CPUs of src that run two or more tasks (b), busiest CPU first, the eligible
- * task with the highest tid: the youngest spread_settled thread, likely the least cache in
+ * task with the highest tid: the youngest settled thread, likely the least cache in
  * the LLC. Returns the bucket slot, or -1.
  */
 static int pick_task(const struct snapshot *s, const struct spread_conf *c,
@@ -684,7 +685,8 @@ static int pick_task(const struct snapshot *s, const struct spread_conf *c,
 			t = &s->tasks[st->bucket[b]];
 			if (t->lat_nice > 0 && st->reserved[dst])
 				continue; /* latency_apart keeps dst for latency tasks */
-			if (spread_movable(s, c, st, t) && pair_may_leave(s, c, st, t, src, dst, budget) &&
+			if (spread_movable(s, c, st, t) &&
+			    pair_may_leave(s, c, st, t, src, dst, budget) &&
 			    (slot < 0 || t->tid > s->tasks[st->bucket[slot]].tid))
 				slot = b;
 		}
