@@ -40,6 +40,7 @@
  * Cost: O(tasks log tasks + processes + pins) a tick.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,17 +58,8 @@
 
 static size_t proc_lower(const struct spread_state *st, pid_t tgid)
 {
-	size_t lo = 0, hi = st->nprocs;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (st->procs[mid].tgid < tgid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return util_pid_lower_bound(st->procs, st->nprocs, sizeof(*st->procs),
+				    offsetof(struct place_proc, tgid), tgid);
 }
 
 static struct place_proc *find_proc(struct spread_state *st, pid_t tgid)
@@ -106,16 +98,9 @@ void place_pin_lost(struct spread_state *st, pid_t tgid)
 
 static struct place_lat *find_lat(struct spread_state *st, pid_t tid, uint64_t start)
 {
-	size_t lo = 0, hi = st->nlats;
+	size_t lo = util_pid_lower_bound(st->lats, st->nlats, sizeof(*st->lats),
+					 offsetof(struct place_lat, tid), tid);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (st->lats[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (; lo < st->nlats && st->lats[lo].tid == tid; lo++)
 		if (st->lats[lo].start_time == start)
 			return &st->lats[lo];

@@ -87,26 +87,10 @@ void spread_fini(struct spread_state *st)
 
 /* ---- the policy's memory: pins and recent moves, sorted by tid ---- */
 
-static size_t lower_bound(const void *base, size_t n, size_t size, size_t tid_off, pid_t tid)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		pid_t t = *(const pid_t *)((const char *)base + mid * size + tid_off);
-
-		if (t < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 ssize_t spread_pin_idx(const struct spread_state *st, pid_t tid, uint64_t start)
 {
-	size_t i = lower_bound(st->pins, st->npins, sizeof(*st->pins),
-			       offsetof(struct spread_pin, tid), tid);
+	size_t i = util_pid_lower_bound(st->pins, st->npins, sizeof(*st->pins),
+					offsetof(struct spread_pin, tid), tid);
 
 	for (; i < st->npins && st->pins[i].tid == tid; i++)
 		if (st->pins[i].start_time == start)
@@ -130,8 +114,8 @@ int spread_add_pin(struct spread_state *st, const struct spread_pin *p)
 	if (!pins)
 		return -ENOMEM;
 	st->pins = pins;
-	i = lower_bound(st->pins, st->npins, sizeof(*st->pins), offsetof(struct spread_pin, tid),
-			p->tid);
+	i = util_pid_lower_bound(st->pins, st->npins, sizeof(*st->pins),
+				 offsetof(struct spread_pin, tid), p->tid);
 	memmove(&st->pins[i + 1], &st->pins[i], (st->npins - i) * sizeof(*st->pins));
 	st->pins[i] = *p;
 	st->npins++;
@@ -146,8 +130,8 @@ void spread_del_pin(struct spread_state *st, size_t i)
 
 bool spread_recently_moved(const struct spread_state *st, pid_t tid, uint64_t start)
 {
-	size_t i = lower_bound(st->recent, st->nrecent, sizeof(*st->recent),
-			       offsetof(struct spread_recent, tid), tid);
+	size_t i = util_pid_lower_bound(st->recent, st->nrecent, sizeof(*st->recent),
+					offsetof(struct spread_recent, tid), tid);
 
 	for (; i < st->nrecent && st->recent[i].tid == tid; i++)
 		if (st->recent[i].start_time == start)
@@ -157,8 +141,8 @@ bool spread_recently_moved(const struct spread_state *st, pid_t tid, uint64_t st
 
 int spread_note_move(struct spread_state *st, pid_t tid, uint64_t start, uint64_t now_ns)
 {
-	size_t i = lower_bound(st->recent, st->nrecent, sizeof(*st->recent),
-			       offsetof(struct spread_recent, tid), tid);
+	size_t i = util_pid_lower_bound(st->recent, st->nrecent, sizeof(*st->recent),
+					offsetof(struct spread_recent, tid), tid);
 
 	for (size_t j = i; j < st->nrecent && st->recent[j].tid == tid; j++)
 		if (st->recent[j].start_time == start) {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,17 +82,8 @@ struct snap_task *snap_add_task(struct snapshot *s, const struct snap_task *t, c
 
 static size_t lat_lower_bound(const struct snapshot *s, pid_t tid)
 {
-	size_t lo = 0, hi = s->nlat;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (s->lat[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return util_pid_lower_bound(s->lat, s->nlat, sizeof(*s->lat), offsetof(struct snap_lat, tid),
+				    tid);
 }
 
 int snap_add_lat(struct snapshot *s, pid_t tid, uint64_t start_time, int value)
