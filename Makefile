@@ -185,7 +185,7 @@ $(B)/bench/spinprobe: bench/spinprobe.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(filter-out $(SAN_FLAGS),$(CFLAGS)) -static -o $@ $<
 
-$(B)/bench/%: bench/%.c
+$(B)/bench/%: bench/%.c $(wildcard bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
 

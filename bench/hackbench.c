@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
+
 #define MAX_GROUPS 1000
 #define MAX_FDS 1000
 #define MAX_DATASIZE (1 << 20)
@@ -80,17 +82,7 @@ static void usage(FILE *out)
 /* A whole number in [min, max], else -1 (after a message). */
 static long parse_num(const char *name, const char *s, long min, long max)
 {
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max) {
-		fprintf(stderr, "hackbench: --%s: '%s' is not a whole number from %ld to %ld\n",
-			name, s, min, max);
-		return -1;
-	}
-	return v;
+	return bench_parse_num("hackbench", name, s, min, max);
 }
 
 static int parse_args(int argc, char **argv)
