@@ -261,8 +261,10 @@ static bool cg_says(const struct latact *la, const struct lat_entry *e)
 
 /*
  * Whether the task's cgroup is rqbalance's to move (into e->cg and e->cg_left): where
- * rqbalance put it (old), where the kernel put it after its creator (from), or, for a
- * first value, anywhere that does not cap its CPU. Said once, when it stops being so.
+ * rqbalance put it (old), where the kernel put it after its creator (from), be it the
+ * creator's class or, for a task made before the creator's move landed, where the
+ * creator was before it, or, for a first value, anywhere that does not cap its CPU.
+ * Said once, when it stops being so.
  */
 static void cg_decide(struct latact *la, const struct lat_entry *old,
 		      const struct lat_entry *from, const struct lat_state *cur, struct lat_entry *e)
@@ -279,6 +281,8 @@ static void cg_decide(struct latact *la, const struct lat_entry *old,
 		e->cg = held->cg;
 	} else {
 		v.held = held ? held->set.cgroup : NULL;
+		/* A new task made before its creator's move into a class landed. */
+		v.held_before = !old && from ? from->prev.cgroup : NULL;
 		v.limits = !held && latact_cg_limits_cpu(la, cur->cgroup);
 		e->cg = lat_cg_decide(&v);
 		if (e->cg != LAT_CG_OURS && cg_says(la, e))
@@ -305,7 +309,9 @@ static void left_says(const struct latact *la, const struct lat_entry *e, unsign
  * Which knobs of the task are someone else's (into e->left): those left before (old),
  * those that differ from what rqbalance set (old) or, for a task that inherited them,
  * the creator's left ones and the nice and policy the kernel gave it that differ from
- * what rqbalance set on the creator (the only knobs every kernel passes on at fork).
+ * what rqbalance set on the creator (the only knobs every kernel passes on at fork),
+ * unless they are what the creator had before rqbalance: a task made before the
+ * creator's change landed was made with those, by no one's choice.
  */
 static void knobs_left(struct latact *la, const struct lat_entry *old,
 		       const struct lat_entry *from, const struct lat_state *cur,
@@ -316,8 +322,8 @@ static void knobs_left(struct latact *la, const struct lat_entry *old,
 		e->left = old->left | knobs_differ(cur, &old->set);
 		left_says(la, e, e->left & ~old->left);
 	} else if (from) {
-		e->left = from->left |
-			  (knobs_differ(cur, &from->set) & (LAT_K_POLICY | LAT_K_NICE));
+		e->left = from->left | (knobs_differ(cur, &from->set) &
+					knobs_differ(cur, &from->prev) & (LAT_K_POLICY | LAT_K_NICE));
 	}
 }
 

@@ -222,9 +222,11 @@ void lat_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
 
 enum lat_cg_verdict lat_cg_decide(const struct lat_cg_view *v)
 {
-	if (v->held)
-		return strcmp(v->cur, v->held) == 0 ? LAT_CG_OURS : LAT_CG_MOVED;
-	return v->limits ? LAT_CG_LIMITS : LAT_CG_OURS;
+	if (!v->held)
+		return v->limits ? LAT_CG_LIMITS : LAT_CG_OURS;
+	if (strcmp(v->cur, v->held) == 0)
+		return LAT_CG_OURS;
+	return v->held_before && strcmp(v->cur, v->held_before) == 0 ? LAT_CG_OURS : LAT_CG_MOVED;
 }
 
 const char *lat_cg_why(enum lat_cg_verdict verdict)

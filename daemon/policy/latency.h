@@ -115,6 +115,12 @@ struct lat_cg_view {
 	 * task given its first value.
 	 */
 	const char *held;
+	/*
+	 * For a new task, where its creator was before rqbalance moved it into held: a task
+	 * the kernel made before that move landed (it waits for an RCU grace period, or for
+	 * the worker) was made there, not moved there by anyone. NULL: not a new task.
+	 */
+	const char *held_before;
 	bool limits;        /* cur or a parent of it holds its CPU back (a quota, a narrower
 			       cpuset, a weight below the default, cpu.idle) */
 };

@@ -321,8 +321,20 @@ static void cgroup_only_where_put(void **state)
 	assert_int_equal(lat_cg_decide(&v), LAT_CG_MOVED);
 	v.limits = true;
 	assert_int_equal(lat_cg_decide(&v), LAT_CG_MOVED);
+	v.limits = false;
+	/*
+	 * A new task where its creator was before rqbalance moved it: made before that move
+	 * landed, so ours to move; anywhere else it was moved.
+	 */
+	v.held_before = "/";
+	v.cur = "/";
+	assert_int_equal(lat_cg_decide(&v), LAT_CG_OURS);
+	v.cur = "/limited";
+	assert_int_equal(lat_cg_decide(&v), LAT_CG_MOVED);
+	v.held_before = NULL;
 	/* A first value: anywhere but a cgroup that caps the CPU. */
 	v.held = NULL;
+	v.limits = true;
 	assert_int_equal(lat_cg_decide(&v), LAT_CG_LIMITS);
 	v.limits = false;
 	assert_int_equal(lat_cg_decide(&v), LAT_CG_OURS);
