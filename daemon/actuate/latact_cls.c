@@ -460,6 +460,9 @@ bool latact_cg_limits_cpu(const struct latact *la, const char *cg)
 {
 	char top_cpus[256], rel[LAT_PATH_MAX], dir[PATH_MAX], *slash;
 
+	/* Only below the top is anything read (a task in the root cgroup costs no read). */
+	if (cg[0] != '/' || !cg[1])
+		return false;
 	util_read_line(la->cls.mount, "cpuset.cpus.effective", top_cpus, sizeof(top_cpus));
 	if (!top_cpus[0])
 		util_read_line(la->cls.mount, "cpuset.cpus", top_cpus, sizeof(top_cpus));

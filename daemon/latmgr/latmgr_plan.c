@@ -96,6 +96,26 @@ static void read_proc(const struct latmgr *m, const struct lat_req *rq, struct l
 	DIR *d;
 
 	*ret = (struct latpol_proc){ 0 };
+	/*
+	 * A process that has just exec'd has one thread, its first, which the rules read a
+	 * moment ago: exec ends every other, and a thread it makes from now on comes as a
+	 * fork event after the exec's (a lost one is followed by a walk of /proc). Nothing
+	 * is read again here, as each read delays its value; the actuator checks the start
+	 * time when it opens the task.
+	 */
+	if (rq->at_exec && rq->start_time && rq->tid == tgid && (t = calloc(1, sizeof(*t)))) {
+		const struct lat_entry *e = latact_find(m->la, tgid);
+
+		t[0] = (struct latpol_task){ .tid = tgid, .tgid = tgid,
+					     .start_time = rq->start_time,
+					     .value = e ? e->value : LAT_NONE,
+					     .source = e ? e->source : "" };
+		ret->lead = t[0];
+		ret->t = t;
+		ret->nt = 1;
+		*ret_t = t;
+		return;
+	}
 	latmgr_read_task(m, tgid, tgid, &ret->lead);
 	snprintf(path, sizeof(path), "%s/%d/task", m->proc_root, (int)tgid);
 	d = opendir(path);

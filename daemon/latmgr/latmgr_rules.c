@@ -88,7 +88,7 @@ static bool rule_give(struct latmgr *m, pid_t pid, uint64_t start, const struct 
 	/* At an exec the class move may end later: the next exec's rule does not wait. */
 	struct lat_req rq = { .tid = pid, .tgid = pid, .start_time = start,
 			      .value = rule->latency_nice, .source = source, .trusted = true,
-			      .async_move = at_exec };
+			      .async_move = at_exec, .at_exec = at_exec };
 	const char *why;
 	int r = latmgr_proc_set(m, &rq, true, &why);
 

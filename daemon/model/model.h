@@ -35,6 +35,8 @@ struct lat_req {
 	pid_t from_tid;         /* the task whose settings it inherited; 0: none */
 	bool async_move;        /* its class move may end after the call (latact_moves_start):
 				   an exec's rule, so that the next exec does not wait on it */
+	bool at_exec;           /* a process (tid = tgid) that has just exec'd, as start_time
+				   says: its one thread is the whole of it (latmgr_set_threads) */
 };
 
 /* ---- the machine (sample/topo.c loads it) ---- */
