@@ -10,9 +10,11 @@
  *
  * forks K times; each child takes CLOCK_MONOTONIC just before it execs COPY (a copy of
  * this program under the name a rule matches) with "--probe" and the stamp. Prints
- * "p50 p90 p99 max at_main seen spawns" in microseconds from exec to the nice seen;
- * at_main counts the spawns that had the nice already at main()'s first line. It only
- * measures; it never changes a scheduling setting.
+ * "p50 p90 p99 max at_main seen spawns late_p99 late_max": microseconds from exec to
+ * the nice seen; at_main counts the spawns that had the nice already at main()'s first
+ * line; late is from main()'s first line to the nice seen (0 when it was there at main):
+ * how long the program's own code ran without its value, the part exec's own cost does
+ * not hide. It only measures; it never changes a scheduling setting.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -38,10 +40,11 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The child after exec: argv = COPY --probe STAMP NICE SLEEP_US. Writes "US AT_MAIN" or "-". */
+/* The child after exec: argv = COPY --probe STAMP NICE SLEEP_US. Writes "US AT_MAIN LATE_US"
+ * or "-". */
 static int probe(char **argv)
 {
-	uint64_t start = now_ns(), t0 = strtoull(argv[2], NULL, 10);
+	uint64_t start = now_ns(), t0 = strtoull(argv[2], NULL, 10), seen;
 	int want = atoi(argv[3]), sleep_us = atoi(argv[4]);
 	bool at_main;
 
@@ -58,7 +61,9 @@ static int probe(char **argv)
 		if (sleep_us)
 			usleep((useconds_t)sleep_us);
 	}
-	printf("%" PRIu64 " %d\n", (now_ns() - t0) / 1000, at_main);
+	seen = now_ns();
+	printf("%" PRIu64 " %d %" PRIu64 "\n", (seen - t0) / 1000, at_main,
+	       at_main ? 0 : (seen - start) / 1000);
 	return 0;
 }
 
@@ -76,10 +81,13 @@ static uint64_t pct(const uint64_t *v, int n, double q)
 	return v[i < n ? i : n - 1];
 }
 
-/* One spawn: the microseconds to the nice, or -1 when not seen; *at_main as it said. */
-static int64_t spawn(const char *exe, int nice, int sleep_us, bool *at_main)
+/* One spawn: the microseconds to the nice, or -1 when not seen; *at_main and *late_us as
+ * it said. */
+static int64_t spawn(const char *exe, int nice, int sleep_us, bool *at_main, uint64_t *late_us)
 {
-	char out[64] = "", stamp[32], nice_s[16], sleep_s[16];
+	char out[96] = "", stamp[32], nice_s[16], sleep_s[16], *end;
+	unsigned long long us, late;
+	int m;
 	int fds[2], st;
 	ssize_t n;
 	pid_t pid;
@@ -107,8 +115,13 @@ static int64_t spawn(const char *exe, int nice, int sleep_us, bool *at_main)
 	out[n] = '\0';
 	if (out[0] == '-')
 		return -1;
-	*at_main = strchr(out, ' ') && atoi(strchr(out, ' ') + 1) == 1;
-	return (int64_t)strtoll(out, NULL, 10);
+	errno = 0;
+	us = strtoull(out, &end, 10);
+	if (errno || sscanf(end, " %d %llu", &m, &late) != 2)
+		return -2;
+	*at_main = m == 1;
+	*late_us = late;
+	return (int64_t)us;
 }
 
 static void usage(FILE *f)
@@ -118,7 +131,8 @@ static void usage(FILE *f)
 		   "Spawns COPY (a copy of spinprobe) K times (default 200), G ms apart (default "
 		   "5);\neach child spins on getpriority() from main() until its nice is N (with "
 		   "U us\nof sleep between looks, default 0). Prints p50 p90 p99 max at_main seen "
-		   "spawns\n(microseconds from exec to the nice seen).\n");
+		   "spawns\n(microseconds from exec to the nice seen) and late_p99 late_max "
+		   "(from main()'s\nfirst line to the nice seen, 0 when it was there at main).\n");
 }
 
 int main(int argc, char **argv)
@@ -133,7 +147,7 @@ int main(int argc, char **argv)
 	};
 	int nice = 0, spawns = 200, sleep_us = 0, gap_ms = 5, c, seen = 0, at_main = 0;
 	bool nice_set = false;
-	uint64_t *v;
+	uint64_t *v, *late;
 
 	if (argc == 5 && strcmp(argv[1], "--probe") == 0)
 		return probe(argv);
@@ -153,31 +167,42 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	v = calloc((size_t)spawns, sizeof(*v));
-	if (!v)
+	late = calloc((size_t)spawns, sizeof(*late));
+	if (!v || !late) {
+		free(v);
+		free(late);
 		return 1;
+	}
 	for (int i = 0; i < spawns; i++) {
 		bool m = false;
-		int64_t us = spawn(argv[optind], nice, sleep_us, &m);
+		uint64_t l = 0;
+		int64_t us = spawn(argv[optind], nice, sleep_us, &m, &l);
 
 		if (us == -2) {
 			fprintf(stderr, "spinprobe: spawn %d of %s failed\n", i, argv[optind]);
 			free(v);
+			free(late);
 			return 1;
 		}
 		if (us >= 0) {
+			late[seen] = l;
 			v[seen++] = (uint64_t)us;
 			at_main += m;
 		}
 		usleep((useconds_t)gap_ms * 1000);
 	}
 	if (!seen) {
-		printf("- - - - 0 0 %d\n", spawns);
+		printf("- - - - 0 0 %d - -\n", spawns);
 		free(v);
+		free(late);
 		return 0;
 	}
 	qsort(v, (size_t)seen, sizeof(*v), cmp_u64);
-	printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %d %d\n", pct(v, seen, 0.5),
-	       pct(v, seen, 0.9), pct(v, seen, 0.99), v[seen - 1], at_main, seen, spawns);
+	qsort(late, (size_t)seen, sizeof(*late), cmp_u64);
+	printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %d %d %" PRIu64 " %" PRIu64 "\n",
+	       pct(v, seen, 0.5), pct(v, seen, 0.9), pct(v, seen, 0.99), v[seen - 1], at_main, seen,
+	       spawns, pct(late, seen, 0.99), late[seen - 1]);
 	free(v);
+	free(late);
 	return 0;
 }
