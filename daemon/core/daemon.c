@@ -497,6 +497,18 @@ static void tick_stage(struct daemon *d, enum tick_stage st, uint64_t *t)
 	*t = now;
 }
 
+/*
+ * --record stops at its first failed write (a full disk, say), with one line: a
+ * warning each tick would fill the log instead, and a record with a hole in it would
+ * replay what never happened.
+ */
+static void record_failed(struct daemon *d)
+{
+	log_warn("--record %s: write failed: recording stopped", d->opts.record);
+	fclose(d->record);
+	d->record = NULL;
+}
+
 /* --record: the plan a snapshot led to, as comments a replay skips. */
 static void record_plan(struct daemon *d)
 {
@@ -506,6 +518,8 @@ static void record_plan(struct daemon *d)
 		plan_format(&d->plan.a[i], line, sizeof(line));
 		fprintf(d->record, "# plan %s\n", line);
 	}
+	if (fflush(d->record) != 0 || ferror(d->record))
+		record_failed(d);
 }
 
 /*
@@ -565,7 +579,7 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	}
 	placement_inputs(d);
 	if (d->record && snap_write(d->snap, d->record) < 0)
-		log_warn("--record %s: write failed", d->opts.record);
+		record_failed(d);
 	act_verify(&d->act, on_dropped, d);
 	tick_stage(d, TICK_VERIFY, &t);
 	if (d->lat.ops)

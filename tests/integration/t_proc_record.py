@@ -1,5 +1,6 @@
 """The live proc sampler, through the real daemon: a busy task the test pinned to a CPU
-shows up on that CPU in the snapshots --record writes (the replay format)."""
+shows up on that CPU in the snapshots --record writes (the replay format). A record
+whose writes fail (/dev/full) stops with one warning, and the daemon runs on."""
 import os
 
 from rqb import Daemon, Hogs, check, main, require, start_time, tmpdir
@@ -34,6 +35,14 @@ def test():
                 check(all(w[6] == str(cpu) for w in seen), "and its allowed list")
                 mine = tasks_in(record, d.proc.pid)
                 check(not mine, "the daemon never lists itself")
+        with Daemon(tmp, ["--dry-run", "--record", "/dev/full"],
+                    conf="[daemon]\nsampler = proc\n") as d:
+            d.wait_for(r"running: sampler proc")
+            d.sync(5)
+            said = d.text().count("--record /dev/full: write failed")
+            check(said == 1 and "recording stopped" in d.text(),
+                  f"a record that cannot be written stops, said once ({said} times)")
+            check(d.stop() == 0, "and the daemon ran on to a clean stop")
 
 
 main(test)
