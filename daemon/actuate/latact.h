@@ -249,6 +249,13 @@ int latact_unit_release(struct latact *la, const char *path);
 /* An absolute path, no . or .. components, no blanks, short enough. */
 bool latact_cgroup_path_ok(const char *path);
 const struct lat_cg_entry *latact_find_cgroup(const struct latact *la, const char *path);
+/*
+ * The CPUWeight systemd unit `unit` (of cgroup path) had before rqbalance set it, or has
+ * now where it has not: 0 where none is set, else 1…10000; *ret_idle for idle. 0, or
+ * -errno where systemd cannot be asked.
+ */
+int latact_unit_before(struct latact *la, const char *path, const char *unit,
+		       uint64_t *ret_w, bool *ret_idle);
 /* Whether someone else changed cgroup path's weight since rqbalance set it (notes it). */
 void latact_check_cg(struct latact *la, const char *path);
 

@@ -141,6 +141,29 @@ static int owner_of(struct latact *la, struct lat_cg_entry *c, const char **ret_
 	return 0;
 }
 
+int latact_unit_before(struct latact *la, const char *path, const char *unit,
+		       uint64_t *ret_w, bool *ret_idle)
+{
+	const struct lat_cg_entry *c = latact_find_cgroup(la, path);
+	uint64_t w;
+	int idle, r;
+
+	if (c && c->unit[0]) {
+		w = c->prev_weight;
+		idle = c->prev_idle;
+	} else {
+		if (!la->bus && cgsd_open(la->o.bus_address && *la->o.bus_address ?
+						  la->o.bus_address : NULL, (sd_bus **)&la->bus) < 0)
+			return -EHOSTUNREACH;
+		r = unit_read(la, unit, &w, &idle);
+		if (r < 0)
+			return r;
+	}
+	*ret_idle = idle == 1;
+	*ret_w = idle == 1 || w == CGSD_WEIGHT_UNSET ? 0 : w;
+	return 0;
+}
+
 /* Whether a weight and idle read now differ from what rqbalance set on c. */
 static bool cg_changed(const struct lat_cg_entry *c, uint64_t w, int idle)
 {

@@ -230,6 +230,14 @@ static void unit_decide(struct latmgr *m, struct latmgr_unit *u, struct lat_unit
 		v.n = n;
 	}
 	lat_unit_decide(&lc, &v, ret);
+	/*
+	 * A unit it would weigh: what someone else left its weight at decides too. Asked of
+	 * systemd only then, as each ask is a call over D-Bus (where it cannot be asked, the
+	 * write fails too, and says so).
+	 */
+	if (ret->verdict == LAT_UNIT_OWN &&
+	    latact_unit_before(m->la, u->cgroup, u->unit, &v.before_weight, &v.before_idle) == 0)
+		lat_unit_decide(&lc, &v, ret);
 	free(procs);
 	free(mem);
 }

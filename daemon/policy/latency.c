@@ -175,6 +175,15 @@ static bool users_differ_untrusted(const struct lat_unit_view *v)
 	return differ && untrusted;
 }
 
+/* Whether d's weight (0: idle) is above a weight below the default that someone set. */
+static bool raises_held_back(const struct lat_unit_view *v, const struct lat_unit_decision *d)
+{
+	if (v->before_idle)
+		return d->weight != 0;
+	return v->before_weight && v->before_weight < LAT_UNIT_WEIGHT_DEFAULT && d->weight &&
+	       d->weight > v->before_weight;
+}
+
 static void unit_refuse(struct lat_unit_decision *d, enum lat_unit_verdict verdict,
 			const char *why)
 {
@@ -216,6 +225,12 @@ void lat_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
 		lat_map(c, value, &k);
 		d.value = value;
 		d.weight = k.cg_idle ? 0 : lat_shares_to_weight(k.shares);
+		if (raises_held_back(v, &d)) {
+			d.value = LAT_NONE;
+			d.weight = 0;
+			unit_refuse(&d, LAT_UNIT_HELD_BACK, "its unit's CPUWeight was set below the "
+				    "default by someone else, and the value would raise it");
+		}
 	}
 	*ret = d;
 }

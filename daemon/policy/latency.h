@@ -19,6 +19,7 @@
 
 #define LAT_SLICE_MIN_NS 100000ULL     /* the kernel clamps to 0.1 ms … 100 ms */
 #define LAT_SLICE_MAX_NS 100000000ULL
+#define LAT_UNIT_WEIGHT_DEFAULT 100ULL /* systemd's CPUWeight where none is set */
 
 struct lat_conf {
 	int batch_from;     /* SCHED_BATCH from this value up; 20 = never */
@@ -73,6 +74,7 @@ enum lat_unit_verdict {
 	LAT_UNIT_OTHERS,    /* processes with another value share the unit */
 	LAT_UNIT_USERS,     /* another user's processes share it, on a user's request */
 	LAT_UNIT_TOO_MANY,  /* more processes than were read */
+	LAT_UNIT_HELD_BACK, /* someone set its weight below the default; the value would raise it */
 };
 
 struct lat_unit_view {
@@ -82,6 +84,14 @@ struct lat_unit_view {
 	const struct lat_member *m;    /* its processes, those below included */
 	size_t n;
 	bool truncated;                /* there were more than n */
+	/*
+	 * Its CPUWeight before rqbalance set it (now, where it has not): 0 where it is not
+	 * set (the default, 100), else 1…10000; before_idle for idle. Below the default
+	 * someone holds the unit's CPU back, and no value raises it above that, as no
+	 * value moves a task out of a cgroup that holds its CPU back (lat_cg_decide).
+	 */
+	uint64_t before_weight;
+	bool before_idle;
 };
 
 struct lat_unit_decision {

@@ -307,6 +307,42 @@ static void unit_refused(void **state)
 	assert_int_equal(d.value, LAT_NONE);
 }
 
+/*
+ * A unit whose weight someone set below the default (or idle) holds its CPU back: a
+ * value may lower it further, never raise it; one at or above the default is no limit.
+ */
+static void unit_held_back(void **state)
+{
+	struct lat_member boost[] = { MEMBER(10, 1000, -5, false) };
+	struct lat_member calm[] = { MEMBER(10, 1000, 10, false) };
+	struct lat_unit_view v = { .cgroup = "/system.slice/a.service", .unit = "a.service",
+				   .m = boost, .n = 1, .before_weight = 50 };
+	struct lat_unit_decision d;
+
+	(void)state;
+	lat_unit_decide(&defaults, &v, &d);
+	assert_int_equal(d.verdict, LAT_UNIT_HELD_BACK);
+	assert_int_equal(d.value, LAT_NONE);
+	assert_non_null(strstr(d.why, "below the default"));
+	v.m = calm;
+	lat_unit_decide(&defaults, &v, &d);
+	assert_int_equal(d.verdict, LAT_UNIT_OWN);
+	assert_true(d.weight < 50);
+	v.before_weight = 0;
+	v.before_idle = true;
+	lat_unit_decide(&defaults, &v, &d);
+	assert_int_equal(d.verdict, LAT_UNIT_HELD_BACK);
+	/* Not set, or set at or above the default: no limit. */
+	v.before_idle = false;
+	v.m = boost;
+	lat_unit_decide(&defaults, &v, &d);
+	assert_int_equal(d.verdict, LAT_UNIT_OWN);
+	v.before_weight = 100;
+	lat_unit_decide(&defaults, &v, &d);
+	assert_int_equal(d.verdict, LAT_UNIT_OWN);
+	assert_true(d.weight > 100);
+}
+
 /* rqbalance moves a task only from where it put it, never out of a cgroup that caps it. */
 static void cgroup_only_where_put(void **state)
 {
@@ -361,6 +397,7 @@ int main(void)
 		cmocka_unit_test(unit_shared_with_another_value),
 		cmocka_unit_test(unit_of_two_users),
 		cmocka_unit_test(unit_refused),
+		cmocka_unit_test(unit_held_back),
 		cmocka_unit_test(cgroup_only_where_put),
 	};
 

@@ -3,7 +3,8 @@
 # its value), the unit gets that value's CPUWeight, over D-Bus and for the runtime only;
 # `rqctl reset` and `systemctl stop rqbalance` give it back, `systemctl daemon-reload`
 # keeps it. A unit shared with a process without the value is left as it is, and
-# `rqctl get` and the log say why; once that process leaves, the unit is weighed.
+# `rqctl get` and the log say why; once that process leaves, the unit is weighed. One
+# whose CPUWeight someone set below the default is only ever lowered further.
 # The scopes are made as on a host where a user runs a command in a scope of its own:
 # `systemd-run --scope` in user-1000.slice, the process running as rqbuser (in_scope).
 . /usr/local/lib/rqbt/lib.sh
@@ -80,6 +81,28 @@ check "the scope gets the weight once the shell left" [ "$w" = 8668 ]
 check "rqctl reset -p $K" rqctl reset -p "$K"
 check "gives it back" [ "$(weight_of rqbt-lat-shared.scope)" = "$w0" ]
 kill -KILL "$K"
+
+# --- a scope whose CPUWeight someone held back: lowered further, never raised ---
+in_scope rqbt-lat-held sleep 600
+check "systemctl set-property --runtime rqbt-lat-held.scope CPUWeight=50" \
+	systemctl set-property --runtime rqbt-lat-held.scope CPUWeight=50
+c=$(unit_cursor)
+check "rqctl set -l -20 -p $P (root)" rqctl set -l -20 -p "$P"
+w=$(weight_of rqbt-lat-held.scope)
+echo "CPUWeight 50 before, $w at -20"
+check "leaves the held-back scope's CPUWeight at 50" [ "$w" = 50 ]
+check "the task's nice still applies" [ "$(nice_of "$P")" = -20 ]
+get=$(rqctl get -p "$P")
+echo "$get"
+check "rqctl get says why" eval 'echo "$get" | grep -q "^unit_why .*below the default.*only the task.s nice applies"'
+check "and so does the log" wait_journal "$c" "process $P: its unit's CPUWeight was set below the default by someone else"
+check "rqctl set -l 19 -p $P (root)" rqctl set -l 19 -p "$P"
+w=$(weight_of rqbt-lat-held.scope)
+echo "CPUWeight at 19: $w"
+check "lowers it further: CPUWeight 1" [ "$w" = 1 ]
+check "rqctl reset -p $P" rqctl reset -p "$P"
+check "gives it back its 50" [ "$(weight_of rqbt-lat-held.scope)" = 50 ]
+kill -KILL "$P"
 
 # --- a unit in the user manager's delegated subtree ---
 if as_user systemd-run --user -q --unit=rqbt-lat-user sleep 600; then
