@@ -224,6 +224,9 @@ static void status_text(struct ctl_server *srv, const struct ctl_caller *who, ch
 	    st.class_mount ? st.class_mount : "off",
 	    st.class_mount && st.class_root[0] ? "/" : "", st.class_mount ? st.class_root : "",
 	    !st.events_up ? "none" : st.exec_lazy ? "next_tick" : "at_once");
+	/* From an exec event to its rule's value written, over the last execs timed, in µs. */
+	PUT("latency_exec_us n %u p50 %u p99 %u max %u\n", st.exec_timed, st.exec_us_p50,
+	    st.exec_us_p99, st.exec_us_max);
 	/* What a tick takes, on average by stage and at most, in µs. */
 	PUT("tick_us sample %.1f verify %.1f latency %.1f policy %.1f act %.1f max %.1f\n",
 	    st.tick_avg_us[TICK_SAMPLE], st.tick_avg_us[TICK_VERIFY],

@@ -58,6 +58,7 @@ struct latmgr_ukey {
 
 /* A rule's value that could not be given to a process, kept for rqctl explain. */
 #define LATMGR_FAILS 32
+#define LATMGR_EXEC_TIMES 1024 /* the last execs a rule matched, timed (rqctl status) */
 struct latmgr_fail {
 	pid_t tgid;
 	uint64_t start_time;
@@ -114,6 +115,12 @@ struct latmgr {
 	struct latmgr_proc **p;            /* sorted by tgid; each its own allocation */
 	size_t np, capp;
 	struct latmgr_counters cnt;
+	/*
+	 * From an exec event's kernel time to its rule's value written, in µs, for the last
+	 * LATMGR_EXEC_TIMES execs a rule matched: the daemon's own part of exec to value.
+	 */
+	uint32_t exec_us[LATMGR_EXEC_TIMES];
+	uint64_t nexec_us;             /* timed in all: the next goes at nexec_us % the size */
 	struct latmgr_fail fails[LATMGR_FAILS]; /* the last ones, a ring */
 	unsigned nfails;               /* recorded in all: the next goes at nfails % LATMGR_FAILS */
 	struct latmgr_fg fg[LATMGR_FG_MAX]; /* the processes callers put in front */

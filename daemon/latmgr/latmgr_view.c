@@ -28,6 +28,29 @@ const char *latmgr_proc_root(const struct latmgr *m)
 	return m->proc_root;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The exec-to-value times kept (latmgr.exec_us): how many, p50, p99 and the longest. */
+static void exec_times(const struct latmgr *m, struct daemon_stats *ret)
+{
+	uint32_t v[LATMGR_EXEC_TIMES];
+	size_t n = m->nexec_us < LATMGR_EXEC_TIMES ? (size_t)m->nexec_us : LATMGR_EXEC_TIMES;
+
+	ret->exec_timed = (uint32_t)n;
+	if (!n)
+		return;
+	memcpy(v, m->exec_us, n * sizeof(*v));
+	qsort(v, n, sizeof(*v), cmp_u32);
+	ret->exec_us_p50 = v[n / 2];
+	ret->exec_us_p99 = v[n * 99 / 100];
+	ret->exec_us_max = v[n - 1];
+}
+
 void latmgr_stats(const struct latmgr *m, struct daemon_stats *ret)
 {
 	const struct latact *la = m->la;
@@ -48,6 +71,7 @@ void latmgr_stats(const struct latmgr *m, struct daemon_stats *ret)
 	ret->overflows = m->cnt.overflows;
 	ret->rescans = m->cnt.rescans;
 	ret->rule_matches = m->cnt.rule_matches;
+	exec_times(m, ret);
 	ret->class_mount = la->cls.on ? la->cls.mount : NULL;
 	ret->class_root = la->cls.root;
 }

@@ -39,6 +39,8 @@ struct daemon_stats {
 	bool events_bpf;                /* and from BPF */
 	bool exec_lazy;                 /* an exec waits for the next tick (nothing to do) */
 	uint64_t events, overflows, rescans, rule_matches;
+	/* From an exec event to its rule's value written, over the last exec_timed execs. */
+	uint32_t exec_timed, exec_us_p50, exec_us_p99, exec_us_max;
 	const char *class_mount;        /* where the class cgroups are; NULL when off */
 	const char *class_root;         /* below that mount; "" for its top */
 	/* the doors */
