@@ -5,7 +5,8 @@ landed is made where the process was, not moved there by anyone. The helper (C,
 built here) makes THREADS threads from the first line of main(), says so and waits:
 once the daemon has read every event (rqctl sync) and the process's own move has
 landed (polled: the worker's end is the kernel's), every thread has the value's nice
-and the class cgroup. The same with [latency] events = connector."""
+and the class cgroup, and rqctl status has timed that one exec from the kernel's event
+to the value written. The same with [latency] events = connector."""
 import os
 import shutil
 import subprocess
@@ -81,6 +82,10 @@ def run(tmp, exe, events):
             check(len(ts) == THREADS + 1 and not wrong_cg and not wrong_nice,
                   f"{events}: all {len(ts)} threads have nice {VALUE} and the class: "
                   f"{len(wrong_cg)} in another cgroup, {len(wrong_nice)} with another nice")
+            timed = next((line.split() for line in rqb.rqctl(d, "status").stdout.splitlines()
+                          if line.startswith("latency_exec_us ")), [])
+            check(len(timed) == 9 and timed[2] == "1" and 0 < int(timed[4]) <= int(timed[8]),
+                  f"{events}: rqctl status timed that exec, event to value: {' '.join(timed)}")
             p.stdin.close()
             p.wait(30)
             check(d.stop() == 0, f"{events}: clean stop")
