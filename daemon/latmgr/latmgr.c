@@ -230,7 +230,9 @@ int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, s
 	memset(m, 0, sizeof(*m));
 	m->la = la;
 	m->conf = c;
+	m->event = e;
 	latmgr_exetab_build(m);
+	latmgr_exe_watch(m);
 	m->self = getpid();
 	snprintf(m->proc_root, sizeof(m->proc_root), "%s", util_proc_root(proc_root));
 	r = latmgr_events_open(m, e);
@@ -245,6 +247,7 @@ int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, s
 void latmgr_fini(struct latmgr *m)
 {
 	latmgr_events_close(m);
+	latmgr_exe_unwatch(m);
 	ident_exetab_free(m->exetab);
 	for (size_t i = 0; i < m->np; i++)
 		free(m->p[i]);

@@ -97,6 +97,9 @@ struct latmgr {
 	struct latact *la;
 	const struct rqb_conf *conf;   /* the daemon's; its rules */
 	struct ident_exetab *exetab;   /* its exe rules' files (sample/ident.h); NULL: none yet */
+	sd_event *event;               /* the loop, for the watch below */
+	sd_event_source *exe_src;      /* an inotify fd on the exe rules' folders; NULL: none */
+	bool exe_watched;              /* every folder is watched: no periodic rebuild */
 	/* The event source: BPF where it loads, else the connector, else none (walks). */
 	struct evsrc *ev;              /* NULL: none */
 	bool exec_lazy;                /* told ev that an exec need not wake (latmgr_events_pace) */

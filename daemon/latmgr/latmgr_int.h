@@ -87,6 +87,9 @@ extern const struct evsrc_callbacks latmgr_event_callbacks;
 void latmgr_dispatch(struct latmgr *m);
 /* The rules' exe files by (device, inode), built again (latmgr_rules.c). */
 void latmgr_exetab_build(struct latmgr *m);
+/* Watches the folders of the exe rules' files, so that the table follows them. */
+void latmgr_exe_watch(struct latmgr *m);
+void latmgr_exe_unwatch(struct latmgr *m);
 /* Whether an exec must wake the daemon at once, told to the event source. */
 void latmgr_events_pace(struct latmgr *m);
 /* CLOCK_BOOTTIME ns in the clock ticks of /proc/PID/stat's start time. */

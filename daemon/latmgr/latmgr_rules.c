@@ -5,10 +5,14 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "latmgr/latmgr_int.h"
 #include "sample/procfs.h"
@@ -229,9 +233,11 @@ void latmgr_rescan(struct latmgr *m)
 }
 
 /*
- * The rules' exe files by (device, inode), found again: at start, at a reload and at
- * each sweep (a rule's file replaced meanwhile is matched by its path until then).
- * Without memory, the last table is dropped and ident tries every rule, as it did.
+ * The rules' exe files by (device, inode), found again: at start, at a reload, when a
+ * file in one of their folders changes (a package's upgrade replaces a program with a
+ * new inode) and, where a folder cannot be watched, at each sweep (a rule's file
+ * replaced meanwhile is matched by its path until then). Without memory, the last
+ * table is dropped and ident tries every rule, as it did.
  */
 void latmgr_exetab_build(struct latmgr *m)
 {
@@ -243,6 +249,81 @@ void latmgr_exetab_build(struct latmgr *m)
 	m->exetab = t;
 }
 
+/* Something changed in a watched folder: the table is built again, once for what came. */
+static int on_exe_change(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct latmgr *m = userdata;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool overflow = false;
+	ssize_t n;
+
+	(void)s;
+	(void)revents;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			overflow |= (ev->mask & IN_Q_OVERFLOW) != 0;
+			p += sizeof(*ev) + ev->len;
+		}
+	if (overflow)
+		log_debug("latency: the exe rules' folders: events lost; the table is built anew");
+	latmgr_exetab_build(m);
+	return 0;
+}
+
+void latmgr_exe_unwatch(struct latmgr *m)
+{
+	if (m->exe_src) {
+		int fd = sd_event_source_get_io_fd(m->exe_src);
+
+		m->exe_src = sd_event_source_disable_unref(m->exe_src);
+		if (fd >= 0)
+			close(fd);
+	}
+	m->exe_watched = false;
+}
+
+void latmgr_exe_watch(struct latmgr *m)
+{
+	const uint32_t mask = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |
+			      IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+	unsigned paths = 0, failed = 0;
+	char dir[PATH_MAX];
+	int fd;
+
+	latmgr_exe_unwatch(m);
+	for (unsigned i = 0; i < m->conf->rules.n; i++)
+		paths += ident_exe_is_path(m->conf->rules.r[i].exe);
+	if (!paths || !m->event)
+		return;
+	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (fd < 0 || sd_event_add_io(m->event, &m->exe_src, fd, EPOLLIN, on_exe_change, m) < 0) {
+		log_info("latency: the exe rules' folders cannot be watched (%s): their files are "
+			 "looked up again every %d ticks", fd < 0 ? strerror(errno) : "no event source",
+			 LATMGR_SWEEP_TICKS);
+		if (fd >= 0)
+			close(fd);
+		m->exe_src = NULL;
+		return;
+	}
+	/* The same folder twice is one watch: the kernel keys them by inode. */
+	for (unsigned i = 0; i < m->conf->rules.n; i++) {
+		const char *exe = m->conf->rules.r[i].exe, *slash;
+
+		if (!ident_exe_is_path(exe) || !(slash = strrchr(exe, '/')))
+			continue;
+		snprintf(dir, sizeof(dir), "%.*s", slash == exe ? 1 : (int)(slash - exe), exe);
+		if (inotify_add_watch(fd, dir, mask) < 0)
+			failed++;
+	}
+	m->exe_watched = failed == 0;
+	if (failed)
+		log_info("latency: %u of the exe rules' folders cannot be watched (missing, or a "
+			 "watch limit): their files are looked up again every %d ticks", failed,
+			 LATMGR_SWEEP_TICKS);
+}
+
 void latmgr_rules_changed(struct latmgr *m)
 {
 	struct latact_result *res = NULL;
@@ -252,6 +333,7 @@ void latmgr_rules_changed(struct latmgr *m)
 	struct plan pl;
 
 	latmgr_exetab_build(m);
+	latmgr_exe_watch(m);
 	plan_init(&pl);
 	if (e && latpol_reapply(e, n, &pl) > 0)
 		res = latmgr_apply(m, &pl);
@@ -297,7 +379,8 @@ static bool proc_gone(const struct latmgr *m, const struct latmgr_proc *p)
 static void sweep(struct latmgr *m, bool resync)
 {
 	latact_verify(m->la);
-	latmgr_exetab_build(m);
+	if (!m->exe_watched)
+		latmgr_exetab_build(m);
 	for (size_t i = m->np; i-- > 0;)
 		if (proc_gone(m, m->p[i]))
 			latmgr_proc_del(m, m->p[i]->tgid);
@@ -343,7 +426,7 @@ static void sweep_some(struct latmgr *m)
 		m->sweep_at = i + 1;
 	}
 	latmgr_units_check_some(m, tick_share(m->nu, LATMGR_UNIT_SHARE_MAX));
-	if (m->ticks % LATMGR_SWEEP_TICKS == 0)
+	if (!m->exe_watched && m->ticks % LATMGR_SWEEP_TICKS == 0)
 		latmgr_exetab_build(m);
 }
 

@@ -190,8 +190,8 @@ static bool is_file(const char *p, const struct ident_exe *k, size_t len)
  * process runs. lstat, not stat: a rule naming a symbolic link matches nothing, as
  * with /proc/PID/exe, which names the file the link leads to. With a table, one
  * lookup and one lstat, which checks that the path still is that file (a rule's file
- * replaced since the table was built is found by its path, until the next build);
- * without, every plain-path rule is tried.
+ * replaced since the table was built is found by its path, until the next build,
+ * which a change in its folder brings); without, every plain-path rule is tried.
  */
 static bool exe_from_rules(const struct ident_exe *k, const struct rule_set *rules,
 			   const struct ident_exetab *t, char *exe, size_t len)

@@ -64,7 +64,8 @@ int ident_read_known(const char *proc_root, pid_t pid, const struct ident_exe *k
  * fields some rule matches on. With it, an exec costs one lookup and one lstat
  * whatever the rule count; without it (t NULL), every plain-path rule is lstat()ed.
  * A rule's file replaced after the build is matched by its path (when /proc/PID/exe
- * names it here) until the table is built again: at a reload and at each sweep.
+ * names it here) until the table is built again (latmgr_exetab_build: at a reload and
+ * when its folder changes).
  * Valid while rules is neither changed nor freed. 0, or -ENOMEM.
  */
 int ident_exetab_build(const struct rule_set *rules, struct ident_exetab **ret);

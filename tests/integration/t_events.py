@@ -4,11 +4,13 @@ value at fork, an exe rule applies at exec, and an exit takes the task out of
 `rqctl list`; the same with [latency] events = connector. Without CAP_SYS_PTRACE
 (root with every other capability, under setpriv), an exe rule matches another
 user's process from the device and inode BPF reports, and does not through the
-connector, which must read /proc/PID/exe. Without CAP_BPF, CAP_PERFMON and
+connector, which must read /proc/PID/exe; through BPF it still does once the rule's
+file was replaced by a new one (a new inode) while the daemon ran. Without CAP_BPF, CAP_PERFMON and
 CAP_SYS_ADMIN the BPF programs are refused: one log line says why, and the connector
 takes over; with events = bpf the daemon then refuses to start, saying why. Every
 wait is for an event (rqctl sync), never a time."""
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -145,6 +147,35 @@ def other_user(tmp, sleep, events):
     return src, got
 
 
+def replaced(tmp, sleep):
+    """Without CAP_SYS_PTRACE, a rule's file replaced while the daemon runs (a new inode
+    at the same path, as an upgrade leaves it): another user's process exec'd after that
+    still matches, as the daemon watched the folder and looked the file up again."""
+    real = rqb.DAEMON
+    procs = []
+    try:
+        rqb.DAEMON = wrapper(tmp, ["sys_ptrace"])
+        with Daemon(tmp, conf=conf_for(sleep, "auto")) as d:
+            d.wait_for("ctl: serving")
+            before = os.stat(sleep).st_ino
+            new = sleep + ".new"
+            shutil.copy2(sleep, new)
+            os.rename(new, sleep)
+            check(os.stat(sleep).st_ino != before, "the rule's file has a new inode")
+            d.sync()
+            procs.append(start_sleeper(sleep, True))
+            d.sync()
+            check(policy(procs[0].pid) == 3,
+                  "without CAP_SYS_PTRACE, another user's process of the replaced file "
+                  "matches the exe rule at once")
+            check(d.stop() == 0, "clean stop")
+    finally:
+        rqb.DAEMON = real
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
 def refused(tmp, sleep):
     real = rqb.DAEMON
     try:
@@ -187,6 +218,7 @@ def test():
         src, got = other_user(tmp, sleep, "connector")
         check(src == "connector" and not any(got),
               "and not through the connector, which must read their /proc/PID/exe")
+        replaced(tmp, sleep)
         refused(tmp, sleep)
 
 
