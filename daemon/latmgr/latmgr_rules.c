@@ -249,12 +249,16 @@ void latmgr_exetab_build(struct latmgr *m)
 	m->exetab = t;
 }
 
-/* Something changed in a watched folder: the table is built again, once for what came. */
+/*
+ * Something changed in a watched folder: the table is built again, once for what came.
+ * A folder removed or moved away is watched no more (IN_IGNORED): until a reload
+ * watches again, the table is built at each sweep, as for a folder never watched.
+ */
 static int on_exe_change(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct latmgr *m = userdata;
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	bool overflow = false;
+	bool overflow = false, unwatched = false;
 	ssize_t n;
 
 	(void)s;
@@ -264,10 +268,16 @@ static int on_exe_change(sd_event_source *s, int fd, uint32_t revents, void *use
 			const struct inotify_event *ev = (const struct inotify_event *)p;
 
 			overflow |= (ev->mask & IN_Q_OVERFLOW) != 0;
+			unwatched |= (ev->mask & IN_IGNORED) != 0;
 			p += sizeof(*ev) + ev->len;
 		}
 	if (overflow)
 		log_debug("latency: the exe rules' folders: events lost; the table is built anew");
+	if (unwatched && m->exe_watched) {
+		log_info("latency: a folder of the exe rules is gone: their files are looked up "
+			 "again every %d ticks until a reload", LATMGR_SWEEP_TICKS);
+		m->exe_watched = false;
+	}
 	latmgr_exetab_build(m);
 	return 0;
 }
