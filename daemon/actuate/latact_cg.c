@@ -114,6 +114,15 @@ static int target_write(struct latact *la, const struct lat_cg_entry *c, uint64_
 	return c->unit[0] ? unit_write(la, c->unit, w, idle) : cg_write(la, c->path, w, idle);
 }
 
+/* The connection to systemd, opened the first time a unit needs it. 0 or -EHOSTUNREACH. */
+static int bus_ready(struct latact *la)
+{
+	if (!la->bus && cgsd_open(la->o.bus_address && *la->o.bus_address ? la->o.bus_address :
+				  NULL, (sd_bus **)&la->bus) < 0)
+		return -EHOSTUNREACH;
+	return 0;
+}
+
 /*
  * On a systemd host a cgroup that a unit owns is set through the unit; one inside a
  * unit's delegated subtree belongs to that unit's payload and is refused.
@@ -133,8 +142,7 @@ static int owner_of(struct latact *la, struct lat_cg_entry *c, const char **ret_
 		c->unit[0] = '\0';
 		return 0;
 	}
-	if (!la->bus && cgsd_open(la->o.bus_address && *la->o.bus_address ? la->o.bus_address :
-				  NULL, (sd_bus **)&la->bus) < 0) {
+	if (bus_ready(la) < 0) {
 		*ret_why = "cannot reach systemd over D-Bus";
 		return -EHOSTUNREACH;
 	}
@@ -152,10 +160,9 @@ int latact_unit_before(struct latact *la, const char *path, const char *unit,
 		w = c->prev_weight;
 		idle = c->prev_idle;
 	} else {
-		if (!la->bus && cgsd_open(la->o.bus_address && *la->o.bus_address ?
-						  la->o.bus_address : NULL, (sd_bus **)&la->bus) < 0)
-			return -EHOSTUNREACH;
-		r = unit_read(la, unit, &w, &idle);
+		r = bus_ready(la);
+		if (r == 0)
+			r = unit_read(la, unit, &w, &idle);
 		if (r < 0)
 			return r;
 	}
@@ -320,9 +327,7 @@ void latact_restore_cg(struct latact *la, const struct lat_cg_entry *c)
 	uint64_t w;
 	int idle;
 
-	if (c->unit[0] && !la->bus &&
-	    cgsd_open(la->o.bus_address && *la->o.bus_address ? la->o.bus_address : NULL,
-		      (sd_bus **)&la->bus) < 0) {
+	if (c->unit[0] && bus_ready(la) < 0) {
 		log_warn("latency: unit %s: cannot reach systemd to give its weight back", c->unit);
 		la->cnt.errors++;
 		return;

@@ -255,16 +255,16 @@ static void on_exec(struct latmgr *m, const struct evsrc_event *ev)
 	struct latmgr_exe kx = { .start_ns = ev->start_ns,
 				 .id = { .dev = ev->exe_dev, .ino = ev->exe_ino } };
 
-	uint64_t now;
+	uint64_t now, us;
 
 	if (!latmgr_apply_rules(m, ev->tgid, ev->has_exe && ev->start_ns ? &kx : NULL, true))
 		return;
 	/* The event's time is the kernel's CLOCK_MONOTONIC, from BPF and the connector alike. */
 	now = util_now_ns();
-	if (ev->ts_ns && ev->ts_ns <= now)
-		m->exec_us[m->nexec_us++ % LATMGR_EXEC_TIMES] =
-			(uint32_t)((now - ev->ts_ns) / 1000 > UINT32_MAX ? UINT32_MAX
-									: (now - ev->ts_ns) / 1000);
+	if (!ev->ts_ns || ev->ts_ns > now)
+		return;
+	us = (now - ev->ts_ns) / 1000;
+	m->exec_us[m->nexec_us++ % LATMGR_EXEC_TIMES] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 }
 
 static void on_event(void *ctx, const struct evsrc_event *ev)
