@@ -9,6 +9,7 @@ file was replaced by a new one (a new inode) while the daemon ran. Without CAP_B
 CAP_SYS_ADMIN the BPF programs are refused: one log line says why, and the connector
 takes over; with events = bpf the daemon then refuses to start, saying why. Every
 wait is for an event (rqctl sync), never a time."""
+import contextlib
 import os
 import shutil
 import subprocess
@@ -61,6 +62,23 @@ def wrapper(tmp, drop):
                 f"{os.path.join(rqb.ROOT, rqb.BUILD, 'rqbalanced')} \"$@\"\n")
     os.chmod(path, 0o755)
     return path
+
+
+@contextlib.contextmanager
+def daemon_without(tmp, drop):
+    """Inside it, rqb.Daemon starts rqbalanced as root without the capabilities in drop."""
+    real = rqb.DAEMON
+    rqb.DAEMON = wrapper(tmp, drop)
+    try:
+        yield
+    finally:
+        rqb.DAEMON = real
+
+
+def reap(procs):
+    for p in procs:
+        p.kill()
+        p.wait()
 
 
 def status(d):
@@ -118,19 +136,15 @@ def follow(tmp, sleep, events, expect):
                   f"{expect}: their exits took them out of rqctl list")
             check(d.stop() == 0, "clean stop")
         finally:
-            for p in procs:
-                p.kill()
-                p.wait()
+            reap(procs)
 
 
 def other_user(tmp, sleep, events):
     """Without CAP_SYS_PTRACE: whether the rule matches another user's sleeper, one that
     ran before the start and one exec'd after."""
-    real = rqb.DAEMON
     procs = [start_sleeper(sleep, True)]
     try:
-        rqb.DAEMON = wrapper(tmp, ["sys_ptrace"])
-        with Daemon(tmp, conf=conf_for(sleep, events)) as d:
+        with daemon_without(tmp, ["sys_ptrace"]), Daemon(tmp, conf=conf_for(sleep, events)) as d:
             d.wait_for("ctl: serving")
             procs.append(start_sleeper(sleep, True))
             d.sync()
@@ -138,10 +152,7 @@ def other_user(tmp, sleep, events):
             src = status(d).get("latency_events")
             check(d.stop() == 0, "clean stop")
     finally:
-        rqb.DAEMON = real
-        for p in procs:
-            p.kill()
-            p.wait()
+        reap(procs)
     print(f"events = {events} ({src}), no CAP_SYS_PTRACE: before start {got[0]}, "
           f"exec'd after {got[1]}")
     return src, got
@@ -151,11 +162,9 @@ def replaced(tmp, sleep):
     """Without CAP_SYS_PTRACE, a rule's file replaced while the daemon runs (a new inode
     at the same path, as an upgrade leaves it): another user's process exec'd after that
     still matches, as the daemon watched the folder and looked the file up again."""
-    real = rqb.DAEMON
     procs = []
     try:
-        rqb.DAEMON = wrapper(tmp, ["sys_ptrace"])
-        with Daemon(tmp, conf=conf_for(sleep, "auto")) as d:
+        with daemon_without(tmp, ["sys_ptrace"]), Daemon(tmp, conf=conf_for(sleep, "auto")) as d:
             d.wait_for("ctl: serving")
             before = os.stat(sleep).st_ino
             new = sleep + ".new"
@@ -170,16 +179,11 @@ def replaced(tmp, sleep):
                   "matches the exe rule at once")
             check(d.stop() == 0, "clean stop")
     finally:
-        rqb.DAEMON = real
-        for p in procs:
-            p.kill()
-            p.wait()
+        reap(procs)
 
 
 def refused(tmp, sleep):
-    real = rqb.DAEMON
-    try:
-        rqb.DAEMON = wrapper(tmp, ["bpf", "perfmon", "sys_admin"])
+    with daemon_without(tmp, ["bpf", "perfmon", "sys_admin"]):
         with Daemon(tmp, conf=conf_for(sleep, "auto", uid="0")) as d:
             d.wait_for("ctl: serving")
             m = d.wait_for(r"latency: no BPF events \(([^)]*\)?)\): using the proc connector")
@@ -198,8 +202,6 @@ def refused(tmp, sleep):
             check(rc != 0, f"events = bpf without BPF: the daemon does not start ({rc})")
             check("latency: [latency] events = bpf: BPF does not load:" in d.text(),
                   "and says why")
-    finally:
-        rqb.DAEMON = real
 
 
 def test():
