@@ -1,7 +1,7 @@
 /*
  * Actuate stage, latency: the class hierarchy (the rqbalance-latN cgroups, their weights
  * and real-time runtime) and whose a task's cgroup is. It never touches a cgroup it did
- * not make but to read it.
+ * not make but to read it, or to move a task it manages.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -428,53 +428,13 @@ void latact_classes_stale(struct latact *la)
 }
 
 /*
- * Whether dir holds its tasks' CPU back: a CFS quota, a cpuset other than the top's,
- * a weight below the default, or cpu.idle. A class of rqbalance's has a weight too:
- * moved into one from a cgroup someone gave less, a task would gain what that someone
- * took from it (the second review: from cpu.shares 2 to rqbalance-lat1's 820).
+ * Whether cgroup cg (as /proc/PID/cgroup names it) is rqbalance's to move a task out
+ * of (lat_cg_movable): the top, its classes, or one [latency] move_from names.
  */
-static bool dir_limits(const struct latact *la, const char *dir, const char *top_cpus)
+bool latact_cg_movable(const struct latact *la, const char *cg)
 {
-	char buf[256];
-	unsigned long w;
+	char parent[LAT_PATH_MAX];
 
-	util_read_line(dir, la->cls.v2 ? "cpu.max" : "cpu.cfs_quota_us", buf, sizeof(buf));
-	if (buf[0] && (la->cls.v2 ? strncmp(buf, "max", 3) != 0 : strcmp(buf, "-1") != 0))
-		return true;
-	util_read_line(dir, la->cls.v2 ? "cpu.weight" : "cpu.shares", buf, sizeof(buf));
-	if (sscanf(buf, "%lu", &w) == 1 && w < (la->cls.v2 ? 100UL : 1024UL))
-		return true;
-	util_read_line(dir, "cpu.idle", buf, sizeof(buf));
-	if (strcmp(buf, "1") == 0)
-		return true;
-	util_read_line(dir, "cpuset.cpus", buf, sizeof(buf));
-	return buf[0] && top_cpus[0] && strcmp(buf, top_cpus) != 0;
-}
-
-/*
- * Whether cgroup cg (as /proc/PID/cgroup names it), or a parent below the top, holds
- * its tasks' CPU back (dir_limits); rqbalance's own classes are not counted. A cpuset counts only where it
- * shares the hierarchy rqbalance moves tasks in (cgroup2, or v1 mounted with cpu).
- */
-bool latact_cg_limits_cpu(const struct latact *la, const char *cg)
-{
-	char top_cpus[256], rel[LAT_PATH_MAX], dir[PATH_MAX], *slash;
-
-	/* Only below the top is anything read (a task in the root cgroup costs no read). */
-	if (cg[0] != '/' || !cg[1])
-		return false;
-	util_read_line(la->cls.mount, "cpuset.cpus.effective", top_cpus, sizeof(top_cpus));
-	if (!top_cpus[0])
-		util_read_line(la->cls.mount, "cpuset.cpus", top_cpus, sizeof(top_cpus));
-	snprintf(rel, sizeof(rel), "%s", cg);
-	while (rel[0] == '/' && rel[1]) {
-		slash = strrchr(rel, '/');
-		snprintf(dir, sizeof(dir), "%s%s", la->cls.mount, rel);
-		if (!is_our_class(la, slash + 1) && dir_limits(la, dir, top_cpus))
-			return true;
-		*slash = '\0';
-		if (slash == rel)
-			break;
-	}
-	return false;
+	snprintf(parent, sizeof(parent), "/%s", la->cls.root);
+	return lat_cg_movable(&la->lc, parent, cg);
 }

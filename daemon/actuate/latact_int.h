@@ -36,7 +36,7 @@ void latact_classes_find(struct latact *la);
 void latact_classes_stale(struct latact *la);
 void latact_classes_reweigh(struct latact *la);
 void latact_classes_remove(struct latact *la);
-bool latact_cg_limits_cpu(const struct latact *la, const char *cg);
+bool latact_cg_movable(const struct latact *la, const char *cg);
 
 /* latact_task.c and latact_cg.c: give back what an entry set, where still as set. */
 void latact_restore_entry(struct latact *la, const struct lat_entry *e);

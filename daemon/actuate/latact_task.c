@@ -263,8 +263,8 @@ static bool cg_says(const struct latact *la, const struct lat_entry *e)
  * Whether the task's cgroup is rqbalance's to move (into e->cg and e->cg_left): where
  * rqbalance put it (old), where the kernel put it after its creator (from), be it the
  * creator's class or, for a task made before the creator's move landed, where the
- * creator was before it, or, for a first value, anywhere that does not cap its CPU.
- * Said once, when it stops being so.
+ * creator was before it, or, for a first value, a cgroup rqbalance may move a task out
+ * of (the top, a class, [latency] move_from). Said once, when it stops being so.
  */
 static void cg_decide(struct latact *la, const struct lat_entry *old,
 		      const struct lat_entry *from, const struct lat_state *cur, struct lat_entry *e)
@@ -283,7 +283,7 @@ static void cg_decide(struct latact *la, const struct lat_entry *old,
 		v.held = held ? held->set.cgroup : NULL;
 		/* A new task made before its creator's move into a class landed. */
 		v.held_before = !old && from ? from->prev.cgroup : NULL;
-		v.limits = !held && latact_cg_limits_cpu(la, cur->cgroup);
+		v.movable = !held && latact_cg_movable(la, cur->cgroup);
 		e->cg = lat_cg_decide(&v);
 		if (e->cg != LAT_CG_OURS && cg_says(la, e))
 			log_notice("latency: task %d is in cgroup \"%s\": %s", (int)e->task.tid,

@@ -122,6 +122,11 @@ const struct conf_key conf_keys[] = {
 	  "Where the class cgroups are made, as a path in the cpu hierarchy; empty: its top. "
 	  "A weight counts only against siblings, so a class below a parent of default "
 	  "weight gains nothing against tasks outside it.", true, 0 },
+	{ "latency", "move_from", CONF_LIST, 0, 0, NULL, "", OFF(lat_move_from),
+	  "Cgroups whose tasks a value may move into a class cgroup, besides the top of the "
+	  "hierarchy and the classes themselves: fnmatch(3) patterns of absolute cgroup "
+	  "paths, a * matching within one component. A task in any other cgroup keeps it, "
+	  "whatever its limits: someone put it there.", false, CONF_ABSOLUTE },
 	INT("latency", "boost_cpu_pct", 0, 99, "0", lat_boost_cpu_pct,
 	    "Caps a negative value's weight so that, when both want all the CPU, it takes at "
 	    "most this share from one competitor of default weight; a weight, never a "
@@ -288,6 +293,10 @@ static int parse_list(const struct conf_key *k, const char *v, struct conf_list 
 		}
 		if (l.n >= CONF_MAX_LIST) {
 			*reason = "too many list entries";
+			return -EINVAL;
+		}
+		if ((k->flags & CONF_ABSOLUTE) && p[0] != '/') {
+			*reason = "each entry must be an absolute path";
 			return -EINVAL;
 		}
 		memcpy(l.v[l.n], p, n);

@@ -56,6 +56,7 @@ struct rqb_conf {
 	/* [latency] */
 	int lat_class;                  /* enum conf_class */
 	char lat_cgroup_root[CONF_MAX_STR]; /* class cgroups' directory; "" = find one */
+	struct conf_list lat_move_from;  /* fnmatch(3) patterns of cgroups a value moves from */
 	uint32_t lat_boost_cpu_pct;     /* bound on a negative weight, % against one default peer */
 	uint32_t lat_batch_from;        /* SCHED_BATCH from this value up */
 	bool lat_idle_at_19;            /* SCHED_IDLE / cpu.idle at 19 */
@@ -97,7 +98,7 @@ struct conf_key {
 	size_t offset;             /* into struct rqb_conf (a rule key's: into struct rule) */
 	const char *help;
 	bool restart;              /* names what is set up at start: a reload keeps it */
-	unsigned flags;            /* CONF_STR: CONF_ABSOLUTE… */
+	unsigned flags;            /* CONF_STR and each CONF_LIST entry: CONF_ABSOLUTE… */
 };
 
 /* The table: every key the daemon knows. */

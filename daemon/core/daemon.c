@@ -269,6 +269,9 @@ static void lat_conf_from(const struct daemon *d, struct lat_conf *ret)
 	ret->idle_at_19 = d->conf.lat_idle_at_19;
 	ret->uclamp = d->conf.lat_uclamp;
 	ret->boost_cpu_pct = d->conf.lat_boost_cpu_pct;
+	ret->nmove_from = d->conf.lat_move_from.n;
+	for (unsigned i = 0; i < ret->nmove_from && i < LAT_MOVE_FROM_MAX; i++)
+		ret->move_from[i] = d->conf.lat_move_from.v[i];
 	/* On a systemd host the cgroups are systemd's: moving tasks between them is not ours. */
 	ret->class_cgroups = d->conf.lat_class == CONF_CLASS_YES ||
 			     (d->conf.lat_class == CONF_CLASS_AUTO && sd_booted() <= 0);

@@ -3,6 +3,7 @@
  * clock; what this kernel has (uclamp, slices) is decided by the actuator, not here.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,10 +236,44 @@ void lat_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
 	*ret = d;
 }
 
+/* Whether name is a class's: rqbalance-latN with N a value. */
+static bool class_name(const char *name)
+{
+	static const char prefix[] = "rqbalance-lat";
+	char *end;
+	long v;
+
+	if (strncmp(name, prefix, sizeof(prefix) - 1) != 0 || !name[sizeof(prefix) - 1])
+		return false;
+	v = strtol(name + sizeof(prefix) - 1, &end, 10);
+	return !*end && v >= LAT_MIN && v <= LAT_MAX;
+}
+
+bool lat_cg_movable(const struct lat_conf *c, const char *class_parent, const char *cur)
+{
+	const char *slash = strrchr(cur, '/');
+	size_t plen;
+
+	if (strcmp(cur, "/") == 0)
+		return true;
+	if (slash && class_name(slash + 1)) {
+		/* The parent as the path spells it: "" stands for the top. */
+		plen = (size_t)(slash - cur);
+		if (strcmp(class_parent, "/") == 0 ? plen == 0
+						    : strlen(class_parent) == plen &&
+							      strncmp(cur, class_parent, plen) == 0)
+			return true;
+	}
+	for (unsigned i = 0; i < c->nmove_from; i++)
+		if (fnmatch(c->move_from[i], cur, FNM_PATHNAME) == 0)
+			return true;
+	return false;
+}
+
 enum lat_cg_verdict lat_cg_decide(const struct lat_cg_view *v)
 {
 	if (!v->held)
-		return v->limits ? LAT_CG_LIMITS : LAT_CG_OURS;
+		return v->movable ? LAT_CG_OURS : LAT_CG_PLACED;
 	if (strcmp(v->cur, v->held) == 0)
 		return LAT_CG_OURS;
 	return v->held_before && strcmp(v->cur, v->held_before) == 0 ? LAT_CG_OURS : LAT_CG_MOVED;
@@ -250,9 +285,10 @@ const char *lat_cg_why(enum lat_cg_verdict verdict)
 	case LAT_CG_MOVED:
 		return "moved there by someone else: theirs now, only nice, policy and slice are "
 		       "rqbalance's";
-	case LAT_CG_LIMITS:
-		return "its cgroup holds its CPU back (a quota, a cpuset, a low weight or cpu.idle): "
-		       "left there, only nice, policy and slice are rqbalance's";
+	case LAT_CG_PLACED:
+		return "someone else's cgroup (not the top, a class of rqbalance's, nor one "
+		       "[latency] move_from names): left there, only nice, policy and slice are "
+		       "rqbalance's";
 	default:
 		return "";
 	}

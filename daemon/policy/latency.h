@@ -21,12 +21,21 @@
 #define LAT_SLICE_MAX_NS 100000000ULL
 #define LAT_UNIT_WEIGHT_DEFAULT 100ULL /* systemd's CPUWeight where none is set */
 
+#define LAT_MOVE_FROM_MAX 64 /* [latency] move_from patterns */
+
 struct lat_conf {
 	int batch_from;     /* SCHED_BATCH from this value up; 20 = never */
 	bool idle_at_19;    /* SCHED_IDLE for a task, cpu.idle for a cgroup, at 19 */
 	bool uclamp;        /* use uclamp where the kernel has it */
 	bool class_cgroups; /* values move tasks into rqbalance's class cgroups */
 	unsigned boost_cpu_pct; /* bounds a negative weight (see lat_map); 0 = no bound */
+	/*
+	 * [latency] move_from: fnmatch(3) patterns (FNM_PATHNAME) of the cgroups, besides
+	 * the top and the classes, whose tasks a value may move into a class. The strings
+	 * are the config's, which a reload changes in place.
+	 */
+	unsigned nmove_from;
+	const char *move_from[LAT_MOVE_FROM_MAX];
 };
 
 struct lat_knobs {
@@ -88,7 +97,7 @@ struct lat_unit_view {
 	 * Its CPUWeight before rqbalance set it (now, where it has not): 0 where it is not
 	 * set (the default, 100), else 1…10000; before_idle for idle. Below the default
 	 * someone holds the unit's CPU back, and no value raises it above that, as no
-	 * value moves a task out of a cgroup that holds its CPU back (lat_cg_decide).
+	 * value moves a task out of a cgroup someone else put it in (lat_cg_decide).
 	 */
 	uint64_t before_weight;
 	bool before_idle;
@@ -108,13 +117,15 @@ void lat_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
 
 /*
  * Whose a task's cgroup is, before rqbalance moves it into a class. rqbalance moves a
- * task only from where it put it: a task someone else moved since, or one whose
- * cgroup caps its CPU, keeps its cgroup and gets the value's nice, policy and slice.
+ * task only out of a cgroup it can show is its own to move from (lat_cg_movable): the
+ * top, its classes, or one the config names. Anywhere else someone put the task, and
+ * it keeps its cgroup and gets the value's nice, policy and slice: an allow-list,
+ * never a judgement of what the cgroup's limits look like.
  */
 enum lat_cg_verdict {
 	LAT_CG_OURS = 0,    /* where rqbalance put it (or may put it): it may be moved */
 	LAT_CG_MOVED,       /* someone else moved it (or its creator) since: theirs */
-	LAT_CG_LIMITS,      /* its cgroup holds its CPU back (latact_cg_limits_cpu): left there */
+	LAT_CG_PLACED,      /* a first value, in a cgroup not rqbalance's to move from: left */
 };
 
 struct lat_cg_view {
@@ -131,10 +142,16 @@ struct lat_cg_view {
 	 * the worker) was made there, not moved there by anyone. NULL: not a new task.
 	 */
 	const char *held_before;
-	bool limits;        /* cur or a parent of it holds its CPU back (a quota, a narrower
-			       cpuset, a weight below the default, cpu.idle) */
+	bool movable;       /* cur is rqbalance's to move a task out of (lat_cg_movable) */
 };
 
+/*
+ * Whether cgroup cur (as /proc/PID/cgroup names it) is one rqbalance may move a task
+ * out of: the top of the hierarchy ("/", where every task sits that no one placed, in
+ * its session's autogroup), one of its own classes (class_parent/rqbalance-latN, with
+ * class_parent "/" for the top), or one that c->move_from names.
+ */
+bool lat_cg_movable(const struct lat_conf *c, const char *class_parent, const char *cur);
 enum lat_cg_verdict lat_cg_decide(const struct lat_cg_view *v);
 /* What a verdict says, for rqctl get and the log: "" for LAT_CG_OURS. */
 const char *lat_cg_why(enum lat_cg_verdict verdict);

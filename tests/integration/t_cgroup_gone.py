@@ -59,7 +59,9 @@ def own_cgroup_removed(tmp, crash):
         with open(f"{own}/tasks", "w") as f:
             f.write(str(p.pid))
         before = (sched(p.pid, "policy"), sched(p.pid, "se.slice"))
-        with Daemon(tmp, journal=journal) as d:
+        # The test's own group, named as one a value may move a task out of.
+        conf = f"[latency]\nmove_from = /{CGROUP_ROOT}-own\n"
+        with Daemon(tmp, journal=journal, conf=conf) as d:
             d.wait_for("ctl: serving")
             check(rqctl(d, "set", "-l", "-5", "-p", str(p.pid)).returncode == 0,
                   f"set -l -5 on a task in /{CGROUP_ROOT}-own")
@@ -70,7 +72,7 @@ def own_cgroup_removed(tmp, crash):
             else:
                 check(d.stop() == 0, "the daemon stops cleanly")
         if crash:
-            with Daemon(tmp, journal=journal) as d:
+            with Daemon(tmp, journal=journal, conf=conf) as d:
                 d.wait_for("a previous run left 1 tasks")
                 check(d.stop() == 0, "the restart goes through and stops cleanly")
         check(f"cgroup \"/{CGROUP_ROOT}-own\" is gone; moved to /" in d.text(),

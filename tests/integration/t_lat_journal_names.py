@@ -32,13 +32,16 @@ def odd_cgroup(tmp, user):
         pid = int(p.stdout.readline())
         check(cpu_cgroup(pid) == rel, "the user moved its task into the oddly named cgroup")
         nice0 = os.getpriority(os.PRIO_PROCESS, pid)
-        with Daemon(tmp, journal=journal) as d:
+        # The user's own group is the user's choice: the admin names it as one a value
+        # may move a task out of (a * stands for the odd name).
+        conf = f"[latency]\nmove_from = {top[len(CPU_V1):]}/*\n"
+        with Daemon(tmp, journal=journal, conf=conf) as d:
             d.wait_for("ctl: serving")
             r = rqctl(d, "set", "-l", "-10", "-p", str(pid))
             check(r.returncode == 0, f"root gives the user's task -10 ({r.stderr.strip()!r})")
             check(cpu_cgroup(pid) != rel, "it moved to its class")
             check(d.stop(signal.SIGKILL) == -signal.SIGKILL, "the daemon was killed")
-        with Daemon(tmp, journal=journal) as d:
+        with Daemon(tmp, journal=journal, conf=conf) as d:
             d.wait_for("ctl: serving")
             d.sync()
             text = d.text()

@@ -188,7 +188,7 @@ def held_back(d, user, prog):
             check(in_cgroup(pid, held.rel), f"which stays in the cgroup with {knob} {value}")
             check(os.getpriority(os.PRIO_PROCESS, pid) == 1, "and gets the value's nice")
             get = fields(rqctl(d, "get", "-p", str(pid)).stdout)
-            check("holds its CPU back" in get.get("cgroup_left", ""),
+            check("someone else's cgroup" in get.get("cgroup_left", ""),
                   f"rqctl get says why ({get})")
             stop(p)
         finally:

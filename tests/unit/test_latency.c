@@ -343,7 +343,7 @@ static void unit_held_back(void **state)
 	assert_true(d.weight > 100);
 }
 
-/* rqbalance moves a task only from where it put it, never out of a cgroup that caps it. */
+/* rqbalance moves a task only from where it put it, or from where it may move one. */
 static void cgroup_only_where_put(void **state)
 {
 	struct lat_cg_view v = { .cur = "/rqbalance-lat5" };
@@ -353,11 +353,11 @@ static void cgroup_only_where_put(void **state)
 	assert_int_equal(lat_cg_decide(&v), LAT_CG_OURS);
 	assert_string_equal(lat_cg_why(LAT_CG_OURS), "");
 	/* Moved since, whatever the new cgroup is like. */
-	v.cur = "/limited";
+	v.cur = "/elsewhere";
 	assert_int_equal(lat_cg_decide(&v), LAT_CG_MOVED);
-	v.limits = true;
+	v.movable = true;
 	assert_int_equal(lat_cg_decide(&v), LAT_CG_MOVED);
-	v.limits = false;
+	v.movable = false;
 	/*
 	 * A new task where its creator was before rqbalance moved it: made before that move
 	 * landed, so ours to move; anywhere else it was moved.
@@ -365,17 +365,51 @@ static void cgroup_only_where_put(void **state)
 	v.held_before = "/";
 	v.cur = "/";
 	assert_int_equal(lat_cg_decide(&v), LAT_CG_OURS);
-	v.cur = "/limited";
+	v.cur = "/elsewhere";
 	assert_int_equal(lat_cg_decide(&v), LAT_CG_MOVED);
 	v.held_before = NULL;
-	/* A first value: anywhere but a cgroup that caps the CPU. */
+	/* A first value: only out of a cgroup shown to be rqbalance's to move from. */
 	v.held = NULL;
-	v.limits = true;
-	assert_int_equal(lat_cg_decide(&v), LAT_CG_LIMITS);
-	v.limits = false;
+	assert_int_equal(lat_cg_decide(&v), LAT_CG_PLACED);
+	v.movable = true;
 	assert_int_equal(lat_cg_decide(&v), LAT_CG_OURS);
 	assert_non_null(strstr(lat_cg_why(LAT_CG_MOVED), "someone else"));
-	assert_non_null(strstr(lat_cg_why(LAT_CG_LIMITS), "holds its CPU back"));
+	assert_non_null(strstr(lat_cg_why(LAT_CG_PLACED), "someone else's cgroup"));
+}
+
+/*
+ * The allow-list: the top, a class under the classes' parent, or a move_from pattern;
+ * an admin's cgroup of default weight and no limit is as much someone's as a capped one.
+ */
+static void cgroup_movable_allow_list(void **state)
+{
+	struct lat_conf c = defaults;
+
+	(void)state;
+	assert_true(lat_cg_movable(&c, "/", "/"));
+	assert_true(lat_cg_movable(&c, "/", "/rqbalance-lat5"));
+	assert_true(lat_cg_movable(&c, "/", "/rqbalance-lat-20"));
+	assert_false(lat_cg_movable(&c, "/", "/rqbalance-lat20"));
+	assert_false(lat_cg_movable(&c, "/", "/rqbalance-lat"));
+	assert_false(lat_cg_movable(&c, "/", "/rqbalance-lat5x"));
+	/* A class's name elsewhere is not a class. */
+	assert_false(lat_cg_movable(&c, "/", "/users/rqbalance-lat5"));
+	assert_true(lat_cg_movable(&c, "/rqb", "/rqb/rqbalance-lat5"));
+	assert_false(lat_cg_movable(&c, "/rqb", "/rqbalance-lat5"));
+	assert_false(lat_cg_movable(&c, "/rqb", "/rqbx/rqbalance-lat5"));
+	assert_false(lat_cg_movable(&c, "/rqb", "/rqb"));
+	/* The admin's per-user group, however plain, is theirs. */
+	assert_false(lat_cg_movable(&c, "/", "/users/alice"));
+	c.nmove_from = 2;
+	c.move_from[0] = "/user.slice/user-*.slice/session-*.scope";
+	c.move_from[1] = "/batch";
+	assert_true(lat_cg_movable(&c, "/", "/user.slice/user-1000.slice/session-2.scope"));
+	/* A * stays within one component; a pattern names a cgroup, not those below it. */
+	assert_false(lat_cg_movable(&c, "/", "/user.slice/user-1000.slice/x/session-2.scope"));
+	assert_false(lat_cg_movable(&c, "/", "/user.slice/user-1000.slice"));
+	assert_true(lat_cg_movable(&c, "/", "/batch"));
+	assert_false(lat_cg_movable(&c, "/", "/batch/child"));
+	assert_false(lat_cg_movable(&c, "/", "/users/alice"));
 }
 
 int main(void)
@@ -399,6 +433,7 @@ int main(void)
 		cmocka_unit_test(unit_refused),
 		cmocka_unit_test(unit_held_back),
 		cmocka_unit_test(cgroup_only_where_put),
+		cmocka_unit_test(cgroup_movable_allow_list),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
