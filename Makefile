@@ -29,11 +29,12 @@ DAEMON_SRC = \
 	daemon/snapshot/snap.c \
 	daemon/policy/spread.c daemon/policy/place.c daemon/policy/rules.c daemon/policy/rules_index.c daemon/policy/latency.c daemon/policy/latpol.c \
 	daemon/plan/plan.c \
-	daemon/actuate/journal.c daemon/actuate/act.c \
+	daemon/actuate/journal.c daemon/actuate/act.c daemon/actuate/act_reuse.c \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c daemon/actuate/latact.c \
 	daemon/actuate/latact_journal.c daemon/actuate/latact_cls.c daemon/actuate/latact_task.c \
 	daemon/actuate/latact_cg.c daemon/actuate/latact_replay.c \
-	daemon/actuate/latact_apply.c daemon/actuate/latact_move.c daemon/actuate/cgsd.c \
+	daemon/actuate/latact_apply.c daemon/actuate/latact_move.c daemon/actuate/latact_reuse.c \
+	daemon/actuate/cgsd.c \
 	daemon/latmgr/latmgr_plan.c daemon/latmgr/latmgr_fg.c daemon/latmgr/latmgr_rules.c \
 	daemon/latmgr/latmgr_events.c daemon/latmgr/latmgr_source.c daemon/latmgr/latmgr_units.c \
 	daemon/latmgr/latmgr.c daemon/ctl/ctl_peer.c daemon/ctl/ctl_perm.c daemon/ctl/ctl_proto.c daemon/latmgr/latmgr_view.c \

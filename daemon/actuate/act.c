@@ -35,6 +35,49 @@ static ssize_t find(const struct act *a, pid_t tid, uint64_t start)
 	return -1;
 }
 
+/*
+ * A mask written through t's number after t was released (-ESTALE): the task that took
+ * the number gets its creator's mask back, where it has exactly the mask written and
+ * its creator has not (made from a creator with that mask, it kept what it had).
+ */
+static void undo_reused(struct act *a, const struct act_task *t, const cpu_set_t *mask)
+{
+	char text[CPUMASK_STRLEN];
+	struct act_task h, c;
+	cpu_set_t hm, cm;
+	pid_t htgid;
+	int r;
+
+	if (act_reuse_find(a->ops, t, false, &h, &htgid, &c) < 0)
+		return;
+	if (a->ops->get_affinity(&h, &hm) == 0 && CPU_EQUAL(&hm, mask) &&
+	    a->ops->get_affinity(&c, &cm) == 0 && !CPU_EQUAL(&cm, mask)) {
+		r = a->ops->set_affinity(&h, &cm);
+		if (r == 0)
+			log_notice("tid %d exited while rqbalance set its affinity, and tid %d "
+				   "took its number: given its creator's cpus %s back", (int)t->tid,
+				   (int)h.tid, cpumask_format(&cm, text, sizeof(text)));
+		else
+			log_warn("tid %d exited while rqbalance set its affinity, and tid %d took "
+				 "its number: cannot give it its creator's mask back: %s",
+				 (int)t->tid, (int)h.tid, strerror(-r));
+	}
+	a->ops->close(&h);
+	a->ops->close(&c);
+}
+
+/* Sets t's mask; a task that exited meanwhile is -ESRCH, its number checked (act.h). */
+static int set_mask(struct act *a, const struct act_task *t, const cpu_set_t *mask)
+{
+	int r = a->ops->set_affinity(t, mask);
+
+	if (r == -ESTALE) {
+		undo_reused(a, t, mask);
+		r = -ESRCH;
+	}
+	return r;
+}
+
 static int insert(struct act *a, const struct act_entry *e)
 {
 	size_t i = 0;
@@ -85,7 +128,7 @@ static void restore_one(void *ctx, pid_t tid, pid_t tgid, uint64_t start)
 	if (tid == o->pinned || find(a, tid, start) >= 0 || a->ops->open(tid, tgid, start, &t) < 0)
 		return;
 	if (a->ops->get_affinity(&t, &cur) == 0 && CPU_EQUAL(&cur, o->set) &&
-	    a->ops->set_affinity(&t, o->prev) == 0) {
+	    set_mask(a, &t, o->prev) == 0) {
 		a->cnt.restores++;
 		a->cnt.inherited++;
 		log_info("restored tid %d, which inherited the affinity set on tid %d", (int)tid,
@@ -152,7 +195,7 @@ static int restore(struct act *a, const struct act_task *t, const cpu_set_t *pre
 			 cpumask_format(&cur, mask, sizeof(mask)));
 		return 0;
 	}
-	r = a->ops->set_affinity(t, prev);
+	r = set_mask(a, t, prev);
 	if (r < 0)
 		return r;
 	a->cnt.restores++;
@@ -272,7 +315,7 @@ static int pin(struct act *a, const struct plan_action *pa)
 	r = journal_entry(a, &e);
 	if (r < 0)
 		goto out; /* nothing written: what the journal held before still holds */
-	r = a->ops->set_affinity(&e.task, &pa->mask);
+	r = set_mask(a, &e.task, &pa->mask);
 	if (r < 0) {
 		/* Not changed: put the journal back in step with what the task still has. */
 		if (i < 0)
@@ -303,7 +346,7 @@ static int pin(struct act *a, const struct plan_action *pa)
 	if (r == 0)
 		return 0;
 	/* A change that cannot be tracked must not stand: undo it. */
-	a->ops->set_affinity(&e.task, &e.prev);
+	set_mask(a, &e.task, &e.prev);
 	unjournal(a, e.task.tid, e.task.start_time);
 out:
 	if (i < 0)

@@ -24,6 +24,13 @@ struct act_task {
 	int pidfd;            /* -1 where the kernel cannot open one for a thread */
 };
 
+/* Whoever holds a task number now, as act_ops.who reads it. */
+struct act_who {
+	uint64_t start_time;  /* clock ticks after boot */
+	pid_t tgid;           /* its process */
+	pid_t ppid;           /* its parent process; 0 for none */
+};
+
 struct act_ops {
 	const char *name;     /* for the log: "linux", "dry run" */
 	/*
@@ -36,7 +43,21 @@ struct act_ops {
 	int (*open)(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret);
 	/* 0 while the task opened is alive, -ESRCH once it is gone. */
 	int (*alive)(const struct act_task *t);
+	/*
+	 * Who holds task number tid now (its start time, process and parent), for
+	 * act_reuse_find: 0, or -ESRCH when no task does.
+	 */
+	int (*who)(pid_t tid, struct act_who *ret);
 	int (*get_affinity)(const struct act_task *t, cpu_set_t *ret);
+	/*
+	 * The writes that name a task by its number (set_affinity, set_attr, attach), made
+	 * through an opened task: only while t is alive, and checked after the write.
+	 * 0: t held its number throughout, so the kernel wrote t. -ESRCH: t was gone
+	 * before, nothing written. -ESTALE: written, but by the end t had been released,
+	 * so the kernel may have found another task that took the number in between
+	 * (act_reuse_find finds it, for the caller to undo what it wrote there). Else
+	 * -errno, nothing written.
+	 */
 	int (*set_affinity)(const struct act_task *t, const cpu_set_t *mask);
 	void (*close)(struct act_task *t);
 	/*
@@ -53,10 +74,13 @@ struct act_ops {
 	 */
 	/* sched_getattr: what a task has of what set_attr writes, read before and back. */
 	int (*get_attr)(pid_t tid, struct rqb_sched_attr *ret);
-	/* sched_setattr: a task's policy, nice, slice and uclamp in one call. */
-	int (*set_attr)(pid_t tid, const struct rqb_sched_attr *a);
-	/* Moves tid into a cgroup: writes it to that group's cgroup.procs or tasks file. */
-	int (*attach)(const char *procs_file, pid_t tid);
+	/* sched_setattr: a task's policy, nice, slice and uclamp in one call (as above). */
+	int (*set_attr)(const struct act_task *t, const struct rqb_sched_attr *a);
+	/*
+	 * Moves t into a cgroup, writing its number to the group's cgroup.procs (its whole
+	 * process) or tasks file (as above).
+	 */
+	int (*attach)(const char *procs_file, const struct act_task *t);
 	/* Writes a cgroup file: cpu.shares, cpu.weight, cpu.idle, cpu.max, subtree_control… */
 	int (*write)(const char *path, const char *text);
 	/* Makes a class cgroup, or their parent: 0 where it is there already. */
@@ -75,6 +99,18 @@ struct act_ops {
 
 /* Clock ticks after boot now: the unit of start times in /proc. */
 uint64_t act_boot_ticks(void);
+
+/*
+ * After a write through gone's number came back -ESTALE (act_ops): the task that holds
+ * the number now, if it is another one (opened into *ret_holder), and its creator,
+ * whose state the kernel copied into it when it made it: its process's leader for a
+ * thread, its parent for a process or where the write acted on the whole process
+ * (process: a cgroup.procs write), opened into *ret_creator. 0, or -ESRCH where no
+ * other task holds the number, or its creator is gone: nothing to compare with, and
+ * the caller undoes nothing. The caller closes both.
+ */
+int act_reuse_find(const struct act_ops *ops, const struct act_task *gone, bool process,
+		   struct act_task *ret_holder, pid_t *ret_holder_tgid, struct act_task *ret_creator);
 
 extern const struct act_ops act_linux_ops;
 extern const struct act_ops act_dryrun_ops;

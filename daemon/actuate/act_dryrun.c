@@ -29,6 +29,11 @@ static int dry_alive(const struct act_task *t)
 	return act_linux_ops.alive(t);
 }
 
+static int dry_who(pid_t tid, struct act_who *ret)
+{
+	return act_linux_ops.who(tid, ret);
+}
+
 static int dry_get(const struct act_task *t, cpu_set_t *ret)
 {
 	return act_linux_ops.get_affinity(t, ret);
@@ -62,17 +67,17 @@ static int dry_get_attr(pid_t tid, struct rqb_sched_attr *ret)
 	return act_linux_ops.get_attr(tid, ret);
 }
 
-static int dry_set_attr(pid_t tid, const struct rqb_sched_attr *a)
+static int dry_set_attr(const struct act_task *t, const struct rqb_sched_attr *a)
 {
-	(void)tid;
+	(void)t;
 	(void)a;
 	return 0;
 }
 
-static int dry_attach(const char *procs_file, pid_t tid)
+static int dry_attach(const char *procs_file, const struct act_task *t)
 {
 	(void)procs_file;
-	(void)tid;
+	(void)t;
 	return 0;
 }
 
@@ -117,6 +122,7 @@ const struct act_ops act_dryrun_ops = {
 	.journal = dry_journal,
 	.open = dry_open,
 	.alive = dry_alive,
+	.who = dry_who,
 	.get_affinity = dry_get,
 	.set_affinity = dry_set,
 	.close = dry_close,

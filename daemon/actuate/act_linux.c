@@ -1,7 +1,10 @@
 /*
  * Actuate stage, the Linux driver: the only code that writes to the system. It opens
- * tasks by pidfd and checks their start time, so that a reused pid is never touched,
- * then reads and writes affinity; and it makes the latency actuator's writes
+ * tasks by pidfd and checks their start time, and makes every write that names a task
+ * by number only while that task is alive, then checks that it still held the number
+ * when the write was done (-ESTALE where it did not: act.h), so that a reused pid is
+ * never touched unseen; it reads and writes affinity; and it makes the latency
+ * actuator's writes
  * (sched_setattr, cgroupfs files, systemd units); it opens the journal, and logs
  * what came of each plan action. It decides nothing: act.c and latact's parts say
  * what to write and where. Groups in the cpu hierarchy libcgroup knows are made,
@@ -74,6 +77,56 @@ static int linux_alive(const struct act_task *t)
 	return start == t->start_time ? 0 : -ESRCH;
 }
 
+/*
+ * Whether t still holds its number: alive, or exited and not yet released (a zombie
+ * keeps its pid, so no other task can have it). A pidfd says released (POLLHUP) on the
+ * kernels that report it; elsewhere the number's start time says.
+ */
+static bool holds_number(const struct act_task *t)
+{
+	uint64_t start;
+
+	if (t->pidfd >= 0) {
+		int r = util_pidfd_alive(t->pidfd);
+
+		if (r == 0)
+			return true;
+		if (r == -ESRCH && util_pidfd_released(t->pidfd))
+			return false;
+	}
+	return read_start_time(t->tid, &start) == 0 && start == t->start_time;
+}
+
+/*
+ * What came of write r, made through t's number after t was seen alive: the write
+ * reached t only if t held the number to the end (act.h: 0, -ESRCH, -ESTALE).
+ */
+static int checked_write(const struct act_task *t, int r)
+{
+	if (r < 0)
+		return r;
+	return holds_number(t) ? 0 : -ESTALE;
+}
+
+static int linux_who(pid_t tid, struct act_who *ret)
+{
+	struct parse_stat_line l;
+	struct parse_status st;
+	uint64_t again;
+	int r;
+
+	r = procfs_stat(NULL, 0, tid, &l);
+	if (r == 0 && (procfs_status(NULL, 0, tid, &st) & PARSE_STATUS_TGID) == 0)
+		r = -ESRCH;
+	/* Both files of one task: the number was not taken again between the reads. */
+	if (r == 0 && (read_start_time(tid, &again) < 0 || again != l.start_time))
+		r = -ESRCH;
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	*ret = (struct act_who){ .start_time = l.start_time, .tgid = st.tgid, .ppid = l.ppid };
+	return 0;
+}
+
 static int linux_open(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret)
 {
 	struct act_task t = { .tid = tid, .start_time = start_time, .pidfd = -1 };
@@ -115,10 +168,7 @@ static int linux_set(const struct act_task *t, const cpu_set_t *mask)
 
 	if (r < 0)
 		return r;
-	if (sched_setaffinity(t->tid, sizeof(*mask), mask) < 0)
-		return -errno;
-	/* Alive after the write: the tid cannot have been reused in between. */
-	return linux_alive(t);
+	return checked_write(t, sched_setaffinity(t->tid, sizeof(*mask), mask) < 0 ? -errno : 0);
 }
 
 static int linux_journal(const char *dir, const char *name, struct journal **ret)
@@ -194,9 +244,13 @@ static int linux_get_attr(pid_t tid, struct rqb_sched_attr *ret)
 	return rqb_sched_getattr(tid, ret);
 }
 
-static int linux_set_attr(pid_t tid, const struct rqb_sched_attr *a)
+static int linux_set_attr(const struct act_task *t, const struct rqb_sched_attr *a)
 {
-	return rqb_sched_setattr(tid, a);
+	int r = linux_alive(t);
+
+	if (r < 0)
+		return r;
+	return checked_write(t, rqb_sched_setattr(t->tid, a));
 }
 
 static int linux_write(const char *path, const char *text)
@@ -252,7 +306,8 @@ static struct cgroup *lcg_new(const char *rel)
 	return cg;
 }
 
-static int linux_attach(const char *procs_file, pid_t tid)
+/* Writes tid into procs_file, through libcgroup where it knows the hierarchy. */
+static int attach_number(const char *procs_file, pid_t tid)
 {
 	char dir[PATH_MAX], text[16], *slash;
 	const char *rel;
@@ -277,6 +332,20 @@ static int linux_attach(const char *procs_file, pid_t tid)
 	if (r == ECGOTHER && cgroup_get_last_errno() == ESRCH)
 		return -ESRCH;
 	return r == ECGROUPNOTEXIST ? -ENOENT : r == ECGROUPNOTOWNER ? -EPERM : -EIO;
+}
+
+/*
+ * The kernel resolves the number only after cgroup_attach_lock, which can wait an RCU
+ * grace period (tens of milliseconds here): long enough for t to exit, be reaped and
+ * its number be taken by a new task, which the write then moves (the third review).
+ */
+static int linux_attach(const char *procs_file, const struct act_task *t)
+{
+	int r = linux_alive(t);
+
+	if (r < 0)
+		return r;
+	return checked_write(t, attach_number(procs_file, t->tid));
 }
 
 static int linux_mkdir(const char *dir)
@@ -342,6 +411,7 @@ const struct act_ops act_linux_ops = {
 	.journal = linux_journal,
 	.open = linux_open,
 	.alive = linux_alive,
+	.who = linux_who,
 	.get_affinity = linux_get,
 	.set_affinity = linux_set,
 	.close = linux_close,

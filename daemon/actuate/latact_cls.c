@@ -36,8 +36,7 @@ int latact_read_task_cgroup(const struct latact *la, pid_t tid, char *ret, size_
 	return r;
 }
 
-/* Moves tid into cgroup (a path in the cpu hierarchy; "/" is its top). */
-int latact_cg_attach(const struct latact *la, const char *cgroup, pid_t tid)
+int latact_cg_write(const struct latact *la, const char *cgroup, const struct act_task *t)
 {
 	char path[PATH_MAX];
 
@@ -45,7 +44,18 @@ int latact_cg_attach(const struct latact *la, const char *cgroup, pid_t tid)
 		cgroup++;
 	snprintf(path, sizeof(path), "%s/%s%s%s", la->cls.mount, cgroup, cgroup[0] ? "/" : "",
 		 la->cls.v2 ? "cgroup.procs" : "tasks");
-	return la->ops->attach(path, tid);
+	return la->ops->attach(path, t);
+}
+
+int latact_cg_attach(struct latact *la, const char *cgroup, const struct act_task *t)
+{
+	int r = latact_cg_write(la, cgroup, t);
+
+	if (r == -ESTALE) {
+		latact_undo_move(la, t, cgroup);
+		r = -ESRCH;
+	}
+	return r;
 }
 
 /* Makes cgroup rel (relative to the mount), and gives it key = value unless key is NULL. */
@@ -387,6 +397,26 @@ void latact_classes_reweigh(struct latact *la)
 	}
 }
 
+/*
+ * Moves task tid, listed in class rel, to the top: only the task that holds the number
+ * once it is opened, and only while that task is still in the class.
+ */
+static void class_evict(struct latact *la, const char *rel, pid_t tid)
+{
+	char cur[LAT_PATH_MAX], want[LAT_PATH_MAX];
+	struct act_who w;
+	struct act_task t;
+
+	if (tid <= 0 || la->ops->who(tid, &w) < 0 ||
+	    la->ops->open(tid, w.tgid, w.start_time, &t) < 0)
+		return;
+	snprintf(want, sizeof(want), "/%s", rel);
+	if (latact_read_task_cgroup(la, tid, cur, sizeof(cur)) == 0 && strcmp(cur, want) == 0 &&
+	    la->ops->alive(&t) == 0 && latact_cg_attach(la, "/", &t) == 0)
+		log_info("latency: task %d left in %s moved to /", (int)tid, rel);
+	la->ops->close(&t);
+}
+
 /* Moves every task left in a class group to the hierarchy's root, then removes it. */
 void latact_classes_remove(struct latact *la)
 {
@@ -402,8 +432,7 @@ void latact_classes_remove(struct latact *la)
 			 la->cls.v2 ? "cgroup.procs" : "tasks");
 		if (util_read_file(path, buf, sizeof(buf)) > 0)
 			for (char *t = strtok(buf, "\n"); t; t = strtok(NULL, "\n"))
-				if (latact_cg_attach(la, "/", (pid_t)atoi(t)) == 0)
-					log_info("latency: task %s left in %s moved to /", t, rel);
+				class_evict(la, rel, (pid_t)atoi(t));
 		cg_delete(la, rel);
 		la->cls.made[v - LAT_MIN] = false;
 	}

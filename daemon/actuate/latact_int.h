@@ -1,6 +1,7 @@
 /*
  * What the parts of the latency actuator share (latact.c, latact_journal.c,
- * latact_cls.c, latact_task.c, latact_cg.c, latact_replay.c); nothing outside
+ * latact_cls.c, latact_task.c, latact_cg.c, latact_replay.c, latact_move.c,
+ * latact_reuse.c); nothing outside
  * daemon/actuate/latact*.c includes it.
  */
 #ifndef RQB_LATACT_INT_H
@@ -30,7 +31,15 @@ void latact_compact(struct latact *la);
 
 /* latact_cls.c: the class hierarchy, and whose a task's cgroup is. */
 int latact_read_task_cgroup(const struct latact *la, pid_t tid, char *ret, size_t size);
-int latact_cg_attach(const struct latact *la, const char *cgroup, pid_t tid);
+/*
+ * Moves task t into cgroup (a path in the cpu hierarchy; "/" is its top): the driver's
+ * checked write (act.h). latact_cg_attach undoes a write that may have reached a task
+ * that took t's number (-ESTALE: latact_undo_move) and says -ESRCH for it;
+ * latact_cg_write leaves that to its caller (the class moves' worker, which touches no
+ * entry).
+ */
+int latact_cg_write(const struct latact *la, const char *cgroup, const struct act_task *t);
+int latact_cg_attach(struct latact *la, const char *cgroup, const struct act_task *t);
 int latact_class_ensure(struct latact *la, int v, char *ret, size_t size);
 void latact_classes_find(struct latact *la);
 void latact_classes_stale(struct latact *la);
@@ -42,12 +51,25 @@ bool latact_cg_movable(const struct latact *la, const char *cg);
 void latact_restore_entry(struct latact *la, const struct lat_entry *e);
 void latact_restore_cg(struct latact *la, const struct lat_cg_entry *c);
 
+/* latact_task.c: the sched knobs of want, written to t (act.h's checked write). */
+int latact_write_sched(const struct latact *la, const struct act_task *t,
+		       const struct lat_state *want);
 /* latact_task.c: task tid's entry, to change; NULL if none. */
 struct lat_entry *latact_entry_of(struct latact *la, pid_t tid);
 
+/*
+ * latact_reuse.c: a write through t's number came back -ESTALE (act.h): the task that
+ * took the number gets back what it was made with, where it holds exactly what was
+ * written (the sched knobs of written; the class cgroup) and its creator does not.
+ */
+void latact_undo_sched(struct latact *la, const struct act_task *t,
+		       const struct lat_state *written);
+void latact_undo_move(struct latact *la, const struct act_task *t, const char *cgroup);
+
 /* latact_move.c: class moves made by a worker thread (latact_moves_start). */
 /* Queues the move of task tid (started at start_time) into cgroup; -EAGAIN: make it now. */
-int latact_move_async(struct latact *la, const char *cgroup, pid_t tid, uint64_t start_time);
+int latact_move_async(struct latact *la, const char *cgroup, pid_t tid, pid_t tgid,
+		      uint64_t start_time);
 
 /* latact_replay.c: restores what the journal says a previous run left, then starts it afresh. */
 void latact_recover(struct latact *la);

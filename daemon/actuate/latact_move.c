@@ -14,10 +14,11 @@
  * skips it, and a new value, a give-back or a child's inheritance waits for the queue
  * (latact_moves_wait), which is what every one of them did before.
  *
- * The worker only writes the tid into the file, after checking that the tid still
- * names the task the move was asked for (its start time), as the loop's own writes
- * do; it logs nothing and touches no entry. It is started after the daemon dropped
- * its capabilities, whose set it inherits.
+ * The worker only writes the tid into the file, through the task opened by its pidfd
+ * and start time, checked after the write as the loop's own writes are (act.h); it
+ * logs nothing and touches no entry: a write that may have reached a task that took
+ * the number (-ESTALE) is undone by the loop when it collects the end. It is started
+ * after the daemon dropped its capabilities, whose set it inherits.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -30,16 +31,17 @@
 #include <unistd.h>
 
 #include "actuate/latact_int.h"
-#include "sample/procfs.h"
 #include "util/log.h"
 
 #define MOVE_QUEUE 256 /* moves queued and ended but not yet collected; more go inline */
 
 struct move_job {
 	pid_t tid;
+	pid_t tgid;
 	uint64_t start_time;      /* /proc/TID/stat's, when the move was asked */
 	char cgroup[LAT_PATH_MAX]; /* the class, as lat_state.cgroup names it */
-	int r;                    /* 0, or -errno (-ESRCH: the task is gone or another) */
+	int r;                    /* 0, or -errno (-ESRCH: the task is gone or another;
+				     -ESTALE: written, the task released by the end) */
 };
 
 struct latact_mover {
@@ -58,11 +60,14 @@ struct latact_mover {
 
 static int move_one(const struct latact *la, const struct move_job *j)
 {
-	uint64_t start;
+	struct act_task t;
+	int r = la->ops->open(j->tid, j->tgid, j->start_time, &t);
 
-	if (procfs_start_time(la->proc_root, j->tid, &start) < 0 || start != j->start_time)
-		return -ESRCH;
-	return latact_cg_attach(la, j->cgroup, j->tid);
+	if (r < 0)
+		return r;
+	r = latact_cg_write(la, j->cgroup, &t);
+	la->ops->close(&t);
+	return r;
 }
 
 static void *worker(void *arg)
@@ -133,7 +138,8 @@ int latact_moves_start(struct latact *la)
 	return mv->efd;
 }
 
-int latact_move_async(struct latact *la, const char *cgroup, pid_t tid, uint64_t start_time)
+int latact_move_async(struct latact *la, const char *cgroup, pid_t tid, pid_t tgid,
+		      uint64_t start_time)
 {
 	struct latact_mover *mv = la->mv;
 	struct move_job *j;
@@ -146,7 +152,7 @@ int latact_move_async(struct latact *la, const char *cgroup, pid_t tid, uint64_t
 		return -EAGAIN;
 	}
 	j = &mv->q[(mv->head + mv->n) % MOVE_QUEUE];
-	*j = (struct move_job){ .tid = tid, .start_time = start_time };
+	*j = (struct move_job){ .tid = tid, .tgid = tgid, .start_time = start_time };
 	snprintf(j->cgroup, sizeof(j->cgroup), "%s", cgroup);
 	mv->n++;
 	pthread_cond_signal(&mv->work);
@@ -205,9 +211,16 @@ void latact_moves_done(struct latact *la)
 	memcpy(done, mv->done, n * sizeof(*done));
 	mv->ndone = 0;
 	pthread_mutex_unlock(&mv->lock);
-	for (size_t i = 0; i < n; i++)
-		if (done[i].r < 0 && done[i].r != -ESRCH)
+	for (size_t i = 0; i < n; i++) {
+		if (done[i].r == -ESTALE) {
+			struct act_task t = { .tid = done[i].tid, .start_time = done[i].start_time,
+					      .pidfd = -1 };
+
+			latact_undo_move(la, &t, done[i].cgroup);
+		} else if (done[i].r < 0 && done[i].r != -ESRCH) {
 			move_failed(la, &done[i]);
+		}
+	}
 }
 
 void latact_moves_wait(struct latact *la)

@@ -98,8 +98,12 @@ void latact_knob_names(unsigned left, char *ret, size_t size)
 			len += (size_t)snprintf(ret + len, size - len, "%s%s", len ? " " : "", names[i]);
 }
 
-/* Writes policy, nice, slice and uclamp of want in one call. */
-static int write_sched(const struct latact *la, pid_t tid, const struct lat_state *want)
+/*
+ * Writes policy, nice, slice and uclamp of want to t in one call: the driver's checked
+ * write (act.h), -ESTALE where it may have reached a task that took t's number.
+ */
+int latact_write_sched(const struct latact *la, const struct act_task *t,
+		       const struct lat_state *want)
 {
 	struct rqb_sched_attr a = { .size = sizeof(a) };
 
@@ -111,7 +115,19 @@ static int write_sched(const struct latact *la, pid_t tid, const struct lat_stat
 		a.sched_util_min = (uint32_t)want->umin;
 		a.sched_util_max = (uint32_t)want->umax;
 	}
-	return la->ops->set_attr(tid, &a);
+	return la->ops->set_attr(t, &a);
+}
+
+/* latact_write_sched, and what reached a task that took t's number undone: -ESRCH. */
+static int write_sched(struct latact *la, const struct act_task *t, const struct lat_state *want)
+{
+	int r = latact_write_sched(la, t, want);
+
+	if (r == -ESTALE) {
+		latact_undo_sched(la, t, want);
+		r = -ESRCH;
+	}
+	return r;
 }
 
 /* What value v asks of a task that had prev. */
@@ -227,26 +243,27 @@ static void entry_del(struct latact *la, pid_t tid)
 }
 
 /*
- * Writes want over cur: the sched knobs in one call, then the cgroup. On cgroup2 a
- * move takes the whole process: only its first thread (tid == tgid) moves it. With
- * async_start (the task's start time; 0: now) the move goes to the worker where one
- * runs, and *ret_queued says so.
+ * Writes want over cur to task t: the sched knobs in one call, then the cgroup. On
+ * cgroup2 a move takes the whole process: only its first thread (tid == tgid) moves
+ * it. With async (the move may wait) the move goes to the worker where one runs, and
+ * *ret_queued says so.
  */
-static int write_state(struct latact *la, pid_t tid, pid_t tgid, const struct lat_state *cur,
-		       const struct lat_state *want, uint64_t async_start, bool *ret_queued)
+static int write_state(struct latact *la, const struct act_task *t, pid_t tgid,
+		       const struct lat_state *cur, const struct lat_state *want, bool async,
+		       bool *ret_queued)
 {
 	int r = 0;
 
 	*ret_queued = false;
 	/* A task that made itself real-time since: its policy and parameters are its own. */
 	if (sched_differs(cur, want) && !policy_is_rt(cur->policy))
-		r = write_sched(la, tid, want);
+		r = write_sched(la, t, want);
 	if (r == 0 && la->cls.on && want->cgroup[0] && strcmp(cur->cgroup, want->cgroup) != 0 &&
-	    (!la->cls.v2 || tid == tgid)) {
-		if (async_start && latact_move_async(la, want->cgroup, tid, async_start) == 0)
+	    (!la->cls.v2 || t->tid == tgid)) {
+		if (async && latact_move_async(la, want->cgroup, t->tid, tgid, t->start_time) == 0)
 			*ret_queued = true;
 		else
-			r = latact_cg_attach(la, want->cgroup, tid);
+			r = latact_cg_attach(la, want->cgroup, t);
 	}
 	return r;
 }
@@ -383,8 +400,7 @@ static int task_write(struct latact *la, const struct lat_req *rq, bool was_mana
 		la->cnt.errors++;
 		return r;
 	}
-	r = write_state(la, rq->tid, rq->tgid, cur, want,
-			rq->async_move ? e->task.start_time : 0, &queued);
+	r = write_state(la, &e->task, rq->tgid, cur, want, rq->async_move, &queued);
 	mapped = e->set;
 	if (r == 0)
 		r = latact_read(la, rq->tid, &e->set);
@@ -488,11 +504,11 @@ void latact_restore_entry(struct latact *la, const struct lat_entry *e)
 	if (sched_differs(&cur, &e->set) ||
 	    (e->set.cgroup[0] && strcmp(cur.cgroup, e->set.cgroup) != 0))
 		la->cnt.left_alone++;
-	if (write_state(la, tid, e->tgid, &cur, &want, 0, &queued) == 0) {
+	if (write_state(la, &e->task, e->tgid, &cur, &want, false, &queued) == 0) {
 		if (sched_differs(&cur, &want) || strcmp(cur.cgroup, want.cgroup) != 0)
 			la->cnt.restored++;
 	} else if (want.cgroup[0] && strcmp(cur.cgroup, want.cgroup) != 0 &&
-		   latact_cg_attach(la, "/", tid) == 0) {
+		   latact_cg_attach(la, "/", &e->task) == 0) {
 		log_warn("latency: task %d: cgroup \"%s\" is gone; moved to /", (int)tid,
 			 want.cgroup);
 	} else {

@@ -124,6 +124,13 @@ int util_pidfd_alive(int pidfd)
 	return p.revents & (POLLIN | POLLHUP) ? -ESRCH : 0;
 }
 
+bool util_pidfd_released(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLHUP);
+}
+
 int util_word_in(const char *list, const char *word, char sep)
 {
 	size_t wl = strlen(word);

@@ -5,6 +5,7 @@
 #ifndef RQB_UTIL_H
 #define RQB_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +33,12 @@ void *util_shrink(void *arr, size_t *cap, size_t n, size_t size);
  * CAP_KILL over another user's task, which the service's capability set leaves out.
  */
 int util_pidfd_alive(int pidfd);
+/*
+ * Whether the task of a pidfd has been released (reaped): its number is free for
+ * another task. Only kernels that report POLLHUP on a pidfd (6.9 on) say so; false
+ * elsewhere, and while it runs or waits as a zombie.
+ */
+bool util_pidfd_released(int pidfd);
 
 /*
  * In an array of n elements of size bytes sorted by the pid_t at offset in each: the

@@ -21,6 +21,20 @@ def has_group(name):
         return False
 
 
+def subids(path, name):
+    """The (first, count) ranges of name's subordinate ids in path (/etc/subuid)."""
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.strip().split(":")
+                if len(parts) == 3 and parts[0] == name:
+                    out.append((int(parts[1]), int(parts[2])))
+    except FileNotFoundError:
+        pass
+    return out
+
+
 class User:
     """useradd on entry; its processes killed and the user removed on exit, whatever
     happened in between. Skips where there is no way to make one. Every command runs
@@ -72,4 +86,9 @@ class User:
                 except ProcessLookupError:
                     pass
             p.wait()
+        # useradd gave it subordinate ids where /etc/subuid is kept; userdel leaves them.
+        for flag, path in (("--del-subuids", "/etc/subuid"), ("--del-subgids", "/etc/subgid")):
+            for first, count in subids(path, self.name):
+                subprocess.run(["usermod", flag, f"{first}-{first + count - 1}", self.name],
+                               check=False)
         subprocess.run(["userdel", self.name], check=False)

@@ -77,11 +77,29 @@ static int tree_write(const char *path, const char *text)
 	return act_linux_ops.write(path, text);
 }
 
-static int tree_attach(const char *procs_file, pid_t tid)
+/* The fake kernel's cgroup tree and /proc, for its moves. */
+static char tree_cg[PATH_MAX], tree_proc[PATH_MAX];
+
+/*
+ * A move: the task's number written into the group's file, as cgroupfs takes it, and
+ * /proc/TID/cgroup saying where the task is now, as a kernel's would.
+ */
+static int tree_attach(const char *procs_file, const struct act_task *t)
 {
+	const char *rel = procs_file + strlen(tree_cg);
+	char text[PATH_MAX], proc[PATH_MAX];
+	int r;
+
 	if (truncate(procs_file, 0) < 0)
 		return -errno;
-	return act_linux_ops.attach(procs_file, tid);
+	snprintf(text, sizeof(text), "%d", (int)t->tid);
+	r = act_linux_ops.write(procs_file, text);
+	snprintf(text, sizeof(text), "0::%.*s\n", (int)(strlen(rel) - strlen("/cgroup.procs")),
+		 rel);
+	snprintf(proc, sizeof(proc), "%s/%d/cgroup", tree_proc, (int)t->tid);
+	if (r == 0)
+		put(proc, text[3] == '\n' ? "0::/\n" : text);
+	return r;
 }
 
 /* mkdir on cgroupfs makes a group's files; rmdir takes them with it. */
@@ -120,10 +138,10 @@ static unsigned attr_calls;
 static pid_t attr_tid;
 static struct rqb_sched_attr attr_last;
 
-static int rec_set_attr(pid_t tid, const struct rqb_sched_attr *a)
+static int rec_set_attr(const struct act_task *t, const struct rqb_sched_attr *a)
 {
 	attr_calls++;
-	attr_tid = tid;
+	attr_tid = t->tid;
 	attr_last = *a;
 	return 0;
 }
@@ -158,6 +176,23 @@ static int fake_alive(const struct act_task *t)
 	return 0;
 }
 
+/*
+ * Every number is held by a task of this process's, started at 1, as fake_open has it;
+ * with reuse_creator set, the test's thread number is held by another task (started at
+ * 2) made by process reuse_creator (started at 3).
+ */
+static pid_t reuse_creator;
+
+static int fake_who(pid_t tid, struct act_who *ret)
+{
+	*ret = (struct act_who){ .start_time = 1, .tgid = getpid(), .ppid = getppid() };
+	if (reuse_creator && tid == gettid())
+		*ret = (struct act_who){ .start_time = 2, .tgid = tid, .ppid = reuse_creator };
+	else if (reuse_creator && tid == reuse_creator)
+		*ret = (struct act_who){ .start_time = 3, .tgid = tid, .ppid = 1 };
+	return 0;
+}
+
 static void fake_close(struct act_task *t)
 {
 	(void)t;
@@ -178,6 +213,7 @@ static const struct act_ops fake_ops = {
 	.journal = fake_journal,
 	.open = fake_open,
 	.alive = fake_alive,
+	.who = fake_who,
 	.close = fake_close,
 	.get_attr = own_get_attr,
 	.set_attr = rec_set_attr,
@@ -196,6 +232,7 @@ static struct act_ops dryrun_on_fake(void)
 	o.name = "dry-run on fake";
 	o.open = fake_open;
 	o.alive = fake_alive;
+	o.who = fake_who;
 	o.close = fake_close;
 	return o;
 }
@@ -238,6 +275,8 @@ static int setup(void **state)
 	assert_int_equal(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)gettid());
 	put(path, "0::/\n");
+	snprintf(tree_cg, sizeof(tree_cg), "%s", f->cg);
+	snprintf(tree_proc, sizeof(tree_proc), "%s", f->proc);
 	f->ops = fake_ops;
 	f->lc = (struct lat_conf){ .batch_from = 20, .class_cgroups = true };
 	f->o = (struct latact_opts){
@@ -522,26 +561,16 @@ static void test_dry_run_writes_nothing(void **state)
 
 static int gate[2] = { -1, -1 }; /* the worker's attach waits for a byte on gate[0] */
 static int gate_r;               /* ...then fails with this, if not 0 */
-static char gate_proc[PATH_MAX];  /* the task's /proc/TID/cgroup, moved with it */
-static size_t gate_cg_len;        /* the length of the fake mount's path */
 
-static int gated_attach(const char *procs_file, pid_t tid)
+static int gated_attach(const char *procs_file, const struct act_task *t)
 {
-	char c, text[PATH_MAX];
-	const char *rel = procs_file + gate_cg_len;
-	int r;
+	char c;
 
 	if (gate[0] >= 0 && read(gate[0], &c, 1) != 1)
 		return -EIO;
 	if (gate_r)
 		return gate_r;
-	r = tree_attach(procs_file, tid);
-	/* cgroupfs moves the task: /proc/TID/cgroup says where, as a kernel's would. */
-	snprintf(text, sizeof(text), "0::%.*s\n",
-		 (int)(strlen(rel) - strlen("/cgroup.procs")), rel);
-	if (r == 0)
-		put(gate_proc, text[3] == '\n' ? "0::/\n" : text);
-	return r;
+	return tree_attach(procs_file, t);
 }
 
 /* As set_task, for a rule's value at an exec: the class move may end later. */
@@ -571,8 +600,6 @@ static void test_class_move_by_worker(void **state)
 		 "%d (test) R 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 "
 		 "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", (int)tid);
 	put(path, stat_line);
-	snprintf(gate_proc, sizeof(gate_proc), "%s/%d/cgroup", f->proc, (int)tid);
-	gate_cg_len = strlen(f->cg);
 	gate_r = 0;
 	assert_int_equal(pipe(gate), 0);
 	f->ops.attach = gated_attach;
@@ -613,6 +640,52 @@ static void test_class_move_by_worker(void **state)
 	gate[0] = gate[1] = -1;
 	latact_fini(&f->la);
 	assert_null(f->la.mv);
+}
+
+/* The Linux driver's answer where the task was released before the write ended. */
+static int stale_attach(const char *procs_file, const struct act_task *t)
+{
+	int r = tree_attach(procs_file, t);
+
+	return r < 0 ? r : -ESTALE;
+}
+
+/*
+ * The third review's finding 2: the task exits as its move is written, and a new task
+ * of someone else's (made in /app by its parent) takes its number, so the kernel moves
+ * that one. The driver says -ESTALE; the new task is moved back where its parent is,
+ * and nothing is recorded for it.
+ */
+static void test_class_move_reused_undone(void **state)
+{
+	struct fix *f = *state;
+	const char *why = NULL;
+	char path[PATH_MAX];
+	pid_t tid = gettid(), creator = 1000000 + tid;
+
+	snprintf(path, sizeof(path), "%s/%d", f->proc, (int)creator);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)creator);
+	put(path, "0::/app\n");
+	f->ops.attach = stale_attach;
+	reuse_creator = creator;
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
+	assert_int_equal(set_task(&f->la, tid, 5, &why), -ESRCH);
+	assert_null(latact_find(&f->la, tid));
+	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)tid);
+	assert_string_equal(get(path), "0::/app\n");
+	snprintf(path, sizeof(path), "%s/app/cgroup.procs", f->cg);
+	assert_int_equal(atoi(get(path)), (int)tid);
+	/* A holder its maker passed the class to (made inside it) keeps it. */
+	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)tid);
+	put(path, "0::/\n");
+	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)creator);
+	put(path, "0::/rqbalance-lat5\n");
+	assert_int_equal(set_task(&f->la, tid, 5, &why), -ESRCH);
+	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)tid);
+	assert_string_equal(get(path), "0::/rqbalance-lat5\n");
+	reuse_creator = 0;
+	latact_fini(&f->la);
 }
 
 /*
@@ -694,6 +767,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_class_move_by_worker, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_class_move_reused_undone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_class_uclamp, setup, teardown),
 		cmocka_unit_test(test_given_ring_keeps_all_at_stop),
 	};
