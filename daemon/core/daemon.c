@@ -1081,6 +1081,7 @@ void daemon_fini(struct daemon *d)
 	ctl_bus_fini(&d->bus);
 	if (d->ctl.env)
 		ctl_fini(&d->ctl);
+	ctl_req_lim_fini(&d->req);
 	if (d->lat.ops) {
 		int n;
 

@@ -189,7 +189,7 @@ static int foreground(struct ctl_bus *b, const struct ctl_caller *k, struct bus_
 	} else {
 		trusted = ctl_req_admin(k, x->conf);
 	}
-	r = latmgr_foreground(x->lm, k->uid,
+	r = latmgr_foreground(x->lm, k->share,
 			      &(struct lat_req){ .tid = c->t.pid, .tgid = c->t.pid,
 						 .start_time = c->t.start_time, .value = v,
 						 .source = source, .trusted = trusted },

@@ -723,6 +723,7 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 {
 	struct conn *c;
 	uint64_t now;
+	uid_t share;
 	int r;
 
 	if (!(c = calloc(1, sizeof(*c)))) {
@@ -748,13 +749,23 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 	if (c->who.ngroups)
 		memcpy(c->who.groups, groups, (size_t)c->who.ngroups * sizeof(gid_t));
 	/*
-	 * A user's share of the callers, and root's reserve, so that one flood locks nobody
-	 * out: judged on what the kernel gave at accept, before anything of the peer's is
-	 * read, so that a refused connection costs the loop next to nothing.
+	 * A person's share of the callers, and root's reserve, so that one flood locks
+	 * nobody out: judged on what the kernel gave at accept, before anything of the
+	 * peer's is read, so that a refused connection costs the loop next to nothing; and
+	 * judged again where what was read of it (its user namespace's map) puts it in
+	 * another share.
 	 */
+	ctl_req_share(srv->env, &c->who, NULL);
+	share = c->who.share;
 	r = ctl_req_admit(srv->env->req, &c->who, ctl_req_admin(&c->who, srv->env->conf), &c->slot);
 	if (r == 0)
 		r = peer_accept(c);
+	if (r == 0 && c->who.share != share) {
+		ctl_req_leave(srv->env->req, c->slot);
+		c->slot = -1;
+		r = ctl_req_admit(srv->env->req, &c->who, ctl_req_admin(&c->who, srv->env->conf),
+				  &c->slot);
+	}
 	if (r == 0 && sd_event_now(e, CLOCK_MONOTONIC, &now) >= 0) {
 		r = sd_event_add_io(e, &c->io, fd, EPOLLIN, on_conn_io, c);
 		if (r >= 0)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "ctl/ctl_peer.h"
 #include "rqbalance.h"
 #include "sample/procfs.h"
+#include "util/log.h"
 #include "util/util.h"
 
 static int caps_of(const char *text, const char *key, uint64_t *ret)
@@ -158,4 +160,139 @@ int ctl_peer_view(const char *proc_root, pid_t pid, struct parse_procfs *ret)
 	if (r == 0)
 		*ret = found;
 	return r;
+}
+
+/* One uid_map line: inside outside count. */
+static int idmap_line(const char *line, struct ctl_idrange *ret)
+{
+	unsigned long in, out, count;
+
+	if (sscanf(line, "%lu %lu %lu", &in, &out, &count) != 3 || out > UINT32_MAX ||
+	    count > UINT32_MAX)
+		return -EINVAL;
+	*ret = (struct ctl_idrange){ .outside = (uint32_t)out, .count = (uint32_t)count };
+	return 0;
+}
+
+int ctl_peer_idmap(const char *proc_root, pid_t pid, struct ctl_idmap *ret)
+{
+	char path[PATH_MAX], mine[PATH_MAX], buf[8192];
+	struct ctl_idmap m = { 0 };
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%d/uid_map", proc_root, (int)pid);
+	n = util_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return -ESRCH;
+	for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (m.n == CTL_IDMAP_MAX) {
+			m.n = -1;
+			break;
+		}
+		if (idmap_line(l, &m.r[m.n]) == 0)
+			m.n++;
+	}
+	snprintf(path, sizeof(path), "%s/%d/uid_map", proc_root, (int)pid);
+	snprintf(mine, sizeof(mine), "%s/self/uid_map", proc_root);
+	m.same = same_file(mine, path);
+	*ret = m;
+	return 0;
+}
+
+/* An owner as /etc/subuid names it: a user name, or a uid. */
+static int subid_owner(const char *name, uid_t *ret)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096], *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(name, &end, 10);
+	if (*name && !*end && !errno && v < (uid_t)-1) {
+		*ret = (uid_t)v;
+		return 0;
+	}
+	if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) != 0 || !res)
+		return -ENOENT;
+	*ret = pw.pw_uid;
+	return 0;
+}
+
+static int subid_line(char *line, struct ctl_subid *ret)
+{
+	char *first = strchr(line, ':'), *count, *end1, *end2;
+	unsigned long f, c;
+
+	if (!first || !(count = strchr(first + 1, ':')))
+		return -EINVAL;
+	*first++ = '\0';
+	*count++ = '\0';
+	errno = 0;
+	f = strtoul(first, &end1, 10);
+	c = strtoul(count, &end2, 10);
+	if (errno || end1 == first || *end1 || end2 == count || (*end2 && *end2 != '\n') ||
+	    f > UINT32_MAX || c == 0 || c > UINT32_MAX || subid_owner(line, &ret->owner) < 0)
+		return -EINVAL;
+	ret->first = (uint32_t)f;
+	ret->count = (uint32_t)c;
+	return 0;
+}
+
+void ctl_peer_subids_free(struct ctl_subids *s)
+{
+	free(s->v);
+	*s = (struct ctl_subids){ 0 };
+}
+
+int ctl_peer_subids(const char *path, struct ctl_subids *s)
+{
+	struct ctl_subids t = { .read = true };
+	char *line = NULL;
+	size_t cap = 0, vcap = 0;
+	struct stat st;
+	FILE *f;
+
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT)
+			return -errno;
+		ctl_peer_subids_free(s);
+		s->read = true;
+		return 0;
+	}
+	if (s->read && s->dev == st.st_dev && s->ino == st.st_ino && s->size == st.st_size &&
+	    s->mtime.tv_sec == st.st_mtim.tv_sec && s->mtime.tv_nsec == st.st_mtim.tv_nsec)
+		return 0;
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		struct ctl_subid e;
+		struct ctl_subid *v;
+
+		if (subid_line(line, &e) < 0)
+			continue;
+		if (t.n == CTL_SUBIDS_MAX) {
+			log_warn("ctl: %s: more than %d entries: the rest are not counted", path,
+				 CTL_SUBIDS_MAX);
+			break;
+		}
+		v = util_grow(t.v, &vcap, t.n, sizeof(*v));
+		if (!v) {
+			free(line);
+			fclose(f);
+			free(t.v);
+			return -ENOMEM;
+		}
+		t.v = v;
+		t.v[t.n++] = e;
+	}
+	free(line);
+	fclose(f);
+	t.dev = st.st_dev;
+	t.ino = st.st_ino;
+	t.size = st.st_size;
+	t.mtime = st.st_mtim;
+	ctl_peer_subids_free(s);
+	*s = t;
+	return 0;
 }

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <time.h>
+
 #include "sample/parse.h"
 
 struct ctl_peer {
@@ -54,5 +56,48 @@ int ctl_peer_creds(const char *proc_root, pid_t tid, uint64_t start_time, struct
  * namespace's; -ESRCH when unreadable (gone).
  */
 int ctl_peer_view(const char *proc_root, pid_t pid, struct parse_procfs *ret);
+
+/* A user namespace's uid_map, as the daemon reads it: which of the daemon's uids it maps. */
+#define CTL_IDMAP_MAX 16
+struct ctl_idmap {
+	bool same;           /* the daemon's own namespace (the maps read alike) */
+	int n;               /* ranges; -1 where there are more than CTL_IDMAP_MAX */
+	struct ctl_idrange {
+		uint32_t outside; /* the first of the daemon's uids it maps */
+		uint32_t count;
+	} r[CTL_IDMAP_MAX];
+};
+/*
+ * Reads process pid's uid_map (the daemon's own from proc_root/self) into *ret: 0, or
+ * -ESRCH when unreadable. Whether pid is still the process meant is its caller's proof.
+ */
+int ctl_peer_idmap(const char *proc_root, pid_t pid, struct ctl_idmap *ret);
+
+/*
+ * Who holds which subordinate uids (/etc/subuid, as useradd writes it and newuidmap
+ * reads it): one person's, however many uids it maps into a namespace of its own.
+ */
+struct ctl_subid {
+	uid_t owner;
+	uint32_t first, count;
+};
+struct ctl_subids {
+	size_t n;
+	struct ctl_subid *v;
+	bool read;              /* the file was read once: what follows says which */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+#define CTL_SUBIDS_MAX 65536 /* entries kept; a longer file is cut (logged) */
+/*
+ * Reads path into *s unless it is the file read last time, unchanged (a stat a call).
+ * An owner named by a name is resolved here, at the read; a name that resolves to no
+ * user, or a line that is no entry, is skipped. A missing file is an empty table.
+ * 0 or -errno (the old table kept).
+ */
+int ctl_peer_subids(const char *path, struct ctl_subids *s);
+void ctl_peer_subids_free(struct ctl_subids *s);
 
 #endif

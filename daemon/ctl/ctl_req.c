@@ -22,6 +22,7 @@
 #include "latmgr/latmgr.h"
 #include "sample/peers.h"
 #include "sample/procfs.h"
+#include "util/log.h"
 #include "util/schedattr.h"
 #include "util/util.h"
 
@@ -56,13 +57,26 @@ static struct ctl_view view_of(const struct parse_procfs *v)
 				  .gid = v->gid_set ? (gid_t)v->gid : 0 };
 }
 
+void ctl_req_share(struct ctl_env *x, struct ctl_caller *k, const struct ctl_idmap *map)
+{
+	struct ctl_req_lim *l = x->req;
+	const char *path = l->subuid_path ? l->subuid_path : CTL_SUBUID_FILE;
+	int r = ctl_peer_subids(path, &l->subids);
+
+	if (r < 0)
+		log_warn("ctl: %s: %s: the table read before stands", path, strerror(-r));
+	k->share = ctl_req_share_of(&l->subids, k->uid, map);
+}
+
 int ctl_req_caller_view(struct ctl_env *x, struct ctl_caller *k, int pidfd, uint64_t start_time)
 {
 	const char *root = latmgr_proc_root(x->lm);
 	struct parse_procfs v;
+	struct ctl_idmap map;
 	uint64_t again;
 	int r;
 
+	ctl_req_share(x, k, k->pid > 0 && ctl_peer_idmap(root, k->pid, &map) == 0 ? &map : NULL);
 	/* The daemon's own proc, or none to speak of (a test's tree): it hides nothing. */
 	r = ctl_peer_view(root, 0, &v);
 	k->view[0] = r == 0 ? view_of(&v) : r == -ENOENT ? (struct ctl_view){ 0 } : view_closed;

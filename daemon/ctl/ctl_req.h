@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ctl/ctl_peer.h"
 #include "ctl/ctl_perm.h"
 #include "latmgr/latmgr.h"
 
@@ -42,6 +43,7 @@ struct ctl_env {
 
 struct ctl_caller {
 	uid_t uid;             /* effective uid when it connected */
+	uid_t share;           /* whose share of the callers it counts in (ctl_req_share) */
 	gid_t gid;             /* effective gid then; (gid_t)-1 where unknown (the bus) */
 	gid_t groups[CTL_CALLER_GROUPS];
 	int ngroups;
@@ -78,8 +80,13 @@ struct ctl_caller {
 struct ctl_req_slot {
 	bool used;
 	bool admin;            /* root or ctl_group: may use the reserved slots */
-	uid_t uid;
+	uid_t share;           /* its caller's share (ctl_caller.share) */
 };
+
+/* The share of every caller from a user namespace that no one person's ids map. */
+#define CTL_SHARE_FOREIGN ((uid_t)-2)
+#define CTL_SUBUID_FILE "/etc/subuid"
+
 
 struct ctl_req_lim {
 	struct ctl_req_slot slot[CTL_REQ_SLOTS];
@@ -90,13 +97,30 @@ struct ctl_req_lim {
 	uint64_t log_window_ns; /* when the current window of logged refusals began */
 	unsigned logged;        /* refusals logged in it, at most CTL_REQ_LOG_BURST */
 	unsigned long unlogged; /* ... and refused beyond that, counted, not logged */
+	const char *subuid_path; /* who holds which subordinate uids; NULL: CTL_SUBUID_FILE */
+	struct ctl_subids subids; /* ...as read last (ctl_peer_subids) */
 };
+
+/* Frees what the limits read (the subordinate uids' table). */
+void ctl_req_lim_fini(struct ctl_req_lim *l);
+
+/*
+ * Whose share of the callers a caller of uid counts in, one share a person whoever
+ * many uids it holds: the owner of the subordinate uids (s, /etc/subuid) that uid is
+ * among, else uid itself. Where the caller's user namespace is not the daemon's (map,
+ * as ctl_peer_idmap read it; NULL where not read), its uid may be one of many the
+ * namespace's maker was given: the owner of the subordinate uids the namespace maps,
+ * else, for a namespace that maps one uid (all a user may map without privilege), that
+ * uid, else CTL_SHARE_FOREIGN, one share for all such callers (a container's uids that
+ * root mapped). Pure.
+ */
+uid_t ctl_req_share_of(const struct ctl_subids *s, uid_t uid, const struct ctl_idmap *map);
 
 /*
  * Takes a slot for caller k (admin: root or ctl_group, ctl_req_admin) for as long as
  * the door serves it, until ctl_req_leave: 0 and *ret_slot, or -EBUSY when every slot
- * it may use is taken, -EUSERS when its uid holds CTL_REQ_PER_UID. A zeroed struct is
- * an empty pool.
+ * it may use is taken, -EUSERS when its share (k->share) holds CTL_REQ_PER_UID. A
+ * zeroed struct is an empty pool.
  */
 int ctl_req_admit(struct ctl_req_lim *l, const struct ctl_caller *k, bool admin, int *ret_slot);
 void ctl_req_leave(struct ctl_req_lim *l, int slot);
@@ -120,8 +144,14 @@ void ctl_req_after_tick(struct ctl_req_lim *l);
 /* ---- what a caller is shown ---- */
 
 /*
+ * k->share, from k->uid and, where map is not NULL, k's user namespace's map: the
+ * subordinate uids' table read again first where /etc/subuid changed.
+ */
+void ctl_req_share(struct ctl_env *x, struct ctl_caller *k, const struct ctl_idmap *map);
+/*
  * Reads what /proc shows k (k->view): the daemon's proc mount, and k->pid's own /proc
- * (ctl_peer_view). Where k's own cannot be read (no pid: a door that named none, a
+ * (ctl_peer_view), and k's share of the callers (ctl_req_share, with its namespace's
+ * map). Where k's own cannot be read (no pid: a door that named none, a
  * process in a pid namespace below the daemon's; one gone, or with no /proc mounted)
  * it fails closed: every process but those it could ptrace-read is hidden from it.
  * With pidfd >= 0 (else start_time, when not 0) the read is proven to be of the

@@ -1,7 +1,8 @@
 /*
  * The request layer's limits (see ctl_req.h): what both doors may hold for callers,
- * and the log budget of their refusals. Counting only: it reads nothing, and a door
- * asks before it keeps anything for a caller.
+ * one share a person, and the log budget of their refusals. Counting only: it reads
+ * nothing (ctl_peer.c reads the subordinate uids' table and a caller's map), and a
+ * door asks before it keeps anything for a caller.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -27,7 +28,7 @@ int ctl_req_admit(struct ctl_req_lim *l, const struct ctl_caller *k, bool admin,
 		if (s->admin)
 			continue;
 		users++;
-		mine += s->uid == k->uid;
+		mine += s->share == k->share;
 	}
 	if (free_slot < 0 || (!admin && users >= CTL_REQ_SLOTS - CTL_REQ_RESERVED)) {
 		l->refused++;
@@ -37,10 +38,46 @@ int ctl_req_admit(struct ctl_req_lim *l, const struct ctl_caller *k, bool admin,
 		l->refused++;
 		return -EUSERS;
 	}
-	l->slot[free_slot] = (struct ctl_req_slot){ .used = true, .admin = admin, .uid = k->uid };
+	l->slot[free_slot] = (struct ctl_req_slot){ .used = true, .admin = admin, .share = k->share };
 	l->held++;
 	*ret_slot = free_slot;
 	return 0;
+}
+
+void ctl_req_lim_fini(struct ctl_req_lim *l)
+{
+	ctl_peer_subids_free(&l->subids);
+}
+
+/* The owner of a subordinate range that [first, first + count) overlaps. */
+static bool subid_owner(const struct ctl_subids *s, uint64_t first, uint64_t count,
+			uid_t *ret)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ctl_subid *e = &s->v[i];
+
+		if (first < (uint64_t)e->first + e->count && e->first < first + count) {
+			*ret = e->owner;
+			return true;
+		}
+	}
+	return false;
+}
+
+uid_t ctl_req_share_of(const struct ctl_subids *s, uid_t uid, const struct ctl_idmap *map)
+{
+	uid_t owner;
+
+	if (subid_owner(s, uid, 1, &owner))
+		return owner;
+	if (!map || map->same)
+		return uid;
+	for (int i = 0; i < map->n; i++)
+		if (subid_owner(s, map->r[i].outside, map->r[i].count, &owner))
+			return owner;
+	if (map->n == 1 && map->r[0].count == 1)
+		return map->r[0].outside;
+	return CTL_SHARE_FOREIGN;
 }
 
 void ctl_req_leave(struct ctl_req_lim *l, int slot)

@@ -74,7 +74,7 @@ struct latmgr_fail {
  */
 #define LATMGR_FG_MAX 64
 struct latmgr_fg {
-	uid_t uid;                     /* the caller's */
+	uid_t uid;                     /* the caller's share of the callers (its person) */
 	pid_t tgid;                    /* 0: nothing of this caller's is in front */
 	uint64_t start_time;
 	int value;                     /* what the call gave it */
@@ -197,7 +197,8 @@ int latmgr_set_cgroup(struct latmgr *m, const char *path, int v, const char *sou
 		  const char **ret_why);
 int latmgr_reset_cgroup(struct latmgr *m, const char *path);
 /*
- * Puts process rq->tgid in front for caller uid (a desktop's focused window): it gets
+ * Puts process rq->tgid in front for a caller (a desktop's focused window), one record
+ * a person: caller is its share of the callers (ctl_caller.share), not its uid. It gets
  * rq->value, as rq->source, unless it has a value at most that already, which it
  * keeps. The process the same caller put in front before gets its own back (the value
  * it had before, or none), it and the processes it started meanwhile, each only where
@@ -206,7 +207,7 @@ int latmgr_reset_cgroup(struct latmgr *m, const char *path);
  * process has now in *ret_value, or -errno with *ret_why (-EUSERS: LATMGR_FG_MAX
  * callers hold one).
  */
-int latmgr_foreground(struct latmgr *m, uid_t uid, const struct lat_req *rq, int *ret_value,
+int latmgr_foreground(struct latmgr *m, uid_t caller, const struct lat_req *rq, int *ret_value,
 		      const char **ret_why);
 const struct latmgr_proc *latmgr_find_process(const struct latmgr *m, pid_t tgid);
 /* The value a task has from rqbalance (thread entry, else its process), or LAT_NONE. */

@@ -57,7 +57,7 @@ static void fg_give_back(struct latmgr *m, struct latmgr_fg *f)
 		else if (i < m->np && m->p[i]->tgid == q.tgid)
 			i++; /* a set replaced it (a reset removed it) */
 	}
-	log_info("latency: process %d is no longer in front for uid %u: %s", (int)f->tgid,
+	log_info("latency: process %d is no longer in front for caller %u: %s", (int)f->tgid,
 		 (unsigned)f->uid, f->had ? "its value back" : "none again");
 	f->tgid = 0;
 }
@@ -120,11 +120,11 @@ static int fg_put(struct latmgr *m, struct latmgr_fg *f, const struct lat_req *r
 	return rq->value;
 }
 
-int latmgr_foreground(struct latmgr *m, uid_t uid, const struct lat_req *rq, int *ret_value,
+int latmgr_foreground(struct latmgr *m, uid_t caller, const struct lat_req *rq, int *ret_value,
 		      const char **ret_why)
 {
 	const struct latmgr_proc *p = rq->tgid ? latmgr_find_process(m, rq->tgid) : NULL;
-	struct latmgr_fg *f = fg_of(m, uid);
+	struct latmgr_fg *f = fg_of(m, caller);
 	int r = 0;
 
 	*ret_why = NULL;
@@ -134,7 +134,7 @@ int latmgr_foreground(struct latmgr *m, uid_t uid, const struct lat_req *rq, int
 		*ret_value = p->value;
 		return 0;
 	}
-	if (!f && rq->tgid && !(f = fg_new(m, uid))) {
+	if (!f && rq->tgid && !(f = fg_new(m, caller))) {
 		*ret_why = "too many callers have a process in front";
 		return -EUSERS;
 	}

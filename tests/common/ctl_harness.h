@@ -566,6 +566,8 @@ static inline struct ctlh *ctlh_daemon_new(const struct ctlh_scenario *sc)
 
 	d->env = (struct ctl_env){ .lm = &d->lm, .req = &d->req, .conf = &d->conf,
 				   .ops = &ctlh_ctl_ops, .daemon = d };
+	/* No one's subordinate uids but a test's own: the machine's are not read. */
+	d->req.subuid_path = "/nonexistent-rqb-subuid";
 	d->ctl.fd = -1;
 	d->ctl.env = &d->env;
 	return d;
@@ -575,6 +577,7 @@ static inline struct ctlh *ctlh_daemon_new(const struct ctlh_scenario *sc)
 static inline void ctlh_daemon_free(struct ctlh *d)
 {
 	ctl_fini(&d->ctl);
+	ctl_req_lim_fini(&d->req);
 	for (size_t i = 0; i < d->lat.n; i++)
 		free(d->lat.e[i]);
 	free(d->lat.e);

@@ -7,7 +7,8 @@ method calls), so that no client library is needed and nothing waits on a reply.
 
 opens CONNECTIONS connections and keeps OUTSTANDING calls of org.rqbalance1.Latency's
 METHOD(u PID) in flight on each: a call is sent again as soon as its answer comes.
-Prints "started" once every connection has sent its first calls, then, when its
+Prints "started" once every connection has sent its first calls, "answered" at the
+first answer to one of them, then, when its
 input closes, one line: "answers N ok N limits N other N served_connections N", where
 served_connections counts the connections that had at least one call answered with
 something other than LimitsExceeded since the start.
@@ -165,6 +166,8 @@ def main():
                     again += outstanding
                     continue
                 counts["answers"] += 1
+                if counts["answers"] == 1:
+                    print("answered", flush=True)
                 if typ == 2:
                     counts["ok"] += 1
                 elif f.get(4) == LIMITS:

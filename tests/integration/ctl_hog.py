@@ -52,7 +52,11 @@ def main():
         if sys.stdin in r:
             return
         for s in r:
-            if not s.recv(4096):  # closed by the daemon: open another
+            try:
+                data = s.recv(4096)
+            except OSError:  # reset by the daemon's close
+                data = b""
+            if not data:  # closed by the daemon: open another
                 s.close()
                 socks.remove(s)
 

@@ -36,11 +36,11 @@ def subids(path, name):
 
 
 class User:
-    """useradd on entry; its processes killed and the user removed on exit, whatever
-    happened in between. Skips where there is no way to make one. Every command runs
-    under NICE0."""
+    """useradd on entry (with uid, that uid); its processes killed and the user removed
+    on exit, whatever happened in between. Skips where there is no way to make one.
+    Every command runs under NICE0."""
 
-    def __init__(self, prefix="rqbl"):
+    def __init__(self, prefix="rqbl", uid=None):
         if not shutil.which("useradd") or not shutil.which("runuser"):
             skip("useradd or runuser missing: no unprivileged user to test with")
         self.name = f"{prefix}{os.getpid() % 100000}"
@@ -48,7 +48,7 @@ class User:
         if not group:
             skip("no nogroup or nobody group for the test user")
         subprocess.run(["useradd", "-M", "-N", "-g", group, "-s", "/usr/sbin/nologin",
-                        self.name], check=True)
+                        *(["-u", str(uid)] if uid is not None else []), self.name], check=True)
         pw = pwd.getpwnam(self.name)
         self.uid, self.gid = pw.pw_uid, pw.pw_gid
         self.procs = []

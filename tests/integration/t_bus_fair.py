@@ -76,7 +76,7 @@ def test():
                 check(not failed, f"and the other user's 20 ({len(failed)} failed: "
                       f"{failed[:3]})")
                 hog.stdin.close()
-                counts = hog.stdout.readline().split()
+                counts = next(l for l in hog.stdout if l.startswith("answers ")).split()
                 hog.wait()
                 stats = dict(zip(counts[::2], map(int, counts[1::2])))
                 print(f"the flood: {stats}")

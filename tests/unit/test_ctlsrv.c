@@ -426,11 +426,76 @@ static void test_finding_names_only_what_it_may_see(void **state)
 	assert_string_equal(out.text, f.text);
 }
 
+/*
+ * One share a person (the third review's finding 3): the subordinate uids /etc/subuid
+ * gives a user count as that user's, and so do the callers of a user namespace that
+ * maps them; a namespace that maps one uid counts as that uid; one that maps uids no
+ * one person holds (a container root made) shares one share with every such caller.
+ */
+static void test_shares(void **state)
+{
+	char path[] = "/tmp/rqb-subuid.XXXXXX";
+	struct ctl_subids s = { 0 };
+	struct ctl_idmap own = { .same = true, .n = 1, .r = { { 0, UINT32_MAX } } };
+	struct ctl_idmap user8 = { .n = 2, .r = { { 1000, 1 }, { 100000, 8 } } };
+	struct ctl_idmap subs_only = { .n = 1, .r = { { 100020, 100 } } };
+	struct ctl_idmap single = { .n = 1, .r = { { 1002, 1 } } };
+	struct ctl_idmap container = { .n = 1, .r = { { 300000, 65536 } } };
+	struct ctl_idmap many = { .n = -1 };
+	struct ctl_req_lim l = { 0 };
+	struct ctl_caller k = { 0 };
+	int fd = mkstemp(path), slot, n = 0;
+
+	(void)state;
+	assert_true(fd >= 0);
+	dprintf(fd, "1000:100000:65536\nno-such-user-rqb:200000:65536\nbroken line\n"
+		    "1001:400000:0\n1001:500000:10\n");
+	close(fd);
+	assert_int_equal(ctl_peer_subids(path, &s), 0);
+	assert_int_equal(s.n, 2);
+	/* A subordinate uid is its owner's, wherever it calls from. */
+	assert_int_equal(ctl_req_share_of(&s, 100005, NULL), 1000);
+	assert_int_equal(ctl_req_share_of(&s, 100005, &own), 1000);
+	assert_int_equal(ctl_req_share_of(&s, 500009, &user8), 1001);
+	assert_int_equal(ctl_req_share_of(&s, 1000, &own), 1000);
+	assert_int_equal(ctl_req_share_of(&s, 1003, &own), 1003);
+	/* A namespace's callers count as whose subordinate uids it maps. */
+	assert_int_equal(ctl_req_share_of(&s, 1000, &user8), 1000);
+	assert_int_equal(ctl_req_share_of(&s, 65534, &subs_only), 1000);
+	assert_int_equal(ctl_req_share_of(&s, 1002, &single), 1002);
+	assert_int_equal(ctl_req_share_of(&s, 300001, &container), CTL_SHARE_FOREIGN);
+	assert_int_equal(ctl_req_share_of(&s, 300001, &many), CTL_SHARE_FOREIGN);
+	/* Eight subordinate uids of one user take one user's share between them. */
+	for (uid_t u = 100000; u < 100008; u++) {
+		k.uid = u;
+		k.share = ctl_req_share_of(&s, u, &user8);
+		for (int i = 0; i < 4; i++)
+			if (ctl_req_admit(&l, &k, false, &slot) == 0)
+				n++;
+	}
+	assert_int_equal(n, CTL_REQ_PER_UID);
+	k.uid = k.share = 1003;
+	assert_int_equal(ctl_req_admit(&l, &k, false, &slot), 0);
+	/* An unchanged file is not read again; a changed one is. */
+	assert_int_equal(ctl_peer_subids(path, &s), 0);
+	assert_int_equal(s.n, 2);
+	fd = open(path, O_WRONLY | O_APPEND);
+	assert_true(fd >= 0);
+	dprintf(fd, "1003:600000:65536\n");
+	close(fd);
+	assert_int_equal(ctl_peer_subids(path, &s), 0);
+	assert_int_equal(s.n, 3);
+	unlink(path);
+	assert_int_equal(ctl_peer_subids(path, &s), 0);
+	assert_int_equal(s.n, 0);
+	ctl_peer_subids_free(&s);
+}
+
 /* The callers' slots both doors share: a user's share, root's reserve, the waiting pool. */
 static void test_limits(void **state)
 {
 	struct ctl_req_lim l = { 0 };
-	struct ctl_caller k = { .uid = 1000 };
+	struct ctl_caller k = { .uid = 1000, .share = 1000 };
 	int slot[CTL_REQ_SLOTS + 1], n = 0, extra;
 
 	(void)state;
@@ -439,15 +504,15 @@ static void test_limits(void **state)
 	assert_int_equal(ctl_req_admit(&l, &k, false, &extra), -EUSERS);
 	/* Three more users fill what all but root and ctl_group may take: 56. */
 	for (uid_t u = 1001; u <= 1003; u++) {
-		k.uid = u;
+		k.uid = k.share = u;
 		for (int i = 0; i < CTL_REQ_PER_UID && n < CTL_REQ_SLOTS - CTL_REQ_RESERVED; i++)
 			assert_int_equal(ctl_req_admit(&l, &k, false, &slot[n++]), 0);
 	}
 	assert_int_equal(n, CTL_REQ_SLOTS - CTL_REQ_RESERVED);
-	k.uid = 1004;
+	k.uid = k.share = 1004;
 	assert_int_equal(ctl_req_admit(&l, &k, false, &extra), -EBUSY);
 	/* Root has its 8, and no share of its own. */
-	k.uid = 0;
+	k.uid = k.share = 0;
 	for (int i = 0; i < CTL_REQ_RESERVED; i++)
 		assert_int_equal(ctl_req_admit(&l, &k, true, &slot[n++]), 0);
 	assert_int_equal(ctl_req_admit(&l, &k, true, &extra), -EBUSY);
@@ -456,7 +521,7 @@ static void test_limits(void **state)
 	ctl_req_leave(&l, slot[0]);
 	ctl_req_leave(&l, slot[0]);
 	assert_int_equal(l.held, CTL_REQ_SLOTS - 1);
-	k.uid = 1000;
+	k.uid = k.share = 1000;
 	assert_int_equal(ctl_req_admit(&l, &k, false, &extra), 0);
 	assert_int_equal(l.refused, 3);
 
@@ -488,6 +553,7 @@ int main(void)
 		T(test_no_view_fails_closed),
 		T(test_finding_names_only_what_it_may_see),
 		T(test_limits),
+		T(test_shares),
 	};
 
 	log_set_level(-1);
