@@ -301,16 +301,20 @@ struct seen {
 	int busy;
 	uint64_t rss_kb;
 	int per_llc[PLACE_MAX_LLCS];
+	uint64_t oldest_start;   /* the earliest start time among its threads listed */
 };
 
 static void look(const struct snapshot *s, const struct spread_state *st, size_t from, size_t to,
 		 struct seen *ret)
 {
 	memset(ret, 0, sizeof(*ret));
+	ret->oldest_start = UINT64_MAX;
 	for (size_t k = from; k < to; k++) {
 		const struct snap_task *t = &s->tasks[st->bucket[st->bytg[k].slot]];
 		int l = s->topo->cpus[t->cpu].llc;
 
+		if (t->start_time < ret->oldest_start)
+			ret->oldest_start = t->start_time;
 		if (t->rss_kb)
 			ret->rss_kb = t->rss_kb;
 		if (t->flags & SNAP_TASK_NO_CPU)
@@ -394,10 +398,24 @@ static int together_one(const struct snapshot *s, const struct spread_conf *c,
 	int busy, l;
 
 	look(s, st, from, to, &w);
+	/*
+	 * A process number is its process's only while one of the threads listed now was
+	 * there when the record last saw it: a process whose threads all started since is
+	 * taken for a new one (the number reused, or a process seen afresh), and judged by
+	 * every gate as one, not held where another process was (the third review).
+	 */
+	if (p && p->seen_ticks && s->uptime_ticks && w.oldest_start >= p->seen_ticks) {
+		memset(p, 0, sizeof(*p));
+		p->tgid = tgid;
+		p->held = -1;
+	}
+	if (p && s->uptime_ticks)
+		p->seen_ticks = s->uptime_ticks;
 	if (!p && w.busy < 2)
 		return 0;
 	if (!p && !(p = add_proc(st, tgid)))
 		return -ENOMEM;
+	p->seen_ticks = s->uptime_ticks;
 	busy = w.busy > p->busy_prev ? w.busy : p->busy_prev;
 	p->busy_prev = w.busy;
 	if (w.busy >= 2)

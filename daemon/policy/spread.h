@@ -51,6 +51,8 @@ struct place_proc {
 	uint64_t fail_ns;        /* when the first of those failures was */
 	const char *why;         /* why it was let go, for the plan lines of its releases */
 	uint64_t rss_kb;         /* its resident set when last held (the LLC's sum of them) */
+	uint64_t seen_ticks;     /* the snapshot's uptime_ticks when a thread of it was last
+				    listed; 0 where unknown (a replay without them) */
 	uint16_t score[PLACE_MAX_LLCS]; /* decaying count of its threads seen on each LLC */
 };
 

@@ -1046,6 +1046,46 @@ static void together_released_when_unfit(void **state)
 	fx_free(f);
 }
 
+/*
+ * The third review's finding 4: a held process exits and a new process takes its number.
+ * Its threads all started after the record last saw the old one: it is judged afresh,
+ * by every gate (here: no room in the old process's LLC), not pinned where the old one
+ * was held.
+ */
+static void together_new_process_on_old_number(void **state)
+{
+	struct fx *f = together_fx(T2x4S);
+
+	f->s->uptime_ticks = 5000;
+	thread(f, 500, 500, 0, 1024);
+	thread(f, 500, 501, 1, 1024);
+	assert_int_equal(count_ops(tick(f, 100), "pin "), 2);
+	snap_reset(f->s);
+	f->s->uptime_ticks = 5010;
+	for (int i = 0; i < 4; i++)
+		narrowed(add(f, 600 + i, i));
+	thread(f, 500, 520, 4, 1024)->start_time = 5005;
+	thread(f, 500, 521, 5, 1024)->start_time = 5005;
+	assert_null(strstr(tick(f, 200), "llc=1->0"));
+	fx_free(f);
+
+	/* The same process, its old thread still listed: held where it was. */
+	f = together_fx(T2x4S);
+	f->s->uptime_ticks = 5000;
+	thread(f, 500, 500, 0, 1024);
+	thread(f, 500, 501, 1, 1024);
+	assert_int_equal(count_ops(tick(f, 100), "pin "), 2);
+	snap_reset(f->s);
+	f->s->uptime_ticks = 5010;
+	for (int i = 1; i < 4; i++)
+		narrowed(add(f, 600 + i, i));
+	thread(f, 500, 500, 0, 1024);
+	thread(f, 500, 521, 5, 1024)->start_time = 5005;
+	assert_string_equal(tick(f, 200),
+			    "pin tid=521 tgid=500 comm=\"t521\" llc=1->0 cpus=0-3 why=together\n");
+	fx_free(f);
+}
+
 /* Its LLC more than 20 % busier per CPU than the other, for min_residency: let go. */
 static void together_released_from_busy_llc(void **state)
 {
@@ -1237,6 +1277,7 @@ int main(void)
 		cmocka_unit_test(together_needs_room),
 		cmocka_unit_test(together_released_when_unfit),
 		cmocka_unit_test(together_released_from_busy_llc),
+		cmocka_unit_test(together_new_process_on_old_number),
 		cmocka_unit_test(together_gives_up_after_failures),
 		cmocka_unit_test(apart_moves_batch_off_and_back),
 		cmocka_unit_test(apart_sleeper_and_one_llc),
