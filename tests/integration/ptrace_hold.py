@@ -5,7 +5,10 @@ that moment: the window of a race, made certain instead of waited for. x86_64 on
 A Holder is a thread of the test (every ptrace request comes from the thread that
 attached): it seizes every thread of the process, and the ones it makes, stops each at
 every system call, and runs `action` once, at the first entry that `match` accepts;
-the daemon's thread stays stopped until the action returns."""
+the daemon's thread stays stopped until the action returns. While it traces a child of
+the test's, nothing else in the test may wait for that child (Popen.poll, wait): a
+waitpid from any thread of the tracer's process takes the tracee's ptrace stops too,
+and the one taken is never resumed."""
 import ctypes
 import errno
 import os
@@ -140,11 +143,13 @@ class Holder(threading.Thread):
             while self.tids and not self.quit.is_set():
                 if not self.poll_once():
                     time.sleep(0.0005)
-            self.detach()
         except Exception as e:  # handed to the test, which fails with it
             self.error = e
             self.ready.set()
             self.fired.set()
+        finally:
+            # Never leave a thread of the daemon stopped, whatever happened here.
+            self.detach()
 
     def poll_once(self):
         busy = False

@@ -140,6 +140,8 @@ def latency_case(tmp, attacker, server, prog, sleep, what, crash=False):
                             "-l", "19", "-p", str(pid)], capture_output=True, text=True,
                            timeout=120)
         h.fired.wait(60)
+        if h.error:
+            raise h.error
         h.stop()
         if h.error:
             raise h.error
@@ -182,7 +184,13 @@ def affinity_case(tmp, server, attacker, sleep):
             h = held_write(d, pid, server, match_affinity(pid))
             before = state(server.pid)
             h.fired.wait(120)
-            d.wait_for(rf"pin tid={pid} ")
+            if h.error:
+                raise h.error
+            # Not d.wait_for: the daemon is the test's child, and a waitpid from any
+            # thread of the test (Popen.poll) would take the ptrace stops that are the
+            # holder's, leaving the daemon stopped for good.
+            check(wait_until(lambda: f"pin tid={pid} " in d.text(), 60),
+                  "affinity: the daemon logs its pin")
             h.stop()
             if h.error:
                 raise h.error
