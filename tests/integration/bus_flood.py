@@ -7,8 +7,9 @@ method calls), so that no client library is needed and nothing waits on a reply.
 
 opens CONNECTIONS connections and keeps OUTSTANDING calls of org.rqbalance1.Latency's
 METHOD(u PID) in flight on each: a call is sent again as soon as its answer comes.
-Prints "started" once every connection has sent its first calls, "answered" at the
-first answer to one of them, then, when its
+Prints "started" once every connection has sent its first calls, then "answered" once
+one of them has an answer (never before "started", though an answer can come before
+every connection is up), then, when its
 input closes, one line: "answers N ok N limits N other N served_connections N", where
 served_connections counts the connections that had at least one call answered with
 something other than LimitsExceeded since the start.
@@ -134,7 +135,7 @@ def main():
     path = re.search(r"unix:path=([^,;]+)", address).group(1)
     conns = [Conn(path) for _ in range(nconn)]
     counts = {"answers": 0, "ok": 0, "limits": 0, "other": 0}
-    started = False
+    started = said = False
 
     def fire(c, n):
         data = b""
@@ -166,8 +167,6 @@ def main():
                     again += outstanding
                     continue
                 counts["answers"] += 1
-                if counts["answers"] == 1:
-                    print("answered", flush=True)
                 if typ == 2:
                     counts["ok"] += 1
                 elif f.get(4) == LIMITS:
@@ -182,6 +181,9 @@ def main():
         if not started and not pending_hello:
             started = True
             print("started", flush=True)
+        if started and not said and counts["answers"]:
+            said = True
+            print("answered", flush=True)
     served = sum(c.served for c in conns)
     print(" ".join(f"{k} {v}" for k, v in counts.items()), f"served_connections {served}",
           flush=True)
