@@ -20,7 +20,7 @@ DBUSPOLICYDIR = $(PREFIX)/share/dbus-1/system.d
 
 CC      = cc
 PKG_CONFIG = pkg-config
-PKGS    = libsystemd hwloc inih libnl-3.0 libnl-genl-3.0 libcgroup libbpf
+PKGS    = libsystemd hwloc inih libnl-3.0 libnl-genl-3.0 libcgroup libbpf zlib
 
 # Paths are built with snprintf into PATH_MAX buffers; a cut path fails to open.
 WARN    = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes \

@@ -374,24 +374,49 @@ static void follow_hotplug(struct daemon *d)
 }
 
 /*
- * keep_together and latency_apart stand down where the kernel places tasks by cache
- * itself (features_kernel_places): looked at at start, at reload (config too) and
- * once a second, since a sched_ext scheduler comes and goes; a line in the log when
- * that changes.
+ * Who else places tasks by cache (features_kernel_places): looked at at start, at
+ * reload and once a second, since a sched_ext scheduler comes and goes and an admin
+ * may switch the kernel's cache-aware scheduling. Beside the kernel's, keep_together
+ * and latency_apart stand down and spread moves no task away from its process; beside
+ * a sched_ext scheduler all three stand down and every pin is given back at once. A
+ * line in the log when that changes.
  */
 static void follow_placement(struct daemon *d, bool config)
 {
 	const char *root = d->peers_root ? d->peers_root : "";
-	bool on = d->conf.keep_together || d->conf.latency_apart;
-	char why[320];
+	enum kernel_places was = d->kernel_places;
+	char src[sizeof(d->sched_cache)];
 	struct utsname u;
 
-	if (config && on && uname(&u) == 0)
-		d->sched_cache_built = features_sched_cache_built(root, u.release);
-	d->placement_down = on && features_kernel_places(root, d->sched_cache_built, why,
-							 sizeof(why));
+	if (config && uname(&u) == 0) {
+		if (features_sched_cache_built(root, u.release, src, sizeof(src)))
+			snprintf(d->sched_cache, sizeof(d->sched_cache), "%s", src);
+		else
+			d->sched_cache[0] = '\0';
+		log_debug("placement: cache-aware scheduling built: %s", src);
+	}
+	d->kernel_places = features_kernel_places(root, d->sched_cache, d->topo->nllcs,
+						  d->kernel_places_why,
+						  sizeof(d->kernel_places_why));
+	if (d->kernel_places != was && d->kernel_places != KERNEL_PLACES_NOT)
+		log_notice("placement: %s; %s", d->kernel_places_why,
+			   d->kernel_places == KERNEL_PLACES_SCHED_EXT
+				   ? "spread and placement stand down, pins given back"
+				   : "spread moves no task away from its process");
+	else if (d->kernel_places != was)
+		log_notice("placement: nothing else places tasks by cache now: spread and "
+			   "placement act");
+	if (d->kernel_places == KERNEL_PLACES_SCHED_EXT && was != KERNEL_PLACES_SCHED_EXT &&
+	    act_managed(&d->act)) {
+		int n = act_restore_all(&d->act);
+
+		spread_fini(&d->pol);
+		spread_init(&d->pol);
+		log_notice("placement: %d pins given back", n);
+	}
 	if (features_set_placement(&d->features, d->conf.keep_together, d->conf.latency_apart,
-				   d->placement_down ? why : NULL))
+				   d->kernel_places != KERNEL_PLACES_NOT ? d->kernel_places_why
+									 : NULL))
 		features_log_one(&d->features, FEAT_PLACEMENT);
 }
 
@@ -463,7 +488,7 @@ static void placement_inputs(struct daemon *d)
 {
 	struct snapshot *s = d->snap;
 
-	if (d->conf.sampler == CONF_SAMPLER_REPLAY || d->placement_down)
+	if (d->conf.sampler == CONF_SAMPLER_REPLAY || d->kernel_places != KERNEL_PLACES_NOT)
 		return;
 	if (d->conf.latency_apart && d->lat.ops) {
 		for (size_t i = 0; i < s->ntasks; i++) {
@@ -591,9 +616,11 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	tick_stage(d, TICK_LATENCY, &t);
 	plan_clear(&d->plan);
 	conf_spread(&d->conf, &sc);
-	if (d->placement_down)
+	if (d->kernel_places != KERNEL_PLACES_NOT)
 		sc.keep_together = sc.latency_apart = false;
-	r = spread_decide(d->snap, &sc, &d->pol, &d->plan);
+	sc.whole_processes = d->kernel_places == KERNEL_PLACES_CACHE;
+	r = d->kernel_places == KERNEL_PLACES_SCHED_EXT ? 0
+							: spread_decide(d->snap, &sc, &d->pol, &d->plan);
 	tick_stage(d, TICK_POLICY, &t);
 	if (r < 0) {
 		log_err("policy: %s", strerror(-r));
@@ -738,6 +765,10 @@ void daemon_stats(const struct daemon *d, struct daemon_stats *ret)
 		.dbus_s76 = d->bus.s76,
 		.topo = d->topo,
 		.snap = d->snap,
+		.placement_by = d->kernel_places == KERNEL_PLACES_SCHED_EXT ? "sched_ext"
+				: d->kernel_places == KERNEL_PLACES_CACHE   ? "kernel"
+									    : "rqbalance",
+		.placement_why = d->kernel_places != KERNEL_PLACES_NOT ? d->kernel_places_why : "",
 	};
 	latmgr_stats(&d->lm, ret);
 	for (int st = 0; st < TICK_STAGES; st++)

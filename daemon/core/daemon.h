@@ -43,9 +43,10 @@ struct daemon {
 	struct rqb_conf conf;
 	struct topo *topo;
 	struct features features;    /* probed once at start */
-	bool sched_cache_built;      /* CONFIG_SCHED_CACHE=y (read at start and reload) */
+	char sched_cache[160];       /* where CONFIG_SCHED_CACHE=y was found; "" not built */
 	struct latseen latseen;      /* where the latency tasks last ran, for latency_apart */
-	bool placement_down;         /* keep_together, latency_apart stand down: the kernel places */
+	enum kernel_places kernel_places; /* who else places by cache (features.h) */
+	char kernel_places_why[320];
 	const char *peers_root;      /* where daemon_peers reads: NULL the system (tests: a tree) */
 	struct peers peers;          /* the last reading, for status */
 	uint64_t peers_at_ns;        /* when it was read (CLOCK_MONOTONIC); 0: never */

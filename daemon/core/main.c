@@ -259,17 +259,37 @@ static void probe_pairs(const struct rqb_conf *c, struct features *f)
 	sampler_free(sm);
 }
 
-/* placement, as the daemon would find it: the rules on, and whether they stand down. */
-static void probe_placement(const struct rqb_conf *c, struct features *f)
+/*
+ * placement, as the daemon would find it: the rules on, and whether they stand down
+ * because the kernel or a sched_ext scheduler places by cache (then spread also
+ * keeps processes whole, or stands down too: said on a line of its own).
+ */
+static enum kernel_places probe_placement(const struct rqb_conf *c, const struct topo *t,
+					  struct features *f, char *why, size_t len)
 {
-	bool down = false;
-	char why[320];
+	enum kernel_places k;
+	char src[160] = "";
 	struct utsname u;
 
-	if ((c->keep_together || c->latency_apart) && uname(&u) == 0)
-		down = features_kernel_places("", features_sched_cache_built("", u.release), why,
-					      sizeof(why));
-	features_set_placement(f, c->keep_together, c->latency_apart, down ? why : NULL);
+	if (uname(&u) == 0 && !features_sched_cache_built("", u.release, src, sizeof(src)))
+		src[0] = '\0';
+	k = features_kernel_places("", src, t ? t->nllcs : 1, why, len);
+	features_set_placement(f, c->keep_together, c->latency_apart,
+			       k != KERNEL_PLACES_NOT ? why : NULL);
+	return k;
+}
+
+/* The line --features ends its table with: who places tasks by cache, and why. */
+static void print_placed_by(enum kernel_places k, const char *why)
+{
+	if (k == KERNEL_PLACES_SCHED_EXT)
+		printf("placed by: a sched_ext scheduler (%s): spread and placement stand down\n",
+		       why);
+	else if (k == KERNEL_PLACES_CACHE)
+		printf("placed by: the kernel's cache-aware scheduling and rqbalance (%s): spread "
+		       "moves no task away from its process, placement stands down\n", why);
+	else
+		printf("placed by: rqbalance: nothing else places tasks by cache\n");
 }
 
 /*
@@ -307,14 +327,17 @@ static int show_topology(const struct rqb_conf *c, bool features)
 	}
 	if (features) {
 		char detail[sizeof(f.f[0].detail)];
+		enum kernel_places k;
+		char why[320];
 		bool on;
 
 		features_probe("", t, c->min_llc_cores, &f);
 		on = latmgr_probe_events(c, detail, sizeof(detail));
 		features_set(&f, FEAT_TASK_EVENTS, on ? FEAT_USED : FEAT_MISSING, "%s", detail);
 		probe_pairs(c, &f);
-		probe_placement(c, &f);
+		k = probe_placement(c, t, &f, why, sizeof(why));
 		features_print(&f, stdout);
+		print_placed_by(k, why);
 		print_peers(c, &f);
 		topo_free(t);
 		return EXIT_SUCCESS;

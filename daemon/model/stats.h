@@ -16,6 +16,10 @@ struct topo;
 enum tick_stage { TICK_SAMPLE, TICK_VERIFY, TICK_LATENCY, TICK_POLICY, TICK_ACT, TICK_STAGES };
 
 struct daemon_stats {
+	/* Who places tasks by cache: "rqbalance", "kernel" (its cache-aware scheduling) or
+	 * "sched_ext" (a BPF scheduler), and why, "" for rqbalance. */
+	const char *placement_by;
+	const char *placement_why;
 	const char *sampler;            /* the sampler's name */
 	bool dry_run;
 	uint32_t interval_ms;           /* the configured tick */

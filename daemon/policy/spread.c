@@ -68,6 +68,8 @@ static void free_scratch(struct spread_state *st)
 	st->reserved = NULL;
 	free(st->bytg);
 	st->bytg = NULL;
+	free(st->bytgllc);
+	st->bytgllc = NULL;
 	st->cpu_nr = st->llc_nr = st->llc_idle = st->bucket_start = st->bucket = NULL;
 	st->raw_nr = st->raw_idle = st->llc_load = NULL;
 	st->llc_done = NULL;
@@ -265,7 +267,8 @@ static int size_scratch(struct spread_state *st, const struct snapshot *s)
 		st->byid = calloc(st->scratch_tasks, sizeof(*st->byid));
 		st->reserved = calloc((size_t)nllc, 1);
 		st->bytg = calloc(st->scratch_tasks, sizeof(*st->bytg));
-		if (!st->reserved || !st->bytg ||
+		st->bytgllc = calloc(st->scratch_tasks, sizeof(*st->bytgllc));
+		if (!st->reserved || !st->bytg || !st->bytgllc ||
 		    !st->cpu_nr || !st->bucket_start || !st->llc_nr || !st->llc_idle ||
 		    !st->llc_done || !st->bucket || !st->raw_nr || !st->raw_idle || !st->raw_young ||
 		    !st->llc_load || !st->byid || !st->llc_away) {
@@ -555,6 +558,53 @@ bool spread_movable(const struct snapshot *s, const struct spread_conf *c,
 	       !spread_recently_moved(st, t->tid, t->start_time);
 }
 
+/* ---- whole_processes: the kernel's cache-aware scheduling keeps a process together ---- */
+
+static int cmp_tgllc(const void *a, const void *b)
+{
+	const struct spread_tgllc *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return (x->tgid > y->tgid) - (x->tgid < y->tgid);
+	return (x->llc > y->llc) - (x->llc < y->llc);
+}
+
+/* Every bucketed user task's (tgid, LLC), sorted, for together_in(). */
+static void index_processes(const struct snapshot *s, struct spread_state *st)
+{
+	int nslots = s->nr_cpu_ids ? st->bucket_start[s->nr_cpu_ids - 1] : 0;
+
+	st->nbytgllc = 0;
+	for (int b = 0; b < nslots; b++) {
+		const struct snap_task *t;
+
+		if (st->bucket[b] < 0)
+			continue;
+		t = &s->tasks[st->bucket[b]];
+		if (!kernel_thread(t) && t->cpu >= 0 && t->cpu < s->nr_cpu_ids)
+			st->bytgllc[st->nbytgllc++] =
+				(struct spread_tgllc){ t->tgid, s->topo->cpus[t->cpu].llc };
+	}
+	if (st->nbytgllc > 1)
+		qsort(st->bytgllc, st->nbytgllc, sizeof(*st->bytgllc), cmp_tgllc);
+}
+
+/* Whether another runnable task of t's process is bucketed in LLC llc too. */
+static bool together_in(const struct spread_state *st, const struct snap_task *t, int llc)
+{
+	struct spread_tgllc key = { t->tgid, llc };
+	const struct spread_tgllc *e =
+		bsearch(&key, st->bytgllc, st->nbytgllc, sizeof(key), cmp_tgllc);
+	size_t i;
+
+	if (!e)
+		return false;
+	i = (size_t)(e - st->bytgllc);
+	while (i > 0 && cmp_tgllc(&st->bytgllc[i - 1], &key) == 0)
+		i--;
+	return i + 1 < st->nbytgllc && cmp_tgllc(&st->bytgllc[i + 1], &key) == 0;
+}
+
 /* ---- keep_pairs: tasks that wake each other move together or not at all ---- */
 
 static int cmp_slot(const void *a, const void *b)
@@ -669,6 +719,8 @@ static int pick_task(const struct snapshot *s, const struct spread_conf *c,
 			t = &s->tasks[st->bucket[b]];
 			if (t->lat_nice > 0 && st->reserved[dst])
 				continue; /* latency_apart keeps dst for latency tasks */
+			if (c->whole_processes && together_in(st, t, src))
+				continue; /* the kernel keeps it with its process */
 			if (spread_movable(s, c, st, t) &&
 			    pair_may_leave(s, c, st, t, src, dst, budget) &&
 			    (slot < 0 || t->tid > s->tasks[st->bucket[slot]].tid))
@@ -833,6 +885,8 @@ int spread_decide(const struct snapshot *s, const struct spread_conf *c, struct 
 	count(s, c, st);
 	if (c->keep_pairs)
 		index_tasks(s, st);
+	if (c->whole_processes)
+		index_processes(s, st);
 	persist(s, st);
 	r = release(s, c, st, plan, &budget);
 	if (r == 0)

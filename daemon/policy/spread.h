@@ -109,6 +109,9 @@ struct spread_state {
 	uint64_t short_since_ns;     /* since when batch work has outnumbered its CPUs; 0 */
 	bool apart_short;            /* batch pins given back for want of CPUs: none made */
 	struct place_slot { pid_t tgid; int slot; } *bytg; /* scratch: bucket slots by tgid */
+	/* whole_processes: each bucketed user task's (tgid, LLC), sorted */
+	struct spread_tgllc { pid_t tgid; int llc; } *bytgllc;
+	size_t nbytgllc;
 };
 
 /* Up to this many [exclude] patterns of each kind (conf.h's CONF_MAX_LIST). */
@@ -124,6 +127,12 @@ struct spread_conf {
 	bool keep_pairs;                /* move tasks that wake each other only together */
 	bool keep_together;             /* hold a process that fits one LLC there (place.c) */
 	bool latency_apart;             /* an LLC for negative latency-nice tasks (place.c) */
+	/*
+	 * The kernel keeps a process's threads in one LLC itself (cache-aware scheduling,
+	 * 7.2 and later): no task is moved away from another runnable task of its process
+	 * in the same LLC, so that no pin splits what the kernel keeps together.
+	 */
+	bool whole_processes;
 	/* [exclude]: fnmatch(3) patterns on comm, and cgroup path prefixes; not owned */
 	unsigned nexclude_comms, nexclude_cgroups;
 	const char *exclude_comms[SPREAD_MAX_EXCLUDE];

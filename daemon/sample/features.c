@@ -15,6 +15,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <bpf/btf.h>
+#include <zlib.h>
+
 #include "rqbalance.h"
 #include "sample/features.h"
 #include "sample/parse.h"
@@ -214,29 +217,72 @@ bool features_llcs(struct features *f, const struct topo *t, unsigned min_cores)
 	       strcmp(was.detail, f->f[FEAT_LLC_GROUPS].detail) != 0;
 }
 
-bool features_sched_cache_built(const char *root, const char *release)
+/* Whether the config file at root/path (plain or gzip, as /proc/config.gz) has opt. */
+static int config_has(const char *root, const char *path, const char *opt)
 {
-	char path[PATH_MAX], *line = NULL;
-	size_t cap = 0;
-	bool built = false;
-	FILE *f;
+	char p[PATH_MAX], line[256];
+	size_t n = strlen(opt);
+	int found = 0;
+	gzFile f;
 
-	if (snprintf(path, sizeof(path), "%s/boot/config-%s", root ? root : "", release) >=
-	    (int)sizeof(path))
-		return false;
-	f = fopen(path, "re");
+	if (snprintf(p, sizeof(p), "%s%s", root, path) >= (int)sizeof(p))
+		return -ENAMETOOLONG;
+	f = gzopen(p, "rb");
 	if (!f)
+		return -ENOENT;
+	while (!found && gzgets(f, line, sizeof(line)))
+		found = strncmp(line, opt, n) == 0 && (line[n] == '\n' || line[n] == '\0');
+	gzclose(f);
+	return found;
+}
+
+bool features_sched_cache_built(const char *root, const char *release, char *src, size_t len)
+{
+	/* Where distributions put the running kernel's config: Debian 13 and later ship
+	 * it in /usr/lib/modules (and the shipped unit's ProtectKernelModules= hides it). */
+	static const struct { const char *before, *after; } places[] = {
+		{ "/boot/config-", "" }, { "/usr/lib/modules/", "/config" },
+		{ "/lib/modules/", "/config" }, { "/proc/config.gz", NULL },
+	};
+	char path[PATH_MAX], btfp[PATH_MAX];
+	struct btf *btf;
+	bool built;
+
+	root = root ? root : "";
+	for (size_t i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
+		int r;
+
+		if (snprintf(path, sizeof(path), "%s%s%s", places[i].before,
+			     places[i].after ? release : "",
+			     places[i].after ? places[i].after : "") >= (int)sizeof(path))
+			continue;
+		r = config_has(root, path, "CONFIG_SCHED_CACHE=y");
+		if (r < 0)
+			continue;
+		snprintf(src, len, "%s in %s", r ? "CONFIG_SCHED_CACHE=y" : "no CONFIG_SCHED_CACHE",
+			 path);
+		return r;
+	}
+	/* No config readable: the kernel's own type information, which the BPF sampler
+	 * reads anyway, has the cache-aware scheduler's types where it is built. */
+	snprintf(btfp, sizeof(btfp), "%s/sys/kernel/btf/vmlinux", root);
+	btf = btf__parse(btfp, NULL);
+	if (!btf) {
+		snprintf(src, len, "no kernel config and no BTF to read");
 		return false;
-	while (!built && getline(&line, &cap, f) > 0)
-		built = strcmp(line, "CONFIG_SCHED_CACHE=y\n") == 0;
-	free(line);
-	fclose(f);
+	}
+	built = btf__find_by_name_kind(btf, "sched_cache_group", BTF_KIND_STRUCT) > 0;
+	btf__free(btf);
+	snprintf(src, len, "%s in the kernel's BTF (/sys/kernel/btf/vmlinux)",
+		 built ? "struct sched_cache_group" : "no struct sched_cache_group");
 	return built;
 }
 
-bool features_kernel_places(const char *root, bool built, char *why, size_t len)
+enum kernel_places features_kernel_places(const char *root, const char *built, int nllcs,
+					  char *why, size_t len)
 {
 	char state[32], ops[128], on[16], feats[4096];
+	bool cache = false;
 
 	root = root ? root : "";
 	if (read_small(root, "/sys/kernel/sched_ext/state", state, sizeof(state)) == 0 &&
@@ -247,27 +293,26 @@ bool features_kernel_places(const char *root, bool built, char *why, size_t len)
 		state[strcspn(state, "\n")] = '\0';
 		snprintf(why, len, "sched_ext scheduler %s is %s: it places the tasks it takes", ops,
 			 state);
-		return true;
+		return KERNEL_PLACES_SCHED_EXT;
 	}
 	if (read_small(root, "/sys/kernel/debug/sched/llc_balancing/enabled", on, sizeof(on)) == 0) {
 		if (on[0] != '1' && on[0] != 'Y')
-			return false; /* built, and switched off */
+			return KERNEL_PLACES_NOT; /* built, and switched off */
 		snprintf(why, len, "the kernel's cache-aware scheduling is on "
 				   "(/sys/kernel/debug/sched/llc_balancing/enabled)");
-		return true;
-	}
-	if (read_small(root, "/sys/kernel/debug/sched/features", feats, sizeof(feats)) == 0 &&
-	    has_word(feats, "SCHED_CACHE")) {
+		cache = true;
+	} else if (read_small(root, "/sys/kernel/debug/sched/features", feats, sizeof(feats)) == 0 &&
+		   has_word(feats, "SCHED_CACHE")) {
 		snprintf(why, len, "the kernel's cache-aware scheduling is on (sched feature "
 				   "SCHED_CACHE)");
-		return true;
+		cache = true;
+	} else if (built && built[0]) {
+		snprintf(why, len, "the kernel is built with cache-aware scheduling (%s), on by "
+				   "default, and debugfs does not say it is off", built);
+		cache = true;
 	}
-	if (built) {
-		snprintf(why, len, "the kernel is built with cache-aware scheduling "
-				   "(CONFIG_SCHED_CACHE=y) and debugfs does not say it is off");
-		return true;
-	}
-	return false;
+	/* With one LLC it has nothing to choose between (its switch reads 1 all the same). */
+	return cache && nllcs >= 2 ? KERNEL_PLACES_CACHE : KERNEL_PLACES_NOT;
 }
 
 bool features_autogroup_on(const char *root)

@@ -63,17 +63,31 @@ void features_set_pairs(struct features *f, bool keep_pairs, const char *seen_by
 #define FEAT_PAIRS_BPF "the bpf sampler notes who wakes whom at sched_waking, and weighs " \
 		       "it as the kernel's wake_wide() does"
 #define FEAT_PAIRS_REPLAY "the replayed snapshots' partner= fields"
+/* Who places tasks by cache besides rqbalance (features_kernel_places). */
+enum kernel_places {
+	KERNEL_PLACES_NOT,       /* nobody: the placement rules act, spread as ever */
+	KERNEL_PLACES_CACHE,     /* the kernel's cache-aware scheduling keeps processes in one
+				  * LLC: keep_together and latency_apart stand down, spread
+				  * moves no task away from its process (whole_processes) */
+	KERNEL_PLACES_SCHED_EXT, /* a sched_ext scheduler places every task it takes: spread
+				  * and placement stand down, their pins given back */
+};
 /*
- * Whether the kernel places tasks by cache itself, so that keep_together and
- * latency_apart stand down: a sched_ext scheduler loaded (it places every task it
- * takes), cache-aware scheduling switched on (debugfs sched/llc_balancing/enabled,
- * or the SCHED_CACHE sched feature), or built in (built: CONFIG_SCHED_CACHE=y, from
- * features_sched_cache_built) where debugfs does not say. why: what, for the log.
- * Cheap enough to call once a second (sched_ext comes and goes).
+ * Whether the kernel places tasks by cache itself: a sched_ext scheduler loaded, or
+ * cache-aware scheduling switched on (debugfs sched/llc_balancing/enabled, or the
+ * SCHED_CACHE sched feature), or built in (built: features_sched_cache_built's source,
+ * "" where not built) where debugfs does not say or is not there, as inside the shipped
+ * unit's sandbox; never with fewer than two LLCs (nllcs), where it does nothing. why:
+ * what, for the log. Cheap enough to call once a second (sched_ext comes and goes).
  */
-bool features_kernel_places(const char *root, bool built, char *why, size_t len);
-/* Whether root's /boot/config-RELEASE has CONFIG_SCHED_CACHE=y (read at start and reload). */
-bool features_sched_cache_built(const char *root, const char *release);
+enum kernel_places features_kernel_places(const char *root, const char *built, int nllcs,
+					  char *why, size_t len);
+/*
+ * Whether the running kernel (release) is built with CONFIG_SCHED_CACHE=y: from its
+ * config in /boot, /usr/lib/modules, /lib/modules or /proc/config.gz, the first there,
+ * else from its BTF. src: where that was read, for the log. Read at start and reload.
+ */
+bool features_sched_cache_built(const char *root, const char *release, char *src, size_t len);
 /*
  * placement: which of keep_together and latency_apart are on, or that they stand
  * down (kernel_why from features_kernel_places; NULL: they do not). Returns whether

@@ -143,7 +143,7 @@ static void test_status_to_anyone(void **state)
 		 "latency_errors 0\n"
 		 "latency_class_cgroups off\nlatency_exec_wakes none\n"
 		 "latency_exec_us n 0 p50 0 p99 0 max 0\n"
-		 "tick_us sample 0.0 verify 0.0 latency 0.0 policy 0.0 act 0.0 max 0.0\ndbus off\nllc 0 cpus 0 runnable 0\nllc 1 cpus 1 runnable 0\n"
+		 "tick_us sample 0.0 verify 0.0 latency 0.0 policy 0.0 act 0.0 max 0.0\nplacement_by rqbalance\ndbus off\nllc 0 cpus 0 runnable 0\nllc 1 cpus 1 runnable 0\n"
 		 "shaping no-cpu-controller neither a v1 cpu hierarchy nor cgroup2 with the cpu "
 		 "controller: values buy only nice, policy and slice (no class cgroups; a cgroup "
 		 "target gets no weight)\n",

@@ -1,6 +1,8 @@
 /* The feature probe against fake /proc and /sys trees, and its mounts parser. */
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
+#include <zlib.h>
 #include <unistd.h>
 
 #include "sample/features.h"
@@ -143,43 +145,79 @@ static void print_names_every_feature(void **state)
 /* keep_together and latency_apart stand down where the kernel places by cache. */
 static void kernel_places(void **state)
 {
-	char root[] = "/tmp/rqb-feat-XXXXXX", why[320] = "";
+	char root[] = "/tmp/rqb-feat-XXXXXX", why[320] = "", src[160], path[PATH_MAX];
 	struct features f = { 0 };
+	const char *built = "CONFIG_SCHED_CACHE=y in /boot/config-7.3.4";
+	gzFile gz;
 
 	assert_non_null(mkdtemp(root));
-	assert_false(features_kernel_places(root, false, why, sizeof(why)));
-	assert_false(features_sched_cache_built(root, "6.20.0-1"));
+	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_NOT);
+	/* No config and no BTF: not built, and said so. */
+	assert_false(features_sched_cache_built(root, "6.20.0-1", src, sizeof(src)));
+	assert_string_equal(src, "no kernel config and no BTF to read");
+	/* Each place a distribution puts the config, for its own release only. */
 	put(root, "/boot/config-6.20.0-1", "CONFIG_SCHED_DEBUG=y\nCONFIG_SCHED_CACHE=y\n");
 	put(root, "/boot/config-6.20.0-2", "# CONFIG_SCHED_CACHE is not set\n");
-	assert_true(features_sched_cache_built(root, "6.20.0-1"));
-	assert_false(features_sched_cache_built(root, "6.20.0-2"));
-	/* Built in, and debugfs does not say: assumed on. */
-	assert_true(features_kernel_places(root, true, why, sizeof(why)));
-	assert_non_null(strstr(why, "CONFIG_SCHED_CACHE=y"));
+	put(root, "/usr/lib/modules/7.3.4+deb13-amd64/config", "CONFIG_SCHED_CACHE=y\n");
+	put(root, "/lib/modules/7.2.13/config", "CONFIG_SCHED_CACHE=yy\nCONFIG_SCHED_CACHE=y\n");
+	assert_true(features_sched_cache_built(root, "6.20.0-1", src, sizeof(src)));
+	assert_string_equal(src, "CONFIG_SCHED_CACHE=y in /boot/config-6.20.0-1");
+	assert_false(features_sched_cache_built(root, "6.20.0-2", src, sizeof(src)));
+	assert_string_equal(src, "no CONFIG_SCHED_CACHE in /boot/config-6.20.0-2");
+	assert_true(features_sched_cache_built(root, "7.3.4+deb13-amd64", src, sizeof(src)));
+	assert_string_equal(src, "CONFIG_SCHED_CACHE=y in /usr/lib/modules/7.3.4+deb13-amd64/config");
+	assert_true(features_sched_cache_built(root, "7.2.13", src, sizeof(src)));
+	assert_string_equal(src, "CONFIG_SCHED_CACHE=y in /lib/modules/7.2.13/config");
+	/* /proc/config.gz, compressed, when no file names the release. */
+	snprintf(path, sizeof(path), "%s/proc/config.gz", root);
+	put(root, "/proc/config.gz", "");
+	gz = gzopen(path, "wb");
+	assert_non_null(gz);
+	gzputs(gz, "CONFIG_SMP=y\nCONFIG_SCHED_CACHE=y\n");
+	gzclose(gz);
+	assert_true(features_sched_cache_built(root, "7.4.0", src, sizeof(src)));
+	assert_string_equal(src, "CONFIG_SCHED_CACHE=y in /proc/config.gz");
+	/* Built in, and debugfs does not say (not mounted, or hidden by a sandbox): on. */
+	assert_int_equal(features_kernel_places(root, built, 2, why, sizeof(why)),
+			 KERNEL_PLACES_CACHE);
+	assert_non_null(strstr(why, built));
+	/* One LLC: nothing for it to choose between, whatever says it is on. */
+	assert_int_equal(features_kernel_places(root, built, 1, why, sizeof(why)),
+			 KERNEL_PLACES_NOT);
 	/* debugfs says: it decides. */
 	put(root, "/sys/kernel/debug/sched/llc_balancing/enabled", "0\n");
-	assert_false(features_kernel_places(root, true, why, sizeof(why)));
+	assert_int_equal(features_kernel_places(root, built, 2, why, sizeof(why)), KERNEL_PLACES_NOT);
 	put(root, "/sys/kernel/debug/sched/llc_balancing/enabled", "1\n");
-	assert_true(features_kernel_places(root, false, why, sizeof(why)));
+	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_CACHE);
 	assert_non_null(strstr(why, "llc_balancing/enabled"));
+	assert_int_equal(features_kernel_places(root, "", 1, why, sizeof(why)), KERNEL_PLACES_NOT);
 	rm_rf(root);
 	assert_non_null(mkdtemp(strcpy(root, "/tmp/rqb-feat-XXXXXX")));
 	put(root, "/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS NO_SCHED_CACHE\n");
-	assert_false(features_kernel_places(root, false, why, sizeof(why)));
+	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_NOT);
 	put(root, "/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS SCHED_CACHE\n");
-	assert_true(features_kernel_places(root, false, why, sizeof(why)));
+	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_CACHE);
 	assert_non_null(strstr(why, "SCHED_CACHE"));
 	rm_rf(root);
-	/* A sched_ext scheduler, loaded or not. */
+	/* A sched_ext scheduler, loaded or not; loaded, it places on one LLC too. */
 	assert_non_null(mkdtemp(strcpy(root, "/tmp/rqb-feat-XXXXXX")));
 	put(root, "/sys/kernel/sched_ext/state", "disabled\n");
-	assert_false(features_kernel_places(root, false, why, sizeof(why)));
+	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_NOT);
 	put(root, "/sys/kernel/sched_ext/state", "enabled\n");
 	put(root, "/sys/kernel/sched_ext/root/ops", "lavd_1.0\n");
-	assert_true(features_kernel_places(root, false, why, sizeof(why)));
+	assert_int_equal(features_kernel_places(root, built, 1, why, sizeof(why)),
+			 KERNEL_PLACES_SCHED_EXT);
 	assert_string_equal(why, "sched_ext scheduler lavd_1.0 is enabled: it places the tasks "
 				 "it takes");
 	rm_rf(root);
+	/* This host: its config or its BTF answers, and says which. */
+	{
+		struct utsname u;
+
+		assert_int_equal(uname(&u), 0);
+		features_sched_cache_built("", u.release, src, sizeof(src));
+		assert_true(strstr(src, " in ") != NULL || strstr(src, "no kernel config") != NULL);
+	}
 	/* The feature line, and whether it changed. */
 	assert_true(features_set_placement(&f, false, false, NULL));
 	assert_int_equal(f.f[FEAT_PLACEMENT].state, FEAT_MISSING);

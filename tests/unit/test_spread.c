@@ -24,12 +24,14 @@ struct fx {
 	struct spread_conf sc;       /* c as the policy reads it (sconf) */
 	struct spread_state st;
 	struct plan plan;
+	bool whole;                  /* the kernel keeps processes in one LLC (whole_processes) */
 };
 
 /* The policy's view of f->c, as the daemon builds it each tick. */
 static const struct spread_conf *sconf(struct fx *f)
 {
 	conf_spread(&f->c, &f->sc);
+	f->sc.whole_processes = f->whole;
 	return &f->sc;
 }
 
@@ -111,6 +113,39 @@ static void spreads_to_idle_llc(void **state)
 	add(f, 101, 0);
 	assert_string_equal(decide(f, 100),
 			    "pin tid=101 tgid=101 comm=\"t101\" llc=0->1 cpus=1 why=overload\n");
+	fx_free(f);
+}
+
+/*
+ * Beside the kernel's cache-aware scheduling (whole_processes), no pin takes a thread
+ * away from another runnable thread of its process in its LLC: the kernel keeps them
+ * together there. A task alone of its process still moves, and threads of one process
+ * already apart may.
+ */
+static void whole_processes_keeps_threads_together(void **state)
+{
+	struct fx *f = fx_new(T2);
+
+	add(f, 100, 0)->tgid = 100;
+	add(f, 101, 0)->tgid = 100;
+	assert_string_equal(decide(f, 100),
+			    "pin tid=101 tgid=100 comm=\"t101\" llc=0->1 cpus=1 why=overload\n");
+	fx_free(f);
+
+	f = fx_new(T2);
+	f->whole = true;
+	add(f, 100, 0)->tgid = 100;
+	add(f, 101, 0)->tgid = 100;
+	assert_string_equal(decide(f, 100), "");
+	fx_free(f);
+
+	f = fx_new(T2);
+	f->whole = true;
+	add(f, 100, 0)->tgid = 100;
+	add(f, 101, 0)->tgid = 100;
+	add(f, 99, 0);
+	assert_string_equal(decide(f, 100),
+			    "pin tid=99 tgid=99 comm=\"t99\" llc=0->1 cpus=1 why=overload\n");
 	fx_free(f);
 }
 
@@ -1247,6 +1282,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(spreads_to_idle_llc),
+		cmocka_unit_test(whole_processes_keeps_threads_together),
 		cmocka_unit_test(counts_tasks_not_utilization),
 		cmocka_unit_test(no_idle_cpu_no_move),
 		cmocka_unit_test(lone_task_never_pulled),

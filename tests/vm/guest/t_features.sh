@@ -30,7 +30,31 @@ if kconfig_has SCHEDSTATS; then
 	check "schedstats found" [ "$(state schedstats)" = found ]
 fi
 check "cgroup-v1-cpu found (mounted by init)" [ "$(state cgroup-v1-cpu)" = found ]
+# Cache-aware scheduling (7.2 on): found with no config file in the guest and debugfs
+# not mounted (as inside the shipped unit's sandbox), from the kernel's BTF; switched
+# off in debugfs, rqbalance places alone again.
+if kconfig_has SCHED_CACHE; then
+	check "placed by the kernel's cache-aware scheduling too (BTF, no debugfs)" \
+		grep -q "^placed by: the kernel's cache-aware scheduling" /tmp/features
+	mount -t debugfs debugfs /sys/kernel/debug
+	echo 0 >/sys/kernel/debug/sched/llc_balancing/enabled
+	rqbalanced --features >/tmp/features.off
+	echo 1 >/sys/kernel/debug/sched/llc_balancing/enabled
+	umount /sys/kernel/debug
+	grep '^placed by' /tmp/features.off
+	check "switched off in debugfs: placed by rqbalance" \
+		grep -q "^placed by: rqbalance" /tmp/features.off
+else
+	check "placed by rqbalance alone (no CONFIG_SCHED_CACHE)" \
+		grep -q "^placed by: rqbalance" /tmp/features
+fi
 start_daemon --dry-run
+# What follows reads the start-up log: first that there is one, from a daemon that is up.
+check "the daemon runs" wait_running
+if kconfig_has SCHED_CACHE; then
+	check "the log says the kernel places by cache, from its BTF" \
+		wait_log "placement: the kernel is built with cache-aware scheduling (struct sched_cache_group in the kernel's BTF"
+fi
 if kver_ge 6 9; then
 	check "the start-up log does not call pidfd-thread missing" \
 		sh -c "! grep -q 'features: cannot use pidfd-thread' $LOG"

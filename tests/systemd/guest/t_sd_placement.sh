@@ -1,0 +1,35 @@
+# Who places tasks by cache, found where users run the daemon (issue #42): on a kernel
+# built with cache-aware scheduling (trixie's guest boots trixie-backports' 7.3), the
+# daemon inside the shipped unit's sandbox, where ProtectKernelModules= hides
+# /usr/lib/modules and ProtectKernelTunables= debugfs, still finds it (from the kernel's
+# BTF), and says so in the journal and in rqctl status; rqbalanced --features outside
+# the sandbox reads the release's config where Debian 13 puts it. On a kernel without
+# it (bookworm's 6.1) both say rqbalance places alone.
+. /usr/local/lib/rqbt/lib.sh
+base_state
+r=$(uname -r)
+st=$(rqctl status)
+echo "$st" | grep '^placement_by'
+rqbalanced --features >/tmp/features 2>&1
+grep '^placed by' /tmp/features
+if grep -q '^CONFIG_SCHED_CACHE=y' "/usr/lib/modules/$r/config" 2>/dev/null; then
+	check "rqctl status: the kernel places by cache too" \
+		eval 'echo "$st" | grep -q "^placement_by kernel: "'
+	# Which way the sandboxed daemon found it: debugfs where the sandbox shows it, else
+	# the kernel's BTF (its config under /usr/lib/modules is hidden there).
+	info "inside the sandbox: $(echo "$st" | sed -n 's/^placement_by kernel: //p')"
+	check "found inside the unit's sandbox, from debugfs or the kernel's BTF" \
+		eval 'echo "$st" | grep -qE "struct sched_cache_group in the kernel.s BTF|llc_balancing/enabled"'
+	check "not from the config the sandbox hides" \
+		eval '! echo "$st" | grep -q "/usr/lib/modules"'
+	check "and the journal says so" eval "journalctl -b -u $UNIT -o cat | grep -q 'placement: the kernel is built with cache-aware scheduling'"
+	check "rqbalanced --features outside the sandbox: the kernel's cache-aware scheduling" \
+		grep -q "^placed by: the kernel's cache-aware scheduling" /tmp/features
+	check "read from /usr/lib/modules/$r/config" \
+		grep -q "CONFIG_SCHED_CACHE=y in /usr/lib/modules/$r/config" /tmp/features
+else
+	check "rqctl status: rqbalance places alone" \
+		eval 'echo "$st" | grep -q "^placement_by rqbalance$"'
+	check "rqbalanced --features agrees" grep -q "^placed by: rqbalance" /tmp/features
+fi
+cleanup
