@@ -125,13 +125,17 @@ static void drain(struct procconn *pc, struct seen *s)
 
 /*
  * Waits for the child pid to end, reading the socket meanwhile (so that a fork storm
- * elsewhere has the least chance to fill it), reaps it (it must exit 0), then reads
- * the socket empty: from then on every event of the child has been delivered, unless
- * the socket overflowed.
+ * elsewhere has the least chance to fill it), reaps it (it must exit 0), then reads the
+ * socket until the child's own exit event has come (or an overflow may have taken
+ * it): the kernel sends that event after it wakes the pidfd and the parent's waitpid
+ * (do_exit calls proc_exit_connector after exit_notify), so an empty socket at that
+ * moment once lacked it under load. Then every event of the child has been
+ * delivered, unless the socket overflowed.
  */
 static void finish_child(struct procconn *pc, struct seen *s, pid_t pid)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0), st;
+	uint64_t overflows = s->overflows;
 
 	assert_true(pidfd >= 0);
 	for (;;) {
@@ -148,6 +152,13 @@ static void finish_child(struct procconn *pc, struct seen *s, pid_t pid)
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
+	while (!find(s, EVSRC_EXIT, pid) && s->overflows == overflows) {
+		struct pollfd pfd = { .fd = procconn_fd(pc), .events = POLLIN };
+
+		assert_true(poll(&pfd, 1, -1) > 0 || errno == EINTR);
+		if (pfd.revents)
+			dispatch(pc, s);
+	}
 	drain(pc, s);
 }
 
