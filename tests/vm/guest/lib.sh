@@ -120,11 +120,37 @@ starttime() { awk '{ print $22 }' "/proc/$1/stat"; }
 lastcpu() { awk '{ print $39 }' "/proc/$1/stat"; }
 release() { for p in $HOGS; do taskset -pc "$1" "$p" >/dev/null; done; }
 
-# The kernel's own load balancing off (cpuset root), so that an imbalance made by
-# the test stays until rqbalanced moves something: the test then shows the daemon's
-# work, not the kernel's.
-lb_off() { echo 0 >/sys/fs/cgroup/cpuset/cpuset.sched_load_balance; }
-lb_on() { echo 1 >/sys/fs/cgroup/cpuset/cpuset.sched_load_balance 2>/dev/null; }
+# The kernel's own load balancing off, so that an imbalance made by the test stays
+# until rqbalanced moves something: the test then shows the daemon's work, not the
+# kernel's. Through cgroup v1's cpuset.sched_load_balance where the kernel has it;
+# kernels without it (CONFIG_CPUSETS_V1 off, Debian's 7.x) are booted for these tests
+# with isolcpus=domain on every CPU but the first (tests/vm/run), which leaves no
+# balancing domain at all. The kernel's cache-aware scheduling (7.2 and later) is
+# switched off too, in debugfs, mounted where the daemon looks (it would otherwise
+# stand its placement rules down for a balancer that has no domain to act in).
+LB_DEBUGFS=""
+lb_off() {
+	if [ -e /sys/fs/cgroup/cpuset/cpuset.sched_load_balance ]; then
+		echo 0 >/sys/fs/cgroup/cpuset/cpuset.sched_load_balance
+	elif ! grep -q 'isolcpus=domain' /proc/cmdline; then
+		fail "cannot switch the kernel's balancing off: no cgroup v1 cpuset, and the" \
+			"guest was not booted with isolcpus=domain"
+	fi
+	if [ ! -e /sys/kernel/debug/sched ]; then
+		mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null && LB_DEBUGFS=mounted
+	fi
+	if [ -e /sys/kernel/debug/sched/llc_balancing/enabled ]; then
+		echo 0 >/sys/kernel/debug/sched/llc_balancing/enabled
+		echo "the kernel's cache-aware scheduling: switched off"
+		LB_DEBUGFS="$LB_DEBUGFS off"
+	fi
+}
+lb_on() {
+	echo 1 >/sys/fs/cgroup/cpuset/cpuset.sched_load_balance 2>/dev/null
+	case $LB_DEBUGFS in *off) echo 1 >/sys/kernel/debug/sched/llc_balancing/enabled ;; esac
+	case $LB_DEBUGFS in mounted*) umount /sys/kernel/debug ;; esac
+	LB_DEBUGFS=""
+}
 
 # start_daemon [args...]: rqbalanced in the foreground, logging to $LOG, which is
 # emptied here, before the daemon is started: a background job opens its redirection
