@@ -76,8 +76,8 @@ enum kernel_places {
  * Whether the kernel places tasks by cache itself: a sched_ext scheduler loaded, or
  * cache-aware scheduling switched on (debugfs sched/llc_balancing/enabled, or the
  * SCHED_CACHE sched feature), or built in (built: features_sched_cache_built's source,
- * "" where not built) where debugfs does not say or is not there, as inside the shipped
- * unit's sandbox; never with fewer than two LLCs (nllcs), where it does nothing. why:
+ * "" where not built) where debugfs does not say or is not mounted; never with fewer
+ * than two LLCs (nllcs), where it does nothing. why:
  * what, for the log. Cheap enough to call once a second (sched_ext comes and goes).
  */
 enum kernel_places features_kernel_places(const char *root, const char *built, int nllcs,

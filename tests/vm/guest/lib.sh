@@ -146,7 +146,8 @@ lb_off() {
 	fi
 }
 lb_on() {
-	echo 1 >/sys/fs/cgroup/cpuset/cpuset.sched_load_balance 2>/dev/null
+	local lb=/sys/fs/cgroup/cpuset/cpuset.sched_load_balance
+	if [ -e $lb ]; then echo 1 >$lb; fi
 	case $LB_DEBUGFS in *off) echo 1 >/sys/kernel/debug/sched/llc_balancing/enabled ;; esac
 	case $LB_DEBUGFS in mounted*) umount /sys/kernel/debug ;; esac
 	LB_DEBUGFS=""

@@ -31,8 +31,8 @@ if kconfig_has SCHEDSTATS; then
 fi
 check "cgroup-v1-cpu found (mounted by init)" [ "$(state cgroup-v1-cpu)" = found ]
 # Cache-aware scheduling (7.2 on): found with no config file in the guest and debugfs
-# not mounted (as inside the shipped unit's sandbox), from the kernel's BTF; switched
-# off in debugfs, rqbalance places alone again.
+# not mounted, from the kernel's BTF; switched off in debugfs, rqbalance places alone
+# again.
 if kconfig_has SCHED_CACHE; then
 	check "placed by the kernel's cache-aware scheduling too (BTF, no debugfs)" \
 		grep -q "^placed by: the kernel's cache-aware scheduling" /tmp/features
