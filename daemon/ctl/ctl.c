@@ -232,11 +232,11 @@ static void status_text(struct ctl_server *srv, const struct ctl_caller *who, ch
 	    st.tick_avg_us[TICK_SAMPLE], st.tick_avg_us[TICK_VERIFY],
 	    st.tick_avg_us[TICK_LATENCY], st.tick_avg_us[TICK_POLICY], st.tick_avg_us[TICK_ACT],
 	    st.tick_max_us);
-	/* The D-Bus API: the names owned, or off. */
 	/* Who places tasks by cache: rqbalance alone, or the kernel or a BPF scheduler too. */
 	PUT("placement_by %s%s%s\n", st.placement_by ? st.placement_by : "rqbalance",
 	    st.placement_why && st.placement_why[0] ? ": " : "",
 	    st.placement_why ? st.placement_why : "");
+	/* The D-Bus API: the names owned, or off. */
 	PUT("dbus %s%s%s\n", st.dbus ? "org.rqbalance1" : "off", st.dbus_s76 ? " " : "",
 	    st.dbus_s76 ? "com.system76.Scheduler" : "");
 	for (int l = 0; l < tp->nllcs; l++) {

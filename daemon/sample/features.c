@@ -227,7 +227,7 @@ static int config_has(const char *root, const char *path, const char *opt)
 
 	if (snprintf(p, sizeof(p), "%s%s", root, path) >= (int)sizeof(p))
 		return -ENAMETOOLONG;
-	f = gzopen(p, "rb");
+	f = gzopen(p, "rbe"); /* e: O_CLOEXEC */
 	if (!f)
 		return -ENOENT;
 	while (!found && gzgets(f, line, sizeof(line)))
