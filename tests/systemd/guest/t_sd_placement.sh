@@ -4,7 +4,8 @@
 # ProtectKernelTunables= leaves /sys/kernel/debug readable there) and, with debugfs
 # unmounted, from the kernel's BTF, since ProtectKernelModules= hides the config in
 # /usr/lib/modules; it says so in the journal and in rqctl status. rqbalanced
-# --features outside the sandbox reads the config where Debian 13 puts it. On a kernel
+# --features outside the sandbox, with debugfs unmounted, reads the config where
+# Debian 13 puts it. On a kernel
 # without it (bookworm's 6.1) both say rqbalance places alone.
 . /usr/local/lib/rqbt/lib.sh
 base_state
@@ -35,12 +36,15 @@ if grep -q '^CONFIG_SCHED_CACHE=y' "/usr/lib/modules/$r/config" 2>/dev/null; the
 	echo "$st" | grep '^placement_by'
 	check "without debugfs, the sandboxed daemon finds it in the kernel's BTF" \
 		eval 'echo "$st" | grep -q "^placement_by kernel: .*struct sched_cache_group in the kernel.s BTF"'
-	check "debugfs mounted again" systemctl start sys-kernel-debug.mount
-	check "the daemon restarted once more" systemctl restart "$UNIT"
+	# Outside the sandbox, still without debugfs (which would be read first): the config.
+	rqbalanced --features >/tmp/features 2>&1
+	grep '^placed by' /tmp/features
 	check "rqbalanced --features outside the sandbox: the kernel's cache-aware scheduling" \
 		grep -q "^placed by: the kernel's cache-aware scheduling" /tmp/features
 	check "read from /usr/lib/modules/$r/config" \
 		grep -q "CONFIG_SCHED_CACHE=y in /usr/lib/modules/$r/config" /tmp/features
+	check "debugfs mounted again" systemctl start sys-kernel-debug.mount
+	check "the daemon restarted once more" systemctl restart "$UNIT"
 else
 	check "rqctl status: rqbalance places alone" \
 		eval 'echo "$st" | grep -q "^placement_by rqbalance$"'
