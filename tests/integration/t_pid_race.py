@@ -6,15 +6,16 @@ A real unprivileged user (the attacker) asks for a value on a process of its own
 second real user runs a fork-per-connection server in a cgroup root put it in. The
 test holds the daemon (ptrace) at the entry of the write that names the attacker's
 process by number, after every check the daemon makes, and there kills and reaps that
-process and has the server fork a worker that takes its pid (ns_last_pid): the race
-the review won once in 190 tries, made every time. The kernel then writes the worker.
-For each such write (sched_setattr of the value, the move into a class through the
+process, and a worker of the second user's, made as its server makes one, takes its
+pid (clone3's set_tid): the race the review won once in 190 tries, made every time.
+The kernel then writes the worker. For each such write (sched_setattr of the value, the move into a class through the
 tasks file, sched_setaffinity of a spread pin) the worker must end with what its
 server gave it: its cgroup, nice, policy and affinity. The daemon says so in its log.
 
 Then the review's untried case: the daemon SIGKILLed at that moment, the pid reused,
 and a restart, whose restore must not write the worker either."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,7 +28,95 @@ from rqb import sched_field as sched
 from rqb_user import User
 
 CPU_V1 = "/sys/fs/cgroup/cpu"
-NS_LAST_PID = "/proc/sys/kernel/ns_last_pid"
+
+# A stand-in for the server's fork: joins the cgroup whose tasks file is TASKS, takes
+# NICE, and makes PROG's process at PID (clone3's set_tid, which takes CAP_SYS_ADMIN)
+# as UID:GID with RLIMIT_NICE 0, so that it is made where and as the server makes its
+# workers; prints PID once PROG is exec'd and stays, as its creator, until stdin ends.
+PIDAT = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int join(const char *tasks)
+{
+	int fd = open(tasks, O_WRONLY);
+
+	if (fd < 0 || dprintf(fd, "%d", (int)getpid()) < 0)
+		return -1;
+	return close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	pid_t want;
+	struct clone_args a;
+	struct rlimit rl = { 0, 0 };
+	int p[2], fd;
+	long r;
+	char c;
+
+	if (argc < 7)
+		return 2;
+	want = (pid_t)atoi(argv[1]);
+	memset(&a, 0, sizeof(a));
+	a.exit_signal = SIGCHLD;
+	a.set_tid = (uintptr_t)&want;
+	a.set_tid_size = 1;
+	if (join(argv[5]) < 0 || setpriority(PRIO_PROCESS, 0, atoi(argv[4])) < 0 ||
+	    pipe2(p, O_CLOEXEC) < 0) {
+		perror("pidat");
+		return 1;
+	}
+	r = syscall(SYS_clone3, &a, sizeof(a));
+	if (r < 0) {
+		perror("pidat: clone3");
+		return 1;
+	}
+	if (r == 0) {
+		close(p[0]);
+		fd = open("/dev/null", O_RDWR); /* not the pipes the test reads */
+		if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 ||
+		    setrlimit(RLIMIT_NICE, &rl) < 0 || setgroups(0, NULL) < 0 ||
+		    setgid((gid_t)atoi(argv[3])) < 0 || setuid((uid_t)atoi(argv[2])) < 0) {
+			perror("pidat: worker");
+			_exit(126);
+		}
+		dup2(fd, 2);
+		execv(argv[6], argv + 6);
+		_exit(127);
+	}
+	close(p[1]);
+	if (read(p[0], &c, 1) != 0) /* end of file: it exec'd */
+		return 1;
+	printf("%ld\n", r);
+	fflush(stdout);
+	while (read(0, &c, 1) > 0)
+		;
+	return 0;
+}
+"""
+
+
+def build_pidat(tmp):
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if not cc:
+        skip("no C compiler")
+    src, exe = os.path.join(tmp, "pidat.c"), os.path.join(tmp, "pidat")
+    with open(src, "w") as f:
+        f.write(PIDAT)
+    subprocess.run([cc, "-O2", "-o", exe, src], check=True)
+    return exe
+
 
 # The victim: forks a sleeping worker per line read and prints its pid.
 SERVER = ("import os, signal, sys, time\n"
@@ -44,7 +133,7 @@ SERVER = ("import os, signal, sys, time\n"
 class Server:
     """The victim user's fork-per-connection server, in a cgroup root put it in."""
 
-    def __init__(self, user):
+    def __init__(self, user, tmp):
         self.group = f"/{CGROUP_ROOT}-victim"
         os.makedirs(CPU_V1 + self.group, exist_ok=True)
         self.p = user.popen(["/usr/bin/python3", "-c", SERVER], stdin=subprocess.PIPE,
@@ -53,22 +142,28 @@ class Server:
         with open(f"{CPU_V1}{self.group}/tasks", "w") as f:
             f.write(str(self.pid))
         self.workers = []
+        self.makers = []
+        self.user = user
+        self.pidat = build_pidat(tmp)
 
     def fork_as(self, pid):
-        """A worker that takes pid, which must be free: the next pid the kernel hands
-        out is set (ns_last_pid) just before the server forks. A fork elsewhere on the
-        machine in between takes it first: the worker is then dropped and made again."""
-        for _ in range(50):
-            with open(NS_LAST_PID, "w") as f:
-                f.write(str(pid - 1))
-            self.p.stdin.write("fork\n")
-            self.p.stdin.flush()
-            w = int(self.p.stdout.readline())
-            if w == pid:
-                self.workers.append(w)
-                return w
-            os.kill(w, signal.SIGKILL)
-        raise AssertionError(f"no worker took pid {pid} in 50 forks")
+        """A worker of the victim's at pid, which must be free, made as the server makes
+        one (the victim's uid, the server's cgroup, nice and limits) by PIDAT, which
+        asks the kernel for that pid (clone3's set_tid) and answers once the worker has
+        exec'd, so that it is whole before the daemon goes on. Handed out through
+        ns_last_pid instead, the pid went to other forks 200 times in a row on a
+        machine busy forking."""
+        nice = os.getpriority(os.PRIO_PROCESS, self.pid)
+        p = subprocess.Popen([self.pidat, str(pid), str(self.user.uid), str(self.user.gid),
+                              str(nice), f"{CPU_V1}{self.group}/tasks", "/bin/sleep", "600"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.makers.append(p)
+        line = p.stdout.readline().strip()
+        if line != str(pid):
+            raise AssertionError(f"no worker at pid {pid} (pidat said {line!r}, "
+                                 f"exit {p.poll()})")
+        self.workers.append(pid)
+        return pid
 
     def remove(self):
         wait_until(lambda: not open(f"{CPU_V1}{self.group}/tasks").read().strip(), 30)
@@ -82,7 +177,7 @@ def state(pid):
 
 def reuse(pid, server):
     """What the holder runs at the write: the attacker's process dies and is reaped (by
-    runuser, its parent), and the server's next worker takes its pid."""
+    runuser, its parent), and a worker of the victim's takes its pid."""
     os.kill(pid, signal.SIGKILL)
     check(wait_until(lambda: not os.path.exists(f"/proc/{pid}"), 10),
           f"the attacker's process {pid} is reaped")
@@ -212,12 +307,10 @@ def test():
         skip("the ptrace holder reads x86_64's syscall numbers")
     if not os.path.exists(os.path.join(CPU_V1, "cpu.shares")):
         skip(f"needs the v1 cpu controller at {CPU_V1} (this machine's layout)")
-    if not os.access(NS_LAST_PID, os.W_OK):
-        skip(f"{NS_LAST_PID} is not writable: no way to hand a pid to a new task")
     with tmpdir() as tmp, User("rqbra") as attacker, User("rqbrv") as victim_user:
         prog = user_rqctl(tmp)
         sleep = private_copy(tmp, "sleep")
-        server = Server(victim_user)
+        server = Server(victim_user, tmp)
         try:
             latency_case(tmp, attacker, server, prog, sleep, "sched")
             latency_case(tmp, attacker, server, prog, sleep, "move")
@@ -235,6 +328,9 @@ def test():
                     os.kill(w, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+            for p in server.makers:
+                p.kill()
+                p.wait()
             server.remove()
 
 
