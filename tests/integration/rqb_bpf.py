@@ -41,9 +41,10 @@ def caps(pid):
 
 
 def records(path):
-    """The snapshots in a --record file: a list of (cpus {cpu: nr}, tasks [fields])."""
+    """The snapshots in a --record file: a list of (cpus {cpu: nr}, tasks [fields]). A
+    comm is the kernel's bytes, which need not be UTF-8: read as they are."""
     snaps, cpus, tasks = [], {}, []
-    with open(path) as f:
+    with open(path, errors="surrogateescape") as f:
         for line in f:
             w = line.split()
             if not w:
