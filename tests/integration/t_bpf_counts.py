@@ -70,7 +70,7 @@ def runnable_per_cpu(skip_tgids):
 def snapshot_times(path):
     """The NOW_NS (CLOCK_MONOTONIC, the tick's) of each whole snapshot in a record."""
     out, now = [], None
-    with open(path) as f:
+    with open(path, errors="surrogateescape") as f:  # comms are bytes
         for line in f:
             w = line.split()
             if w and w[0] == "snapshot":

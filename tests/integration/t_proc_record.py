@@ -8,7 +8,7 @@ from rqb import Daemon, Hogs, check, main, require, start_time, tmpdir
 
 def tasks_in(record, pid):
     out = []
-    with open(record) as f:
+    with open(record, errors="surrogateescape") as f:  # comms are bytes
         for line in f:
             w = line.split()
             if w[:2] == ["task", str(pid)]:
