@@ -8,9 +8,10 @@ test holds the daemon (ptrace) at the entry of the write that names the attacker
 process by number, after every check the daemon makes, and there kills and reaps that
 process, and a worker of the second user's, made as its server makes one, takes its
 pid (clone3's set_tid): the race the review won once in 190 tries, made every time.
-The kernel then writes the worker. For each such write (sched_setattr of the value, the move into a class through the
-tasks file, sched_setaffinity of a spread pin) the worker must end with what its
-server gave it: its cgroup, nice, policy and affinity. The daemon says so in its log.
+The kernel then writes the worker. For each such write (sched_setattr of the value,
+the move into a class through the tasks file, sched_setaffinity of a spread pin) the
+worker must end with what its server gave it: its cgroup, nice, policy and affinity.
+The daemon says so in its log.
 
 Then the review's untried case: the daemon SIGKILLed at that moment, the pid reused,
 and a restart, whose restore must not write the worker either."""
@@ -118,16 +119,11 @@ def build_pidat(tmp):
     return exe
 
 
-# The victim: forks a sleeping worker per line read and prints its pid.
-SERVER = ("import os, signal, sys, time\n"
-          "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+# The victim's server: its uid, cgroup, nice and limits are what its workers are made
+# with (Server.fork_as); it prints its pid.
+SERVER = ("import os, sys\n"
           "print(os.getpid(), flush=True)\n"
-          "for line in sys.stdin:\n"
-          "    pid = os.fork()\n"
-          "    if pid == 0:\n"
-          "        time.sleep(600)\n"
-          "        os._exit(0)\n"
-          "    print(pid, flush=True)\n")
+          "sys.stdin.read()\n")
 
 
 class Server:
