@@ -298,6 +298,13 @@ def private_copy(tmp, prog):
     return dst
 
 
+def record_lines(path):
+    """Each line of a --record file, split into its fields. A comm is the kernel's
+    bytes, which need not be UTF-8: they are read as they are."""
+    with open(path, errors="surrogateescape") as f:
+        return [line.split() for line in f]
+
+
 def tmpdir():
     return tempfile.TemporaryDirectory(prefix="rqb-it-")
 

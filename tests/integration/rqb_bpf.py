@@ -2,7 +2,7 @@
 import re
 import time
 
-from rqb import skip
+from rqb import record_lines, skip
 
 # Capability bits, as /proc/PID/status prints them in hex.
 CAP_SYS_ADMIN, CAP_SYS_NICE, CAP_PERFMON, CAP_BPF = 21, 23, 38, 39
@@ -41,20 +41,17 @@ def caps(pid):
 
 
 def records(path):
-    """The snapshots in a --record file: a list of (cpus {cpu: nr}, tasks [fields]). A
-    comm is the kernel's bytes, which need not be UTF-8: read as they are."""
+    """The snapshots in a --record file: a list of (cpus {cpu: nr}, tasks [fields])."""
     snaps, cpus, tasks = [], {}, []
-    with open(path, errors="surrogateescape") as f:
-        for line in f:
-            w = line.split()
-            if not w:
-                continue
-            if w[0] == "snapshot":
-                cpus, tasks = {}, []
-            elif w[0] == "cpu":
-                cpus[int(w[1])] = int(w[2])
-            elif w[0] == "task":
-                tasks.append(w)
-            elif w[0] == "end":
-                snaps.append((cpus, tasks))
+    for w in record_lines(path):
+        if not w:
+            continue
+        if w[0] == "snapshot":
+            cpus, tasks = {}, []
+        elif w[0] == "cpu":
+            cpus[int(w[1])] = int(w[2])
+        elif w[0] == "task":
+            tasks.append(w)
+        elif w[0] == "end":
+            snaps.append((cpus, tasks))
     return snaps

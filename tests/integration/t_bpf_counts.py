@@ -20,7 +20,7 @@ import os
 import statistics
 import time
 
-from rqb import Daemon, Hogs, check, main, require, tmpdir
+from rqb import Daemon, Hogs, check, main, record_lines, require, tmpdir
 from rqb_bpf import records, wait_bpf
 
 TICKS = 30  # snapshots recorded while the test reads /proc
@@ -70,13 +70,11 @@ def runnable_per_cpu(skip_tgids):
 def snapshot_times(path):
     """The NOW_NS (CLOCK_MONOTONIC, the tick's) of each whole snapshot in a record."""
     out, now = [], None
-    with open(path, errors="surrogateescape") as f:  # comms are bytes
-        for line in f:
-            w = line.split()
-            if w and w[0] == "snapshot":
-                now = int(w[2])
-            elif w and w[0] == "end":
-                out.append(now)
+    for w in record_lines(path):
+        if w and w[0] == "snapshot":
+            now = int(w[2])
+        elif w and w[0] == "end":
+            out.append(now)
     return out
 
 

@@ -3,17 +3,11 @@ shows up on that CPU in the snapshots --record writes (the replay format). A rec
 whose writes fail (/dev/full) stops with one warning, and the daemon runs on."""
 import os
 
-from rqb import Daemon, Hogs, check, main, require, start_time, tmpdir
+from rqb import Daemon, Hogs, check, main, record_lines, require, start_time, tmpdir
 
 
 def tasks_in(record, pid):
-    out = []
-    with open(record, errors="surrogateescape") as f:  # comms are bytes
-        for line in f:
-            w = line.split()
-            if w[:2] == ["task", str(pid)]:
-                out.append(w)
-    return out
+    return [w for w in record_lines(record) if w[:2] == ["task", str(pid)]]
 
 
 def test():

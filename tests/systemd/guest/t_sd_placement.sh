@@ -5,8 +5,8 @@
 # unmounted, from the kernel's BTF, since ProtectKernelModules= hides the config in
 # /usr/lib/modules; it says so in the journal and in rqctl status. rqbalanced
 # --features outside the sandbox, with debugfs unmounted, reads the config where
-# Debian 13 puts it. On a kernel
-# without it (bookworm's 6.1) both say rqbalance places alone.
+# Debian 13 puts it. On a kernel without it (bookworm's 6.1) both say rqbalance
+# places alone.
 . /usr/local/lib/rqbt/lib.sh
 base_state
 r=$(uname -r)
