@@ -34,7 +34,7 @@ print_record() {
 	tail -n 100 "$RECORD"
 }
 fail() {
-	echo "not ok: $*"
+	echo "not ok: $* ($(when))"
 	cleanup
 	[ -n "$RECORD" ] && [ -e "$RECORD" ] && print_record
 	exit 1
@@ -75,8 +75,11 @@ hog() {
 # has the time to say what it saw. (A wait of 300 tries once outlived the test's
 # 300 s: a guest that runs slowly makes each try slow too.)
 uptime_s() { local up _; read -r up _ </proc/uptime; echo "${up%.*}"; }
-DEADLINE=$(($(uptime_s) + ${TEST_LIMIT:-300} - 60))
+T0=$(uptime_s)
+DEADLINE=$((T0 + ${TEST_LIMIT:-300} - 60))
 past_deadline() { [ "$(uptime_s)" -ge "$DEADLINE" ]; }
+# when: how far into the test, for a wait's message ("at 37 s of 240").
+when() { echo "at $(($(uptime_s) - T0)) s of $((DEADLINE - T0))"; }
 
 # kconfig_has OPT: the booted kernel has CONFIG_OPT=y (its config, put in /tests/kconfig
 # by tests/vm/run). kver_ge MAJOR MINOR: it is that version or later.
@@ -193,7 +196,7 @@ stop_daemon() { # signal
 log_has() { [ "$(grep -c "$1" "$LOG" 2>/dev/null)" -ge "$2" ]; }
 wait_log() {
 	poll_until 1200 log_has "$1" "${2:-1}" && return 0
-	echo "no ${2:-1} line(s) matching '$1' in $LOG"
+	echo "no ${2:-1} line(s) matching '$1' in $LOG ($(when))"
 	return 1
 }
 
@@ -305,4 +308,36 @@ need_llcs() {
 		echo "needs two LLCs of two CPUs or more (this guest: LLC0 $LLC0 of $ALL)"
 		exit 77
 	fi
+}
+
+# For t_scx and t_scx_share: a sched_ext scheduler of the kernel's examples
+# (tests/vm/scx builds them, tests/vm/run --scx puts them in /bin). need_scx skips a
+# test without; scx_load NAME starts one and waits until the kernel says it is
+# enabled (its pid in SCX and HOGS); scx_unload stops it and waits until disabled.
+need_scx() {
+	[ -e /sys/kernel/sched_ext/state ] || { echo "no sched_ext in this kernel"; exit 77; }
+	command -v scx_simple >/dev/null ||
+		{ echo "no scx_simple in this guest (tests/vm/run --scx DIR; tests/vm/scx builds it)"; exit 77; }
+}
+scx_state() { cat /sys/kernel/sched_ext/state; }
+# scx_why NAME: what the kernel and the scheduler said when it unloaded.
+scx_why() {
+	echo "the kernel says $(scx_state); $1 printed: $(tail -n 5 "/tmp/$1.out");" \
+		"dmesg: $(dmesg | grep -i 'sched_ext' | tail -n 3)"
+}
+scx_is() { [ "$(scx_state)" = "$1" ]; }
+SCX=""
+scx_load() {
+	local t=$(uptime_s)
+	"$1" >"/tmp/$1.out" 2>&1 &
+	SCX=$!
+	HOGS="$HOGS $SCX"
+	poll_until 600 scx_is enabled || fail "$1 did not load: $(scx_state); $(cat "/tmp/$1.out")"
+	echo "$1 loaded in $(($(uptime_s) - t)) s: ops $(cat /sys/kernel/sched_ext/root/ops)"
+}
+scx_unload() {
+	kill -INT "$SCX"
+	wait "$SCX" 2>/dev/null
+	poll_until 600 scx_is disabled || fail "the scheduler did not unload: $(scx_state)"
+	SCX=""
 }
