@@ -12,7 +12,9 @@
  * overflowed is redone (up to MAX_ATTEMPTS times, saying so), and skipped, with the
  * reason, if the machine never lets it run clean.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -376,9 +378,39 @@ static void test_overflow(void **state)
 	procconn_close(pc);
 }
 
-static void test_close_null(void **state)
+/* Descriptors this process holds now. */
+static int open_fds(void)
 {
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the directory's own */
+}
+
+/* procconn_close: NULL is a no-op; an open connector's socket goes with it. */
+static void test_close(void **state)
+{
+	int before = open_fds(), fd;
+	struct procconn *pc;
+	struct seen s;
+
 	procconn_close(NULL);
+	assert_int_equal(open_fds(), before);
+	pc = open_or_skip(&s);
+	fd = procconn_fd(pc);
+	assert_true(fd >= 0);
+	assert_true(fcntl(fd, F_GETFD) >= 0);
+	assert_int_equal(open_fds(), before + 1);
+	procconn_close(pc);
+	errno = 0;
+	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	assert_int_equal(errno, EBADF);
+	assert_int_equal(open_fds(), before);
 }
 
 /* Reads the source empty through the interface. */
@@ -429,7 +461,7 @@ static void test_through_evsrc(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_close_null),
+		cmocka_unit_test(test_close),
 		cmocka_unit_test(test_child_lifecycle),
 		cmocka_unit_test(test_counters),
 		cmocka_unit_test(test_overflow),
