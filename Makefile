@@ -50,8 +50,7 @@ UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 # The ctl and bus fuzz targets and the ctl server and latency manager tests share one
 # in-memory daemon.
 $(B)/tests/unit/test_ctlsrv $(B)/tests/unit/test_latmgr $(B)/tests/fuzz/fuzz_ctl $(B)/fuzz/fuzz_ctl \
-	$(B)/tests/unit/test_latmgr_view $(B)/tests/unit/test_latmgr_plan $(B)/tests/unit/test_latmgr_events \
-	$(B)/tests/unit/test_latmgr_source \
+	$(B)/tests/unit/test_latmgr_view \
 	$(B)/tests/fuzz/fuzz_bus $(B)/fuzz/fuzz_bus: tests/common/ctl_harness.h
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
