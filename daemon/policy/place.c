@@ -111,8 +111,10 @@ static struct place_lat *find_lat(struct spread_state *st, pid_t tid, uint64_t s
  * The latency tasks the snapshot names, each with where it last ran and when, kept
  * from the last tick: both lists are sorted by tid, so a merge. 0 or -ENOMEM.
  */
-static int update_lats(const struct snapshot *s, struct spread_state *st)
+static int update_lats(const struct spread_tick *tk)
 {
+	const struct snapshot *s = tk->s;
+	struct spread_state *st = tk->st;
 	struct place_lat *n = NULL;
 	size_t j = 0;
 
@@ -142,7 +144,7 @@ static int update_lats(const struct snapshot *s, struct spread_state *st)
 			continue;
 		l = find_lat(st, t->tid, t->start_time);
 		if (l) {
-			l->llc = s->topo->cpus[t->cpu].llc;
+			l->llc = tk->tp->cpus[t->cpu].llc;
 			l->seen_ns = s->now_ns;
 		}
 	}
@@ -155,7 +157,7 @@ static int update_lats(const struct snapshot *s, struct spread_state *st)
 			continue;
 		l = find_lat(st, sl->tid, sl->start_time);
 		if (l && l->seen_ns != s->now_ns) {
-			l->llc = s->topo->cpus[sl->ran_cpu].llc;
+			l->llc = tk->tp->cpus[sl->ran_cpu].llc;
 			l->seen_ns = s->now_ns;
 		}
 	}
@@ -164,31 +166,34 @@ static int update_lats(const struct snapshot *s, struct spread_state *st)
 
 /* ---- shared ---- */
 
+/* Why a pin of one rule goes back now, arg the rule's own; NULL to keep it. */
+typedef const char *keep_fn(const struct spread_tick *tk, const struct spread_pin *p,
+			    const void *arg);
+
 /* Gives back every pin of kind that keep() refuses, within the budget. 0 or -ENOMEM. */
-static int release_where(const struct snapshot *s, struct spread_state *st, struct plan *plan,
-			 unsigned *budget, enum spread_pin_kind kind,
-			 const char *(*keep)(const struct snapshot *, struct spread_state *,
-					     const struct spread_pin *, const void *),
-			 const void *ctx)
+static int release_where(struct spread_tick *tk, enum spread_pin_kind kind, keep_fn *keep,
+			 const void *arg)
 {
-	for (size_t i = 0; i < st->npins && *budget > 0;) {
+	struct spread_state *st = tk->st;
+
+	for (size_t i = 0; i < st->npins && tk->budget > 0;) {
 		const char *why;
 
-		if (st->pins[i].kind != kind || !(why = keep(s, st, &st->pins[i], ctx))) {
+		if (st->pins[i].kind != kind || !(why = keep(tk, &st->pins[i], arg))) {
 			i++;
 			continue;
 		}
-		if (spread_plan_unpin(s, st, plan, i, why) < 0)
+		if (spread_plan_unpin(tk, i, why) < 0)
 			return -ENOMEM;
-		(*budget)--;
+		tk->budget--;
 	}
 	return 0;
 }
 
-static const char *off_why(const struct snapshot *s, struct spread_state *st,
-			   const struct spread_pin *p, const void *ctx)
+static const char *off_why(const struct spread_tick *tk, const struct spread_pin *p,
+			   const void *arg)
 {
-	return ctx;
+	return arg;
 }
 
 /*
@@ -198,12 +203,12 @@ static const char *off_why(const struct snapshot *s, struct spread_state *st,
  * bursts too short to show in one (it is pinned to keep it on its LLC, not to move
  * load).
  */
-static bool pinnable(const struct snapshot *s, const struct spread_conf *c,
-		     const struct spread_state *st, const struct snap_task *t)
+static bool pinnable(const struct spread_tick *tk, const struct snap_task *t)
 {
-	return (!(t->flags & SNAP_TASK_NO_CPU) || t->lat_nice < 0) && !spread_ineligible(s, c, t) &&
-	       spread_pin_idx(st, t->tid, t->start_time) < 0 &&
-	       !spread_recently_moved(st, t->tid, t->start_time);
+	return (!(t->flags & SNAP_TASK_NO_CPU) || t->lat_nice < 0) &&
+	       !spread_ineligible(tk->s, tk->c, t) &&
+	       spread_pin_idx(tk->st, t->tid, t->start_time) < 0 &&
+	       !spread_recently_moved(tk->st, t->tid, t->start_time);
 }
 
 static void mask_of(const struct topo *tp, const unsigned char *llcs, bool in, cpu_set_t *ret)
@@ -226,8 +231,10 @@ static int cmp_tg(const void *a, const void *b)
 }
 
 /* The bucketed tasks, by process; returns how many. */
-static size_t group_by_process(const struct snapshot *s, struct spread_state *st)
+static size_t group_by_process(const struct spread_tick *tk)
 {
+	const struct snapshot *s = tk->s;
+	struct spread_state *st = tk->st;
 	int nslots = s->nr_cpu_ids ? st->bucket_start[s->nr_cpu_ids - 1] : 0;
 	size_t n = 0;
 
@@ -246,14 +253,14 @@ static size_t group_by_process(const struct snapshot *s, struct spread_state *st
 }
 
 /* The least loaded spreadable LLC per CPU other than not; -1 if none. */
-static int least_loaded(const struct snapshot *s, const struct spread_conf *c,
-			const struct spread_state *st, int not, const unsigned char *skip)
+static int least_loaded(const struct spread_tick *tk, int not, const unsigned char *skip)
 {
-	const struct topo *tp = s->topo;
+	const struct topo *tp = tk->tp;
+	const struct spread_state *st = tk->st;
 	int best = -1;
 
 	for (int l = 0; l < tp->nllcs; l++) {
-		if (l == not || !spread_llc_ok(tp, c, l) || (skip && skip[l]))
+		if (l == not || !spread_llc_ok(tk, l) || (skip && skip[l]))
 			continue;
 		if (best < 0 || spread_load_less(st->llc_load[l], tp->llcs[l].ncpus,
 						 st->llc_load[best], tp->llcs[best].ncpus))
@@ -266,11 +273,11 @@ static int least_loaded(const struct snapshot *s, const struct spread_conf *c,
  * LLC l too busy to hold a process: more tasks than CPUs, and more than
  * TOGETHER_IMB_PCT per CPU over the least busy other LLC.
  */
-static bool too_busy(const struct snapshot *s, const struct spread_conf *c,
-		     const struct spread_state *st, int l)
+static bool too_busy(const struct spread_tick *tk, int l)
 {
-	const struct topo *tp = s->topo;
-	int m = least_loaded(s, c, st, l, NULL);
+	const struct topo *tp = tk->tp;
+	const struct spread_state *st = tk->st;
+	int m = least_loaded(tk, l, NULL);
 
 	return m >= 0 && st->llc_nr[l] > tp->llcs[l].ncpus &&
 	       (long long)st->llc_nr[l] * tp->llcs[m].ncpus * 100 >
@@ -278,14 +285,14 @@ static bool too_busy(const struct snapshot *s, const struct spread_conf *c,
 }
 
 /* Its preferred LLC: the highest score among spreadable LLCs, the least loaded of equals. */
-static int preferred(const struct snapshot *s, const struct spread_conf *c,
-		     const struct spread_state *st, const struct place_proc *p)
+static int preferred(const struct spread_tick *tk, const struct place_proc *p)
 {
-	const struct topo *tp = s->topo;
+	const struct topo *tp = tk->tp;
+	const struct spread_state *st = tk->st;
 	int best = -1;
 
 	for (int l = 0; l < tp->nllcs && l < PLACE_MAX_LLCS; l++) {
-		if (!spread_llc_ok(tp, c, l) || !p->score[l] || st->reserved[l])
+		if (!spread_llc_ok(tk, l) || !p->score[l] || st->reserved[l])
 			continue;
 		if (best < 0 || p->score[l] > p->score[best] ||
 		    (p->score[l] == p->score[best] &&
@@ -304,14 +311,15 @@ struct seen {
 	uint64_t oldest_start;   /* the earliest start time among its threads listed */
 };
 
-static void look(const struct snapshot *s, const struct spread_state *st, size_t from, size_t to,
-		 struct seen *ret)
+static void look(const struct spread_tick *tk, size_t from, size_t to, struct seen *ret)
 {
+	const struct spread_state *st = tk->st;
+
 	memset(ret, 0, sizeof(*ret));
 	ret->oldest_start = UINT64_MAX;
 	for (size_t k = from; k < to; k++) {
-		const struct snap_task *t = &s->tasks[st->bucket[st->bytg[k].slot]];
-		int l = s->topo->cpus[t->cpu].llc;
+		const struct snap_task *t = &tk->s->tasks[st->bucket[st->bytg[k].slot]];
+		int l = tk->tp->cpus[t->cpu].llc;
 
 		if (t->start_time < ret->oldest_start)
 			ret->oldest_start = t->start_time;
@@ -326,11 +334,12 @@ static void look(const struct snapshot *s, const struct spread_state *st, size_t
 }
 
 /* Why process p, seen as w this tick, may not be held in LLC l; NULL if it may. */
-static const char *unfit(const struct snapshot *s, const struct spread_conf *c,
-			 const struct spread_state *st, const struct place_proc *p,
+static const char *unfit(const struct spread_tick *tk, const struct place_proc *p,
 			 const struct seen *w, int busy, int l)
 {
-	const struct topo_llc *llc = &s->topo->llcs[l];
+	const struct snapshot *s = tk->s;
+	const struct spread_conf *c = tk->c;
+	const struct topo_llc *llc = &tk->tp->llcs[l];
 	uint64_t max_ns = (uint64_t)c->max_pin_ms * NSEC_PER_MSEC;
 
 	if (p->gave_up_ns && s->now_ns - p->gave_up_ns < max_ns)
@@ -353,10 +362,11 @@ static const char *unfit(const struct snapshot *s, const struct spread_conf *c,
  * there already add up to no more than the cache (each fitting alone is not enough:
  * held together, they would evict each other).
  */
-static bool room(const struct snapshot *s, const struct spread_state *st,
-		 const struct place_proc *p, const struct seen *w, int l)
+static bool room(const struct spread_tick *tk, const struct place_proc *p, const struct seen *w,
+		 int l)
 {
-	const struct topo_llc *llc = &s->topo->llcs[l];
+	const struct spread_state *st = tk->st;
+	const struct topo_llc *llc = &tk->tp->llcs[l];
 	uint64_t rss = w->rss_kb;
 	int in = l < PLACE_MAX_LLCS ? w->per_llc[l] : 0;
 
@@ -369,35 +379,35 @@ static bool room(const struct snapshot *s, const struct spread_state *st,
 }
 
 /* Pins process p's listed threads that are not pinned yet to its LLC. 0 or -ENOMEM. */
-static int hold(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
-		struct plan *plan, unsigned *budget, const struct place_proc *p, size_t from,
-		size_t to)
+static int hold(struct spread_tick *tk, const struct place_proc *p, size_t from, size_t to)
 {
-	for (size_t k = from; k < to && *budget > 0; k++) {
-		int slot = st->bytg[k].slot;
-		const struct snap_task *t = &s->tasks[st->bucket[slot]];
+	const struct spread_state *st = tk->st;
 
-		if (!pinnable(s, c, st, t) || !spread_settled(s, c, t))
+	for (size_t k = from; k < to && tk->budget > 0; k++) {
+		int slot = st->bytg[k].slot;
+		const struct snap_task *t = &tk->s->tasks[st->bucket[slot]];
+
+		if (!pinnable(tk, t) || !spread_settled(tk, t))
 			continue;
-		if (spread_plan_pin(s, st, plan, slot, p->held, &s->topo->llcs[p->held].cpus,
-				    PIN_TOGETHER, "together") < 0)
+		if (spread_plan_pin(tk, slot, p->held, &tk->tp->llcs[p->held].cpus, PIN_TOGETHER,
+				    "together") < 0)
 			return -ENOMEM;
-		(*budget)--;
+		tk->budget--;
 	}
 	return 0;
 }
 
 /* One process seen this tick: its memory updated, then held, kept or let go. */
-static int together_one(const struct snapshot *s, const struct spread_conf *c,
-			struct spread_state *st, struct plan *plan, unsigned *budget, size_t from,
-			size_t to)
+static int together_one(struct spread_tick *tk, size_t from, size_t to)
 {
+	const struct snapshot *s = tk->s;
+	struct spread_state *st = tk->st;
 	pid_t tgid = st->bytg[from].tgid;
 	struct place_proc *p = find_proc(st, tgid);
 	struct seen w;
 	int busy, l;
 
-	look(s, st, from, to, &w);
+	look(tk, from, to, &w);
 	/*
 	 * A process number is its process's only while one of the threads listed now was
 	 * there when the record last saw it: a process whose threads all started since is
@@ -420,26 +430,26 @@ static int together_one(const struct snapshot *s, const struct spread_conf *c,
 	p->busy_prev = w.busy;
 	if (w.busy >= 2)
 		p->seen_ns = s->now_ns;
-	for (l = 0; l < s->topo->nllcs && l < PLACE_MAX_LLCS; l++) {
+	for (l = 0; l < tk->tp->nllcs && l < PLACE_MAX_LLCS; l++) {
 		unsigned v = p->score[l] - p->score[l] / 4 + (unsigned)w.per_llc[l] * SCORE_STEP;
 
 		p->score[l] = (uint16_t)(v > UINT16_MAX ? UINT16_MAX : v);
 	}
 	if (p->failures >= TOGETHER_FAILURES && !p->gave_up_ns)
 		p->gave_up_ns = s->now_ns;
-	l = p->held >= 0 ? p->held : preferred(s, c, st, p);
+	l = p->held >= 0 ? p->held : preferred(tk, p);
 	if (l < 0)
 		return 0;
-	if (too_busy(s, c, st, l)) {
+	if (too_busy(tk, l)) {
 		if (!p->busy_since_ns)
 			p->busy_since_ns = s->now_ns;
 	} else {
 		p->busy_since_ns = 0;
 	}
-	if (p->held < 0 && (busy < 2 || p->busy_since_ns || unfit(s, c, st, p, &w, busy, l) ||
-			    !room(s, st, p, &w, l)))
+	if (p->held < 0 && (busy < 2 || p->busy_since_ns || unfit(tk, p, &w, busy, l) ||
+			    !room(tk, p, &w, l)))
 		return 0;
-	if (p->held >= 0 && (p->why = unfit(s, c, st, p, &w, busy, l)) != NULL) {
+	if (p->held >= 0 && (p->why = unfit(tk, p, &w, busy, l)) != NULL) {
 		/* Let go for a busy LLC counts as a failure: held and let go three times
 		 * over, it gives up rather than come back each min_residency_ms. */
 		if (strcmp(p->why, "busy_llc") == 0 && !p->failures++)
@@ -449,13 +459,13 @@ static int together_one(const struct snapshot *s, const struct spread_conf *c,
 	}
 	p->rss_kb = w.rss_kb;
 	p->held = l;
-	return hold(s, c, st, plan, budget, p, from, to);
+	return hold(tk, p, from, to);
 }
 
-static const char *together_keep(const struct snapshot *s, struct spread_state *st,
-				 const struct spread_pin *pin, const void *ctx)
+static const char *together_keep(const struct spread_tick *tk, const struct spread_pin *pin,
+				 const void *arg)
 {
-	const struct place_proc *p = find_proc(st, pin->tgid);
+	const struct place_proc *p = find_proc(tk->st, pin->tgid);
 
 	if (!p)
 		return "idle";
@@ -468,10 +478,11 @@ static const char *together_keep(const struct snapshot *s, struct spread_state *
  * Forgets processes neither held nor seen busy for max_pin_ms, and gives up
  * failures older than that: the memory stays the size of what is busy now.
  */
-static void expire_procs(const struct snapshot *s, const struct spread_conf *c,
-			 struct spread_state *st)
+static void expire_procs(const struct spread_tick *tk)
 {
-	uint64_t max_ns = (uint64_t)c->max_pin_ms * NSEC_PER_MSEC;
+	const struct snapshot *s = tk->s;
+	struct spread_state *st = tk->st;
+	uint64_t max_ns = (uint64_t)tk->c->max_pin_ms * NSEC_PER_MSEC;
 	size_t out = 0;
 
 	for (size_t i = 0; i < st->nprocs; i++) {
@@ -493,50 +504,51 @@ static void expire_procs(const struct snapshot *s, const struct spread_conf *c,
 	st->nprocs = out;
 }
 
-static int keep_together(const struct snapshot *s, const struct spread_conf *c,
-			 struct spread_state *st, struct plan *plan, unsigned *budget)
+static int keep_together(struct spread_tick *tk)
 {
+	struct spread_state *st = tk->st;
 	size_t n;
 	int r = 0;
 
-	if (!c->keep_together) {
+	if (!tk->c->keep_together) {
 		st->nprocs = 0;
-		return release_where(s, st, plan, budget, PIN_TOGETHER, off_why, "off");
+		return release_where(tk, PIN_TOGETHER, off_why, "off");
 	}
-	n = group_by_process(s, st);
+	n = group_by_process(tk);
 	for (size_t i = 0, j; i < n && r == 0; i = j) {
 		for (j = i + 1; j < n && st->bytg[j].tgid == st->bytg[i].tgid; j++)
 			;
-		r = together_one(s, c, st, plan, budget, i, j);
+		r = together_one(tk, i, j);
 	}
 	if (r < 0)
 		return r;
-	expire_procs(s, c, st);
-	return release_where(s, st, plan, budget, PIN_TOGETHER, together_keep, NULL);
+	expire_procs(tk);
+	return release_where(tk, PIN_TOGETHER, together_keep, NULL);
 }
 
 /* ---- latency_apart ---- */
 
 /* Keeps for latency tasks the LLCs with most of them, all but one spreadable LLC at most. */
-static void reserve(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st)
+static void reserve(const struct spread_tick *tk)
 {
-	const struct topo *tp = s->topo;
+	const struct topo *tp = tk->tp;
+	struct spread_state *st = tk->st;
 	int *cnt = st->llc_away, ok = 0; /* release() is done with it */
 
 	memset(cnt, 0, (size_t)tp->nllcs * sizeof(int));
 	for (size_t i = 0; i < st->nlats; i++) {
 		const struct place_lat *l = &st->lats[i];
 
-		if (l->llc >= 0 && l->llc < tp->nllcs && s->now_ns - l->seen_ns < APART_IDLE_NS)
+		if (l->llc >= 0 && l->llc < tp->nllcs && tk->s->now_ns - l->seen_ns < APART_IDLE_NS)
 			cnt[l->llc]++;
 	}
 	for (int l = 0; l < tp->nllcs; l++)
-		ok += spread_llc_ok(tp, c, l);
+		ok += spread_llc_ok(tk, l);
 	for (st->nreserved = 0; st->nreserved < ok - 1; st->nreserved++) {
 		int best = -1;
 
 		for (int l = 0; l < tp->nllcs; l++)
-			if (!st->reserved[l] && cnt[l] > 0 && spread_llc_ok(tp, c, l) &&
+			if (!st->reserved[l] && cnt[l] > 0 && spread_llc_ok(tk, l) &&
 			    (best < 0 || cnt[l] > cnt[best]))
 				best = l;
 		if (best < 0)
@@ -549,15 +561,16 @@ static void reserve(const struct snapshot *s, const struct spread_conf *c, struc
  * Whether batch work outnumbers the CPUs left to it while a kept LLC has an idle
  * CPU, for min_residency_ms: then its pins go back until it fits again.
  */
-static void short_of_cpus(const struct snapshot *s, const struct spread_conf *c,
-			  struct spread_state *st)
+static void short_of_cpus(const struct spread_tick *tk)
 {
-	const struct topo *tp = s->topo;
+	const struct snapshot *s = tk->s;
+	const struct topo *tp = tk->tp;
+	struct spread_state *st = tk->st;
 	int demand = 0, cpus = 0, idle = 0;
 	bool now;
 
 	for (int l = 0; l < tp->nllcs; l++) {
-		if (!spread_llc_ok(tp, c, l))
+		if (!spread_llc_ok(tk, l))
 			continue;
 		if (st->reserved[l]) {
 			idle += st->llc_idle[l];
@@ -580,28 +593,29 @@ static void short_of_cpus(const struct snapshot *s, const struct spread_conf *c,
 	}
 	if (!st->short_since_ns)
 		st->short_since_ns = s->now_ns;
-	if (s->now_ns - st->short_since_ns >= c->min_residency_ms * NSEC_PER_MSEC) {
+	if (s->now_ns - st->short_since_ns >= tk->c->min_residency_ms * NSEC_PER_MSEC) {
 		st->apart_short = now;
 		st->short_since_ns = 0;
 	}
 }
 
-/* Why an apart pin goes back now; NULL to keep it. ctx: the kept LLCs' mask. */
-static const char *apart_keep(const struct snapshot *s, struct spread_state *st,
-			      const struct spread_pin *p, const void *ctx)
+/* Why an apart pin goes back now; NULL to keep it. arg: the kept LLCs' mask. */
+static const char *apart_keep(const struct spread_tick *tk, const struct spread_pin *p,
+			      const void *arg)
 {
-	const cpu_set_t *kept = ctx;
+	const struct spread_state *st = tk->st;
+	const cpu_set_t *kept = arg;
 	cpu_set_t both;
 
 	if (!st->nreserved)
 		return "latency_gone";
 	if (p->lat_task) {
-		const struct place_lat *l = find_lat(st, p->tid, p->start_time);
+		const struct place_lat *l = find_lat(tk->st, p->tid, p->start_time);
 
-		if (!l || s->now_ns - l->seen_ns >= APART_IDLE_NS)
+		if (!l || tk->s->now_ns - l->seen_ns >= APART_IDLE_NS)
 			return "latency_gone";
-		return CPU_EQUAL(&p->mask, kept) || !CPU_EQUAL(&p->orig, &s->topo->online) ? NULL
-											: "moved";
+		return CPU_EQUAL(&p->mask, kept) || !CPU_EQUAL(&p->orig, &tk->tp->online) ? NULL
+											  : "moved";
 	}
 	if (st->apart_short)
 		return "short";
@@ -610,14 +624,14 @@ static const char *apart_keep(const struct snapshot *s, struct spread_state *st,
 }
 
 /* Latency tasks onto the kept LLCs, batch tasks off them. 0 or -ENOMEM. */
-static int apart_pins(const struct snapshot *s, const struct spread_conf *c,
-		      struct spread_state *st, struct plan *plan, unsigned *budget,
-		      const cpu_set_t *kept, const cpu_set_t *rest)
+static int apart_pins(struct spread_tick *tk, const cpu_set_t *kept, const cpu_set_t *rest)
 {
-	const struct topo *tp = s->topo;
+	const struct snapshot *s = tk->s;
+	const struct topo *tp = tk->tp;
+	struct spread_state *st = tk->st;
 	int nslots = s->nr_cpu_ids ? st->bucket_start[s->nr_cpu_ids - 1] : 0;
 
-	for (int b = 0; b < nslots && *budget > 0; b++) {
+	for (int b = 0; b < nslots && tk->budget > 0; b++) {
 		const struct snap_task *t;
 		int l, dst, r;
 
@@ -625,15 +639,15 @@ static int apart_pins(const struct snapshot *s, const struct spread_conf *c,
 			continue;
 		t = &s->tasks[st->bucket[b]];
 		l = tp->cpus[t->cpu].llc;
-		if (!t->lat_nice || !pinnable(s, c, st, t))
+		if (!t->lat_nice || !pinnable(tk, t))
 			continue;
 		if (t->lat_nice < 0 && st->reserved[l]) {
-			r = spread_plan_pin(s, st, plan, b, l, kept, PIN_APART, "latency");
+			r = spread_plan_pin(tk, b, l, kept, PIN_APART, "latency");
 		} else if (t->lat_nice > 0 && st->reserved[l] && !st->apart_short) {
-			dst = least_loaded(s, c, st, -1, st->reserved);
+			dst = least_loaded(tk, -1, st->reserved);
 			if (dst < 0)
 				continue;
-			r = spread_plan_pin(s, st, plan, b, dst, rest, PIN_APART, "apart");
+			r = spread_plan_pin(tk, b, dst, rest, PIN_APART, "apart");
 		} else {
 			continue;
 		}
@@ -641,43 +655,42 @@ static int apart_pins(const struct snapshot *s, const struct spread_conf *c,
 			return r;
 		if (t->lat_nice < 0)
 			st->pins[spread_pin_idx(st, t->tid, t->start_time)].lat_task = true;
-		(*budget)--;
+		tk->budget--;
 	}
 	return 0;
 }
 
-static int latency_apart(const struct snapshot *s, const struct spread_conf *c,
-			 struct spread_state *st, struct plan *plan, unsigned *budget)
+static int latency_apart(struct spread_tick *tk)
 {
+	struct spread_state *st = tk->st;
 	cpu_set_t kept, rest;
 	int r;
 
-	if (!c->latency_apart) {
+	if (!tk->c->latency_apart) {
 		st->nlats = 0;
 		st->apart_short = false;
-		return release_where(s, st, plan, budget, PIN_APART, off_why, "off");
+		return release_where(tk, PIN_APART, off_why, "off");
 	}
-	r = update_lats(s, st);
+	r = update_lats(tk);
 	if (r < 0)
 		return r;
-	reserve(s, c, st);
-	mask_of(s->topo, st->reserved, true, &kept);
-	mask_of(s->topo, st->reserved, false, &rest);
-	CPU_AND(&rest, &rest, &s->topo->online);
-	short_of_cpus(s, c, st);
-	r = release_where(s, st, plan, budget, PIN_APART, apart_keep, &kept);
+	reserve(tk);
+	mask_of(tk->tp, st->reserved, true, &kept);
+	mask_of(tk->tp, st->reserved, false, &rest);
+	CPU_AND(&rest, &rest, &tk->tp->online);
+	short_of_cpus(tk);
+	r = release_where(tk, PIN_APART, apart_keep, &kept);
 	if (r == 0 && st->nreserved)
-		r = apart_pins(s, c, st, plan, budget, &kept, &rest);
+		r = apart_pins(tk, &kept, &rest);
 	return r;
 }
 
-int place_decide(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
-		 struct plan *plan, unsigned *budget)
+int place_decide(struct spread_tick *tk)
 {
 	int r;
 
-	memset(st->reserved, 0, (size_t)s->topo->nllcs);
-	st->nreserved = 0;
-	r = latency_apart(s, c, st, plan, budget);
-	return r < 0 ? r : keep_together(s, c, st, plan, budget);
+	memset(tk->st->reserved, 0, (size_t)tk->tp->nllcs);
+	tk->st->nreserved = 0;
+	r = latency_apart(tk);
+	return r < 0 ? r : keep_together(tk);
 }

@@ -222,10 +222,10 @@ const char *spread_ineligible(const struct snapshot *s, const struct spread_conf
  * and exec balancing), and such a task has stayed where it was put as long as a moved
  * one must. Unknown ages (a replay written without them) count as settled.
  */
-bool spread_settled(const struct snapshot *s, const struct spread_conf *c,
-		    const struct snap_task *t)
+bool spread_settled(const struct spread_tick *tk, const struct snap_task *t)
 {
-	uint64_t min_ticks = (uint64_t)c->min_residency_ms * s->tick_hz / 1000;
+	const struct snapshot *s = tk->s;
+	uint64_t min_ticks = (uint64_t)tk->c->min_residency_ms * s->tick_hz / 1000;
 
 	return !s->tick_hz || t->start_time + min_ticks <= s->uptime_ticks;
 }
@@ -244,9 +244,11 @@ static bool kernel_thread(const struct snap_task *t)
 	return t->flags & SNAP_TASK_KTHREAD;
 }
 
-static int size_scratch(struct spread_state *st, const struct snapshot *s)
+static int size_scratch(const struct spread_tick *tk)
 {
-	int ncpu = s->nr_cpu_ids, nllc = s->topo->nllcs;
+	const struct snapshot *s = tk->s;
+	struct spread_state *st = tk->st;
+	int ncpu = s->nr_cpu_ids, nllc = tk->tp->nllcs;
 
 	if (ncpu > st->nscratch_cpus || nllc > st->nscratch_llcs || s->ntasks > st->scratch_tasks) {
 		free_scratch(st);
@@ -306,16 +308,18 @@ bool spread_on_cpu(const struct snapshot *s, int cpu)
  * task listed nowhere while its CPUs' counts are newer sleeps, and is no load.
  */
 /* Whether CPU c's counts may predate pin p: taken no later than it, or before the last tick. */
-static bool counts_predate(const struct snapshot *s, const struct spread_state *st, int c,
-			   const struct spread_pin *p)
+static bool counts_predate(const struct spread_tick *tk, int c, const struct spread_pin *p)
 {
-	uint64_t at = snap_cpu_sampled(s, c);
+	uint64_t at = snap_cpu_sampled(tk->s, c);
 
-	return at <= p->since_ns || (st->prev_now_ns && at < st->prev_now_ns);
+	return at <= p->since_ns || (tk->st->prev_now_ns && at < tk->st->prev_now_ns);
 }
 
-static void count_unlisted_pins(const struct snapshot *s, struct spread_state *st)
+static void count_unlisted_pins(const struct spread_tick *tk)
 {
+	const struct snapshot *s = tk->s;
+	struct spread_state *st = tk->st;
+
 	for (size_t i = 0; i < st->npins; i++) {
 		struct spread_pin *p = &st->pins[i];
 		int best = -1, best_nr = 0;
@@ -325,7 +329,8 @@ static void count_unlisted_pins(const struct snapshot *s, struct spread_state *s
 		for (int c = 0; c < s->nr_cpu_ids; c++) {
 			int nr;
 
-			if (!CPU_ISSET(c, &p->mask) || !spread_on_cpu(s, c) || !counts_predate(s, st, c, p))
+			if (!CPU_ISSET(c, &p->mask) || !spread_on_cpu(s, c) ||
+			    !counts_predate(tk, c, p))
 				continue;
 			nr = (int)s->cpus[c].nr_running + st->cpu_nr[c];
 			if (best < 0 || nr < best_nr) {
@@ -347,14 +352,16 @@ static void count_unlisted_pins(const struct snapshot *s, struct spread_state *s
  * more, and a third hog, alone on its CPU, was pinned away (the qemu tier's t_spread,
  * on a quiet host). A task listed where it left is stale, and count() takes it there.
  */
-static void uncount_left_behind(const struct snapshot *s, struct spread_state *st)
+static void uncount_left_behind(const struct spread_tick *tk)
 {
+	struct spread_state *st = tk->st;
+
 	for (size_t i = 0; i < st->npins; i++) {
 		const struct spread_pin *p = &st->pins[i];
 		int c = p->from_cpu;
 
-		if (p->counted_away && spread_on_cpu(s, c) && !CPU_ISSET(c, &p->mask) &&
-		    counts_predate(s, st, c, p))
+		if (p->counted_away && spread_on_cpu(tk->s, c) && !CPU_ISSET(c, &p->mask) &&
+		    counts_predate(tk, c, p))
 			st->cpu_nr[c]--;
 	}
 }
@@ -363,9 +370,11 @@ static void uncount_left_behind(const struct snapshot *s, struct spread_state *s
  * Per-CPU and per-LLC runnable counts, idle CPUs per LLC, tasks bucketed by CPU, and
  * the listed tasks per LLC that are not settled yet.
  */
-static void count(const struct snapshot *s, const struct spread_conf *conf, struct spread_state *st)
+static void count(const struct spread_tick *tk)
 {
-	const struct topo *tp = s->topo;
+	const struct snapshot *s = tk->s;
+	const struct topo *tp = tk->tp;
+	struct spread_state *st = tk->st;
 	int *listed = st->bucket_start; /* reused: counts first, then bucket offsets */
 
 	memset(listed, 0, ((size_t)s->nr_cpu_ids + 1) * sizeof(int));
@@ -395,10 +404,10 @@ static void count(const struct snapshot *s, const struct spread_conf *conf, stru
 		if (pi >= 0)
 			st->pins[pi].counted_away = true;
 		listed[t->cpu]++;
-		st->raw_young[tp->cpus[t->cpu].llc] += !spread_settled(s, conf, t) || kernel_thread(t);
+		st->raw_young[tp->cpus[t->cpu].llc] += !spread_settled(tk, t) || kernel_thread(t);
 	}
-	count_unlisted_pins(s, st);
-	uncount_left_behind(s, st);
+	count_unlisted_pins(tk);
+	uncount_left_behind(tk);
 	for (int c = 0; c < s->nr_cpu_ids; c++) {
 		int nr;
 
@@ -437,12 +446,13 @@ static void count(const struct snapshot *s, const struct spread_conf *conf, stru
  * an idle CPU is one idle in both ticks. With no last tick (at start) an overload of
  * one task is not trusted yet, and idle CPUs are.
  */
-static void persist(const struct snapshot *s, struct spread_state *st)
+static void persist(const struct spread_tick *tk)
 {
-	bool have_prev = st->nprev_llcs == s->topo->nllcs;
+	struct spread_state *st = tk->st;
+	bool have_prev = st->nprev_llcs == tk->tp->nllcs;
 
-	for (int l = 0; l < s->topo->nllcs; l++) {
-		int raw = st->raw_nr[l], cap = s->topo->llcs[l].ncpus;
+	for (int l = 0; l < tk->tp->nllcs; l++) {
+		int raw = st->raw_nr[l], cap = tk->tp->llcs[l].ncpus;
 		int src = raw - st->raw_young[l];
 		int pn = have_prev ? st->prev_nr[l] : 0;
 		int pi = have_prev ? st->prev_idle[l] : st->raw_idle[l];
@@ -454,9 +464,10 @@ static void persist(const struct snapshot *s, struct spread_state *st)
 }
 
 /* Keeps this tick's settled and idle counts, moves applied, for the next. 0 or -ENOMEM. */
-static int remember(const struct snapshot *s, struct spread_state *st)
+static int remember(const struct spread_tick *tk)
 {
-	int n = s->topo->nllcs;
+	struct spread_state *st = tk->st;
+	int n = tk->tp->nllcs;
 
 	if (st->nprev_llcs != n) {
 		int *a = realloc(st->prev_nr, (size_t)n * sizeof(int));
@@ -472,7 +483,7 @@ static int remember(const struct snapshot *s, struct spread_state *st)
 	for (int l = 0; l < n; l++)
 		st->prev_nr[l] = st->raw_nr[l] - st->raw_young[l];
 	memcpy(st->prev_idle, st->raw_idle, (size_t)n * sizeof(int));
-	st->prev_now_ns = s->now_ns;
+	st->prev_now_ns = tk->s->now_ns;
 	return 0;
 }
 
@@ -490,19 +501,19 @@ bool spread_load_less(int a, int b, int c, int d)
 }
 
 /* Whether LLC l is big enough to spread across (min_llc_cores), from or to. */
-bool spread_llc_ok(const struct topo *tp, const struct spread_conf *c, int l)
+bool spread_llc_ok(const struct spread_tick *tk, int l)
 {
-	return tp->llcs[l].ncores >= (int)c->min_llc_cores;
+	return tk->tp->llcs[l].ncores >= (int)tk->c->min_llc_cores;
 }
 
-static int pick_source(const struct snapshot *s, const struct spread_conf *c,
-		       const struct spread_state *st)
+static int pick_source(const struct spread_tick *tk)
 {
-	const struct topo *tp = s->topo;
+	const struct topo *tp = tk->tp;
+	const struct spread_state *st = tk->st;
 	int best = -1;
 
 	for (int l = 0; l < tp->nllcs; l++) {
-		if (st->llc_done[l] || !spread_llc_ok(tp, c, l) || st->llc_nr[l] <= tp->llcs[l].ncpus)
+		if (st->llc_done[l] || !spread_llc_ok(tk, l) || st->llc_nr[l] <= tp->llcs[l].ncpus)
 			continue;
 		if (best < 0 || spread_load_less(st->llc_nr[best], tp->llcs[best].ncpus, st->llc_nr[l],
 					  tp->llcs[l].ncpus))
@@ -516,14 +527,14 @@ static int closeness(const struct topo *tp, int a, int b)
 	return (tp->llcs[a].numa == tp->llcs[b].numa) + (tp->llcs[a].package == tp->llcs[b].package);
 }
 
-static int pick_target(const struct snapshot *s, const struct spread_conf *c,
-		       const struct spread_state *st, int src)
+static int pick_target(const struct spread_tick *tk, int src)
 {
-	const struct topo *tp = s->topo;
+	const struct topo *tp = tk->tp;
+	const struct spread_state *st = tk->st;
 	int best = -1;
 
 	for (int l = 0; l < tp->nllcs; l++) {
-		if (l == src || st->llc_idle[l] <= 0 || !spread_llc_ok(tp, c, l))
+		if (l == src || st->llc_idle[l] <= 0 || !spread_llc_ok(tk, l))
 			continue;
 		if (best < 0)
 			best = l;
@@ -538,24 +549,24 @@ static int pick_target(const struct snapshot *s, const struct spread_conf *c,
 	return best;
 }
 
-static bool clearly_less_loaded(const struct snapshot *s, const struct spread_state *st,
-				const struct spread_conf *c, int src, int dst)
+static bool clearly_less_loaded(const struct spread_tick *tk, int src, int dst)
 {
-	const struct topo *tp = s->topo;
+	const struct topo *tp = tk->tp;
+	const struct spread_state *st = tk->st;
 
 	return (long long)st->llc_nr[src] * tp->llcs[dst].ncpus * 100 >
-	       (long long)(st->llc_load[dst] + 1) * tp->llcs[src].ncpus * c->imbalance_pct;
+	       (long long)(st->llc_load[dst] + 1) * tp->llcs[src].ncpus * tk->c->imbalance_pct;
 }
 
 /* ---- rules (b), (d), (e): choosing the task ---- */
 
-bool spread_movable(const struct snapshot *s, const struct spread_conf *c,
-		    const struct spread_state *st, const struct snap_task *t)
+bool spread_movable(const struct spread_tick *tk, const struct snap_task *t)
 {
 	/* A task that used no CPU since the last sample was caught running for an instant. */
-	return !(t->flags & SNAP_TASK_NO_CPU) && spread_settled(s, c, t) &&
-	       !spread_ineligible(s, c, t) && !spread_find_pin(st, t->tid, t->start_time) &&
-	       !spread_recently_moved(st, t->tid, t->start_time);
+	return !(t->flags & SNAP_TASK_NO_CPU) && spread_settled(tk, t) &&
+	       !spread_ineligible(tk->s, tk->c, t) &&
+	       !spread_find_pin(tk->st, t->tid, t->start_time) &&
+	       !spread_recently_moved(tk->st, t->tid, t->start_time);
 }
 
 /* ---- whole_processes: the kernel's cache-aware scheduling keeps a process together ---- */
@@ -570,8 +581,10 @@ static int cmp_tgllc(const void *a, const void *b)
 }
 
 /* Every bucketed user task's (tgid, LLC), sorted, for together_in(). */
-static void index_processes(const struct snapshot *s, struct spread_state *st)
+static void index_processes(const struct spread_tick *tk)
 {
+	const struct snapshot *s = tk->s;
+	struct spread_state *st = tk->st;
 	int nslots = s->nr_cpu_ids ? st->bucket_start[s->nr_cpu_ids - 1] : 0;
 
 	st->nbytgllc = 0;
@@ -583,7 +596,7 @@ static void index_processes(const struct snapshot *s, struct spread_state *st)
 		t = &s->tasks[st->bucket[b]];
 		if (!kernel_thread(t) && t->cpu >= 0 && t->cpu < s->nr_cpu_ids)
 			st->bytgllc[st->nbytgllc++] =
-				(struct spread_tgllc){ t->tgid, s->topo->cpus[t->cpu].llc };
+				(struct spread_tgllc){ t->tgid, tk->tp->cpus[t->cpu].llc };
 	}
 	if (st->nbytgllc > 1)
 		qsort(st->bytgllc, st->nbytgllc, sizeof(*st->bytgllc), cmp_tgllc);
@@ -619,8 +632,10 @@ static int cmp_slot(const void *a, const void *b)
  * task names a partner (the proc sampler never does) the index stays empty: the sort
  * would cost more than all the rest of the tick.
  */
-static void index_tasks(const struct snapshot *s, struct spread_state *st)
+static void index_tasks(const struct spread_tick *tk)
 {
+	const struct snapshot *s = tk->s;
+	struct spread_state *st = tk->st;
 	int nslots = s->nr_cpu_ids ? st->bucket_start[s->nr_cpu_ids - 1] : 0;
 	bool partners = false;
 
@@ -647,26 +662,26 @@ static int partner_bucketed(const struct spread_state *st, const struct snap_tas
 }
 
 /* The bucket slot of t's partner when it is runnable and bucketed in LLC l, else -1. */
-static int partner_slot(const struct snapshot *s, const struct spread_state *st,
-			const struct snap_task *t, int l)
+static int partner_slot(const struct spread_tick *tk, const struct snap_task *t, int l)
 {
-	int slot = partner_bucketed(st, t);
+	int slot = partner_bucketed(tk->st, t);
 
-	return slot >= 0 && topo_llc_of(s->topo, s->tasks[st->bucket[slot]].cpu) == l ? slot : -1;
+	if (slot < 0)
+		return -1;
+	return topo_llc_of(tk->tp, tk->s->tasks[tk->st->bucket[slot]].cpu) == l ? slot : -1;
 }
 
 /*
  * The LLC t's partner is in: where it is listed runnable, else where the sampler saw
  * it last run (a partner asleep); -1 where unknown.
  */
-static int partner_llc(const struct snapshot *s, const struct spread_state *st,
-		       const struct snap_task *t)
+static int partner_llc(const struct spread_tick *tk, const struct snap_task *t)
 {
-	int slot = partner_bucketed(st, t);
+	int slot = partner_bucketed(tk->st, t);
 
 	if (slot >= 0)
-		return topo_llc_of(s->topo, s->tasks[st->bucket[slot]].cpu);
-	return t->partner && t->partner_placed ? topo_llc_of(s->topo, t->partner_cpu) : -1;
+		return topo_llc_of(tk->tp, tk->s->tasks[tk->st->bucket[slot]].cpu);
+	return t->partner && t->partner_placed ? topo_llc_of(tk->tp, t->partner_cpu) : -1;
 }
 
 /*
@@ -676,22 +691,22 @@ static int partner_llc(const struct snapshot *s, const struct spread_state *st,
  * task whose partner is not runnable with it may go alone only to the partner's LLC
  * (where they meet again); one whose partner sleeps in its own LLC stays.
  */
-static bool pair_may_leave(const struct snapshot *s, const struct spread_conf *c,
-			   const struct spread_state *st, const struct snap_task *t, int src, int dst,
-			   unsigned budget)
+static bool pair_may_leave(const struct spread_tick *tk, const struct snap_task *t, int src,
+			   int dst)
 {
+	const struct spread_state *st = tk->st;
 	const struct snap_task *p;
 	int ps, pl;
 
-	if (!c->keep_pairs || !t->partner)
+	if (!tk->c->keep_pairs || !t->partner)
 		return true;
-	ps = partner_slot(s, st, t, src);
+	ps = partner_slot(tk, t, src);
 	if (ps < 0) {
-		pl = partner_llc(s, st, t);
+		pl = partner_llc(tk, t);
 		return pl < 0 || pl == dst;
 	}
-	p = &s->tasks[st->bucket[ps]];
-	return st->llc_idle[dst] >= 2 && budget >= 2 && spread_movable(s, c, st, p) &&
+	p = &tk->s->tasks[st->bucket[ps]];
+	return st->llc_idle[dst] >= 2 && tk->budget >= 2 && spread_movable(tk, p) &&
 	       st->cpu_nr[p->cpu] - (p->cpu == t->cpu) >= 2;
 }
 
@@ -700,10 +715,11 @@ static bool pair_may_leave(const struct snapshot *s, const struct spread_conf *c
  * task with the highest tid: the youngest settled thread, likely the least cache in
  * the LLC. Returns the bucket slot, or -1.
  */
-static int pick_task(const struct snapshot *s, const struct spread_conf *c,
-		     const struct spread_state *st, int src, int dst, unsigned budget)
+static int pick_task(const struct spread_tick *tk, int src, int dst)
 {
-	const struct topo *tp = s->topo;
+	const struct snapshot *s = tk->s;
+	const struct topo *tp = tk->tp;
+	const struct spread_state *st = tk->st;
 	int best_slot = -1, best_nr = 1;
 
 	for (int cpu = 0; cpu < s->nr_cpu_ids; cpu++) {
@@ -719,10 +735,9 @@ static int pick_task(const struct snapshot *s, const struct spread_conf *c,
 			t = &s->tasks[st->bucket[b]];
 			if (t->lat_nice > 0 && st->reserved[dst])
 				continue; /* latency_apart keeps dst for latency tasks */
-			if (c->whole_processes && together_in(st, t, src))
+			if (tk->c->whole_processes && together_in(st, t, src))
 				continue; /* the kernel keeps it with its process */
-			if (spread_movable(s, c, st, t) &&
-			    pair_may_leave(s, c, st, t, src, dst, budget) &&
+			if (spread_movable(tk, t) && pair_may_leave(tk, t, src, dst) &&
 			    (slot < 0 || t->tid > s->tasks[st->bucket[slot]].tid))
 				slot = b;
 		}
@@ -736,17 +751,18 @@ static int pick_task(const struct snapshot *s, const struct spread_conf *c,
 
 /* ---- the tick ---- */
 
-static int release(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
-		   struct plan *plan, unsigned *budget)
+static int release(struct spread_tick *tk)
 {
-	const uint64_t min_ns = c->min_residency_ms * NSEC_PER_MSEC;
-	const uint64_t max_ns = (uint64_t)c->max_pin_ms * NSEC_PER_MSEC;
+	const struct snapshot *s = tk->s;
+	struct spread_state *st = tk->st;
+	const uint64_t min_ns = tk->c->min_residency_ms * NSEC_PER_MSEC;
+	const uint64_t max_ns = (uint64_t)tk->c->max_pin_ms * NSEC_PER_MSEC;
 	int *away = st->llc_away;
 
-	memset(away, 0, (size_t)s->topo->nllcs * sizeof(int));
+	memset(away, 0, (size_t)tk->tp->nllcs * sizeof(int));
 	for (size_t i = 0; i < st->npins; i++)
 		away[st->pins[i].from_llc] += st->pins[i].kind == PIN_SPREAD;
-	for (size_t i = 0; i < st->npins && *budget > 0;) {
+	for (size_t i = 0; i < st->npins && tk->budget > 0;) {
 		struct spread_pin *p = &st->pins[i];
 		uint64_t age = s->now_ns - p->since_ns;
 		const char *why = NULL;
@@ -761,12 +777,11 @@ static int release(const struct snapshot *s, const struct spread_conf *c, struct
 		 * not just this one (else they return one by one and are pinned again), and
 		 * for min_residency: a bursty LLC that dips for a tick has no room.
 		 */
-		if (st->llc_load[p->from_llc] + away[p->from_llc] >
-		    s->topo->llcs[p->from_llc].ncpus)
+		if (st->llc_load[p->from_llc] + away[p->from_llc] > tk->tp->llcs[p->from_llc].ncpus)
 			p->room_ns = 0;
 		else if (!p->room_ns)
 			p->room_ns = s->now_ns;
-		if (!spread_llc_ok(s->topo, c, p->to_llc) || !spread_llc_ok(s->topo, c, p->from_llc))
+		if (!spread_llc_ok(tk, p->to_llc) || !spread_llc_ok(tk, p->from_llc))
 			why = "small_llc"; /* a reload raised min_llc_cores, or a core went offline */
 		else if (age >= max_ns)
 			why = "max_pin";
@@ -776,20 +791,22 @@ static int release(const struct snapshot *s, const struct spread_conf *c, struct
 			i++;
 			continue;
 		}
-		if (spread_plan_unpin(s, st, plan, i, why) < 0)
+		if (spread_plan_unpin(tk, i, why) < 0)
 			return -ENOMEM;
 		away[from]--;
 		st->llc_load[from]++; /* it may well go back */
-		(*budget)--;
+		tk->budget--;
 	}
 	return 0;
 }
 
-int spread_plan_pin(const struct snapshot *s, struct spread_state *st, struct plan *plan, int slot,
-		    int dst, const cpu_set_t *mask, enum spread_pin_kind kind, const char *why)
+int spread_plan_pin(struct spread_tick *tk, int slot, int dst, const cpu_set_t *mask,
+		    enum spread_pin_kind kind, const char *why)
 {
+	const struct snapshot *s = tk->s;
+	struct spread_state *st = tk->st;
 	const struct snap_task *t = &s->tasks[st->bucket[slot]];
-	int src = s->topo->cpus[t->cpu].llc;
+	int src = tk->tp->cpus[t->cpu].llc;
 	struct spread_pin p = { .tid = t->tid, .tgid = t->tgid, .start_time = t->start_time,
 			     .from_llc = src, .to_llc = dst, .orig = t->allowed,
 			     .since_ns = s->now_ns, .from_cpu = t->cpu, .kind = kind };
@@ -801,7 +818,7 @@ int spread_plan_pin(const struct snapshot *s, struct spread_state *st, struct pl
 	a.mask = p.mask;
 	memcpy(p.comm, t->comm, sizeof(p.comm));
 	memcpy(a.comm, t->comm, sizeof(a.comm));
-	if (plan_add(plan, &a) < 0 || spread_add_pin(st, &p) < 0 ||
+	if (plan_add(tk->plan, &a) < 0 || spread_add_pin(st, &p) < 0 ||
 	    spread_note_move(st, t->tid, t->start_time, s->now_ns) < 0)
 		return -ENOMEM;
 	st->bucket[slot] = -1;
@@ -819,54 +836,53 @@ int spread_plan_pin(const struct snapshot *s, struct spread_state *st, struct pl
 	return 0;
 }
 
-int spread_plan_unpin(const struct snapshot *s, struct spread_state *st, struct plan *plan,
-		      size_t i, const char *why)
+int spread_plan_unpin(struct spread_tick *tk, size_t i, const char *why)
 {
+	struct spread_state *st = tk->st;
 	const struct spread_pin *p = &st->pins[i];
 	struct plan_action a = { .op = PLAN_UNPIN, .tid = p->tid, .tgid = p->tgid,
 				 .start_time = p->start_time, .from_llc = p->to_llc,
 				 .to_llc = -1, .mask = p->orig, .why = why };
 
 	memcpy(a.comm, p->comm, sizeof(a.comm));
-	if (plan_add(plan, &a) < 0 || spread_note_move(st, p->tid, p->start_time, s->now_ns) < 0)
+	if (plan_add(tk->plan, &a) < 0 ||
+	    spread_note_move(st, p->tid, p->start_time, tk->s->now_ns) < 0)
 		return -ENOMEM;
 	spread_del_pin(st, i);
 	return 0;
 }
 
-static int pin(const struct snapshot *s, struct spread_state *st, struct plan *plan, int slot,
-	       int dst)
+static int pin(struct spread_tick *tk, int slot, int dst)
 {
-	return spread_plan_pin(s, st, plan, slot, dst, &s->topo->llcs[dst].cpus, PIN_SPREAD,
-			       "overload");
+	return spread_plan_pin(tk, slot, dst, &tk->tp->llcs[dst].cpus, PIN_SPREAD, "overload");
 }
 
-static int spread(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
-		  struct plan *plan, unsigned *budget)
+static int spread(struct spread_tick *tk)
 {
-	while (*budget > 0) {
-		int src = pick_source(s, c, st), dst, slot, pslot;
+	const struct snapshot *s = tk->s;
+	struct spread_state *st = tk->st;
+
+	while (tk->budget > 0) {
+		int src = pick_source(tk), dst, slot, pslot;
 
 		if (src < 0)
 			break;
-		dst = pick_target(s, c, st, src);
+		dst = pick_target(tk, src);
 		if (dst < 0)
 			break; /* no LLC has an idle CPU: nothing to spread to for anyone */
-		slot = clearly_less_loaded(s, st, c, src, dst)
-			       ? pick_task(s, c, st, src, dst, *budget)
-			       : -1;
+		slot = clearly_less_loaded(tk, src, dst) ? pick_task(tk, src, dst) : -1;
 		if (slot < 0) {
 			st->llc_done[src] = 1;
 			continue;
 		}
-		pslot = c->keep_pairs ? partner_slot(s, st, &s->tasks[st->bucket[slot]], src) : -1;
-		if (pin(s, st, plan, slot, dst) < 0)
+		pslot = tk->c->keep_pairs ? partner_slot(tk, &s->tasks[st->bucket[slot]], src) : -1;
+		if (pin(tk, slot, dst) < 0)
 			return -ENOMEM;
-		(*budget)--;
+		tk->budget--;
 		if (pslot >= 0) {
-			if (pin(s, st, plan, pslot, dst) < 0)
+			if (pin(tk, pslot, dst) < 0)
 				return -ENOMEM;
-			(*budget)--;
+			tk->budget--;
 		}
 	}
 	return 0;
@@ -875,26 +891,27 @@ static int spread(const struct snapshot *s, const struct spread_conf *c, struct 
 int spread_decide(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
 	       struct plan *plan)
 {
-	unsigned budget = c->max_moves_per_tick;
+	struct spread_tick tk = { .s = s, .tp = s->topo, .c = c, .st = st, .plan = plan,
+				  .budget = c->max_moves_per_tick };
 	size_t before = plan->n;
 	int r;
 
-	if (size_scratch(st, s) < 0)
+	if (size_scratch(&tk) < 0)
 		return -ENOMEM;
 	expire_recent(st, s->now_ns, c->min_residency_ms * NSEC_PER_MSEC);
-	count(s, c, st);
+	count(&tk);
 	if (c->keep_pairs)
-		index_tasks(s, st);
+		index_tasks(&tk);
 	if (c->whole_processes)
-		index_processes(s, st);
-	persist(s, st);
-	r = release(s, c, st, plan, &budget);
+		index_processes(&tk);
+	persist(&tk);
+	r = release(&tk);
 	if (r == 0)
-		r = place_decide(s, c, st, plan, &budget);
+		r = place_decide(&tk);
 	if (r == 0)
-		r = spread(s, c, st, plan, &budget);
+		r = spread(&tk);
 	if (r == 0)
-		r = remember(s, st);
+		r = remember(&tk);
 	if (r < 0)
 		return r;
 	plan_finish(plan);

@@ -9,6 +9,21 @@
 
 #include "policy/spread.h"
 
+/*
+ * One decision tick, made once by spread_decide and handed to the rules as one pointer:
+ * what every rule of spread.c and place.c reads (the snapshot, its topology, the config)
+ * and what it builds (the policy's memory, the plan, the moves left). A function that
+ * takes it const changes neither st, plan nor budget.
+ */
+struct spread_tick {
+	const struct snapshot *s;       /* this tick's, immutable */
+	const struct topo *tp;          /* s->topo */
+	const struct spread_conf *c;
+	struct spread_state *st;        /* updated as if the plan is carried out */
+	struct plan *plan;              /* appended to */
+	unsigned budget;                /* moves (pins plus releases) left this tick */
+};
+
 /* The pins and recent moves, sorted by tid (spread.c). */
 ssize_t spread_pin_idx(const struct spread_state *st, pid_t tid, uint64_t start);
 int spread_add_pin(struct spread_state *st, const struct spread_pin *p);
@@ -17,12 +32,10 @@ bool spread_recently_moved(const struct spread_state *st, pid_t tid, uint64_t st
 int spread_note_move(struct spread_state *st, pid_t tid, uint64_t start, uint64_t now_ns);
 
 /* Rules (d) and (e): started long enough ago; may be moved at all; CPU on the topology. */
-bool spread_settled(const struct snapshot *s, const struct spread_conf *c,
-		    const struct snap_task *t);
-bool spread_movable(const struct snapshot *s, const struct spread_conf *c,
-		    const struct spread_state *st, const struct snap_task *t);
+bool spread_settled(const struct spread_tick *tk, const struct snap_task *t);
+bool spread_movable(const struct spread_tick *tk, const struct snap_task *t);
 bool spread_on_cpu(const struct snapshot *s, int cpu);
-bool spread_llc_ok(const struct topo *tp, const struct spread_conf *c, int l);
+bool spread_llc_ok(const struct spread_tick *tk, int l);
 /* a/b < c/d for loads per CPU, without division. */
 bool spread_load_less(int a, int b, int c, int d);
 /* Where CPU cpu's bucket of task slots begins; it ends at st->bucket_start[cpu]. */
@@ -32,18 +45,16 @@ int spread_bucket_begin(const struct spread_state *st, int cpu);
  * Pins the task in bucket slot to mask (with its own allowed CPUs), counted on LLC dst
  * where it has to move; a pin of kind with why in the plan. 0 or -ENOMEM.
  */
-int spread_plan_pin(const struct snapshot *s, struct spread_state *st, struct plan *plan, int slot,
-		    int dst, const cpu_set_t *mask, enum spread_pin_kind kind, const char *why);
+int spread_plan_pin(struct spread_tick *tk, int slot, int dst, const cpu_set_t *mask,
+		    enum spread_pin_kind kind, const char *why);
 /* Gives pin i back (its task's affinity before the pin), why in the plan. 0 or -ENOMEM. */
-int spread_plan_unpin(const struct snapshot *s, struct spread_state *st, struct plan *plan,
-		      size_t i, const char *why);
+int spread_plan_unpin(struct spread_tick *tk, size_t i, const char *why);
 
 /*
  * place.c: keep_together and latency_apart for one tick, after spread's releases and
  * before its pins, within the tick's budget of moves. 0 or -ENOMEM.
  */
-int place_decide(const struct snapshot *s, const struct spread_conf *c, struct spread_state *st,
-		 struct plan *plan, unsigned *budget);
+int place_decide(struct spread_tick *tk);
 /* A keep_together pin of process tgid was lost (refused, undone, or its task gone). */
 void place_pin_lost(struct spread_state *st, pid_t tgid);
 
