@@ -1,0 +1,440 @@
+/*
+ * The placement rules of place.c, keep_together and latency_apart, through the spread
+ * policy's one entry point on synthetic machines: plan dumps compared with expected text.
+ */
+#include "policy/spread.h"
+#include "rqbalance.h"
+#include "unit.h"
+
+#define MS 1000000ULL
+
+static const char *const T2x4 = "package:1 l3cache:2 core:4 pu:1";         /* 2 LLCs x 4 */
+static const char *const T2x4S = "package:1 l3cache:2(size=32MB) core:4 pu:1"; /* 32 MiB L3s */
+
+struct fx {
+	struct topo *topo;
+	struct snapshot *s;
+	struct rqb_conf c;
+	struct spread_conf sc;       /* c as the policy reads it (sconf) */
+	struct spread_state st;
+	struct plan plan;
+};
+
+/* The policy's view of f->c, as the daemon builds it each tick. */
+static const struct spread_conf *sconf(struct fx *f)
+{
+	conf_spread(&f->c, &f->sc);
+	return &f->sc;
+}
+
+static struct fx *fx_new(const char *synthetic)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	f->topo = unit_topo(synthetic);
+	f->s = snap_new(f->topo);
+	f->s->self_tgid = 1;
+	conf_defaults(&f->c);
+	/* Every LLC counts, however small; the fixtures of each rule raise it. */
+	f->c.min_llc_cores = 1;
+	spread_init(&f->st);
+	plan_init(&f->plan);
+	return f;
+}
+
+static void fx_free(struct fx *f)
+{
+	plan_fini(&f->plan);
+	spread_fini(&f->st);
+	snap_free(f->s);
+	topo_free(f->topo);
+	free(f);
+}
+
+/* A runnable task on cpu, allowed everywhere; start_time derives from tid. */
+static struct snap_task *add(struct fx *f, pid_t tid, int cpu)
+{
+	struct snap_task t = { .tid = tid, .tgid = tid, .cpu = cpu, .start_time = 1000 + tid,
+			       .allowed = f->topo->online };
+	struct snap_task *n;
+
+	snprintf(t.comm, sizeof(t.comm), "t%d", (int)tid);
+	n = snap_add_task(f->s, &t, "/user.slice");
+	assert_non_null(n);
+	f->s->cpus[cpu].nr_running++;
+	return n;
+}
+
+/* t, narrowed to the CPU it is on: load that counts everywhere and never moves. */
+static struct snap_task *narrowed(struct snap_task *t)
+{
+	CPU_ZERO(&t->allowed);
+	CPU_SET(t->cpu, &t->allowed);
+	return t;
+}
+
+/* Runs one tick at now_ms; returns the plan's dump. */
+static const char *tick(struct fx *f, uint64_t now_ms)
+{
+	f->s->now_ns = now_ms * MS;
+	plan_clear(&f->plan);
+	assert_true(spread_decide(f->s, sconf(f), &f->st, &f->plan) >= 0);
+	return unit_plan_dump(&f->plan);
+}
+
+/* Counts plan lines that start with op. */
+static int count_ops(const char *dump, const char *op)
+{
+	int n = 0;
+
+	for (const char *p = dump; (p = strstr(p, op)); p++)
+		n += p == dump || p[-1] == '\n';
+	return n;
+}
+
+/* A thread of process tgid on cpu, its resident set rss_kb. */
+static struct snap_task *thread(struct fx *f, pid_t tgid, pid_t tid, int cpu, uint64_t rss_kb)
+{
+	struct snap_task *t = add(f, tid, cpu);
+
+	t->tgid = tgid;
+	t->rss_kb = rss_kb;
+	return t;
+}
+
+static struct fx *together_fx(const char *topo)
+{
+	struct fx *f = fx_new(topo);
+
+	f->c.keep_together = true;
+	f->c.min_llc_cores = 2;
+	return f;
+}
+
+/* Two busy threads that fit one LLC, one on each: both held where most ran. */
+static void together_holds_what_fits(void **state)
+{
+	struct fx *f = together_fx(T2x4S);
+
+	thread(f, 500, 500, 0, 10240);
+	thread(f, 500, 501, 1, 10240);
+	thread(f, 500, 502, 4, 10240);
+	assert_string_equal(tick(f, 100),
+			    "pin tid=500 tgid=500 comm=\"t500\" llc=0->0 cpus=0-3 why=together\n"
+			    "pin tid=501 tgid=500 comm=\"t501\" llc=0->0 cpus=0-3 why=together\n"
+			    "pin tid=502 tgid=500 comm=\"t502\" llc=1->0 cpus=0-3 why=together\n");
+	/* Held: the next ticks pin nothing more, and spread moves none of them. */
+	assert_string_equal(tick(f, 200), "");
+	assert_string_equal(tick(f, 300), "");
+	fx_free(f);
+}
+
+/* More busy threads than the LLC has cores (5 > 4), or too big a resident set, or an
+ * LLC of unknown size: never held. */
+static void together_gates(void **state)
+{
+	struct fx *f = together_fx(T2x4S);
+
+	for (int i = 0; i < 5; i++)
+		thread(f, 500, 500 + i, i, 1024);
+	assert_string_equal(tick(f, 100), "");
+	assert_string_equal(tick(f, 200), "");
+	fx_free(f);
+
+	f = together_fx(T2x4S);
+	thread(f, 500, 500, 0, 64 * 1024);
+	thread(f, 500, 501, 1, 64 * 1024);
+	assert_string_equal(tick(f, 100), "");
+	fx_free(f);
+
+	f = together_fx(T2x4S);
+	f->topo->llcs[0].size_kb = f->topo->llcs[1].size_kb = 0; /* hwloc knew no size */
+	thread(f, 500, 500, 0, 1024);
+	thread(f, 500, 501, 1, 1024);
+	assert_string_equal(tick(f, 100), "");
+	fx_free(f);
+
+	f = together_fx(T2x4S);
+	f->c.keep_together = false;
+	thread(f, 500, 500, 0, 1024);
+	thread(f, 500, 501, 1, 1024);
+	assert_string_equal(tick(f, 100), "");
+	fx_free(f);
+}
+
+/*
+ * Room once there: a process whose threads moved in would leave its LLC more runnable
+ * tasks than CPUs is not held; nor one whose resident set, added to those held there
+ * already, would overflow the cache though each fits alone.
+ */
+static void together_needs_room(void **state)
+{
+	struct fx *f = together_fx(T2x4S);
+
+	narrowed(add(f, 600, 0));
+	narrowed(add(f, 601, 1));
+	narrowed(add(f, 602, 2));
+	thread(f, 500, 500, 3, 1024);
+	thread(f, 500, 501, 4, 1024);
+	thread(f, 500, 502, 5, 1024);
+	add(f, 700, 6);
+	add(f, 701, 7);
+	assert_string_equal(tick(f, 100), ""); /* LLC 0 and LLC 1 both too full for it */
+	fx_free(f);
+
+	f = together_fx(T2x4S);
+	thread(f, 500, 500, 0, 20 * 1024);
+	thread(f, 500, 501, 1, 20 * 1024);
+	thread(f, 510, 510, 2, 20 * 1024);
+	thread(f, 510, 511, 3, 20 * 1024);
+	assert_string_equal(tick(f, 100),
+			    "pin tid=500 tgid=500 comm=\"t500\" llc=0->0 cpus=0-3 why=together\n"
+			    "pin tid=501 tgid=500 comm=\"t501\" llc=0->0 cpus=0-3 why=together\n");
+	assert_string_equal(tick(f, 200), ""); /* 40 MiB would not fit 32 */
+	fx_free(f);
+}
+
+/* A held process that grows past the LLC's cores is let go; so is one that idles. */
+static void together_released_when_unfit(void **state)
+{
+	struct fx *f = together_fx(T2x4S);
+
+	thread(f, 500, 500, 0, 1024);
+	thread(f, 500, 501, 1, 1024);
+	assert_int_equal(count_ops(tick(f, 100), "pin "), 2);
+	for (int i = 2; i < 5; i++)
+		thread(f, 500, 500 + i, i < 4 ? i : 4, 1024);
+	assert_string_equal(tick(f, 200),
+			    "unpin tid=500 tgid=500 comm=\"t500\" llc=0->any cpus=0-7 why=threads\n"
+			    "unpin tid=501 tgid=500 comm=\"t501\" llc=0->any cpus=0-7 why=threads\n");
+	fx_free(f);
+
+	f = together_fx(T2x4S);
+	thread(f, 500, 500, 0, 1024);
+	thread(f, 500, 501, 1, 1024);
+	assert_int_equal(count_ops(tick(f, 100), "pin "), 2);
+	snap_reset(f->s);
+	thread(f, 500, 500, 0, 1024)->flags |= SNAP_TASK_NO_CPU; /* listed, used no CPU */
+	assert_string_equal(tick(f, 200), "");
+	assert_string_equal(tick(f, 100 + f->c.max_pin_ms - 1), "");
+	assert_string_equal(tick(f, 100 + f->c.max_pin_ms),
+			    "unpin tid=500 tgid=500 comm=\"t500\" llc=0->any cpus=0-7 why=idle\n"
+			    "unpin tid=501 tgid=500 comm=\"t501\" llc=0->any cpus=0-7 why=idle\n");
+	fx_free(f);
+}
+
+/*
+ * The third review's finding 4: a held process exits and a new process takes its number.
+ * Its threads all started after the record last saw the old one: it is judged afresh,
+ * by every gate (here: no room in the old process's LLC), not pinned where the old one
+ * was held.
+ */
+static void together_new_process_on_old_number(void **state)
+{
+	struct fx *f = together_fx(T2x4S);
+
+	f->s->uptime_ticks = 5000;
+	thread(f, 500, 500, 0, 1024);
+	thread(f, 500, 501, 1, 1024);
+	assert_int_equal(count_ops(tick(f, 100), "pin "), 2);
+	snap_reset(f->s);
+	f->s->uptime_ticks = 5010;
+	for (int i = 0; i < 4; i++)
+		narrowed(add(f, 600 + i, i));
+	thread(f, 500, 520, 4, 1024)->start_time = 5005;
+	thread(f, 500, 521, 5, 1024)->start_time = 5005;
+	assert_null(strstr(tick(f, 200), "llc=1->0"));
+	fx_free(f);
+
+	/* The same process, its old thread still listed: held where it was. */
+	f = together_fx(T2x4S);
+	f->s->uptime_ticks = 5000;
+	thread(f, 500, 500, 0, 1024);
+	thread(f, 500, 501, 1, 1024);
+	assert_int_equal(count_ops(tick(f, 100), "pin "), 2);
+	snap_reset(f->s);
+	f->s->uptime_ticks = 5010;
+	for (int i = 1; i < 4; i++)
+		narrowed(add(f, 600 + i, i));
+	thread(f, 500, 500, 0, 1024);
+	thread(f, 500, 521, 5, 1024)->start_time = 5005;
+	assert_string_equal(tick(f, 200),
+			    "pin tid=521 tgid=500 comm=\"t521\" llc=1->0 cpus=0-3 why=together\n");
+	fx_free(f);
+}
+
+/* Its LLC more than 20 % busier per CPU than the other, for min_residency: let go. */
+static void together_released_from_busy_llc(void **state)
+{
+	struct fx *f = together_fx(T2x4S);
+	uint64_t t;
+
+	thread(f, 500, 500, 0, 1024);
+	thread(f, 500, 501, 1, 1024);
+	assert_int_equal(count_ops(tick(f, 100), "pin "), 2);
+	for (int i = 0; i < 4; i++)
+		narrowed(add(f, 600 + i, i)); /* six runnable on four CPUs, none movable */
+	add(f, 700, 4);
+	for (t = 200; t < 200 + f->c.min_residency_ms; t += 100)
+		assert_null(strstr(tick(f, t), "unpin"));
+	assert_string_equal(tick(f, t),
+			    "unpin tid=500 tgid=500 comm=\"t500\" llc=0->any cpus=0-7 why=busy_llc\n"
+			    "unpin tid=501 tgid=500 comm=\"t501\" llc=0->any cpus=0-7 why=busy_llc\n");
+	fx_free(f);
+}
+
+/*
+ * Pins refused or undone three times within max_pin_ms: left alone for max_pin_ms. A
+ * pin lost is made again only after min_residency_ms (rule d).
+ */
+static void together_gives_up_after_failures(void **state)
+{
+	struct fx *f = together_fx(T2x4S);
+	uint64_t t = 100;
+
+	thread(f, 500, 500, 0, 1024);
+	thread(f, 500, 501, 4, 1024);
+	assert_int_equal(count_ops(tick(f, t), "pin "), 2);
+	/* A thread's exit is no failure: it is forgotten without one. */
+	spread_forget(&f->st, 501, 1501, false);
+	spread_forget(&f->st, 500, 1500, true);
+	assert_int_equal(count_ops(tick(f, t += f->c.min_residency_ms), "pin "), 2);
+	spread_forget(&f->st, 500, 1500, true);
+	assert_string_equal(tick(f, t += f->c.min_residency_ms),
+			    "pin tid=500 tgid=500 comm=\"t500\" llc=0->0 cpus=0-3 why=together\n");
+	spread_forget(&f->st, 500, 1500, true);
+	assert_string_equal(tick(f, t += f->c.min_residency_ms),
+			    "unpin tid=501 tgid=500 comm=\"t501\" llc=0->any cpus=0-7 why=failures\n");
+	assert_string_equal(tick(f, t + f->c.max_pin_ms - 100), "");
+	assert_int_equal(count_ops(tick(f, t + f->c.max_pin_ms), "pin "), 2);
+	fx_free(f);
+}
+
+static struct fx *apart_fx(void)
+{
+	struct fx *f = fx_new(T2x4);
+
+	f->c.latency_apart = true;
+	f->c.min_llc_cores = 2;
+	return f;
+}
+
+/* A -10 task's LLC is kept for it: the batch task beside it goes to the other LLC, and
+ * comes back once the latency task is gone. */
+static void apart_moves_batch_off_and_back(void **state)
+{
+	struct fx *f = apart_fx();
+
+	add(f, 600, 1)->lat_nice = -10;
+	assert_int_equal(snap_add_lat(f->s, 600, 1600, -10), 0);
+	add(f, 700, 2)->lat_nice = 5;
+	add(f, 701, 5)->lat_nice = 5; /* already off it */
+	add(f, 702, 3);                /* no value: left where it is */
+	assert_string_equal(tick(f, 100),
+			    "pin tid=600 tgid=600 comm=\"t600\" llc=0->0 cpus=0-3 why=latency\n"
+			    "pin tid=700 tgid=700 comm=\"t700\" llc=0->1 cpus=4-7 why=apart\n");
+	assert_string_equal(tick(f, 200), "");
+	/* The latency task exits: nothing is kept for anyone. */
+	snap_reset(f->s);
+	add(f, 700, 4)->lat_nice = 5;
+	assert_string_equal(tick(f, 300),
+			    "unpin tid=600 tgid=600 comm=\"t600\" llc=0->any cpus=0-7 why=latency_gone\n"
+			    "unpin tid=700 tgid=700 comm=\"t700\" llc=1->any cpus=0-7 why=latency_gone\n");
+	assert_string_equal(tick(f, 400), "");
+	fx_free(f);
+}
+
+/*
+ * A latency task that runs in bursts too short for a sample (never listed, or listed
+ * having used no CPU): seen where its looks found it ran, kept there, and pinned there
+ * when listed at all.
+ */
+static void apart_sees_short_bursts(void **state)
+{
+	struct fx *f = apart_fx();
+
+	assert_int_equal(snap_add_lat(f->s, 600, 1600, -10), 0);
+	assert_int_equal(snap_lat_ran(f->s, 600, 1600, 5), 0);
+	add(f, 700, 6)->lat_nice = 5;
+	add(f, 701, 1)->lat_nice = 5;
+	assert_string_equal(tick(f, 100),
+			    "pin tid=700 tgid=700 comm=\"t700\" llc=1->0 cpus=0-3 why=apart\n");
+	snap_reset(f->s);
+	assert_int_equal(snap_add_lat(f->s, 600, 1600, -10), 0);
+	add(f, 600, 4)->lat_nice = -10;
+	f->s->tasks[0].flags |= SNAP_TASK_NO_CPU;
+	add(f, 700, 2)->lat_nice = 5;
+	add(f, 701, 1)->lat_nice = 5;
+	assert_string_equal(tick(f, 200),
+			    "pin tid=600 tgid=600 comm=\"t600\" llc=1->1 cpus=4-7 why=latency\n");
+	fx_free(f);
+}
+
+/* A latency task asleep for 5 s keeps no LLC; one LLC is never kept. */
+static void apart_sleeper_and_one_llc(void **state)
+{
+	struct fx *f = apart_fx();
+
+	add(f, 600, 1)->lat_nice = -10;
+	assert_int_equal(snap_add_lat(f->s, 600, 1600, -10), 0);
+	add(f, 700, 2)->lat_nice = 5;
+	assert_int_equal(count_ops(tick(f, 100), "pin "), 2);
+	snap_reset(f->s);
+	assert_int_equal(snap_add_lat(f->s, 600, 1600, -10), 0); /* asleep, still -10 */
+	add(f, 700, 4)->lat_nice = 5;
+	assert_string_equal(tick(f, 5000), "");
+	assert_string_equal(tick(f, 5100),
+			    "unpin tid=600 tgid=600 comm=\"t600\" llc=0->any cpus=0-7 why=latency_gone\n"
+			    "unpin tid=700 tgid=700 comm=\"t700\" llc=1->any cpus=0-7 why=latency_gone\n");
+	fx_free(f);
+
+	f = fx_new("package:1 l3cache:1 core:4 pu:1");
+	f->c.latency_apart = true;
+	add(f, 600, 1)->lat_nice = -10;
+	assert_int_equal(snap_add_lat(f->s, 600, 1600, -10), 0);
+	add(f, 700, 1)->lat_nice = 5;
+	assert_string_equal(tick(f, 100), "");
+	fx_free(f);
+}
+
+/* Batch work outnumbering the CPUs left to it while the kept LLC idles: given back,
+ * and none pinned again until it fits. */
+static void apart_gives_back_when_short(void **state)
+{
+	struct fx *f = apart_fx();
+	uint64_t t;
+	const char *d;
+
+	add(f, 600, 0)->lat_nice = -10;
+	assert_int_equal(snap_add_lat(f->s, 600, 1600, -10), 0);
+	add(f, 700, 1)->lat_nice = 5;
+	assert_int_equal(count_ops(tick(f, 100), "pin "), 2);
+	for (int i = 0; i < 5; i++)
+		add(f, 710 + i, 4 + i % 4)->lat_nice = 5; /* 6 batch tasks for 4 CPUs */
+	for (t = 200; t < 200 + f->c.min_residency_ms; t += 100)
+		assert_null(strstr(tick(f, t), "unpin"));
+	d = tick(f, t);
+	assert_non_null(strstr(d, "unpin tid=700 tgid=700 comm=\"t700\" llc=1->any cpus=0-7 why=short\n"));
+	assert_null(strstr(d, "tid=600"));
+	assert_null(strstr(tick(f, t + 100), "pin tid=7"));
+	fx_free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(together_holds_what_fits),
+		cmocka_unit_test(together_gates),
+		cmocka_unit_test(together_needs_room),
+		cmocka_unit_test(together_released_when_unfit),
+		cmocka_unit_test(together_released_from_busy_llc),
+		cmocka_unit_test(together_new_process_on_old_number),
+		cmocka_unit_test(together_gives_up_after_failures),
+		cmocka_unit_test(apart_moves_batch_off_and_back),
+		cmocka_unit_test(apart_sleeper_and_one_llc),
+		cmocka_unit_test(apart_sees_short_bursts),
+		cmocka_unit_test(apart_gives_back_when_short),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
