@@ -97,11 +97,9 @@ static struct ctlh *build(size_t n)
 	for (size_t u = 0; u < units; u++)
 		for (size_t k = 0; k < PER_UNIT; k++) {
 			pid_t pid = (pid_t)(BASE + u * (PER_UNIT + 1) + k);
-			struct lat_req rq = { .tid = pid, .tgid = pid, .value = 5, .source = "bench",
-					      .trusted = true };
+			struct lat_target t = { .kind = LAT_T_PROCESS, .pid = pid };
 			const char *why;
-
-			int r = latmgr_set_process(&d->lm, &rq, &why);
+			int r = latmgr_set(&d->lm, &t, 5, "bench", true, &why);
 
 			if (r < 0)
 				fprintf(stderr, "units: %d: %s\n", (int)pid, why ? why : strerror(-r));
@@ -125,8 +123,7 @@ static void measure(size_t n, struct row *ret)
 		size_t u = (size_t)r % (n / PER_UNIT);
 		pid_t pid = (pid_t)(BASE + u * (PER_UNIT + 1));
 		struct evsrc_event ev = { .kind = EVSRC_EXIT, .tid = pid, .tgid = pid };
-		struct lat_req rq = { .tid = pid, .tgid = pid, .value = 5, .source = "bench",
-				      .trusted = true };
+		struct lat_target t = { .kind = LAT_T_PROCESS, .pid = pid };
 		const char *why;
 		uint64_t t0 = now_ns();
 
@@ -135,7 +132,7 @@ static void measure(size_t n, struct row *ret)
 		exit_ns[r] = now_ns() - t0;
 		CTLH_CHECK(d->lm.np == n - 1);
 		/* It comes back (untimed): the next round starts from n managed again. */
-		CTLH_CHECK(latmgr_set_process(&d->lm, &rq, &why) >= 0);
+		CTLH_CHECK(latmgr_set(&d->lm, &t, 5, "bench", true, &why) >= 0);
 		t0 = now_ns();
 		latmgr_tick(&d->lm);
 		tick_ns[r] = now_ns() - t0;

@@ -141,24 +141,26 @@ static int on_moves(sd_event_source *s, int fd, uint32_t revents, void *userdata
 {
 	struct daemon *d = userdata;
 
-	latact_moves_done(&d->lat);
+	latmgr_moves_done(&d->lm);
 	return 0;
 }
 
 /*
- * An exec's class move goes to a worker thread from now on (latact_moves_start):
+ * An exec's class move goes to a worker thread from now on (latmgr_moves_start):
  * started after drop_caps, whose capability set it inherits.
  */
 static void start_moves(struct daemon *d)
 {
 	int fd, r;
 
-	if (!d->lat.ops || !d->lat.cls.on)
+	if (!latmgr_on(&d->lm))
 		return;
-	fd = latact_moves_start(&d->lat);
+	fd = latmgr_moves_start(&d->lm);
+	if (fd == -EOPNOTSUPP)
+		return;
 	r = fd < 0 ? fd : sd_event_add_io(d->event, &d->moves, fd, EPOLLIN, on_moves, d);
 	if (r < 0) {
-		latact_moves_stop(&d->lat);
+		latmgr_moves_stop(&d->lm);
 		log_warn("latency: class moves stay in the event loop: %s", strerror(-r));
 	}
 }
@@ -177,7 +179,7 @@ static void drop_caps(struct daemon *d)
 	r = caps_drop(drop, 0);
 	if (r == 0 && ((strcmp(d->sampler->ops->name, "bpf") == 0 &&
 			!sampler_bpf_walks_unprivileged(d->sampler)) ||
-		       (d->lat.ops && !latmgr_walks_unprivileged(&d->lm))))
+		       (latmgr_on(&d->lm) && !latmgr_walks_unprivileged(&d->lm))))
 		forever &= ~CAPS_BIT(CAP_BPF);
 	if (r == 0)
 		r = caps_drop(drop, forever);
@@ -230,14 +232,14 @@ static void on_lat_task(void *ctx, pid_t tid, int value, bool managed)
 /* Tells the histograms which cgroups the latency actuator manages now. */
 static void daemon_rqlat_cgroups(struct daemon *d)
 {
-	const char *paths[RQB_RQLAT_MAX_CG];
-	size_t n = 0;
+	const char *paths[RQB_RQLAT_MAX_CG], *mount;
+	size_t n;
 
-	if (!d->rqlat || !d->lat.cls.mount[0])
+	if (!d->rqlat)
 		return;
-	for (size_t i = 0; i < d->lat.ncg && n < RQB_RQLAT_MAX_CG; i++)
-		paths[n++] = d->lat.cg[i].path;
-	rqlat_cgroups(d->rqlat, d->lat.cls.mount, paths, n);
+	n = latmgr_cgroup_paths(&d->lm, paths, RQB_RQLAT_MAX_CG, &mount);
+	if (mount)
+		rqlat_cgroups(d->rqlat, mount, paths, n);
 }
 
 /* From now on the histograms follow each value given or taken back; these are older. */
@@ -245,13 +247,7 @@ static void follow_lat_tasks(struct daemon *d)
 {
 	if (!d->rqlat)
 		return;
-	d->lat.on_task = on_lat_task;
-	d->lat.on_task_ctx = d;
-	for (size_t k = 0, n = latact_ntasks(&d->lat); k < n; k++) {
-		const struct lat_entry *e = latact_task_nth(&d->lat, k);
-
-		rqlat_task(d->rqlat, e->task.tid, e->value, true);
-	}
+	latmgr_follow_tasks(&d->lm, on_lat_task, d);
 	daemon_rqlat_cgroups(d);
 }
 
@@ -293,7 +289,7 @@ static bool has_cpu_controller(const struct features *f)
 void daemon_peers(const struct daemon *d, struct peers *ret)
 {
 	struct peers_ctx ctx = { .cpu_controller = has_cpu_controller(&d->features),
-				 .class_cgroups = d->lat.cls.on };
+				 .class_cgroups = latmgr_class_cgroups_on(&d->lm) };
 
 	peers_scan(d->peers_root ? d->peers_root : "", &ctx, ret);
 }
@@ -461,13 +457,13 @@ static void processes_rss(struct daemon *d)
 /* The tasks with a negative value, and where they last ran (latseen.c), for latency_apart. */
 static void latency_tasks(struct daemon *d)
 {
-	size_t n = 0, all = latact_ntasks(&d->lat);
+	size_t n = 0, all = latmgr_ntasks(&d->lm);
 	struct latseen_task *in = all ? calloc(all, sizeof(*in)) : NULL;
 
 	if (all && !in)
 		return;
 	for (size_t k = 0; k < all; k++) {
-		const struct lat_entry *e = latact_task_nth(&d->lat, k);
+		const struct lat_entry *e = latmgr_task_nth(&d->lm, k);
 
 		if (e->value < 0)
 			in[n++] = (struct latseen_task){ .tid = e->task.tid, .tgid = e->tgid,
@@ -490,9 +486,9 @@ static void placement_inputs(struct daemon *d)
 
 	if (d->conf.sampler == CONF_SAMPLER_REPLAY || d->kernel_places != KERNEL_PLACES_NOT)
 		return;
-	if (d->conf.latency_apart && d->lat.ops) {
+	if (d->conf.latency_apart && latmgr_on(&d->lm)) {
 		for (size_t i = 0; i < s->ntasks; i++) {
-			const struct lat_entry *e = latact_find(&d->lat, s->tasks[i].tid);
+			const struct lat_entry *e = latmgr_entry(&d->lm, s->tasks[i].tid);
 
 			if (e && e->task.start_time == s->tasks[i].start_time)
 				s->tasks[i].lat_nice = e->value;
@@ -582,7 +578,7 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 		if (d->unsampled++ == 0)
 			log_debug("tick: fewer than two LLC groups: a heartbeat takes no sample");
 		act_verify(&d->act, on_dropped, d);
-		if (d->lat.ops)
+		if (latmgr_on(&d->lm))
 			latmgr_tick(&d->lm);
 		daemon_rqlat_cgroups(d);
 		notify_status(d);
@@ -610,7 +606,7 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 		record_failed(d);
 	act_verify(&d->act, on_dropped, d);
 	tick_stage(d, TICK_VERIFY, &t);
-	if (d->lat.ops)
+	if (latmgr_on(&d->lm))
 		latmgr_tick(&d->lm);
 	daemon_rqlat_cgroups(d);
 	tick_stage(d, TICK_LATENCY, &t);
@@ -840,11 +836,11 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 		features_log_one(&d->features, FEAT_LLC_GROUPS);
 	follow_placement(d, true);
 	self_sched(d);
-	if (d->lat.ops) {
+	if (latmgr_on(&d->lm)) {
 		struct lat_conf lc;
 
 		lat_conf_from(d, &lc);
-		latact_set_conf(&d->lat, &lc);
+		latmgr_set_conf(&d->lm, &lc);
 		latmgr_rules_changed(&d->lm);
 	}
 	log_set_level(c.log_level);
@@ -867,32 +863,31 @@ static const struct act_ops *driver(const struct daemon *d)
 
 static int start_latency(struct daemon *d)
 {
-	struct latact_opts o = {
-		.journal_dir = d->conf.journal_dir,
-		.cgroup_root = d->conf.lat_cgroup_root,
-		.slices = has_slices(d),
-		.uclamp = d->features.f[FEAT_UCLAMP].state != FEAT_MISSING && d->conf.lat_uclamp,
-		.autogroup = d->features.f[FEAT_AUTOGROUP].state != FEAT_MISSING,
-		/* RQB_SYSTEMD_BUS: a private bus with a stand-in for systemd, for tests. */
-		.bus_address = getenv("RQB_SYSTEMD_BUS"),
+	struct latmgr_setup s = {
+		.driver = driver(d),
+		.opts = {
+			.journal_dir = d->conf.journal_dir,
+			.cgroup_root = d->conf.lat_cgroup_root,
+			.slices = has_slices(d),
+			.uclamp = d->features.f[FEAT_UCLAMP].state != FEAT_MISSING &&
+				  d->conf.lat_uclamp,
+			.autogroup = d->features.f[FEAT_AUTOGROUP].state != FEAT_MISSING,
+			/* RQB_SYSTEMD_BUS: a private bus with a stand-in for systemd, for tests. */
+			.bus_address = getenv("RQB_SYSTEMD_BUS"),
+		},
+		.conf = &d->conf,
+		.event = d->event,
+		.proc_root = UTIL_PROC_ROOT,
 	};
-	struct lat_conf lc;
-	int r;
 
-	lat_conf_from(d, &lc);
-	o.class_cgroups = lc.class_cgroups;
-	o.systemd = sd_booted() > 0 || (o.bus_address && *o.bus_address);
-	if (d->conf.lat_uclamp && !o.uclamp)
+	lat_conf_from(d, &s.lc);
+	s.opts.class_cgroups = s.lc.class_cgroups;
+	s.opts.systemd = sd_booted() > 0 || (s.opts.bus_address && *s.opts.bus_address);
+	if (d->conf.lat_uclamp && !s.opts.uclamp)
 		log_info("latency: no uclamp in this kernel: values set no util clamps");
-	if (!o.slices)
+	if (!s.opts.slices)
 		log_info("latency: no EEVDF slices in this kernel: values set no slice");
-	r = latact_init(&d->lat, driver(d), &o, &lc);
-	if (r < 0) {
-		log_err("latency journal in %s: %s", d->conf.journal_dir,
-			r == -EBUSY ? "locked by another rqbalanced" : strerror(-r));
-		return r;
-	}
-	return latmgr_init(&d->lm, &d->lat, &d->conf, d->event, UTIL_PROC_ROOT);
+	return latmgr_open(&d->lm, &s);
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -1113,16 +1108,12 @@ void daemon_fini(struct daemon *d)
 	if (d->ctl.env)
 		ctl_fini(&d->ctl);
 	ctl_req_lim_fini(&d->req);
-	if (d->lat.ops) {
+	if (latmgr_on(&d->lm)) {
 		int n;
 
 		latmgr_stop(&d->lm);
 		d->moves = sd_event_source_disable_unref(d->moves);
-		latact_moves_stop(&d->lat);
-		n = latact_restore_all(&d->lat);
-		latmgr_stopped(&d->lm);
-		latmgr_fini(&d->lm);
-		latact_fini(&d->lat);
+		n = latmgr_close(&d->lm);
 		log_info("stopped: %d latency setting%s given back", n, n == 1 ? "" : "s");
 	}
 	metrics_fini(&d->metrics);

@@ -8,7 +8,6 @@
 #include <systemd/sd-event.h>
 
 #include "actuate/act.h"
-#include "actuate/latact.h"
 #include "conf/conf.h"
 #include "latmgr/latmgr.h"
 #include "model/stats.h"
@@ -55,7 +54,6 @@ struct daemon {
 	struct spread_state pol;
 	struct plan plan;
 	struct act act;
-	struct latact lat;           /* latency knobs: the second actuator's state */
 	struct latmgr lm;            /* who has a latency value, followed through fork/exec */
 	struct ctl_req_lim req;      /* the limits the ctl socket and the D-Bus API share */
 	struct ctl_env env;          /* what both doors see of the daemon */
@@ -67,7 +65,7 @@ struct daemon {
 	uint64_t next_tick_ns;
 	struct idle_state idle;      /* the idle backoff's state (core/idle.h) */
 	sd_event_source *wake;       /* a post source: after any event, whether to tick sooner */
-	sd_event_source *moves;      /* the latency actuator's class moves ending (latact_move.c) */
+	sd_event_source *moves;      /* latency class moves ending (latmgr_moves_start) */
 	uint64_t wake_seen;          /* what the wake signals summed to at the last look */
 	bool woken;                  /* a reload or a hotplug since the last tick */
 	uint64_t next_trim_ns;       /* CLOCK_MONOTONIC: when freed memory goes back next */

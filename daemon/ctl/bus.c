@@ -27,14 +27,12 @@
 #define ERR_NO_CGROUP "org.rqbalance1.Error.NoSuchCgroup"
 #define ERR_NOT_MANAGED "org.rqbalance1.Error.NotManaged"
 
-enum bus_op { OP_SET, OP_GET, OP_RESET, OP_FOREGROUND };
-
 /* A call, decoded: what it asks, and of which target. */
 struct bus_call {
 	struct ctl_bus *b;
 	struct bus_call *next;  /* its sender's next waiting call, in order */
 	sd_bus_message *m;      /* the call, answered once its sender is known */
-	enum bus_op op;
+	enum ctl_req_op op;
 	bool s76;               /* SetForegroundProcess: answered with nothing */
 	struct lat_target t;
 	int value;
@@ -157,103 +155,24 @@ static void set_error(sd_bus_error *e, const struct lat_target *t, int r, const 
 	sd_bus_error_set(e, name, why ? why : strerror(-r));
 }
 
-static void target_text(const struct lat_target *t, char *out, size_t size)
-{
-	if (t->kind == LAT_T_CGROUP)
-		snprintf(out, size, "cgroup %s", t->path);
-	else
-		snprintf(out, size, "%s %d", t->kind == LAT_T_PROCESS ? "process" : "thread", (int)t->pid);
-}
-
-/*
- * The foreground call: the caller's own process (or, for root and ctl_group, any)
- * gets [latency] foreground. Below what the kernel would let the caller do only for
- * root, ctl_group and foreground_group, which the administrator named for it.
- */
-static int foreground(struct ctl_bus *b, const struct ctl_caller *k, struct bus_call *c,
-		      int *ret_value, const char **why)
-{
-	struct ctl_env *x = b->env;
-	int v = x->conf->lat_foreground, r;
-	char source[48];
-	bool trusted;
-
-	snprintf(source, sizeof(source), "foreground uid %u", k->uid);
-	if (c->t.pid) {
-		r = ctl_req_permitted(x, k, &c->t, CTL_REQ_SET, v, &trusted, why);
-		if (r == -EPERM && x->conf->lat_fg_gid_set && ctl_req_in_group(k, x->conf->lat_fg_gid))
-			/* Its own process, at any value: the owner check alone. */
-			r = ctl_req_permitted(x, k, &c->t, CTL_REQ_OWNER, v, &trusted, why);
-		if (r < 0)
-			return r;
-	} else {
-		trusted = ctl_req_admin(k, x->conf);
-	}
-	r = latmgr_foreground(x->lm, k->share,
-			      &(struct lat_req){ .tid = c->t.pid, .tgid = c->t.pid,
-						 .start_time = c->t.start_time, .value = v,
-						 .source = source, .trusted = trusted },
-			      ret_value, why);
-	if (r == 0 && c->t.pid)
-		log_info("dbus: uid %u put process %d in front: value %d", k->uid, (int)c->t.pid,
-			 *ret_value);
-	return r;
-}
-
-/* Carries out c for caller k. */
+/* Carries out c for caller k, through the one request procedure, and answers it. */
 static void serve(struct bus_call *c, const struct ctl_caller *k)
 {
-	struct ctl_bus *b = c->b;
-	struct ctl_env *x = b->env;
+	struct ctl_request q = { .op = c->op, .name = op_name(c), .t = c->t, .value = c->value };
 	sd_bus_error e = SD_BUS_ERROR_NULL;
-	const char *why = NULL, *source;
-	char text[2048], what[LAT_PATH_MAX + 32];
-	bool trusted;
-	int r, v = 0;
+	struct ctl_answer a;
+	int r = ctl_req_run(c->b->env, k, &q, &a);
 
-	target_text(&c->t, what, sizeof(what));
-	if (c->op == OP_GET)
-		/* A task the caller's /proc would not show it is one that does not exist. */
-		r = ctl_req_look(x, k, &c->t, &why);
-	else
-		r = c->op == OP_FOREGROUND && !c->t.pid ? 0 : ctl_req_target(x, &c->t, &why);
-	if (r == 0 && c->op == OP_GET) {
-		r = latmgr_value(x->lm, &c->t, &v, &source);
-		if (r == 0)
-			sd_bus_reply_method_return(c->m, "is", v, source);
-		goto out;
-	}
-	if (r == 0 && c->op == OP_FOREGROUND) {
-		r = foreground(b, k, c, &v, &why);
-		/* Nothing in front (pid 0) answers 0. */
-		if (r == 0)
-			sd_bus_reply_method_return(c->m, c->s76 ? "" : "i", c->t.pid ? v : 0);
-		goto out;
-	}
-	if (r == 0)
-		r = ctl_req_permitted(x, k, &c->t, c->op == OP_SET ? CTL_REQ_SET : CTL_REQ_RESET,
-				      c->value, &trusted, &why);
-	if (r == 0 && c->op == OP_RESET) {
-		r = ctl_req_reset(x, &c->t);
-		if (r >= 0)
-			sd_bus_reply_method_return(c->m, c->t.kind == LAT_T_CGROUP ? "" : "u",
-						   (uint32_t)r);
-	} else if (r == 0) {
-		r = ctl_req_set(x, k, &c->t, c->value, trusted, text, sizeof(text), &why);
-		if (r >= 0) {
-			log_info("dbus: uid %u gave %s value %d", k->uid, what, c->value);
-			sd_bus_reply_method_return(c->m, c->t.kind == LAT_T_CGROUP ? "" : "u",
-						   (uint32_t)r);
-		}
-	}
-out:
-	if (r == -EPERM)
-		ctl_req_log_refusal(x->req, "dbus: %s on %s refused to uid %u: %s", op_name(c),
-				    what, k->uid, why);
 	if (r < 0) {
-		set_error(&e, &c->t, r, why);
+		set_error(&e, &q.t, r, a.why);
 		sd_bus_reply_method_error(c->m, &e);
 		sd_bus_error_free(&e);
+	} else if (q.op == CTL_REQ_OP_GET) {
+		sd_bus_reply_method_return(c->m, "is", a.value, a.source);
+	} else if (q.op == CTL_REQ_OP_FOREGROUND) {
+		sd_bus_reply_method_return(c->m, c->s76 ? "" : "i", a.value);
+	} else {
+		sd_bus_reply_method_return(c->m, q.t.kind == LAT_T_CGROUP ? "" : "u", (uint32_t)a.n);
 	}
 }
 
@@ -439,16 +358,16 @@ static int on_task(sd_bus_message *m, void *userdata, sd_bus_error *e)
 	uint32_t pid;
 	int r;
 
-	c.op = strncmp(member, "Set", 3) == 0 ? OP_SET : strncmp(member, "Get", 3) == 0 ? OP_GET
-										    : OP_RESET;
+	c.op = strncmp(member, "Set", 3) == 0 ? CTL_REQ_OP_SET : strncmp(member, "Get", 3) == 0 ? CTL_REQ_OP_GET
+										    : CTL_REQ_OP_RESET;
 	c.t.kind = strstr(member, "Thread") ? LAT_T_THREAD : LAT_T_PROCESS;
-	r = c.op == OP_SET ? sd_bus_message_read(m, "ui", &pid, &c.value)
+	r = c.op == CTL_REQ_OP_SET ? sd_bus_message_read(m, "ui", &pid, &c.value)
 			   : sd_bus_message_read(m, "u", &pid);
 	if (r < 0)
 		return r;
 	if (pid == 0 || pid > INT32_MAX)
 		return sd_bus_error_setf(e, SD_BUS_ERROR_INVALID_ARGS, "pid %u: not a pid", pid);
-	if (c.op == OP_SET && (c.value < LAT_MIN || c.value > LAT_MAX))
+	if (c.op == CTL_REQ_OP_SET && (c.value < LAT_MIN || c.value > LAT_MAX))
 		return bad_value(e, c.value);
 	c.t.pid = (pid_t)pid;
 	return take(userdata, m, &c, e);
@@ -461,13 +380,13 @@ static int on_cgroup(sd_bus_message *m, void *userdata, sd_bus_error *e)
 	struct bus_call c = { .t.kind = LAT_T_CGROUP };
 	int r;
 
-	c.op = strncmp(member, "Set", 3) == 0 ? OP_SET : strncmp(member, "Get", 3) == 0 ? OP_GET
-										    : OP_RESET;
-	r = c.op == OP_SET ? sd_bus_message_read(m, "si", &path, &c.value)
+	c.op = strncmp(member, "Set", 3) == 0 ? CTL_REQ_OP_SET : strncmp(member, "Get", 3) == 0 ? CTL_REQ_OP_GET
+										    : CTL_REQ_OP_RESET;
+	r = c.op == CTL_REQ_OP_SET ? sd_bus_message_read(m, "si", &path, &c.value)
 			   : sd_bus_message_read(m, "s", &path);
 	if (r < 0)
 		return r;
-	if (c.op == OP_SET && (c.value < LAT_MIN || c.value > LAT_MAX))
+	if (c.op == CTL_REQ_OP_SET && (c.value < LAT_MIN || c.value > LAT_MAX))
 		return bad_value(e, c.value);
 	if (strlen(path) >= sizeof(c.t.path) || !latact_cgroup_path_ok(path))
 		return sd_bus_error_setf(e, SD_BUS_ERROR_INVALID_ARGS, "%s",
@@ -480,7 +399,7 @@ static int on_cgroup(sd_bus_message *m, void *userdata, sd_bus_error *e)
 /* SetForeground (u pid) -> (i value), and system76-scheduler's SetForegroundProcess. */
 static int on_foreground(sd_bus_message *m, void *userdata, sd_bus_error *e)
 {
-	struct bus_call c = { .op = OP_FOREGROUND, .t.kind = LAT_T_PROCESS };
+	struct bus_call c = { .op = CTL_REQ_OP_FOREGROUND, .t.kind = LAT_T_PROCESS };
 	uint32_t pid;
 	int r;
 

@@ -287,7 +287,7 @@ static int kv_count(const char *p, size_t len, const char *key)
 	return n;
 }
 
-/* The target a request names; one that only reads looks as the peer may (ctl_req_look). */
+/* The target a request names, decoded; ctl_req_run checks it. */
 static int parse_target(struct conn *c, const struct ctl_msg *m, struct lat_target *t,
 			const char **why)
 {
@@ -317,44 +317,45 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct lat_targ
 		*why = "name one target: pid N, tid N, cgroup PATH or self";
 		return -EINVAL;
 	}
-	if (m->hdr.type == CTL_GET || m->hdr.type == CTL_EXPLAIN)
-		return ctl_req_look(c->srv->env, &c->who, t, why);
-	return ctl_req_target(c->srv->env, t, why);
+	return 0;
 }
 
 /* The list stops short of the protocol's limit, with room for its "truncated" line. */
 #define LIST_MAX (CTL_MAX_PAYLOAD - 64)
 
-/*
- * Anyone may ask, as for get; what the process itself shows (its exe, command line,
- * uid and cgroup, to say why a rule does not match) only to whom may act on it.
- */
-static int do_explain(struct conn *c, const struct ctl_msg *m, struct lat_target *t)
+/* The request procedure's answer to m, encoded for rqctl. */
+static int reply_answer(struct conn *c, const struct ctl_msg *m, const struct ctl_request *q,
+			int r, const struct ctl_answer *a)
 {
-	struct ctl_env *x = c->srv->env;
-	struct ctl_req_eyes eyes = { .x = x, .k = &c->who };
-	const char *why;
-	bool trusted;
-	char *text = NULL;
-	int r;
+	char text[32];
 
-	r = ctl_req_permitted(x, &c->who, t, CTL_REQ_OWNER, 0, &trusted, &why);
-	if (r == -ESRCH || r == -ENOENT)
-		return reply_err(c, m->hdr.seq, -r, why);
-	r = latmgr_explain(x->lm, t, r == 0, ctl_req_sees, &eyes, &text);
-	r = r < 0 ? reply_err(c, m->hdr.seq, -r, strerror(-r)) : reply(c, CTL_OK, m->hdr.seq, text);
-	free(text);
-	return r;
+	if (r == -ENOENT && !a->why)
+		return reply_err(c, m->hdr.seq, ENOENT, "not managed by rqbalance");
+	if (r < 0)
+		return reply_err(c, m->hdr.seq, -r, a->why ? a->why : strerror(-r));
+	switch (q->op) {
+	case CTL_REQ_OP_EXPLAIN:
+		return reply(c, CTL_OK, m->hdr.seq, a->explain);
+	case CTL_REQ_OP_RESET:
+		snprintf(text, sizeof(text), "tasks %d\n", a->n);
+		return reply(c, CTL_OK, m->hdr.seq, text);
+	default:
+		return reply(c, CTL_OK, m->hdr.seq, a->text);
+	}
 }
 
 static int handle_latency(struct conn *c, const struct ctl_msg *m)
 {
+	static const enum ctl_req_op ops[] = {
+		[CTL_GET] = CTL_REQ_OP_GET, [CTL_EXPLAIN] = CTL_REQ_OP_EXPLAIN,
+		[CTL_SET] = CTL_REQ_OP_SET, [CTL_RESET] = CTL_REQ_OP_RESET,
+	};
 	struct ctl_env *x = c->srv->env;
+	struct ctl_request q = { .op = ops[m->hdr.type], .name = ctl_type_name(m->hdr.type) };
+	struct ctl_answer a;
 	const char *why = NULL;
-	char text[2048], v[32];
-	struct lat_target t;
-	bool trusted = false;
-	int value = 0, r;
+	char v[32];
+	int r;
 
 	if (m->hdr.type == CTL_LIST) {
 		struct ctl_req_eyes eyes = { .x = x, .k = &c->who };
@@ -364,45 +365,17 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 		free(list);
 		return r;
 	}
-	r = parse_target(c, m, &t, &why);
+	r = parse_target(c, m, &q.t, &why);
 	if (r < 0)
 		return reply_err(c, m->hdr.seq, -r, why);
-	if (m->hdr.type == CTL_GET) {
-		r = latmgr_get(x->lm, &t, text, sizeof(text));
-		return r < 0 ? reply_err(c, m->hdr.seq, -r, "not managed by rqbalance")
-			     : reply(c, CTL_OK, m->hdr.seq, text);
-	}
-	if (m->hdr.type == CTL_EXPLAIN)
-		return do_explain(c, m, &t);
 	if (m->hdr.type == CTL_SET &&
 	    (kv_count(m->payload, m->hdr.len, "value") != 1 ||
 	     ctl_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
-	     lat_parse(v, &value, &why) < 0))
+	     lat_parse(v, &q.value, &why) < 0))
 		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");
-	r = ctl_req_permitted(x, &c->who, &t, m->hdr.type == CTL_SET ? CTL_REQ_SET : CTL_REQ_RESET,
-			      value, &trusted, &why);
-	if (r < 0) {
-		ctl_req_log_refusal(x->req, "ctl: %s refused to uid %u (pid %d): %s",
-				    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
-		return reply_err(c, m->hdr.seq, -r, why);
-	}
-	if (m->hdr.type == CTL_RESET) {
-		r = ctl_req_reset(x, &t);
-		if (r < 0)
-			return reply_err(c, m->hdr.seq, -r, "not managed by rqbalance");
-		snprintf(text, sizeof(text), "tasks %d\n", r);
-		return reply(c, CTL_OK, m->hdr.seq, text);
-	}
-	r = ctl_req_set(x, &c->who, &t, value, trusted, text, sizeof(text), &why);
-	if (r < 0)
-		return reply_err(c, m->hdr.seq, -r, why ? why : strerror(-r));
-	if (t.kind == LAT_T_CGROUP)
-		snprintf(v, sizeof(v), "cgroup");
-	else
-		snprintf(v, sizeof(v), "%s %d", t.kind == LAT_T_PROCESS ? "process" : "thread", (int)t.pid);
-	log_info("ctl: uid %u gave %s%s%s value %d", c->cred.uid, v,
-		 t.kind == LAT_T_CGROUP ? " " : "", t.kind == LAT_T_CGROUP ? t.path : "", value);
-	return reply(c, CTL_OK, m->hdr.seq, text);
+	r = reply_answer(c, m, &q, ctl_req_run(x, &c->who, &q, &a), &a);
+	free(a.explain);
+	return r;
 }
 
 /* Like status, for anyone: how long tasks waited for a CPU, by class. */

@@ -143,18 +143,18 @@ bool ctl_req_finding(struct ctl_env *x, const struct ctl_caller *k, const struct
 
 /* ---- targets ---- */
 
-int ctl_req_look(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
-		 const char **why)
-{
-	/* First, so that a hidden task's thread or process is not told apart either. */
-	if (t->kind != LAT_T_CGROUP && t->pid > 0 && !ctl_req_visible(x, k, t->pid, 0)) {
-		*why = t->kind == LAT_T_THREAD ? "no such thread" : "no such task";
-		return -ESRCH;
-	}
-	return ctl_req_target(x, t, why);
-}
+/* What a request would do to its target, for permitted(). */
+enum ctl_req_act {
+	CTL_REQ_SET,    /* give it a value */
+	CTL_REQ_RESET,  /* give back what it had before rqbalance */
+	CTL_REQ_OWNER,  /* nothing yet: whether the caller may act on it at all */
+};
 
-int ctl_req_target(struct ctl_env *x, struct lat_target *t, const char **why)
+/*
+ * Checks a target named by kind and pid or path, and finds a thread's process: 0, or
+ * -EINVAL (a thread named as a process, a bad path) or -ESRCH with *why.
+ */
+static int check_target(struct ctl_env *x, struct lat_target *t, const char **why)
 {
 	if (t->kind == LAT_T_CGROUP) {
 		if (!latact_cgroup_path_ok(t->path)) {
@@ -180,6 +180,21 @@ int ctl_req_target(struct ctl_env *x, struct lat_target *t, const char **why)
 	if (t->kind == LAT_T_PROCESS)
 		t->tgid = t->pid;
 	return 0;
+}
+
+/*
+ * check_target for a request that reads (get, explain): a task hidden from k is
+ * answered as one that does not exist, -ESRCH.
+ */
+static int look_target(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
+		       const char **why)
+{
+	/* First, so that a hidden task's thread or process is not told apart either. */
+	if (t->kind != LAT_T_CGROUP && t->pid > 0 && !ctl_req_visible(x, k, t->pid, 0)) {
+		*why = t->kind == LAT_T_THREAD ? "no such thread" : "no such task";
+		return -ESRCH;
+	}
+	return check_target(x, t, why);
 }
 
 /* Task tid's real and effective uids, from its status. 0 or -ESRCH. */
@@ -334,8 +349,15 @@ static int target_facts(struct ctl_env *x, const struct ctl_caller *k, struct la
 	return task_facts(x, k, t, want, pt, f);
 }
 
-int ctl_req_permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
-		      enum ctl_req_act act, int want, bool *ret_trusted, const char **why)
+/*
+ * 0 if the caller may do act to t (for a set, give it the value want), else -EPERM,
+ * or -ESRCH / -ENOENT when the target is gone, with *why: judged as the kernel would
+ * judge the caller's own setpriority(2) and sched_setattr(2) on each of its threads
+ * now (ctl_perm.h). *ret_trusted: it may give any task any value (root, ctl_group,
+ * CAP_SYS_NICE). Sets t's start time, which the write must find again.
+ */
+static int permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
+		     enum ctl_req_act act, int want, bool *ret_trusted, const char **why)
 {
 	struct ctl_perm_facts f = { .peer_euid = k->uid, .owner_only = act == CTL_REQ_OWNER };
 	struct perm_threads pt = { 0 };
@@ -392,53 +414,155 @@ static int set_reply(struct ctl_env *x, const struct ctl_caller *k, const struct
 	return r;
 }
 
-int ctl_req_set(struct ctl_env *x, const struct ctl_caller *k, const struct lat_target *t, int v,
-		bool trusted, char *out, size_t size, const char **why)
+/* Gives t the value q->value (permitted first): *ret_n, the tasks that have it now. */
+static int do_set(struct ctl_env *x, const struct ctl_caller *k, const struct ctl_request *q,
+		  bool trusted, struct ctl_answer *a)
 {
 	char source[48];
 	int r;
 
 	snprintf(source, sizeof(source), "%s uid %u", k->via, k->uid);
-	if (!trusted && keeps_its_source(x, t, v, source))
-		return set_reply(x, k, t, t->kind == LAT_T_THREAD, out, size);
-	switch (t->kind) {
-	case LAT_T_PROCESS:
-		r = latmgr_set_process(x->lm, &(struct lat_req){ .tid = t->pid, .tgid = t->pid,
-								  .start_time = t->start_time,
-								  .value = v, .source = source,
-								  .trusted = trusted },
-				       why);
-		break;
-	case LAT_T_THREAD:
-		r = latmgr_set_thread(x->lm, &(struct lat_req){ .tid = t->pid,
-								 .start_time = t->start_time,
-								 .value = v, .source = source },
-				      why);
-		r = r == 0 ? 1 : r;
-		break;
-	default:
-		r = latmgr_set_cgroup(x->lm, t->path, v, source, why);
-		break;
-	}
-	return r < 0 ? r : set_reply(x, k, t, r, out, size);
+	if (!trusted && keeps_its_source(x, &q->t, q->value, source))
+		r = q->t.kind == LAT_T_THREAD;
+	else
+		r = latmgr_set(x->lm, &q->t, q->value, source, trusted, &a->why);
+	if (r < 0)
+		return r;
+	a->n = set_reply(x, k, &q->t, r, a->text, sizeof(a->text));
+	return 0;
 }
 
-int ctl_req_reset(struct ctl_env *x, const struct lat_target *t)
+/*
+ * The foreground call: the caller's own process (or, for root and ctl_group, any)
+ * gets [latency] foreground. Below what the kernel would let the caller do only for
+ * root, ctl_group and foreground_group, which the administrator named for it.
+ */
+static int fg_permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
+			bool *ret_trusted, const char **why)
+{
+	int v = x->conf->lat_foreground, r;
+
+	if (!t->pid) {
+		*ret_trusted = ctl_req_admin(k, x->conf);
+		return 0;
+	}
+	r = check_target(x, t, why);
+	if (r < 0)
+		return r;
+	r = permitted(x, k, t, CTL_REQ_SET, v, ret_trusted, why);
+	if (r == -EPERM && x->conf->lat_fg_gid_set && ctl_req_in_group(k, x->conf->lat_fg_gid))
+		/* Its own process, at any value: the owner check alone. */
+		r = permitted(x, k, t, CTL_REQ_OWNER, v, ret_trusted, why);
+	return r;
+}
+
+static int do_foreground(struct ctl_env *x, const struct ctl_caller *k, const struct ctl_request *q,
+			 bool trusted, struct ctl_answer *a)
+{
+	char source[48];
+	int r;
+
+	snprintf(source, sizeof(source), "foreground uid %u", k->uid);
+	r = latmgr_foreground(x->lm, k->share,
+			      &(struct lat_req){ .tid = q->t.pid, .tgid = q->t.pid,
+						 .start_time = q->t.start_time,
+						 .value = x->conf->lat_foreground, .source = source,
+						 .trusted = trusted },
+			      &a->value, &a->why);
+	if (r == 0 && !q->t.pid)
+		a->value = 0; /* nothing in front */
+	return r;
+}
+
+/* Anyone may ask; what the process itself shows only to whom may act on it. */
+static int do_explain(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
+		      struct ctl_answer *a)
+{
+	struct ctl_req_eyes eyes = { .x = x, .k = k };
+	bool trusted;
+	int r;
+
+	r = permitted(x, k, &q->t, CTL_REQ_OWNER, 0, &trusted, &a->why);
+	if (r == -ESRCH || r == -ENOENT)
+		return r;
+	a->why = NULL;
+	return latmgr_explain(x->lm, &q->t, r == 0, ctl_req_sees, &eyes, &a->explain);
+}
+
+/* The target, as the caller may see it, and whether it may do q to it. */
+static int judge(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
+		 bool *ret_trusted, const char **why)
 {
 	int r;
 
-	switch (t->kind) {
-	case LAT_T_PROCESS:
-		r = latmgr_reset_process(x->lm, t->pid, t->start_time);
-		break;
-	case LAT_T_THREAD:
-		r = latmgr_reset_thread(x->lm, t->pid, t->start_time);
-		r = r == 0 ? 1 : r;
-		break;
+	switch (q->op) {
+	case CTL_REQ_OP_GET:
+	case CTL_REQ_OP_EXPLAIN:
+		/* A task the caller's /proc would not show it is one that does not exist. */
+		return look_target(x, k, &q->t, why);
+	case CTL_REQ_OP_FOREGROUND:
+		return fg_permitted(x, k, &q->t, ret_trusted, why);
 	default:
-		r = latmgr_reset_cgroup(x->lm, t->path);
-		r = r == 0 ? 1 : r;
-		break;
+		r = check_target(x, &q->t, why);
+		if (r < 0)
+			return r;
+		return permitted(x, k, &q->t,
+					 q->op == CTL_REQ_OP_SET ? CTL_REQ_SET : CTL_REQ_RESET,
+					 q->value, ret_trusted, why);
 	}
+}
+
+static int carry_out(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
+		     bool trusted, struct ctl_answer *a)
+{
+	int r;
+
+	switch (q->op) {
+	case CTL_REQ_OP_GET:
+		r = latmgr_value(x->lm, &q->t, &a->value, &a->source);
+		return r < 0 ? r : latmgr_get(x->lm, &q->t, a->text, sizeof(a->text));
+	case CTL_REQ_OP_EXPLAIN:
+		return do_explain(x, k, q, a);
+	case CTL_REQ_OP_FOREGROUND:
+		return do_foreground(x, k, q, trusted, a);
+	case CTL_REQ_OP_SET:
+		return do_set(x, k, q, trusted, a);
+	default:
+		r = latmgr_reset(x->lm, &q->t);
+		a->n = r;
+		return r < 0 ? r : 0;
+	}
+}
+
+static void target_text(const struct lat_target *t, char *out, size_t size)
+{
+	if (t->kind == LAT_T_CGROUP)
+		snprintf(out, size, "cgroup %s", t->path);
+	else
+		snprintf(out, size, "%s %d", t->kind == LAT_T_PROCESS ? "process" : "thread", (int)t->pid);
+}
+
+int ctl_req_run(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
+		struct ctl_answer *ret)
+{
+	char what[LAT_PATH_MAX + 32], pid[32] = "";
+	bool trusted = false;
+	int r;
+
+	*ret = (struct ctl_answer){ 0 };
+	r = judge(x, k, q, &trusted, &ret->why);
+	if (r == 0)
+		r = carry_out(x, k, q, trusted, ret);
+	target_text(&q->t, what, sizeof(what));
+	if (k->pid > 0)
+		snprintf(pid, sizeof(pid), " (pid %d)", (int)k->pid);
+	if (r == -EPERM)
+		ctl_req_log_refusal(x->req, "%s: %s on %s refused to uid %u%s: %s", k->via, q->name,
+				    what, k->uid, pid, ret->why ? ret->why : "permission denied");
+	else if (r == 0 && q->op == CTL_REQ_OP_SET)
+		log_info("%s: uid %u gave %s value %d", k->via, k->uid, what, q->value);
+	else if (r == 0 && q->op == CTL_REQ_OP_FOREGROUND && q->t.pid)
+		log_info("%s: uid %u put process %d in front: value %d", k->via, k->uid,
+			 (int)q->t.pid, ret->value);
 	return r;
 }

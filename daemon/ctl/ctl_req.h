@@ -185,40 +185,45 @@ bool ctl_req_in_group(const struct ctl_caller *k, gid_t gid);
 /* Root, or a member of ctl_group: may change what the daemon does, to any task. */
 bool ctl_req_admin(const struct ctl_caller *k, const struct rqb_conf *conf);
 /*
- * Checks a target named by kind and pid or path, and finds a thread's process: 0, or
- * -EINVAL (a thread named as a process, a bad path) or -ESRCH with *why.
+ * ---- the one procedure for a latency request, from either door ----
+ *
+ * The doors decode a request into a struct ctl_request and encode the answer; every
+ * step between is ctl_req_run's, in one order: the target (a thread's process found,
+ * a path checked), what the caller may see of it (a task its /proc hides is one that
+ * does not exist, for a request that reads), whether it may do the request to it
+ * (judged as the kernel would judge its own setpriority(2) and sched_setattr(2) on
+ * each thread now, ctl_perm.h), the action through the latency manager, and the log
+ * of a refusal (rate-limited) or of a change.
  */
-int ctl_req_target(struct ctl_env *x, struct lat_target *t, const char **why);
-/* What a request would do to its target, for ctl_req_permitted(). */
-enum ctl_req_act {
-	CTL_REQ_SET,    /* give it a value */
-	CTL_REQ_RESET,  /* give back what it had before rqbalance */
-	CTL_REQ_OWNER,  /* nothing yet: whether the caller may act on it at all */
+enum ctl_req_op {
+	CTL_REQ_OP_GET,        /* the value and who gave it */
+	CTL_REQ_OP_EXPLAIN,    /* why the target has what it has */
+	CTL_REQ_OP_SET,        /* give it value */
+	CTL_REQ_OP_RESET,      /* give back what it had before rqbalance */
+	CTL_REQ_OP_FOREGROUND, /* [latency] foreground for a process (pid 0: none) */
+};
+
+struct ctl_request {
+	enum ctl_req_op op;
+	const char *name;        /* the door's name for it, for the log: "set", "SetProcess" */
+	struct lat_target t;     /* as named; its tgid and start time once checked */
+	int value;               /* CTL_REQ_OP_SET's value */
+};
+
+struct ctl_answer {
+	int n;                   /* SET, RESET: the tasks that have it now (0: a cgroup) */
+	int value;               /* GET, FOREGROUND: the value (0: nothing in front) */
+	const char *source;      /* GET: who gave it */
+	char text[2048];         /* GET: the target's lines; SET: what rqctl shows */
+	char *explain;           /* EXPLAIN: the text, for the door to free */
+	const char *why;         /* on failure: why; NULL with -ENOENT: not managed */
 };
 
 /*
- * ctl_req_target for a request that reads (get, explain): a task hidden from k is
- * answered as one that does not exist, -ESRCH.
+ * Carries out q for caller k: 0 and *ret, or -errno with ret->why: -EINVAL (a bad
+ * target), -ESRCH or -ENOENT (gone, hidden, not managed), -EPERM (refused, logged).
  */
-int ctl_req_look(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
-		 const char **why);
-/*
- * 0 if the caller may do act to t (for a set, give it the value want), else -EPERM,
- * or -ESRCH / -ENOENT when the target is gone, with *why: judged as the kernel would
- * judge the caller's own setpriority(2) and sched_setattr(2) on each of its threads
- * now (ctl_perm.h). *ret_trusted: it may give any task any value (root, ctl_group,
- * CAP_SYS_NICE). Sets t's start time, which the write must find again.
- */
-int ctl_req_permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
-		      enum ctl_req_act act, int want, bool *ret_trusted, const char **why);
-/*
- * Gives t the value v (permitted first): the number of tasks that have it now (0 for
- * a cgroup), or -errno with *why. out: what rqctl shows ("tasks N", and the unit of
- * a process k may see).
- */
-int ctl_req_set(struct ctl_env *x, const struct ctl_caller *k, const struct lat_target *t, int v,
-		bool trusted, char *out, size_t size, const char **why);
-/* Gives back what t had: how many tasks, or -ENOENT when it was not managed. */
-int ctl_req_reset(struct ctl_env *x, const struct lat_target *t);
+int ctl_req_run(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
+		struct ctl_answer *ret);
 
 #endif

@@ -13,6 +13,7 @@
 #include "latmgr/latmgr_int.h"
 #include "sample/ident.h"
 #include "sample/procfs.h"
+#include "util/log.h"
 #include "util/util.h"
 
 static size_t proc_index(const struct latmgr *m, pid_t tgid, bool *found)
@@ -100,19 +101,19 @@ int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret)
 	return 0;
 }
 
-int latmgr_proc_threads(struct latmgr *m, const struct latmgr_proc *p,
-			const struct lat_entry *from)
+int latmgr_refill_threads(struct latmgr *m, const struct latmgr_proc *p,
+			  const struct lat_entry *from)
 {
 	struct lat_req rq = { .tid = p->tgid, .tgid = p->tgid, .start_time = p->start_time,
 			      .value = p->value, .source = p->source, .trusted = p->trusted,
 			      .from_tid = from ? from->task.tid : 0 };
 	const char *why;
 
-	return latmgr_set_threads(m, &rq, NULL, &why);
+	return latmgr_decide_threads(m, &rq, NULL, &why);
 }
 
-int latmgr_proc_set(struct latmgr *m, const struct lat_req *rq, bool from_rule,
-		    const char **ret_why)
+int latmgr_give_process(struct latmgr *m, const struct lat_req *rq, bool from_rule,
+			const char **ret_why)
 {
 	struct latmgr_proc p = { .tgid = rq->tgid, .value = rq->value, .from_rule = from_rule,
 				 .trusted = rq->trusted };
@@ -120,29 +121,20 @@ int latmgr_proc_set(struct latmgr *m, const struct lat_req *rq, bool from_rule,
 
 	*ret_why = NULL;
 	snprintf(p.source, sizeof(p.source), "%s", rq->source);
-	n = latmgr_set_threads(m, rq, &p.start_time, ret_why);
+	n = latmgr_decide_threads(m, rq, &p.start_time, ret_why);
 	if (n < 0)
 		return n;
 	r = latmgr_proc_put(m, &p);
 	return r < 0 ? r : n;
 }
 
-int latmgr_set_process(struct latmgr *m, const struct lat_req *rq, const char **ret_why)
-{
-	int r = latmgr_proc_set(m, rq, false, ret_why);
-
-	if (r >= 0)
-		latmgr_units_refresh(m);
-	return r;
-}
-
-int latmgr_set_thread(struct latmgr *m, const struct lat_req *rq, const char **ret_why)
+/* One thread only, rq->tid (its process is read); rq->start_time is its own. */
+static int set_thread(struct latmgr *m, const struct lat_req *rq, const char **ret_why)
 {
 	struct latpol_task t;
 	struct plan pl;
 	pid_t tgid;
 
-	*ret_why = NULL;
 	if (latmgr_tgid_of(m, rq->tid, &tgid) < 0) {
 		*ret_why = "no such task";
 		return -ESRCH;
@@ -152,7 +144,34 @@ int latmgr_set_thread(struct latmgr *m, const struct lat_req *rq, const char **r
 	return latmgr_apply_one(m, &pl, latpol_task(&t, rq, m->self, &pl, ret_why), ret_why);
 }
 
-int latmgr_reset_thread(struct latmgr *m, pid_t tid, uint64_t expect)
+int latmgr_set(struct latmgr *m, const struct lat_target *t, int value, const char *source,
+	       bool trusted, const char **ret_why)
+{
+	struct lat_req rq = { .tid = t->pid, .start_time = t->start_time, .value = value,
+			      .source = source };
+	struct plan pl;
+	int r;
+
+	*ret_why = NULL;
+	switch (t->kind) {
+	case LAT_T_PROCESS:
+		rq.tgid = t->pid;
+		rq.trusted = trusted;
+		r = latmgr_give_process(m, &rq, false, ret_why);
+		if (r >= 0)
+			latmgr_units_refresh(m);
+		return r;
+	case LAT_T_THREAD:
+		r = set_thread(m, &rq, ret_why);
+		return r == 0 ? 1 : r;
+	default:
+		plan_init(&pl);
+		return latmgr_apply_one(m, &pl, latpol_cgroup(t->path, value, source, &pl),
+					ret_why);
+	}
+}
+
+static int reset_thread(struct latmgr *m, pid_t tid, uint64_t expect)
 {
 	const struct lat_entry *e = latact_find(m->la, tid);
 	struct latpol_task t;
@@ -165,7 +184,7 @@ int latmgr_reset_thread(struct latmgr *m, pid_t tid, uint64_t expect)
 	return latmgr_apply_one(m, &pl, latpol_reset_task(e ? &t : NULL, expect, &pl), NULL);
 }
 
-int latmgr_reset_process(struct latmgr *m, pid_t tgid, uint64_t expect)
+int latmgr_take_back(struct latmgr *m, pid_t tgid, uint64_t expect)
 {
 	struct latpol_rec rec = latmgr_rec_of(latmgr_find_process(m, tgid));
 	struct latact_result *res = NULL;
@@ -193,22 +212,23 @@ int latmgr_reset_process(struct latmgr *m, pid_t tgid, uint64_t expect)
 	return rec.managed || n ? n : -ENOENT;
 }
 
-int latmgr_set_cgroup(struct latmgr *m, const char *path, int v, const char *source,
-		  const char **ret_why)
+int latmgr_reset(struct latmgr *m, const struct lat_target *t)
 {
 	struct plan pl;
+	int r;
 
-	*ret_why = NULL;
-	plan_init(&pl);
-	return latmgr_apply_one(m, &pl, latpol_cgroup(path, v, source, &pl), ret_why);
-}
-
-int latmgr_reset_cgroup(struct latmgr *m, const char *path)
-{
-	struct plan pl;
-
-	plan_init(&pl);
-	return latmgr_apply_one(m, &pl, latpol_cgroup_reset(path, &pl), NULL);
+	switch (t->kind) {
+	case LAT_T_PROCESS:
+		return latmgr_take_back(m, t->pid, t->start_time);
+	case LAT_T_THREAD:
+		r = reset_thread(m, t->pid, t->start_time);
+		break;
+	default:
+		plan_init(&pl);
+		r = latmgr_apply_one(m, &pl, latpol_cgroup_reset(t->path, &pl), NULL);
+		break;
+	}
+	return r == 0 ? 1 : r;
 }
 
 int latmgr_value_of(const struct latmgr *m, pid_t tid, pid_t tgid)
@@ -242,6 +262,113 @@ int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, s
 	latmgr_rescan(m); /* each record it adds is placed in its unit, which is marked */
 	latmgr_units_refresh(m);
 	return 0;
+}
+
+int latmgr_open(struct latmgr *m, const struct latmgr_setup *s)
+{
+	struct latact *la = calloc(1, sizeof(*la));
+	int r;
+
+	if (!la)
+		return -ENOMEM;
+	r = latact_init(la, s->driver, &s->opts, &s->lc);
+	if (r < 0) {
+		log_err("latency journal in %s: %s", s->opts.journal_dir,
+			r == -EBUSY ? "locked by another rqbalanced" : strerror(-r));
+		free(la);
+		return r;
+	}
+	r = latmgr_init(m, la, s->conf, s->event, s->proc_root);
+	m->own = la;
+	return r;
+}
+
+bool latmgr_on(const struct latmgr *m)
+{
+	return m->la && m->la->ops;
+}
+
+int latmgr_close(struct latmgr *m)
+{
+	struct latact *la = m->own;
+	int n;
+
+	if (!la)
+		return 0;
+	latact_moves_stop(la);
+	n = latact_restore_all(la);
+	latmgr_stopped(m);
+	latmgr_fini(m);
+	latact_fini(la);
+	free(la);
+	return n;
+}
+
+void latmgr_set_conf(struct latmgr *m, const struct lat_conf *lc)
+{
+	latact_set_conf(m->la, lc);
+}
+
+int latmgr_moves_start(struct latmgr *m)
+{
+	return m->la->cls.on ? latact_moves_start(m->la) : -EOPNOTSUPP;
+}
+
+void latmgr_moves_done(struct latmgr *m)
+{
+	latact_moves_done(m->la);
+}
+
+void latmgr_moves_stop(struct latmgr *m)
+{
+	latact_moves_stop(m->la);
+}
+
+bool latmgr_class_cgroups_on(const struct latmgr *m)
+{
+	return latmgr_on(m) && m->la->cls.on;
+}
+
+size_t latmgr_cgroup_paths(const struct latmgr *m, const char **paths, size_t max,
+			   const char **ret_mount)
+{
+	size_t n = 0;
+
+	*ret_mount = NULL;
+	if (!latmgr_on(m) || !m->la->cls.mount[0])
+		return 0;
+	for (size_t i = 0; i < m->la->ncg && n < max; i++)
+		paths[n++] = m->la->cg[i].path;
+	*ret_mount = m->la->cls.mount;
+	return n;
+}
+
+void latmgr_follow_tasks(struct latmgr *m, void (*fn)(void *ctx, pid_t tid, int value,
+						       bool managed),
+			 void *ctx)
+{
+	m->la->on_task = fn;
+	m->la->on_task_ctx = ctx;
+	for (size_t k = 0, n = latact_ntasks(m->la); k < n; k++) {
+		const struct lat_entry *e = latact_task_nth(m->la, k);
+
+		fn(ctx, e->task.tid, e->value, true);
+	}
+}
+
+size_t latmgr_ntasks(const struct latmgr *m)
+{
+	return latmgr_on(m) ? latact_ntasks(m->la) : 0;
+}
+
+const struct lat_entry *latmgr_task_nth(const struct latmgr *m, size_t k)
+{
+	return latact_task_nth(m->la, k);
+}
+
+const struct lat_entry *latmgr_entry(const struct latmgr *m, pid_t tid)
+{
+	return latmgr_on(m) ? latact_find(m->la, tid) : NULL;
 }
 
 void latmgr_fini(struct latmgr *m)

@@ -94,7 +94,8 @@ struct latmgr_counters {
 };
 
 struct latmgr {
-	struct latact *la;
+	struct latact *la;             /* the actuator */
+	struct latact *own;            /* la, where latmgr_open made it (else a test's) */
 	const struct rqb_conf *conf;   /* the daemon's; its rules */
 	struct ident_exetab *exetab;   /* its exe rules' files (sample/ident.h); NULL: none yet */
 	sd_event *event;               /* the loop, for the watch below */
@@ -155,6 +156,59 @@ const char *latmgr_events_source(const struct latmgr *m);
 /* Whether a rescan's task walk works without CAP_BPF effective (true without BPF). */
 bool latmgr_walks_unprivileged(struct latmgr *m);
 
+/* What latmgr_open needs: the actuator's setup, and the manager's. */
+struct latmgr_setup {
+	const struct act_ops *driver;  /* the Linux driver, or the dry run's */
+	struct latact_opts opts;       /* journal, cgroup root, what the kernel offers */
+	struct lat_conf lc;            /* the mapping's settings */
+	const struct rqb_conf *conf;   /* the daemon's; its rules */
+	sd_event *event;
+	const char *proc_root;
+};
+
+/*
+ * The daemon's way in: opens the latency actuator (its journal first, which gives
+ * back what a crashed run left) and the manager on it. 0, or -errno, logged (-EBUSY:
+ * another rqbalanced holds the journal).
+ */
+int latmgr_open(struct latmgr *m, const struct latmgr_setup *s);
+/* Whether latency management runs (latmgr_open succeeded, and no close since). */
+bool latmgr_on(const struct latmgr *m);
+/*
+ * After latmgr_stop: the class-move worker stopped, every setting given back, the
+ * manager and its actuator closed. Returns the settings given back.
+ */
+int latmgr_close(struct latmgr *m);
+/* The mapping's settings again (a reload); latmgr_rules_changed follows. */
+void latmgr_set_conf(struct latmgr *m, const struct lat_conf *lc);
+/*
+ * An exec's class move goes to a worker thread: its fd to watch (readable when a move
+ * ended; call latmgr_moves_done then), -EOPNOTSUPP where no class cgroups are used,
+ * or -errno: moves stay in the loop.
+ */
+int latmgr_moves_start(struct latmgr *m);
+void latmgr_moves_done(struct latmgr *m);
+void latmgr_moves_stop(struct latmgr *m);
+/* Whether values move tasks into class cgroups. */
+bool latmgr_class_cgroups_on(const struct latmgr *m);
+/*
+ * The cgroups the actuator holds values on, at most max into paths, under *ret_mount
+ * (the cpu hierarchy's mount; NULL: none): the count.
+ */
+size_t latmgr_cgroup_paths(const struct latmgr *m, const char **paths, size_t max,
+			   const char **ret_mount);
+/*
+ * fn(ctx, tid, value, true) for each task that has a value now, and from now on for
+ * each value given (true) or taken back (false).
+ */
+void latmgr_follow_tasks(struct latmgr *m, void (*fn)(void *ctx, pid_t tid, int value,
+						       bool managed),
+			 void *ctx);
+/* The tasks that have a value, by index; and one task's entry, or NULL. */
+size_t latmgr_ntasks(const struct latmgr *m);
+const struct lat_entry *latmgr_task_nth(const struct latmgr *m, size_t k);
+const struct lat_entry *latmgr_entry(const struct latmgr *m, pid_t tid);
+
 /*
  * Starts the event source on e (if it can: without one, managed processes are
  * rescanned every tick) and adopts what the rules match among the running processes.
@@ -175,27 +229,33 @@ void latmgr_stop(struct latmgr *m);
 void latmgr_stopped(struct latmgr *m);
 void latmgr_fini(struct latmgr *m);
 
+/* What a request names: a process (all its threads), one thread, or a cgroup. */
+enum lat_target_kind { LAT_T_PROCESS, LAT_T_THREAD, LAT_T_CGROUP };
+struct lat_target {
+	enum lat_target_kind kind;
+	pid_t pid;                /* LAT_T_PROCESS: the process; LAT_T_THREAD: the thread */
+	pid_t tgid;               /* its process */
+	uint64_t start_time;      /* of pid, when judged (clock ticks after boot); 0: unknown */
+	char path[LAT_PATH_MAX];  /* LAT_T_CGROUP */
+};
+
 /*
- * A whole process, rq->tgid (all threads now and later), gets rq->value as rq->source.
- * rq->trusted: the caller may give any task any value (root, ctl_group, CAP_SYS_NICE):
- * it may weigh a unit another user shares. rq->start_time: the start time the
- * permission was decided on (0: as it is now); a process that no longer has it reused
- * the pid, and is left alone (-ESRCH). rq->from_tid is 0. Returns the tasks given the
- * value, or -errno with *ret_why.
+ * Target t gets value as source: a whole process (all threads now and later), one
+ * thread only (its process is read), or a cgroup (rqctl set -g). trusted: the caller
+ * may give any task any value (root, ctl_group, CAP_SYS_NICE): it may weigh a unit
+ * another user shares. t->start_time: the start time the permission was decided on
+ * (0: as it is now); a task that no longer has it reused the pid, and is left alone
+ * (-ESRCH). Returns the tasks given the value (0 for a cgroup), or -errno with
+ * *ret_why.
  */
-int latmgr_set_process(struct latmgr *m, const struct lat_req *rq, const char **ret_why);
-/* One thread only, rq->tid (its process is read); rq->start_time is its own. */
-int latmgr_set_thread(struct latmgr *m, const struct lat_req *rq, const char **ret_why);
+int latmgr_set(struct latmgr *m, const struct lat_target *t, int value, const char *source,
+	       bool trusted, const char **ret_why);
 /*
- * Gives back what the process (or thread) had. -ENOENT if it was not managed, or
- * (expect not 0) what is managed under that pid has another start time.
+ * Gives back what t had: the tasks given back (1 for a thread or a cgroup), or
+ * -ENOENT if it was not managed, or (t->start_time not 0) what is managed under that
+ * pid has another start time.
  */
-int latmgr_reset_process(struct latmgr *m, pid_t tgid, uint64_t expect);
-int latmgr_reset_thread(struct latmgr *m, pid_t tid, uint64_t expect);
-/* A cgroup target (rqctl set -g), and giving it back (-ENOENT if it had none). */
-int latmgr_set_cgroup(struct latmgr *m, const char *path, int v, const char *source,
-		  const char **ret_why);
-int latmgr_reset_cgroup(struct latmgr *m, const char *path);
+int latmgr_reset(struct latmgr *m, const struct lat_target *t);
 /*
  * Puts process rq->tgid in front for a caller (a desktop's focused window), one record
  * a person: caller is its share of the callers (ctl_caller.share), not its uid. It gets
@@ -203,7 +263,7 @@ int latmgr_reset_cgroup(struct latmgr *m, const char *path);
  * keeps. The process the same caller put in front before gets its own back (the value
  * it had before, or none), it and the processes it started meanwhile, each only where
  * it still has what the call gave it: a value someone set since stays. rq->tgid 0:
- * nothing in front. The rest of rq as for latmgr_set_process. 0 with the value the
+ * nothing in front. The rest of rq as for latmgr_set on a process. 0 with the value the
  * process has now in *ret_value, or -errno with *ret_why (-EUSERS: LATMGR_FG_MAX
  * callers hold one).
  */
@@ -259,16 +319,6 @@ const struct latmgr_fail *latmgr_failure_of(const struct latmgr *m, pid_t tgid,
 int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret);
 
 /* ---- views: what rqctl get, list and explain show, read through the manager alone ---- */
-
-/* What a request names: a process (all its threads), one thread, or a cgroup. */
-enum lat_target_kind { LAT_T_PROCESS, LAT_T_THREAD, LAT_T_CGROUP };
-struct lat_target {
-	enum lat_target_kind kind;
-	pid_t pid;                /* LAT_T_PROCESS: the process; LAT_T_THREAD: the thread */
-	pid_t tgid;               /* its process */
-	uint64_t start_time;      /* of pid, when judged (clock ticks after boot); 0: unknown */
-	char path[LAT_PATH_MAX];  /* LAT_T_CGROUP */
-};
 
 /*
  * Whether the asker may see task tid (with start_time not 0: and that it is still the

@@ -25,8 +25,8 @@ static int fg_restore(struct latmgr *m, const struct latmgr_fg *f, const struct 
 	const char *why;
 
 	if (!f->had)
-		return latmgr_reset_process(m, q->tgid, q->start_time);
-	return latmgr_proc_set(m, &rq, f->prev.from_rule, &why);
+		return latmgr_take_back(m, q->tgid, q->start_time);
+	return latmgr_give_process(m, &rq, f->prev.from_rule, &why);
 }
 
 /*
@@ -109,7 +109,7 @@ static int fg_put(struct latmgr *m, struct latmgr_fg *f, const struct lat_req *r
 	f->had = p != NULL;
 	if (p)
 		f->prev = *p;
-	*ret_r = latmgr_proc_set(m, rq, false, ret_why);
+	*ret_r = latmgr_give_process(m, rq, false, ret_why);
 	p = latmgr_find_process(m, rq->tgid);
 	if (*ret_r < 0 || !p)
 		return LAT_NONE;

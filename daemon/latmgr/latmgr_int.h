@@ -34,17 +34,22 @@ struct latmgr_exe {
 int latmgr_proc_put(struct latmgr *m, const struct latmgr_proc *p);
 void latmgr_proc_del(struct latmgr *m, pid_t tgid);
 /*
- * Process rq->tgid gets rq's value (latmgr_set_threads) and a record, a rule's if
+ * Process rq->tgid gets rq's value (latmgr_decide_threads) and a record, a rule's if
  * from_rule. Returns the tasks given the value, or -errno with *ret_why.
  */
-int latmgr_proc_set(struct latmgr *m, const struct lat_req *rq, bool from_rule,
-		    const char **ret_why);
+int latmgr_give_process(struct latmgr *m, const struct lat_req *rq, bool from_rule,
+			const char **ret_why);
+/*
+ * Gives back what process tgid had, and forgets its record: the tasks given back, or
+ * -ENOENT if it was not managed, or (expect not 0) has another start time.
+ */
+int latmgr_take_back(struct latmgr *m, pid_t tgid, uint64_t expect);
 /*
  * Every thread of managed process p gets its value; from: the entry of the task they
- * inherited their settings from, or NULL. As latmgr_set_threads.
+ * inherited their settings from, or NULL. As latmgr_decide_threads.
  */
-int latmgr_proc_threads(struct latmgr *m, const struct latmgr_proc *p,
-			const struct lat_entry *from);
+int latmgr_refill_threads(struct latmgr *m, const struct latmgr_proc *p,
+			  const struct lat_entry *from);
 
 /* ---- latmgr_plan.c: what the policy reads, and its plans to the actuator ---- */
 
@@ -67,8 +72,8 @@ int latmgr_apply_one(struct latmgr *m, struct plan *pl, int r, const char **ret_
  * ret_start, if not NULL, gets the process's. Returns the tasks given the value, or
  * -errno with *ret_why.
  */
-int latmgr_set_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
-		       const char **ret_why);
+int latmgr_decide_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
+			  const char **ret_why);
 
 /* ---- latmgr_rules.c ---- */
 

@@ -222,8 +222,8 @@ static int threads_result(const struct plan *pl, const struct latact_result *res
 	return r < 0 && done == 0 ? r : done;
 }
 
-int latmgr_set_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
-		       const char **ret_why)
+int latmgr_decide_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
+			  const char **ret_why)
 {
 	struct latpol_task *t;
 	struct latpol_proc p;

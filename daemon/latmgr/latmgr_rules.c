@@ -94,7 +94,7 @@ static bool rule_give(struct latmgr *m, pid_t pid, uint64_t start, const struct 
 			      .value = rule->latency_nice, .source = source, .trusted = true,
 			      .async_move = at_exec, .at_exec = at_exec };
 	const char *why;
-	int r = latmgr_proc_set(m, &rq, true, &why);
+	int r = latmgr_give_process(m, &rq, true, &why);
 
 	if (r < 0) {
 		log_info("latency: rule %s matches process %d, not applied: %s", rule->name,
@@ -124,7 +124,7 @@ bool latmgr_apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx
 	case LATPOL_RULE_GIVE_BACK:
 		log_info("latency: process %d no longer matches rule %s: given back", (int)pid,
 			 p->source + 5);
-		latmgr_reset_process(m, pid, 0);
+		latmgr_take_back(m, pid, 0);
 		return false;
 	case LATPOL_RULE_APPLY:
 		break;
@@ -155,7 +155,7 @@ static void rescan_child(struct latmgr *m, pid_t pid, const struct latmgr_proc *
 	child.start_time = t.start_time;
 	if (latmgr_proc_put(m, &child) < 0)
 		return;
-	if (latmgr_proc_threads(m, latmgr_find_process(m, pid), from) > 0)
+	if (latmgr_refill_threads(m, latmgr_find_process(m, pid), from) > 0)
 		m->cnt.threads++;
 }
 
@@ -189,7 +189,7 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 	/* Threads missed meanwhile; not those a rule gave its value to just now. */
 	p = given ? NULL : latmgr_find_process(m, pid);
 	from = p ? latmgr_from_of(m, pid, pid) : NULL;
-	if (p && latmgr_proc_threads(m, p, from) > 0)
+	if (p && latmgr_refill_threads(m, p, from) > 0)
 		m->cnt.threads++;
 }
 

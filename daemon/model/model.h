@@ -36,7 +36,7 @@ struct lat_req {
 	bool async_move;        /* its class move may end after the call (latact_moves_start):
 				   an exec's rule, so that the next exec does not wait on it */
 	bool at_exec;           /* a process (tid = tgid) that has just exec'd, as start_time
-				   says: its one thread is the whole of it (latmgr_set_threads) */
+				   says: its one thread is the whole of it (latmgr_decide_threads) */
 };
 
 /* ---- the machine (sample/topo.c loads it) ---- */

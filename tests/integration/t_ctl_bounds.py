@@ -63,7 +63,7 @@ def log_flood():
             r = user.run(["sh", "-c", script], text=True)
             check(r.stdout.strip() == "done", f"each of {REFUSALS} requests refused")
             m = d.wait_for(r"ctl: (\d+) more refusals in the last \d+ s not logged")
-            logged = len(re.findall(rf"ctl: set refused to uid {user.uid} ", d.text()))
+            logged = len(re.findall(rf"ctl: set on process \d+ refused to uid {user.uid} ", d.text()))
             print(f"{logged} refusals logged, {m.group(1)} counted")
             check(logged <= BURST, f"at most {BURST} refusals logged in one window")
             check(logged + int(m.group(1)) == REFUSALS, "and the rest counted in one line")

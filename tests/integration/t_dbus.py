@@ -340,9 +340,11 @@ def main_daemon(tmp, bus, group, member, outsider, sleep):
             s76_taken_over(bus, d)
             check(re.search(rf"dbus: uid {outsider.uid} gave process {np} value 10", d.text()),
                   "the log says who gave what over the bus")
-            check(re.search(rf"dbus: SetProcess\b.* refused to uid {outsider.uid}: \S", d.text()),
+            check(re.search(rf"dbus: SetProcess on process \d+ refused to uid {outsider.uid}\b"
+                            r"[^:]*: \S", d.text()),
                   "and who was refused, and why")
-            check(re.search(rf"dbus: SetForeground\b.* refused to uid {member.uid}: \S", d.text()),
+            check(re.search(rf"dbus: SetForeground on process \d+ refused to uid {member.uid}\b"
+                            r"[^:]*: \S", d.text()),
                   "a refused foreground call too")
             check(d.stop() == 0, "clean stop")
         finally:

@@ -60,11 +60,16 @@ static struct ctlh *daemon_with(uint8_t managed)
 /* Process tgid gets v from source, as a ctl request (trusted: a privileged one's) asks. */
 static int set_proc(struct ctlh *d, pid_t tgid, int v, const char *source, bool trusted)
 {
-	struct lat_req rq = { .tid = tgid, .tgid = tgid, .value = v, .source = source,
-			      .trusted = trusted };
 	const char *why = NULL;
 
-	return latmgr_set_process(&d->lm, &rq, &why);
+	return latmgr_set(&d->lm, &(struct lat_target){ .kind = LAT_T_PROCESS, .pid = tgid }, v,
+			  source, trusted, &why);
+}
+
+/* Gives back what process tgid had, as a ctl reset does. */
+static int reset_proc(struct ctlh *d, pid_t tgid)
+{
+	return latmgr_reset(&d->lm, &(struct lat_target){ .kind = LAT_T_PROCESS, .pid = tgid });
 }
 
 /* Caller uid, unprivileged, puts process tgid (0: none) in front at -5, as source. */
@@ -149,13 +154,13 @@ static void test_reset_gives_back(void **state)
 	struct ctlh *d = *state;
 
 	/* Its two threads have entries (ctlh_managed): both are given back. */
-	assert_int_equal(latmgr_reset_process(&d->lm, CTLH_PROC_A, 0), 2);
+	assert_int_equal(reset_proc(d, CTLH_PROC_A), 2);
 	assert_string_equal(plans, "unlat tid=4194401 tgid=4194401 start=4242\n"
 				   "unlat tid=4194402 tgid=4194401 start=4242\n");
 	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A));
 	/* Not managed: nothing to give back, no plan. */
 	plans[0] = '\0';
-	assert_int_equal(latmgr_reset_process(&d->lm, PROC_W, 0), -ENOENT);
+	assert_int_equal(reset_proc(d, PROC_W), -ENOENT);
 	assert_string_equal(plans, "");
 }
 
@@ -204,7 +209,7 @@ static void test_foreground_gives_back(void **state)
 	assert_int_equal(front(d, 1000, 0, "foreground uid 1000", &v), 0);
 	assert_int_equal(latmgr_find_process(&d->lm, PROC_E)->value, -5);
 	/* Callers come and go: a slot with nothing in front is taken again, never a limit. */
-	assert_true(latmgr_reset_process(&d->lm, PROC_W, 0) >= 0);
+	assert_true(reset_proc(d, PROC_W) >= 0);
 	assert_null(latmgr_find_process(&d->lm, PROC_W));
 	for (uid_t u = 2000; u < 2000 + 2 * LATMGR_FG_MAX; u++) {
 		assert_int_equal(front(d, u, PROC_W, "foreground uid 2", &v), 0);
