@@ -379,22 +379,6 @@ static int permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_t
 	return r;
 }
 
-/*
- * Whether an untrusted caller's request for the value t already has from another
- * source leaves that source: re-asserting a value it did not give never makes it the
- * caller's (root's foreground value or a rule's would then no longer be given back,
- * and would follow exec and children as the caller's own).
- */
-static bool keeps_its_source(struct ctl_env *x, const struct lat_target *t, int v,
-			     const char *source)
-{
-	const char *cur_source;
-	int cur;
-
-	return latmgr_value(x->lm, t, &cur, &cur_source) == 0 && cur == v &&
-	       strcmp(cur_source, source) != 0;
-}
-
 /* What rqctl shows k after a set of t that gave r tasks the value. */
 static int set_reply(struct ctl_env *x, const struct ctl_caller *k, const struct lat_target *t,
 		     int r, char *out, size_t size)
@@ -412,24 +396,6 @@ static int set_reply(struct ctl_env *x, const struct ctl_caller *k, const struct
 	if (t->kind == LAT_T_PROCESS && ctl_req_visible(x, k, t->pid, 0))
 		latmgr_unit_text(x->lm, t->pid, out + strlen(out), size - strlen(out));
 	return r;
-}
-
-/* Gives t the value q->value (permitted first): *ret_n, the tasks that have it now. */
-static int do_set(struct ctl_env *x, const struct ctl_caller *k, const struct ctl_request *q,
-		  bool trusted, struct ctl_answer *a)
-{
-	char source[48];
-	int r;
-
-	snprintf(source, sizeof(source), "%s uid %u", k->via, k->uid);
-	if (!trusted && keeps_its_source(x, &q->t, q->value, source))
-		r = q->t.kind == LAT_T_THREAD;
-	else
-		r = latmgr_set(x->lm, &q->t, q->value, source, trusted, &a->why);
-	if (r < 0)
-		return r;
-	a->n = set_reply(x, k, &q->t, r, a->text, sizeof(a->text));
-	return 0;
 }
 
 /*
@@ -515,6 +481,7 @@ static int judge(struct ctl_env *x, const struct ctl_caller *k, struct ctl_reque
 static int carry_out(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
 		     bool trusted, struct ctl_answer *a)
 {
+	char source[48];
 	int r;
 
 	switch (q->op) {
@@ -526,7 +493,11 @@ static int carry_out(struct ctl_env *x, const struct ctl_caller *k, struct ctl_r
 	case CTL_REQ_OP_FOREGROUND:
 		return do_foreground(x, k, q, trusted, a);
 	case CTL_REQ_OP_SET:
-		return do_set(x, k, q, trusted, a);
+		snprintf(source, sizeof(source), "%s uid %u", k->via, k->uid);
+		r = latmgr_set(x->lm, &q->t, q->value, source, trusted, &a->why);
+		if (r >= 0)
+			a->n = set_reply(x, k, &q->t, r, a->text, sizeof(a->text));
+		return r < 0 ? r : 0;
 	default:
 		r = latmgr_reset(x->lm, &q->t);
 		a->n = r;

@@ -144,6 +144,22 @@ static int set_thread(struct latmgr *m, const struct lat_req *rq, const char **r
 	return latmgr_apply_one(m, &pl, latpol_task(&t, rq, m->self, &pl, ret_why), ret_why);
 }
 
+/*
+ * Whether an untrusted caller's request for the value t already has from another
+ * source leaves that source: re-asserting a value it did not give never makes it the
+ * caller's (root's foreground value or a rule's would then no longer be given back,
+ * and would follow exec and children as the caller's own).
+ */
+static bool keeps_its_source(const struct latmgr *m, const struct lat_target *t, int v,
+			     const char *source)
+{
+	const char *cur_source;
+	int cur;
+
+	return latmgr_value(m, t, &cur, &cur_source) == 0 && cur == v &&
+	       strcmp(cur_source, source) != 0;
+}
+
 int latmgr_set(struct latmgr *m, const struct lat_target *t, int value, const char *source,
 	       bool trusted, const char **ret_why)
 {
@@ -153,6 +169,8 @@ int latmgr_set(struct latmgr *m, const struct lat_target *t, int value, const ch
 	int r;
 
 	*ret_why = NULL;
+	if (!trusted && keeps_its_source(m, t, value, source))
+		return t->kind == LAT_T_THREAD;
 	switch (t->kind) {
 	case LAT_T_PROCESS:
 		rq.tgid = t->pid;

@@ -245,8 +245,9 @@ struct lat_target {
  * may give any task any value (root, ctl_group, CAP_SYS_NICE): it may weigh a unit
  * another user shares. t->start_time: the start time the permission was decided on
  * (0: as it is now); a task that no longer has it reused the pid, and is left alone
- * (-ESRCH). Returns the tasks given the value (0 for a cgroup), or -errno with
- * *ret_why.
+ * (-ESRCH). An untrusted caller asking for the value t has from another source
+ * changes nothing: the value stays that source's. Returns the tasks given the value
+ * (0 for a cgroup), or -errno with *ret_why.
  */
 int latmgr_set(struct latmgr *m, const struct lat_target *t, int value, const char *source,
 	       bool trusted, const char **ret_why);
