@@ -23,8 +23,9 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 DAEMON_SRC = \
 	daemon/util/log.c daemon/util/util.c daemon/util/safedir.c daemon/util/safeopen.c daemon/util/timedread.c daemon/util/cpumask.c daemon/conf/conf.c daemon/conf/conf_ruleset.c \
 	daemon/sample/parse.c daemon/sample/procfs.c daemon/sample/latseen.c daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
-	daemon/sample/ident.c daemon/sample/sampler.c daemon/sample/features.c daemon/sample/evsrc.c daemon/sample/procconn.c \
-	daemon/sample/bpf.c daemon/sample/bpfload.c daemon/sample/rqlat.c daemon/sample/bpfev.c daemon/sample/cgm.c daemon/sample/peers.c \
+	daemon/sample/sampler.c daemon/sample/bpf.c daemon/sample/bpfload.c \
+	daemon/taskev/ident.c daemon/taskev/evsrc.c daemon/taskev/procconn.c daemon/taskev/bpfev.c daemon/taskev/cgm.c \
+	daemon/diag/features.c daemon/diag/rqlat.c daemon/diag/peers.c \
 	daemon/util/caps.c daemon/core/selfsched.c \
 	daemon/snapshot/snap.c \
 	daemon/policy/spread.c daemon/policy/place.c daemon/policy/rules.c daemon/policy/rules_index.c daemon/policy/latency.c daemon/policy/latpol.c \
@@ -104,15 +105,19 @@ $(B)/%.o: %.c $(wildcard include/*.h daemon/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
 
-# BPF: CO-RE objects from daemon/sample/bpf/*.bpf.c, compiled by clang for the BPF
-# target (never with the sanitizer's flags), stripped of DWARF (BTF stays), and turned
-# into skeleton headers that embed them. vmlinux.h comes from the BTF of the kernel
-# that builds, or, on a build machine without BTF, from the hand-written
-# vmlinux_min.h: only the types and fields the programs use, marked
-# preserve_access_index, so CO-RE relocates them against the running kernel's BTF
-# at load either way.
-BPF_SRC  = $(wildcard daemon/sample/bpf/*.bpf.c)
-BPF_SKEL = $(BPF_SRC:daemon/sample/bpf/%.bpf.c=$(B)/bpf/%.skel.h)
+# BPF: CO-RE objects from the bpf/ folder beside the code that loads each (sample/,
+# taskev/, diag/), compiled by clang for the BPF target (never with the sanitizer's
+# flags), stripped of DWARF (BTF stays), and turned into skeleton headers that embed
+# them. vmlinux.h comes from the BTF of the kernel that builds, or, on a build machine
+# without BTF, from the hand-written daemon/sample/bpf/vmlinux_min.h: only the types and
+# fields the programs use, marked preserve_access_index, so CO-RE relocates them
+# against the running kernel's BTF at load either way.
+BPF_DIRS = daemon/sample/bpf daemon/taskev/bpf daemon/diag/bpf
+BPF_SRC  = $(wildcard $(BPF_DIRS:%=%/*.bpf.c))
+BPF_NAME = $(notdir $(BPF_SRC:%.bpf.c=%))
+BPF_SKEL = $(BPF_NAME:%=$(B)/bpf/%.skel.h)
+vpath %.bpf.c $(BPF_DIRS)
+vpath %.bpf.h $(BPF_DIRS)
 
 $(B)/bpf/vmlinux.h: daemon/sample/bpf/vmlinux_min.h
 	@mkdir -p $(@D)
@@ -123,8 +128,8 @@ $(B)/bpf/vmlinux.h: daemon/sample/bpf/vmlinux_min.h
 		cp daemon/sample/bpf/vmlinux_min.h $@.tmp; \
 	fi && mv $@.tmp $@
 
-$(B)/bpf/%.bpf.o: daemon/sample/bpf/%.bpf.c daemon/sample/bpf/%.bpf.h $(B)/bpf/vmlinux.h
-	$(CLANG) $(BPF_CFLAGS) -I$(B)/bpf -Idaemon/sample/bpf -c -o $@.dbg $<
+$(B)/bpf/%.bpf.o: %.bpf.c %.bpf.h $(B)/bpf/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -I$(B)/bpf -I$(<D) -c -o $@.dbg $<
 	$(LLVM_STRIP) -g -o $@ $@.dbg
 	@rm -f $@.dbg
 
@@ -136,18 +141,18 @@ $(B)/bpf/min/vmlinux.h: daemon/sample/bpf/vmlinux_min.h
 	@mkdir -p $(@D)
 	cp $< $@
 
-$(B)/bpf/min/%.bpf.o: daemon/sample/bpf/%.bpf.c daemon/sample/bpf/%.bpf.h $(B)/bpf/min/vmlinux.h
-	$(CLANG) $(BPF_CFLAGS) -I$(B)/bpf/min -Idaemon/sample/bpf -c -o $@ $<
+$(B)/bpf/min/%.bpf.o: %.bpf.c %.bpf.h $(B)/bpf/min/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -I$(B)/bpf/min -I$(<D) -c -o $@ $<
 
-bpf-fallback: $(BPF_SRC:daemon/sample/bpf/%.bpf.c=$(B)/bpf/min/%.bpf.o)
+bpf-fallback: $(BPF_NAME:%=$(B)/bpf/min/%.bpf.o)
 
 $(B)/daemon/sample/bpf.o build-fuzz/daemon/sample/bpf.o: CPPFLAGS += -I$(B)/bpf -Idaemon/sample/bpf
 $(B)/daemon/sample/bpf.o build-fuzz/daemon/sample/bpf.o: $(BPF_SKEL) daemon/sample/bpf/rqsample.bpf.h
-$(B)/daemon/sample/rqlat.o build-fuzz/daemon/sample/rqlat.o: CPPFLAGS += -I$(B)/bpf
-$(B)/daemon/sample/rqlat.o build-fuzz/daemon/sample/rqlat.o: $(B)/bpf/rqlat.skel.h daemon/sample/bpf/rqlat.bpf.h
-$(B)/daemon/sample/bpfev.o build-fuzz/daemon/sample/bpfev.o: CPPFLAGS += -I$(B)/bpf
-$(B)/daemon/sample/bpfev.o build-fuzz/daemon/sample/bpfev.o: $(B)/bpf/rqevents.skel.h \
-	daemon/sample/bpf/rqevents.bpf.h
+$(B)/daemon/diag/rqlat.o build-fuzz/daemon/diag/rqlat.o: CPPFLAGS += -I$(B)/bpf
+$(B)/daemon/diag/rqlat.o build-fuzz/daemon/diag/rqlat.o: $(B)/bpf/rqlat.skel.h daemon/diag/bpf/rqlat.bpf.h
+$(B)/daemon/taskev/bpfev.o build-fuzz/daemon/taskev/bpfev.o: CPPFLAGS += -I$(B)/bpf
+$(B)/daemon/taskev/bpfev.o build-fuzz/daemon/taskev/bpfev.o: $(B)/bpf/rqevents.skel.h \
+	daemon/taskev/bpf/rqevents.bpf.h
 
 $(B)/tests/unit/test_%: tests/unit/test_%.c tests/unit/unit.h $(DAEMON_OBJ)
 	@mkdir -p $(@D)

@@ -20,7 +20,7 @@
 
 #include "conf/conf.h"
 #include "policy/rules.h"
-#include "sample/ident.h"
+#include "taskev/ident.h"
 
 #define NPROCS 1000   /* processes matched per row, half of them named by no rule */
 #define REPEAT 20     /* passes over them, for a stable per-match time */

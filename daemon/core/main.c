@@ -15,9 +15,9 @@
 
 #include "conf/conf.h"
 #include "core/daemon.h"
+#include "diag/features.h"
+#include "diag/peers.h"
 #include "rqbalance.h"
-#include "sample/features.h"
-#include "sample/peers.h"
 #include "sample/topo.h"
 #include "util/cpumask.h"
 #include "util/log.h"

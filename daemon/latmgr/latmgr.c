@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "latmgr/latmgr_int.h"
-#include "sample/ident.h"
 #include "sample/procfs.h"
+#include "taskev/ident.h"
 #include "util/log.h"
 #include "util/util.h"
 

@@ -97,7 +97,7 @@ struct latmgr {
 	struct latact *la;             /* the actuator */
 	struct latact *own;            /* la, where latmgr_open made it (else a test's) */
 	const struct rqb_conf *conf;   /* the daemon's; its rules */
-	struct ident_exetab *exetab;   /* its exe rules' files (sample/ident.h); NULL: none yet */
+	struct ident_exetab *exetab;   /* its exe rules' files (taskev/ident.h); NULL: none yet */
 	sd_event *event;               /* the loop, for the watch below */
 	sd_event_source *exe_src;      /* an inotify fd on the exe rules' folders; NULL: none */
 	bool exe_watched;              /* every folder is watched: no periodic rebuild */

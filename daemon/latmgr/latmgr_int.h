@@ -19,8 +19,8 @@
 #include "latmgr/latmgr.h"
 #include "plan/plan.h"
 #include "policy/latpol.h"
-#include "sample/evsrc.h"
-#include "sample/ident.h"
+#include "taskev/evsrc.h"
+#include "taskev/ident.h"
 
 /* What the kernel said a process runs (BPF): from its exec event, or a task walk. */
 struct latmgr_exe {

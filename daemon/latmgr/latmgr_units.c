@@ -18,8 +18,8 @@
 
 #include "actuate/cgsd.h"
 #include "latmgr/latmgr_int.h"
-#include "sample/cgm.h"
 #include "sample/procfs.h"
+#include "taskev/cgm.h"
 #include "util/log.h"
 #include "util/util.h"
 

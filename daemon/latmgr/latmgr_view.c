@@ -14,12 +14,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "diag/peers.h"
 #include "latmgr/latmgr.h"
 #include "model/stats.h"
 #include "policy/rules.h"
-#include "sample/ident.h"
-#include "sample/peers.h"
 #include "sample/procfs.h"
+#include "taskev/ident.h"
 #include "util/schedattr.h"
 #include "util/util.h"
 

@@ -76,7 +76,7 @@ static inline int topo_llc_of(const struct topo *t, int cpu)
 	return (cpu >= 0 && cpu < t->nr_cpu_ids && t->cpus[cpu].present) ? t->cpus[cpu].llc : -1;
 }
 
-/* ---- latency rules (conf.c parses them, policy/rules.c matches, sample/ident.c reads) ---- */
+/* ---- latency rules (conf.c parses them, policy/rules.c matches, taskev/ident.c reads) ---- */
 /* Rules a config may hold: a bound on memory (~150 bytes each) and load time, not a table size. */
 #define RULES_MAX 100000
 #define RULE_NAME_MAX 64

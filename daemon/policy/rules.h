@@ -1,7 +1,7 @@
 /*
  * Latency rules: INI sections [rule NAME] in the config file and in drop-ins under
  * rules_dir. Each rule names a latency-nice value and what a process must match.
- * Matching is pure (policy layer); reading a process's identity is in sample/ident.c.
+ * Matching is pure (policy layer); reading a process's identity is in taskev/ident.c.
  *
  * Order: rules are tried in the order they were read (the main file top to bottom,
  * then the *.conf files of rules_dir in byte order of name); the first rule that matches

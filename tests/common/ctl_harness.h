@@ -29,12 +29,12 @@
 #include "ctl/bus.h"
 #include "ctl/ctl.h"
 #include "ctl/ctl_req.h"
+#include "diag/peers.h"
 #include "latmgr/latmgr.h"
-#include "sample/ident.h"
 #include "model/stats.h"
-#include "sample/peers.h"
 #include "sample/topo.h"
 #include "snapshot/snap.h"
+#include "taskev/ident.h"
 #include "util/schedattr.h"
 
 #define CTLH_CHECK(cond)                                                                  \

@@ -15,9 +15,9 @@
 
 #include "fuzz.h"
 #include "rqbalance.h"
-#include "sample/ident.h"
 #include "sample/parse.h"
 #include "sample/sampler.h"
+#include "taskev/ident.h"
 
 /* Printable first bytes get the daemon's own sizes; bytes from 192 up small ones. */
 static size_t variant_size(unsigned variant, size_t full)

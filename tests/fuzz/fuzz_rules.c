@@ -8,7 +8,7 @@
 #include "conf/conf.h"
 #include "fuzz.h"
 #include "policy/rules.h"
-#include "sample/ident.h"
+#include "taskev/ident.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -20,8 +20,8 @@
 #include <linux/types.h>
 
 #include "rqbalance.h"
-#include "sample/bpf/rqevents.bpf.h"
-#include "sample/bpfev.h"
+#include "taskev/bpf/rqevents.bpf.h"
+#include "taskev/bpfev.h"
 #include "unit.h"
 #include "util/util.h"
 

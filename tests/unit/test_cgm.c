@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "rqbalance.h"
-#include "sample/cgm.h"
-#include "sample/ident.h"
 #include "sample/procfs.h"
+#include "taskev/cgm.h"
+#include "taskev/ident.h"
 #include "unit.h"
 
 static char top[64];

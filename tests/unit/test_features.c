@@ -5,7 +5,7 @@
 #include <zlib.h>
 #include <unistd.h>
 
-#include "sample/features.h"
+#include "diag/features.h"
 #include "sample/parse.h"
 #include "unit.h"
 

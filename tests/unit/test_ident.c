@@ -13,7 +13,7 @@
 
 #include "rqbalance.h"
 #include "policy/rules.h"
-#include "sample/ident.h"
+#include "taskev/ident.h"
 
 #define STATUS_1000 "Name:\tfake\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t1234\n" \
 		    "Pid:\t1234\nPPid:\t1\nUid:\t1000\t0\t0\t0\nGid:\t1000\t1000\t1000\t1000\n"

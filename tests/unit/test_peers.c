@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sample/peers.h"
+#include "diag/peers.h"
 #include "unit.h"
 
 static void put(const char *root, const char *path, const char *text, size_t len)

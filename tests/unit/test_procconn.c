@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "rqbalance.h"
-#include "sample/procconn.h"
+#include "taskev/procconn.h"
 #include "unit.h"
 #include "util/log.h"
 #include "util/util.h"

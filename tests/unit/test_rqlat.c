@@ -1,7 +1,7 @@
 /* The run-queue histograms' buckets: the function the BPF program runs, against a loop. */
 #include <stdint.h>
 
-#include "sample/rqlat.h"
+#include "diag/rqlat.h"
 #include "unit.h"
 
 /* floor(log2(µs)) the slow way, 0 below 2 µs, capped at the last bucket (25). */

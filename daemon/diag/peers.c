@@ -1,7 +1,7 @@
 /*
- * Sample stage: what else shapes scheduling here, read under one root prefix at start,
- * reload and status only. It only reads; never under another process's root but through
- * util/safeopen.h, and it passes on nothing read there but a plain profile name.
+ * Diagnostics (diag/): what else shapes scheduling here, read under one root prefix at
+ * start, reload and status only. It only reads; never under another process's root but
+ * through util/safeopen.h, and it passes on nothing read there but a plain profile name.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sample/features.h"
-#include "sample/ident.h"
-#include "sample/peers.h"
+#include "diag/features.h"
+#include "diag/peers.h"
+#include "taskev/ident.h"
 #include "util/log.h"
 #include "util/safeopen.h"
 #include "util/timedread.h"

@@ -1,13 +1,13 @@
 /*
- * Sample stage: what every event source shares (evsrc.h). It only reads; the drivers
- * are bpfev.c and procconn.c.
+ * Task events (taskev/, for the latency manager): what every event source shares
+ * (evsrc.h). It only reads; the drivers are bpfev.c and procconn.c.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sample/evsrc.h"
+#include "taskev/evsrc.h"
 
 int evsrc_open(const struct evsrc_ops *ops, const struct evsrc_callbacks *cb, void *ctx,
 	       struct evsrc **ret, char *why, size_t why_len)

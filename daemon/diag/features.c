@@ -1,7 +1,7 @@
 /*
- * Sample stage: the kernel's features, probed once at start for the feature report
- * and for the stages that adapt to them. Reads only, and its syscall probes touch
- * nothing but the daemon itself.
+ * Diagnostics (diag/): the kernel's features, probed once at start for the feature
+ * report and for the stages that adapt to them. Reads only, and its syscall probes
+ * touch nothing but the daemon itself.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,8 +18,8 @@
 #include <bpf/btf.h>
 #include <zlib.h>
 
+#include "diag/features.h"
 #include "rqbalance.h"
-#include "sample/features.h"
 #include "sample/parse.h"
 #include "util/log.h"
 #include "util/schedattr.h"

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "sample/evsrc.h"
+#include "taskev/evsrc.h"
 
 struct bpfev;
 

@@ -1,5 +1,5 @@
 /*
- * Run-queue wait histograms (daemon/sample/rqlat.c): how long tasks waited for a
+ * Run-queue wait histograms (daemon/diag/rqlat.c): how long tasks waited for a
  * CPU, per latency-nice class and per managed cgroup, from rqlat.bpf.c. Loaded at
  * start whichever sampler is in use; read only when rqctl latency asks.
  */

@@ -1,8 +1,8 @@
 /*
- * Sample stage, BPF event source: loads rqevents.bpf.c, reads its ring buffer into
- * struct evsrc_event for the owner's callbacks (evsrc.h, whose driver it is), counts
- * what the programs dropped, and walks every process's exe with the task iterator.
- * It only reads; it never changes a task.
+ * Task events (taskev/, for the latency manager), the BPF event source: loads
+ * rqevents.bpf.c, reads its ring buffer into struct evsrc_event for the owner's
+ * callbacks (evsrc.h, whose driver it is), counts what the programs dropped, and walks
+ * every process's exe with the task iterator. It only reads; it never changes a task.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -19,9 +19,9 @@
 #include "util/caps.h"
 #include "rqbalance.h"
 #include "rqevents.skel.h"
-#include "sample/bpf/rqevents.bpf.h"
-#include "sample/bpfev.h"
 #include "sample/bpfload.h"
+#include "taskev/bpf/rqevents.bpf.h"
+#include "taskev/bpfev.h"
 #include "util/log.h"
 
 _Static_assert(RQE_FORK == EVSRC_FORK && RQE_EXEC == EVSRC_EXEC && RQE_EXIT == EVSRC_EXIT,

@@ -1,6 +1,6 @@
 /*
- * Sample stage, BPF side: fork, exec and exit events, and what each process runs, for
- * daemon/sample/bpfev.c. It only reads kernel memory and writes its own maps; it never
+ * Task events, BPF side: fork, exec and exit events, and what each process runs, for
+ * daemon/taskev/bpfev.c. It only reads kernel memory and writes its own maps; it never
  * changes a task.
  *
  * Algorithm. Three tp_btf programs on the scheduler's process tracepoints write one

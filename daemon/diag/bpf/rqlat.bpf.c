@@ -1,5 +1,5 @@
 /*
- * Sample stage, BPF side: run-queue wait histograms, for daemon/sample/rqlat.c.
+ * Diagnostics, BPF side: run-queue wait histograms, for daemon/diag/rqlat.c.
  * It only reads kernel memory and its own maps; it never changes a task.
  *
  * Two ways to time a wait; userspace loads the programs of one ([daemon]

@@ -1,6 +1,7 @@
 /*
- * Sample stage: who is in a cgroup, and a process's cgroup. It reads cgroupfs and
- * /proc under roots the caller gives, and never writes either.
+ * Task events (taskev/, for the latency manager): who is in a cgroup, and a process's
+ * cgroup. It reads cgroupfs and /proc under roots the caller gives, and never writes
+ * either.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -10,8 +11,8 @@
 #include <string.h>
 
 #include "rqbalance.h"
-#include "sample/cgm.h"
 #include "sample/procfs.h"
+#include "taskev/cgm.h"
 #include "util/util.h"
 
 /* Parent, real and effective uid from PROC_ROOT/PID/status; -ESRCH when it is gone. */

@@ -1,7 +1,7 @@
 /*
- * Sample stage: a process's identity for the latency rules, read from one proc root
- * that tests can point at a fake tree. It only reads, and decides nothing: which rule
- * matches is the policy's (policy/rules.c).
+ * Task events (taskev/, for the latency manager): a process's identity for the latency
+ * rules, read from one proc root that tests can point at a fake tree. It only reads, and
+ * decides nothing: which rule matches is the policy's (policy/rules.c).
  */
 #include <errno.h>
 #include <limits.h>
@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "rqbalance.h"
-#include "sample/ident.h"
 #include "sample/procfs.h"
+#include "taskev/ident.h"
 #include "util/log.h"
 #include "util/timedread.h"
 #include "util/util.h"

@@ -1,7 +1,7 @@
 /*
- * Sample stage, run-queue wait histograms: loads rqlat.bpf.c's tracepoint programs,
- * keeps its tid → class and cgroup maps as the latency actuator changes, and sums
- * the per-CPU histograms when asked. It never changes a task.
+ * Diagnostics (diag/), run-queue wait histograms: loads rqlat.bpf.c's tracepoint
+ * programs, keeps its tid → class and cgroup maps as the latency actuator changes, and
+ * sums the per-CPU histograms when asked. It never changes a task.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -17,15 +17,15 @@
 #include <sys/stat.h>
 
 #include "util/caps.h"
+#include "diag/bpf/rqlat.bpf.h"
+#include "diag/rqlat.h"
 #include "model/model.h"
 #include "rqbalance.h"
 #include "rqlat.skel.h"
-#include "sample/bpf/rqlat.bpf.h"
 #include "sample/bpfload.h"
-#include "sample/rqlat.h"
 #include "util/log.h"
 
-_Static_assert(RQB_RQLAT_MAX_CG == RQL_MAX_CGROUPS, "daemon/sample/rqlat.h and bpf/rqlat.bpf.h disagree");
+_Static_assert(RQB_RQLAT_MAX_CG == RQL_MAX_CGROUPS, "daemon/diag/rqlat.h and bpf/rqlat.bpf.h disagree");
 
 struct rql_cg {
 	char path[PATH_MAX];         /* relative to the mount, as the actuator names it */

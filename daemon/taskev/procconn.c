@@ -1,6 +1,6 @@
 /*
- * Sample stage: fork, exec and exit events from the kernel's proc connector (libnl-3),
- * one of the event source drivers (evsrc.h).
+ * Task events (taskev/, for the latency manager): fork, exec and exit events from the
+ * kernel's proc connector (libnl-3), one of the event source drivers (evsrc.h).
  * It only reads: it never touches a task, and sends nothing but its own (un)subscription.
  */
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include <netlink/socket.h>
 
 #include "rqbalance.h"
-#include "sample/procconn.h"
+#include "taskev/procconn.h"
 #include "util/util.h"
 
 /* Only delays overflow under a fork storm, but covers the bursts of a busy build. */

@@ -1,5 +1,5 @@
 /*
- * What rqlat.bpf.c hands to userspace (daemon/sample/rqlat.c): plain C, shared by
+ * What rqlat.bpf.c hands to userspace (daemon/diag/rqlat.c): plain C, shared by
  * both sides. Include <linux/types.h> (userspace) or vmlinux.h (BPF) first.
  */
 #ifndef RQB_RQLAT_BPF_H

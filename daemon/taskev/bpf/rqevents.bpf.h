@@ -1,5 +1,5 @@
 /*
- * What rqevents.bpf.c hands to userspace (daemon/sample/bpfev.c): plain C, shared by
+ * What rqevents.bpf.c hands to userspace (daemon/taskev/bpfev.c): plain C, shared by
  * both sides. Include <linux/types.h> (userspace) or vmlinux.h (BPF) first.
  */
 #ifndef RQB_RQEVENTS_BPF_H
@@ -8,7 +8,7 @@
 /* The ring buffer: 72-byte records (with the kernel's 8-byte header), 14,563 of them. */
 #define RQE_RING_BYTES (1 << 20)
 
-/* enum evsrc_kind's values (daemon/sample/evsrc.h), checked in bpfev.c. */
+/* enum evsrc_kind's values (daemon/taskev/evsrc.h), checked in bpfev.c. */
 #define RQE_FORK 1
 #define RQE_EXEC 2
 #define RQE_EXIT 3
