@@ -117,7 +117,7 @@ static int make_sampler(struct daemon *d)
  */
 static void wake_pairs(struct daemon *d)
 {
-	bool seen = sampler_bpf_pairs(d->sampler, d->topo, d->conf.keep_pairs);
+	bool seen = sampler_pairs(d->sampler, d->topo, d->conf.keep_pairs);
 	char why[64];
 
 	snprintf(why, sizeof(why), "the %s sampler cannot see who wakes whom",
@@ -177,8 +177,7 @@ static void drop_caps(struct daemon *d)
 	forever = drop & perm;
 	/* Lowered first, to learn whether a task walk still works without them. */
 	r = caps_drop(drop, 0);
-	if (r == 0 && ((strcmp(d->sampler->ops->name, "bpf") == 0 &&
-			!sampler_bpf_walks_unprivileged(d->sampler)) ||
+	if (r == 0 && (!sampler_walks_unprivileged(d->sampler) ||
 		       (latmgr_on(&d->lm) && !latmgr_walks_unprivileged(&d->lm))))
 		forever &= ~CAPS_BIT(CAP_BPF);
 	if (r == 0)

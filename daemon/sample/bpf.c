@@ -297,7 +297,7 @@ static bool perf_refused(struct bpf_sampler *bs, int cpu)
 
 /*
  * What both triggers share: the task iterator, and note_waking, without which
- * keep_pairs sees no pair (said once here, and by sampler_bpf_pairs()).
+ * keep_pairs sees no pair (said once here, and by bpf_pairs()).
  */
 static int attach_rest(struct bpf_sampler *bs)
 {
@@ -1033,10 +1033,36 @@ static void bpf_free(struct sampler *sm)
 	free(sm);
 }
 
+static bool bpf_pairs(struct sampler *sm, const struct topo *t, bool on)
+{
+	struct bpf_sampler *bs = sm->priv;
+
+	if (!bs->skel->bss || !bs->waking)
+		return false;
+	bs->topo = t;
+	bs->pairs = on;
+	__atomic_store_n(&bs->skel->bss->rqs_pairs, on ? 1u : 0u, __ATOMIC_RELAXED);
+	return true;
+}
+
+static bool bpf_walks_unprivileged(struct sampler *sm)
+{
+	struct bpf_sampler *bs = sm->priv;
+	int fd;
+
+	fd = bpf_iter_create(bpf_link__fd(bs->iter));
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
 static const struct sampler_ops bpf_ops = {
 	.name = "bpf",
 	.sample = bpf_sample,
 	.free = bpf_free,
+	.pairs = bpf_pairs,
+	.walks_unprivileged = bpf_walks_unprivileged,
 };
 
 static int alloc_cpus(struct bpf_sampler *bs)
@@ -1156,30 +1182,4 @@ void sampler_bpf_stats(const struct sampler *sm, struct bpf_stats *ret)
 	for (int c = 0; c < bs->ncpus; c++)
 		if (CPU_ISSET(c, &bs->attached))
 			ret->samples += __atomic_load_n(&slot(bs, c)->samples, __ATOMIC_RELAXED);
-}
-
-bool sampler_bpf_pairs(struct sampler *sm, const struct topo *t, bool on)
-{
-	struct bpf_sampler *bs = sm->priv;
-
-	if (sm->ops != &bpf_ops || !bs->skel->bss || !bs->waking)
-		return false;
-	bs->topo = t;
-	bs->pairs = on;
-	__atomic_store_n(&bs->skel->bss->rqs_pairs, on ? 1u : 0u, __ATOMIC_RELAXED);
-	return true;
-}
-
-bool sampler_bpf_walks_unprivileged(struct sampler *sm)
-{
-	struct bpf_sampler *bs = sm->priv;
-	int fd;
-
-	if (sm->ops != &bpf_ops)
-		return false;
-	fd = bpf_iter_create(bpf_link__fd(bs->iter));
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
 }

@@ -17,6 +17,16 @@ void sampler_stamp_uptime(struct snapshot *s)
 			  (uint64_t)ts.tv_nsec / (NSEC_PER_SEC / (uint64_t)hz);
 }
 
+bool sampler_pairs(struct sampler *sm, const struct topo *t, bool on)
+{
+	return sm->ops->pairs && sm->ops->pairs(sm, t, on);
+}
+
+bool sampler_walks_unprivileged(struct sampler *sm)
+{
+	return !sm->ops->walks_unprivileged || sm->ops->walks_unprivileged(sm);
+}
+
 void sampler_free(struct sampler *sm)
 {
 	if (sm)

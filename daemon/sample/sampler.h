@@ -17,6 +17,18 @@ struct sampler_ops {
 	/* Fills s (already reset) for the tick at now_ns. 0 or -errno. */
 	int (*sample)(struct sampler *sm, uint64_t now_ns, struct snapshot *s);
 	void (*free)(struct sampler *sm);
+	/*
+	 * keep_pairs: reads whom each listed task wakes (noted at sched_waking, weighed as
+	 * wake_wide() does, with LLC sizes from t) and names each task's partner in the
+	 * snapshot, or stops. True if it does. NULL: this sampler cannot see who wakes whom.
+	 */
+	bool (*pairs)(struct sampler *sm, const struct topo *t, bool on);
+	/*
+	 * Whether its task walks still work without CAP_BPF in the effective set (older
+	 * kernels ask for it on every bpf() call when unprivileged BPF is off; 6.1 and 6.18
+	 * only to create maps and programs). NULL: it makes no such walk.
+	 */
+	bool (*walks_unprivileged)(struct sampler *sm);
 };
 
 struct sampler {
@@ -74,19 +86,16 @@ struct bpf_stats {
 };
 void sampler_bpf_stats(const struct sampler *sm, struct bpf_stats *ret);
 /*
- * keep_pairs: has the bpf sampler read whom each listed task wakes (noted at
- * sched_waking, weighed as wake_wide() does, with LLC sizes from t) and
- * name each task's partner in the snapshot, or stop. False for any other sampler,
- * which cannot see who wakes whom, and where the sched_waking program did not attach.
+ * keep_pairs on or off, where the sampler can see who wakes whom (its pairs operation):
+ * true if it now names partners. False for a sampler that cannot, and where the bpf
+ * sampler's sched_waking program did not attach.
  */
-bool sampler_bpf_pairs(struct sampler *sm, const struct topo *t, bool on);
+bool sampler_pairs(struct sampler *sm, const struct topo *t, bool on);
 /*
- * Whether a task walk still works without CAP_BPF in the effective set (older
- * kernels ask for it on every bpf() call when unprivileged BPF is off; 6.1 and 6.18
- * only to create maps and programs). Call it with CAP_BPF lowered; false also for
- * any sampler that is not bpf.
+ * Whether the sampler's task walks still work without CAP_BPF; call it with CAP_BPF
+ * lowered. True for a sampler that makes no such walk.
  */
-bool sampler_bpf_walks_unprivileged(struct sampler *sm);
+bool sampler_walks_unprivileged(struct sampler *sm);
 /*
  * Replays the snapshots in path, one a tick; after the last, keeps returning the last
  * one. The whole file is read and checked against the topology first: a bad record

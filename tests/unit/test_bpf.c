@@ -287,6 +287,21 @@ static void new_task_not_busy_yet_tracepoints(void **state)
 	new_task_not_busy_yet(state);
 }
 
+/*
+ * The bpf sampler is the one that fills the optional operations: with the
+ * capabilities it loaded with, its task walk works.
+ */
+static void optional_ops(void **state)
+{
+	struct fix *f = *state;
+
+	if (!f->sm)
+		skip();
+	assert_non_null(f->sm->ops->pairs);
+	assert_non_null(f->sm->ops->walks_unprivileged);
+	assert_true(sampler_walks_unprivileged(f->sm));
+}
+
 static void caps_format_names(void **state)
 {
 	char buf[128];
@@ -304,6 +319,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(new_task_not_busy_yet, setup, teardown),
 		cmocka_unit_test_setup_teardown(busy_thread_listed_tracepoints, setup_tp, teardown),
 		cmocka_unit_test_setup_teardown(new_task_not_busy_yet_tracepoints, setup_tp, teardown),
+		cmocka_unit_test_setup_teardown(optional_ops, setup, teardown),
 		cmocka_unit_test(caps_format_names),
 	};
 

@@ -1016,6 +1016,21 @@ static void test_sampler_fake_root(void **state)
 	assert_int_equal(sampler_sample(f->sm, t0 + 11 * NSEC_PER_SEC, f->snap), -EINVAL);
 }
 
+/*
+ * The proc sampler has no pairs or walks_unprivileged operation: asked through the
+ * generic calls, it names no partner and needs no CAP_BPF kept.
+ */
+static void test_sampler_optional_ops(void **state)
+{
+	struct fix *f = *state;
+
+	assert_null(f->sm->ops->pairs);
+	assert_null(f->sm->ops->walks_unprivileged);
+	assert_false(sampler_pairs(f->sm, f->topo, true));
+	assert_false(sampler_pairs(f->sm, f->topo, false));
+	assert_true(sampler_walks_unprivileged(f->sm));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1042,6 +1057,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sampler_pinned_cpu0, fix_setup, fix_teardown),
 		cmocka_unit_test_setup_teardown(test_sampler_forgets_reaped, fix_setup, fix_teardown),
 		cmocka_unit_test_setup_teardown(test_sampler_reads_cheaply, fix_setup, fix_teardown),
+		cmocka_unit_test_setup_teardown(test_sampler_optional_ops, fix_setup, fix_teardown),
 		/* Last: these two can follow no task at all, which UBSan has caught aborting. */
 		cmocka_unit_test_setup_teardown(test_sampler_sleeper_not_runnable, fix_setup,
 						fix_teardown),
