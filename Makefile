@@ -21,7 +21,7 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 # The pipeline, in the order data walks it each tick.
 DAEMON_SRC = \
-	daemon/util/log.c daemon/util/util.c daemon/util/safedir.c daemon/util/safeopen.c daemon/util/timedread.c daemon/util/cpumask.c daemon/conf/conf.c daemon/conf/conf_ruleset.c \
+	daemon/util/log.c daemon/util/util.c daemon/util/safedir.c daemon/util/safeopen.c daemon/util/timedread.c daemon/util/cpumask.c daemon/util/sorted.c daemon/conf/conf.c daemon/conf/conf_ruleset.c \
 	daemon/sample/parse.c daemon/sample/procfs.c daemon/sample/latseen.c daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
 	daemon/sample/sampler.c daemon/sample/bpf.c daemon/sample/bpfload.c \
 	daemon/taskev/ident.c daemon/taskev/evsrc.c daemon/taskev/procconn.c daemon/taskev/bpfev.c daemon/taskev/cgm.c \
@@ -46,7 +46,8 @@ DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/core/main.o
 
 UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread place plan proc journal act features ctl cgsd cgm procconn \
-	rules rulesidx ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread idle latseen safedir metrics latact_journal latact_cls latmgr_view
+	rules rulesidx ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread idle latseen safedir metrics latact_journal latact_cls latmgr_view \
+	sorted
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 # The ctl and bus fuzz targets and the ctl server and latency manager tests share one
 # in-memory daemon.
