@@ -14,6 +14,7 @@
 #include "rqbalance.h"
 #include "util/cpumask.h"
 #include "util/log.h"
+#include "util/sorted.h"
 #include "util/util.h"
 
 /* Compact the journal when it holds this many more lines than live entries. */
@@ -78,21 +79,24 @@ static int set_mask(struct act *a, const struct act_task *t, const cpu_set_t *ma
 	return r;
 }
 
+/* The entries are sorted by tid: find() bisects them. */
+static int cmp_tid(const void *key, const void *elem)
+{
+	pid_t k = ((const struct act_entry *)key)->task.tid;
+	pid_t t = ((const struct act_entry *)elem)->task.tid;
+
+	return (k > t) - (k < t);
+}
+
+/* After any entries of the same tid (its number reused): the older stay first. */
 static int insert(struct act *a, const struct act_entry *e)
 {
-	size_t i = 0;
-
 	struct act_entry *arr = util_grow(a->e, &a->cap, a->n, sizeof(*arr));
 
 	if (!arr)
 		return -ENOMEM;
 	a->e = arr;
-	while (i < a->n && a->e[i].task.tid <= e->task.tid)
-		i++;
-	memmove(&a->e[i + 1], &a->e[i], (a->n - i) * sizeof(*a->e));
-	a->e[i] = *e;
-	a->n++;
-	return 0;
+	return sorted_add(a->e, &a->n, a->cap, sizeof(*a->e), e, cmp_tid);
 }
 
 /* Records what e's task had and was given; with no journal there is nothing to record. */
@@ -156,8 +160,7 @@ static void remove_at(struct act *a, size_t i, int err, act_dropped_fn dropped, 
 	struct act_entry e = a->e[i];
 	int r;
 
-	memmove(&a->e[i], &a->e[i + 1], (a->n - i - 1) * sizeof(*a->e));
-	a->n--;
+	sorted_remove(a->e, &a->n, sizeof(*a->e), i);
 	restore_offspring(a, e.task.tid, e.tgid, e.since, &e.prev, &e.set);
 	r = unjournal(a, e.task.tid, e.task.start_time);
 	if (r < 0)

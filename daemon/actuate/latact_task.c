@@ -15,6 +15,7 @@
 #include "actuate/latact_int.h"
 #include "util/log.h"
 #include "util/schedattr.h"
+#include "util/sorted.h"
 #include "util/util.h"
 
 const char *latact_policy_name(int policy)
@@ -157,20 +158,20 @@ static void want_for(struct latact *la, int v, pid_t tid, pid_t tgid,
 		snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", prev->cgroup);
 }
 
+/* key: a pid_t; elem: one of la->e, which are sorted by tid, one entry each. */
+static int cmp_tid(const void *key, const void *elem)
+{
+	pid_t k = *(const pid_t *)key, t = (*(struct lat_entry *const *)elem)->task.tid;
+
+	return (k > t) - (k < t);
+}
+
 static size_t find_index(const struct latact *la, pid_t tid, bool *found)
 {
-	size_t lo = 0, hi = la->n;
+	size_t i = sorted_lower(la->e, la->n, sizeof(*la->e), &tid, cmp_tid);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (la->e[mid]->task.tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = lo < la->n && la->e[lo]->task.tid == tid;
-	return lo;
+	*found = i < la->n && la->e[i]->task.tid == tid;
+	return i;
 }
 
 const struct lat_entry *latact_find(const struct latact *la, pid_t tid)
@@ -217,9 +218,10 @@ static struct lat_entry *entry_add(struct latact *la, const struct lat_entry *e)
 	if (!ne)
 		return NULL;
 	*ne = *e;
-	memmove(&la->e[i + 1], &la->e[i], (la->n - i) * sizeof(*la->e));
-	la->e[i] = ne;
-	la->n++;
+	if (sorted_insert(la->e, &la->n, la->cap, sizeof(*la->e), i, &ne) < 0) {
+		free(ne);
+		return NULL;
+	}
 told:
 	if (la->on_task)
 		la->on_task(la->on_task_ctx, e->task.tid, e->value, true);
@@ -237,8 +239,7 @@ static void entry_del(struct latact *la, pid_t tid)
 	if (la->on_task)
 		la->on_task(la->on_task_ctx, tid, 0, false);
 	free(la->e[i]);
-	memmove(&la->e[i], &la->e[i + 1], (la->n - i - 1) * sizeof(*la->e));
-	la->n--;
+	sorted_remove(la->e, &la->n, sizeof(*la->e), i);
 	la->e = util_shrink(la->e, &la->cap, la->n, sizeof(*la->e));
 }
 

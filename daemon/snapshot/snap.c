@@ -14,6 +14,7 @@
 #include "rqbalance.h"
 #include "snapshot/snap.h"
 #include "util/cpumask.h"
+#include "util/sorted.h"
 #include "util/util.h"
 
 struct snapshot *snap_new(const struct topo *t)
@@ -88,8 +89,9 @@ static size_t lat_lower_bound(const struct snapshot *s, pid_t tid)
 
 int snap_add_lat(struct snapshot *s, pid_t tid, uint64_t start_time, int value)
 {
+	struct snap_lat add = { .tid = tid, .start_time = start_time, .value = value,
+				.ran_cpu = -1 };
 	struct snap_lat *lat;
-	size_t i;
 
 	if (value >= 0 || value < LAT_MIN || tid <= 0)
 		return -EINVAL;
@@ -97,12 +99,9 @@ int snap_add_lat(struct snapshot *s, pid_t tid, uint64_t start_time, int value)
 	if (!lat)
 		return -ENOMEM;
 	s->lat = lat;
-	i = lat_lower_bound(s, tid);
-	memmove(&s->lat[i + 1], &s->lat[i], (s->nlat - i) * sizeof(*s->lat));
-	s->lat[i] = (struct snap_lat){ .tid = tid, .start_time = start_time, .value = value,
-				       .ran_cpu = -1 };
-	s->nlat++;
-	return 0;
+	/* Before the entries of the same tid: snap_find_lat meets the newest first. */
+	return sorted_insert(s->lat, &s->nlat, s->lat_cap, sizeof(*s->lat), lat_lower_bound(s, tid),
+			     &add);
 }
 
 const struct snap_lat *snap_find_lat(const struct snapshot *s, pid_t tid, uint64_t start_time)
