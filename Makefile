@@ -155,7 +155,7 @@ $(B)/daemon/taskev/bpfev.o build-fuzz/daemon/taskev/bpfev.o: CPPFLAGS += -I$(B)/
 $(B)/daemon/taskev/bpfev.o build-fuzz/daemon/taskev/bpfev.o: $(B)/bpf/rqevents.skel.h \
 	daemon/taskev/bpf/rqevents.bpf.h
 
-$(B)/tests/unit/test_%: tests/unit/test_%.c tests/unit/unit.h $(DAEMON_OBJ)
+$(B)/tests/unit/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(DAEMON_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< \
 		$(DAEMON_OBJ) $(PKG_LIBS) -lcmocka

@@ -2,95 +2,10 @@
  * The placement rules of place.c, keep_together and latency_apart, through the spread
  * policy's one entry point on synthetic machines: plan dumps compared with expected text.
  */
-#include "policy/spread.h"
-#include "rqbalance.h"
-#include "unit.h"
-
-#define MS 1000000ULL
+#include "spread_fx.h"
 
 static const char *const T2x4 = "package:1 l3cache:2 core:4 pu:1";         /* 2 LLCs x 4 */
 static const char *const T2x4S = "package:1 l3cache:2(size=32MB) core:4 pu:1"; /* 32 MiB L3s */
-
-struct fx {
-	struct topo *topo;
-	struct snapshot *s;
-	struct rqb_conf c;
-	struct spread_conf sc;       /* c as the policy reads it (sconf) */
-	struct spread_state st;
-	struct plan plan;
-};
-
-/* The policy's view of f->c, as the daemon builds it each tick. */
-static const struct spread_conf *sconf(struct fx *f)
-{
-	conf_spread(&f->c, &f->sc);
-	return &f->sc;
-}
-
-static struct fx *fx_new(const char *synthetic)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-
-	f->topo = unit_topo(synthetic);
-	f->s = snap_new(f->topo);
-	f->s->self_tgid = 1;
-	conf_defaults(&f->c);
-	/* Every LLC counts, however small; the fixtures of each rule raise it. */
-	f->c.min_llc_cores = 1;
-	spread_init(&f->st);
-	plan_init(&f->plan);
-	return f;
-}
-
-static void fx_free(struct fx *f)
-{
-	plan_fini(&f->plan);
-	spread_fini(&f->st);
-	snap_free(f->s);
-	topo_free(f->topo);
-	free(f);
-}
-
-/* A runnable task on cpu, allowed everywhere; start_time derives from tid. */
-static struct snap_task *add(struct fx *f, pid_t tid, int cpu)
-{
-	struct snap_task t = { .tid = tid, .tgid = tid, .cpu = cpu, .start_time = 1000 + tid,
-			       .allowed = f->topo->online };
-	struct snap_task *n;
-
-	snprintf(t.comm, sizeof(t.comm), "t%d", (int)tid);
-	n = snap_add_task(f->s, &t, "/user.slice");
-	assert_non_null(n);
-	f->s->cpus[cpu].nr_running++;
-	return n;
-}
-
-/* t, narrowed to the CPU it is on: load that counts everywhere and never moves. */
-static struct snap_task *narrowed(struct snap_task *t)
-{
-	CPU_ZERO(&t->allowed);
-	CPU_SET(t->cpu, &t->allowed);
-	return t;
-}
-
-/* Runs one tick at now_ms; returns the plan's dump. */
-static const char *tick(struct fx *f, uint64_t now_ms)
-{
-	f->s->now_ns = now_ms * MS;
-	plan_clear(&f->plan);
-	assert_true(spread_decide(f->s, sconf(f), &f->st, &f->plan) >= 0);
-	return unit_plan_dump(&f->plan);
-}
-
-/* Counts plan lines that start with op. */
-static int count_ops(const char *dump, const char *op)
-{
-	int n = 0;
-
-	for (const char *p = dump; (p = strstr(p, op)); p++)
-		n += p == dump || p[-1] == '\n';
-	return n;
-}
 
 /* A thread of process tgid on cpu, its resident set rss_kb. */
 static struct snap_task *thread(struct fx *f, pid_t tgid, pid_t tid, int cpu, uint64_t rss_kb)

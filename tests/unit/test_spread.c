@@ -4,11 +4,7 @@
  */
 #include <unistd.h>
 
-#include "policy/spread.h"
-#include "rqbalance.h"
-#include "unit.h"
-
-#define MS 1000000ULL
+#include "spread_fx.h"
 
 static const char *const T2 = "package:1 l3cache:2 core:1 pu:1";           /* 2 LLCs x 1 CPU */
 static const char *const T64 = "package:2 l3cache:4 core:4 pu:2";          /* 8 LLCs x 8 */
@@ -16,79 +12,6 @@ static const char *const T256 = "package:2 [numa(memory=64GB)] l3cache:8(size=32
 static const char *const T2x4 = "package:1 l3cache:2 core:4 pu:1";         /* 2 LLCs x 4 */
 static const char *const T2x8 = "package:1 l3cache:2 core:8 pu:1";         /* 2 LLCs x 8 */
 static const char *const T2x2 = "package:1 l3cache:2 core:2 pu:1";         /* 2 LLCs x 2 */
-
-struct fx {
-	struct topo *topo;
-	struct snapshot *s;
-	struct rqb_conf c;
-	struct spread_conf sc;       /* c as the policy reads it (sconf) */
-	struct spread_state st;
-	struct plan plan;
-	bool whole;                  /* the kernel keeps processes in one LLC (whole_processes) */
-};
-
-/* The policy's view of f->c, as the daemon builds it each tick. */
-static const struct spread_conf *sconf(struct fx *f)
-{
-	conf_spread(&f->c, &f->sc);
-	f->sc.whole_processes = f->whole;
-	return &f->sc;
-}
-
-static struct fx *fx_new(const char *synthetic)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-
-	f->topo = unit_topo(synthetic);
-	f->s = snap_new(f->topo);
-	f->s->self_tgid = 1;
-	conf_defaults(&f->c);
-	/* Spread across every LLC: T2's are of one core, below the default min_llc_cores. */
-	f->c.min_llc_cores = 1;
-	spread_init(&f->st);
-	plan_init(&f->plan);
-	return f;
-}
-
-static void fx_free(struct fx *f)
-{
-	plan_fini(&f->plan);
-	spread_fini(&f->st);
-	snap_free(f->s);
-	topo_free(f->topo);
-	free(f);
-}
-
-/* A runnable task on cpu, allowed everywhere; start_time derives from tid. */
-static struct snap_task *add(struct fx *f, pid_t tid, int cpu)
-{
-	struct snap_task t = { .tid = tid, .tgid = tid, .cpu = cpu, .start_time = 1000 + tid,
-			       .allowed = f->topo->online };
-	struct snap_task *n;
-
-	snprintf(t.comm, sizeof(t.comm), "t%d", (int)tid);
-	n = snap_add_task(f->s, &t, "/user.slice");
-	assert_non_null(n);
-	f->s->cpus[cpu].nr_running++;
-	return n;
-}
-
-/* t, narrowed to the CPU it is on: load that counts everywhere and never moves. */
-static struct snap_task *narrowed(struct snap_task *t)
-{
-	CPU_ZERO(&t->allowed);
-	CPU_SET(t->cpu, &t->allowed);
-	return t;
-}
-
-/* Runs one tick at now_ms; returns the plan's dump. */
-static const char *tick(struct fx *f, uint64_t now_ms)
-{
-	f->s->now_ns = now_ms * MS;
-	plan_clear(&f->plan);
-	assert_true(spread_decide(f->s, sconf(f), &f->st, &f->plan) >= 0);
-	return unit_plan_dump(&f->plan);
-}
 
 /*
  * The same snapshot two ticks in a row, at now_ms - 100 and now_ms: an overload of one
@@ -506,8 +429,6 @@ static void pin_released_at_max_age(void **state)
  * core each, get no pin by default, and a pin made across them is released as soon as
  * a reload raises min_llc_cores.
  */
-static int count_ops(const char *dump, const char *op);
-
 static void single_core_llcs_not_spread(void **state)
 {
 	struct fx *f = fx_new(T2);
@@ -867,16 +788,6 @@ static int llc_cpus(const struct topo *t, int l, int *cpus)
 	for (int c = 0; c < t->nr_cpu_ids; c++)
 		if (t->cpus[c].present && t->cpus[c].llc == l)
 			cpus[n++] = c;
-	return n;
-}
-
-/* Counts plan lines that start with op. */
-static int count_ops(const char *dump, const char *op)
-{
-	int n = 0;
-
-	for (const char *p = dump; (p = strstr(p, op)); p++)
-		n += p == dump || p[-1] == '\n';
 	return n;
 }
 
