@@ -237,7 +237,7 @@ static int tool_of(int dir)
 	if (!runs_as_root(dir))
 		return -1;
 	fd = openat(dir, "cmdline", O_RDONLY | O_CLOEXEC);
-	n = fd < 0 ? -errno : timedread(fd, cmd, sizeof(cmd), TIMEDREAD_PROC_NS);
+	n = fd < 0 ? -errno : timedread_proc(fd, cmd, sizeof(cmd));
 	if (fd >= 0)
 		close(fd);
 	return peers_match(comm, n > 0 ? cmd : NULL, n > 0 ? (size_t)n : 0);

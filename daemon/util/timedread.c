@@ -5,12 +5,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -230,16 +232,18 @@ ssize_t timedread(int fd, char *buf, size_t len, uint64_t bound_ns)
 	return n;
 }
 
-ssize_t timedread_file(const char *path, char *buf, size_t len, uint64_t bound_ns)
+ssize_t timedread_proc(int fd, char *buf, size_t len)
 {
-	/* O_NONBLOCK: where a test's tree puts a FIFO, opening it does not wait either. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct statfs fs;
 	ssize_t n;
 
-	if (fd < 0)
-		return -errno;
-	n = timedread(fd, buf, len, bound_ns);
-	close(fd);
+	if (len == 0)
+		return -EINVAL;
+	if (fstatfs(fd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC)
+		return timedread(fd, buf, len, TIMEDREAD_PROC_NS);
+	n = read_all(fd, buf, len);
+	if (n >= 0)
+		buf[n] = '\0';
 	return n;
 }
 

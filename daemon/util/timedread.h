@@ -26,8 +26,14 @@
  * buf is untouched on failure. Called from one thread only (the event loop's).
  */
 ssize_t timedread(int fd, char *buf, size_t len, uint64_t bound_ns);
-/* timedread of the file at path, opened (O_RDONLY) by the caller's thread. */
-ssize_t timedread_file(const char *path, char *buf, size_t len, uint64_t bound_ns);
+
+/*
+ * A read of a file of /proc that is a process's memory (cmdline): fd's file to its
+ * end into buf as timedread does, within TIMEDREAD_PROC_NS. Only procfs serves
+ * another process's memory, so a file elsewhere (a test's tree of plain files) is
+ * read at once, and what it holds does not depend on how soon a worker ran.
+ */
+ssize_t timedread_proc(int fd, char *buf, size_t len);
 
 /* How many reads are left waiting now (they end when their file answers, or never). */
 unsigned timedread_stuck(void);
