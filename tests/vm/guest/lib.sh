@@ -312,32 +312,53 @@ need_llcs() {
 
 # For t_scx and t_scx_share: a sched_ext scheduler of the kernel's examples
 # (tests/vm/scx builds them, tests/vm/run --scx puts them in /bin). need_scx skips a
-# test without; scx_load NAME starts one and waits until the kernel says it is
-# enabled (its pid in SCX and HOGS); scx_unload stops it and waits until disabled.
+# test without. scx_load NAME starts one (its pid in SCX and HOGS) and waits until
+# the kernel has enabled it: it returns 1 when the kernel had already unloaded it
+# again (its watchdog ejects a scheduler that leaves a task runnable 30 s, which an
+# emulated guest on a busy host can trip: scx_why says why), and fails when it never
+# loaded. The kernel counts each scheduler it enables (enable_seq), so that
+# scx_stayed can say the one scx_load saw was loaded all along since. scx_unload
+# stops it and waits until the kernel says disabled.
 need_scx() {
 	[ -e /sys/kernel/sched_ext/state ] || { echo "no sched_ext in this kernel"; exit 77; }
+	[ -e /sys/kernel/sched_ext/enable_seq ] ||
+		{ echo "this kernel's sched_ext counts no enables (enable_seq came in 6.12)"; exit 77; }
 	command -v scx_simple >/dev/null ||
 		{ echo "no scx_simple in this guest (tests/vm/run --scx DIR; tests/vm/scx builds it)"; exit 77; }
 }
 scx_state() { cat /sys/kernel/sched_ext/state; }
+scx_seq() { cat /sys/kernel/sched_ext/enable_seq; }
 # scx_why NAME: what the kernel and the scheduler said when it unloaded.
 scx_why() {
 	echo "the kernel says $(scx_state); $1 printed: $(tail -n 5 "/tmp/$1.out");" \
 		"dmesg: $(dmesg | grep -i 'sched_ext' | tail -n 3)"
 }
 scx_is() { [ "$(scx_state)" = "$1" ]; }
-SCX=""
+SCX="" SCX_SEQ=""
+scx_came() { scx_is enabled || [ "$(scx_seq)" != "$SCX_SEQ" ]; }
 scx_load() {
 	local t=$(uptime_s)
+	SCX_SEQ=$(scx_seq)
 	"$1" >"/tmp/$1.out" 2>&1 &
 	SCX=$!
 	HOGS="$HOGS $SCX"
-	poll_until 600 scx_is enabled || fail "$1 did not load: $(scx_state); $(cat "/tmp/$1.out")"
+	poll_until 600 scx_came || fail "$1 did not load: $(scx_state); $(cat "/tmp/$1.out")"
+	if ! scx_is enabled; then
+		echo "$1 loaded, and the kernel unloaded it before the test looked: $(scx_why "$1")"
+		scx_end
+		return 1
+	fi
+	SCX_SEQ=$(scx_seq)
 	echo "$1 loaded in $(($(uptime_s) - t)) s: ops $(cat /sys/kernel/sched_ext/root/ops)"
 }
-scx_unload() {
-	kill -INT "$SCX"
+scx_stayed() { scx_is enabled && [ "$(scx_seq)" = "$SCX_SEQ" ]; }
+# scx_end: the scheduler process stopped (if the kernel has not stopped it) and reaped.
+scx_end() {
+	kill -INT "$SCX" 2>/dev/null
 	wait "$SCX" 2>/dev/null
-	poll_until 600 scx_is disabled || fail "the scheduler did not unload: $(scx_state)"
 	SCX=""
+}
+scx_unload() {
+	scx_end
+	poll_until 600 scx_is disabled || fail "the scheduler did not unload: $(scx_state)"
 }
