@@ -47,7 +47,7 @@ MAIN_OBJ   = $(B)/daemon/core/main.o
 
 UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread place plan proc journal act features ctl cgsd cgm procconn \
 	rules rulesidx ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread idle latseen safedir metrics latact_journal latact_cls latmgr_view \
-	sorted
+	sorted sampler
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 # The ctl and bus fuzz targets and the ctl server and latency manager tests share one
 # in-memory daemon.

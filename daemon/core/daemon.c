@@ -15,7 +15,6 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "sample/procfs.h"
 #include "util/caps.h"
 #include "core/daemon.h"
 #include "core/selfsched.h"
@@ -415,87 +414,41 @@ static void follow_placement(struct daemon *d, bool config)
 		features_log_one(&d->features, FEAT_PLACEMENT);
 }
 
-static int cmp_task_tgid(const void *a, const void *b)
-{
-	const struct snap_task *x = *(const struct snap_task *const *)a;
-	const struct snap_task *y = *(const struct snap_task *const *)b;
-
-	return (x->tgid > y->tgid) - (x->tgid < y->tgid);
-}
-
 /*
- * keep_together's working-set proxy: the resident set of each process with two user
- * tasks listed or more, read once a tick from /proc/TGID/statm (a process with one
- * is never held, so the rest cost nothing).
+ * What keep_together and latency_apart ask of the sample stage beside its counts
+ * (sample_asks): the tasks with a latency-nice value, from the latency half, into
+ * *ret_lat (the caller frees it), and the processes' resident sets. NULL where
+ * nothing is asked: a replay brings its own, and nothing is placed while the kernel
+ * or a sched_ext scheduler places by cache.
  */
-static void processes_rss(struct daemon *d)
+static const struct sample_asks *placement_asks(struct daemon *d, struct sample_asks *a,
+						struct sample_lat **ret_lat)
 {
-	struct snapshot *s = d->snap;
-	struct snap_task **by = s->ntasks > 1 ? calloc(s->ntasks, sizeof(*by)) : NULL;
 	size_t n = 0;
 
-	if (!by)
-		return;
-	for (size_t i = 0; i < s->ntasks; i++)
-		if (!(s->tasks[i].flags & SNAP_TASK_KTHREAD))
-			by[n++] = &s->tasks[i];
-	qsort(by, n, sizeof(*by), cmp_task_tgid);
-	for (size_t i = 0, j; i < n; i = j) {
-		uint64_t kb = 0;
-
-		for (j = i + 1; j < n && by[j]->tgid == by[i]->tgid; j++)
-			;
-		if (j - i < 2 || procfs_rss_kb("", by[i]->tgid, &kb) < 0)
-			continue;
-		for (size_t k = i; k < j; k++)
-			by[k]->rss_kb = kb;
+	*ret_lat = NULL;
+	if (d->conf.sampler == CONF_SAMPLER_REPLAY || d->kernel_places != KERNEL_PLACES_NOT)
+		return NULL;
+	*a = (struct sample_asks){ .rss = d->conf.keep_together };
+	if (!d->conf.latency_apart || !latmgr_on(&d->lm))
+		return a;
+	n = latmgr_ntasks(&d->lm);
+	if (n && !(*ret_lat = calloc(n, sizeof(**ret_lat)))) {
+		log_debug("latency_apart: out of memory for the latency tasks");
+		return a;
 	}
-	free(by);
-}
-
-/* The tasks with a negative value, and where they last ran (latseen.c), for latency_apart. */
-static void latency_tasks(struct daemon *d)
-{
-	size_t n = 0, all = latmgr_ntasks(&d->lm);
-	struct latseen_task *in = all ? calloc(all, sizeof(*in)) : NULL;
-
-	if (all && !in)
-		return;
-	for (size_t k = 0; k < all; k++) {
+	/* latmgr lists its tasks sorted by tid. */
+	for (size_t k = 0; k < n; k++) {
 		const struct lat_entry *e = latmgr_task_nth(&d->lm, k);
 
-		if (e->value < 0)
-			in[n++] = (struct latseen_task){ .tid = e->task.tid, .tgid = e->tgid,
-							 .start_time = e->task.start_time,
-							 .value = e->value };
+		(*ret_lat)[k] = (struct sample_lat){ .tid = e->task.tid, .tgid = e->tgid,
+						     .start_time = e->task.start_time,
+						     .value = e->value };
 	}
-	if (latseen_fill(&d->latseen, "", in, n, d->snap) < 0)
-		log_debug("latency_apart: out of memory for the latency tasks");
-	free(in);
-}
-
-/*
- * What keep_together and latency_apart read beside the sample: each listed task's
- * latency-nice value and every task with a negative one (asleep too, from the latency
- * actuator), and the processes' resident sets. A replay brings its own.
- */
-static void placement_inputs(struct daemon *d)
-{
-	struct snapshot *s = d->snap;
-
-	if (d->conf.sampler == CONF_SAMPLER_REPLAY || d->kernel_places != KERNEL_PLACES_NOT)
-		return;
-	if (d->conf.latency_apart && latmgr_on(&d->lm)) {
-		for (size_t i = 0; i < s->ntasks; i++) {
-			const struct lat_entry *e = latmgr_entry(&d->lm, s->tasks[i].tid);
-
-			if (e && e->task.start_time == s->tasks[i].start_time)
-				s->tasks[i].lat_nice = e->value;
-		}
-		latency_tasks(d);
-	}
-	if (d->conf.keep_together)
-		processes_rss(d);
+	a->lat = *ret_lat;
+	a->nlat = n;
+	a->seen = &d->latseen;
+	return a;
 }
 
 /*
@@ -562,6 +515,9 @@ static bool heartbeat_unsampled(const struct daemon *d)
 int daemon_tick(struct daemon *d, uint64_t now_ns)
 {
 	uint64_t t = util_now_ns(), t0 = t;
+	const struct sample_asks *asks;
+	struct sample_asks asks_buf;
+	struct sample_lat *lat;
 	struct spread_conf sc;
 	int r;
 
@@ -586,7 +542,9 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	snap_reset(d->snap);
 	d->snap->seq = ++d->ticks;
 	d->snap->now_ns = now_ns;
-	r = sampler_sample(d->sampler, now_ns, d->snap);
+	asks = placement_asks(d, &asks_buf, &lat);
+	r = sample_tick(d->sampler, now_ns, asks, d->snap);
+	free(lat);
 	tick_stage(d, TICK_SAMPLE, &t);
 	if (r < 0) {
 		d->sample_failures++;
@@ -600,7 +558,6 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 			   d->sampler->ops->name, d->sample_errors, d->sample_errors == 1 ? "" : "s");
 		d->sample_errors = 0;
 	}
-	placement_inputs(d);
 	if (d->record && snap_write(d->snap, d->record) < 0)
 		record_failed(d);
 	act_verify(&d->act, on_dropped, d);

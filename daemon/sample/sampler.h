@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sample/latseen.h"
 #include "sample/parse.h"
 #include "snapshot/snap.h"
 
@@ -109,6 +110,37 @@ static inline int sampler_sample(struct sampler *sm, uint64_t now_ns, struct sna
 {
 	return sm->ops->sample(sm, now_ns, s);
 }
+
+/* A task with a latency-nice value, as the latency half gave it. */
+struct sample_lat {
+	pid_t tid, tgid;
+	uint64_t start_time;     /* of the task the value was given to (a reused tid is not it) */
+	int value;
+};
+
+/*
+ * What the placement rules read beside a sampler's counts, asked of sample_tick:
+ * - lat, nlat: the tasks with a latency-nice value, sorted by tid. Each one the
+ *   sampler listed takes its value (lat_nice), and those with a negative value are
+ *   placed through seen (latseen.h: they run too briefly for a sample to list them)
+ *   and added as latency records, for latency_apart. NULL, 0: not asked.
+ * - rss: for keep_together, the resident set of each process with two user tasks
+ *   listed or more, from /proc/TGID/statm.
+ */
+struct sample_asks {
+	const struct sample_lat *lat;
+	size_t nlat;
+	struct latseen *seen;    /* given with lat */
+	bool rss;
+};
+
+/*
+ * A tick's snapshot, whole: the sampler's counts (s already reset), then what a
+ * asks; a NULL: nothing (a replay brings its own). 0, or the sampler's -errno (then
+ * nothing asked is read). An ask that runs out of memory is left out, logged.
+ */
+int sample_tick(struct sampler *sm, uint64_t now_ns, const struct sample_asks *a,
+		struct snapshot *s);
 void sampler_free(struct sampler *sm);
 /* Stamps s with the clock of the tasks' start times (uptime_ticks, tick_hz): live samplers. */
 void sampler_stamp_uptime(struct snapshot *s);
