@@ -19,6 +19,7 @@
 #include "util/cpumask.h"
 #include "util/log.h"
 #include "util/safedir.h"
+#include "util/sorted.h"
 #include "util/util.h"
 
 #define JOURNAL_HEADER "# rqbalance affinity journal v1\n"
@@ -244,8 +245,7 @@ static void active_del(struct active *a, pid_t tid, uint64_t start)
 {
 	for (size_t i = 0; i < a->n; i++)
 		if (a->r[i].tid == tid && a->r[i].start_time == start) {
-			memmove(&a->r[i], &a->r[i + 1], (a->n - i - 1) * sizeof(*a->r));
-			a->n--;
+			sorted_remove(a->r, &a->n, sizeof(*a->r), i);
 			return;
 		}
 }

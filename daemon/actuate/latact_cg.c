@@ -14,6 +14,7 @@
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
 #include "util/log.h"
+#include "util/sorted.h"
 #include "util/util.h"
 
 bool latact_cgroup_path_ok(const char *path)
@@ -356,8 +357,7 @@ int latact_cgroup_reset(struct latact *la, const char *path)
 		return -ENOENT;
 	latact_restore_cg(la, &la->cg[i]);
 	latact_journal_uncg(la, path);
-	memmove(&la->cg[i], &la->cg[i + 1], (la->ncg - i - 1) * sizeof(*la->cg));
-	la->ncg--;
+	sorted_remove(la->cg, &la->ncg, sizeof(*la->cg), i);
 	latact_compact(la);
 	return 0;
 }

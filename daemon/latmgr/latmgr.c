@@ -14,6 +14,7 @@
 #include "sample/procfs.h"
 #include "taskev/ident.h"
 #include "util/log.h"
+#include "util/sorted.h"
 #include "util/util.h"
 
 static size_t proc_index(const struct latmgr *m, pid_t tgid, bool *found)
@@ -69,9 +70,10 @@ int latmgr_proc_put(struct latmgr *m, const struct latmgr_proc *p)
 		return -ENOMEM;
 	*q = *p;
 	q->unit = 0;
-	memmove(&m->p[i + 1], &m->p[i], (m->np - i) * sizeof(*m->p));
-	m->p[i] = q;
-	m->np++;
+	if (sorted_insert(m->p, &m->np, m->capp, sizeof(*m->p), i, &q) < 0) {
+		free(q);
+		return -ENOMEM;
+	}
 	latmgr_unit_place(m, q);
 	return 0;
 }
@@ -85,8 +87,7 @@ void latmgr_proc_del(struct latmgr *m, pid_t tgid)
 		return;
 	latmgr_unit_leave(m, m->p[i]);
 	free(m->p[i]);
-	memmove(&m->p[i], &m->p[i + 1], (m->np - i - 1) * sizeof(*m->p));
-	m->np--;
+	sorted_remove(m->p, &m->np, sizeof(*m->p), i);
 	m->p = util_shrink(m->p, &m->capp, m->np, sizeof(*m->p));
 }
 

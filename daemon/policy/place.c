@@ -47,6 +47,7 @@
 #include "policy/spread.h"
 #include "policy/spread_int.h"
 #include "rqbalance.h"
+#include "util/sorted.h"
 #include "util/util.h"
 
 #define TOGETHER_IMB_PCT 120
@@ -73,15 +74,13 @@ static struct place_proc *add_proc(struct spread_state *st, pid_t tgid)
 {
 	size_t i = proc_lower(st, tgid);
 	struct place_proc *p = util_grow(st->procs, &st->procs_cap, st->nprocs, sizeof(*p));
+	struct place_proc np = { .tgid = tgid, .held = -1 };
 
 	if (!p)
 		return NULL;
 	st->procs = p;
-	memmove(&st->procs[i + 1], &st->procs[i], (st->nprocs - i) * sizeof(*p));
-	memset(&st->procs[i], 0, sizeof(*p));
-	st->procs[i].tgid = tgid;
-	st->procs[i].held = -1;
-	st->nprocs++;
+	if (sorted_insert(st->procs, &st->nprocs, st->procs_cap, sizeof(np), i, &np) < 0)
+		return NULL;
 	return &st->procs[i];
 }
 

@@ -40,6 +40,7 @@
 #include "policy/spread_int.h"
 #include "rqbalance.h"
 #include "util/cpumask.h"
+#include "util/sorted.h"
 #include "util/util.h"
 
 void spread_init(struct spread_state *st)
@@ -118,16 +119,13 @@ int spread_add_pin(struct spread_state *st, const struct spread_pin *p)
 	st->pins = pins;
 	i = util_pid_lower_bound(st->pins, st->npins, sizeof(*st->pins),
 				 offsetof(struct spread_pin, tid), p->tid);
-	memmove(&st->pins[i + 1], &st->pins[i], (st->npins - i) * sizeof(*st->pins));
-	st->pins[i] = *p;
-	st->npins++;
-	return 0;
+	return sorted_insert(st->pins, &st->npins, st->pins_cap, sizeof(*st->pins), i, p) < 0
+	       ? -ENOMEM : 0;
 }
 
 void spread_del_pin(struct spread_state *st, size_t i)
 {
-	memmove(&st->pins[i], &st->pins[i + 1], (st->npins - i - 1) * sizeof(*st->pins));
-	st->npins--;
+	sorted_remove(st->pins, &st->npins, sizeof(*st->pins), i);
 }
 
 bool spread_recently_moved(const struct spread_state *st, pid_t tid, uint64_t start)
@@ -152,13 +150,13 @@ int spread_note_move(struct spread_state *st, pid_t tid, uint64_t start, uint64_
 			return 0;
 		}
 	struct spread_recent *rec = util_grow(st->recent, &st->recent_cap, st->nrecent, sizeof(*rec));
+	struct spread_recent r = { tid, start, now_ns };
 
 	if (!rec)
 		return -ENOMEM;
 	st->recent = rec;
-	memmove(&st->recent[i + 1], &st->recent[i], (st->nrecent - i) * sizeof(*st->recent));
-	st->recent[i] = (struct spread_recent){ tid, start, now_ns };
-	st->nrecent++;
+	if (sorted_insert(st->recent, &st->nrecent, st->recent_cap, sizeof(r), i, &r) < 0)
+		return -ENOMEM;
 	st->moves++;
 	return 0;
 }
