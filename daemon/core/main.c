@@ -312,6 +312,26 @@ static void print_peers(const struct rqb_conf *c, const struct features *f)
 	peers_print(&p, stdout);
 }
 
+/* The kinds of core, where there are two or more: most efficient first, as hwloc ranks them. */
+static void print_kinds(const struct topo *t)
+{
+	char cpus[4096], mhz[32];
+
+	if (t->nkinds < 2) {
+		printf("kinds: one kind of core\n");
+		return;
+	}
+	for (int k = 0; k < t->nkinds; k++) {
+		const struct topo_kind *kd = &t->kinds[k];
+
+		snprintf(mhz, sizeof(mhz), kd->max_mhz ? " max %u MHz" : "", kd->max_mhz);
+		printf("kind %d: cpus %s efficiency %d%s%s%s%s\n", k,
+		       cpumask_format(&kd->cpus, cpus, sizeof(cpus)), kd->efficiency,
+		       kd->type[0] ? " type " : "", kd->type, mhz,
+		       k == t->nkinds - 1 ? " (the fastest)" : "");
+	}
+}
+
 static int show_topology(const struct rqb_conf *c, bool features)
 {
 	struct topo_opts to = { .xml = c->topology[0] ? c->topology : NULL,
@@ -355,6 +375,7 @@ static int show_topology(const struct rqb_conf *c, bool features)
 		       cpumask_format(&t->llcs[l].cpus, cpus, sizeof(cpus)), t->llcs[l].numa,
 		       t->llcs[l].package, size);
 	}
+	print_kinds(t);
 	topo_free(t);
 	return EXIT_SUCCESS;
 }

@@ -47,6 +47,21 @@ struct topo_cpu {
 	int llc;        /* index into topo.llcs */
 	int numa;       /* NUMA node logical index, 0 where none */
 	int package;    /* package logical index */
+	int kind;       /* index into topo.kinds; -1 where the topology names no kinds */
+};
+
+/*
+ * A kind of core (hwloc's CPU kinds): a hybrid part's P-cores and E-cores, or cores
+ * that differ in their highest frequency. hwloc lists them from the most efficient
+ * (least power, slowest) to the least; a machine with one kind may list one or none.
+ */
+#define TOPO_KINDS_MAX 8
+struct topo_kind {
+	cpu_set_t cpus;  /* online CPUs of this kind */
+	int ncpus;
+	int efficiency;  /* hwloc's rank, higher is faster; -1 where it does not know */
+	char type[32];   /* hwloc's CoreType ("IntelCore", "IntelAtom") or LinuxCPUType; "" */
+	unsigned max_mhz; /* FrequencyMaxMHz; 0 where not said */
 };
 
 struct topo_llc {
@@ -68,6 +83,8 @@ struct topo {
 	cpu_set_t online;        /* the CPUs rqbalance may place work on */
 	struct topo_cpu *cpus;   /* indexed by OS CPU number, nr_cpu_ids entries */
 	struct topo_llc *llcs;   /* nllcs entries */
+	int nkinds;              /* kinds of core; below 2, all cores count as one kind */
+	struct topo_kind kinds[TOPO_KINDS_MAX];
 	char source[256];        /* "this system", the XML file, or the synthetic string */
 };
 

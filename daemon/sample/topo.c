@@ -146,6 +146,7 @@ static int fill(hwloc_topology_t h, const cpu_set_t *online, struct topo *t)
 		hwloc_obj_t numa = NULL;
 		struct topo_cpu *c = &t->cpus[cpu];
 
+		c->kind = -1;
 		if (online && !CPU_ISSET(cpu, online)) {
 			t->noffline++;
 			continue;
@@ -189,6 +190,56 @@ static int fill(hwloc_topology_t h, const cpu_set_t *online, struct topo *t)
 	return t->ncpus > 0 ? 0 : -ENODEV;
 }
 
+/* What hwloc says of a kind: its CoreType, else LinuxCPUType; its highest frequency. */
+static void kind_infos(struct topo_kind *k, const struct hwloc_info_s *infos, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (strcmp(infos[i].name, "CoreType") == 0 ||
+		    (strcmp(infos[i].name, "LinuxCPUType") == 0 && !k->type[0]))
+			snprintf(k->type, sizeof(k->type), "%s", infos[i].value);
+		else if (strcmp(infos[i].name, "FrequencyMaxMHz") == 0)
+			k->max_mhz = (unsigned)strtoul(infos[i].value, NULL, 10);
+	}
+}
+
+/*
+ * The kinds of core, in hwloc's order (most efficient first), each with the placed
+ * CPUs of it; a kind with none of them is left out. At most TOPO_KINDS_MAX.
+ */
+static int fill_kinds(hwloc_topology_t h, struct topo *t)
+{
+	hwloc_bitmap_t set = hwloc_bitmap_alloc();
+	int n = hwloc_cpukinds_get_nr(h, 0);
+
+	if (!set)
+		return -ENOMEM;
+	for (int i = 0; i < n && t->nkinds < TOPO_KINDS_MAX; i++) {
+		struct topo_kind *k = &t->kinds[t->nkinds];
+		struct hwloc_info_s *infos = NULL;
+		unsigned ninfos = 0;
+		int eff = -1, cpu;
+
+		if (hwloc_cpukinds_get_info(h, (unsigned)i, set, &eff, &ninfos, &infos, 0) < 0)
+			continue;
+		*k = (struct topo_kind){ .efficiency = eff };
+		CPU_ZERO(&k->cpus);
+		hwloc_bitmap_foreach_begin(cpu, set) {
+			/* Placed: online at load, so present now. */
+			if (cpu < t->nr_cpu_ids && t->cpus[cpu].placed) {
+				t->cpus[cpu].kind = t->nkinds;
+				CPU_SET(cpu, &k->cpus);
+				k->ncpus++;
+			}
+		}
+		hwloc_bitmap_foreach_end();
+		kind_infos(k, infos, ninfos);
+		if (k->ncpus)
+			t->nkinds++;
+	}
+	hwloc_bitmap_free(set);
+	return 0;
+}
+
 int topo_load(const struct topo_opts *o, struct topo **ret)
 {
 	hwloc_topology_t h = NULL;
@@ -211,6 +262,8 @@ int topo_load(const struct topo_opts *o, struct topo **ret)
 	}
 	CPU_ZERO(&t->online);
 	r = fill(h, o->filter_online ? &online : NULL, t);
+	if (r == 0)
+		r = fill_kinds(h, t);
 	hwloc_topology_destroy(h);
 	if (r < 0) {
 		topo_free(t);
@@ -250,6 +303,12 @@ int topo_follow_online(struct topo *t, const char *root, cpu_set_t *ret_went,
 			CPU_CLR(cpu, &t->online);
 			CPU_SET(cpu, &went);
 		}
+		if (c->kind >= 0 && on)
+			CPU_SET(cpu, &t->kinds[c->kind].cpus);
+		else if (c->kind >= 0)
+			CPU_CLR(cpu, &t->kinds[c->kind].cpus);
+		if (c->kind >= 0)
+			t->kinds[c->kind].ncpus += d;
 		t->llcs[c->llc].ncpus += d;
 		t->ncpus += d;
 		t->noffline -= d;

@@ -1,6 +1,7 @@
 /*
- * Topology from hwloc: synthetic machines, the shipped fake XML, offline CPUs left out,
- * and CPUs that go offline and come back after the load.
+ * Topology from hwloc: synthetic machines, the shipped fake XML (the desktop parts with
+ * kinds of core and two CCDs too), offline CPUs left out, and CPUs that go offline and
+ * come back after the load.
  */
 #include <limits.h>
 #include <sys/stat.h>
@@ -77,6 +78,97 @@ static void fake_xml_maps_real_cpus(void **state)
 	assert_int_equal(t->nllcs, 2);
 	assert_int_equal(topo_llc_of(t, 0), 0);
 	assert_int_equal(topo_llc_of(t, 1), 1);
+	topo_free(t);
+}
+
+static struct topo *load_xml(const char *path)
+{
+	struct topo_opts o = { .xml = path };
+	struct topo *t = NULL;
+
+	assert_int_equal(topo_load(&o, &t), 0);
+	return t;
+}
+
+static void kind_is(const struct topo *t, int k, const char *cpus, int eff, const char *type,
+		    unsigned mhz)
+{
+	char buf[256];
+
+	assert_true(k < t->nkinds);
+	assert_string_equal(cpumask_format(&t->kinds[k].cpus, buf, sizeof(buf)), cpus);
+	assert_int_equal(t->kinds[k].ncpus, CPU_COUNT(&t->kinds[k].cpus));
+	assert_int_equal(t->kinds[k].efficiency, eff);
+	assert_string_equal(t->kinds[k].type, type);
+	assert_int_equal(t->kinds[k].max_mhz, mhz);
+}
+
+/*
+ * The desktop parts of issue #44 (tests/data/gen_topo.py): kinds of core in hwloc's
+ * order, most efficient first, each CPU knowing its own; each LLC with its size.
+ */
+static void hybrid_kinds(void **state)
+{
+	struct topo *t = load_xml(UNIT_DATA("topo-hybrid-8p16e.xml"));
+
+	assert_int_equal(t->ncpus, 32);
+	assert_int_equal(t->ncores, 24);
+	assert_int_equal(t->nllcs, 1);
+	assert_int_equal(t->llcs[0].size_kb, 36 * 1024);
+	assert_int_equal(t->nkinds, 2);
+	kind_is(t, 0, "16-31", 0, "IntelAtom", 4300);
+	kind_is(t, 1, "0-15", 1, "IntelCore", 5800);
+	assert_int_equal(t->cpus[0].kind, 1);
+	assert_int_equal(t->cpus[15].kind, 1);
+	assert_int_equal(t->cpus[16].kind, 0);
+	topo_free(t);
+
+	/* The low-power E-cores have an LLC of their own: their L2. */
+	t = load_xml(UNIT_DATA("topo-hybrid-lp.xml"));
+	assert_int_equal(t->ncpus, 22);
+	assert_int_equal(t->nllcs, 2);
+	assert_int_equal(t->cpus[0].llc, t->cpus[19].llc);
+	assert_int_not_equal(t->cpus[19].llc, t->cpus[20].llc);
+	assert_int_equal(t->llcs[t->cpus[0].llc].size_kb, 24 * 1024);
+	assert_int_equal(t->llcs[t->cpus[20].llc].size_kb, 2 * 1024);
+	assert_int_equal(t->nkinds, 3);
+	kind_is(t, 0, "20-21", 0, "IntelAtom", 2500);
+	kind_is(t, 1, "12-19", 1, "IntelAtom", 3800);
+	kind_is(t, 2, "0-11", 2, "IntelCore", 4800);
+	topo_free(t);
+}
+
+/* Two CCDs: the V-cache one is the larger LLC and the slower kind. */
+static void x3d_ccds(void **state)
+{
+	static const char *const parts[] = { UNIT_DATA("topo-7950x3d.xml"),
+					     UNIT_DATA("topo-9950x3d.xml") };
+	static const unsigned mhz0[] = { 5250, 5450 };
+
+	for (int i = 0; i < 2; i++) {
+		struct topo *t = load_xml(parts[i]);
+
+		assert_int_equal(t->ncpus, 32);
+		assert_int_equal(t->ncores, 16);
+		assert_int_equal(t->nllcs, 2);
+		assert_int_equal(t->cpus[0].llc, t->cpus[16].llc);
+		assert_int_not_equal(t->cpus[7].llc, t->cpus[8].llc);
+		assert_int_equal(t->llcs[t->cpus[0].llc].size_kb, 96 * 1024);
+		assert_int_equal(t->llcs[t->cpus[8].llc].size_kb, 32 * 1024);
+		assert_int_equal(t->nkinds, 2);
+		kind_is(t, 0, "0-7,16-23", 0, "", mhz0[i]);
+		kind_is(t, 1, "8-15,24-31", 1, "", 5700);
+		topo_free(t);
+	}
+}
+
+/* A machine with one kind: none listed, every CPU of kind -1. */
+static void one_kind(void **state)
+{
+	struct topo *t = load_xml(UNIT_DATA("topo-2llc.xml"));
+
+	assert_int_equal(t->nkinds, 0);
+	assert_int_equal(t->cpus[0].kind, -1);
 	topo_free(t);
 }
 
@@ -176,6 +268,34 @@ static void hotplug_followed(void **state)
 	topo_free(t);
 }
 
+/* A CPU of a kind going offline and back: out of its kind's CPUs, then in again. */
+static void kinds_follow_hotplug(void **state)
+{
+	char root[] = "/tmp/rqb-topo.XXXXXX", path[PATH_MAX];
+	struct topo_opts o = { .xml = UNIT_DATA("topo-hybrid-8p16e.xml"),
+			       .filter_online = true, .root = root };
+	struct topo *t = NULL;
+
+	assert_non_null(mkdtemp(root));
+	snprintf(path, sizeof(path), "mkdir -p %s/sys/devices/system/cpu", root);
+	assert_int_equal(system(path), 0);
+	/* CPU 31 offline at the load: in no kind, and never placed. */
+	write_online(root, "0-30\n");
+	assert_int_equal(topo_load(&o, &t), 0);
+	kind_is(t, 0, "16-30", 0, "IntelAtom", 4300);
+	assert_int_equal(t->cpus[31].kind, -1);
+	write_online(root, "0-15,17-31\n");
+	assert_int_equal(topo_follow_online(t, root, NULL, NULL), 1);
+	kind_is(t, 0, "17-30", 0, "IntelAtom", 4300);
+	kind_is(t, 1, "0-15", 1, "IntelCore", 5800);
+	write_online(root, "0-31\n");
+	assert_int_equal(topo_follow_online(t, root, NULL, NULL), 1);
+	kind_is(t, 0, "16-30", 0, "IntelAtom", 4300);
+	topo_free(t);
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -184,9 +304,13 @@ int main(void)
 		cmocka_unit_test(big_numa_machine),
 		cmocka_unit_test(no_cache_means_one_llc_per_package),
 		cmocka_unit_test(fake_xml_maps_real_cpus),
+		cmocka_unit_test(hybrid_kinds),
+		cmocka_unit_test(x3d_ccds),
+		cmocka_unit_test(one_kind),
 		cmocka_unit_test(missing_xml_is_an_error),
 		cmocka_unit_test(offline_cpus_left_out),
 		cmocka_unit_test(hotplug_followed),
+		cmocka_unit_test(kinds_follow_hotplug),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
