@@ -150,6 +150,9 @@ struct latact {
 	/* Told of each task entry added or changed (managed) and dropped; may be NULL. */
 	void (*on_task)(void *ctx, pid_t tid, int value, bool managed);
 	void *on_task_ctx;
+	/* Shown each plan before it is carried out (tests compare them); may be NULL. */
+	void (*on_plan)(void *ctx, const struct plan *p);
+	void *on_plan_ctx;
 };
 
 /*

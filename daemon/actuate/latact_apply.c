@@ -1,8 +1,8 @@
 /*
  * Actuate stage, latency: the one way a plan's latency actions reach the system. Each
- * action goes to the latency actuator's task or cgroup operation, in the plan's order;
- * it decides nothing of its own but that a process refused at its first thread is
- * refused whole.
+ * action goes to the latency actuator's task, cgroup or unit operation, in the plan's
+ * order; it decides nothing of its own but that a process refused at its first
+ * thread is refused whole.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -41,33 +41,6 @@ static struct lat_entry *froms_of(const struct latact *la, const struct plan *p,
 	return fr;
 }
 
-static int apply_one(struct latact *la, const struct plan_action *pa,
-		     const struct lat_entry *from, const char **ret_why)
-{
-	*ret_why = NULL;
-	switch (pa->op) {
-	case PLAN_LAT_SET:
-		return latact_task(la, &(struct lat_req){ .tid = pa->tid, .tgid = pa->tgid,
-							  .start_time = pa->start_time,
-							  .value = pa->value, .source = pa->source,
-							  .from_tid = pa->from_tid,
-							  .async_move = pa->async_move },
-				   from, ret_why);
-	case PLAN_LAT_RESET:
-		return latact_task_reset(la, pa->tid, pa->start_time);
-	case PLAN_LAT_CG_SET:
-		return latact_cgroup(la, pa->path, pa->value, pa->source, ret_why);
-	case PLAN_LAT_CG_RESET:
-		return latact_cgroup_reset(la, pa->path);
-	case PLAN_LAT_UNIT_SET:
-		return latact_unit(la, pa->path, pa->value, pa->source, ret_why);
-	case PLAN_LAT_UNIT_RESET:
-		return latact_unit_release(la, pa->path);
-	default:
-		return -EINVAL; /* a pin: the affinity actuator's (act_apply) */
-	}
-}
-
 /* A process given a value whole whose first thread is gone or refused is left whole. */
 static bool refuses_process(const struct plan_action *pa, int r)
 {
@@ -84,6 +57,8 @@ int latact_apply_plan(struct latact *la, const struct plan *p, struct latact_res
 
 	if (!fr)
 		return -ENOMEM;
+	if (la->on_plan)
+		la->on_plan(la->on_plan_ctx, p);
 	for (size_t i = 0; i < p->n; i++) {
 		const struct plan_action *pa = &p->a[i];
 		struct latact_result res = { .r = -ECANCELED };
@@ -93,7 +68,34 @@ int latact_apply_plan(struct latact *la, const struct plan *p, struct latact_res
 				ret[i] = res;
 			continue;
 		}
-		res.r = apply_one(la, pa, found[i] ? &fr[i] : NULL, &res.why);
+		switch (pa->op) {
+		case PLAN_LAT_SET:
+			res.r = latact_task(la, &(struct lat_req){ .tid = pa->tid, .tgid = pa->tgid,
+								   .start_time = pa->start_time,
+								   .value = pa->value,
+								   .source = pa->source,
+								   .from_tid = pa->from_tid,
+								   .async_move = pa->async_move },
+					    found[i] ? &fr[i] : NULL, &res.why);
+			break;
+		case PLAN_LAT_RESET:
+			res.r = latact_task_reset(la, pa->tid, pa->start_time);
+			break;
+		case PLAN_LAT_CG_SET:
+			res.r = latact_cgroup(la, pa->path, pa->value, pa->source, &res.why);
+			break;
+		case PLAN_LAT_CG_RESET:
+			res.r = latact_cgroup_reset(la, pa->path);
+			break;
+		case PLAN_LAT_UNIT_SET:
+			res.r = latact_unit(la, pa->path, pa->value, pa->source, &res.why);
+			break;
+		case PLAN_LAT_UNIT_RESET:
+			res.r = latact_unit_release(la, pa->path);
+			break;
+		default:
+			res.r = -EINVAL; /* a pin: the affinity actuator's (act_apply) */
+		}
 		la->ops->log_action(pa, res.r, res.why);
 		if (refuses_process(pa, res.r))
 			refused = pa->tgid;

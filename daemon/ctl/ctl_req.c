@@ -478,33 +478,6 @@ static int judge(struct ctl_env *x, const struct ctl_caller *k, struct ctl_reque
 	}
 }
 
-static int carry_out(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
-		     bool trusted, struct ctl_answer *a)
-{
-	char source[48];
-	int r;
-
-	switch (q->op) {
-	case CTL_REQ_OP_GET:
-		r = latmgr_value(x->lm, &q->t, &a->value, &a->source);
-		return r < 0 ? r : latmgr_get(x->lm, &q->t, a->text, sizeof(a->text));
-	case CTL_REQ_OP_EXPLAIN:
-		return do_explain(x, k, q, a);
-	case CTL_REQ_OP_FOREGROUND:
-		return do_foreground(x, k, q, trusted, a);
-	case CTL_REQ_OP_SET:
-		snprintf(source, sizeof(source), "%s uid %u", k->via, k->uid);
-		r = latmgr_set(x->lm, &q->t, q->value, source, trusted, &a->why);
-		if (r >= 0)
-			a->n = set_reply(x, k, &q->t, r, a->text, sizeof(a->text));
-		return r < 0 ? r : 0;
-	default:
-		r = latmgr_reset(x->lm, &q->t);
-		a->n = r;
-		return r < 0 ? r : 0;
-	}
-}
-
 static void target_text(const struct lat_target *t, char *out, size_t size)
 {
 	if (t->kind == LAT_T_CGROUP)
@@ -513,27 +486,65 @@ static void target_text(const struct lat_target *t, char *out, size_t size)
 		snprintf(out, size, "%s %d", t->kind == LAT_T_PROCESS ? "process" : "thread", (int)t->pid);
 }
 
-int ctl_req_run(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
-		struct ctl_answer *ret)
+/* Says what was done, or that the caller was refused. */
+static void log_outcome(struct ctl_env *x, const struct ctl_caller *k,
+			const struct ctl_request *q, const struct ctl_answer *a, int r)
 {
 	char what[LAT_PATH_MAX + 32], pid[32] = "";
-	bool trusted = false;
-	int r;
 
-	*ret = (struct ctl_answer){ 0 };
-	r = judge(x, k, q, &trusted, &ret->why);
-	if (r == 0)
-		r = carry_out(x, k, q, trusted, ret);
 	target_text(&q->t, what, sizeof(what));
 	if (k->pid > 0)
 		snprintf(pid, sizeof(pid), " (pid %d)", (int)k->pid);
 	if (r == -EPERM)
 		ctl_req_log_refusal(x->req, "%s: %s on %s refused to uid %u%s: %s", k->via, q->name,
-				    what, k->uid, pid, ret->why ? ret->why : "permission denied");
+				    what, k->uid, pid, a->why ? a->why : "permission denied");
 	else if (r == 0 && q->op == CTL_REQ_OP_SET)
 		log_info("%s: uid %u gave %s value %d", k->via, k->uid, what, q->value);
 	else if (r == 0 && q->op == CTL_REQ_OP_FOREGROUND && q->t.pid)
 		log_info("%s: uid %u put process %d in front: value %d", k->via, k->uid,
-			 (int)q->t.pid, ret->value);
+			 (int)q->t.pid, a->value);
+}
+
+/*
+ * The one request procedure of both doors: the target as the caller may see it,
+ * whether it may do q to it (judge), the action itself, then the log line.
+ */
+int ctl_req_run(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
+		struct ctl_answer *ret)
+{
+	bool trusted = false;
+	char source[48];
+	int r;
+
+	*ret = (struct ctl_answer){ 0 };
+	r = judge(x, k, q, &trusted, &ret->why);
+	if (r != 0)
+		goto out;
+	switch (q->op) {
+	case CTL_REQ_OP_GET:
+		r = latmgr_value(x->lm, &q->t, &ret->value, &ret->source);
+		if (r >= 0)
+			r = latmgr_get(x->lm, &q->t, ret->text, sizeof(ret->text));
+		break;
+	case CTL_REQ_OP_EXPLAIN:
+		r = do_explain(x, k, q, ret);
+		break;
+	case CTL_REQ_OP_FOREGROUND:
+		r = do_foreground(x, k, q, trusted, ret);
+		break;
+	case CTL_REQ_OP_SET:
+		snprintf(source, sizeof(source), "%s uid %u", k->via, k->uid);
+		r = latmgr_set(x->lm, &q->t, q->value, source, trusted, &ret->why);
+		if (r >= 0)
+			ret->n = set_reply(x, k, &q->t, r, ret->text, sizeof(ret->text));
+		r = r < 0 ? r : 0;
+		break;
+	default:
+		r = latmgr_reset(x->lm, &q->t);
+		ret->n = r;
+		r = r < 0 ? r : 0;
+	}
+out:
+	log_outcome(x, k, q, ret, r);
 	return r;
 }

@@ -113,36 +113,55 @@ int latmgr_refill_threads(struct latmgr *m, const struct latmgr_proc *p,
 	return latmgr_decide_threads(m, &rq, NULL, &why);
 }
 
+/* The record of process rq->tgid, started at start, given rq's value. 0 or -ENOMEM. */
+static int record_process(struct latmgr *m, const struct lat_req *rq, uint64_t start,
+			  bool from_rule)
+{
+	struct latmgr_proc p = { .tgid = rq->tgid, .start_time = start, .value = rq->value,
+				 .from_rule = from_rule, .trusted = rq->trusted };
+
+	snprintf(p.source, sizeof(p.source), "%s", rq->source);
+	return latmgr_proc_put(m, &p);
+}
+
 int latmgr_give_process(struct latmgr *m, const struct lat_req *rq, bool from_rule,
 			const char **ret_why)
 {
-	struct latmgr_proc p = { .tgid = rq->tgid, .value = rq->value, .from_rule = from_rule,
-				 .trusted = rq->trusted };
+	uint64_t start = 0;
 	int n, r;
 
 	*ret_why = NULL;
-	snprintf(p.source, sizeof(p.source), "%s", rq->source);
-	n = latmgr_decide_threads(m, rq, &p.start_time, ret_why);
+	n = latmgr_decide_threads(m, rq, &start, ret_why);
 	if (n < 0)
 		return n;
-	r = latmgr_proc_put(m, &p);
+	r = record_process(m, rq, start, from_rule);
 	return r < 0 ? r : n;
 }
 
-/* One thread only, rq->tid (its process is read); rq->start_time is its own. */
-static int set_thread(struct latmgr *m, const struct lat_req *rq, const char **ret_why)
+/*
+ * The plan for target t to have rq's value, into pl: each thread of a process (read
+ * now), one thread (its process read), or a cgroup. Its count of actions, 0 where
+ * nothing is to change, or -errno with *ret_why; a process's start time in *ret_start.
+ */
+static int plan_set(struct latmgr *m, const struct lat_target *t, const struct lat_req *rq,
+		    struct plan *pl, uint64_t *ret_start, const char **ret_why)
 {
-	struct latpol_task t;
-	struct plan pl;
+	struct latpol_task task;
 	pid_t tgid;
 
-	if (latmgr_tgid_of(m, rq->tid, &tgid) < 0) {
-		*ret_why = "no such task";
-		return -ESRCH;
+	switch (t->kind) {
+	case LAT_T_PROCESS:
+		return latmgr_plan_threads(m, rq, pl, ret_start, ret_why);
+	case LAT_T_THREAD:
+		if (latmgr_tgid_of(m, rq->tid, &tgid) < 0) {
+			*ret_why = "no such task";
+			return -ESRCH;
+		}
+		latmgr_read_task(m, rq->tid, tgid, &task);
+		return latpol_task(&task, rq, m->self, pl, ret_why);
+	default:
+		return latpol_cgroup(t->path, rq->value, rq->source, pl);
 	}
-	latmgr_read_task(m, rq->tid, tgid, &t);
-	plan_init(&pl);
-	return latmgr_apply_one(m, &pl, latpol_task(&t, rq, m->self, &pl, ret_why), ret_why);
 }
 
 /*
@@ -161,33 +180,49 @@ static bool keeps_its_source(const struct latmgr *m, const struct lat_target *t,
 	       strcmp(cur_source, source) != 0;
 }
 
+/*
+ * Read, decide, apply, record: the plan for t goes to the actuator from here, the one
+ * place a request's value is carried out; a process's record follows.
+ */
 int latmgr_set(struct latmgr *m, const struct lat_target *t, int value, const char *source,
 	       bool trusted, const char **ret_why)
 {
-	struct lat_req rq = { .tid = t->pid, .start_time = t->start_time, .value = value,
-			      .source = source };
+	bool proc = t->kind == LAT_T_PROCESS;
+	struct lat_req rq = { .tid = t->pid, .tgid = proc ? t->pid : 0,
+			      .start_time = t->start_time, .value = value, .source = source,
+			      .trusted = proc && trusted };
+	struct latact_result *res;
+	uint64_t start = 0;
 	struct plan pl;
 	int r;
 
 	*ret_why = NULL;
 	if (!trusted && keeps_its_source(m, t, value, source))
 		return t->kind == LAT_T_THREAD;
-	switch (t->kind) {
-	case LAT_T_PROCESS:
-		rq.tgid = t->pid;
-		rq.trusted = trusted;
-		r = latmgr_give_process(m, &rq, false, ret_why);
-		if (r >= 0)
-			latmgr_units_refresh(m);
-		return r;
-	case LAT_T_THREAD:
-		r = set_thread(m, &rq, ret_why);
-		return r == 0 ? 1 : r;
-	default:
-		plan_init(&pl);
-		return latmgr_apply_one(m, &pl, latpol_cgroup(t->path, value, source, &pl),
-					ret_why);
+	plan_init(&pl);
+	r = plan_set(m, t, &rq, &pl, &start, ret_why);
+	if (r > 0) {
+		res = calloc(pl.n, sizeof(*res));
+		if (!res || latact_apply_plan(m->la, &pl, res) < 0)
+			r = -ENOMEM;
+		else if (proc)
+			r = latmgr_threads_result(&pl, res, ret_why);
+		else {
+			r = res[0].r;
+			*ret_why = res[0].why;
+		}
+		free(res);
+		latmgr_events_pace(m);
 	}
+	plan_fini(&pl);
+	if (proc && r >= 0) {
+		int rr = record_process(m, &rq, start, false);
+
+		if (rr < 0)
+			return rr;
+		latmgr_units_refresh(m);
+	}
+	return t->kind == LAT_T_THREAD && r == 0 ? 1 : r;
 }
 
 static int reset_thread(struct latmgr *m, pid_t tid, uint64_t expect)

@@ -138,9 +138,6 @@ struct latmgr {
 	struct latmgr_ukey *uk;            /* their keys, slot for slot */
 	size_t nu, capu;                   /* slots in use or freed, and allocated */
 	size_t sweep_at, verify_at, decide_at; /* where the next tick's share of checks starts */
-	/* Shown each plan before the actuator carries it out (tests); may be NULL. */
-	void (*on_plan)(void *ctx, const struct plan *p);
-	void *on_plan_ctx;
 };
 
 /*

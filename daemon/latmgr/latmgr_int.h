@@ -66,6 +66,20 @@ struct latact_result *latmgr_apply(struct latmgr *m, const struct plan *pl);
 /* The one result of a plan of one action, or the policy's answer r when it is not 1. */
 int latmgr_apply_one(struct latmgr *m, struct plan *pl, int r, const char **ret_why);
 /*
+ * What a plan for a process came to (its results res, one an action): its first
+ * thread's refusal (-ESRCH, -EPERM), else the tasks given the value, or an error
+ * where none was (a thread that exited meanwhile is no failure).
+ */
+int latmgr_threads_result(const struct plan *pl, const struct latact_result *res,
+			  const char **ret_why);
+/*
+ * The plan for every thread of process rq->tgid to have rq's value (each thread read),
+ * into pl: as latmgr_decide_threads, without carrying it out. Its count of actions,
+ * 0 where nothing is to change, or -errno with *ret_why.
+ */
+int latmgr_plan_threads(struct latmgr *m, const struct lat_req *rq, struct plan *pl,
+			uint64_t *ret_start, const char **ret_why);
+/*
  * Gives every thread of process rq->tgid rq's value; rq->from_tid: the task whose
  * settings they inherited (0: none). rq->start_time: the start time the decision was
  * made on (0: as it is now); if the pid now names another process, nothing is done.

@@ -167,8 +167,6 @@ struct latact_result *latmgr_apply(struct latmgr *m, const struct plan *pl)
 {
 	struct latact_result *res = calloc(pl->n ? pl->n : 1, sizeof(*res));
 
-	if (m->on_plan)
-		m->on_plan(m->on_plan_ctx, pl);
 	if (res && latact_apply_plan(m->la, pl, res) < 0) {
 		free(res);
 		res = NULL;
@@ -194,12 +192,7 @@ int latmgr_apply_one(struct latmgr *m, struct plan *pl, int r, const char **ret_
 	return r;
 }
 
-/*
- * What a process's plan came to: its first thread's refusal (-ESRCH, -EPERM), else
- * the tasks given the value, or an error where none was (a thread that exited
- * meanwhile is no failure).
- */
-static int threads_result(const struct plan *pl, const struct latact_result *res,
+int latmgr_threads_result(const struct plan *pl, const struct latact_result *res,
 			  const char **ret_why)
 {
 	int done = 0, r = 0;
@@ -222,26 +215,35 @@ static int threads_result(const struct plan *pl, const struct latact_result *res
 	return r < 0 && done == 0 ? r : done;
 }
 
-int latmgr_decide_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
-			  const char **ret_why)
+int latmgr_plan_threads(struct latmgr *m, const struct lat_req *rq, struct plan *pl,
+			uint64_t *ret_start, const char **ret_why)
 {
 	struct latpol_task *t;
 	struct latpol_proc p;
+	int r;
+
+	read_proc(m, rq, &p, &t);
+	r = latpol_process(&p, rq, m->self, pl, ret_why);
+	free(t);
+	if (r >= 0 && ret_start)
+		*ret_start = p.lead.start_time;
+	return r;
+}
+
+int latmgr_decide_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
+			  const char **ret_why)
+{
 	struct latact_result *res;
 	struct plan pl;
 	int r;
 
-	read_proc(m, rq, &p, &t);
 	plan_init(&pl);
-	r = latpol_process(&p, rq, m->self, &pl, ret_why);
-	free(t);
+	r = latmgr_plan_threads(m, rq, &pl, ret_start, ret_why);
 	if (r > 0) {
 		res = latmgr_apply(m, &pl);
-		r = res ? threads_result(&pl, res, ret_why) : -ENOMEM;
+		r = res ? latmgr_threads_result(&pl, res, ret_why) : -ENOMEM;
 		free(res);
 	}
 	plan_fini(&pl);
-	if (r >= 0 && ret_start)
-		*ret_start = p.lead.start_time;
 	return r;
 }

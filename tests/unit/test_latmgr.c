@@ -1,8 +1,8 @@
 /*
  * The latency manager on a fake /proc (tests/common/ctl_harness.h's, plus the
  * processes below) with the dry-run latency actuator: the plans it hands the actuator
- * (its on_plan hook) are compared as text dumps. No real task is named: the fake
- * pids are above PID_MAX_LIMIT.
+ * (shown to the actuator's on_plan hook) are compared as text dumps. No real task is
+ * named: the fake pids are above PID_MAX_LIMIT.
  */
 #include <sys/socket.h>
 
@@ -52,7 +52,7 @@ static struct ctlh *daemon_with(uint8_t managed)
 
 	ctlh_ops_all_open(&fake_ops);
 	d->lat.ops = &fake_ops;
-	d->lm.on_plan = on_plan;
+	d->lat.on_plan = on_plan;
 	plans[0] = '\0';
 	return d;
 }
