@@ -47,12 +47,13 @@ MAIN_OBJ   = $(B)/daemon/core/main.o
 
 UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread place plan proc journal act features ctl cgsd cgm procconn \
 	rules rulesidx ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread idle latseen safedir metrics latact_journal latact_cls latmgr_view \
-	sorted sampler
+	sorted sampler latmgr_plan latmgr_events latmgr_source
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 # The ctl and bus fuzz targets and the ctl server and latency manager tests share one
 # in-memory daemon.
 $(B)/tests/unit/test_ctlsrv $(B)/tests/unit/test_latmgr $(B)/tests/fuzz/fuzz_ctl $(B)/fuzz/fuzz_ctl \
-	$(B)/tests/unit/test_latmgr_view \
+	$(B)/tests/unit/test_latmgr_view $(B)/tests/unit/test_latmgr_plan \
+	$(B)/tests/unit/test_latmgr_events $(B)/tests/unit/test_latmgr_source \
 	$(B)/tests/fuzz/fuzz_bus $(B)/fuzz/fuzz_bus: tests/common/ctl_harness.h
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c

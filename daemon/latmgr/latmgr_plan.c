@@ -63,7 +63,7 @@ static void read_thread(const struct latmgr *m, pid_t tid, pid_t tgid, struct la
 /*
  * Task tid of process rq->tgid, for read_proc. A thread that has rq's value from rq's
  * source already is left as it is (latpol_process): its stat is not read, so that a
- * walk costs no read a thread for what is set.
+ * walk costs no read for a thread that already has what is set.
  */
 static void read_member(const struct latmgr *m, const struct lat_req *rq, pid_t tid,
 			struct latpol_task *ret)
