@@ -73,6 +73,17 @@ struct topo_llc {
 	int package;
 };
 
+/*
+ * An AMD part with a 3D V-Cache CCD: which CCD the firmware's core ranking prefers, as
+ * the kernel's amd_x3d_vcache driver (6.13+) sets it in
+ * /sys/bus/platform/drivers/amd_x3d_vcache/NAME/amd_x3d_mode.
+ */
+enum topo_x3d {
+	TOPO_X3D_NONE,      /* no such driver or file: not an X3D part, or an older kernel */
+	TOPO_X3D_FREQUENCY, /* "frequency": the faster CCD first (the driver's default) */
+	TOPO_X3D_CACHE,     /* "cache": the CCD with the larger L3 first */
+};
+
 struct topo {
 	int nr_cpu_ids;          /* highest OS CPU number + 1 */
 	int ncpus;               /* online CPUs in the topology */
@@ -85,6 +96,7 @@ struct topo {
 	struct topo_llc *llcs;   /* nllcs entries */
 	int nkinds;              /* kinds of core; below 2, all cores count as one kind */
 	struct topo_kind kinds[TOPO_KINDS_MAX];
+	enum topo_x3d x3d_mode;  /* read at load from root/sys (topo_opts.root) */
 	char source[256];        /* "this system", the XML file, or the synthetic string */
 };
 
