@@ -109,6 +109,13 @@ const struct conf_key conf_keys[] = {
 	  "latency-nice value run for them: tasks with a positive value are pinned to the "
 	  "others, and given back when the latency tasks sleep or exit, or CPUs run short.",
 	  false, 0 },
+	{ "balance", "fast_cores", CONF_BOOL, 0, 0, NULL, "no", OFF(fast_cores),
+	  "On a CPU with two kinds of core (P- and E-cores, or an X3D part's two CCDs), keep "
+	  "tasks with a negative latency-nice value on the fastest cores (the CCD that "
+	  "amd_x3d_mode prefers) and tasks with a positive value off them; given back when the "
+	  "latency tasks sleep or exit, when more of them are busy than the fast cores, or "
+	  "when CPUs run short. Off until measured on real hardware.",
+	  false, 0 },
 	{ "exclude", "comms", CONF_LIST, 0, 0, NULL, "", OFF(exclude_comms),
 	  "Never move tasks whose comm matches one of these fnmatch(3) patterns.", false, 0 },
 	{ "exclude", "cgroups", CONF_LIST, 0, 0, NULL, "", OFF(exclude_cgroups),
@@ -1207,6 +1214,14 @@ size_t conf_key_size(const struct conf_key *k)
 	return 0;
 }
 
+void conf_placement_rules(const struct rqb_conf *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s%s", c->keep_together ? "keep_together" : "",
+		 c->keep_together && (c->latency_apart || c->fast_cores) ? ", " : "",
+		 c->latency_apart ? "latency_apart" : "",
+		 c->latency_apart && c->fast_cores ? ", " : "", c->fast_cores ? "fast_cores" : "");
+}
+
 void conf_spread(const struct rqb_conf *c, struct spread_conf *ret)
 {
 	_Static_assert(SPREAD_MAX_EXCLUDE >= CONF_MAX_LIST, "an [exclude] list would be cut");
@@ -1219,6 +1234,7 @@ void conf_spread(const struct rqb_conf *c, struct spread_conf *ret)
 		.keep_pairs = c->keep_pairs,
 		.keep_together = c->keep_together,
 		.latency_apart = c->latency_apart,
+		.fast_cores = c->fast_cores,
 		.nexclude_comms = c->exclude_comms.n,
 		.nexclude_cgroups = c->exclude_cgroups.n,
 	};

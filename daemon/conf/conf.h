@@ -49,6 +49,7 @@ struct rqb_conf {
 	bool keep_pairs;                /* move tasks that wake each other only together */
 	bool keep_together;             /* hold a process that fits one LLC there */
 	bool latency_apart;             /* LLCs of their own for negative latency-nice tasks */
+	bool fast_cores;                /* the fastest cores for them, batch kept off */
 	uint32_t min_llc_cores;         /* LLCs with fewer cores are not spread across */
 	/* [exclude] */
 	struct conf_list exclude_comms;   /* fnmatch(3) patterns on comm */
@@ -128,6 +129,8 @@ void conf_dump(const struct rqb_conf *c, FILE *out);
 struct spread_conf;
 /* The keys the spread policy reads (policy/spread.h); its lists point into c. */
 void conf_spread(const struct rqb_conf *c, struct spread_conf *ret);
+/* The placement rules that are on, as "keep_together, fast_cores"; "" for none. */
+void conf_placement_rules(const struct rqb_conf *c, char *buf, size_t len);
 /* Prints the [rule NAME] sections of rs as conf_dump does. */
 void conf_dump_rules(const struct rule_set *rs, FILE *out);
 /* Sets one key from its text form, as the file would; 0 or -EINVAL with reason. */

@@ -367,6 +367,25 @@ static void follow_hotplug(struct daemon *d)
 		features_log_one(&d->features, FEAT_LLC_GROUPS);
 }
 
+/* At start and reload: which CPUs fast_cores keeps latency work on, or that it cannot. */
+static void say_fast_cores(const struct daemon *d)
+{
+	char cpus[CPUMASK_STRLEN];
+	cpu_set_t fast;
+	const char *why;
+
+	if (!d->conf.fast_cores)
+		return;
+	why = place_fast_cpus(d->topo, &fast);
+	if (why)
+		log_info("placement: fast_cores keeps latency work on CPUs %s: %s",
+			 cpumask_format(&fast, cpus, sizeof(cpus)), why);
+	else
+		log_notice("placement: fast_cores on, but %s: it pins nothing",
+			   d->topo->nkinds < 2 ? "the CPU has one kind of core"
+					       : "every online CPU is of the fastest kind");
+}
+
 /*
  * Who else places tasks by cache (features_kernel_places): looked at at start, at
  * reload and once a second, since a sched_ext scheduler comes and goes and an admin
@@ -379,9 +398,11 @@ static void follow_placement(struct daemon *d, bool config)
 {
 	const char *root = d->peers_root ? d->peers_root : "";
 	enum kernel_places was = d->kernel_places;
-	char src[sizeof(d->sched_cache)];
+	char src[sizeof(d->sched_cache)], on[64];
 	struct utsname u;
 
+	if (config)
+		say_fast_cores(d);
 	if (config && uname(&u) == 0) {
 		if (features_sched_cache_built(root, u.release, src, sizeof(src)))
 			snprintf(d->sched_cache, sizeof(d->sched_cache), "%s", src);
@@ -408,7 +429,8 @@ static void follow_placement(struct daemon *d, bool config)
 		spread_init(&d->pol);
 		log_notice("placement: %d pins given back", n);
 	}
-	if (features_set_placement(&d->features, d->conf.keep_together, d->conf.latency_apart,
+	conf_placement_rules(&d->conf, on, sizeof(on));
+	if (features_set_placement(&d->features, on,
 				   d->kernel_places != KERNEL_PLACES_NOT ? d->kernel_places_why
 									 : NULL))
 		features_log_one(&d->features, FEAT_PLACEMENT);
@@ -430,7 +452,7 @@ static const struct sample_asks *placement_asks(struct daemon *d, struct sample_
 	if (d->conf.sampler == CONF_SAMPLER_REPLAY || d->kernel_places != KERNEL_PLACES_NOT)
 		return NULL;
 	*a = (struct sample_asks){ .rss = d->conf.keep_together };
-	if (!d->conf.latency_apart || !latmgr_on(&d->lm))
+	if (!(d->conf.latency_apart || d->conf.fast_cores) || !latmgr_on(&d->lm))
 		return a;
 	n = latmgr_ntasks(&d->lm);
 	if (n && !(*ret_lat = calloc(n, sizeof(**ret_lat)))) {
@@ -569,7 +591,7 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	plan_clear(&d->plan);
 	conf_spread(&d->conf, &sc);
 	if (d->kernel_places != KERNEL_PLACES_NOT)
-		sc.keep_together = sc.latency_apart = false;
+		sc.keep_together = sc.latency_apart = sc.fast_cores = false;
 	sc.whole_processes = d->kernel_places == KERNEL_PLACES_CACHE;
 	r = d->kernel_places == KERNEL_PLACES_SCHED_EXT ? 0
 							: spread_decide(d->snap, &sc, &d->pol, &d->plan);

@@ -17,6 +17,7 @@
 #include "core/daemon.h"
 #include "diag/features.h"
 #include "diag/peers.h"
+#include "policy/spread.h"
 #include "rqbalance.h"
 #include "sample/topo.h"
 #include "util/cpumask.h"
@@ -274,8 +275,10 @@ static enum kernel_places probe_placement(const struct rqb_conf *c, const struct
 	if (uname(&u) == 0 && !features_sched_cache_built("", u.release, src, sizeof(src)))
 		src[0] = '\0';
 	k = features_kernel_places("", src, t ? t->nllcs : 1, why, len);
-	features_set_placement(f, c->keep_together, c->latency_apart,
-			       k != KERNEL_PLACES_NOT ? why : NULL);
+	char on[64];
+
+	conf_placement_rules(c, on, sizeof(on));
+	features_set_placement(f, on, k != KERNEL_PLACES_NOT ? why : NULL);
 	return k;
 }
 
@@ -332,6 +335,19 @@ static void print_kinds(const struct topo *t)
 	}
 }
 
+/* The CPUs fast_cores keeps latency work on, and why those. */
+static void print_fast(const struct topo *t)
+{
+	char cpus[4096];
+	cpu_set_t fast;
+	const char *why = place_fast_cpus(t, &fast);
+
+	if (why)
+		printf("fast: cpus %s: %s\n", cpumask_format(&fast, cpus, sizeof(cpus)), why);
+	else
+		printf("fast: none: fast_cores pins nothing here\n");
+}
+
 static int show_topology(const struct rqb_conf *c, bool features)
 {
 	struct topo_opts to = { .xml = c->topology[0] ? c->topology : NULL,
@@ -376,6 +392,7 @@ static int show_topology(const struct rqb_conf *c, bool features)
 		       t->llcs[l].package, size);
 	}
 	print_kinds(t);
+	print_fast(t);
 	topo_free(t);
 	return EXIT_SUCCESS;
 }

@@ -49,16 +49,13 @@ void features_set_pairs(struct features *f, bool keep_pairs, const char *seen_by
 			     why_not);
 }
 
-bool features_set_placement(struct features *f, bool keep_together, bool latency_apart,
-			    const char *kernel_why)
+bool features_set_placement(struct features *f, const char *on, const char *kernel_why)
 {
 	struct feature was = f->f[FEAT_PLACEMENT];
-	const char *on = keep_together && latency_apart ? "keep_together, latency_apart"
-			 : keep_together		 ? "keep_together"
-							 : "latency_apart";
 
-	if (!keep_together && !latency_apart)
-		features_set(f, FEAT_PLACEMENT, FEAT_MISSING, "keep_together = no, latency_apart = no");
+	if (!on[0])
+		features_set(f, FEAT_PLACEMENT, FEAT_MISSING,
+			     "keep_together = no, latency_apart = no, fast_cores = no");
 	else if (kernel_why)
 		features_set(f, FEAT_PLACEMENT, FEAT_MISSING, "%s standing down: %s", on, kernel_why);
 	else

@@ -89,12 +89,12 @@ enum kernel_places features_kernel_places(const char *root, const char *built, i
  */
 bool features_sched_cache_built(const char *root, const char *release, char *src, size_t len);
 /*
- * placement: which of keep_together and latency_apart are on, or that they stand
- * down (kernel_why from features_kernel_places; NULL: they do not). Returns whether
- * the state or detail changed.
+ * placement: which of the placement rules are on (on: their names, "" for none, as
+ * conf_placement_rules writes them), or that they stand down (kernel_why from
+ * features_kernel_places; NULL: they do not). Returns whether the state or detail
+ * changed.
  */
-bool features_set_placement(struct features *f, bool keep_together, bool latency_apart,
-			    const char *kernel_why);
+bool features_set_placement(struct features *f, const char *on, const char *kernel_why);
 const char *features_name(enum feat_id id);
 /* Whether root's kernel.sched_autogroup_enabled is 1 (read each time: it may change). */
 bool features_autogroup_on(const char *root);

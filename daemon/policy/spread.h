@@ -18,6 +18,7 @@ enum spread_pin_kind {
 	PIN_SPREAD,     /* an overloaded LLC sent it away (spread.c) */
 	PIN_TOGETHER,   /* keep_together holds its process in one LLC (place.c) */
 	PIN_APART,      /* latency_apart: kept on, or off, the latency tasks' LLCs (place.c) */
+	PIN_FAST,       /* fast_cores: kept on, or off, the fastest cores (place.c) */
 };
 
 /* A task the policy has pinned to an LLC. */
@@ -32,7 +33,8 @@ struct spread_pin {
 	uint64_t room_ns;        /* since when its LLC of origin could take it back; 0: not now */
 	int from_cpu;            /* the CPU it was listed on when pinned */
 	enum spread_pin_kind kind;
-	bool lat_task;           /* PIN_APART: a latency task kept on its LLC, not batch sent off */
+	bool lat_task;           /* PIN_APART, PIN_FAST: a latency task kept there, not batch
+				    sent off */
 	bool listed;             /* scratch: this tick's snapshot lists the task somewhere */
 	bool counted_away;       /* scratch: and it counts on a CPU of its pin */
 	char comm[SNAP_COMM_LEN];
@@ -62,6 +64,7 @@ struct place_lat {
 	uint64_t start_time;
 	int llc;                 /* -1 until it is seen runnable */
 	uint64_t seen_ns;
+	uint64_t busy_ns;        /* the last tick it was listed runnable, having used CPU; 0 */
 };
 
 /* A task moved recently: not moved again before min_residency. */
@@ -108,6 +111,12 @@ struct spread_state {
 	int nreserved;
 	uint64_t short_since_ns;     /* since when batch work has outnumbered its CPUs; 0 */
 	bool apart_short;            /* batch pins given back for want of CPUs: none made */
+	/* fast_cores: crowded, short and their settling times (place.c) */
+	bool fast_crowded;           /* more busy latency tasks than fast cores: none held */
+	uint64_t crowded_since_ns;   /* since when that has been otherwise; 0 */
+	bool fast_short;             /* batch pins off the fast cores given back, none made */
+	uint64_t fast_short_since_ns;
+	uint64_t place_prev_ns;      /* the last tick place.c decided at; 0 before the first */
 	struct place_slot { pid_t tgid; int slot; } *bytg; /* scratch: bucket slots by tgid */
 	/* whole_processes: each bucketed user task's (tgid, LLC), sorted */
 	struct spread_tgllc { pid_t tgid; int llc; } *bytgllc;
@@ -127,6 +136,7 @@ struct spread_conf {
 	bool keep_pairs;                /* move tasks that wake each other only together */
 	bool keep_together;             /* hold a process that fits one LLC there (place.c) */
 	bool latency_apart;             /* an LLC for negative latency-nice tasks (place.c) */
+	bool fast_cores;                /* the fastest cores for them, batch off (place.c) */
 	/*
 	 * The kernel keeps a process's threads in one LLC itself (cache-aware scheduling,
 	 * 7.2 and later): no task is moved away from another runnable task of its process
@@ -154,6 +164,14 @@ int spread_decide(const struct snapshot *s, const struct spread_conf *c, struct 
  */
 void spread_forget(struct spread_state *st, pid_t tid, uint64_t start_time, bool failed);
 const struct spread_pin *spread_find_pin(const struct spread_state *st, pid_t tid, uint64_t start_time);
+
+/*
+ * The CPUs fast_cores keeps latency work on: the CCD the part's amd_x3d_mode prefers,
+ * else the kind of core hwloc ranks fastest; online ones only. Returns what they are,
+ * for the log and status, or NULL where the machine has no such set (one kind of core,
+ * or every online CPU of the fastest kind) and *ret is empty.
+ */
+const char *place_fast_cpus(const struct topo *tp, cpu_set_t *ret);
 
 /* Rule (e), exposed for tests: why a task may not be touched, or NULL if it may. */
 const char *spread_ineligible(const struct snapshot *s, const struct spread_conf *c,

@@ -48,6 +48,21 @@ static inline struct fx *fx_new(const char *synthetic)
 	return f;
 }
 
+/* The fixture on an hwloc XML topology (tests/data) instead of a synthetic one. */
+static inline struct fx *fx_new_xml(const char *path)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	f->topo = unit_topo_xml(path);
+	f->s = snap_new(f->topo);
+	f->s->self_tgid = 1;
+	conf_defaults(&f->c);
+	f->c.min_llc_cores = 1;
+	spread_init(&f->st);
+	plan_init(&f->plan);
+	return f;
+}
+
 static inline void fx_free(struct fx *f)
 {
 	plan_fini(&f->plan);

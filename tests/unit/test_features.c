@@ -219,12 +219,13 @@ static void kernel_places(void **state)
 		assert_true(strstr(src, " in ") != NULL || strstr(src, "no kernel config") != NULL);
 	}
 	/* The feature line, and whether it changed. */
-	assert_true(features_set_placement(&f, false, false, NULL));
+	assert_true(features_set_placement(&f, "", NULL));
 	assert_int_equal(f.f[FEAT_PLACEMENT].state, FEAT_MISSING);
-	assert_false(features_set_placement(&f, false, false, NULL));
-	assert_true(features_set_placement(&f, true, false, NULL));
+	assert_false(features_set_placement(&f, "", NULL));
+	assert_true(features_set_placement(&f, "keep_together", NULL));
 	assert_int_equal(f.f[FEAT_PLACEMENT].state, FEAT_USED);
-	assert_true(features_set_placement(&f, true, true, "sched_ext scheduler x is enabled"));
+	assert_true(features_set_placement(&f, "keep_together, latency_apart",
+					   "sched_ext scheduler x is enabled"));
 	assert_int_equal(f.f[FEAT_PLACEMENT].state, FEAT_MISSING);
 	assert_string_equal(f.f[FEAT_PLACEMENT].detail, "keep_together, latency_apart standing "
 							"down: sched_ext scheduler x is enabled");

@@ -1,6 +1,7 @@
 /*
- * The placement rules of place.c, keep_together and latency_apart, through the spread
- * policy's one entry point on synthetic machines: plan dumps compared with expected text.
+ * The placement rules of place.c, keep_together, latency_apart and fast_cores, through
+ * the spread policy's one entry point on synthetic machines and the desktop parts of
+ * tests/data (gen_topo.py): plan dumps compared with expected text.
  */
 #include "spread_fx.h"
 
@@ -335,6 +336,224 @@ static void apart_gives_back_when_short(void **state)
 	fx_free(f);
 }
 
+/* ---- fast_cores, on the parts of tests/data ---- */
+
+#define P8E16 UNIT_DATA("topo-hybrid-8p16e.xml")   /* P-cores 0-15 (SMT), E-cores 16-31 */
+#define ULTRA UNIT_DATA("topo-hybrid-lp.xml")      /* P 0-11, E 12-19, low-power E 20-21 */
+#define X7950 UNIT_DATA("topo-7950x3d.xml")        /* V-cache CCD 0-7,16-23; other 8-15,24-31 */
+#define X9950 UNIT_DATA("topo-9950x3d.xml")
+
+static struct fx *fast_fx(const char *xml)
+{
+	struct fx *f = fx_new_xml(xml);
+
+	f->c.fast_cores = true;
+	return f;
+}
+
+/* A latency task listed on cpu, its value known to the snapshot. */
+static struct snap_task *lat(struct fx *f, pid_t tid, int cpu)
+{
+	struct snap_task *t = add(f, tid, cpu);
+
+	t->lat_nice = -10;
+	assert_int_equal(snap_add_lat(f->s, tid, 1000 + tid, -10), 0);
+	return t;
+}
+
+static const char *fast_set(const struct topo *tp)
+{
+	static char buf[128];
+	cpu_set_t s;
+
+	if (!place_fast_cpus(tp, &s))
+		return "none";
+	return cpumask_format(&s, buf, sizeof(buf));
+}
+
+/* Which CPUs are fast on each part, and on each X3D mode; none on one kind of core. */
+static void fast_cpus_of_each_part(void **state)
+{
+	static const char *const x3d[] = { X7950, X9950 };
+	struct topo *t = unit_topo_xml(P8E16);
+
+	assert_string_equal(fast_set(t), "0-15");
+	topo_free(t);
+	t = unit_topo_xml(ULTRA);
+	assert_string_equal(fast_set(t), "0-11");
+	topo_free(t);
+	for (int i = 0; i < 2; i++) {
+		t = unit_topo_xml(x3d[i]);
+		assert_string_equal(fast_set(t), "8-15,24-31"); /* hwloc's rank: frequency */
+		t->x3d_mode = TOPO_X3D_FREQUENCY;
+		assert_string_equal(fast_set(t), "8-15,24-31");
+		t->x3d_mode = TOPO_X3D_CACHE;
+		assert_string_equal(fast_set(t), "0-7,16-23");
+		topo_free(t);
+	}
+	t = unit_topo("package:1 l3cache:2 core:4 pu:1");
+	assert_string_equal(fast_set(t), "none");
+	t->x3d_mode = TOPO_X3D_CACHE; /* two LLCs of one size (none known): no larger one */
+	assert_string_equal(fast_set(t), "none");
+	topo_free(t);
+}
+
+/*
+ * A hybrid part: the latency task on an E-core goes to the P-cores, the batch task on
+ * a P-core to the E-cores; a task without a value and one already off stay; all given
+ * back when the latency task exits.
+ */
+static void fast_latency_on_p_batch_off(void **state)
+{
+	struct fx *f = fast_fx(P8E16);
+
+	lat(f, 600, 20);
+	add(f, 700, 3)->lat_nice = 5;
+	add(f, 701, 17)->lat_nice = 5;
+	add(f, 702, 4);
+	assert_string_equal(tick(f, 100),
+			    "pin tid=600 tgid=600 comm=\"t600\" llc=0->0 cpus=0-15 why=fast\n"
+			    "pin tid=700 tgid=700 comm=\"t700\" llc=0->0 cpus=16-31 why=off_fast\n");
+	assert_string_equal(tick(f, 200), "");
+	snap_reset(f->s);
+	add(f, 700, 18)->lat_nice = 5;
+	assert_string_equal(tick(f, 300),
+			    "unpin tid=600 tgid=600 comm=\"t600\" llc=0->any cpus=0-31 why=latency_gone\n"
+			    "unpin tid=700 tgid=700 comm=\"t700\" llc=0->any cpus=0-31 why=latency_gone\n");
+	assert_string_equal(tick(f, 400), "");
+	fx_free(f);
+}
+
+/* An X3D part in cache mode: the V-cache CCD is kept for the latency task. */
+static void fast_x3d_cache_ccd(void **state)
+{
+	struct fx *f = fast_fx(X9950);
+
+	f->topo->x3d_mode = TOPO_X3D_CACHE;
+	lat(f, 600, 9);
+	add(f, 700, 1)->lat_nice = 5;
+	add(f, 701, 10)->lat_nice = 5;
+	assert_string_equal(
+		tick(f, 100),
+		"pin tid=600 tgid=600 comm=\"t600\" llc=1->0 cpus=0-7,16-23 why=fast\n"
+		"pin tid=700 tgid=700 comm=\"t700\" llc=0->1 cpus=8-15,24-31 why=off_fast\n");
+	/* The user switches the part to frequency: both pins are wrong now. */
+	f->topo->x3d_mode = TOPO_X3D_FREQUENCY;
+	snap_reset(f->s);
+	lat(f, 600, 1);
+	add(f, 700, 9)->lat_nice = 5;
+	assert_string_equal(
+		tick(f, 200),
+		"unpin tid=600 tgid=600 comm=\"t600\" llc=0->any cpus=0-31 why=moved\n"
+		"unpin tid=700 tgid=700 comm=\"t700\" llc=1->any cpus=0-31 why=moved\n");
+	fx_free(f);
+}
+
+/*
+ * More busy latency tasks than P-cores (9 > 8): none is held there, and held ones go
+ * back at once; pinned again only once they fit for min_residency_ms.
+ */
+static void fast_never_crowds_the_game(void **state)
+{
+	struct fx *f = fast_fx(P8E16);
+	uint64_t t;
+
+	for (int i = 0; i < 9; i++)
+		lat(f, 600 + i, 16 + i);
+	assert_null(strstr(tick(f, 100), "why=fast"));
+	fx_free(f);
+
+	f = fast_fx(P8E16);
+	for (int i = 0; i < 8; i++)
+		lat(f, 600 + i, 16 + i);
+	assert_int_equal(count_ops(tick(f, 100), "pin "), 8);
+	lat(f, 608, 30);
+	assert_int_equal(count_ops(tick(f, 200), "unpin "), 8);
+	assert_null(strstr(unit_plan_dump(&f->plan), "why=fast"));
+	snap_reset(f->s);
+	for (int i = 0; i < 8; i++)
+		lat(f, 600 + i, 16 + i);
+	/* The ninth is gone: they fit again, but are held only after min_residency_ms. */
+	for (t = 300; t < 300 + f->c.min_residency_ms; t += 100)
+		assert_int_equal(count_ops(tick(f, t), "pin "), 0);
+	assert_int_equal(count_ops(tick(f, t), "pin "), 8);
+	fx_free(f);
+}
+
+/* Batch work outnumbering the E-cores while a P-core idles: given back, none made. */
+static void fast_gives_back_when_short(void **state)
+{
+	struct fx *f = fast_fx(ULTRA);
+	const char *d;
+	uint64_t t;
+
+	lat(f, 600, 0);
+	add(f, 700, 1)->lat_nice = 5;
+	assert_int_equal(count_ops(tick(f, 100), "pin "), 2);
+	assert_true(CPU_ISSET(12, &f->st.pins[1].mask) && !CPU_ISSET(0, &f->st.pins[1].mask));
+	for (int i = 0; i < 10; i++)
+		add(f, 710 + i, 12 + i)->lat_nice = 5; /* 11 batch tasks for 10 E-cores */
+	for (t = 200; t < 200 + f->c.min_residency_ms; t += 100)
+		assert_null(strstr(tick(f, t), "unpin"));
+	d = tick(f, t);
+	assert_non_null(strstr(d, "unpin tid=700 tgid=700 comm=\"t700\" llc=0->any cpus=0-21 why=short\n"));
+	assert_null(strstr(d, "tid=600"));
+	assert_null(strstr(tick(f, t + 100), "pin tid=7"));
+	fx_free(f);
+}
+
+/* A latency task asleep for 5 s keeps nothing; off gives every pin back; one kind pins none. */
+static void fast_sleeper_off_and_one_kind(void **state)
+{
+	struct fx *f = fast_fx(X7950);
+	const char *d;
+
+	lat(f, 600, 1);
+	add(f, 700, 9)->lat_nice = 5;
+	assert_int_equal(count_ops(tick(f, 100), "pin "), 2);
+	snap_reset(f->s);
+	assert_int_equal(snap_add_lat(f->s, 600, 1600, -10), 0);
+	add(f, 700, 1)->lat_nice = 5;
+	assert_string_equal(tick(f, 5000), "");
+	d = tick(f, 5100);
+	assert_int_equal(count_ops(d, "unpin "), 2);
+	assert_int_equal(count_ops(d, "unpin "), count_ops(strstr(d, "why=latency_gone\n") + 17,
+							  "unpin ") + 1);
+	fx_free(f);
+
+	f = fast_fx(P8E16);
+	lat(f, 600, 20);
+	assert_int_equal(count_ops(tick(f, 100), "pin "), 1);
+	f->c.fast_cores = false;
+	assert_string_equal(tick(f, 200),
+			    "unpin tid=600 tgid=600 comm=\"t600\" llc=0->any cpus=0-31 why=off\n");
+	fx_free(f);
+
+	f = fx_new("package:1 l3cache:2 core:4 pu:1");
+	f->c.fast_cores = true;
+	add(f, 600, 1)->lat_nice = -10;
+	assert_int_equal(snap_add_lat(f->s, 600, 1600, -10), 0);
+	add(f, 700, 2)->lat_nice = 5;
+	assert_string_equal(tick(f, 100), "");
+	fx_free(f);
+}
+
+/* On an X3D part spread sends no batch task to the fast CCD while a latency task lives. */
+static void fast_ccd_kept_from_spread(void **state)
+{
+	struct fx *f = fast_fx(X7950);
+	const char *d;
+
+	f->topo->x3d_mode = TOPO_X3D_CACHE;
+	lat(f, 600, 0);
+	for (int i = 0; i < 24; i++)
+		add(f, 700 + i, 8 + i % 8)->lat_nice = 5; /* the other CCD overloaded */
+	d = tick(f, 100);
+	assert_null(strstr(d, "why=overload"));
+	assert_null(strstr(tick(f, 200), "why=overload"));
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +568,13 @@ int main(void)
 		cmocka_unit_test(apart_sleeper_and_one_llc),
 		cmocka_unit_test(apart_sees_short_bursts),
 		cmocka_unit_test(apart_gives_back_when_short),
+		cmocka_unit_test(fast_cpus_of_each_part),
+		cmocka_unit_test(fast_latency_on_p_batch_off),
+		cmocka_unit_test(fast_x3d_cache_ccd),
+		cmocka_unit_test(fast_never_crowds_the_game),
+		cmocka_unit_test(fast_gives_back_when_short),
+		cmocka_unit_test(fast_sleeper_off_and_one_kind),
+		cmocka_unit_test(fast_ccd_kept_from_spread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,6 +65,16 @@ static inline struct topo *unit_topo(const char *synthetic)
 	return t;
 }
 
+/* An hwloc XML topology that is not this machine (no online filter). */
+static inline struct topo *unit_topo_xml(const char *path)
+{
+	struct topo_opts o = { .xml = path };
+	struct topo *t = NULL;
+
+	assert_int_equal(topo_load(&o, &t), 0);
+	return t;
+}
+
 static inline cpu_set_t unit_mask(const char *list)
 {
 	cpu_set_t s;
