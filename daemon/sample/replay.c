@@ -32,6 +32,17 @@ static int copy_snap(const struct snapshot *from, uint64_t now_ns, struct snapsh
 	for (size_t i = 0; i < from->ntasks; i++)
 		if (!snap_add_task(to, &from->tasks[i], from->tasks[i].cgroup))
 			return -ENOMEM;
+	/* The latency tasks too: the placement rules read them, and the daemon asks no
+	 * one else for them in a replay. */
+	for (size_t i = 0; i < from->nlat; i++) {
+		const struct snap_lat *l = &from->lat[i];
+		int r = snap_add_lat(to, l->tid, l->start_time, l->value);
+
+		if (r == 0 && l->ran_cpu >= 0)
+			r = snap_lat_ran(to, l->tid, l->start_time, l->ran_cpu);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
