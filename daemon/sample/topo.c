@@ -390,6 +390,11 @@ int topo_follow_x3d(struct topo *t, const char *root)
 	return 1;
 }
 
+const char *topo_x3d_name(enum topo_x3d mode)
+{
+	return mode == TOPO_X3D_FREQUENCY ? "frequency" : mode == TOPO_X3D_CACHE ? "cache" : "none";
+}
+
 void topo_free(struct topo *t)
 {
 	if (!t)

@@ -396,6 +396,14 @@ static void x3d_mode_followed(void **state)
 	topo_free(t);
 }
 
+/* The words rqctl status and --show-topology print: the driver's own. */
+static void x3d_names(void **state)
+{
+	assert_string_equal(topo_x3d_name(TOPO_X3D_NONE), "none");
+	assert_string_equal(topo_x3d_name(TOPO_X3D_FREQUENCY), "frequency");
+	assert_string_equal(topo_x3d_name(TOPO_X3D_CACHE), "cache");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -413,6 +421,7 @@ int main(void)
 		cmocka_unit_test(kinds_follow_hotplug),
 		cmocka_unit_test(x3d_mode_at_load),
 		cmocka_unit_test(x3d_mode_followed),
+		cmocka_unit_test(x3d_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
