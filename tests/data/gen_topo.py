@@ -18,6 +18,9 @@ parts' published boost clocks.
   cores with two threads; CCD 0 (CPUs 0-7 and 16-23, Linux's numbering of SMT
   siblings) has the 96 MiB L3 (V-cache), CCD 1 (8-15, 24-31) 32 MiB and the higher
   boost clock.
+- topo-hybrid-2cpu.xml: no real part, the i9-13900K's two kinds cut to the two CPUs
+  of the test machines, so that a daemon that keeps only online CPUs still sees two
+  kinds: a P-core (CPU 0) and an E-core (CPU 1) under one 36 MiB L3.
 """
 
 MiB = 1 << 20
@@ -163,8 +166,20 @@ def x3d(path, name, mhz0, mhz1):
           "%s: CCD 0 (CPUs 0-7, 16-23) 96 MiB L3, CCD 1 (8-15, 24-31) 32 MiB L3" % name)
 
 
+def hybrid_2cpu():
+    def children():
+        inner = cache("L2Cache", 2, 2 * MiB, [0], core(0, [0], ""), "")
+        inner += cache("L2Cache", 2, 4 * MiB, [1], core(1, [1], ""), "")
+        return cache("L3Cache", 3, 36 * MiB, [0, 1], inner, "")
+    kinds = [([1], 0, [("CoreType", "IntelAtom"), ("FrequencyMaxMHz", "4300")]),
+             ([0], 1, [("CoreType", "IntelCore"), ("FrequencyMaxMHz", "5800")])]
+    write("topo-hybrid-2cpu.xml", children, [0, 1], kinds,
+          "a hybrid part cut to two CPUs: a P-core (CPU 0) and an E-core (1), one L3")
+
+
 if __name__ == "__main__":
     hybrid_8p16e()
     hybrid_lp()
     x3d("topo-7950x3d.xml", "Ryzen 9 7950X3D", 5250, 5700)
     x3d("topo-9950x3d.xml", "Ryzen 9 9950X3D", 5450, 5700)
+    hybrid_2cpu()
