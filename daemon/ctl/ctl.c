@@ -280,7 +280,8 @@ static void status_text(struct ctl_server *srv, const struct ctl_caller *who, ch
 		    cpumask_format(&tp->llcs[l].cpus, cpus, sizeof(cpus)), nr,
 		    tp->llcs[l].size_kb);
 	}
-	off += status_kinds(tp, out + off, off < len ? len - off : 0);
+	if (off < len)
+		off += status_kinds(tp, out + off, len - off);
 	if (off < len) {
 		off += status_shaping(srv, who, out + off, len - off);
 		out[off < len ? off : len - 1] = '\0';
