@@ -179,14 +179,19 @@ static int hex_digit(char c)
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-/* An "llc N k v k v" line's words as one JSON object. */
-static void json_llc(const char *w, const char *eol)
+/*
+ * A "NAME N k v k v" line's words (an "llc" or a "kind" line of the status) as one JSON
+ * object; name is the line's first word, w the words after it.
+ */
+static void json_group(const char *name, size_t nn, const char *w, const char *eol)
 {
-	const char *k = "llc";
-	size_t kn = 3;
+	const char *k = name;
+	size_t kn = nn;
 	bool key = false;
 
-	printf("{\"llc\": ");
+	printf("{");
+	json_string(name, nn);
+	printf(": ");
 	while (w < eol) {
 		const char *e = memchr(w, ' ', (size_t)(eol - w));
 
@@ -246,8 +251,8 @@ static void json_shaping(const char *w, const char *eol)
 
 /*
  * "key value" lines as one JSON object; lines whose key repeats become an array of
- * objects: "llc" lines ("llcs", from their "k v k v" words) and "shaping" lines
- * ("shaping"; always there in a status, empty if none).
+ * objects: "llc" and "kind" lines ("llcs" and "kinds", from their "k v k v" words) and
+ * "shaping" lines ("shaping"; always there in a status, empty if none).
  */
 static void print_json(const char *p, size_t len, bool status)
 {
@@ -266,6 +271,8 @@ static void print_json(const char *p, size_t len, bool status)
 		n = (size_t)(sp - p);
 		if (n == 3 && !strncmp(p, "llc", 3))
 			arr = "llcs";
+		else if (n == 4 && !strncmp(p, "kind", 4))
+			arr = "kinds";
 		else if (n == 7 && !strncmp(p, "shaping", 7))
 			arr = "shaping";
 		if (in && in != arr)
@@ -280,10 +287,10 @@ static void print_json(const char *p, size_t len, bool status)
 			printf(": ");
 			json_value(sp < eol ? sp + 1 : eol, sp < eol ? (size_t)(eol - sp - 1) : 0);
 		}
-		if (arr && arr[0] == 'l')
-			json_llc(sp + 1, eol);
-		else if (arr)
+		if (arr && arr[0] == 's')
 			shaping = (json_shaping(sp + 1, eol), true);
+		else if (arr)
+			json_group(p, n, sp + 1, eol);
 		in = arr;
 		first = first && !n;
 		p = eol + 1;

@@ -392,17 +392,21 @@ static void say_fast_cores(const struct daemon *d)
  * may switch the kernel's cache-aware scheduling. Beside the kernel's, keep_together
  * and latency_apart stand down and spread moves no task away from its process; beside
  * a sched_ext scheduler all three stand down and every pin is given back at once. A
- * line in the log when that changes.
+ * line in the log when that changes. An X3D part's amd_x3d_mode is followed here too:
+ * a user may switch it at any time, and fast_cores's CPUs with it.
  */
 static void follow_placement(struct daemon *d, bool config)
 {
 	const char *root = d->peers_root ? d->peers_root : "";
 	enum kernel_places was = d->kernel_places;
 	char src[sizeof(d->sched_cache)], on[64];
+	bool x3d = !config && topo_follow_x3d(d->topo, root) > 0;
 	struct utsname u;
 
-	if (config)
-		say_fast_cores(d);
+	if (x3d)
+		log_notice("topology: amd_x3d_mode is %s now", topo_x3d_name(d->topo->x3d_mode));
+	if (config || x3d)
+		say_fast_cores(d); /* its CPUs follow the mode from the next tick */
 	if (config && uname(&u) == 0) {
 		if (features_sched_cache_built(root, u.release, src, sizeof(src)))
 			snprintf(d->sched_cache, sizeof(d->sched_cache), "%s", src);

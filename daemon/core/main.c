@@ -335,6 +335,16 @@ static void print_kinds(const struct topo *t)
 	}
 }
 
+/* Which CCD an X3D part's firmware ranks first, where the kernel's driver says. */
+static void print_x3d(const struct topo *t)
+{
+	if (t->x3d_mode == TOPO_X3D_NONE)
+		return;
+	printf("x3d mode: %s (%s)\n", topo_x3d_name(t->x3d_mode),
+	       t->x3d_mode == TOPO_X3D_CACHE ? "the CCD with the larger L3 first"
+					     : "the CCD with the higher clock first");
+}
+
 /* The CPUs fast_cores keeps latency work on, and why those. */
 static void print_fast(const struct topo *t)
 {
@@ -392,6 +402,7 @@ static int show_topology(const struct rqb_conf *c, bool features)
 		       t->llcs[l].package, size);
 	}
 	print_kinds(t);
+	print_x3d(t);
 	print_fast(t);
 	topo_free(t);
 	return EXIT_SUCCESS;

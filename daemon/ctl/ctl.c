@@ -35,6 +35,7 @@
 #include "diag/peers.h"
 #include "latmgr/latmgr.h"
 #include "model/stats.h"
+#include "policy/spread.h"
 #include "rqbalance.h"
 #include "sample/procfs.h"
 #include "sample/topo.h"
@@ -194,6 +195,39 @@ static size_t status_shaping(struct ctl_server *srv, const struct ctl_caller *k,
 	return n;
 }
 
+/*
+ * The kinds of core, most efficient first, where there are two or more, as "kind K k v
+ * k v" lines that rqctl --json groups as it does the LLCs; then the X3D mode where the
+ * kernel says one, and the CPUs fast_cores keeps latency work on. type is hwloc's word, left out where it has none; a byte that would
+ * split it into two words becomes '_'.
+ */
+static size_t status_kinds(const struct topo *tp, char *out, size_t len)
+{
+	char cpus[CPUMASK_STRLEN];
+	size_t off = 0;
+	cpu_set_t fast;
+
+#define PUT(...) (off += (size_t)snprintf(out + off, off < len ? len - off : 0, __VA_ARGS__))
+	for (int k = 0; tp->nkinds >= 2 && k < tp->nkinds; k++) {
+		const struct topo_kind *kd = &tp->kinds[k];
+		char type[sizeof(kd->type)];
+
+		snprintf(type, sizeof(type), "%s", kd->type);
+		for (char *c = type; *c; c++)
+			if ((unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f)
+				*c = '_';
+		PUT("kind %d cpus %s efficiency %d%s%s max_mhz %u\n", k,
+		    cpumask_format(&kd->cpus, cpus, sizeof(cpus)), kd->efficiency,
+		    type[0] ? " type " : "", type, kd->max_mhz);
+	}
+	if (tp->x3d_mode != TOPO_X3D_NONE)
+		PUT("x3d_mode %s\n", topo_x3d_name(tp->x3d_mode));
+	if (place_fast_cpus(tp, &fast))
+		PUT("fast_cpus %s\n", cpumask_format(&fast, cpus, sizeof(cpus)));
+#undef PUT
+	return off;
+}
+
 static void status_text(struct ctl_server *srv, const struct ctl_caller *who, char *out,
 			size_t len)
 {
@@ -246,9 +280,13 @@ static void status_text(struct ctl_server *srv, const struct ctl_caller *who, ch
 		for (int c = 0; c < tp->nr_cpu_ids; c++)
 			if (tp->cpus[c].present && tp->cpus[c].llc == l)
 				nr += st.snap->cpus[c].nr_running;
-		PUT("llc %d cpus %s runnable %u\n", l,
-		    cpumask_format(&tp->llcs[l].cpus, cpus, sizeof(cpus)), nr);
+		/* cache_kb last: readers that match "llc N cpus L runnable R" still do. */
+		PUT("llc %d cpus %s runnable %u cache_kb %" PRIu64 "\n", l,
+		    cpumask_format(&tp->llcs[l].cpus, cpus, sizeof(cpus)), nr,
+		    tp->llcs[l].size_kb);
 	}
+	if (off < len)
+		off += status_kinds(tp, out + off, len - off);
 	if (off < len) {
 		off += status_shaping(srv, who, out + off, len - off);
 		out[off < len ? off : len - 1] = '\0';

@@ -1,8 +1,9 @@
 /*
  * Sample stage: the machine's shape from hwloc (or a fake XML/synthetic one that maps
- * onto real CPU numbers). Reads only; offline CPUs are left out, also those that go
- * offline later.
+ * onto real CPU numbers), and the X3D mode from sysfs. Reads only; offline CPUs are
+ * left out, also those that go offline later.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <hwloc.h>
 #include <stdio.h>
@@ -31,6 +32,60 @@ static int read_online(const char *root, cpu_set_t *ret)
 	fclose(f);
 	r = cpumask_parse(buf, ret);
 	return r;
+}
+
+/* The first line of a small sysfs file, without its newline; 0 or -errno. */
+static int read_word(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)len, f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static enum topo_x3d x3d_from_word(const char *word)
+{
+	if (strcmp(word, "frequency") == 0)
+		return TOPO_X3D_FREQUENCY;
+	if (strcmp(word, "cache") == 0)
+		return TOPO_X3D_CACHE;
+	/* A newer kernel may add a mode: we rank no CCD rather than guess. */
+	log_debug("topology: unknown amd_x3d_mode \"%s\": taken as none", word);
+	return TOPO_X3D_NONE;
+}
+
+/*
+ * The amd_x3d_vcache driver's mode. The device's name (AMDI0101:00 on the parts seen)
+ * is the firmware's, so every entry of the driver's directory is tried; bind, unbind
+ * and the rest are files, not devices, and fail to open as directories.
+ */
+static enum topo_x3d read_x3d(const char *root)
+{
+	char dir[512], path[1024], word[32] = "";
+	struct dirent *e;
+	int r = -ENOENT;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/sys/bus/platform/drivers/amd_x3d_vcache",
+		 root ? root : "");
+	d = opendir(dir);
+	if (!d)
+		return TOPO_X3D_NONE; /* not an X3D part, or a kernel before 6.13 */
+	while (r < 0 && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/amd_x3d_mode", dir, e->d_name);
+		r = read_word(path, word, sizeof(word));
+	}
+	closedir(d);
+	return r < 0 ? TOPO_X3D_NONE : x3d_from_word(word);
 }
 
 static int open_hwloc(const struct topo_opts *o, hwloc_topology_t *ret)
@@ -269,6 +324,8 @@ int topo_load(const struct topo_opts *o, struct topo **ret)
 		topo_free(t);
 		return r;
 	}
+	/* A fake topology still runs on this machine, whose firmware ranks the CCDs. */
+	t->x3d_mode = read_x3d(o->root);
 	snprintf(t->source, sizeof(t->source), "%s",
 		 o->xml && o->xml[0] ? o->xml : o->synthetic && o->synthetic[0] ? o->synthetic
 										   : "this system");
@@ -321,6 +378,21 @@ int topo_follow_online(struct topo *t, const char *root, cpu_set_t *ret_went,
 	if (ret_came)
 		*ret_came = came;
 	return n;
+}
+
+int topo_follow_x3d(struct topo *t, const char *root)
+{
+	enum topo_x3d now = read_x3d(root);
+
+	if (now == t->x3d_mode)
+		return 0;
+	t->x3d_mode = now;
+	return 1;
+}
+
+const char *topo_x3d_name(enum topo_x3d mode)
+{
+	return mode == TOPO_X3D_FREQUENCY ? "frequency" : mode == TOPO_X3D_CACHE ? "cache" : "none";
 }
 
 void topo_free(struct topo *t)

@@ -33,6 +33,14 @@ void topo_free(struct topo *t);
  */
 int topo_follow_online(struct topo *t, const char *root, cpu_set_t *ret_went,
 		       cpu_set_t *ret_came);
+/*
+ * Follows the X3D mode, from root/sys/bus/platform/drivers/amd_x3d_vcache: the user
+ * may switch it at any time (x3dctl, a write to the file). Returns 1 if t->x3d_mode
+ * changed, 0 if not; a driver that has gone counts as TOPO_X3D_NONE.
+ */
+int topo_follow_x3d(struct topo *t, const char *root);
+/* The driver's word for a mode ("frequency", "cache"), or "none". */
+const char *topo_x3d_name(enum topo_x3d mode);
 /* One line: "2 CPUs, 2 cores, 2 LLCs, 1 NUMA node (source)". */
 void topo_describe(const struct topo *t, char *buf, size_t len);
 

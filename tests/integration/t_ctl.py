@@ -1,4 +1,5 @@
-"""The ctl socket and rqctl: status as text and JSON, reload and its refusal with the
+"""The ctl socket and rqctl: status as text and JSON (with the kinds of core on a fake
+hybrid part, and none on a part of one kind), reload and its refusal with the
 reasons, malformed messages (short, long, wrong magic or version, unknown or reply
 type) each answered with an error or a close while the daemon keeps serving, more
 connections than it takes at once, and who may reload: root, or ctl_group, not any
@@ -144,6 +145,40 @@ def flood(sock):
           "after 80 connections at once (64 taken) it still serves")
 
 
+TOPO_HYBRID = os.path.join(ROOT, "tests", "data", "topo-hybrid-1p1e.xml")
+
+
+def kinds(tmp):
+    """A kind line each on a part with two kinds of core, most efficient first, and a
+    "kinds" array in JSON; none on a part with one kind (the daemon's default fake
+    topology). The LLC lines end in the cache's size either way."""
+    with Daemon(tmp, ["--dry-run", "--topology", TOPO_HYBRID],
+                conf="[daemon]\nsampler = proc\n") as d:
+        d.wait_for(r"running: sampler")
+        text = rqctl(d.ctl, "status").stdout
+        check("\nkind 0 cpus 1 efficiency 0 type IntelAtom max_mhz 4300\n"
+              "kind 1 cpus 0 efficiency 1 type IntelCore max_mhz 5800\n" in text,
+              "status has a line for each kind of core")
+        check("\nfast_cpus 0\n" in text, "and the CPUs fast_cores would keep for latency work")
+        check("\nllc 0 cpus 0-1 runnable " in text and " cache_kb 8192\n" in text,
+              "and the LLC's cache size")
+        j = json.loads(rqctl(d.ctl, "--json", "status").stdout)
+        check(j.get("kinds") == [
+            {"kind": 0, "cpus": "1", "efficiency": 0, "type": "IntelAtom", "max_mhz": 4300},
+            {"kind": 1, "cpus": "0", "efficiency": 1, "type": "IntelCore", "max_mhz": 5800}],
+            f"rqctl --json status groups them as \"kinds\" ({j.get('kinds')})")
+        check(j["llcs"][0]["cache_kb"] == 8192, "and the LLC's size as a number")
+        check(d.stop() == 0, "clean stop")
+    with Daemon(tmp, ["--dry-run"], conf="[daemon]\nsampler = proc\n") as d:
+        d.wait_for(r"running: sampler")
+        text = rqctl(d.ctl, "status").stdout
+        check("\nllc 0 cpus 0-1 runnable " in text and "\nkind " not in text,
+              "one kind of core (topo-1llc.xml): no kind line")
+        check("kinds" not in json.loads(rqctl(d.ctl, "--json", "status").stdout),
+              "and no \"kinds\" in JSON")
+        check(d.stop() == 0, "clean stop")
+
+
 def test():
     require()
     if not os.path.exists(RQCTL):
@@ -181,6 +216,7 @@ def test():
             flood(d.ctl)
             permissions(tmp, d)
             check(d.stop() == 0, "clean stop")
+        kinds(tmp)
 
 
 def permissions(tmp, d):

@@ -143,7 +143,8 @@ static void test_status_to_anyone(void **state)
 		 "latency_errors 0\n"
 		 "latency_class_cgroups off\nlatency_exec_wakes none\n"
 		 "latency_exec_us n 0 p50 0 p99 0 max 0\n"
-		 "tick_us sample 0.0 verify 0.0 latency 0.0 policy 0.0 act 0.0 max 0.0\nplacement_by rqbalance\ndbus off\nllc 0 cpus 0 runnable 0\nllc 1 cpus 1 runnable 0\n"
+		 "tick_us sample 0.0 verify 0.0 latency 0.0 policy 0.0 act 0.0 max 0.0\nplacement_by rqbalance\ndbus off\n"
+		 "llc 0 cpus 0 runnable 0 cache_kb 16384\nllc 1 cpus 1 runnable 0 cache_kb 16384\n"
 		 "shaping no-cpu-controller neither a v1 cpu hierarchy nor cgroup2 with the cpu "
 		 "controller: values buy only nice, policy and slice (no class cgroups; a cgroup "
 		 "target gets no weight)\n",
@@ -151,6 +152,38 @@ static void test_status_to_anyone(void **state)
 	assert_string_equal(got, want);
 	assert_false(closed(&c));
 	conn_close(&c);
+}
+
+/*
+ * Two kinds of core and an X3D mode: a "kind" line each, after the LLCs, then the mode;
+ * a type with a space cannot split its line's words. The fake system is put back before
+ * anything is checked, for the tests after this one.
+ */
+static void test_status_kinds_and_x3d(void **state)
+{
+	struct topo_kind *k = ctlh_topo->kinds;
+	struct conn_t c;
+	char got[2048];
+
+	k[0] = (struct topo_kind){ .ncpus = 1, .efficiency = 0, .type = "Intel Atom" };
+	k[1] = (struct topo_kind){ .ncpus = 1, .efficiency = 1, .max_mhz = 5700 };
+	CPU_ZERO(&k[0].cpus);
+	CPU_SET(1, &k[0].cpus);
+	CPU_ZERO(&k[1].cpus);
+	CPU_SET(0, &k[1].cpus);
+	ctlh_topo->nkinds = 2;
+	ctlh_topo->x3d_mode = TOPO_X3D_CACHE;
+	conn_open(&c, *state, CTLH_PEER, 65534, false, false);
+	snprintf(got, sizeof(got), "%s", ask(&c, CTL_STATUS, ""));
+	conn_close(&c);
+	ctlh_topo->nkinds = 0;
+	ctlh_topo->x3d_mode = TOPO_X3D_NONE;
+	assert_non_null(strstr(got, "llc 1 cpus 1 runnable 0 cache_kb 16384\n"
+				    "kind 0 cpus 1 efficiency 0 type Intel_Atom max_mhz 0\n"
+				    "kind 1 cpus 0 efficiency 1 max_mhz 5700\n"
+				    "x3d_mode cache\n"
+				    /* two LLCs of one size: no larger one, so the fastest kind */
+				    "fast_cpus 0\nshaping "));
 }
 
 static void test_reload_for_root_and_ctl_group(void **state)
@@ -542,6 +575,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_status_to_anyone),
+		T(test_status_kinds_and_x3d),
 		T(test_reload_for_root_and_ctl_group),
 		T(test_set_negative_needs_cap_sys_nice),
 		T(test_malformed_closes),

@@ -1,7 +1,7 @@
 /*
  * Topology from hwloc: synthetic machines, the shipped fake XML (the desktop parts with
- * kinds of core and two CCDs too), offline CPUs left out, and CPUs that go offline and
- * come back after the load.
+ * kinds of core and two CCDs too), offline CPUs left out, CPUs that go offline and
+ * come back after the load, and the X3D mode from a fake sysfs, at load and after.
  */
 #include <limits.h>
 #include <sys/stat.h>
@@ -296,6 +296,114 @@ static void kinds_follow_hotplug(void **state)
 	assert_int_equal(system(path), 0);
 }
 
+/*
+ * A fake root with the amd_x3d_vcache driver's directory as the kernel lays it out:
+ * files of the driver's own beside the device, whose mode file holds word (NULL: the
+ * driver is there, its device is not).
+ */
+static void x3d_fake(const char *root, const char *word)
+{
+	char cmd[PATH_MAX * 2], dir[PATH_MAX];
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/sys/bus/platform/drivers/amd_x3d_vcache", root);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s' && touch '%s/bind' '%s/uevent'",
+		 dir, dir, dir, dir);
+	assert_int_equal(system(cmd), 0);
+	if (!word)
+		return;
+	snprintf(cmd, sizeof(cmd), "mkdir '%s/AMDI0101:00'", dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "%s/AMDI0101:00/amd_x3d_mode", dir);
+	f = fopen(cmd, "w");
+	assert_non_null(f);
+	fputs(word, f);
+	fclose(f);
+}
+
+static enum topo_x3d x3d_loaded(const char *root)
+{
+	struct topo_opts o = { .xml = UNIT_DATA("topo-7950x3d.xml"), .root = root };
+	struct topo *t = NULL;
+	enum topo_x3d m;
+
+	assert_int_equal(topo_load(&o, &t), 0);
+	m = t->x3d_mode;
+	topo_free(t);
+	return m;
+}
+
+static void rm_root(const char *root)
+{
+	char cmd[PATH_MAX];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* The driver's two words, at load, for a fake XML topology too; anything else is none. */
+static void x3d_mode_at_load(void **state)
+{
+	char root[] = "/tmp/rqb-topo.XXXXXX";
+
+	assert_non_null(mkdtemp(root));
+	assert_int_equal(x3d_loaded(root), TOPO_X3D_NONE); /* no driver */
+	x3d_fake(root, NULL);
+	assert_int_equal(x3d_loaded(root), TOPO_X3D_NONE); /* a driver, no device */
+	x3d_fake(root, "cache\n");
+	assert_int_equal(x3d_loaded(root), TOPO_X3D_CACHE);
+	x3d_fake(root, "frequency\n");
+	assert_int_equal(x3d_loaded(root), TOPO_X3D_FREQUENCY);
+	x3d_fake(root, "cache"); /* no newline */
+	assert_int_equal(x3d_loaded(root), TOPO_X3D_CACHE);
+	x3d_fake(root, "turbo\n");
+	assert_int_equal(x3d_loaded(root), TOPO_X3D_NONE);
+	x3d_fake(root, "cachefrequency\n");
+	assert_int_equal(x3d_loaded(root), TOPO_X3D_NONE);
+	x3d_fake(root, "");
+	assert_int_equal(x3d_loaded(root), TOPO_X3D_NONE);
+	rm_root(root);
+}
+
+/* A switch at run time (x3dctl) is seen once; the driver going away is a change too. */
+static void x3d_mode_followed(void **state)
+{
+	char root[] = "/tmp/rqb-topo.XXXXXX";
+	struct topo_opts o = { .xml = UNIT_DATA("topo-9950x3d.xml"), .root = root };
+	struct topo *t = NULL;
+
+	assert_non_null(mkdtemp(root));
+	x3d_fake(root, "frequency\n");
+	assert_int_equal(topo_load(&o, &t), 0);
+	assert_int_equal(t->x3d_mode, TOPO_X3D_FREQUENCY);
+	assert_int_equal(topo_follow_x3d(t, root), 0);
+	assert_int_equal(t->x3d_mode, TOPO_X3D_FREQUENCY);
+
+	x3d_fake(root, "cache\n");
+	assert_int_equal(topo_follow_x3d(t, root), 1);
+	assert_int_equal(t->x3d_mode, TOPO_X3D_CACHE);
+	assert_int_equal(topo_follow_x3d(t, root), 0);
+	assert_int_equal(t->x3d_mode, TOPO_X3D_CACHE);
+
+	x3d_fake(root, "frequency\n");
+	assert_int_equal(topo_follow_x3d(t, root), 1);
+	assert_int_equal(t->x3d_mode, TOPO_X3D_FREQUENCY);
+
+	rm_root(root);
+	assert_int_equal(topo_follow_x3d(t, root), 1);
+	assert_int_equal(t->x3d_mode, TOPO_X3D_NONE);
+	assert_int_equal(topo_follow_x3d(t, root), 0);
+	topo_free(t);
+}
+
+/* The words rqctl status and --show-topology print: the driver's own. */
+static void x3d_names(void **state)
+{
+	assert_string_equal(topo_x3d_name(TOPO_X3D_NONE), "none");
+	assert_string_equal(topo_x3d_name(TOPO_X3D_FREQUENCY), "frequency");
+	assert_string_equal(topo_x3d_name(TOPO_X3D_CACHE), "cache");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +419,9 @@ int main(void)
 		cmocka_unit_test(offline_cpus_left_out),
 		cmocka_unit_test(hotplug_followed),
 		cmocka_unit_test(kinds_follow_hotplug),
+		cmocka_unit_test(x3d_mode_at_load),
+		cmocka_unit_test(x3d_mode_followed),
+		cmocka_unit_test(x3d_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
