@@ -1,7 +1,8 @@
 /*
- * Policy stage: placement beyond spreading, three rules, each off by default ([balance]
- * keep_together, latency_apart, fast_cores). Pure, as spread.c: the snapshot, the config and the
- * policy's memory in, pins and releases out, within the tick's budget of moves.
+ * Policy stage: placement beyond spreading, three rules, each off by default
+ * ([balance] keep_together, latency_apart, fast_cores). Pure, as spread.c: the
+ * snapshot, the config and the policy's memory in, pins and releases out, within the
+ * tick's budget of moves.
  *
  * keep_together, after the kernel's cache-aware scheduling (Peter Zijlstra's RFC of
  * March 2025, then Chen Yu and Tim Chen's series): a process whose busy threads fit
@@ -51,7 +52,7 @@
  * task there while a latency task lives. With latency_apart also on, its pins come
  * first: a task has one pin at a time.
  *
- * Cost: O(tasks log tasks + processes + pins) a tick.
+ * Cost: O(tasks log tasks + processes + pins + CPUs) a tick.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -758,21 +759,17 @@ const char *place_fast_cpus(const struct topo *tp, cpu_set_t *ret)
 	return why;
 }
 
-/* Cores with a CPU in set: SMT siblings share one. */
+/* Cores with a CPU in set: SMT siblings share one (core numbers are below CPU_SETSIZE). */
 static int cores_in(const struct topo *tp, const cpu_set_t *set)
 {
-	int n = 0;
+	cpu_set_t cores;
 
-	for (int c = 0; c < tp->nr_cpu_ids; c++) {
-		bool first = CPU_ISSET(c, set) && tp->cpus[c].present;
-
-		for (int d = 0; first && d < c; d++)
-			if (CPU_ISSET(d, set) && tp->cpus[d].present &&
-			    tp->cpus[d].core == tp->cpus[c].core)
-				first = false;
-		n += first;
-	}
-	return n;
+	CPU_ZERO(&cores);
+	for (int c = 0; c < tp->nr_cpu_ids; c++)
+		if (CPU_ISSET(c, set) && tp->cpus[c].present && tp->cpus[c].core >= 0 &&
+		    tp->cpus[c].core < CPU_SETSIZE)
+			CPU_SET(tp->cpus[c].core, &cores);
+	return CPU_COUNT(&cores);
 }
 
 /* What one tick saw of the fast CPUs and their work. */
