@@ -772,34 +772,41 @@ static void kernel_lb_spare(struct sim *s)
 	}
 }
 
+/* The last task queued on c that may run on dst (a waiting one before the running one); -1. */
+static int movable(const struct sim *s, int c, int dst)
+{
+	for (int k = s->cpu[c].n - 1; k >= 0; k--)
+		if (cpu_ok(s, s->cpu[c].q[k], dst))
+			return s->cpu[c].q[k];
+	return -1;
+}
+
 /*
- * Where a wholly idle core dst pulls from: a busy CPU the kernel ranks lower (asym
- * packing), the lowest first; else a CPU whose core's other CPU is busy too (the
- * balance that spreads SMT siblings). The source's last waiting task it may take, else
- * its running one (active balance). -1 if nothing.
+ * What a wholly idle core dst pulls: a task from a busy CPU the kernel ranks lower
+ * (asym packing), or from a core whose two CPUs are both busy, whatever its rank (the
+ * balance that spreads SMT siblings over idle cores); the lowest ranked source first,
+ * then the longest queue. -1 if nothing may move.
  */
-static int asym_pick(const struct sim *s, int dst, int *ret_src)
+static int asym_pick(const struct sim *s, int dst)
 {
 	const struct topo *tp = s->topo;
-	int src = -1;
+	int src = -1, pick = -1;
 
 	for (int c = 0; c < tp->nr_cpu_ids; c++) {
 		bool lower = s->prio[c] < s->prio[dst];
 		bool smt = s->sibling[c] >= 0 && s->cpu[s->sibling[c]].n;
+		int i;
 
 		if (!tp->cpus[c].present || !s->cpu[c].n || c == dst || (!lower && !smt))
 			continue;
-		if (s->prio[c] > s->prio[dst] && s->cpu[c].n < 2)
+		if (src >= 0 && (s->prio[c] > s->prio[src] ||
+				 (s->prio[c] == s->prio[src] && s->cpu[c].n <= s->cpu[src].n)))
 			continue;
-		if (src < 0 || s->prio[c] < s->prio[src] ||
-		    (s->prio[c] == s->prio[src] && s->cpu[c].n > s->cpu[src].n))
-			src = c;
+		i = movable(s, c, dst);
+		if (i >= 0)
+			src = c, pick = i;
 	}
-	*ret_src = src;
-	for (int k = src >= 0 ? s->cpu[src].n - 1 : -1; k >= 0; k--)
-		if (cpu_ok(s, s->cpu[src].q[k], dst))
-			return s->cpu[src].q[k];
-	return -1;
+	return pick;
 }
 
 /*
@@ -813,7 +820,7 @@ static void asym_balance(struct sim *s)
 	unsigned char done[RQB_MAX_CPUS] = { 0 };
 
 	for (;;) {
-		int dst = -1, src, i;
+		int dst = -1, i;
 
 		for (int c = 0; c < tp->nr_cpu_ids; c++)
 			if (tp->cpus[c].present && !done[c] && core_idle(s, c) &&
@@ -824,7 +831,7 @@ static void asym_balance(struct sim *s)
 		done[dst] = 1;
 		if (s->sibling[dst] >= 0)
 			done[s->sibling[dst]] = 1;
-		i = asym_pick(s, dst, &src);
+		i = asym_pick(s, dst);
 		if (i < 0)
 			continue;
 		sim_migrate(s, i, dst);
@@ -1174,7 +1181,7 @@ static void wake_requests(struct sim *s)
 		}
 		p = &s->proc[t->proc];
 		t->left_ns = (int64_t)p->burst_us * (int64_t)NSEC_PER_USEC;
-		sim_wake(s, i, &p->disp, p->disp_cpu);
+		sim_wake(s, i, p->disp_cpu >= 0 ? &p->disp : NULL, p->disp_cpu);
 	}
 }
 

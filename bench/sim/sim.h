@@ -53,7 +53,7 @@ struct sim_proc {
 	int nthreads;
 	int think_ms;           /* request workers: mean think time, drawn 1/2 to 3/2 of it */
 	int burst_us;           /* request workers: work a request takes at full speed */
-	int disp_cpu;           /* request workers: where its message thread wakes them from */
+	int disp_cpu;           /* request workers: where its message thread wakes them from; -1: a timer */
 	struct sim_flips disp;  /* that message thread, as a waker */
 };
 
