@@ -1357,7 +1357,7 @@ static void kinds_speeds(FILE *f)
 
 		fprintf(f, "%s%s:", k ? "; " : "Speeds: ", xmls[k] + strlen("tests/data/topo-"));
 		for (int j = 0; j < t->nkinds; j++)
-			fprintf(f, " %s%u MHz %.3f", j ? ", " : "", t->kinds[j].max_mhz,
+			fprintf(f, "%s%u MHz %.3f", j ? ", " : " ", t->kinds[j].max_mhz,
 				sim_core_speed(t, cpumask_first(&t->kinds[j].cpus)));
 		topo_free(t);
 	}
