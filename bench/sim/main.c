@@ -1277,8 +1277,11 @@ static int run_kinds(const struct kscen *sc, const struct topo *t, enum kcol col
 	ret->st = s.st;
 	ret->batch_s = (double)s.st.batch_ns / 1e9;
 	ret->game_s = (double)(s.st.work_ns - s.st.batch_ns) / 1e9;
-	qsort(s.lat.ns, s.lat.n, sizeof(*s.lat.ns), cmp_u64);
-	qsort(s.frame.ns, s.frame.n, sizeof(*s.frame.ns), cmp_u64);
+	/* No game, no samples: qsort may not be given the NULL of an empty list. */
+	if (s.lat.n)
+		qsort(s.lat.ns, s.lat.n, sizeof(*s.lat.ns), cmp_u64);
+	if (s.frame.n)
+		qsort(s.frame.ns, s.frame.n, sizeof(*s.frame.ns), cmp_u64);
 	ret->wake50_us = percentile_us(s.lat.ns, s.lat.n, 50);
 	ret->wake99_us = percentile_us(s.lat.ns, s.lat.n, 99);
 	ret->frame50_ms = percentile_us(s.frame.ns, s.frame.n, 50) / 1000;
