@@ -117,6 +117,7 @@ static void count_action(struct sim *s, struct sim_task *t, const struct plan_ac
 	if (a->op == PLAN_UNPIN) {
 		st->unpins_together += t->held;
 		st->unpins_short += !strcmp(a->why, "short");
+		st->unpins_crowded += !strcmp(a->why, "crowded");
 		t->held = false;
 		return;
 	}
@@ -124,6 +125,8 @@ static void count_action(struct sim *s, struct sim_task *t, const struct plan_ac
 	st->pins_together += t->held;
 	st->pins_latency += !strcmp(a->why, "latency");
 	st->pins_apart += !strcmp(a->why, "apart");
+	st->pins_fast += !strcmp(a->why, "fast");
+	st->pins_off_fast += !strcmp(a->why, "off_fast");
 }
 
 static void rqbalance(struct sim *s)

@@ -19,6 +19,13 @@
  * at each wakeup (sim_wake_cost_ns); and, all the time it runs, a slowdown for its
  * accesses to shared data last written in another LLC and for the part of its LLC's
  * working sets that does not fit (sim_slowdown). A model, not a measurement.
+ *
+ * Kinds of core: each CPU has a speed against the slowest kind (sim_core_speed), 1 on
+ * a machine of one kind. With s->kinds, the kernel model of such parts: every ASYM_MS
+ * a wholly idle core pulls a task from a CPU the kernel ranks lower (ITMT or CPPC
+ * asym packing) or from a core whose two CPUs are both busy; a wakeup takes an idle
+ * core before an idle sibling and is not affine to a CPU the wakee may not run on; two
+ * busy siblings each keep smt_pct of their speed. The kernel knows no latency here.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -52,6 +59,11 @@
 #define ACTIVE_MS 100
 #define FLIP_DECAY_MS 1000 /* record_wakee() halves the flips once per HZ jiffies */
 #define LISTENERS 64      /* distinct listeners a pair's task may wake besides its partner */
+/*
+ * Asym packing's pace: a busy CPU kicks the idle balance at its tick when a CPU ranked
+ * higher is idle (nohz_balancer_kick), so within a tick at HZ=250.
+ */
+#define ASYM_MS 4
 
 uint64_t sim_rand(struct sim *s)
 {
@@ -67,6 +79,75 @@ const char *sim_balancer_name(enum sim_balancer b)
 	static const char *const names[] = { "no daemon", "utilization puller", "rqbalance" };
 
 	return (unsigned)b < SIM_NBALANCERS ? names[b] : "?";
+}
+
+/* ---- kinds of core ---- */
+
+double sim_core_speed(const struct topo *t, int cpu)
+{
+	unsigned lo = 0;
+	int k = cpu >= 0 && cpu < t->nr_cpu_ids ? t->cpus[cpu].kind : -1;
+
+	if (t->nkinds < 2 || k < 0)
+		return 1.0;
+	for (int j = 0; j < t->nkinds; j++) {
+		if (!t->kinds[j].max_mhz)
+			return 1.0;
+		if (!lo || t->kinds[j].max_mhz < lo)
+			lo = t->kinds[j].max_mhz;
+	}
+	return (double)t->kinds[k].max_mhz / lo;
+}
+
+double sim_core_time(double speed, int llc_pct, double slowdown)
+{
+	/* Exactly slowdown at speed 1, so a machine of one kind keeps its figures. */
+	if (speed == 1.0)
+		return slowdown;
+	return slowdown - (1 - llc_pct / 100.0) * (1 - 1 / speed);
+}
+
+/* The LLC whose cache is larger than every other's, or -1. */
+static int largest_llc(const struct topo *t)
+{
+	int best = -1;
+	bool tie = false;
+
+	for (int l = 0; l < t->nllcs; l++) {
+		if (best >= 0 && t->llcs[l].size_kb == t->llcs[best].size_kb)
+			tie = true;
+		else if (best < 0 || t->llcs[l].size_kb > t->llcs[best].size_kb)
+			best = l, tie = false;
+	}
+	return tie ? -1 : best;
+}
+
+/*
+ * Each CPU's speed, its SMT sibling, and the kernel's ranking: Intel's ITMT ranks the
+ * faster kind first; an X3D part's CPPC ranking puts first the CCD its amd_x3d_mode
+ * names: the faster clock (frequency), or the larger L3 (cache).
+ */
+static int kinds_init(struct sim *s)
+{
+	const struct topo *t = s->topo;
+	int n = t->nr_cpu_ids, big = largest_llc(t);
+
+	s->speed = calloc((size_t)n, sizeof(*s->speed));
+	s->prio = calloc((size_t)n, sizeof(*s->prio));
+	s->sibling = calloc((size_t)n, sizeof(*s->sibling));
+	if (!s->speed || !s->prio || !s->sibling)
+		return -ENOMEM;
+	for (int c = 0; c < n; c++) {
+		s->speed[c] = sim_core_speed(t, c);
+		s->prio[c] = s->speed[c];
+		if (t->x3d_mode == TOPO_X3D_CACHE && big >= 0 && t->cpus[c].present)
+			s->prio[c] = t->cpus[c].llc == big ? 2 : 1;
+		s->sibling[c] = -1;
+		for (int d = 0; d < n && t->cpus[c].present; d++)
+			if (d != c && t->cpus[d].present && t->cpus[d].core == t->cpus[c].core)
+				s->sibling[c] = d;
+	}
+	return 0;
 }
 
 int sim_init(struct sim *s, const struct topo *t, enum sim_balancer bal, uint64_t seed)
@@ -90,7 +171,7 @@ int sim_init(struct sim *s, const struct topo *t, enum sim_balancer bal, uint64_
 	s->snap = snap_new(t);
 	if (!s->cpu || !s->snap || !s->llc_waiting || !s->llc_idle || !s->llc_over)
 		return -ENOMEM;
-	return 0;
+	return kinds_init(s);
 }
 
 void sim_fini(struct sim *s)
@@ -104,6 +185,10 @@ void sim_fini(struct sim *s)
 	free(s->proc);
 	free(s->proc_llc);
 	free(s->lat.ns);
+	free(s->frame.ns);
+	free(s->speed);
+	free(s->prio);
+	free(s->sibling);
 	free(s->t);
 	free(s->series);
 	snap_free(s->snap);
@@ -248,16 +333,24 @@ static void cache_update(struct sim *s)
 	}
 }
 
-/* Task i's speed where it runs now: 1 outside the cache model. */
+/* The share of its speed a task keeps on cpu now: less while the other CPU of its core is busy. */
+static double smt_share(const struct sim *s, int cpu)
+{
+	int sib = s->sibling[cpu];
+
+	return s->smt_pct && sib >= 0 && s->cpu[sib].n ? s->smt_pct / 100.0 : 1.0;
+}
+
+/* Task i's speed where it runs now: its core's, outside the cache model. */
 static double speed(const struct sim *s, const struct sim_task *t)
 {
 	const struct sim_proc *p;
 	const int *on;
 	int l, n = 0;
-	double remote = 0;
+	double remote = 0, slow;
 
 	if (t->proc < 0)
-		return 1.0;
+		return s->speed[t->cpu] * smt_share(s, t->cpu);
 	p = &s->proc[t->proc];
 	on = &s->proc_llc[t->proc * s->topo->nllcs];
 	l = llc_of(s, t->cpu);
@@ -267,7 +360,8 @@ static double speed(const struct sim *s, const struct sim_task *t)
 		remote = (double)(n - on[l]) / (n - 1);
 	if (remote > 1)
 		remote = 1;
-	return 1.0 / sim_slowdown(p->llc_pct, p->shared_pct, remote, s->llc_over[l]);
+	slow = sim_slowdown(p->llc_pct, p->shared_pct, remote, s->llc_over[l]);
+	return smt_share(s, t->cpu) / sim_core_time(s->speed[t->cpu], p->llc_pct, slow);
 }
 
 /*
@@ -370,11 +464,58 @@ int sim_least_loaded(const struct sim *s, int i, int l)
 	return best;
 }
 
+static bool core_idle(const struct sim *s, int c)
+{
+	return !s->cpu[c].n && (s->sibling[c] < 0 || !s->cpu[s->sibling[c]].n);
+}
+
+/* An idle allowed CPU of LLC l on a wholly idle core, scanning from start; -1 if none. */
+static int idle_core_in_llc(const struct sim *s, int i, int l, int start)
+{
+	int n = s->topo->nr_cpu_ids;
+
+	for (int k = 0; k < n; k++) {
+		int c = (start + k) % n;
+
+		if (s->topo->cpus[c].present && s->topo->cpus[c].llc == l && core_idle(s, c) &&
+		    cpu_ok(s, i, c))
+			return c;
+	}
+	return -1;
+}
+
+/*
+ * select_idle_sibling() on a part with SMT, simply: prev if idle, else an idle core,
+ * else an idle CPU of the target LLC; where the wakee may run on no CPU of that LLC,
+ * the LLC of the first it may (select_fallback_rq).
+ */
+static int place_kinds(const struct sim *s, int i, int llc, int prev)
+{
+	cpu_set_t both;
+	int c;
+
+	CPU_AND(&both, &s->topo->llcs[llc].cpus, &s->t[i].allowed);
+	if (!CPU_COUNT(&both))
+		llc = s->topo->cpus[cpumask_first(&s->t[i].allowed)].llc;
+	if (cpu_ok(s, i, prev) && !s->cpu[prev].n && llc_of(s, prev) == llc)
+		return prev;
+	c = idle_core_in_llc(s, i, llc, prev);
+	if (c < 0)
+		c = idle_in_llc(s, i, llc, prev);
+	if (c >= 0)
+		return c;
+	if (cpu_ok(s, i, prev))
+		return prev;
+	return sim_least_loaded(s, i, llc);
+}
+
 /* select_task_rq, simply: prev if idle, else an idle sibling in the target LLC. */
 static int place(const struct sim *s, int i, int target_llc, int prefer)
 {
 	int c;
 
+	if (s->kinds)
+		return place_kinds(s, i, target_llc, prefer);
 	if (prefer >= 0 && cpu_ok(s, i, prefer) && s->cpu[prefer].n == 0 &&
 	    s->topo->cpus[prefer].llc == target_llc)
 		return prefer;
@@ -488,7 +629,7 @@ void sim_wake(struct sim *s, int i, struct sim_flips *waker, int waker_cpu)
 		 */
 		if (wake_wide(s, waker, &t->wf, waker_cpu))
 			s->st.wide_wakes++;
-		else
+		else if (!s->kinds || CPU_ISSET(waker_cpu, &t->allowed))
 			llc = s->topo->cpus[waker_cpu].llc;
 	}
 	cpu = place(s, i, llc, prev);
@@ -628,6 +769,73 @@ static void kernel_lb_spare(struct sim *s)
 				moves--;
 			}
 		}
+	}
+}
+
+/* The last task queued on c that may run on dst (a waiting one before the running one); -1. */
+static int movable(const struct sim *s, int c, int dst)
+{
+	for (int k = s->cpu[c].n - 1; k >= 0; k--)
+		if (cpu_ok(s, s->cpu[c].q[k], dst))
+			return s->cpu[c].q[k];
+	return -1;
+}
+
+/*
+ * What a wholly idle core dst pulls: a task from a busy CPU the kernel ranks lower
+ * (asym packing), or from a core whose two CPUs are both busy, whatever its rank (the
+ * balance that spreads SMT siblings over idle cores); the lowest ranked source first,
+ * then the longest queue. -1 if nothing may move.
+ */
+static int asym_pick(const struct sim *s, int dst)
+{
+	const struct topo *tp = s->topo;
+	int src = -1, pick = -1;
+
+	for (int c = 0; c < tp->nr_cpu_ids; c++) {
+		bool lower = s->prio[c] < s->prio[dst];
+		bool smt = s->sibling[c] >= 0 && s->cpu[s->sibling[c]].n;
+		int i;
+
+		if (!tp->cpus[c].present || !s->cpu[c].n || c == dst || (!lower && !smt))
+			continue;
+		if (src >= 0 && (s->prio[c] > s->prio[src] ||
+				 (s->prio[c] == s->prio[src] && s->cpu[c].n <= s->cpu[src].n)))
+			continue;
+		i = movable(s, c, dst);
+		if (i >= 0)
+			src = c, pick = i;
+	}
+	return pick;
+}
+
+/*
+ * Asym packing (ITMT on Intel's hybrid parts, CPPC's preferred cores on AMD's), simply:
+ * each wholly idle core, the highest ranked first, pulls one task that runs where the
+ * kernel ranks lower, whichever task it is.
+ */
+static void asym_balance(struct sim *s)
+{
+	const struct topo *tp = s->topo;
+	unsigned char done[RQB_MAX_CPUS] = { 0 };
+
+	for (;;) {
+		int dst = -1, i;
+
+		for (int c = 0; c < tp->nr_cpu_ids; c++)
+			if (tp->cpus[c].present && !done[c] && core_idle(s, c) &&
+			    (dst < 0 || s->prio[c] > s->prio[dst]))
+				dst = c;
+		if (dst < 0)
+			return;
+		done[dst] = 1;
+		if (s->sibling[dst] >= 0)
+			done[s->sibling[dst]] = 1;
+		i = asym_pick(s, dst);
+		if (i < 0)
+			continue;
+		sim_migrate(s, i, dst);
+		s->st.asym_pulls++;
 	}
 }
 
@@ -800,21 +1008,24 @@ static void account_waste(struct sim *s)
 		s->st.wasted_unseen_ms += (uint64_t)cross;
 }
 
-/* A wakee that runs for the first time since its wakeup: its latency, if sampled. */
-static void note_latency(struct sim *s, struct sim_task *t, int64_t at_ns)
+static void note_ns(struct sim_lat *l, uint64_t ns)
 {
-	struct sim_lat *l = &s->lat;
-
-	t->woken = false;
-	if (!t->sampled)
-		return;
 	if (l->n == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 1024;
 		l->ns = realloc(l->ns, l->cap * sizeof(*l->ns));
 		if (!l->ns)
 			abort();
 	}
-	l->ns[l->n++] = s->now_ms * NSEC_PER_MSEC + (uint64_t)at_ns - t->woke_ns + t->wake_cost_ns;
+	l->ns[l->n++] = ns;
+}
+
+/* A wakee that runs for the first time since its wakeup: its latency, if sampled. */
+static void note_latency(struct sim *s, struct sim_task *t, int64_t at_ns)
+{
+	t->woken = false;
+	if (t->sampled)
+		note_ns(&s->lat, s->now_ms * NSEC_PER_MSEC + (uint64_t)at_ns - t->woke_ns +
+					 t->wake_cost_ns);
 }
 
 /*
@@ -840,10 +1051,10 @@ static int64_t run_task(struct sim *s, int i, int64_t budget, bool *ret_done)
 	if (t->proc >= 0 && s->llc_over[llc_of(s, t->cpu)] > 0)
 		s->st.over_ms++;
 	ran = avail;
-	done = v < 1 ? (int64_t)((double)avail * v) : avail;
+	done = v != 1 ? (int64_t)((double)avail * v) : avail;
 	if (t->kind != SIM_HOG && done >= t->left_ns) {
 		done = t->left_ns;
-		ran = v < 1 ? (int64_t)((double)done / v) + 1 : done;
+		ran = v != 1 ? (int64_t)((double)done / v) + 1 : done;
 		ran = ran < avail ? ran : avail;
 	}
 	s->st.work_ns += (uint64_t)done;
@@ -860,6 +1071,9 @@ static int64_t run_task(struct sim *s, int i, int64_t budget, bool *ret_done)
 		wake_partner(s, i);
 	}
 	if (t->left_ns <= 0) {
+		if (t->sampled && t->kind == SIM_REQ)
+			note_ns(&s->frame, s->now_ms * NSEC_PER_MSEC +
+						   (uint64_t)(s->off_ns + stalled + ran) - t->woke_ns);
 		finish_burst(s, i);
 		*ret_done = true;
 	}
@@ -967,7 +1181,7 @@ static void wake_requests(struct sim *s)
 		}
 		p = &s->proc[t->proc];
 		t->left_ns = (int64_t)p->burst_us * (int64_t)NSEC_PER_USEC;
-		sim_wake(s, i, &p->disp, p->disp_cpu);
+		sim_wake(s, i, p->disp_cpu >= 0 ? &p->disp : NULL, p->disp_cpu);
 	}
 }
 
@@ -981,6 +1195,8 @@ void sim_step(struct sim *s)
 	for (int l = 0; l < s->topo->nllcs && s->lb_spare; l++)
 		llc_balance(s, sim_nth_cpu(&s->topo->llcs[l].cpus, (int)(s->now_ms %
 						(uint64_t)s->topo->llcs[l].ncpus)));
+	if (s->kinds && s->now_ms % ASYM_MS == 0)
+		asym_balance(s);
 	if (s->now_ms % (uint64_t)s->kernel_lb_ms == 0 && s->lb_spare)
 		kernel_lb_spare(s);
 	else if (s->now_ms % (uint64_t)s->kernel_lb_ms == 0)

@@ -152,6 +152,7 @@ struct opts {
 	bool check;
 	bool placement;            /* --placement: only keep_together and latency_apart's */
 	bool util_lb;              /* --util-lb: those with the first model's balance */
+	bool kinds;                /* --kinds: only fast_cores's, on parts with kinds of core */
 	double seconds_scale;      /* 1.0; --quick makes runs shorter */
 };
 
@@ -402,7 +403,7 @@ static struct scale_point scale_one(const char *synthetic, uint64_t seed)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: sim [--seed N] [--out DIR] [--quick] [--placement] [--check]\n"
+		"Usage: sim [--seed N] [--out DIR] [--quick] [--placement] [--kinds] [--check]\n"
 		"Simulates many-LLC machines with the kernel's own placement (a simple model)\n"
 		"under three balancers: none, a utilization puller, and rqbalance's policy.\n"
 		"  --seed N   random seed (default 1); the same seed gives the same figures\n"
@@ -410,6 +411,7 @@ static void usage(FILE *out)
 		"  --quick    runs a tenth as long (placement runs: 2 s at least)\n"
 		"  --placement  only the keep_together and latency_apart scenarios\n"
 		"  --util-lb  those with the first model's balance across LLCs (utilization)\n"
+		"  --kinds    only fast_cores's scenarios, on real parts with kinds of core\n"
 		"  --check    check the simulator's invariants every millisecond and that a\n"
 		"             seed gives the same result twice; prints N passed, N failed\n");
 }
@@ -1132,6 +1134,307 @@ static int run_placement(const struct opts *o, FILE *md, struct goals *g)
 	return broke;
 }
 
+
+/* ---- kinds: fast_cores on parts with two kinds of core ---- */
+
+/*
+ * Real parts' hwloc XMLs, from the tree's root: where the simulator runs, or three
+ * levels above its program (build/bench/sim/sim), set in main().
+ */
+static char tree_root[1024];
+
+#define XML_8P16E "tests/data/topo-hybrid-8p16e.xml"
+#define XML_LP "tests/data/topo-hybrid-lp.xml"
+#define XML_7950X3D "tests/data/topo-7950x3d.xml"
+#define XML_9950X3D "tests/data/topo-9950x3d.xml"
+/*
+ * Two busy SMT siblings each keep this share of their speed: together 1.3 times one
+ * thread alone, Intel's "up to 30 %" for Hyper-Threading (an assumption for these
+ * workloads, and for Zen 4's SMT alike).
+ */
+#define KIND_SMT_PCT 65
+/* A game thread's frame: 6 ms of work at the slowest kind's speed, then asleep a while. */
+#define GAME_FRAME_US 6000
+#define HOG_KIND_WS_MB 2
+
+/* CPUs outside the fast set on every part of scenario f: 16 E-cores, or a CCD's 16. */
+#define KIND_REST_CPUS 16
+
+/* The columns of scenario f. */
+enum kcol { KCOL_KERNEL, KCOL_SPREAD, KCOL_FAST, KCOL_PIN, NKCOLS };
+
+static const char *const kcol_name[NKCOLS] = {
+	[KCOL_KERNEL] = "kernel alone",
+	[KCOL_SPREAD] = "spread only (rules off)",
+	[KCOL_FAST] = "fast_cores on",
+	[KCOL_PIN] = "pin all to fast (no daemon)",
+};
+
+struct kscen {
+	const char *name;
+	const char *xml;
+	enum topo_x3d mode;       /* what amd_x3d_mode says on the simulated part */
+	int game, hogs;           /* game threads (lat_nice -10), batch hogs (+10) */
+	int think_ms;             /* a game thread sleeps 1 + think_ms/2 to 1 + 3/2 think_ms ms */
+	int game_ws_mb, game_llc_pct; /* the game's working set and its share on the LLC */
+};
+
+static const struct kscen kscens[] = {
+	{ "8p16e-game6-hogs12", XML_8P16E, TOPO_X3D_NONE, 6, 12, 2, 16, 20 },
+	{ "8p16e-game6-hogs24", XML_8P16E, TOPO_X3D_NONE, 6, 24, 2, 16, 20 },
+	{ "8p16e-game12-hogs8", XML_8P16E, TOPO_X3D_NONE, 12, 8, 0, 16, 20 },
+	{ "8p16e-batch24", XML_8P16E, TOPO_X3D_NONE, 0, 24, 2, 16, 20 },
+	{ "7950x3d-cache-game6-hogs12", XML_7950X3D, TOPO_X3D_CACHE, 6, 12, 2, 64, 40 },
+	{ "7950x3d-freq-game6-hogs12", XML_7950X3D, TOPO_X3D_FREQUENCY, 6, 12, 2, 64, 40 },
+	{ "7950x3d-freq-small-game6-hogs12", XML_7950X3D, TOPO_X3D_FREQUENCY, 6, 12, 2, 4, 20 },
+	{ "7950x3d-cache-game12-hogs4", XML_7950X3D, TOPO_X3D_CACHE, 12, 4, 0, 64, 40 },
+	{ "7950x3d-cache-batch24", XML_7950X3D, TOPO_X3D_CACHE, 0, 24, 2, 64, 40 },
+};
+
+static struct topo *load_xml(const char *xml, enum topo_x3d mode)
+{
+	struct topo *t = NULL;
+	char path[2048];
+
+	snprintf(path, sizeof(path), "%s%s", tree_root, xml);
+	if (topo_load(&(struct topo_opts){ .xml = xml }, &t) < 0 &&
+	    topo_load(&(struct topo_opts){ .xml = path }, &t) < 0) {
+		fprintf(stderr, "sim: cannot load \"%s\" (run from the tree's root)\n", xml);
+		exit(2);
+	}
+	t->x3d_mode = mode;
+	return t;
+}
+
+/*
+ * The game: one process of timer-paced threads at lat_nice -10, each last run on a CPU
+ * drawn from the seed; the hogs (+10) forked beside it. With pin, the game pinned to
+ * the fast CPUs from the start, as GameMode's pin_cores does, the hogs left alone.
+ */
+static void kinds_setup(struct sim *s, const struct kscen *sc, bool pin)
+{
+	struct sim_proc pr = { .ws_kb = (uint64_t)sc->game_ws_mb * 1024, .shared_pct = 50,
+			       .llc_pct = sc->game_llc_pct, .think_ms = sc->think_ms,
+			       .burst_us = GAME_FRAME_US, .disp_cpu = -1 };
+	struct sim_proc bp = batch_proc;
+	cpu_set_t fast;
+	int p = sim_add_proc(s, &pr);
+
+	place_fast_cpus(s->topo, &fast);
+	bp.ws_kb = HOG_KIND_WS_MB * 1024;
+	for (int k = 0; k < sc->game; k++) {
+		int i = sim_add_thread(s, SIM_REQ, p);
+		struct sim_task *t = &s->t[i];
+
+		t->alive = t->sampled = true;
+		t->lat_nice = -10;
+		t->cpu = sim_nth_cpu(&s->topo->online, (int)(sim_rand(s) % 64));
+		t->wake_ms = 1 + sim_rand(s) % (uint64_t)(sc->think_ms + 4);
+		if (pin && CPU_COUNT(&fast))
+			t->allowed = t->orig = fast;
+	}
+	for (int k = 0; k < sc->hogs; k++) {
+		int i = sim_add_thread(s, SIM_HOG, sim_add_proc(s, &bp));
+
+		s->t[i].lat_nice = 10;
+		sim_fork(s, i, rand_llc(s));
+	}
+}
+
+struct krun {
+	struct sim_stats st;
+	double batch_s, game_s;   /* progress, CPU-s on the slowest kind */
+	double wake50_us, wake99_us, frame50_ms, frame99_ms;
+};
+
+static int run_kinds(const struct kscen *sc, const struct topo *t, enum kcol col, uint64_t seed,
+		     const struct opts *o, struct krun *ret)
+{
+	double secs = PLACE_SECONDS * o->seconds_scale;
+	uint64_t end = (uint64_t)((secs < 2 ? 2 : secs) * 1000);
+	bool daemon = col == KCOL_SPREAD || col == KCOL_FAST;
+	struct sim s;
+	int broke = 0;
+
+	if (sim_init(&s, t, daemon ? SIM_RQB : SIM_NONE, seed) < 0)
+		abort();
+	s.conf.fast_cores = col == KCOL_FAST;
+	s.lb_spare = true;
+	s.kinds = true;
+	s.smt_pct = KIND_SMT_PCT;
+	kinds_setup(&s, sc, col == KCOL_PIN);
+	while (s.now_ms < end && !broke) {
+		const char *why;
+
+		sim_step(&s);
+		if (o->check && (why = sim_invariants(&s))) {
+			fprintf(stderr, "sim: %s/%s at %" PRIu64 " ms: %s\n", sc->name,
+				kcol_name[col], s.now_ms, why);
+			broke = 1;
+		}
+	}
+	memset(ret, 0, sizeof(*ret));
+	ret->st = s.st;
+	ret->batch_s = (double)s.st.batch_ns / 1e9;
+	ret->game_s = (double)(s.st.work_ns - s.st.batch_ns) / 1e9;
+	/* No game, no samples: qsort may not be given the NULL of an empty list. */
+	if (s.lat.n)
+		qsort(s.lat.ns, s.lat.n, sizeof(*s.lat.ns), cmp_u64);
+	if (s.frame.n)
+		qsort(s.frame.ns, s.frame.n, sizeof(*s.frame.ns), cmp_u64);
+	ret->wake50_us = percentile_us(s.lat.ns, s.lat.n, 50);
+	ret->wake99_us = percentile_us(s.lat.ns, s.lat.n, 99);
+	ret->frame50_ms = percentile_us(s.frame.ns, s.frame.n, 50) / 1000;
+	ret->frame99_ms = percentile_us(s.frame.ns, s.frame.n, 99) / 1000;
+	sim_fini(&s);
+	return broke;
+}
+
+struct kcell {
+	struct spread3 wake50, wake99, frame50, frame99, frames, game, batch, batch_r;
+	struct spread3 fast, off_fast, crowded, short_back, asym;
+};
+
+static void kadd(struct kcell *c, const struct krun *r, const struct krun *kernel, double secs)
+{
+	add3(&c->wake50, r->wake50_us);
+	add3(&c->wake99, r->wake99_us);
+	add3(&c->frame50, r->frame50_ms);
+	add3(&c->frame99, r->frame99_ms);
+	add3(&c->frames, (double)r->st.bursts / secs);
+	add3(&c->game, r->game_s);
+	add3(&c->batch, r->batch_s);
+	add3(&c->batch_r, over(r->batch_s, kernel->batch_s));
+	add3(&c->fast, (double)r->st.pins_fast);
+	add3(&c->off_fast, (double)r->st.pins_off_fast);
+	add3(&c->crowded, (double)r->st.unpins_crowded);
+	add3(&c->short_back, (double)r->st.unpins_short);
+	add3(&c->asym, (double)r->st.asym_pulls / secs);
+}
+
+static int kinds_scenario(const struct kscen *sc, const struct opts *o, struct kcell cells[NKCOLS])
+{
+	struct topo *t = load_xml(sc->xml, sc->mode);
+	double secs = PLACE_SECONDS * o->seconds_scale;
+	int broke = 0;
+
+	secs = secs < 2 ? 2 : secs;
+	memset(cells, 0, NKCOLS * sizeof(*cells));
+	for (int k = 0; k < PLACE_SEEDS; k++) {
+		struct krun kernel, r;
+
+		broke |= run_kinds(sc, t, KCOL_KERNEL, o->seed + (uint64_t)k, o, &kernel);
+		kadd(&cells[KCOL_KERNEL], &kernel, &kernel, secs);
+		for (int col = KCOL_KERNEL + 1; col < NKCOLS; col++) {
+			if (col == KCOL_PIN && !sc->game)
+				continue;
+			broke |= run_kinds(sc, t, (enum kcol)col, o->seed + (uint64_t)k, o, &r);
+			kadd(&cells[col], &r, &kernel, secs);
+		}
+	}
+	topo_free(t);
+	return broke;
+}
+
+static void kinds_row(FILE *f, const struct kscen *sc, enum kcol col, const struct kcell *c)
+{
+	char b[14][64];
+
+	fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s |\n",
+		sc->name, kcol_name[col], fmt3(b[0], 64, &c->wake50, 1),
+		fmt3(b[1], 64, &c->wake99, 0), fmt3(b[2], 64, &c->frame50, 2),
+		fmt3(b[3], 64, &c->frame99, 2), fmt3(b[4], 64, &c->frames, 0),
+		fmt3(b[5], 64, &c->batch, 1), fmt3(b[6], 64, &c->batch_r, 3),
+		fmt3(b[7], 64, &c->fast, 0), fmt3(b[8], 64, &c->off_fast, 0),
+		fmt3(b[9], 64, &c->crowded, 0), fmt3(b[10], 64, &c->short_back, 0),
+		fmt3(b[11], 64, &c->asym, 0));
+}
+
+/* The speeds the model gives each part's kinds, for the table's heading. */
+static void kinds_speeds(FILE *f)
+{
+	static const char *const xmls[] = { XML_8P16E, XML_LP, XML_7950X3D, XML_9950X3D };
+
+	for (size_t k = 0; k < ARRAY_SIZE(xmls); k++) {
+		struct topo *t = load_xml(xmls[k], TOPO_X3D_NONE);
+
+		fprintf(f, "%s%s:", k ? "; " : "Speeds: ", xmls[k] + strlen("tests/data/topo-"));
+		for (int j = 0; j < t->nkinds; j++)
+			fprintf(f, "%s%u MHz %.3f", j ? ", " : " ", t->kinds[j].max_mhz,
+				sim_core_speed(t, cpumask_first(&t->kinds[j].cpus)));
+		topo_free(t);
+	}
+	fprintf(f, ".\n");
+}
+
+/*
+ * What fast_cores is held to: nothing pinned and nothing changed without latency
+ * work; where the game has more busy threads than fast cores, no pin kept and no
+ * fewer frames than the naive pin; where it fits, shorter frames than the kernel's.
+ */
+static void kinds_goals(struct goals *g, const struct kscen *sc, const struct kcell *c)
+{
+	const struct kcell *k = &c[KCOL_KERNEL], *f = &c[KCOL_FAST], *p = &c[KCOL_PIN];
+
+	if (!sc->game)
+		goal(g, mean3(&f->fast) + mean3(&f->off_fast) == 0 &&
+			     mean3(&f->batch) == mean3(&k->batch),
+		     "%s: fast_cores pins nothing and costs nothing without latency work "
+		     "(%.0f pins, batch %.1f vs %.1f CPU-s)", sc->name,
+		     mean3(&f->fast) + mean3(&f->off_fast), mean3(&f->batch), mean3(&k->batch));
+	else if (sc->game > 8) /* more than either part's 8 fast cores */
+		goal(g, mean3(&f->fast) == mean3(&f->crowded) &&
+			     mean3(&f->frames) >= mean3(&p->frames),
+		     "%s: fast_cores keeps no game pin when crowded (%.0f made, %.0f given back) "
+		     "and loses no frames to the naive pin (%.0f vs %.0f/s)", sc->name,
+		     mean3(&f->fast), mean3(&f->crowded), mean3(&f->frames), mean3(&p->frames));
+	else if (sc->hogs > KIND_REST_CPUS)
+		goal(g, mean3(&f->short_back) > 0 && mean3(&f->batch_r) > 0.95,
+		     "%s: with more hogs than other CPUs fast_cores gives the batch pins back "
+		     "(%.0f) and costs the batch under 5 %% (%.3f)", sc->name,
+		     mean3(&f->short_back), mean3(&f->batch_r));
+	else
+		goal(g, mean3(&f->frame50) < mean3(&k->frame50),
+		     "%s: fast_cores shortens the median frame (%.2f vs %.2f ms)", sc->name,
+		     mean3(&f->frame50), mean3(&k->frame50));
+}
+
+/* fast_cores against the kernel alone, spread alone and a naive pin: one table. */
+static int run_kinds_all(const struct opts *o, FILE *md, struct goals *g)
+{
+	int broke = 0;
+
+	for (FILE *f = stdout; f; f = f == stdout ? md : NULL) {
+		fprintf(f, "\n### f. Latency work on the fast cores (fast_cores)\n\n%d s simulated, "
+			   "seeds %" PRIu64 " to %" PRIu64 ", mean [lowest–highest]. Game: "
+			   "timer-paced threads at lat_nice -10, each a %d ms frame of work on the "
+			   "slowest kind then 2-4 ms asleep (1 ms where more game threads than fast "
+			   "cores); hogs: +10, %d MiB each. SMT siblings "
+			   "both busy keep %d %% each. ",
+			PLACE_SECONDS, o->seed, o->seed + PLACE_SEEDS - 1, GAME_FRAME_US / 1000,
+			HOG_KIND_WS_MB, KIND_SMT_PCT);
+		kinds_speeds(f);
+		fprintf(f, "\n| scenario | column | wakeup p50 (µs) | wakeup p99 (µs) | frame p50 "
+			   "(ms) | frame p99 (ms) | frames/s | batch work (CPU-s) | batch vs kernel | "
+			   "pins fast / off_fast | given back crowded / short | asym pulls/s |\n"
+			   "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	}
+	for (size_t k = 0; k < ARRAY_SIZE(kscens); k++) {
+		const struct kscen *sc = &kscens[k];
+		struct kcell cells[NKCOLS];
+
+		broke |= kinds_scenario(sc, o, cells);
+		for (FILE *f = stdout; f; f = f == stdout ? md : NULL) {
+			for (int col = 0; col < NKCOLS; col++)
+				if (col != KCOL_PIN || sc->game)
+					kinds_row(f, sc, (enum kcol)col, &cells[col]);
+			fflush(f);
+		}
+		kinds_goals(g, sc, cells);
+	}
+	return broke;
+}
+
 static int run_all(const struct opts *o)
 {
 	struct goals g = { 0 };
@@ -1157,12 +1460,15 @@ static int run_all(const struct opts *o)
 			    "puller's. See bench/sim/README.md.\n");
 		g.md = md;
 	}
-	for (size_t k = 0; k < ARRAY_SIZE(scenarios) && !o->placement; k++)
+	for (size_t k = 0; k < ARRAY_SIZE(scenarios) && !o->placement && !o->kinds; k++)
 		broke |= run_scenario(&scenarios[k], o, md, &g);
-	if (!o->placement)
+	if (!o->placement && !o->kinds)
 		broke |= run_pairs_sweep(o, md);
-	broke |= run_placement(o, md, &g);
+	if (!o->kinds)
+		broke |= run_placement(o, md, &g);
 	if (!o->placement)
+		broke |= run_kinds_all(o, md, &g);
+	if (!o->placement && !o->kinds)
 		run_scaling(md, &g, o->seed);
 	printf("\ngoals: %d met, %d failed\n", g.ok, g.failed);
 	if (md)
@@ -1320,6 +1626,91 @@ static void check_place(struct tally *ty, const struct opts *base)
 	      "latency-short-8x8/both: another seed gives other figures");
 }
 
+/* ---- kinds of core: the speeds and fast_cores's own tests ---- */
+
+/* CPU cpu of the part in xml runs at mhz / lo_mhz. */
+static bool speed_is(const char *xml, int cpu, double mhz, double lo_mhz)
+{
+	struct topo *t = load_xml(xml, TOPO_X3D_NONE);
+	bool ok = near(sim_core_speed(t, cpu), mhz / lo_mhz);
+
+	topo_free(t);
+	return ok;
+}
+
+static void check_speeds(struct tally *ty)
+{
+	struct topo *t = load_topo(TOPO_2X8);
+	bool one = true;
+
+	for (int c = 0; c < t->nr_cpu_ids; c++)
+		one &= sim_core_speed(t, c) == 1.0;
+	topo_free(t);
+	check(ty, one, "kinds: a machine of one kind runs at speed 1 on every CPU");
+	check(ty, speed_is(XML_8P16E, 0, 5800, 4300) && speed_is(XML_8P16E, 15, 5800, 4300) &&
+		      speed_is(XML_8P16E, 16, 4300, 4300),
+	      "kinds: i9-13900K P-cores 5800/4300 = 1.349 of an E-core, E-cores 1");
+	check(ty, speed_is(XML_LP, 0, 4800, 2500) && speed_is(XML_LP, 12, 3800, 2500) &&
+		      speed_is(XML_LP, 20, 2500, 2500),
+	      "kinds: Core Ultra 7 155H P 1.92, E 1.52, low-power E 1");
+	check(ty, speed_is(XML_7950X3D, 8, 5700, 5250) && speed_is(XML_7950X3D, 0, 5250, 5250) &&
+		      speed_is(XML_9950X3D, 24, 5700, 5450) && speed_is(XML_9950X3D, 16, 5450, 5450),
+	      "kinds: the X3D parts' frequency CCD 1.086 (7950X3D) and 1.046 (9950X3D), "
+	      "the V-cache CCD 1");
+	check(ty, sim_core_time(1.0, 20, 1.37) == 1.37 && near(sim_core_time(2.0, 0, 1.0), 0.5) &&
+		      near(sim_core_time(2.0, 40, 1.5), 1.5 - 0.6 * 0.5),
+	      "kinds: a faster core shortens the work off the cache only; speed 1 changes "
+	      "nothing");
+}
+
+static int kinds_once(const char *name, enum kcol col, const struct opts *o, struct krun *ret)
+{
+	const struct kscen *sc = NULL;
+	struct topo *t;
+	int broke;
+
+	for (size_t k = 0; k < ARRAY_SIZE(kscens); k++)
+		if (!strcmp(kscens[k].name, name))
+			sc = &kscens[k];
+	if (!sc)
+		abort(); /* a test names a scenario that is not there */
+	t = load_xml(sc->xml, sc->mode);
+	broke = run_kinds(sc, t, col, o->seed, o, ret);
+	topo_free(t);
+	return broke;
+}
+
+static void check_kinds(struct tally *ty, const struct opts *base)
+{
+	struct opts o = *base;
+	struct krun k, f, p;
+	int broke = 0;
+
+	o.seconds_scale = 0.3;
+	check_speeds(ty);
+	broke |= kinds_once("8p16e-game6-hogs12", KCOL_KERNEL, &o, &k);
+	broke |= kinds_once("8p16e-game6-hogs12", KCOL_FAST, &o, &f);
+	check(ty, f.st.pins_fast == 6 && f.st.pins_off_fast > 0 && f.frame50_ms < k.frame50_ms &&
+		      k.st.asym_pulls > 0,
+	      "8p16e-game6-hogs12: fast_cores pins the 6 game threads on, hogs off, and "
+	      "shortens frames (%.2f vs %.2f ms); the kernel packs toward the P-cores",
+	      f.frame50_ms, k.frame50_ms);
+	broke |= kinds_once("8p16e-game12-hogs8", KCOL_KERNEL, &o, &k);
+	broke |= kinds_once("8p16e-game12-hogs8", KCOL_FAST, &o, &f);
+	broke |= kinds_once("8p16e-game12-hogs8", KCOL_PIN, &o, &p);
+	check(ty, f.st.pins_fast == f.st.unpins_crowded && p.st.bursts < k.st.bursts,
+	      "8p16e-game12-hogs8: fast_cores gives back every game pin (crowded), the "
+	      "naive pin loses frames (%" PRIu64 " vs %" PRIu64 ")", p.st.bursts, k.st.bursts);
+	broke |= kinds_once("7950x3d-cache-batch24", KCOL_KERNEL, &o, &k);
+	broke |= kinds_once("7950x3d-cache-batch24", KCOL_FAST, &o, &f);
+	check(ty, f.st.moves == 0 && f.st.batch_ns == k.st.batch_ns,
+	      "7950x3d-cache-batch24: without latency work fast_cores moves nothing");
+	for (size_t s = 0; s < ARRAY_SIZE(kscens); s++)
+		for (int col = 0; col < NKCOLS; col++)
+			broke |= kinds_once(kscens[s].name, (enum kcol)col, &o, &f);
+	check(ty, !broke, "kinds scenarios: tasks conserved, each on an allowed CPU");
+}
+
 /*
  * The simulator's own tests: every scenario under every balancer with the invariants
  * checked each millisecond, the waste split and wake_wide checked per run, and the
@@ -1348,6 +1739,7 @@ static int check_all(const struct opts *base)
 		if (!strcmp(scenarios[k].name, "requests") || !strcmp(scenarios[k].name, "wide-high"))
 			check_seed(&ty, &scenarios[k], &o);
 	check_place(&ty, &o);
+	check_kinds(&ty, &o);
 	printf("%d passed, %d failed\n", ty.pass, ty.fail);
 	return ty.fail ? 1 : 0;
 }
@@ -1358,10 +1750,16 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' }, { "out", required_argument, NULL, 'o' },
 		{ "quick", no_argument, NULL, 'q' },      { "check", no_argument, NULL, 'c' },
 		{ "placement", no_argument, NULL, 'p' },  { "util-lb", no_argument, NULL, 'u' },
-		{ "help", no_argument, NULL, 'h' },       { NULL, 0, NULL, 0 },
+		{ "kinds", no_argument, NULL, 'k' },      { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .seed = 1, .seconds_scale = 1.0 };
+	const char *slash = strrchr(argv[0], '/');
 	int ch;
+
+	/* The program's directory, up to the tree's root: build/bench/sim/sim */
+	snprintf(tree_root, sizeof(tree_root), "%.*s%s../../../", slash ? (int)(slash - argv[0]) : 0,
+		 argv[0], slash ? "/" : "");
 
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (ch) {
@@ -1382,6 +1780,9 @@ int main(int argc, char **argv)
 			break;
 		case 'u':
 			o.util_lb = true;
+			break;
+		case 'k':
+			o.kinds = true;
 			break;
 		case 'h':
 			usage(stdout);

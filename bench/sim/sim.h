@@ -53,7 +53,7 @@ struct sim_proc {
 	int nthreads;
 	int think_ms;           /* request workers: mean think time, drawn 1/2 to 3/2 of it */
 	int burst_us;           /* request workers: work a request takes at full speed */
-	int disp_cpu;           /* request workers: where its message thread wakes them from */
+	int disp_cpu;           /* request workers: where its message thread wakes them from; -1: a timer */
 	struct sim_flips disp;  /* that message thread, as a waker */
 };
 
@@ -125,6 +125,10 @@ struct sim_stats {
 	uint64_t pins_latency;   /* "latency": a latency task kept on its LLCs */
 	uint64_t pins_apart;     /* "apart": a batch task sent off them */
 	uint64_t unpins_short;   /* "short": batch pins given back for want of CPUs */
+	uint64_t pins_fast;      /* "fast": a latency task kept on the fast cores */
+	uint64_t pins_off_fast;  /* "off_fast": a batch task sent off them */
+	uint64_t unpins_crowded; /* "crowded": more busy latency tasks than fast cores */
+	uint64_t asym_pulls;     /* the kernel model's asym packing: tasks pulled to a faster core */
 	uint64_t proc_ms;        /* run segments (about ms) of the cache model's threads */
 	uint64_t over_ms;        /* of them, in an LLC whose working sets overflow */
 };
@@ -159,6 +163,19 @@ struct sim {
 	int *proc_llc;           /* per ms: nproc x nllcs threads active on each LLC */
 	double *llc_over;        /* per ms, per LLC: share of its working sets that does not fit */
 	struct sim_lat lat;
+	struct sim_lat frame;    /* the sampled request tasks' bursts: wakeup to done, ns */
+	/*
+	 * Kinds of core. speed: per CPU, work done per ms against the slowest kind (1 on a
+	 * machine of one kind). With kinds, the kernel model of such parts: asym packing
+	 * toward prio every ASYM_MS, an idle core before an idle SMT sibling at wakeup, no
+	 * wake affine to a CPU the wakee may not run on; and smt_pct: the share of its speed
+	 * a task keeps while its core's other CPU is busy (0: siblings do not share).
+	 */
+	double *speed;
+	double *prio;            /* the kernel's ranking of the CPUs (ITMT or CPPC), higher first */
+	int *sibling;            /* the other CPU of its core, -1 */
+	bool kinds;
+	int smt_pct;
 	struct rqb_conf conf;    /* rqbalance's config (keep_pairs, imbalance_pct...) */
 	struct spread_state pol;
 	struct snapshot *snap;
@@ -227,5 +244,19 @@ uint64_t sim_warm_ns(uint64_t kb);
  * remote (0..1) was last written in another LLC, and over (0..1) miss the LLC.
  */
 double sim_slowdown(int llc_pct, int shared_pct, double remote, double over);
+
+/* ---- kinds of core (machine.c), exposed for --check ---- */
+
+/*
+ * A CPU's speed against the slowest kind of core: the ratio of its kind's highest
+ * clock (hwloc's FrequencyMaxMHz) to the lowest kind's; 1 where the topology names
+ * fewer than two kinds or a kind without a clock.
+ */
+double sim_core_speed(const struct topo *t, int cpu);
+/*
+ * A unit of work's time on a core of that speed, with slowdown (sim_slowdown) on its
+ * llc_pct share: the core's speed shortens the rest, not the time spent on the cache.
+ */
+double sim_core_time(double speed, int llc_pct, double slowdown);
 
 #endif
