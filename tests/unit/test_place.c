@@ -554,6 +554,98 @@ static void fast_ccd_kept_from_spread(void **state)
 	fx_free(f);
 }
 
+/* How many times needle occurs in hay. */
+static int count_str(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* Runs one tick on a snapshot in replay format (what --record writes). */
+static const char *replay_tick(struct fx *f, const char *text)
+{
+	FILE *in = fmemopen((void *)text, strlen(text), "r");
+	unsigned line = 0;
+	char err[256] = "";
+
+	assert_non_null(in);
+	if (snap_read(in, f->s, &line, err, sizeof(err)) != 1)
+		fail_msg("replay line %u: %s", line, err);
+	fclose(in);
+	plan_clear(&f->plan);
+	assert_true(spread_decide(f->s, sconf(f), &f->st, &f->plan) >= 0);
+	return unit_plan_dump(&f->plan);
+}
+
+/*
+ * A recording replayed on each part: a game of four threads at -10 (tgid 500) listed
+ * on slow CPUs, two batch tasks at +10 on fast ones, one on a slow one; then the game
+ * asleep (its latency records without ran=) for 5 s. Every game thread is pinned to
+ * the part's fast CPUs, each batch task on them to the rest, and all are given back.
+ */
+static void fast_replayed_on_each_part(void **state)
+{
+	static const struct {
+		const char *xml;
+		enum topo_x3d mode;
+		int slow[5], fast[2];  /* CPUs the game and one batch task, and two batch tasks, are on */
+		const char *all, *fast_set, *rest;
+	} parts[] = {
+		{ P8E16, TOPO_X3D_NONE, { 16, 17, 20, 24, 30 }, { 0, 9 }, "0-31", "0-15", "16-31" },
+		{ ULTRA, TOPO_X3D_NONE, { 12, 13, 20, 21, 19 }, { 1, 11 }, "0-21", "0-11", "12-21" },
+		{ X7950, TOPO_X3D_NONE, { 0, 1, 16, 17, 2 }, { 8, 24 }, "0-31", "8-15,24-31",
+		  "0-7,16-23" },
+		{ X9950, TOPO_X3D_CACHE, { 8, 9, 24, 25, 10 }, { 0, 16 }, "0-31", "0-7,16-23",
+		  "8-15,24-31" },
+	};
+
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		struct fx *f = fast_fx(parts[i].xml);
+		char text[4096], want[128];
+		const char *d;
+		int n = 0;
+
+		f->topo->x3d_mode = parts[i].mode;
+		n += snprintf(text + n, sizeof(text) - (size_t)n, "snapshot 1 1000000000 100\n");
+		for (int g = 0; g < 4; g++)
+			n += snprintf(text + n, sizeof(text) - (size_t)n,
+				      "task %d 500 %d %d 0 %s game / lat=-10\n", 500 + g, parts[i].slow[g],
+				      1500 + g, parts[i].all);
+		for (int b = 0; b < 3; b++)
+			n += snprintf(text + n, sizeof(text) - (size_t)n,
+				      "task %d %d %d %d 0 %s make / lat=10\n", 700 + b, 700 + b,
+				      b < 2 ? parts[i].fast[b] : parts[i].slow[4], 1700 + b,
+				      parts[i].all);
+		for (int g = 0; g < 4; g++)
+			n += snprintf(text + n, sizeof(text) - (size_t)n, "latency %d %d -10 ran=%d\n",
+				      500 + g, 1500 + g, parts[i].slow[g]);
+		snprintf(text + n, sizeof(text) - (size_t)n, "end\n");
+		d = replay_tick(f, text);
+		snprintf(want, sizeof(want), "cpus=%s why=fast\n", parts[i].fast_set);
+		assert_int_equal(count_ops(d, "pin "), 6);
+		assert_int_equal(count_str(d, want), 4);
+		snprintf(want, sizeof(want), "cpus=%s why=off_fast\n", parts[i].rest);
+		assert_int_equal(count_str(d, want), 2);
+		assert_non_null(strstr(d, "pin tid=700 "));
+		assert_non_null(strstr(d, "pin tid=701 "));
+		assert_null(strstr(d, "tid=702"));
+		/* The game sleeps: still -10, never seen to run again. */
+		snprintf(text, sizeof(text), "snapshot 2 %s 100\n"
+			 "latency 500 1500 -10\nlatency 501 1501 -10\nlatency 502 1502 -10\n"
+			 "latency 503 1503 -10\nend\n", "5900000000");
+		assert_string_equal(replay_tick(f, text), "");
+		snprintf(text, sizeof(text), "snapshot 3 %s 100\n"
+			 "latency 500 1500 -10\nlatency 501 1501 -10\nlatency 502 1502 -10\n"
+			 "latency 503 1503 -10\nend\n", "6000000000");
+		d = replay_tick(f, text);
+		assert_int_equal(count_ops(d, "unpin "), 6);
+		fx_free(f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -575,6 +667,7 @@ int main(void)
 		cmocka_unit_test(fast_gives_back_when_short),
 		cmocka_unit_test(fast_sleeper_off_and_one_kind),
 		cmocka_unit_test(fast_ccd_kept_from_spread),
+		cmocka_unit_test(fast_replayed_on_each_part),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
