@@ -324,8 +324,13 @@ int topo_load(const struct topo_opts *o, struct topo **ret)
 		topo_free(t);
 		return r;
 	}
-	/* A fake topology still runs on this machine, whose firmware ranks the CCDs. */
-	t->x3d_mode = read_x3d(o->root);
+	/*
+	 * A fake topology the daemon runs on still runs on this machine, whose firmware
+	 * ranks the CCDs; a machine that is not this one (the simulator's, a unit test's)
+	 * takes no mode from it, unless a test gives a root of its own.
+	 */
+	if (o->filter_online || (o->root && o->root[0]))
+		t->x3d_mode = read_x3d(o->root);
 	snprintf(t->source, sizeof(t->source), "%s",
 		 o->xml && o->xml[0] ? o->xml : o->synthetic && o->synthetic[0] ? o->synthetic
 										   : "this system");

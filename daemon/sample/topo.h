@@ -14,7 +14,9 @@ struct topo_opts {
 	/*
 	 * Keep only CPUs that are online on the machine that runs us, read from
 	 * root/sys/devices/system/cpu/online. The daemon sets it; unit tests and
-	 * the simulator, which describe machines that are not this one, do not.
+	 * the simulator, which describe machines that are not this one, do not, and
+	 * their topology takes no X3D mode from this machine's sysfs (unless root is
+	 * given and not "").
 	 */
 	bool filter_online;
 	const char *root;        /* path prefix for /sys, "" or NULL for / */
