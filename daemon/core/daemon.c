@@ -389,9 +389,9 @@ static void say_fast_cores(const struct daemon *d)
 /*
  * Who else places tasks by cache (features_kernel_places): looked at at start, at
  * reload and once a second, since a sched_ext scheduler comes and goes and an admin
- * may switch the kernel's cache-aware scheduling. Beside the kernel's, keep_together
- * and latency_apart stand down and spread moves no task away from its process; beside
- * a sched_ext scheduler all three stand down and every pin is given back at once. A
+ * may switch the kernel's cache-aware scheduling. Beside the kernel's, the placement
+ * rules stand down and spread moves no task away from its process; beside a sched_ext
+ * scheduler spread stands down too and every pin is given back at once. A
  * line in the log when that changes. An X3D part's amd_x3d_mode is followed here too:
  * a user may switch it at any time, and fast_cores's CPUs with it.
  */

@@ -269,14 +269,12 @@ static enum kernel_places probe_placement(const struct rqb_conf *c, const struct
 					  struct features *f, char *why, size_t len)
 {
 	enum kernel_places k;
-	char src[160] = "";
+	char src[160] = "", on[64];
 	struct utsname u;
 
 	if (uname(&u) == 0 && !features_sched_cache_built("", u.release, src, sizeof(src)))
 		src[0] = '\0';
 	k = features_kernel_places("", src, t ? t->nllcs : 1, why, len);
-	char on[64];
-
 	conf_placement_rules(c, on, sizeof(on));
 	features_set_placement(f, on, k != KERNEL_PLACES_NOT ? why : NULL);
 	return k;

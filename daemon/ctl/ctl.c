@@ -198,8 +198,9 @@ static size_t status_shaping(struct ctl_server *srv, const struct ctl_caller *k,
 /*
  * The kinds of core, most efficient first, where there are two or more, as "kind K k v
  * k v" lines that rqctl --json groups as it does the LLCs; then the X3D mode where the
- * kernel says one, and the CPUs fast_cores keeps latency work on. type is hwloc's word, left out where it has none; a byte that would
- * split it into two words becomes '_'.
+ * kernel says one, and the CPUs fast_cores keeps latency work on. type is hwloc's
+ * word, left out where it has none; a byte that would split it into two words
+ * becomes '_'.
  */
 static size_t status_kinds(const struct topo *tp, char *out, size_t len)
 {
