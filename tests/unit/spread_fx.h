@@ -30,11 +30,12 @@ static inline const struct spread_conf *sconf(struct fx *f)
 	return &f->sc;
 }
 
-static inline struct fx *fx_new(const char *synthetic)
+/* The fixture on topology t, which it owns. */
+static inline struct fx *fx_on(struct topo *t)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 
-	f->topo = unit_topo(synthetic);
+	f->topo = t;
 	f->s = snap_new(f->topo);
 	f->s->self_tgid = 1;
 	conf_defaults(&f->c);
@@ -48,19 +49,15 @@ static inline struct fx *fx_new(const char *synthetic)
 	return f;
 }
 
+static inline struct fx *fx_new(const char *synthetic)
+{
+	return fx_on(unit_topo(synthetic));
+}
+
 /* The fixture on an hwloc XML topology (tests/data) instead of a synthetic one. */
 static inline struct fx *fx_new_xml(const char *path)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-
-	f->topo = unit_topo_xml(path);
-	f->s = snap_new(f->topo);
-	f->s->self_tgid = 1;
-	conf_defaults(&f->c);
-	f->c.min_llc_cores = 1;
-	spread_init(&f->st);
-	plan_init(&f->plan);
-	return f;
+	return fx_on(unit_topo_xml(path));
 }
 
 static inline void fx_free(struct fx *f)
@@ -98,6 +95,22 @@ static inline struct snap_task *narrowed(struct snap_task *t)
 static inline const char *tick(struct fx *f, uint64_t now_ms)
 {
 	f->s->now_ns = now_ms * MS;
+	plan_clear(&f->plan);
+	assert_true(spread_decide(f->s, sconf(f), &f->st, &f->plan) >= 0);
+	return unit_plan_dump(&f->plan);
+}
+
+/* Runs one tick on a snapshot in replay format (what --record writes), at its time. */
+static inline const char *replay_tick(struct fx *f, const char *text)
+{
+	FILE *in = fmemopen((void *)text, strlen(text), "r");
+	unsigned line = 0;
+	char err[256] = "";
+
+	assert_non_null(in);
+	if (snap_read(in, f->s, &line, err, sizeof(err)) != 1)
+		fail_msg("replay line %u: %s", line, err);
+	fclose(in);
 	plan_clear(&f->plan);
 	assert_true(spread_decide(f->s, sconf(f), &f->st, &f->plan) >= 0);
 	return unit_plan_dump(&f->plan);

@@ -564,22 +564,6 @@ static int count_str(const char *hay, const char *needle)
 	return n;
 }
 
-/* Runs one tick on a snapshot in replay format (what --record writes). */
-static const char *replay_tick(struct fx *f, const char *text)
-{
-	FILE *in = fmemopen((void *)text, strlen(text), "r");
-	unsigned line = 0;
-	char err[256] = "";
-
-	assert_non_null(in);
-	if (snap_read(in, f->s, &line, err, sizeof(err)) != 1)
-		fail_msg("replay line %u: %s", line, err);
-	fclose(in);
-	plan_clear(&f->plan);
-	assert_true(spread_decide(f->s, sconf(f), &f->st, &f->plan) >= 0);
-	return unit_plan_dump(&f->plan);
-}
-
 /*
  * A recording replayed on each part: a game of four threads at -10 (tgid 500) listed
  * on slow CPUs, two batch tasks at +10 on fast ones, one on a slow one; then the game

@@ -222,22 +222,6 @@ static void residency_and_release(void **state)
 	fx_free(f);
 }
 
-/* Runs one tick on a snapshot in replay format, at the time the text gives. */
-static const char *replay_tick(struct fx *f, const char *text)
-{
-	FILE *in = fmemopen((void *)text, strlen(text), "r");
-	unsigned line = 0;
-	char err[256] = "";
-
-	assert_non_null(in);
-	if (snap_read(in, f->s, &line, err, sizeof(err)) != 1)
-		fail_msg("replay line %u: %s", line, err);
-	fclose(in);
-	plan_clear(&f->plan);
-	assert_true(spread_decide(f->s, sconf(f), &f->st, &f->plan) >= 0);
-	return unit_plan_dump(&f->plan);
-}
-
 /*
  * Tick t (at t * 100 ms) after silent_cpu_ticks()'s pins: hogs 11 and 13 on LLC 0 with
  * the shell beside 11, hog 12 listed on CPU 2, hog 14 listed nowhere; cpu2 and cpu3 end
