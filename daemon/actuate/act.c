@@ -180,11 +180,13 @@ static void count_error(struct act *a, int err)
 }
 
 /*
- * Gives back e->prev if the task still has e->set. Returns 1 if restored, 0 if the
- * task has since chosen otherwise (its choice stands), or -errno.
+ * Gives back prev if the task still has set, or was (NULL: none; a crash's journal: what
+ * rqbalance had set before its last record, which the crash may have kept it from
+ * writing). Returns 1 if restored, 0 if the task has since chosen otherwise (its
+ * choice stands), or -errno.
  */
 static int restore(struct act *a, const struct act_task *t, const cpu_set_t *prev,
-		   const cpu_set_t *set)
+		   const cpu_set_t *set, const cpu_set_t *was)
 {
 	char mask[CPUMASK_STRLEN];
 	cpu_set_t cur;
@@ -192,7 +194,8 @@ static int restore(struct act *a, const struct act_task *t, const cpu_set_t *pre
 
 	if (r < 0)
 		return r;
-	if (!CPU_EQUAL(&cur, set)) {
+	if (!CPU_EQUAL(&cur, set) &&
+	    !(was && !CPU_EQUAL(was, prev) && CPU_EQUAL(&cur, was))) {
 		a->cnt.left_alone++;
 		log_info("tid %d changed its own affinity (now %s): left as it chose", (int)t->tid,
 			 cpumask_format(&cur, mask, sizeof(mask)));
@@ -216,7 +219,7 @@ static void restore_record(void *ctx, const struct journal_rec *rec)
 		a->cnt.gone++;
 		log_debug("journal: tid %d is gone", (int)rec->tid);
 	} else {
-		r = restore(a, &t, &rec->prev, &rec->set);
+		r = restore(a, &t, &rec->prev, &rec->set, &rec->was);
 		if (r < 0) {
 			count_error(a, r);
 			log_warn("journal: cannot restore tid %d: %s", (int)rec->tid,
@@ -263,7 +266,7 @@ int act_restore_all(struct act *a)
 
 	while (a->n) {
 		struct act_entry *e = &a->e[a->n - 1];
-		int r = restore(a, &e->task, &e->prev, &e->set);
+		int r = restore(a, &e->task, &e->prev, &e->set, NULL);
 
 		if (r > 0)
 			restored++;
@@ -364,7 +367,7 @@ static int unpin(struct act *a, const struct plan_action *pa)
 
 	if (i < 0)
 		return 0; /* never written (it had the mask already), or not kept */
-	r = restore(a, &a->e[i].task, &a->e[i].prev, &a->e[i].set);
+	r = restore(a, &a->e[i].task, &a->e[i].prev, &a->e[i].set, NULL);
 	remove_at(a, (size_t)i, 0, NULL, NULL);
 	return r < 0 ? r : 0;
 }

@@ -229,6 +229,7 @@ static int active_add(struct active *a, const struct journal_rec *r)
 	for (size_t i = 0; i < a->n; i++)
 		if (a->r[i].tid == r->tid && a->r[i].start_time == r->start_time) {
 			/* A later set of the same task: the first prev is what it had. */
+			a->r[i].was = a->r[i].set;
 			a->r[i].set = r->set;
 			return 0;
 		}
@@ -237,7 +238,8 @@ static int active_add(struct active *a, const struct journal_rec *r)
 	if (!arr)
 		return -ENOMEM;
 	a->r = arr;
-	a->r[a->n++] = *r;
+	a->r[a->n] = *r;
+	a->r[a->n++].was = r->prev;
 	return 0;
 }
 

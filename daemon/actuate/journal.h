@@ -23,6 +23,12 @@ struct journal_rec {
 	cpu_set_t prev;   /* what the task had */
 	cpu_set_t set;    /* what rqbalance wrote */
 	uint64_t since;   /* clock ticks after boot of the first change; 0 if unknown */
+	/*
+	 * journal_replay only: what rqbalance had set before the task's last record (prev
+	 * where there is one). A run killed between journalling a change and writing it
+	 * leaves the task with this.
+	 */
+	cpu_set_t was;
 };
 
 struct journal;

@@ -325,6 +325,12 @@ int latact_unit(struct latact *la, const char *path, int v, const char *source,
 
 void latact_restore_cg(struct latact *la, const struct lat_cg_entry *c)
 {
+	latact_restore_cg_crashed(la, c, NULL);
+}
+
+void latact_restore_cg_crashed(struct latact *la, const struct lat_cg_entry *c,
+			       const struct lat_cg_entry *was)
+{
 	uint64_t w;
 	int idle;
 
@@ -338,7 +344,7 @@ void latact_restore_cg(struct latact *la, const struct lat_cg_entry *c)
 		la->cnt.gone++;
 		return;
 	}
-	if (c->left || cg_changed(c, w, idle)) {
+	if (c->left || (cg_changed(c, w, idle) && (!was || cg_changed(was, w, idle)))) {
 		log_info("latency: cgroup \"%s\" was changed since: left as it is", c->path);
 		la->cnt.left_alone++;
 		return;

@@ -49,6 +49,16 @@ bool latact_cg_movable(const struct latact *la, const char *cg);
 
 /* latact_task.c and latact_cg.c: give back what an entry set, where still as set. */
 void latact_restore_entry(struct latact *la, const struct lat_entry *e);
+/*
+ * The same after a crash, from the journal: a knob that still holds was (what
+ * rqbalance had set before e's last record, which the crash may have kept it from
+ * writing) is rqbalance's too.
+ */
+void latact_restore_crashed(struct latact *la, const struct lat_entry *e,
+			    const struct lat_state *was);
+/* A cgroup's the same way: was's set_weight and set_idle are rqbalance's too. */
+void latact_restore_cg_crashed(struct latact *la, const struct lat_cg_entry *c,
+			       const struct lat_cg_entry *was);
 void latact_restore_cg(struct latact *la, const struct lat_cg_entry *c);
 
 /* latact_task.c: the sched knobs of want, written to t (act.h's checked write). */

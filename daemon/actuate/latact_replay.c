@@ -97,34 +97,55 @@ int latact_parse_line(char *line, struct lat_entry *ret_e, struct lat_cg_entry *
 	return -EINVAL;
 }
 
+/*
+ * A task the journal names: its entry as its records leave it (the first one's prev,
+ * the last one's set), and was, what rqbalance had set before that last record (the
+ * first record's prev where there is one record). A run killed between journalling a
+ * change and writing it, or in the middle of the write, leaves knobs at was.
+ */
+struct replay_task {
+	struct lat_entry e;
+	struct lat_state was;
+};
+
+/* A cgroup the journal names, the same way: was holds the set before its last record. */
+struct replay_cg {
+	struct lat_cg_entry c;
+	struct lat_cg_entry was;
+};
+
 struct replay {
 	struct latact *la;
-	struct lat_entry *t;
+	struct replay_task *t;
 	size_t nt, capt;
-	struct lat_cg_entry *c;
+	struct replay_cg *c;
 	size_t nc, capc;
 	unsigned bad;
 };
 
 static void replay_task(struct replay *rp, const struct lat_entry *e)
 {
-	for (size_t i = 0; i < rp->nt; i++)
-		if (rp->t[i].task.tid == e->task.tid && rp->t[i].task.start_time == e->task.start_time) {
-			rp->t[i].set = e->set;
+	for (size_t i = 0; i < rp->nt; i++) {
+		struct lat_entry *t = &rp->t[i].e;
+
+		if (t->task.tid == e->task.tid && t->task.start_time == e->task.start_time) {
+			rp->t[i].was = t->set;
+			t->set = e->set;
 			return;
 		}
-	struct lat_entry *arr = util_grow(rp->t, &rp->capt, rp->nt, sizeof(*arr));
+	}
+	struct replay_task *arr = util_grow(rp->t, &rp->capt, rp->nt, sizeof(*arr));
 
 	if (arr) {
 		rp->t = arr;
-		rp->t[rp->nt++] = *e;
+		rp->t[rp->nt++] = (struct replay_task){ .e = *e, .was = e->prev };
 	}
 }
 
 static void replay_untask(struct replay *rp, pid_t tid, uint64_t start)
 {
 	for (size_t i = 0; i < rp->nt; i++)
-		if (rp->t[i].task.tid == tid && rp->t[i].task.start_time == start) {
+		if (rp->t[i].e.task.tid == tid && rp->t[i].e.task.start_time == start) {
 			rp->t[i] = rp->t[--rp->nt];
 			return;
 		}
@@ -133,10 +154,11 @@ static void replay_untask(struct replay *rp, pid_t tid, uint64_t start)
 static void replay_cg(struct replay *rp, const struct lat_cg_entry *c, bool set)
 {
 	for (size_t i = 0; i < rp->nc; i++)
-		if (strcmp(rp->c[i].path, c->path) == 0) {
+		if (strcmp(rp->c[i].c.path, c->path) == 0) {
 			if (set) {
-				rp->c[i].set_weight = c->set_weight;
-				rp->c[i].set_idle = c->set_idle;
+				rp->c[i].was = rp->c[i].c;
+				rp->c[i].c.set_weight = c->set_weight;
+				rp->c[i].c.set_idle = c->set_idle;
 			} else {
 				rp->c[i] = rp->c[--rp->nc];
 			}
@@ -144,11 +166,15 @@ static void replay_cg(struct replay *rp, const struct lat_cg_entry *c, bool set)
 		}
 	if (!set)
 		return;
-	struct lat_cg_entry *arr = util_grow(rp->c, &rp->capc, rp->nc, sizeof(*arr));
+	struct replay_cg *arr = util_grow(rp->c, &rp->capc, rp->nc, sizeof(*arr));
 
 	if (arr) {
 		rp->c = arr;
-		rp->c[rp->nc++] = *c;
+		rp->c[rp->nc] = (struct replay_cg){ .c = *c, .was = *c };
+		/* Before its first record it had what it had before rqbalance. */
+		rp->c[rp->nc].was.set_weight = c->prev_weight;
+		rp->c[rp->nc].was.set_idle = c->prev_idle;
+		rp->nc++;
 	}
 }
 
@@ -195,16 +221,16 @@ void latact_recover(struct latact *la)
 
 	journal_each_line(la->journal, replay_line, &rp);
 	for (size_t i = 0; i < rp.nt; i++) {
-		struct lat_entry *e = &rp.t[i];
+		struct lat_entry *e = &rp.t[i].e;
 
 		if (la->ops->open(e->task.tid, e->tgid, e->task.start_time, &e->task) < 0)
 			continue;
-		latact_restore_entry(la, e);
+		latact_restore_crashed(la, e, &rp.t[i].was);
 		la->ops->close(&e->task);
 		restored++;
 	}
 	for (size_t i = 0; i < rp.nc; i++) {
-		latact_restore_cg(la, &rp.c[i]);
+		latact_restore_cg_crashed(la, &rp.c[i].c, &rp.c[i].was);
 		restored++;
 	}
 	if (rp.nt || rp.nc)

@@ -411,6 +411,10 @@ static int task_write(struct latact *la, const struct lat_req *rq, bool was_mana
 	if (r == 0 && e->cg != LAT_CG_OURS)
 		e->set.cgroup[0] = '\0';
 	knobs_copy(e->left, &mapped, &e->set);
+	/* The kernel made something else of a knob: the journal says what the task holds. */
+	if (r == 0 && (sched_differs(&e->set, &mapped) || strcmp(e->set.cgroup, mapped.cgroup) != 0) &&
+	    latact_journal_task(la, e) < 0)
+		log_warn("latency: cannot journal what task %d holds after the write", (int)rq->tid);
 	if (r == 0)
 		r = la->ops->alive(&e->task);
 	if (r == -ESRCH) {
@@ -483,11 +487,25 @@ int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_en
 	return r;
 }
 
-/* Gives back each knob that is still what rqbalance set. */
+/* Whether the task's cgroup cur is one rqbalance put it in: set's, or was's. */
+static bool cgroup_ours(const char *cur, const struct lat_entry *e, const struct lat_state *was)
+{
+	return strcmp(cur, e->set.cgroup) == 0 ||
+	       (was && was->cgroup[0] && strcmp(cur, was->cgroup) == 0);
+}
+
 void latact_restore_entry(struct latact *la, const struct lat_entry *e)
+{
+	latact_restore_crashed(la, e, NULL);
+}
+
+/* Gives back each knob that is still what rqbalance set (set, or was where not NULL). */
+void latact_restore_crashed(struct latact *la, const struct lat_entry *e,
+			    const struct lat_state *was)
 {
 	struct lat_state cur, want;
 	pid_t tid = e->task.tid;
+	unsigned theirs;
 	bool queued;
 
 	if (latact_move_pending(la, tid))
@@ -498,12 +516,12 @@ void latact_restore_entry(struct latact *la, const struct lat_entry *e)
 	}
 	/* What is still as rqbalance set it, and not left to others, gets prev back. */
 	want = cur;
-	knobs_copy(~(knobs_differ(&cur, &e->set) | e->left), &e->prev, &want);
+	theirs = knobs_differ(&cur, &e->set) & (was ? knobs_differ(&cur, was) : ~0u);
+	knobs_copy(~(theirs | e->left), &e->prev, &want);
 	/* A cgroup left to others (set.cgroup "") is theirs: it stays where it is. */
-	if (strcmp(cur.cgroup, e->set.cgroup) == 0)
+	if (cgroup_ours(cur.cgroup, e, was))
 		snprintf(want.cgroup, sizeof(want.cgroup), "%s", e->prev.cgroup);
-	if (sched_differs(&cur, &e->set) ||
-	    (e->set.cgroup[0] && strcmp(cur.cgroup, e->set.cgroup) != 0))
+	if (theirs || (e->set.cgroup[0] && !cgroup_ours(cur.cgroup, e, was)))
 		la->cnt.left_alone++;
 	if (write_state(la, &e->task, e->tgid, &cur, &want, false, &queued) == 0) {
 		if (sched_differs(&cur, &want) || strcmp(cur.cgroup, want.cgroup) != 0)

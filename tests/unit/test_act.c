@@ -690,6 +690,31 @@ static void test_crash_recovery(void **state)
 	assert_mask(k2, "0");
 }
 
+/*
+ * Killed between journalling a task's next mask and writing it: the task still has
+ * the mask rqbalance set before, which the journal's last record does not name. It is
+ * rqbalance's too, and given back at the next start.
+ */
+static void test_crash_between_journal_and_write(void **state)
+{
+	struct fix *f = *state;
+	pid_t kid = spawn(f, true);
+	struct journal_rec next;
+
+	init_a(f);
+	assert_int_equal(pin(f, &f->a, kid, kid, "1"), 1);
+	next = (struct journal_rec){ .tid = kid, .tgid = kid, .start_time = start_time_of(kid, kid),
+				     .prev = unit_mask("0-1"), .set = unit_mask("0") };
+	assert_int_equal(journal_set(f->a.journal, &next), 0);
+	crash(f);
+	assert_mask(kid, "1");
+	assert_int_equal(act_init(&f->b, &act_linux_ops, f->dir), 0);
+	f->b_live = true;
+	assert_mask(kid, "0-1");
+	assert_int_equal(f->b.cnt.restores, 1);
+	assert_int_equal(f->b.cnt.left_alone, 0);
+}
+
 static void test_journal_locked(void **state)
 {
 	struct fix *f = *state;
@@ -806,6 +831,7 @@ int main(void)
 		T(test_pin_thread),
 		T(test_offspring_restored),
 		T(test_crash_recovery),
+		T(test_crash_between_journal_and_write),
 		T(test_journal_locked),
 		T(test_failed_repin_keeps_journal_true),
 		T(test_malformed_journal),

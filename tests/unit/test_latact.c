@@ -17,6 +17,7 @@
 #include "actuate/act.h"
 #include "actuate/journal.h"
 #include "actuate/latact.h"
+#include "actuate/latact_int.h"
 #include "policy/latency.h"
 #include "util/schedattr.h"
 
@@ -485,6 +486,74 @@ static void test_cgroup_target_restored_after_crash(void **state)
 	latact_fini(&f->la);
 }
 
+/*
+ * A crash between journalling a change and writing it: the task still has what the
+ * value before gave it (value -5's class), which the journal's last record does not
+ * name. That is rqbalance's too, and is given back at the next start.
+ */
+static void test_class_restored_after_crash_mid_change(void **state)
+{
+	struct fix *f = *state;
+	const char *why = NULL;
+	struct lat_entry next;
+	char path[PATH_MAX];
+	pid_t tid = gettid();
+
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
+	assert_int_equal(set_task(&f->la, tid, -5, &why), 0);
+	next = *latact_find(&f->la, tid);
+	assert_string_equal(next.set.cgroup, "/rqbalance-lat-5");
+	/*
+	 * The fake driver writes no sched knob, so what it reads back is not what the
+	 * record journalled before the write said; a record of the read-back (as a
+	 * compaction writes) makes the journal say what the task has, as on a kernel.
+	 */
+	assert_int_equal(latact_journal_task(&f->la, &next), 0);
+	next.value = 12;
+	snprintf(next.set.cgroup, sizeof(next.set.cgroup), "/rqbalance-lat12");
+	next.set.nice = 12;
+	next.set.slice_ns += 1000000;
+	assert_int_equal(latact_journal_task(&f->la, &next), 0);
+	/* The kill: the journal stays, nothing is written or given back. */
+	for (size_t i = 0; i < f->la.n; i++)
+		free(f->la.e[i]);
+	free(f->la.e);
+	free(f->la.cg);
+	journal_close(f->la.journal);
+	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)tid);
+	assert_string_equal(get(path), "0::/rqbalance-lat-5\n");
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
+	assert_string_equal(get(path), "0::/\n");
+	/* Its nice and slice, still value -5's, are rqbalance's too: none left alone. */
+	assert_int_equal(f->la.cnt.left_alone, 0);
+	latact_fini(&f->la);
+}
+
+/* The same for a cgroup: killed after journalling its next weight, before writing it. */
+static void test_cgroup_restored_after_crash_mid_change(void **state)
+{
+	struct fix *f = *state;
+	const char *why = NULL;
+	struct lat_cg_entry next;
+	char app[PATH_MAX];
+
+	f->o.class_cgroups = false;
+	snprintf(app, sizeof(app), "%s/app", f->cg);
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_cgroup(&f->la, "/app", -8, "test", &why), 0);
+	next = *latact_find_cgroup(&f->la, "/app");
+	next.value = 5;
+	next.set_weight = weight_of(&f->lc, 5);
+	assert_int_equal(latact_journal_cg(&f->la, &next), 0);
+	free(f->la.e);
+	free(f->la.cg);
+	journal_close(f->la.journal);
+	assert_int_equal(file_u64(app, "cpu.weight"), weight_of(&f->lc, -8));
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
+	assert_int_equal(file_u64(app, "cpu.weight"), 100);
+	latact_fini(&f->la);
+}
+
 /* ---- the dry-run driver ---- */
 
 struct snap {
@@ -764,6 +833,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cgroup_target_changed_not_rewritten, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_cgroup_target_restored_after_crash, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_class_restored_after_crash_mid_change, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_cgroup_restored_after_crash_mid_change, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_class_move_by_worker, setup, teardown),
