@@ -908,7 +908,9 @@ static int start_latency(struct daemon *d)
 		.opts = {
 			.journal_dir = d->conf.journal_dir,
 			.cgroup_root = d->conf.lat_cgroup_root,
-			.slices = has_slices(d),
+			/* RQB_BENCH_NO_SLICE: bench/latency --slice-ab's rows without the slice
+			 * knob, to weigh its own share; not a setting (nothing else reads it). */
+			.slices = has_slices(d) && !getenv("RQB_BENCH_NO_SLICE"),
 			.uclamp = d->features.f[FEAT_UCLAMP].state != FEAT_MISSING &&
 				  d->conf.lat_uclamp,
 			.autogroup = d->features.f[FEAT_AUTOGROUP].state != FEAT_MISSING,
