@@ -223,6 +223,8 @@ static uint64_t slice_of_self(void)
 	if (rqb_sched_setattr(0, &a) < 0 || rqb_sched_getattr(0, &a) < 0)
 		return 0;
 	slice = a.sched_runtime;
+	/* Equal: it had none of its own (or one the same), and writing it back would
+	 * make the default a slice of its own that no longer follows the CPUs. */
 	if (was.sched_runtime != slice)
 		rqb_sched_setattr(0, &was);
 	return slice;
