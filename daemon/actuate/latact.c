@@ -30,30 +30,6 @@ int latact_read_u64(const char *path, uint64_t *ret)
 	return errno || end == buf ? -EINVAL : 0;
 }
 
-/*
- * The kernel's default slice, as sched_getattr reports it for a task without its own:
- * the daemon asks for the default on itself (runtime 0), reads what that is, and
- * gives itself back the slice it had (its own, [daemon] latency_nice).
- */
-static uint64_t default_slice(void)
-{
-	struct rqb_sched_attr a, was;
-	uint64_t slice;
-
-	if (rqb_sched_getattr(0, &was) < 0 || (was.sched_policy != SCHED_OTHER &&
-					       was.sched_policy != SCHED_BATCH))
-		return 0;
-	a = was;
-	a.sched_runtime = 0;
-	a.sched_flags &= SCHED_FLAG_RESET_ON_FORK;
-	was.sched_flags &= SCHED_FLAG_RESET_ON_FORK;
-	if (rqb_sched_setattr(0, &a) < 0 || rqb_sched_getattr(0, &a) < 0)
-		return 0;
-	slice = a.sched_runtime;
-	rqb_sched_setattr(0, &was);
-	return slice;
-}
-
 int latact_init(struct latact *la, const struct act_ops *ops, const struct latact_opts *o,
 		const struct lat_conf *lc)
 {
@@ -72,7 +48,7 @@ int latact_init(struct latact *la, const struct act_ops *ops, const struct latac
 	if (r < 0)
 		return r;
 	if (o->slices)
-		la->default_slice_ns = default_slice();
+		la->default_slice_ns = lc->default_slice_ns;
 	latact_classes_find(la);
 	if (la->cls.on)
 		latact_classes_stale(la);
@@ -83,6 +59,11 @@ int latact_init(struct latact *la, const struct act_ops *ops, const struct latac
 
 void latact_set_conf(struct latact *la, const struct lat_conf *lc)
 {
+	/* A task without a slice of its own shows the old default until it next runs. */
+	if (la->o.slices && lc->default_slice_ns != la->default_slice_ns) {
+		la->was_default_slice_ns = la->default_slice_ns;
+		la->default_slice_ns = lc->default_slice_ns;
+	}
 	la->lc = *lc;
 	/* The weights follow the mapping: a reload may have changed its bound. */
 	latact_classes_reweigh(la);

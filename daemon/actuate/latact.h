@@ -130,6 +130,7 @@ struct latact {
 	struct lat_classes cls;
 	struct lat_conf lc;
 	uint64_t default_slice_ns;   /* what sched_getattr says for "no slice of its own" */
+	uint64_t was_default_slice_ns; /* the one before the CPUs or the tunable changed */
 	size_t n, cap;
 	struct lat_entry **e;        /* sorted by tid; each its own allocation, so that a
 					change moves pointers, not entries */

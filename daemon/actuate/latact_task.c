@@ -46,8 +46,13 @@ int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret)
 		return r;
 	s.policy = (int)a.sched_policy;
 	s.nice = a.sched_nice;
-	/* The kernel reports its default as a number: 0 says "the default" and follows it. */
-	s.slice_ns = la->o.slices && a.sched_runtime != la->default_slice_ns ? a.sched_runtime : 0;
+	/*
+	 * The kernel reports its default as a number: 0 says "the default" and follows it.
+	 * A task that has not run since the default changed still shows the old one.
+	 */
+	s.slice_ns = la->o.slices && a.sched_runtime != la->default_slice_ns &&
+			     (!la->was_default_slice_ns || a.sched_runtime != la->was_default_slice_ns)
+		     ? a.sched_runtime : 0;
 	if (la->o.uclamp) {
 		s.umin = (int)a.sched_util_min;
 		s.umax = (int)a.sched_util_max;

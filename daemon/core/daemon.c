@@ -263,6 +263,7 @@ static void lat_conf_from(const struct daemon *d, struct lat_conf *ret)
 	ret->idle_at_19 = d->conf.lat_idle_at_19;
 	ret->uclamp = d->conf.lat_uclamp;
 	ret->boost_cpu_pct = d->conf.lat_boost_cpu_pct;
+	ret->default_slice_ns = d->features.default_slice_ns;
 	ret->nmove_from = d->conf.lat_move_from.n;
 	for (unsigned i = 0; i < ret->nmove_from && i < LAT_MOVE_FROM_MAX; i++)
 		ret->move_from[i] = d->conf.lat_move_from.v[i];
@@ -365,6 +366,59 @@ static void follow_hotplug(struct daemon *d)
 	d->woken = true;
 	if (features_llcs(&d->features, d->topo, d->conf.min_llc_cores))
 		features_log_one(&d->features, FEAT_LLC_GROUPS);
+}
+
+/*
+ * The kernel's default slice follows the online CPUs and the debugfs tunable, and a
+ * value's slice is a ratio of it: read again (features_default_slice, which sets the
+ * daemon's own slice for a moment) when the online CPUs changed, and for a few
+ * seconds after (a CPU shows online before the scheduler takes it and rescales), or
+ * when debugfs, where readable, says another; where it changed, the daemon's own
+ * slice and every task's value are mapped anew.
+ */
+static void follow_default_slice(struct daemon *d)
+{
+	char src[sizeof(d->features.default_slice_src)];
+	uint64_t was = d->features.default_slice_ns, dbg = features_base_slice_debugfs("");
+	int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t ns;
+
+	if (cpus != d->slice_cpus)
+		d->slice_rereads = 5;
+	else if (d->slice_rereads)
+		d->slice_rereads--;
+	else if (!dbg || dbg == was)
+		return;
+	d->slice_cpus = cpus;
+	ns = features_default_slice("", cpus, src, sizeof(src));
+	if (ns == was)
+		return;
+	d->features.default_slice_ns = ns;
+	snprintf(d->features.default_slice_src, sizeof(d->features.default_slice_src), "%s", src);
+	log_notice("latency: the kernel's default slice is %.2f ms now (was %.2f ms, %s): "
+		   "values' slices follow", (double)ns / 1e6, (double)was / 1e6, src);
+	self_sched(d);
+	if (latmgr_on(&d->lm)) {
+		struct lat_conf lc;
+
+		lat_conf_from(d, &lc);
+		latmgr_set_conf(&d->lm, &lc);
+		latmgr_rules_changed(&d->lm);
+	}
+	d->woken = true;
+}
+
+/* 7.3's cgroup_mode may be switched at any time in debugfs: for rqctl status. */
+static void follow_cgroup_mode(struct daemon *d)
+{
+	char mode[sizeof(d->features.cgroup_mode)];
+
+	features_cgroup_mode("", mode, sizeof(mode));
+	if (strcmp(mode, d->features.cgroup_mode) == 0)
+		return;
+	log_notice("features: the kernel's cgroup_mode is %s now (was %s)", mode,
+		   d->features.cgroup_mode);
+	snprintf(d->features.cgroup_mode, sizeof(d->features.cgroup_mode), "%s", mode);
 }
 
 /* At start and reload: which CPUs fast_cores keeps latency work on, or that it cannot. */
@@ -551,6 +605,8 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	if (now_ns - d->hotplug_ns >= NSEC_PER_SEC) {
 		follow_hotplug(d);
 		follow_placement(d, false);
+		follow_default_slice(d);
+		follow_cgroup_mode(d);
 		d->hotplug_ns = now_ns;
 	}
 	trim_memory(d, now_ns);
@@ -747,6 +803,8 @@ void daemon_stats(const struct daemon *d, struct daemon_stats *ret)
 				: d->kernel_places == KERNEL_PLACES_CACHE   ? "kernel"
 									    : "rqbalance",
 		.placement_why = d->kernel_places != KERNEL_PLACES_NOT ? d->kernel_places_why : "",
+		.cgroup_mode = d->features.cgroup_mode,
+		.default_slice_ns = d->features.default_slice_ns,
 	};
 	latmgr_stats(&d->lm, ret);
 	for (int st = 0; st < TICK_STAGES; st++)
@@ -850,7 +908,9 @@ static int start_latency(struct daemon *d)
 		.opts = {
 			.journal_dir = d->conf.journal_dir,
 			.cgroup_root = d->conf.lat_cgroup_root,
-			.slices = has_slices(d),
+			/* RQB_BENCH_NO_SLICE: bench/latency --slice-ab's rows without the slice
+			 * knob, to weigh its own share; not a setting (nothing else reads it). */
+			.slices = has_slices(d) && !getenv("RQB_BENCH_NO_SLICE"),
 			.uclamp = d->features.f[FEAT_UCLAMP].state != FEAT_MISSING &&
 				  d->conf.lat_uclamp,
 			.autogroup = d->features.f[FEAT_AUTOGROUP].state != FEAT_MISSING,
@@ -1012,6 +1072,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, struct rqb_conf *
 			   d->topo->noffline, d->topo->noffline == 1 ? "" : "s",
 			   d->topo->noffline == 1 ? "is" : "are");
 	features_probe("", d->topo, d->conf.min_llc_cores, &d->features);
+	d->slice_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	features_log(&d->features);
 	self_sched(d);
 	latseen_init(&d->latseen);

@@ -77,6 +77,8 @@ struct daemon {
 	uint64_t tick_ns[TICK_STAGES];
 	uint64_t tick_max_ns;        /* the longest whole tick */
 	uint64_t hotplug_ns;         /* when the online CPUs were last read */
+	int slice_cpus;              /* online CPUs when the default slice was last read */
+	int slice_rereads;           /* seconds it is read again after they changed */
 	struct rqlat_state *rqlat;   /* run-queue wait histograms; NULL where BPF cannot load */
 	char rqlat_why[256];         /* why not, for rqctl latency */
 	struct metrics metrics;

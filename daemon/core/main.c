@@ -17,6 +17,7 @@
 #include "core/daemon.h"
 #include "diag/features.h"
 #include "diag/peers.h"
+#include "policy/latency.h"
 #include "policy/spread.h"
 #include "rqbalance.h"
 #include "sample/topo.h"
@@ -43,7 +44,8 @@ static void usage(FILE *out)
 		"      --show-topology      print the CPUs, LLC groups and kinds of core found,\n"
 		"                           and the CPUs fast_cores would keep, and exit\n"
 		"      --features           print which kernel features were found, which are\n"
-		"                           used, and why the missing ones cannot be, and exit\n"
+		"                           used, and why the missing ones cannot be, the\n"
+		"                           kernel's default slice and each value's, and exit\n"
 		"      --topology FILE.xml  use an hwloc XML topology whose CPU numbers are\n"
 		"                           this machine's (also HWLOC_XMLFILE)\n"
 		"      --replay FILE        take snapshots from FILE instead of /proc\n"
@@ -282,6 +284,27 @@ static enum kernel_places probe_placement(const struct rqb_conf *c, const struct
 }
 
 /* The line --features ends its table with: who places tasks by cache, and why. */
+/*
+ * The slice each value gets from the kernel's default (lat_slice_ns), ten values a
+ * line; 0 and a value the bound leaves on the default show the default.
+ */
+static void print_slices(const struct features *f)
+{
+	bool on = f->f[FEAT_EEVDF_SLICE].state != FEAT_MISSING;
+
+	printf("slices: the kernel's default %.2f ms x 2^(value/5), within 0.1-100 ms%s\n",
+	       (double)f->default_slice_ns / 1e6, on ? "" : " (this kernel takes no slice)");
+	for (int v = LAT_MIN; v <= LAT_MAX; v++) {
+		uint64_t ns = lat_slice_ns(f->default_slice_ns, v);
+
+		if ((v - LAT_MIN) % 10 == 0)
+			printf("slices %d..%d ms:", v, v + 9);
+		printf(" %.2f", (double)(ns ? ns : f->default_slice_ns) / 1e6);
+		if ((v - LAT_MIN) % 10 == 9)
+			printf("\n");
+	}
+}
+
 static void print_placed_by(enum kernel_places k, const char *why)
 {
 	if (k == KERNEL_PLACES_SCHED_EXT)
@@ -382,6 +405,7 @@ static int show_topology(const struct rqb_conf *c, bool features)
 		probe_pairs(c, &f);
 		k = probe_placement(c, t, &f, why, sizeof(why));
 		features_print(&f, stdout);
+		print_slices(&f);
 		print_placed_by(k, why);
 		print_peers(c, &f);
 		topo_free(t);

@@ -23,7 +23,7 @@ int selfsched_apply(const struct lat_conf *lc, int v, bool slices, char *desc, s
 	a.sched_nice = k.nice;
 	a.sched_runtime = slices ? k.slice_ns : 0;
 	if (slices && k.slice_ns)
-		snprintf(desc, len, "nice %d, slice %.1f ms", k.nice, (double)k.slice_ns / 1e6);
+		snprintf(desc, len, "nice %d, slice %.2f ms", k.nice, (double)k.slice_ns / 1e6);
 	else if (slices)
 		snprintf(desc, len, "nice %d, the kernel's default slice", k.nice);
 	else

@@ -271,6 +271,9 @@ static void status_text(struct ctl_server *srv, const struct ctl_caller *who, ch
 	PUT("placement_by %s%s%s\n", st.placement_by ? st.placement_by : "rqbalance",
 	    st.placement_why && st.placement_why[0] ? ": " : "",
 	    st.placement_why ? st.placement_why : "");
+	/* What the kernel makes of a value: its default slice, and 7.3's cgroup_mode. */
+	PUT("sched_default_slice_ns %" PRIu64 "\nsched_cgroup_mode %s\n", st.default_slice_ns,
+	    st.cgroup_mode ? st.cgroup_mode : "unknown");
 	/* The D-Bus API: the names owned, or off. */
 	PUT("dbus %s%s%s\n", st.dbus ? "org.rqbalance1" : "off", st.dbus_s76 ? " " : "",
 	    st.dbus_s76 ? "com.system76.Scheduler" : "");

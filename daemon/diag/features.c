@@ -5,7 +5,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +37,7 @@ static const char *const names[FEAT_COUNT] = {
 	[FEAT_BTF] = "btf",                   [FEAT_SCHEDSTATS] = "schedstats",
 	[FEAT_AUTOGROUP] = "autogroup",     [FEAT_TASK_EVENTS] = "task-events",
 	[FEAT_WAKE_PAIRS] = "wake-pairs",   [FEAT_PLACEMENT] = "placement",
+	[FEAT_CGROUP_MODE] = "cgroup-mode",
 };
 
 void features_set_pairs(struct features *f, bool keep_pairs, const char *seen_by,
@@ -190,6 +193,120 @@ static void probe_sched(struct features *f, const struct utsname *u)
 		    errno == EOPNOTSUPP ? " (CONFIG_UCLAMP_TASK off)" : "");
 }
 
+uint64_t features_slice_formula(int ncpus)
+{
+	unsigned factor = 1;
+
+	/* sched_init_granularity's log scaling: 1 + ilog2 of the CPUs, at most 8. */
+	for (int n = ncpus < 8 ? ncpus : 8; n > 1; n >>= 1)
+		factor++;
+	return 700000ULL * factor;
+}
+
+/*
+ * sched_getattr reports a fair task's slice, its own or the default (6.12+; 0 before).
+ * The calling thread may have a slice of its own ([daemon] latency_nice): it asks for
+ * the default (runtime 0), reads it, and sets its own back.
+ */
+static uint64_t slice_of_self(void)
+{
+	struct rqb_sched_attr a, was;
+	uint64_t slice;
+
+	if (rqb_sched_getattr(0, &was) < 0 || (was.sched_policy != SCHED_OTHER &&
+					       was.sched_policy != SCHED_BATCH))
+		return 0;
+	a = was;
+	a.sched_runtime = 0;
+	a.sched_flags &= SCHED_FLAG_RESET_ON_FORK;
+	was.sched_flags &= SCHED_FLAG_RESET_ON_FORK;
+	if (rqb_sched_setattr(0, &a) < 0 || rqb_sched_getattr(0, &a) < 0)
+		return 0;
+	slice = a.sched_runtime;
+	/* Equal: it had none of its own (or one the same), and writing it back would
+	 * make the default a slice of its own that no longer follows the CPUs. */
+	if (was.sched_runtime != slice)
+		rqb_sched_setattr(0, &was);
+	return slice;
+}
+
+uint64_t features_base_slice_debugfs(const char *root)
+{
+	char buf[32], *end;
+	uint64_t ns;
+
+	if (read_small(root ? root : "", "/sys/kernel/debug/sched/base_slice_ns", buf,
+		       sizeof(buf)) < 0)
+		return 0;
+	errno = 0;
+	ns = strtoull(buf, &end, 10);
+	return errno || end == buf ? 0 : ns;
+}
+
+uint64_t features_default_slice(const char *root, int ncpus, char *src, size_t len)
+{
+	uint64_t ns = slice_of_self();
+
+	if (ns) {
+		snprintf(src, len, "sched_getattr of a task without a slice of its own");
+		return ns;
+	}
+	ns = features_base_slice_debugfs(root);
+	if (ns) {
+		snprintf(src, len, "debugfs sched/base_slice_ns");
+		return ns;
+	}
+	snprintf(src, len, "the kernel's formula for %d online CPU%s", ncpus, ncpus == 1 ? "" : "s");
+	return features_slice_formula(ncpus);
+}
+
+int features_parse_cgroup_mode(const char *text, char *ret, size_t len)
+{
+	const char *open = strchr(text, '('), *close = open ? strchr(open, ')') : NULL;
+	size_t n;
+
+	if (!close || close == open + 1)
+		return -EINVAL;
+	n = (size_t)(close - open - 1);
+	for (size_t i = 0; i < n; i++)
+		if (!((open[1 + i] >= 'a' && open[1 + i] <= 'z') || open[1 + i] == '_'))
+			return -EINVAL;
+	if (n >= len)
+		return -EINVAL;
+	memcpy(ret, open + 1, n);
+	ret[n] = '\0';
+	return 0;
+}
+
+int features_cgroup_mode(const char *root, char *ret, size_t len)
+{
+	char buf[256];
+	int r = read_small(root ? root : "", "/sys/kernel/debug/sched/cgroup_mode", buf,
+			   sizeof(buf));
+
+	if (r == 0)
+		r = features_parse_cgroup_mode(buf, ret, len);
+	if (r < 0)
+		snprintf(ret, len, "unknown");
+	return r;
+}
+
+static void probe_cgroup_mode(const char *root, struct features *f)
+{
+	int r = features_cgroup_mode(root, f->cgroup_mode, sizeof(f->cgroup_mode));
+
+	if (r == 0)
+		set(f, FEAT_CGROUP_MODE, FEAT_FOUND, "%s (debugfs sched/cgroup_mode, 7.3+)",
+		    f->cgroup_mode);
+	else if (r == -EINVAL)
+		set(f, FEAT_CGROUP_MODE, FEAT_MISSING, "unknown: debugfs sched/cgroup_mode names no "
+		    "mode in parentheses");
+	else
+		set(f, FEAT_CGROUP_MODE, FEAT_MISSING, "unknown: no debugfs sched/cgroup_mode to read "
+		    "(%s: debugfs not mounted or not readable, or a kernel before 7.3)",
+		    strerror(-r));
+}
+
 bool features_llcs(struct features *f, const struct topo *t, unsigned min_cores)
 {
 	struct feature was = f->f[FEAT_LLC_GROUPS];
@@ -333,6 +450,11 @@ void features_probe(const char *root, const struct topo *t, unsigned min_llc_cor
 	features_llcs(&f, t, min_llc_cores);
 	probe_sched(&f, &u);
 	probe_cgroups(root, &f);
+	probe_cgroup_mode(root, &f);
+	/* The machine's CPUs, not a fake topology's: the formula is the running kernel's. */
+	f.default_slice_ns = features_default_slice(root, (int)sysconf(_SC_NPROCESSORS_ONLN),
+						     f.default_slice_src,
+						     sizeof(f.default_slice_src));
 	if (exists(root, "/sys/kernel/btf/vmlinux"))
 		set(&f, FEAT_BTF, FEAT_FOUND, "/sys/kernel/btf/vmlinux");
 	else
@@ -363,6 +485,8 @@ void features_print(const struct features *f, FILE *out)
 	for (int i = 0; i < FEAT_COUNT; i++)
 		fprintf(out, "%-14s %-8s %s\n", names[i], state_name(f->f[i].state),
 			f->f[i].detail);
+	fprintf(out, "default slice: %.2f ms (%s)\n", (double)f->default_slice_ns / 1e6,
+		f->default_slice_src);
 }
 
 void features_log(const struct features *f)
@@ -375,6 +499,8 @@ void features_log(const struct features *f)
 			off += (size_t)snprintf(found + off, sizeof(found) - off, "%s%s", off ? " " : "",
 						names[i]);
 	log_info("features: %s: found %s", f->kernel, found);
+	log_info("features: the kernel's default slice is %.2f ms (%s)",
+		 (double)f->default_slice_ns / 1e6, f->default_slice_src);
 	for (int i = 0; i < FEAT_COUNT; i++)
 		if (!late(i) && f->f[i].state == FEAT_MISSING)
 			log_info("features: cannot use %s: %s", names[i], f->f[i].detail);

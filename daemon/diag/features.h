@@ -6,6 +6,8 @@
 #define RQB_FEATURES_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "sample/topo.h"
@@ -23,6 +25,7 @@ enum feat_id {
 	FEAT_TASK_EVENTS,    /* fork/exec/exit events: BPF, the proc connector, or none */
 	FEAT_WAKE_PAIRS,     /* who wakes whom, for keep_pairs: the bpf sampler, or none */
 	FEAT_PLACEMENT,      /* keep_together, latency_apart: on, off, or standing down */
+	FEAT_CGROUP_MODE,    /* 7.3's debugfs sched/cgroup_mode: how a group's weight counts */
 	FEAT_COUNT
 };
 
@@ -40,6 +43,9 @@ struct feature {
 struct features {
 	char kernel[160];                 /* uname: release and machine */
 	struct feature f[FEAT_COUNT];
+	uint64_t default_slice_ns;        /* the kernel's default slice (features_default_slice) */
+	char default_slice_src[96];       /* where it was read */
+	char cgroup_mode[16];             /* the selected cgroup_mode, or "unknown" */
 };
 
 /*
@@ -96,6 +102,27 @@ bool features_sched_cache_built(const char *root, const char *release, char *src
  */
 bool features_set_placement(struct features *f, const char *on, const char *kernel_why);
 const char *features_name(enum feat_id id);
+/*
+ * The kernel's default EEVDF slice (base_slice_ns), which follows the online CPUs and
+ * the debugfs tunable: sched_getattr of the calling thread with no slice of its own
+ * (6.12+; the thread's own slice is set back after), else root's debugfs
+ * sched/base_slice_ns, else the kernel's formula for ncpus online CPUs. src: which,
+ * for the report.
+ */
+uint64_t features_default_slice(const char *root, int ncpus, char *src, size_t len);
+/* debugfs sched/base_slice_ns under root, 0 where it cannot be read. */
+uint64_t features_base_slice_debugfs(const char *root);
+/* The kernel's formula: 0.7 ms x (1 + log2(min(ncpus, 8))), log2 rounded down. */
+uint64_t features_slice_formula(int ncpus);
+/*
+ * 7.3's debugfs sched/cgroup_mode (e.g. "up smp (concur) max tasks": the modes, the
+ * selected one in parentheses): the selected word into ret, 0; "unknown" and -errno
+ * where debugfs is not mounted or readable, the file is missing (before 7.3), or it
+ * names no mode in parentheses (-EINVAL).
+ */
+int features_cgroup_mode(const char *root, char *ret, size_t len);
+/* The selected mode in text as cgroup_mode gives it: 0, or -EINVAL. */
+int features_parse_cgroup_mode(const char *text, char *ret, size_t len);
 /* Whether root's kernel.sched_autogroup_enabled is 1 (read each time: it may change). */
 bool features_autogroup_on(const char *root);
 /* Sets one feature (the latency manager's event source, known once it starts). */

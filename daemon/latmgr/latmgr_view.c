@@ -395,11 +395,20 @@ static void knob_text(unsigned k, const struct lat_state *s, char *ret, size_t s
 static void put_maps_to(FILE *f, const struct latact *la, int v)
 {
 	struct lat_knobs k;
-	char slice[32] = "the kernel's default", cls[64] = "none";
+	char slice[112], cls[64] = "none";
+	double def_ms = (double)(la->lc.default_slice_ns ? la->lc.default_slice_ns
+							 : LAT_SLICE_DEFAULT_NS) / 1e6;
 
 	lat_map(&la->lc, v, &k);
+	/* A ratio of the kernel's default, which follows the CPUs: both are shown. */
 	if (k.slice_ns)
-		snprintf(slice, sizeof(slice), "%.2f ms", (double)k.slice_ns / 1e6);
+		snprintf(slice, sizeof(slice), "%.2f ms (the kernel's default %.2f ms x 2^(%d/5)%s)",
+			 (double)k.slice_ns / 1e6, def_ms, v,
+			 k.slice_ns == LAT_SLICE_MIN_NS   ? ", held at its 0.1 ms bound"
+			 : k.slice_ns == LAT_SLICE_MAX_NS ? ", held at its 100 ms bound"
+							  : "");
+	else
+		snprintf(slice, sizeof(slice), "the kernel's default (%.2f ms)", def_ms);
 	if (k.use_class && la->cls.v2)
 		snprintf(cls, sizeof(cls), "rqbalance-lat%d (cpu.weight %" PRIu32 ")", v,
 			 lat_shares_to_weight(k.shares));

@@ -21,6 +21,8 @@ struct daemon_stats {
 	const char *placement_by;
 	const char *placement_why;
 	const char *sampler;            /* the sampler's name */
+	const char *cgroup_mode;        /* 7.3's debugfs sched/cgroup_mode, or "unknown" */
+	uint64_t default_slice_ns;      /* the kernel's default slice, a value's slices' unit */
 	bool dry_run;
 	uint32_t interval_ms;           /* the configured tick */
 	uint32_t tick_now_ms;           /* the tick now: interval_ms, or an idle heartbeat */

@@ -42,32 +42,43 @@ uint32_t lat_shares_to_weight(uint32_t shares)
 }
 
 /*
- * 1.6 ms × 2^(v/5): every five steps halve or double the slice. -20 gives the
- * kernel's shortest, 0.1 ms; 19 gives about 22 ms. 0 keeps the kernel's default.
+ * A ratio of the kernel's default slice, which is 0.7 ms x (1 + log2(min(CPUs, 8))):
+ * a fixed scale would fall on either side of it by the CPU count (on 8 CPUs, 2.8 ms,
+ * small positive values got shorter slices than 0). default x 2^(v/5): every five
+ * steps halve or double the slice, so every negative value is shorter than the
+ * default and every positive one longer, up to the kernel's bounds. At a bound the
+ * steps beyond it share its slice, and a value the bound would put on the wrong side
+ * of the default (or on it) keeps the default: monotone, strictly so between bounds.
  */
-static uint64_t slice_ns(int v)
+uint64_t lat_slice_ns(uint64_t def, int v)
 {
-	static const uint64_t base_ns = 1600000;
-	/* 2^(k/5) for k = 0…4, in thousandths */
-	static const uint64_t frac[5] = { 1000, 1149, 1320, 1516, 1741 };
+	/* 2^(k/5) for k = 0…4, in millionths */
+	static const uint64_t frac[5] = { 1000000, 1148698, 1319508, 1515717, 1741101 };
 	uint64_t ns;
 	int k;
 
-	if (v == 0)
+	if (!def)
+		def = LAT_SLICE_DEFAULT_NS;
+	/* No slice is longer than the bound: nothing to give a positive value. */
+	if (v == 0 || (v > 0 && def >= LAT_SLICE_MAX_NS))
 		return 0;
+	if (def > UINT32_MAX)
+		def = UINT32_MAX; /* base_slice_ns is 32 bits: keeps the product in range */
 	if (v > 0) {
-		k = v;
-		ns = (base_ns << (k / 5)) * frac[k % 5] / 1000;
+		k = v > LAT_MAX ? LAT_MAX : v;
+		ns = (def << (k / 5)) * frac[k % 5] / 1000000;
 	} else {
-		/* 2^(-k/5) = 2^(-ceil) × 2^(rem/5) */
-		k = -v;
+		/* 2^(-k/5) = 2^(-ceil(k/5)) x 2^(rem/5) */
+		k = v < LAT_MIN ? -LAT_MIN : -v;
 		int up = (k + 4) / 5, rem = up * 5 - k;
-		ns = (base_ns >> up) * frac[rem] / 1000;
+		ns = (def * frac[rem] / 1000000) >> up;
 	}
 	if (ns < LAT_SLICE_MIN_NS)
 		ns = LAT_SLICE_MIN_NS;
 	if (ns > LAT_SLICE_MAX_NS)
 		ns = LAT_SLICE_MAX_NS;
+	if ((v < 0 && ns >= def) || (v > 0 && ns <= def))
+		return 0;
 	return ns;
 }
 
@@ -98,7 +109,7 @@ void lat_map(const struct lat_conf *c, int v, struct lat_knobs *ret)
 		v = LAT_MIN;
 	if (v > LAT_MAX)
 		v = LAT_MAX;
-	k.slice_ns = slice_ns(v);
+	k.slice_ns = lat_slice_ns(c->default_slice_ns, v);
 	k.shares = weight_for(c, v);
 	/*
 	 * Weight is what buys latency, in both directions: the nice value's among the

@@ -19,6 +19,8 @@
 
 #define LAT_SLICE_MIN_NS 100000ULL     /* the kernel clamps to 0.1 ms … 100 ms */
 #define LAT_SLICE_MAX_NS 100000000ULL
+/* lat_conf.default_slice_ns when unknown: the kernel's default on 2 CPUs. */
+#define LAT_SLICE_DEFAULT_NS 1400000ULL
 #define LAT_UNIT_WEIGHT_DEFAULT 100ULL /* systemd's CPUWeight where none is set */
 
 #define LAT_MOVE_FROM_MAX 64 /* [latency] move_from patterns */
@@ -29,6 +31,12 @@ struct lat_conf {
 	bool uclamp;        /* use uclamp where the kernel has it */
 	bool class_cgroups; /* values move tasks into rqbalance's class cgroups */
 	unsigned boost_cpu_pct; /* bounds a negative weight (see lat_map); 0 = no bound */
+	/*
+	 * The kernel's default slice (base_slice_ns, which follows the online CPUs), that
+	 * a value's slice is a ratio of; read by the features probe, not the config.
+	 * 0: unknown, taken as LAT_SLICE_DEFAULT_NS.
+	 */
+	uint64_t default_slice_ns;
 	/*
 	 * [latency] move_from: fnmatch(3) patterns (FNM_PATHNAME) of the cgroups, besides
 	 * the top and the classes, whose tasks a value may move into a class. The strings
@@ -51,6 +59,12 @@ struct lat_knobs {
 
 /* The knobs for value v (LAT_MIN…LAT_MAX) under c. */
 void lat_map(const struct lat_conf *c, int v, struct lat_knobs *ret);
+/*
+ * The slice value v gets where the kernel's default is default_ns (0: unknown): the
+ * default x 2^(v/5) within the kernel's 0.1-100 ms, and 0 (the default itself) for
+ * 0 and wherever the bound leaves no slice on the value's side of the default.
+ */
+uint64_t lat_slice_ns(uint64_t default_ns, int v);
 /* The kernel's nice → weight table, nice -20…19 (1024 at 0). */
 uint32_t lat_nice_weight(int nice);
 /* v1 cpu.shares → cgroup2 cpu.weight (and systemd CPUWeight=), 1…10000. */

@@ -117,6 +117,27 @@ def sched_field(pid, name):
     raise KeyError(name)
 
 
+def default_slice_ns():
+    """The kernel's default slice: this test's own se.slice (it has none of its own)."""
+    return sched_field(os.getpid(), "se.slice")
+
+
+def value_slice_ns(v, default=None):
+    """The slice latency-nice v gets (rqbalanced(8)): the kernel's default x 2^(v/5),
+    in the integer steps the daemon takes, within 0.1-100 ms; 0 for the default."""
+    frac = (1000000, 1148698, 1319508, 1515717, 1741101)  # 2^(k/5), millionths
+    d = default_slice_ns() if default is None else default
+    if v == 0:
+        return 0
+    if v > 0:
+        ns = (d << (v // 5)) * frac[v % 5] // 1000000
+    else:
+        up = (-v + 4) // 5
+        ns = (d * frac[up * 5 + v] // 1000000) >> up
+    ns = min(max(ns, 100000), 100000000)
+    return 0 if (v < 0 and ns >= d) or (v > 0 and ns <= d) else ns
+
+
 def cpu_cgroup(pid):
     """The task's cgroup in the v1 cpu hierarchy, or None."""
     with open(f"/proc/{pid}/cgroup") as f:

@@ -12,7 +12,8 @@ import signal
 import subprocess
 import sys
 
-from rqb import CGROUP_ROOT, Daemon, check, cpu_cgroup, main, require, rqctl, tmpdir
+from rqb import (CGROUP_ROOT, Daemon, check, cpu_cgroup, default_slice_ns, main, require, rqctl,
+                 tmpdir)
 from rqb import sched_field as sched
 
 CPU_V1 = "/sys/fs/cgroup/cpu"
@@ -37,7 +38,7 @@ def class_removed(tmp):
             check(r.returncode == 0, f"set -l -5 on b after the class was removed "
                   f"({r.stdout.strip()} {r.stderr.strip()})")
             check(cpu_cgroup(b.pid) == cls, f"b is in {cls}, made anew")
-            check(sched(b.pid, "se.slice") < 1400000, "and has the shorter slice")
+            check(sched(b.pid, "se.slice") < default_slice_ns(), "and has the shorter slice")
             check(d.alive(), "the daemon runs on")
             d.stop()
             check("class cgroup" in d.text() and "made anew" in d.text(),

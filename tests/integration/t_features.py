@@ -3,9 +3,13 @@ cannot use, and agree with what the test finds out for itself."""
 import ctypes
 import os
 import platform
+import re
 import subprocess
 
-from rqb import DAEMON, TOPO_2LLC, Daemon, check, main, require, tmpdir
+from rqb import (DAEMON, TOPO_2LLC, Daemon, check, default_slice_ns, main, require, rqctl,
+                 tmpdir, value_slice_ns)
+
+CGROUP_MODE = "/sys/kernel/debug/sched/cgroup_mode"
 
 
 def report(*args, details=False):
@@ -50,6 +54,53 @@ def uclamp_settable():
     return libc.syscall(314, 0, attr, 0) == 0  # sched_setattr
 
 
+def cgroup_mode():
+    """The mode in parentheses of debugfs sched/cgroup_mode, or unknown (7.3)."""
+    try:
+        with open(CGROUP_MODE) as f:
+            m = re.search(r"\(([a-z_]+)\)", f.read())
+        return m.group(1) if m else "unknown"
+    except OSError:
+        return "unknown"
+
+
+def slices(major, minor):
+    """The default slice line and the table of every value's slice in --features, and
+    the same two in rqctl status."""
+    out = subprocess.run([DAEMON, "--features"], capture_output=True, text=True,
+                         check=True).stdout
+    m = re.search(r"^default slice: (\d+\.\d\d) ms \((.*)\)$", out, re.M)
+    check(m is not None, "--features names the kernel's default slice")
+    table = []
+    for line in re.findall(r"^slices -?\d+\.\.-?\d+ ms:(.*)$", out, re.M):
+        table += [float(x) for x in line.split()]
+    check(len(table) == 40, f"--features lists the slice of every value -20..19 ({len(table)})")
+    if (major, minor) >= (6, 12):
+        d = default_slice_ns()
+        check(m.group(1) == "%.2f" % (d / 1e6) and "sched_getattr" in m.group(2),
+              f"on 6.12+ it is this task's own, from sched_getattr ({m.group(0)})")
+        want = [round((value_slice_ns(v) or d) / 1e6, 2) for v in range(-20, 20)]
+        check(table == want, f"each value's slice is the default x 2^(v/5) ({table})")
+    check(table[20] == float(m.group(1)), "0 keeps the default")
+    check(all(a < b for a, b in zip(table[:20], table[20:21] * 20)) or
+          float(m.group(1)) <= 0.1, "every negative value is shorter than the default")
+    check(all(b > table[20] for b in table[21:]), "every positive value is longer")
+    check(table == sorted(table), "a higher value never has a shorter slice")
+    return float(m.group(1))
+
+
+def status_fields(tmp, default_ms):
+    with Daemon(tmp, ["--dry-run"]) as d:
+        d.wait_for(r"ctl: serving")
+        st = dict(l.split(None, 1) for l in rqctl(d, "status").stdout.splitlines()
+                  if " " in l)
+        check(st.get("sched_cgroup_mode") == cgroup_mode(),
+              f"rqctl status: sched_cgroup_mode {st.get('sched_cgroup_mode')}")
+        check("%.2f" % (int(st.get("sched_default_slice_ns", "0")) / 1e6) == "%.2f" % default_ms,
+              f"rqctl status: sched_default_slice_ns {st.get('sched_default_slice_ns')}")
+        check(d.stop() == 0, "clean stop")
+
+
 def test():
     require()
     major, minor = (int(x) for x in platform.release().split(".")[:2])
@@ -68,8 +119,14 @@ def test():
                 for l in open("/proc/mounts"))
     check(f["cgroup-v1-cpu"] == ("found" if v1cpu else "missing"),
           "cgroup-v1-cpu agrees with /proc/mounts")
+    mode = report(details=True)["cgroup-mode"]
+    check(mode[0] == ("found" if cgroup_mode() != "unknown" else "missing")
+          and mode[1].startswith(cgroup_mode()),
+          f"cgroup-mode agrees with {CGROUP_MODE}: {mode}")
+    default_ms = slices(major, minor)
     with tmpdir() as tmp:
         single_core_llcs(tmp)
+        status_fields(tmp, default_ms)
 
         with Daemon(tmp, ["--dry-run"]) as d:
             d.wait_for(r"running: sampler")

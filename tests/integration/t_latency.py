@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from rqb import (CGROUP_ROOT, RQCTL, Daemon, check, cpu_cgroup, main, private_copy, require,
-                 rqctl, sched_field, tmpdir)
+                 rqctl, sched_field, tmpdir, value_slice_ns)
 
 CPU_V1 = "/sys/fs/cgroup/cpu"
 
@@ -74,7 +74,8 @@ def run_threads_children_and_stop(tmp, before):
             check(all(cpu_cgroup(t) == class_of(-8) for t in tasks),
                   f"every task, later ones too, is in {class_of(-8)}")
             slices = {sched_field(t, "se.slice") for t in tasks}
-            check(slices == {528000}, f"every task has the -8 slice of 0.528 ms ({slices})")
+            check(slices == {value_slice_ns(-8)},
+                  f"every task has the slice of -8, {value_slice_ns(-8)} ns ({slices})")
             nices = {os.getpriority(os.PRIO_PROCESS, t) for t in tasks}
             check(nices == {-8}, f"and nice -8, its weight beside its peers ({nices})")
             check(cg_file(-8, "cpu.shares") == "6100", "the class has the weight of nice -8")
@@ -183,7 +184,8 @@ def reload_reapplies(tmp):
                 f.write("[latency]\nbatch_from = 20\n")
             check(rqctl(d, "reload").returncode == 0, "reload with batch_from = 20")
             check(sched_field(p.pid, "policy") == 0, "the managed task is SCHED_OTHER again")
-            check(sched_field(p.pid, "se.slice") == 12800000, "and keeps the slice of 15")
+            check(sched_field(p.pid, "se.slice") == value_slice_ns(15),
+                  "and keeps the slice of 15")
             d.stop()
         check(sched_field(p.pid, "policy") == 0, "stop leaves it SCHED_OTHER, as it was")
         check(os.getpriority(os.PRIO_PROCESS, p.pid) == 0 and cpu_cgroup(p.pid) == "/",

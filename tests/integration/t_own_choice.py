@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 from rqb import (CGROUP_ROOT, TOPO_2LLC, Daemon, Hogs, allowed, check, cpu_cgroup, main,
-                 require, rqctl, task_line, tmpdir, write_replay)
+                 require, rqctl, task_line, tmpdir, value_slice_ns, write_replay)
 from rqb import sched_field as sched
 
 CPU_V1 = "/sys/fs/cgroup/cpu"
@@ -86,8 +86,8 @@ def latency(tmp, crash):
             for t in (p, q):
                 check(rqctl(d, "set", "-l", "-8", "-p", str(t.pid)).returncode == 0,
                       f"set -l -8 on {t.pid}")
-                check(cpu_cgroup(t.pid) == cls and sched(t.pid, "se.slice") == 528000,
-                      f"{t.pid} is in {cls} with a 0.528 ms slice")
+                check(cpu_cgroup(t.pid) == cls and sched(t.pid, "se.slice") == value_slice_ns(-8),
+                      f"{t.pid} is in {cls} with the slice of -8")
             set_slice(p.pid, OWN_SLICE)
             with open(f"{own}/tasks", "w") as f:
                 f.write(str(q.pid))

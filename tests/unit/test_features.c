@@ -1,5 +1,7 @@
 /* The feature probe against fake /proc and /sys trees, and its mounts parser. */
+#include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <zlib.h>
@@ -8,6 +10,7 @@
 #include "diag/features.h"
 #include "sample/parse.h"
 #include "unit.h"
+#include "util/schedattr.h"
 
 static void put(const char *root, const char *path, const char *text)
 {
@@ -142,6 +145,105 @@ static void print_names_every_feature(void **state)
 		assert_non_null(strstr(buf, features_name((enum feat_id)i)));
 }
 
+/* The kernel's default slice by online CPUs: 0.7 ms x (1 + log2(min(CPUs, 8))). */
+static void slice_formula(void **state)
+{
+	static const struct { int cpus; uint64_t ns; } rows[] = {
+		{ 1, 700000 }, { 2, 1400000 }, { 3, 1400000 }, { 4, 2100000 },
+		{ 7, 2100000 }, { 8, 2800000 }, { 64, 2800000 }, { 0, 700000 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		assert_int_equal(features_slice_formula(rows[i].cpus), rows[i].ns);
+}
+
+/* 6.12 on: the daemon's own thread shows the default, and keeps the slice it had. */
+static void default_slice_of_self(void **state)
+{
+	struct rqb_sched_attr a;
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+	char src[96];
+	uint64_t ns;
+
+	(void)state;
+	uname(&u);
+	sscanf(u.release, "%u.%u", &major, &minor);
+	assert_int_equal(rqb_sched_getattr(0, &a), 0);
+	ns = features_default_slice("/nonexistent", 2, src, sizeof(src));
+	assert_true(ns >= 100000 && ns <= 100000000);
+	if (major < 6 || (major == 6 && minor < 12) || a.sched_policy != SCHED_OTHER) {
+		skip();
+		return;
+	}
+	assert_non_null(strstr(src, "sched_getattr"));
+	/* A slice of its own, as [daemon] latency_nice gives: still the default read, and
+	 * the thread's own slice stays. */
+	a.sched_runtime = 300000;
+	a.sched_flags = 0;
+	assert_int_equal(rqb_sched_setattr(0, &a), 0);
+	assert_int_equal(features_default_slice("/nonexistent", 2, src, sizeof(src)), ns);
+	assert_true(ns != 300000);
+	assert_int_equal(rqb_sched_getattr(0, &a), 0);
+	assert_int_equal(a.sched_runtime, 300000);
+	a.sched_runtime = 0;
+	assert_int_equal(rqb_sched_setattr(0, &a), 0);
+}
+
+/* debugfs base_slice_ns through the root prefix; 0 where it cannot be read. */
+static void base_slice_debugfs(void **state)
+{
+	char root[] = "/tmp/rqb-feat.XXXXXX";
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	assert_int_equal(features_base_slice_debugfs(root), 0);
+	put(root, "/sys/kernel/debug/sched/base_slice_ns", "2100000\n");
+	assert_int_equal(features_base_slice_debugfs(root), 2100000);
+	put(root, "/sys/kernel/debug/sched/base_slice_ns", "x\n");
+	assert_int_equal(features_base_slice_debugfs(root), 0);
+	rm_rf(root);
+}
+
+/* 7.3's cgroup_mode: the word in parentheses; "unknown" where there is none. */
+static void cgroup_mode(void **state)
+{
+	char root[] = "/tmp/rqb-feat.XXXXXX", mode[16];
+	struct features f;
+
+	(void)state;
+	assert_int_equal(features_parse_cgroup_mode("up smp (concur) max tasks\n", mode,
+						    sizeof(mode)), 0);
+	assert_string_equal(mode, "concur");
+	assert_int_equal(features_parse_cgroup_mode("(up) smp concur max tasks", mode,
+						    sizeof(mode)), 0);
+	assert_string_equal(mode, "up");
+	assert_int_equal(features_parse_cgroup_mode("up smp concur max tasks", mode, sizeof(mode)),
+			 -EINVAL);
+	assert_int_equal(features_parse_cgroup_mode("up () smp", mode, sizeof(mode)), -EINVAL);
+	assert_int_equal(features_parse_cgroup_mode("(a b) smp", mode, sizeof(mode)), -EINVAL);
+	assert_int_equal(features_parse_cgroup_mode("(averyveryverylongmode)", mode, sizeof(mode)),
+			 -EINVAL);
+
+	assert_non_null(mkdtemp(root));
+	assert_int_equal(features_cgroup_mode(root, mode, sizeof(mode)), -ENOENT);
+	assert_string_equal(mode, "unknown");
+	features_probe(root, NULL, 2, &f);
+	assert_int_equal(f.f[FEAT_CGROUP_MODE].state, FEAT_MISSING);
+	assert_string_equal(f.cgroup_mode, "unknown");
+	put(root, "/sys/kernel/debug/sched/cgroup_mode", "up (smp) concur max tasks\n");
+	assert_int_equal(features_cgroup_mode(root, mode, sizeof(mode)), 0);
+	assert_string_equal(mode, "smp");
+	features_probe(root, NULL, 2, &f);
+	assert_int_equal(f.f[FEAT_CGROUP_MODE].state, FEAT_FOUND);
+	assert_string_equal(f.cgroup_mode, "smp");
+	put(root, "/sys/kernel/debug/sched/cgroup_mode", "garbage\n");
+	assert_int_equal(features_cgroup_mode(root, mode, sizeof(mode)), -EINVAL);
+	assert_string_equal(mode, "unknown");
+	rm_rf(root);
+}
+
 /* keep_together and latency_apart stand down where the kernel places by cache. */
 static void kernel_places(void **state)
 {
@@ -240,6 +342,10 @@ int main(void)
 		cmocka_unit_test(single_core_llcs),
 		cmocka_unit_test(print_names_every_feature),
 		cmocka_unit_test(kernel_places),
+		cmocka_unit_test(slice_formula),
+		cmocka_unit_test(default_slice_of_self),
+		cmocka_unit_test(base_slice_debugfs),
+		cmocka_unit_test(cgroup_mode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -373,6 +373,41 @@ static void test_class_reweighed_on_reload(void **state)
 	latact_fini(&f->la);
 }
 
+/*
+ * The kernel's default slice changed (a CPU went offline): a task without a slice of
+ * its own that still shows the old default reads as "the default", not as a slice
+ * someone set, and a value's slice is the new default's ratio.
+ */
+static void test_slice_follows_default(void **state)
+{
+	struct fix *f = *state;
+	struct rqb_sched_attr a;
+	struct lat_state st;
+	struct lat_conf lc2;
+	const char *why = NULL;
+	pid_t tid = gettid();
+
+	assert_int_equal(rqb_sched_getattr(tid, &a), 0);
+	if (!a.sched_runtime || a.sched_policy != SCHED_OTHER) {
+		skip(); /* before 6.12 sched_getattr shows no slice */
+		return;
+	}
+	f->o.slices = true;
+	f->lc.default_slice_ns = a.sched_runtime;
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_read(&f->la, tid, &st), 0);
+	assert_int_equal(st.slice_ns, 0);
+	lc2 = f->lc;
+	lc2.default_slice_ns = a.sched_runtime * 3 / 2;
+	latact_set_conf(&f->la, &lc2);
+	assert_int_equal(latact_read(&f->la, tid, &st), 0);
+	assert_int_equal(st.slice_ns, 0);
+	assert_int_equal(set_task(&f->la, tid, -5, &why), 0);
+	assert_int_equal(attr_last.sched_runtime, lat_slice_ns(lc2.default_slice_ns, -5));
+	assert_true(attr_last.sched_runtime < lc2.default_slice_ns);
+	latact_fini(&f->la);
+}
+
 /* A cgroup target's weight and idle, given back at reset. */
 static void test_cgroup_target_restored(void **state)
 {
@@ -827,6 +862,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_class_made_with_mapped_weight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_class_reweighed_on_reload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cgroup_target_restored, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slice_follows_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cgroup_target_idle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cgroup_target_changed_left_alone, setup,
 						teardown),

@@ -31,7 +31,7 @@ static void zero_changes_nothing(void **state)
 	assert_false(k.cg_idle);
 }
 
-/* The documented table, value by value: slice in µs, shares, policy. */
+/* The documented table at this host's default (1.4 ms): slice in µs, shares, policy. */
 static void table(void **state)
 {
 	static const struct {
@@ -42,42 +42,80 @@ static void table(void **state)
 		bool cls;
 	} rows[] = {
 		{ -20, 100, 88761, SCHED_OTHER, true },
-		{ -15, 200, 29154, SCHED_OTHER, true },
-		{ -10, 400, 9548, SCHED_OTHER, true },
-		{ -5, 800, 3121, SCHED_OTHER, true },
-		{ -1, 1392, 1277, SCHED_OTHER, true },
-		{ 1, 1838, 820, SCHED_OTHER, true },
-		{ 5, 3200, 335, SCHED_OTHER, true },
-		{ 9, 5571, 137, SCHED_OTHER, true },
-		{ 10, 6400, 110, SCHED_BATCH, true },
-		{ 19, 22284, 15, SCHED_BATCH, true },
+		{ -15, 175, 29154, SCHED_OTHER, true },
+		{ -10, 350, 9548, SCHED_OTHER, true },
+		{ -5, 700, 3121, SCHED_OTHER, true },
+		{ -1, 1218, 1277, SCHED_OTHER, true },
+		{ 1, 1608, 820, SCHED_OTHER, true },
+		{ 5, 2800, 335, SCHED_OTHER, true },
+		{ 9, 4875, 137, SCHED_OTHER, true },
+		{ 10, 5600, 110, SCHED_BATCH, true },
+		{ 19, 19500, 15, SCHED_BATCH, true },
 	};
+	struct lat_conf c = defaults;
 
+	c.default_slice_ns = 1400000;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		struct lat_knobs k = map(&defaults, rows[i].v);
+		struct lat_knobs k = map(&c, rows[i].v);
 
 		assert_int_equal(k.slice_ns / 1000, rows[i].slice_us);
 		assert_int_equal(k.shares, rows[i].shares);
 		assert_int_equal(k.policy, rows[i].policy);
 		assert_int_equal(k.use_class, rows[i].cls);
 		assert_int_equal(k.nice, rows[i].v);
+		/* An unknown default is taken as this one. */
+		assert_int_equal(map(&defaults, rows[i].v).slice_ns, k.slice_ns);
 	}
 }
 
-/* Shorter for every step down, longer for every step up, always in the kernel's range. */
-static void slice_is_monotonic_and_in_range(void **state)
+/*
+ * Every value's slice around the kernel's default, for the defaults of 1, 2, 4, 8 and
+ * 64 CPUs (0.7 ms x (1 + log2(min(CPUs, 8)))), a kernel built shorter (0.35 ms), and
+ * the ends of what a default may be (0.1 and 4 ms), each value -20…19: 0 keeps the
+ * default; a negative value is shorter, a positive one longer, unless the kernel's
+ * bound (0.1-100 ms) leaves none, where it keeps the default; the slice a task runs
+ * with never falls as the value rises, and rises at every step between the bounds.
+ */
+static void slice_monotone_around_the_default(void **state)
 {
-	uint64_t prev = 0;
+	static const uint64_t defs[] = { 700000, 1400000, 2100000, 2800000, 2800000,
+					 350000, 100000, 4000000 };
 
-	for (int v = LAT_MIN; v <= LAT_MAX; v++) {
-		struct lat_knobs k = map(&defaults, v);
+	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
+		struct lat_conf c = defaults;
+		uint64_t def = defs[i], prev = 0;
 
-		if (v == 0)
-			continue;
-		assert_true(k.slice_ns >= LAT_SLICE_MIN_NS && k.slice_ns <= LAT_SLICE_MAX_NS);
-		assert_true(k.slice_ns > prev);
-		prev = k.slice_ns;
+		c.default_slice_ns = def;
+		for (int v = LAT_MIN; v <= LAT_MAX; v++) {
+			uint64_t ns = map(&c, v).slice_ns, runs = ns ? ns : def;
+
+			assert_int_equal(ns, lat_slice_ns(def, v));
+			if (v == 0)
+				assert_int_equal(ns, 0);
+			if (ns) {
+				assert_true(ns >= LAT_SLICE_MIN_NS && ns <= LAT_SLICE_MAX_NS);
+				assert_true(v < 0 ? ns < def : ns > def);
+			} else if (v < 0) {
+				/* Only where the bound is the default itself. */
+				assert_true(def <= LAT_SLICE_MIN_NS);
+			}
+			if (v > LAT_MIN) {
+				assert_true(runs >= prev);
+				if (prev > LAT_SLICE_MIN_NS && runs < LAT_SLICE_MAX_NS)
+					assert_true(runs > prev);
+			}
+			if (v > 0)
+				assert_true(ns > def);
+			prev = runs;
+		}
+		/* Between the bounds the steps are the default's: -5 halves it, 5 doubles it. */
+		if (def / 2 >= LAT_SLICE_MIN_NS)
+			assert_int_equal(lat_slice_ns(def, -5), def / 2);
+		assert_int_equal(lat_slice_ns(def, 5), def * 2);
 	}
+	/* A default past the upper bound leaves no longer slice: positives keep it. */
+	assert_int_equal(lat_slice_ns(200000000, 1), 0);
+	assert_true(lat_slice_ns(200000000, -20) < 200000000);
 }
 
 static void idle_only_where_configured(void **state)
@@ -417,7 +455,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(zero_changes_nothing),
 		cmocka_unit_test(table),
-		cmocka_unit_test(slice_is_monotonic_and_in_range),
+		cmocka_unit_test(slice_monotone_around_the_default),
 		cmocka_unit_test(idle_only_where_configured),
 		cmocka_unit_test(batch_threshold),
 		cmocka_unit_test(uclamp_both_sides_and_off),

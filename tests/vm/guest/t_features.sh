@@ -30,6 +30,23 @@ if kconfig_has SCHEDSTATS; then
 	check "schedstats found" [ "$(state schedstats)" = found ]
 fi
 check "cgroup-v1-cpu found (mounted by init)" [ "$(state cgroup-v1-cpu)" = found ]
+# 7.3's cgroup_mode, read from debugfs: unknown while it is not mounted, the selected
+# mode (in parentheses) once it is. The default slice, from 6.12 a fresh task's.
+check "cgroup-mode missing without debugfs" [ "$(state cgroup-mode)" = missing ]
+if kver_ge 6 12; then
+	slice=$(awk '/^se.slice/ { split($3, a, "."); printf "%.2f", a[1] / 1e6 }' /proc/self/sched)
+	check "default slice is a fresh task's ($slice ms)" \
+		grep -q "^default slice: $slice ms (sched_getattr" /tmp/features
+fi
+mount -t debugfs debugfs /sys/kernel/debug
+if [ -r /sys/kernel/debug/sched/cgroup_mode ]; then
+	mode=$(sed -n 's/.*(\([a-z_]*\)).*/\1/p' /sys/kernel/debug/sched/cgroup_mode)
+	rqbalanced --features >/tmp/features.mode
+	grep '^cgroup-mode' /tmp/features.mode
+	check "cgroup-mode found in debugfs: $mode" \
+		grep -q "^cgroup-mode  *found  *$mode " /tmp/features.mode
+fi
+umount /sys/kernel/debug
 # Cache-aware scheduling (7.2 on): found with no config file in the guest and debugfs
 # not mounted, from the kernel's BTF; switched off in debugfs, rqbalance places alone
 # again.

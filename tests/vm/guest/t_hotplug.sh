@@ -17,6 +17,12 @@ if [ "$(list_len "$LLCN")" -ne 2 ]; then
 	exit 77
 fi
 FIRST=${LLCN%-*}
+# The kernel's default slice follows the online CPUs, and a value's slice is a ratio of
+# it: from 6.12 the daemon's status shows the one a fresh task gets (se.slice, in ns),
+# read again when a CPU goes or comes.
+kernel_slice() { awk '/^se.slice/ { split($3, a, "."); print a[1] }' /proc/self/sched; }
+status_slice() { rqctl status | awk '$1 == "sched_default_slice_ns" { print $2 }'; }
+same_slice() { [ "$(status_slice)" = "$(kernel_slice)" ]; }
 trap 'echo 1 >"$OFF" 2>/dev/null' EXIT
 # pinned_to list: how many hogs have exactly that affinity.
 pinned_to() {
@@ -35,6 +41,11 @@ check "the daemon runs" wait_running
 check "with the proc sampler" grep -q "running: sampler proc" "$LOG"
 echo 0 >"$OFF"
 check "it sees CPU $LAST go offline" wait_log "CPU $LAST went offline"
+if kver_ge 6 12; then
+	echo "default slice: kernel $(kernel_slice), rqctl status $(status_slice)"
+	check "rqctl status has the kernel's default slice with CPU $LAST offline" \
+		poll_until 100 same_slice
+fi
 pile_on_llc0
 for p in $HOGS; do echo "hog $p: allowed $(allowed "$p")"; done
 check "a hog is pinned" wait_hog_pins 1
@@ -47,6 +58,10 @@ check "no pin names CPU $LAST" sh -c "! grep ' pin tid=' '$LOG' | grep -q 'cpus=
 
 echo 1 >"$OFF"
 check "it sees CPU $LAST come back" wait_log "CPU $LAST online again"
+if kver_ge 6 12; then
+	echo "default slice: kernel $(kernel_slice), rqctl status $(status_slice)"
+	check "and with CPU $LAST back" poll_until 100 same_slice
+fi
 # The kernel narrowed the hogs' masks while CPU $LAST was away: give the others it back.
 for p in $HOGS; do
 	[ "$(allowed "$p")" = "$FIRST" ] || taskset -pc "$ALL" "$p" >/dev/null
