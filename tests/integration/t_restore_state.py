@@ -126,7 +126,8 @@ def latency(tmp, user):
             d.wait_for("ctl: serving")
             gave(d, procs, [-10, 10, -10])
             own_slice = sched(own.pid, "se.slice")
-            check(sched(pos.pid, "se.slice") > pos.before[2], "+10 has a longer slice")
+            check(sched(pos.pid, "se.slice") > pos.before[2] and sched(pos.pid, "policy") == 3,
+                  "+10 has a longer slice and SCHED_BATCH (batch_from = 10)")
             check(d.stop(signal.SIGKILL) == -signal.SIGKILL, "the daemon is killed")
         for pr in procs:
             pr.spawn()
