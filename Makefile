@@ -34,6 +34,7 @@ DAEMON_SRC = \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c daemon/actuate/latact.c \
 	daemon/actuate/latact_journal.c daemon/actuate/latact_cls.c daemon/actuate/latact_task.c \
 	daemon/actuate/latact_cg.c daemon/actuate/latact_replay.c \
+	daemon/actuate/latact_offspring.c \
 	daemon/actuate/latact_apply.c daemon/actuate/latact_move.c daemon/actuate/latact_reuse.c \
 	daemon/actuate/cgsd.c \
 	daemon/latmgr/latmgr_plan.c daemon/latmgr/latmgr_fg.c daemon/latmgr/latmgr_rules.c \

@@ -114,11 +114,18 @@ static int unjournal(struct act *a, pid_t tid, uint64_t start_time)
 	return a->journal ? journal_clear(a->journal, tid, start_time) : 0;
 }
 
-/* What restore_offspring() hands to each task it finds. */
+/* A pinned task's record, as far as what it passed on is concerned. */
+struct pin_rec {
+	pid_t tid, tgid;
+	uint64_t since;          /* clock ticks after boot of the pin; 0 if unknown */
+	cpu_set_t prev, set;
+};
+
+/* What restore_offspring() hands to each task it finds: the records of one process. */
 struct offspring {
 	struct act *a;
-	pid_t pinned;            /* the task rqbalance changed */
-	const cpu_set_t *prev, *set;
+	const struct pin_rec *r;
+	size_t n;
 };
 
 static void restore_one(void *ctx, pid_t tid, pid_t tgid, uint64_t start)
@@ -128,40 +135,79 @@ static void restore_one(void *ctx, pid_t tid, pid_t tgid, uint64_t start)
 	struct act_task t;
 	cpu_set_t cur;
 
-	/* The pinned task itself, and tasks with an entry of their own, are not offspring. */
-	if (tid == o->pinned || find(a, tid, start) >= 0 || a->ops->open(tid, tgid, start, &t) < 0)
+	/* The pinned tasks themselves, and tasks with an entry of their own, are not offspring. */
+	for (size_t k = 0; k < o->n; k++)
+		if (o->r[k].tid == tid)
+			return;
+	if (find(a, tid, start) >= 0 || a->ops->open(tid, tgid, start, &t) < 0)
 		return;
-	if (a->ops->get_affinity(&t, &cur) == 0 && CPU_EQUAL(&cur, o->set) &&
-	    set_mask(a, &t, o->prev) == 0) {
-		a->cnt.restores++;
-		a->cnt.inherited++;
-		log_info("restored tid %d, which inherited the affinity set on tid %d", (int)tid,
-			 (int)o->pinned);
-	}
+	if (a->ops->get_affinity(&t, &cur) == 0)
+		for (size_t k = 0; k < o->n; k++) {
+			const struct pin_rec *r = &o->r[k];
+
+			/* Started since that pin, with exactly its mask: the kernel copied it. */
+			if (!r->since || start < r->since || !CPU_EQUAL(&cur, &r->set))
+				continue;
+			if (set_mask(a, &t, &r->prev) == 0) {
+				a->cnt.restores++;
+				a->cnt.inherited++;
+				log_info("restored tid %d, which inherited the affinity set on tid %d",
+					 (int)tid, (int)r->tid);
+			}
+			break;
+		}
 	a->ops->close(&t);
 }
 
-/*
- * Threads and child processes that a changed task started since the change inherited
- * rqbalance's mask: give back those that still have exactly that mask.
- */
-static void restore_offspring(struct act *a, pid_t tid, pid_t tgid, uint64_t since,
-			      const cpu_set_t *prev, const cpu_set_t *set)
+static int cmp_pin_rec(const void *x, const void *y)
 {
-	struct offspring o = { a, tid, prev, set };
+	pid_t a = ((const struct pin_rec *)x)->tgid, b = ((const struct pin_rec *)y)->tgid;
 
-	if (since && a->ops->offspring)
-		a->ops->offspring(tgid, since, restore_one, &o);
+	return (a > b) - (a < b);
 }
 
-/* Forgets entry i: restores what its task passed on, closes it, clears its record. */
-static void remove_at(struct act *a, size_t i, int err, act_dropped_fn dropped, void *ctx)
+/*
+ * Threads and descendant processes that pinned tasks started since their pins
+ * inherited rqbalance's mask: give back those that still have exactly that mask. One
+ * walk a process, however many of its threads were pinned (r is sorted in place).
+ */
+static void restore_offspring(struct act *a, struct pin_rec *r, size_t n)
+{
+	if (!a->ops->offspring || !n)
+		return;
+	qsort(r, n, sizeof(*r), cmp_pin_rec);
+	for (size_t i = 0, j; i < n; i = j) {
+		struct offspring o = { a, &r[i], 0 };
+		uint64_t since = 0;
+
+		for (j = i; j < n && r[j].tgid == r[i].tgid; j++)
+			if (r[j].since && (!since || r[j].since < since))
+				since = r[j].since;
+		o.n = j - i;
+		if (since)
+			a->ops->offspring(r[i].tgid, since, restore_one, &o);
+	}
+}
+
+static struct pin_rec pin_rec_of(const struct act_entry *e)
+{
+	return (struct pin_rec){ e->task.tid, e->tgid, e->since, e->prev, e->set };
+}
+
+/*
+ * Forgets entry i: closes it, clears its record and, where passed_on, restores what
+ * its task passed on (else the caller does, for many entries at once).
+ */
+static void remove_at(struct act *a, size_t i, int err, act_dropped_fn dropped, void *ctx,
+		      bool passed_on)
 {
 	struct act_entry e = a->e[i];
+	struct pin_rec pr = pin_rec_of(&e);
 	int r;
 
 	sorted_remove(a->e, &a->n, sizeof(*a->e), i);
-	restore_offspring(a, e.task.tid, e.tgid, e.since, &e.prev, &e.set);
+	if (passed_on)
+		restore_offspring(a, &pr, 1);
 	r = unjournal(a, e.task.tid, e.task.start_time);
 	if (r < 0)
 		log_warn("journal %s: cannot clear record of tid %d: %s", journal_path(a->journal),
@@ -209,9 +255,18 @@ static int restore(struct act *a, const struct act_task *t, const cpu_set_t *pre
 	return 1;
 }
 
+/* A previous run's records, replayed: what their tasks passed on is restored after. */
+struct replay {
+	struct act *a;
+	struct pin_rec *r;
+	size_t n, cap;
+};
+
 static void restore_record(void *ctx, const struct journal_rec *rec)
 {
-	struct act *a = ctx;
+	struct replay *rp = ctx;
+	struct act *a = rp->a;
+	struct pin_rec *arr;
 	struct act_task t;
 	int r = a->ops->open(rec->tid, rec->tgid, rec->start_time, &t);
 
@@ -228,11 +283,16 @@ static void restore_record(void *ctx, const struct journal_rec *rec)
 		a->ops->close(&t);
 	}
 	/* Whatever became of the task, what it passed on may still be there. */
-	restore_offspring(a, rec->tid, rec->tgid, rec->since, &rec->prev, &rec->set);
+	arr = util_grow(rp->r, &rp->cap, rp->n, sizeof(*arr));
+	if (!arr)
+		return;
+	rp->r = arr;
+	rp->r[rp->n++] = (struct pin_rec){ rec->tid, rec->tgid, rec->since, rec->prev, rec->set };
 }
 
 int act_init(struct act *a, const struct act_ops *ops, const char *journal_dir)
 {
+	struct replay rp = { .a = a };
 	unsigned bad = 0;
 	int r;
 
@@ -241,9 +301,11 @@ int act_init(struct act *a, const struct act_ops *ops, const char *journal_dir)
 	r = ops->journal(journal_dir, JOURNAL_NAME, &a->journal);
 	if (r < 0 || !a->journal)
 		return r; /* none kept: no previous run's changes to give back either */
-	r = journal_replay(a->journal, restore_record, a, &bad);
+	r = journal_replay(a->journal, restore_record, &rp, &bad);
 	if (r < 0)
 		log_warn("journal %s: cannot read: %s", journal_path(a->journal), strerror(-r));
+	restore_offspring(a, rp.r, rp.n);
+	free(rp.r);
 	if (a->cnt.restores || a->cnt.left_alone || a->cnt.gone || bad)
 		log_notice("journal %s: a previous run left changes: %llu restored, %llu left as "
 			   "the task chose, %llu gone, %u malformed line%s skipped",
@@ -262,6 +324,8 @@ int act_init(struct act *a, const struct act_ops *ops, const char *journal_dir)
 
 int act_restore_all(struct act *a)
 {
+	struct pin_rec *recs = calloc(a->n ? a->n : 1, sizeof(*recs));
+	size_t nrecs = 0;
 	int restored = 0;
 
 	while (a->n) {
@@ -276,8 +340,12 @@ int act_restore_all(struct act *a)
 			count_error(a, r);
 			log_warn("cannot restore tid %d: %s", (int)e->task.tid, strerror(-r));
 		}
-		remove_at(a, a->n - 1, 0, NULL, NULL);
+		if (recs)
+			recs[nrecs++] = pin_rec_of(e);
+		remove_at(a, a->n - 1, 0, NULL, NULL, !recs);
 	}
+	restore_offspring(a, recs, nrecs);
+	free(recs);
 	return restored;
 }
 
@@ -368,7 +436,7 @@ static int unpin(struct act *a, const struct plan_action *pa)
 	if (i < 0)
 		return 0; /* never written (it had the mask already), or not kept */
 	r = restore(a, &a->e[i].task, &a->e[i].prev, &a->e[i].set, NULL);
-	remove_at(a, (size_t)i, 0, NULL, NULL);
+	remove_at(a, (size_t)i, 0, NULL, NULL, true);
 	return r < 0 ? r : 0;
 }
 
@@ -448,6 +516,6 @@ void act_verify(struct act *a, act_dropped_fn dropped, void *ctx)
 			log_info("tid %d changed its own affinity (now %s): left as it chose",
 				 (int)e->task.tid, cpumask_format(&cur, mask, sizeof(mask)));
 		}
-		remove_at(a, i, r, dropped, ctx);
+		remove_at(a, i, r, dropped, ctx, true);
 	}
 }

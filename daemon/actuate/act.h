@@ -61,10 +61,11 @@ struct act_ops {
 	int (*set_affinity)(const struct act_task *t, const cpu_set_t *mask);
 	void (*close)(struct act_task *t);
 	/*
-	 * Calls fn for every thread of process tgid, and every thread of its child
-	 * processes, started at or after since (clock ticks after boot): the tasks that
-	 * inherited what rqbalance set on a thread of tgid (none where the driver
-	 * writes nothing). 0 or -errno.
+	 * Calls fn for every thread of process tgid, and every thread of its descendant
+	 * processes (children, their children…, each started at or after since), started
+	 * at or after since (clock ticks after boot): the tasks that may have inherited
+	 * what rqbalance set on a thread of tgid (none where the driver writes nothing).
+	 * 0 or -errno.
 	 */
 	int (*offspring)(pid_t tgid, uint64_t since,
 			 void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start), void *ctx);

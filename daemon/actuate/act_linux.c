@@ -53,10 +53,14 @@ static int pidfd_open_thread(pid_t tid, pid_t tgid)
 	return fd < 0 ? -errno : fd;
 }
 
+/*
+ * From TID/task/TID/stat, the thread's own: TID/stat of a thread in a process of n
+ * threads sums the times of all n, and a walk of such a process would read n times n.
+ */
 static int read_start_time(pid_t tid, uint64_t *ret)
 {
 	struct parse_stat_line l;
-	int r = procfs_stat(NULL, 0, tid, &l);
+	int r = procfs_stat(NULL, tid, tid, &l);
 
 	if (r < 0)
 		return r;
@@ -115,7 +119,7 @@ static int linux_who(pid_t tid, struct act_who *ret)
 	uint64_t again;
 	int r;
 
-	r = procfs_stat(NULL, 0, tid, &l);
+	r = procfs_stat(NULL, tid, tid, &l);
 	if (r == 0 && (procfs_status(NULL, 0, tid, &st) & PARSE_STATUS_TGID) == 0)
 		r = -ESRCH;
 	/* Both files of one task: the number was not taken again between the reads. */
@@ -216,9 +220,54 @@ static void threads_since(pid_t tgid, uint64_t since,
 	closedir(d);
 }
 
+/* A process started since the change, for linux_offspring: its parent, and if it descends. */
+struct proc_node {
+	pid_t pid, ppid;
+	uint64_t start;
+	int in;                   /* 1: descends from the changed process; 0: not; -1: not known */
+};
+
+static int cmp_proc_node(const void *a, const void *b)
+{
+	pid_t x = ((const struct proc_node *)a)->pid, y = ((const struct proc_node *)b)->pid;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Whether n descends from tgid through processes all started since (only those can
+ * hold what was set since). Each process is resolved once: the chain up stops at the
+ * first one known, and all on it learn the answer.
+ */
+static int descends(struct proc_node *nodes, size_t nn, struct proc_node *n, pid_t tgid,
+		    struct proc_node **stack)
+{
+	size_t depth = 0;
+	int in = 0;
+
+	while (n && n->in < 0 && depth < nn) {
+		struct proc_node key = { .pid = n->ppid };
+
+		stack[depth++] = n;
+		n->in = 0; /* a loop of parents (a number reused meanwhile) ends here */
+		if (n->ppid == tgid) {
+			in = 1;
+			break;
+		}
+		n = bsearch(&key, nodes, nn, sizeof(*nodes), cmp_proc_node);
+	}
+	if (n && !in && n->in > 0)
+		in = 1;
+	while (depth > 0)
+		stack[--depth]->in = in;
+	return in;
+}
+
 static int linux_offspring(pid_t tgid, uint64_t since,
 			   void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start), void *ctx)
 {
+	struct proc_node *nodes = NULL, **stack = NULL;
+	size_t nn = 0, cap = 0;
 	struct dirent *de;
 	DIR *d;
 
@@ -226,15 +275,30 @@ static int linux_offspring(pid_t tgid, uint64_t since,
 	d = opendir(util_proc_root(NULL));
 	if (!d)
 		return -errno;
+	/* Every process started since, read once; then the descendants, children's children too. */
 	while ((de = readdir(d))) {
 		pid_t pid = (pid_t)atoi(de->d_name);
 		struct parse_stat_line l;
+		struct proc_node *arr;
 
-		if (pid > 0 && pid != tgid && procfs_stat(NULL, 0, pid, &l) == 0 && l.ppid == tgid &&
-		    l.start_time >= since)
-			threads_since(pid, since, fn, ctx);
+		if (pid <= 0 || pid == tgid || procfs_stat(NULL, pid, pid, &l) < 0 ||
+		    l.start_time < since)
+			continue;
+		arr = util_grow(nodes, &cap, nn, sizeof(*arr));
+		if (!arr)
+			break;
+		nodes = arr;
+		nodes[nn++] = (struct proc_node){ pid, l.ppid, l.start_time, -1 };
 	}
 	closedir(d);
+	if (nn && (stack = calloc(nn, sizeof(*stack)))) {
+		qsort(nodes, nn, sizeof(*nodes), cmp_proc_node);
+		for (size_t i = 0; i < nn; i++)
+			if (descends(nodes, nn, &nodes[i], tgid, stack))
+				threads_since(nodes[i].pid, since, fn, ctx);
+	}
+	free(stack);
+	free(nodes);
 	return 0;
 }
 
@@ -306,7 +370,11 @@ static struct cgroup *lcg_new(const char *rel)
 	return cg;
 }
 
-/* Writes tid into procs_file, through libcgroup where it knows the hierarchy. */
+/*
+ * Writes tid into procs_file, through libcgroup where it knows the hierarchy. A v1
+ * cgroup.procs (a whole process in one write, where libcgroup writes tasks, a thread)
+ * is written directly.
+ */
 static int attach_number(const char *procs_file, pid_t tid)
 {
 	char dir[PATH_MAX], text[16], *slash;
@@ -318,7 +386,7 @@ static int attach_number(const char *procs_file, pid_t tid)
 	slash = strrchr(dir, '/');
 	if (slash)
 		*slash = '\0';
-	rel = slash ? lcg_rel(dir) : NULL;
+	rel = slash && strcmp(slash + 1, "cgroup.procs") != 0 ? lcg_rel(dir) : NULL;
 	if (!rel) {
 		snprintf(text, sizeof(text), "%d", (int)tid);
 		return linux_write(procs_file, text);

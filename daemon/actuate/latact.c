@@ -90,10 +90,28 @@ int latact_restore_all(struct latact *la)
 	return (int)(la->cnt.restored - before);
 }
 
+/*
+ * What the tasks given back passed on whose fork no event told of in time (one read
+ * after the stop, or lost to an overflow): found by state, as after a crash.
+ */
+static void stop_offspring(struct latact *la)
+{
+	size_t n = latact_given_count(la);
+	const struct lat_entry **recs = calloc(n ? n : 1, sizeof(*recs));
+
+	if (!recs)
+		return;
+	for (size_t k = 0; k < n; k++)
+		recs[k] = latact_given_nth(la, k);
+	latact_give_back_offspring(la, recs, n, "stop");
+	free(recs);
+}
+
 void latact_fini(struct latact *la)
 {
 	latact_moves_stop(la);
 	latact_restore_all(la);
+	stop_offspring(la);
 	latact_classes_remove(la);
 	if (la->journal) {
 		journal_rewrite_text(la->journal, LATACT_JOURNAL_HEAD);

@@ -58,6 +58,23 @@ int latact_cg_attach(struct latact *la, const char *cgroup, const struct act_tas
 	return r;
 }
 
+int latact_cg_attach_process(struct latact *la, const char *cgroup, const struct act_task *leader)
+{
+	const char *rel = cgroup;
+	char path[PATH_MAX];
+	int r;
+
+	while (rel[0] == '/')
+		rel++;
+	snprintf(path, sizeof(path), "%s/%s%scgroup.procs", la->cls.mount, rel, rel[0] ? "/" : "");
+	r = la->ops->attach(path, leader);
+	if (r == -ESTALE) {
+		latact_undo_move(la, leader, cgroup);
+		r = -ESRCH;
+	}
+	return r;
+}
+
 /* Makes cgroup rel (relative to the mount), and gives it key = value unless key is NULL. */
 static int cg_create(const struct latact *la, const char *rel, const char *key, uint64_t value)
 {
@@ -417,25 +434,64 @@ static void class_evict(struct latact *la, const char *rel, pid_t tid)
 	la->ops->close(&t);
 }
 
-/* Moves every task left in a class group to the hierarchy's root, then removes it. */
-void latact_classes_remove(struct latact *la)
+int latact_class_members(const struct latact *la, int v, pid_t **ret, size_t *ret_n)
 {
-	char path[PATH_MAX], rel[LAT_PATH_MAX], buf[65536];
+	char rel[LAT_PATH_MAX], path[PATH_MAX];
+	size_t n = 0, cap = 0;
+	pid_t *tids = NULL;
+	long tid;
+	FILE *f;
+
+	class_rel(la, v, rel, sizeof(rel));
+	/* A cgroup2 class is a domain: a process's threads are all where it is. */
+	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel,
+		 la->cls.v2 ? "cgroup.procs" : "tasks");
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%ld", &tid) == 1) {
+		pid_t *arr = util_grow(tids, &cap, n, sizeof(*arr));
+
+		if (!arr)
+			break;
+		tids = arr;
+		tids[n++] = (pid_t)tid;
+	}
+	fclose(f);
+	*ret = tids;
+	*ret_n = n;
+	return 0;
+}
+
+/* Moves every task left in the class groups to the hierarchy's root, then removes them. */
+void latact_classes_clear(struct latact *la)
+{
+	char rel[LAT_PATH_MAX];
 
 	if (!la->cls.on)
 		return;
 	for (int v = LAT_MIN; v <= LAT_MAX; v++) {
+		pid_t *tids = NULL;
+		size_t n = 0;
+
 		if (!la->cls.made[v - LAT_MIN])
 			continue;
 		class_rel(la, v, rel, sizeof(rel));
-		snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel,
-			 la->cls.v2 ? "cgroup.procs" : "tasks");
-		if (util_read_file(path, buf, sizeof(buf)) > 0)
-			for (char *t = strtok(buf, "\n"); t; t = strtok(NULL, "\n"))
-				class_evict(la, rel, (pid_t)atoi(t));
+		if (latact_class_members(la, v, &tids, &n) == 0)
+			for (size_t k = 0; k < n; k++)
+				class_evict(la, rel, tids[k]);
+		free(tids);
 		cg_delete(la, rel);
 		la->cls.made[v - LAT_MIN] = false;
 	}
+}
+
+/* The class groups emptied and removed, then their parent where rqbalance made it. */
+void latact_classes_remove(struct latact *la)
+{
+	if (!la->cls.on)
+		return;
+	latact_classes_clear(la);
 	if (la->cls.made_root)
 		cg_delete(la, la->cls.root);
 }

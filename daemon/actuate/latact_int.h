@@ -1,7 +1,7 @@
 /*
  * What the parts of the latency actuator share (latact.c, latact_journal.c,
  * latact_cls.c, latact_task.c, latact_cg.c, latact_replay.c, latact_move.c,
- * latact_reuse.c); nothing outside
+ * latact_reuse.c, latact_offspring.c); nothing outside
  * daemon/actuate/latact*.c includes it.
  */
 #ifndef RQB_LATACT_INT_H
@@ -40,11 +40,20 @@ int latact_read_task_cgroup(const struct latact *la, pid_t tid, char *ret, size_
  */
 int latact_cg_write(const struct latact *la, const char *cgroup, const struct act_task *t);
 int latact_cg_attach(struct latact *la, const char *cgroup, const struct act_task *t);
+/*
+ * Moves leader's whole process into cgroup in one write (cgroup.procs, v1 and cgroup2):
+ * one wait for the kernel's grace period instead of one a thread. -ESRCH as above.
+ */
+int latact_cg_attach_process(struct latact *la, const char *cgroup, const struct act_task *leader);
 int latact_class_ensure(struct latact *la, int v, char *ret, size_t size);
 void latact_classes_find(struct latact *la);
 void latact_classes_stale(struct latact *la);
 void latact_classes_reweigh(struct latact *la);
 void latact_classes_remove(struct latact *la);
+/* Empties the class groups (their tasks to the top) and removes them; their parent stays. */
+void latact_classes_clear(struct latact *la);
+/* The tasks in class v (v1 tasks; cgroup2 cgroup.procs, its processes), all: *ret to free. */
+int latact_class_members(const struct latact *la, int v, pid_t **ret, size_t *ret_n);
 bool latact_cg_movable(const struct latact *la, const char *cg);
 
 /* latact_task.c and latact_cg.c: give back what an entry set, where still as set. */
@@ -80,6 +89,17 @@ void latact_undo_move(struct latact *la, const struct act_task *t, const char *c
 /* Queues the move of task tid (started at start_time) into cgroup; -EAGAIN: make it now. */
 int latact_move_async(struct latact *la, const char *cgroup, pid_t tid, pid_t tgid,
 		      uint64_t start_time);
+
+/*
+ * latact_offspring.c: the end of the favours recs (a crashed run's journal, or every
+ * give-back of a stop) by state: every thread and descendant of a recorded task that
+ * holds exactly what rqbalance wrote on it (nice, policy, slice, uclamp), or its class
+ * cgroup, gets back what the recorded task had before, knob by knob where still as
+ * written; then every task left in a class of rqbalance's, from a record of its
+ * process or of that value. One pass over /proc, each task read once. why is for the log.
+ */
+void latact_give_back_offspring(struct latact *la, const struct lat_entry *const *recs,
+				size_t n, const char *why);
 
 /* latact_replay.c: restores what the journal says a previous run left, then starts it afresh. */
 void latact_recover(struct latact *la);

@@ -213,6 +213,26 @@ static void rewrite_empty(struct latact *la)
 	journal_rewrite_text(la->journal, la->cls.made_root ? LATACT_JOURNAL_HEAD "root\n" : LATACT_JOURNAL_HEAD);
 }
 
+/*
+ * While no daemon ran, the recorded tasks made threads and children, which the kernel
+ * gave what rqbalance had set: those go back too, and the classes the previous run
+ * left are emptied and removed (made anew on first use).
+ */
+static void recover_offspring(struct latact *la, const struct replay *rp)
+{
+	const struct lat_entry **recs = calloc(rp->nt ? rp->nt : 1, sizeof(*recs));
+
+	if (!recs) {
+		log_warn("latency: no memory to look for what a previous run's tasks passed on");
+		return;
+	}
+	for (size_t i = 0; i < rp->nt; i++)
+		recs[i] = &rp->t[i].e;
+	latact_give_back_offspring(la, recs, rp->nt, "after a previous run");
+	free(recs);
+	latact_classes_clear(la);
+}
+
 /* Restores what the journal says a previous run left, then starts it afresh. */
 void latact_recover(struct latact *la)
 {
@@ -236,6 +256,7 @@ void latact_recover(struct latact *la)
 	if (rp.nt || rp.nc)
 		log_notice("latency: a previous run left %zu tasks and %zu cgroups; %u still "
 			   "there were given back where unchanged", rp.nt, rp.nc, restored);
+	recover_offspring(la, &rp);
 	free(rp.t);
 	free(rp.c);
 	rewrite_empty(la);

@@ -856,6 +856,147 @@ static void test_given_ring_keeps_all_at_stop(void **state)
 	free(la.given);
 }
 
+/* ---- the end of a favour by state: what the kernel copied, found in /proc ---- */
+
+/* Fake tasks for the walk: each one's nice, policy and slice, and its process. */
+struct ftask {
+	pid_t tid, tgid, ppid;
+	uint64_t start;
+	int nice;
+	uint64_t slice_ns;
+	const char *cgroup;
+	unsigned writes;            /* sched_setattr calls it got */
+};
+
+static struct ftask ftasks[8];
+static size_t nftasks;
+
+static struct ftask *ftask_of(pid_t tid)
+{
+	for (size_t i = 0; i < nftasks; i++)
+		if (ftasks[i].tid == tid)
+			return &ftasks[i];
+	return NULL;
+}
+
+static int ftask_get_attr(pid_t tid, struct rqb_sched_attr *ret)
+{
+	struct ftask *t = ftask_of(tid);
+
+	if (!t)
+		return -ESRCH;
+	*ret = (struct rqb_sched_attr){ .size = sizeof(*ret), .sched_policy = SCHED_OTHER,
+					.sched_nice = t->nice, .sched_runtime = t->slice_ns };
+	return 0;
+}
+
+static int ftask_set_attr(const struct act_task *at, const struct rqb_sched_attr *a)
+{
+	struct ftask *t = ftask_of(at->tid);
+
+	assert_non_null(t);
+	t->nice = a->sched_nice;
+	t->slice_ns = a->sched_runtime;
+	t->writes++;
+	return 0;
+}
+
+static int ftask_who(pid_t tid, struct act_who *ret)
+{
+	struct ftask *t = ftask_of(tid);
+
+	if (!t)
+		return -ESRCH;
+	*ret = (struct act_who){ .start_time = t->start, .tgid = t->tgid, .ppid = t->ppid };
+	return 0;
+}
+
+/* The task's files as /proc has them: its stat under its process, and its cgroup. */
+static void ftask_put(struct fix *f, const struct ftask *t)
+{
+	char path[PATH_MAX], text[512];
+
+	snprintf(path, sizeof(path), "%s/%d", f->proc, (int)t->tgid);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%d/task", f->proc, (int)t->tgid);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%d/task/%d", f->proc, (int)t->tgid, (int)t->tid);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%d/task/%d/stat", f->proc, (int)t->tgid, (int)t->tid);
+	snprintf(text, sizeof(text),
+		 "%d (t) S %d 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0 "
+		 "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+		 (int)t->tid, (int)t->ppid, (unsigned long long)t->start);
+	put(path, text);
+	snprintf(path, sizeof(path), "%s/%d", f->proc, (int)t->tid);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)t->tid);
+	snprintf(text, sizeof(text), "0::%s\n", t->cgroup);
+	put(path, text);
+}
+
+/*
+ * Process 1000 was given -5 (nice -5, a 0.5 ms slice, the class) and recorded; while no
+ * daemon ran it made thread 1001, child 2000 (with thread 2001, which reniced itself
+ * to 3) and grandchild 3000; 5000, made by it and handed to init since, is left in the
+ * class. 4000, an unrelated process older than 1000, has the same knobs by its own
+ * choice. The walk gives back each copy that holds exactly what was written, moves
+ * 2000 out of the class whole, and leaves 2001's knobs, 4000 and 1000 (given back as
+ * itself) alone.
+ */
+static void test_offspring_given_back_by_state(void **state)
+{
+	struct fix *f = *state;
+	const struct ftask init[] = {
+		{ 1000, 1000, 1, 5, -5, 500000, "/", 0 },
+		{ 1001, 1000, 1, 6, -5, 500000, "/rqbalance-lat-5", 0 },
+		{ 2000, 2000, 1000, 7, -5, 500000, "/rqbalance-lat-5", 0 },
+		{ 2001, 2000, 1000, 8, 3, 500000, "/rqbalance-lat-5", 0 },
+		{ 3000, 3000, 2000, 9, -5, 500000, "/rqbalance-lat-5", 0 },
+		{ 4000, 4000, 1, 2, -5, 500000, "/", 0 },
+		{ 5000, 5000, 1, 10, -5, 500000, "/rqbalance-lat-5", 0 },
+	};
+	struct lat_entry rec = { .task = { 1000, 5, -1 }, .tgid = 1000, .value = -5 };
+	const struct lat_entry *recs[] = { &rec };
+	char cls[LAT_PATH_MAX], path[PATH_MAX];
+
+	f->ops.get_attr = ftask_get_attr;
+	f->ops.set_attr = ftask_set_attr;
+	f->ops.who = ftask_who;
+	memcpy(ftasks, init, sizeof(init));
+	nftasks = sizeof(init) / sizeof(init[0]);
+	for (size_t i = 0; i < nftasks; i++)
+		ftask_put(f, &ftasks[i]);
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_class_ensure(&f->la, -5, cls, sizeof(cls)), 0);
+	snprintf(path, sizeof(path), "%s%s/cgroup.procs", f->cg, cls);
+	put(path, "2000\n3000\n5000\n");
+	rec.prev = (struct lat_state){ .policy = SCHED_OTHER, .umin = -1, .umax = -1,
+				       .cgroup = "/" };
+	rec.set = (struct lat_state){ .policy = SCHED_OTHER, .nice = -5, .slice_ns = 500000,
+				      .umin = -1, .umax = -1, .cgroup = "/rqbalance-lat-5" };
+	f->la.o.slices = true;
+	f->la.default_slice_ns = 1400000;
+
+	latact_give_back_offspring(&f->la, recs, 1, "test");
+	for (size_t i = 0; i < nftasks; i++) {
+		const struct ftask *t = &ftasks[i];
+		bool copy = t->tid == 1001 || t->tid == 2000 || t->tid == 3000 || t->tid == 5000;
+
+		print_message("task %d: nice %d, %u writes\n", (int)t->tid, t->nice, t->writes);
+		assert_int_equal(t->writes, copy);
+		assert_int_equal(t->nice, copy ? 0 : init[i].nice);
+	}
+	/* 2000 and 2001 left the class in one write; 3000 and 5000 went with their own. */
+	snprintf(path, sizeof(path), "%s/2000/cgroup", f->proc);
+	assert_string_equal(get(path), "0::/\n");
+	snprintf(path, sizeof(path), "%s/4000/cgroup", f->proc);
+	assert_string_equal(get(path), "0::/\n");
+	snprintf(path, sizeof(path), "%s/5000/cgroup", f->proc);
+	assert_string_equal(get(path), "0::/\n");
+	latact_fini(&f->la);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -879,6 +1020,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_class_move_reused_undone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_class_uclamp, setup, teardown),
 		cmocka_unit_test(test_given_ring_keeps_all_at_stop),
+		cmocka_unit_test_setup_teardown(test_offspring_given_back_by_state, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
