@@ -205,7 +205,7 @@ static bool fork_read(struct latmgr *m, const struct evsrc_event *ev,
  */
 static void on_fork(struct latmgr *m, const struct evsrc_event *ev)
 {
-	const struct latmgr_proc *p = latmgr_find_process(m, creator_process(ev));
+	const struct latmgr_proc *p = latmgr_event_process(m, creator_process(ev));
 	struct latmgr_proc child;
 	struct latpol_fork f;
 	struct plan pl;
@@ -236,7 +236,7 @@ static void on_fork(struct latmgr *m, const struct evsrc_event *ev)
 static void on_exit_event(struct latmgr *m, const struct evsrc_event *ev)
 {
 	const struct lat_entry *e = latact_find(m->la, ev->tid);
-	const struct latmgr_proc *p = latmgr_find_process(m, ev->tgid);
+	const struct latmgr_proc *p = latmgr_event_process(m, ev->tgid);
 
 	if (e && exit_is_about(ev, e->task.start_time))
 		latact_task_gone(m->la, ev->tid);
