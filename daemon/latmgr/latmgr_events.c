@@ -216,7 +216,8 @@ static void on_fork(struct latmgr *m, const struct evsrc_event *ev)
 		inherited_given_back(m, ev, creator_of(ev));
 		return;
 	}
-	if (!fork_read(m, ev, p, &f))
+	/* A record of a process that started after the child is not its creator's. */
+	if (!fork_read(m, ev, p, &f) || p->start_time > f.child.start_time)
 		return;
 	child = *p;
 	child.tgid = ev->tgid;
