@@ -18,6 +18,7 @@ class cgroup) back or is managed (rqctl get shows its value):
               nice -5 and the class: the case had let the storm make 10 children);
   stop        the daemon stops while a process with a value forks.
 
+A child in one of the daemon's class cgroups counts as one that kept the value too.
 Waits are for events (rqctl sync), the storms bounded by count. Arguments name the
 cases to run (rule_exec reset reload foreground stop); all without."""
 import os
@@ -25,7 +26,8 @@ import signal
 import subprocess
 import sys
 
-from rqb import Daemon, check, main, private_copy, require, rqctl, skip, tmpdir, wait_until
+from rqb import (Daemon, check, cpu_cgroup, main, private_copy, require, rqctl, skip, tmpdir,
+                 wait_until)
 from rqb_buscall import Caller
 from rqb_dbus import SystemBus
 from rqb_user import User
@@ -94,9 +96,18 @@ def managed(d, pid):
     return rqctl(d, "get", "-p", str(pid)).returncode == 0
 
 
+def in_class(pid):
+    """Whether the process sits in one of the daemon's class cgroups."""
+    try:
+        return "/rqbalance-lat-" in (cpu_cgroup(pid) or "")
+    except OSError:
+        return False
+
+
 def leaked(d, pids, value=VALUE):
-    """The processes of pids that have rqbalance's nice but are not managed."""
-    return [p for p in pids if nice_of(p) == value and not managed(d, p)]
+    """The processes of pids that have rqbalance's nice, or sit in its class cgroup, but
+    are not managed."""
+    return [p for p in pids if (nice_of(p) == value or in_class(p)) and not managed(d, p)]
 
 
 def say_log(d, bad, creators):
@@ -145,7 +156,7 @@ def rule_exec(tmp):
         bad = leaked(d, tree)
         say_log(d, bad, kids)
         check(not bad, f"rule exec: none of the {len(tree)} processes below the launcher "
-              f"keeps nice {VALUE} unmanaged ({len(bad)} do: {bad[:5]})")
+              f"keeps nice {VALUE} or its class unmanaged ({len(bad)} do: {bad[:5]})")
         kill_tree(p, tree)
         check(d.stop() == 0, "rule exec: clean stop")
 
@@ -168,8 +179,8 @@ def after(d, what, p, pid, value=VALUE):
     check(len(tree) >= 10, f"{what}: the storm made its children ({len(tree)})")
     bad = leaked(d, tree, value)
     say_log(d, bad, [pid])
-    check(not bad, f"{what}: none of the {len(tree)} children keeps nice {value} unmanaged "
-          f"({len(bad)} do: {bad[:5]})")
+    check(not bad, f"{what}: none of the {len(tree)} children keeps nice {value} or its "
+          f"class unmanaged ({len(bad)} do: {bad[:5]})")
     check(nice_of(pid) in (0, None), f"{what}: the process has its nice back")
     return tree
 
