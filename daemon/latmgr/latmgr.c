@@ -33,12 +33,23 @@ static size_t proc_index(const struct latmgr *m, pid_t tgid, bool *found)
 	return lo;
 }
 
-const struct latmgr_proc *latmgr_find_process(const struct latmgr *m, pid_t tgid)
+const struct latmgr_proc *latmgr_event_process(const struct latmgr *m, pid_t tgid)
 {
 	bool found;
 	size_t i = proc_index(m, tgid, &found);
 
 	return found ? m->p[i] : NULL;
+}
+
+const struct latmgr_proc *latmgr_find_process(const struct latmgr *m, pid_t tgid,
+					      uint64_t start_time)
+{
+	const struct latmgr_proc *p = latmgr_event_process(m, tgid);
+
+	if (p && start_time == LATMGR_START_NOW &&
+	    procfs_start_time(m->proc_root, tgid, &start_time) < 0)
+		return NULL;
+	return p && p->start_time == start_time ? p : NULL;
 }
 
 int latmgr_proc_put(struct latmgr *m, const struct latmgr_proc *p)
@@ -240,7 +251,7 @@ static int reset_thread(struct latmgr *m, pid_t tid, uint64_t expect)
 
 int latmgr_take_back(struct latmgr *m, pid_t tgid, uint64_t expect)
 {
-	struct latpol_rec rec = latmgr_rec_of(latmgr_find_process(m, tgid));
+	struct latpol_rec rec = latmgr_rec_of(latmgr_find_process(m, tgid, expect));
 	struct latact_result *res = NULL;
 	size_t ne;
 	struct latpol_task *e = latmgr_entries_of(m, tgid, &ne);
@@ -248,6 +259,9 @@ int latmgr_take_back(struct latmgr *m, pid_t tgid, uint64_t expect)
 	int r, n = 0;
 
 	plan_init(&pl);
+	/* Each is remembered as given back: none pushes out another of the same give-back. */
+	if (e)
+		latact_given_reserve(m->la, ne + LATACT_GIVEN_MAX);
 	r = e ? latpol_reset_process(tgid, &rec, expect, e, ne, &pl) : -ENOMEM;
 	free(e);
 	if (r < 0) {
@@ -292,7 +306,7 @@ int latmgr_value_of(const struct latmgr *m, pid_t tid, pid_t tgid)
 
 	if (e)
 		return e->value;
-	p = latmgr_find_process(m, tgid);
+	p = latmgr_find_process(m, tgid, LATMGR_START_NOW);
 	return p ? p->value : LAT_NONE;
 }
 

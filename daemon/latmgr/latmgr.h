@@ -28,6 +28,8 @@ struct latmgr_proc {
 	int value;
 	bool from_rule;         /* a rule's: re-checked at exec and reload; ctl's win over it */
 	bool trusted;           /* given by a rule or a privileged caller (lat_member) */
+	bool grant;             /* a temporary grant (the foreground): ends with it, and a
+				   caller's change is judged as if it did not hold it */
 	uint32_t unit;          /* its unit's slot + 1 in latmgr.u (latmgr_units.c); 0: none */
 	char source[48];
 };
@@ -258,16 +260,30 @@ int latmgr_reset(struct latmgr *m, const struct lat_target *t);
  * Puts process rq->tgid in front for a caller (a desktop's focused window), one record
  * a person: caller is its share of the callers (ctl_caller.share), not its uid. It gets
  * rq->value, as rq->source, unless it has a value at most that already, which it
- * keeps. The process the same caller put in front before gets its own back (the value
- * it had before, or none), it and the processes it started meanwhile, each only where
- * it still has what the call gave it: a value someone set since stays. rq->tgid 0:
+ * keeps. The value is a grant (latmgr_proc.grant), which ends at the same caller's
+ * next call: the process put in front before gets its own back (the value it had
+ * before, or none), and the processes started under it since none, whether or not it
+ * still runs, each only where it still has what the call gave it: a value someone set
+ * since stays. rq->start_time pins the process: a record of an earlier owner of its
+ * number is not what it had. rq->tgid 0:
  * nothing in front. The rest of rq as for latmgr_set on a process. 0 with the value the
  * process has now in *ret_value, or -errno with *ret_why (-EUSERS: LATMGR_FG_MAX
  * callers hold one).
  */
 int latmgr_foreground(struct latmgr *m, uid_t caller, const struct lat_req *rq, int *ret_value,
 		      const char **ret_why);
-const struct latmgr_proc *latmgr_find_process(const struct latmgr *m, pid_t tgid);
+/*
+ * The record of process tgid, only where it is the record of the process that started
+ * at start_time (clock ticks after boot): a record left by an earlier process that had
+ * the number (its exit not read yet) is none, so that nothing it holds (a value, a
+ * trusted source) goes to the number's next owner. LATMGR_START_NOW: the process that
+ * has the number now, its start time read from /proc (gone: none). The event handlers,
+ * which read the kernel's events in order and so see a number's exit before its next
+ * owner's fork, find a process's record as of the event (latmgr_int.h).
+ */
+#define LATMGR_START_NOW 0
+const struct latmgr_proc *latmgr_find_process(const struct latmgr *m, pid_t tgid,
+					      uint64_t start_time);
 /* The value a task has from rqbalance (thread entry, else its process), or LAT_NONE. */
 int latmgr_value_of(const struct latmgr *m, pid_t tid, pid_t tgid);
 
@@ -366,6 +382,13 @@ int latmgr_explain(struct latmgr *m, const struct lat_target *t, bool detail,
  */
 void latmgr_would_leave(const struct latmgr *m, pid_t tid, int want, int nice_now,
 			bool idle_now, int *ret_nice, bool *ret_idle);
+/*
+ * What thread tid would have without a temporary grant (latmgr_proc.grant) it holds:
+ * its nice and idle policy before rqbalance, where they are still what the grant
+ * wrote, for the permission rule, which judges a caller's change against what the
+ * caller could reach without the favour. Left as they are otherwise.
+ */
+void latmgr_ungranted(const struct latmgr *m, pid_t tid, int *nice, bool *idle);
 /*
  * Who may write cgroup path's weight: the owner of its weight file, or root where it
  * has none (a cgroup2 group with no cpu controller: only systemd can give it one).

@@ -205,7 +205,7 @@ static bool fork_read(struct latmgr *m, const struct evsrc_event *ev,
  */
 static void on_fork(struct latmgr *m, const struct evsrc_event *ev)
 {
-	const struct latmgr_proc *p = latmgr_find_process(m, creator_process(ev));
+	const struct latmgr_proc *p = latmgr_event_process(m, creator_process(ev));
 	struct latmgr_proc child;
 	struct latpol_fork f;
 	struct plan pl;
@@ -216,7 +216,8 @@ static void on_fork(struct latmgr *m, const struct evsrc_event *ev)
 		inherited_given_back(m, ev, creator_of(ev));
 		return;
 	}
-	if (!fork_read(m, ev, p, &f))
+	/* A record of a process that started after the child is not its creator's. */
+	if (!fork_read(m, ev, p, &f) || p->start_time > f.child.start_time)
 		return;
 	child = *p;
 	child.tgid = ev->tgid;
@@ -236,7 +237,7 @@ static void on_fork(struct latmgr *m, const struct evsrc_event *ev)
 static void on_exit_event(struct latmgr *m, const struct evsrc_event *ev)
 {
 	const struct lat_entry *e = latact_find(m->la, ev->tid);
-	const struct latmgr_proc *p = latmgr_find_process(m, ev->tgid);
+	const struct latmgr_proc *p = latmgr_event_process(m, ev->tgid);
 
 	if (e && exit_is_about(ev, e->task.start_time))
 		latact_task_gone(m->la, ev->tid);

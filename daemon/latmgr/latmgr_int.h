@@ -34,6 +34,12 @@ struct latmgr_exe {
 int latmgr_proc_put(struct latmgr *m, const struct latmgr_proc *p);
 void latmgr_proc_del(struct latmgr *m, pid_t tgid);
 /*
+ * The record under number tgid as the events read so far leave it, whichever process
+ * it was made for: only for the event handlers, which read fork, exec and exit in the
+ * kernel's order (latmgr_find_process for everyone else).
+ */
+const struct latmgr_proc *latmgr_event_process(const struct latmgr *m, pid_t tgid);
+/*
  * Process rq->tgid gets rq's value (latmgr_decide_threads) and a record, a rule's if
  * from_rule. Returns the tasks given the value, or -errno with *ret_why.
  */

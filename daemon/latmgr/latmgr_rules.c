@@ -110,7 +110,7 @@ static bool rule_give(struct latmgr *m, pid_t pid, uint64_t start, const struct 
 
 bool latmgr_apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx, bool at_exec)
 {
-	const struct latmgr_proc *p = latmgr_find_process(m, pid);
+	const struct latmgr_proc *p = latmgr_find_process(m, pid, LATMGR_START_NOW);
 	struct latpol_rec rec = latmgr_rec_of(p);
 	char source[PLAN_SOURCE_MAX];
 	uint64_t start = 0;
@@ -155,7 +155,7 @@ static void rescan_child(struct latmgr *m, pid_t pid, const struct latmgr_proc *
 	child.start_time = t.start_time;
 	if (latmgr_proc_put(m, &child) < 0)
 		return;
-	if (latmgr_refill_threads(m, latmgr_find_process(m, pid), from) > 0)
+	if (latmgr_refill_threads(m, latmgr_find_process(m, pid, child.start_time), from) > 0)
 		m->cnt.threads++;
 }
 
@@ -175,11 +175,12 @@ static bool rescan_rules(struct latmgr *m, pid_t pid)
 /* New threads and children of managed processes, missed while events were lost. */
 static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 {
-	const struct latmgr_proc *p = latmgr_find_process(m, pid), *parent;
+	const struct latmgr_proc *p = latmgr_find_process(m, pid, LATMGR_START_NOW), *parent;
 	const struct lat_entry *from;
 	bool given = false;
 
-	if (!p && (parent = latmgr_find_process(m, ppid)) != NULL && !parent->from_rule) {
+	parent = p ? NULL : latmgr_find_process(m, ppid, LATMGR_START_NOW);
+	if (parent && !parent->from_rule) {
 		rescan_child(m, pid, parent);
 		return;
 	}
@@ -187,7 +188,7 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 	if (!p || p->from_rule)
 		given = rescan_rules(m, pid);
 	/* Threads missed meanwhile; not those a rule gave its value to just now. */
-	p = given ? NULL : latmgr_find_process(m, pid);
+	p = given ? NULL : latmgr_find_process(m, pid, LATMGR_START_NOW);
 	from = p ? latmgr_from_of(m, pid, pid) : NULL;
 	if (p && latmgr_refill_threads(m, p, from) > 0)
 		m->cnt.threads++;

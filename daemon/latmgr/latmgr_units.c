@@ -182,14 +182,15 @@ void latmgr_units_check_all(struct latmgr *m)
  */
 static void member_value(const struct latmgr *m, const struct cgm_proc *c, struct lat_member *ret)
 {
-	const struct latmgr_proc *p = latmgr_find_process(m, c->pid);
+	const struct latmgr_proc *p = latmgr_find_process(m, c->pid, LATMGR_START_NOW);
 	uint64_t start, t = latmgr_mono_ticks(m->last_event_ns);
 	bool kthread;
 
 	*ret = (struct lat_member){ .pid = c->pid, .ruid = c->ruid, .euid = c->euid,
 				    .value = LAT_NONE };
 	/* Within a clock tick of the last event counts as after it. */
-	if (!p && latmgr_has_events(m) && (p = latmgr_find_process(m, c->ppid)) != NULL &&
+	if (!p && latmgr_has_events(m) &&
+	    (p = latmgr_find_process(m, c->ppid, LATMGR_START_NOW)) != NULL &&
 	    (!t || latmgr_task_info(m, c->pid, &start, &kthread) < 0 || start + 1 < t))
 		p = NULL;
 	if (p) {
@@ -287,7 +288,7 @@ static int unit_plan(struct latmgr *m, const char *path, const struct lat_unit_d
 static void unit_apply(struct latmgr *m, struct latmgr_unit *u)
 {
 	struct lat_unit_decision d;
-	const struct latmgr_proc *p = latmgr_find_process(m, u->pid);
+	const struct latmgr_proc *p = latmgr_find_process(m, u->pid, LATMGR_START_NOW);
 	const char *why = NULL;
 	char source[48];
 	pid_t blocker;

@@ -80,7 +80,7 @@ void latmgr_stats(const struct latmgr *m, struct daemon_stats *ret)
 
 static const struct latmgr_proc *proc_of(const struct latmgr *m, const struct lat_target *t)
 {
-	return t->kind == LAT_T_PROCESS ? latmgr_find_process(m, t->pid) : NULL;
+	return t->kind == LAT_T_PROCESS ? latmgr_find_process(m, t->pid, t->start_time) : NULL;
 }
 
 static const struct lat_entry *entry_of_target(const struct latmgr *m, const struct lat_target *t)
@@ -200,6 +200,22 @@ void latmgr_would_leave(const struct latmgr *m, pid_t tid, int want, int nice_no
 		*ret_idle = idle_now;
 }
 
+void latmgr_ungranted(const struct latmgr *m, pid_t tid, int *nice, bool *idle)
+{
+	const struct lat_entry *e = latmgr_entry(m, tid);
+	const struct latmgr_proc *p = e ? latmgr_find_process(m, e->tgid, LATMGR_START_NOW) : NULL;
+	uint64_t start;
+
+	/* The entry of the thread that has the number now, not of one that exited. */
+	if (!p || !p->grant || procfs_start_time(m->proc_root, tid, &start) < 0 ||
+	    start != e->task.start_time)
+		return;
+	if (!(e->left & LAT_K_NICE) && *nice == e->set.nice)
+		*nice = e->prev.nice;
+	if (!(e->left & LAT_K_POLICY) && *idle == (e->set.policy == SCHED_IDLE))
+		*idle = e->prev.policy == SCHED_IDLE;
+}
+
 int latmgr_cgroup_owner(const struct latmgr *m, const char *path, uid_t *ret)
 {
 	const struct lat_classes *cls = &m->la->cls;
@@ -223,7 +239,7 @@ int latmgr_cgroup_owner(const struct latmgr *m, const char *path, uid_t *ret)
 /* ---- list ---- */
 static void list_task(FILE *f, const struct latmgr *m, const struct lat_entry *e)
 {
-	const struct latmgr_proc *p = latmgr_find_process(m, e->tgid);
+	const struct latmgr_proc *p = latmgr_find_process(m, e->tgid, LATMGR_START_NOW);
 	char comm[32];
 
 	procfs_comm(m->proc_root, e->task.tid, comm, sizeof(comm));
@@ -605,7 +621,8 @@ static void put_source(FILE *f, const struct latmgr *m, const char *source)
 static void explain_task(FILE *f, struct latmgr *m, const struct lat_target *t, bool detail,
 			 latmgr_visible_fn visible, void *ctx)
 {
-	const struct latmgr_proc *p = t->kind == LAT_T_THREAD ? NULL : latmgr_find_process(m, t->tgid);
+	const struct latmgr_proc *p =
+		t->kind == LAT_T_THREAD ? NULL : latmgr_find_process(m, t->tgid, t->start_time);
 	const struct lat_entry *e = entry_of(m->la, t);
 	struct lat_state cur = { .umin = -1, .umax = -1 };
 	char comm[64], names[64];

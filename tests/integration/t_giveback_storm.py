@@ -9,9 +9,16 @@ class cgroup) back or is managed (rqctl get shows its value):
               after (finding 6: 12 of 20 grandchildren kept nice -10 and the class);
   reset       root gives a forking process -10, then rqctl reset;
   reload      a rule boosts a forking process; a reload drops the rule;
-  foreground  root puts a forking process in front over D-Bus, then another;
+  foreground  a member of foreground_group (a real user the test creates) puts its
+              process in front over D-Bus, from a connection it keeps open (no exec
+              wakes the daemon), lets it fork 300 children in front, more than the
+              256 give-backs the daemon remembers, and puts another in front while it
+              forks on (issue 50, finding 1: the give-back of the children pushed out
+              the front's own, and the children whose forks were read after kept
+              nice -5 and the class: the case had let the storm make 10 children);
   stop        the daemon stops while a process with a value forks.
 
+A child in one of the daemon's class cgroups counts as one that kept the value too.
 Waits are for events (rqctl sync), the storms bounded by count. Arguments name the
 cases to run (rule_exec reset reload foreground stop); all without."""
 import os
@@ -19,13 +26,15 @@ import signal
 import subprocess
 import sys
 
-from rqb import Daemon, check, main, private_copy, require, rqctl, skip, tmpdir, wait_until
-from rqb_dbus import SystemBus, call
+from rqb import (Daemon, check, cpu_cgroup, main, private_copy, require, rqctl, skip, tmpdir,
+                 wait_until)
+from rqb_buscall import Caller
+from rqb_dbus import SystemBus
+from rqb_user import User
 
 VALUE = -10
 FOREGROUND = -5  # [latency] foreground's default
 CHILDREN = 20
-NAME, PATH, IFACE = "org.rqbalance1", "/org/rqbalance1", "org.rqbalance1.Latency"
 
 # The launcher: waits for a line, then starts CHILDREN children that exec the shell,
 # each forking at once, and prints each child's pid.
@@ -40,20 +49,20 @@ for _ in range({n}):
 sys.stdin.readline()
 """
 
-# Forks a child every 2 ms (at most 400) until a line on stdin, then waits for its end;
-# prints its pid first, and "forking" after its tenth child.
+# Forks a child every 2 ms (at most {most}) until a line on stdin, then waits for its
+# end; prints its pid first, and "forking" after child number {ready}.
 FORKER = """
 import os, sys, threading, time
 print(os.getpid(), flush=True)
 stop = threading.Event()
 threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
 kids = 0
-while not stop.is_set() and kids < 400:
+while not stop.is_set() and kids < {most}:
     if os.fork() == 0:
         time.sleep(120)
         os._exit(0)
     kids += 1
-    if kids == 10:
+    if kids == {ready}:
         print("forking", flush=True)
     stop.wait(0.002)
 time.sleep(120)
@@ -87,9 +96,18 @@ def managed(d, pid):
     return rqctl(d, "get", "-p", str(pid)).returncode == 0
 
 
+def in_class(pid):
+    """Whether the process sits in one of the daemon's class cgroups."""
+    try:
+        return "/rqbalance-lat-" in (cpu_cgroup(pid) or "")
+    except OSError:
+        return False
+
+
 def leaked(d, pids, value=VALUE):
-    """The processes of pids that have rqbalance's nice but are not managed."""
-    return [p for p in pids if nice_of(p) == value and not managed(d, p)]
+    """The processes of pids that have rqbalance's nice, or sit in its class cgroup, but
+    are not managed."""
+    return [p for p in pids if (nice_of(p) == value or in_class(p)) and not managed(d, p)]
 
 
 def say_log(d, bad, creators):
@@ -138,14 +156,15 @@ def rule_exec(tmp):
         bad = leaked(d, tree)
         say_log(d, bad, kids)
         check(not bad, f"rule exec: none of the {len(tree)} processes below the launcher "
-              f"keeps nice {VALUE} unmanaged ({len(bad)} do: {bad[:5]})")
+              f"keeps nice {VALUE} or its class unmanaged ({len(bad)} do: {bad[:5]})")
         kill_tree(p, tree)
         check(d.stop() == 0, "rule exec: clean stop")
 
 
-def forker(d):
-    p = subprocess.Popen(["python3", "-c", FORKER], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
+def forker(d, ready=10, most=400, user=None):
+    argv = ["python3", "-c", FORKER.format(ready=ready, most=most)]
+    kw = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p = user.popen(["/usr/bin/python3", *argv[1:]], **kw) if user else subprocess.Popen(argv, **kw)
     return p, int(p.stdout.readline())
 
 
@@ -160,8 +179,8 @@ def after(d, what, p, pid, value=VALUE):
     check(len(tree) >= 10, f"{what}: the storm made its children ({len(tree)})")
     bad = leaked(d, tree, value)
     say_log(d, bad, [pid])
-    check(not bad, f"{what}: none of the {len(tree)} children keeps nice {value} unmanaged "
-          f"({len(bad)} do: {bad[:5]})")
+    check(not bad, f"{what}: none of the {len(tree)} children keeps nice {value} or its "
+          f"class unmanaged ({len(bad)} do: {bad[:5]})")
     check(nice_of(pid) in (0, None), f"{what}: the process has its nice back")
     return tree
 
@@ -185,8 +204,8 @@ def reload(tmp):
     py = private_copy(tmp, "python3")
     with Daemon(tmp, conf=f"[rule forker]\nlatency_nice = {VALUE}\nexe = {py}\nuid = 0\n") as d:
         d.wait_for("ctl: serving")
-        p = subprocess.Popen([py, "-c", FORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True)
+        p = subprocess.Popen([py, "-c", FORKER.format(ready=10, most=400)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         pid = int(p.stdout.readline())
         d.sync()
         check(nice_of(pid) == VALUE, "reload: the rule gives the forking process its value")
@@ -203,22 +222,35 @@ def reload(tmp):
 
 
 def foreground(tmp):
-    with SystemBus() as bus, Daemon(tmp, env={"DBUS_SYSTEM_BUS_ADDRESS": bus.address}) as d:
+    group = f"rqbgs{os.getpid() % 100000}"
+    with SystemBus() as bus, User("rqbgs") as member:
+        os.chmod(tmp, 0o755)
+        subprocess.run(["groupadd", group], check=True)
+        try:
+            subprocess.run(["usermod", "-a", "-G", group, member.name], check=True)
+            member_front(tmp, bus, group, member)
+        finally:
+            subprocess.run(["groupdel", group], capture_output=True, check=False)
+
+
+def member_front(tmp, bus, group, member):
+    with Daemon(tmp, conf=f"[latency]\nforeground_group = {group}\n",
+                env={"DBUS_SYSTEM_BUS_ADDRESS": bus.address}) as d:
         d.wait_for("dbus: serving")
         fg = FOREGROUND
-        p, pid = forker(d)
-        other = subprocess.Popen(["sleep", "120"])
-        r = call(bus.address, NAME, PATH, f"{IFACE}.SetForeground", f"uint32:{pid}")
-        check(r.ok and nice_of(pid) == fg, f"foreground: root puts the forking process in "
-              f"front ({r!r})")
+        caller = Caller(member, bus.address)
+        p, pid = forker(d, ready=300, most=450, user=member)
+        other = member.start("echo $$; exec sleep 120")
+        r = caller.ask("SetForeground", pid)
+        check(r == ["ok", str(fg)] and nice_of(pid) == fg,
+              f"foreground: the member puts its forking process in front ({r})")
         p.stdout.readline()
-        r = call(bus.address, NAME, PATH, f"{IFACE}.SetForeground", f"uint32:{other.pid}")
-        check(r.ok, f"foreground: and another in its place while it forks ({r!r})")
+        r = caller.ask("SetForeground", other)
+        check(r[0] == "ok", f"foreground: and another in its place while it forks ({r})")
         end_storm(p)
         tree = after(d, "foreground", p, pid, fg)
+        check(len(tree) >= 300, f"foreground: {len(tree)} children, 300 of them in front")
         kill_tree(p, tree)
-        other.kill()
-        other.wait()
         check(d.stop() == 0, "foreground: clean stop")
 
 

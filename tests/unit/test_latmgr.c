@@ -119,12 +119,12 @@ static void test_rule_at_rescan(void **state)
 			    "lat tid=4194420 tgid=4194420 start=4242 value=7 source=\"rule w\" whole\n"
 			    "lat tid=4194421 tgid=4194420 start=4242 value=7 source=\"rule w\" whole\n");
 	assert_int_equal(d->lm.cnt.rule_matches, 1);
-	p = latmgr_find_process(&d->lm, PROC_W);
+	p = latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW);
 	assert_non_null(p);
 	assert_int_equal(p->value, 7);
 	assert_true(p->from_rule);
 	assert_string_equal(p->source, "rule w");
-	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A));
+	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 }
 
 static void test_set_process_threads(void **state)
@@ -135,7 +135,7 @@ static void test_set_process_threads(void **state)
 	assert_string_equal(plans,
 			    "lat tid=4194401 tgid=4194401 start=4242 value=5 source=\"ctl uid 1000\" whole\n"
 			    "lat tid=4194402 tgid=4194401 start=4242 value=5 source=\"ctl uid 1000\" whole\n");
-	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_A));
+	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 }
 
 static void test_thread_not_under_task_dir(void **state)
@@ -157,7 +157,7 @@ static void test_reset_gives_back(void **state)
 	assert_int_equal(reset_proc(d, CTLH_PROC_A), 2);
 	assert_string_equal(plans, "unlat tid=4194401 tgid=4194401 start=4242\n"
 				   "unlat tid=4194402 tgid=4194401 start=4242\n");
-	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A));
+	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 	/* Not managed: nothing to give back, no plan. */
 	plans[0] = '\0';
 	assert_int_equal(reset_proc(d, PROC_W), -ENOENT);
@@ -178,45 +178,96 @@ static void test_foreground_gives_back(void **state)
 	assert_int_equal(set_proc(d, PROC_W, 3, "ctl uid 1000", false), 2);
 	assert_int_equal(front(d, 1000, PROC_W, "foreground uid 1000", &v), 0);
 	assert_int_equal(v, -5);
-	assert_int_equal(latmgr_find_process(&d->lm, PROC_W)->value, -5);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->value, -5);
 	/* Asked again: nothing changes, nothing is given back. */
 	plans[0] = '\0';
 	assert_int_equal(front(d, 1000, PROC_W, "foreground uid 1000", &v), 0);
 	assert_string_equal(plans, "");
 	assert_int_equal(front(d, 1000, PROC_E, "foreground uid 1000", &v), 0);
-	p = latmgr_find_process(&d->lm, PROC_W);
+	p = latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW);
 	assert_non_null(p);
 	assert_int_equal(p->value, 3);
 	assert_string_equal(p->source, "ctl uid 1000");
-	assert_int_equal(latmgr_find_process(&d->lm, PROC_E)->value, -5);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_E, LATMGR_START_NOW)->value, -5);
 	/* Nothing in front: E had no value, it has none again. */
 	assert_int_equal(front(d, 1000, 0, "foreground uid 1000", &v), 0);
-	assert_null(latmgr_find_process(&d->lm, PROC_E));
+	assert_null(latmgr_find_process(&d->lm, PROC_E, LATMGR_START_NOW));
 	/* Someone sets W's value while it is in front: it stays when W leaves the front. */
 	assert_int_equal(front(d, 1000, PROC_W, "foreground uid 1000", &v), 0);
 	assert_int_equal(set_proc(d, PROC_W, 8, "ctl uid 0", true), 2);
 	assert_int_equal(front(d, 1000, PROC_E, "foreground uid 1000", &v), 0);
-	assert_int_equal(latmgr_find_process(&d->lm, PROC_W)->value, 8);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->value, 8);
 	/* A process with a lower value keeps it, and gets nothing back later. */
 	assert_int_equal(set_proc(d, PROC_W, -9, "ctl uid 0", true), 2);
 	assert_int_equal(front(d, 1000, PROC_W, "foreground uid 1000", &v), 0);
 	assert_int_equal(v, -9);
-	assert_null(latmgr_find_process(&d->lm, PROC_E));
+	assert_null(latmgr_find_process(&d->lm, PROC_E, LATMGR_START_NOW));
 	assert_int_equal(front(d, 1000, 0, "foreground uid 1000", &v), 0);
-	assert_int_equal(latmgr_find_process(&d->lm, PROC_W)->value, -9);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->value, -9);
 	/* One caller's front is not another's. */
 	assert_int_equal(front(d, 1001, PROC_E, "foreground uid 1001", &v), 0);
 	assert_int_equal(front(d, 1000, 0, "foreground uid 1000", &v), 0);
-	assert_int_equal(latmgr_find_process(&d->lm, PROC_E)->value, -5);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_E, LATMGR_START_NOW)->value, -5);
 	/* Callers come and go: a slot with nothing in front is taken again, never a limit. */
 	assert_true(reset_proc(d, PROC_W) >= 0);
-	assert_null(latmgr_find_process(&d->lm, PROC_W));
+	assert_null(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW));
 	for (uid_t u = 2000; u < 2000 + 2 * LATMGR_FG_MAX; u++) {
 		assert_int_equal(front(d, u, PROC_W, "foreground uid 2", &v), 0);
 		assert_int_equal(v, -5);
 		assert_int_equal(front(d, u, 0, "foreground uid 2", &v), 0);
 	}
 	assert_true(d->lm.nfg <= LATMGR_FG_MAX);
+}
+
+/*
+ * A record left by an earlier process under W's number (its exit not read yet) is not
+ * W's: putting W in front saves nothing of it as what W had, so nothing of it (a
+ * value, a trusted source) is given back to W, nor to anything else, at the end.
+ */
+static void test_foreground_pinned(void **state)
+{
+	struct ctlh *d = *state;
+	struct latmgr_proc stale = { .tgid = PROC_W, .start_time = CTLH_START_TIME + 1,
+				     .value = -15, .trusted = true, .source = "ctl uid 0" };
+	struct lat_req rq = { .tid = PROC_W, .tgid = PROC_W, .start_time = CTLH_START_TIME,
+			      .value = -5, .source = "foreground uid 1000" };
+	const char *why = NULL;
+	int v = 0;
+
+	assert_int_equal(latmgr_proc_put(&d->lm, &stale), 0);
+	assert_null(latmgr_find_process(&d->lm, PROC_W, CTLH_START_TIME));
+	assert_null(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW));
+	assert_non_null(latmgr_find_process(&d->lm, PROC_W, CTLH_START_TIME + 1));
+	assert_int_equal(latmgr_foreground(&d->lm, 1000, &rq, &v, &why), 0);
+	assert_int_equal(v, -5);
+	assert_false(d->lm.fg[0].had);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_W, CTLH_START_TIME)->value, -5);
+	assert_int_equal(front(d, 1000, 0, "foreground uid 1000", &v), 0);
+	assert_null(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW));
+}
+
+/*
+ * The grant ends for what holds it, its front gone or not: E, started under W while W
+ * was in front (its record copied from W's, as on_fork makes it), is given back when
+ * W, which exited, leaves the front; a process that holds the same value as someone
+ * else's stays.
+ */
+static void test_foreground_front_gone(void **state)
+{
+	struct ctlh *d = *state;
+	struct latmgr_proc child;
+	int v = 0;
+
+	assert_int_equal(front(d, 1000, PROC_W, "foreground uid 1000", &v), 0);
+	child = *latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW);
+	assert_true(child.grant);
+	child.tgid = PROC_E;
+	assert_int_equal(latmgr_proc_put(&d->lm, &child), 0);
+	latmgr_proc_del(&d->lm, PROC_W); /* W exited */
+	assert_int_equal(set_proc(d, CTLH_PROC_A, -5, "foreground uid 1000", true), 2);
+	assert_int_equal(front(d, 1000, 0, "foreground uid 1000", &v), 0);
+	assert_null(latmgr_find_process(&d->lm, PROC_E, LATMGR_START_NOW));
+	assert_int_equal(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW)->value, -5);
 }
 
 /* ---- systemd units: each process's unit kept, decided again only where it changed ---- */
@@ -351,7 +402,7 @@ static void test_units_follow_changes(void **state)
 	assert_int_equal(units_used(d), 2);
 	assert_int_equal(verdict_of(d, UNIT_A), LAT_UNIT_OWN);
 	assert_int_equal(verdict_of(d, UNIT_A + 1), LAT_UNIT_OWN);
-	assert_int_equal(latmgr_find_process(&d->lm, UNIT_A + 1)->unit,
+	assert_int_equal(latmgr_find_process(&d->lm, UNIT_A + 1, LATMGR_START_NOW)->unit,
 			 (uint32_t)(latmgr_unit_of(&d->lm, UNIT_A + 1) - d->lm.u) + 1);
 	assert_as_full(d);
 
@@ -374,6 +425,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_thread_not_under_task_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reset_gives_back, setup_managed, teardown),
 		cmocka_unit_test_setup_teardown(test_foreground_gives_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_foreground_pinned, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_foreground_front_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_units_follow_changes, setup, teardown),
 	};
 

@@ -177,7 +177,7 @@ static void test_new_thread_of_managed_process_gets_its_value(void **state)
 	assert_int_equal(d->lm.cnt.events, 1);
 	assert_int_equal(d->lm.cnt.threads, 1);
 	/* A thread joins its process's record; it has none of its own. */
-	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A + 1));
+	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A + 1, LATMGR_START_NOW));
 }
 
 static void test_child_of_managed_process_is_managed(void **state)
@@ -189,7 +189,7 @@ static void test_child_of_managed_process_is_managed(void **state)
 	feed(d, &ev);
 	assert_string_equal(plans, "lat tid=4194470 tgid=4194470 start=4242 value=5 "
 				   "source=\"ctl uid 1000\"\n");
-	p = latmgr_find_process(&d->lm, PROC_K);
+	p = latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW);
 	assert_non_null(p);
 	assert_int_equal(p->value, 5);
 	assert_int_equal(p->start_time, CTLH_START_TIME);
@@ -205,7 +205,7 @@ static void test_fork_of_reused_pid_changes_nothing(void **state)
 
 	feed(d, &ev);
 	assert_string_equal(plans, "");
-	assert_null(latmgr_find_process(&d->lm, PROC_K));
+	assert_null(latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW));
 	assert_int_equal(d->lm.cnt.threads, 0);
 	assert_int_equal(d->lm.cnt.events, 1);
 }
@@ -239,7 +239,7 @@ static void test_connector_child_managed_only_if_it_inherited(void **state)
 	assert_int_equal(a->task.tid, CTLH_PROC_A);
 	feed(d, &ev);
 	assert_string_equal(plans, "");
-	assert_null(latmgr_find_process(&d->lm, PROC_K));
+	assert_null(latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW));
 
 	/* K has what rqbalance set on A: the kernel gave it that at fork. */
 	a->set.cgroup[0] = '\0';
@@ -248,7 +248,7 @@ static void test_connector_child_managed_only_if_it_inherited(void **state)
 	feed(d, &ev);
 	assert_string_equal(plans, "lat tid=4194470 tgid=4194470 start=4242 value=5 "
 				   "source=\"ctl uid 1000\" from=4194401\n");
-	assert_non_null(latmgr_find_process(&d->lm, PROC_K));
+	assert_non_null(latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW));
 }
 
 static void test_kernel_inherited_compares_what_was_set(void **state)
@@ -322,13 +322,13 @@ static void test_exit_forgets_task_and_process(void **state)
 	feed(d, &ev);
 	assert_null(latmgr_entry(&d->lm, CTLH_PROC_A + 1));
 	assert_non_null(latmgr_entry(&d->lm, CTLH_PROC_A));
-	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_A));
+	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 	/* Its first thread: the process goes. */
 	ev.tid = CTLH_PROC_A;
 	feed(d, &ev);
 	assert_null(latmgr_entry(&d->lm, CTLH_PROC_A));
-	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A));
-	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_B));
+	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
+	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_B, LATMGR_START_NOW));
 	assert_string_equal(plans, "");
 }
 
@@ -341,12 +341,12 @@ static void test_late_exit_forgets_nothing(void **state)
 
 	feed(d, &ev);
 	assert_non_null(latmgr_entry(&d->lm, CTLH_PROC_A));
-	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_A));
+	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 	/* The same, with the start time that task has. */
 	ev.start_ns = ticks_ns(CTLH_START_TIME);
 	feed(d, &ev);
 	assert_null(latmgr_entry(&d->lm, CTLH_PROC_A));
-	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A));
+	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 }
 
 /* ---- exec ---- */
@@ -376,7 +376,7 @@ static void test_exec_applies_rules(void **state)
 	/* An exec leaves a process one thread, its first: only that one is planned. */
 	assert_string_equal(plans,
 			    "lat tid=4194480 tgid=4194480 start=4242 value=7 source=\"rule w\" whole\n");
-	p = latmgr_find_process(&d->lm, PROC_X);
+	p = latmgr_find_process(&d->lm, PROC_X, LATMGR_START_NOW);
 	assert_non_null(p);
 	assert_true(p->from_rule);
 	assert_int_equal(p->value, 7);
@@ -398,7 +398,7 @@ static void test_stopped_forgets_and_ignores_exec(void **state)
 	assert_int_equal(d->lm.np, 0);
 	feed(d, &ev);
 	assert_string_equal(plans, "");
-	assert_null(latmgr_find_process(&d->lm, PROC_X));
+	assert_null(latmgr_find_process(&d->lm, PROC_X, LATMGR_START_NOW));
 }
 
 /* ---- losses and the barrier ---- */

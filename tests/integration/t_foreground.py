@@ -1,0 +1,265 @@
+"""The foreground favour ends where it should, and lands on no other process (issue 50):
+a member of [latency] foreground_group (RLIMIT_NICE 0, a real user the test creates)
+calls SetForeground from a D-Bus connection of its own, which execs nothing between
+calls.
+
+  pid_reuse    (finding 2) root gives user B's process V -15; V exits; a new process of
+               user A's takes V's number before the daemon has read the exit (the
+               daemon is held stopped meanwhile, as a descheduled one would be); A calls
+               SetForeground(V), then SetForeground(0). Neither that process nor an
+               older one of A's that held the foreground value may end at -15: a record
+               found by number is used only with its start time.
+  fork_exit    (finding 4) a wrapper put in front forks a child and exits, five times;
+               then X is put in front and raised from -5 to -4, and SetForeground(0):
+               no child keeps -5, X does not keep -4. The grant ends for everything
+               that holds it, front gone or not, and a change to a favoured process is
+               judged as if it did not hold the favour.
+  chain        the kind behind finding 4, for root and the member alike: a front that
+               exits after forking a child, which starts a thread and forks a
+               grandchild; the next front gives all of them back.
+
+Finding 1 (a front that forks hundreds of children) is t_giveback_storm.py's
+foreground case. Arguments name the cases to run; all without."""
+import ctypes
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+from rqb import Daemon, check, main, require, rqctl, skip, tmpdir, wait_until
+from rqb_buscall import Caller, root_call
+from rqb_user import User
+
+FG = -5  # [latency] foreground's default
+DENIED = "org.freedesktop.DBus.Error.AccessDenied"
+
+# A process of the user's that, on each line read, forks a child that sleeps (with
+# "thread": which starts a thread, and with "grand": which forks a grandchild too),
+# prints the pids it made, and exits.
+WRAPPER = """
+import os, sys, threading, time
+print(os.getpid(), flush=True)
+how = sys.stdin.readline().split()
+r, w = os.pipe()
+if os.fork() == 0:
+    os.close(r)
+    pids = [os.getpid()]
+    if "thread" in how:
+        threading.Thread(target=time.sleep, args=(300,), daemon=True).start()
+    if "grand" in how:
+        g = os.fork()
+        if g == 0:
+            time.sleep(300)
+            os._exit(0)
+        pids.append(g)
+    os.write(w, " ".join(map(str, pids)).encode())
+    os.close(w)
+    time.sleep(300)
+    os._exit(0)
+os.close(w)
+print(os.read(r, 100).decode(), flush=True)
+"""
+
+
+# ---- the processes
+
+
+def nice(pid):
+    try:
+        return os.getpriority(os.PRIO_PROCESS, pid)
+    except OSError:
+        return None
+
+
+def got(d, pid):
+    """(value, source) of rqctl get -p, or None where it is not managed."""
+    p = rqctl(d, "get", "-p", str(pid))
+    if p.returncode != 0:
+        return None
+    f = dict(line.split(" ", 1) for line in p.stdout.splitlines() if " " in line)
+    return int(f["value"]), f["source"]
+
+
+def wrapper(user):
+    """A wrapper of the user's (WRAPPER): (its Popen, its pid)."""
+    p = user.popen(["/usr/bin/python3", "-c", WRAPPER], stdin=subprocess.PIPE,
+                   stdout=subprocess.PIPE, text=True)
+    return p, int(p.stdout.readline())
+
+
+def go(p, pid, how=""):
+    """Lets the wrapper fork and exit: the pids it made, once it is gone."""
+    p.stdin.write(how + "\n")
+    p.stdin.flush()
+    made = [int(x) for x in p.stdout.readline().split()]
+    wait_until(lambda: not os.path.exists(f"/proc/{pid}"), 60)
+    return made
+
+
+def tids(pid):
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
+# clone3(2) with set_tid: a process at a chosen number, made by root, that becomes the
+# user's (all its ids) and sleeps, with no exec (an exec would wake the daemon).
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_CLONE3 = 435
+
+
+def spawn_at(pid, user):
+    tid = (ctypes.c_int * 1)(pid)
+    args = struct.pack("<11Q", 0, 0, 0, 0, signal.SIGCHLD, 0, 0, 0, ctypes.addressof(tid), 1, 0)
+    buf = ctypes.create_string_buffer(args, len(args))
+    r = libc.syscall(SYS_CLONE3, buf, ctypes.c_size_t(len(args)))
+    if r < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    if r == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(user.gid, user.gid, user.gid)
+            os.setresuid(user.uid, user.uid, user.uid)
+            time.sleep(300)
+        finally:
+            os._exit(0)
+    return r
+
+
+def uid_of(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+
+
+# ---- the cases
+
+
+def pid_reuse(d, bus, a, b):
+    ca = Caller(a, bus.address)
+    # The daemon may read the exit before the call (a tick on resuming): three rounds.
+    for n in range(1, 4):
+        reuse_round(d, ca, a, b, f"round {n}")
+    ca.p.stdin.close()
+
+
+def reuse_round(d, ca, a, b, what):
+    # An older process of A's that holds the foreground value: the child of a front
+    # that exited.
+    wp, w = wrapper(a)
+    check(ca.ask("SetForeground", w) == ["ok", str(FG)], f"{what}: A puts a wrapper in front")
+    older = go(wp, w)
+    d.sync()
+    check(len(older) == 1 and nice(older[0]) == FG,
+          f"{what}: its child {older} holds the foreground value")
+    v = b.start("echo $$; exec sleep 300")
+    d.sync()
+    check(rqctl(d, "set", "-l", "-15", "-p", str(v)).returncode == 0 and nice(v) == -15,
+          f"{what}: root gives B's process V -15")
+    # Held stopped: V's exit and the new process's fork stay unread until after the call.
+    os.kill(d.proc.pid, signal.SIGSTOP)
+    try:
+        os.kill(v, signal.SIGKILL)
+        wait_until(lambda: not os.path.exists(f"/proc/{v}"), 30)
+        new = spawn_at(v, a)
+        wait_until(lambda: uid_of(new) == a.uid, 30)
+        check(new == v and uid_of(v) == a.uid, f"{what}: A's new process has V's number {v}")
+        check(ca.ask("send", "SetForeground", v) == ["sent"], f"{what}: A calls SetForeground(V)")
+    finally:
+        os.kill(d.proc.pid, signal.SIGCONT)
+    r = ca.ask("wait")
+    check(r[0] == "ok", f"{what}: SetForeground(V) answered: {r}")
+    r = ca.ask("SetForeground", 0)
+    check(r[0] == "ok", f"{what}: and SetForeground(0): {r}")
+    d.sync()
+    check(nice(v) != -15 and got(d, v) != (-15, "ctl uid 0"),
+          f"{what}: A's process at V's number does not get B's -15: nice {nice(v)}, "
+          f"{got(d, v)}")
+    check(nice(v) == 0, f"{what}: it has nice 0 again ({nice(v)})")
+    check(nice(older[0]) not in (-15, FG),
+          f"{what}: A's older process neither gets -15 nor keeps {FG}: nice "
+          f"{nice(older[0])}, {got(d, older[0])}")
+    os.kill(v, signal.SIGKILL)
+    os.waitpid(v, 0)
+    os.kill(older[0], signal.SIGKILL)
+
+
+def fork_exit(d, bus, a):
+    ca = Caller(a, bus.address)
+    kids = []
+    for i in range(5):
+        wp, w = wrapper(a)
+        check(ca.ask("SetForeground", w) == ["ok", str(FG)], f"wrapper {i + 1} is put in front")
+        kids += go(wp, w)
+        d.sync()
+        check(nice(kids[-1]) == FG, f"its child {kids[-1]} has {FG} while it is in front")
+    x = a.start("echo $$; exec sleep 300")
+    check(ca.ask("SetForeground", x) == ["ok", str(FG)], "then X is put in front")
+    d.sync()
+    check(nice(x) == FG, f"X at {FG}")
+    r = ca.ask("SetProcess", x, FG + 1)
+    check(r == ["error", DENIED] or r[0] == "ok", f"A raises X to {FG + 1}: {r}")
+    check(r[0] != "ok" or nice(x) == FG + 1, "which, where allowed, it has")
+    check(ca.ask("SetForeground", 0)[0] == "ok", "SetForeground(0)")
+    d.sync()
+    left = [k for k in kids if nice(k) == FG]
+    check(not left, f"no child of a wrapper keeps {FG}: {left} of {kids}")
+    check(nice(x) not in (FG, FG + 1),
+          f"X keeps neither {FG} nor {FG + 1}, below A's limit: nice {nice(x)}, {got(d, x)}")
+    ca.p.stdin.close()
+
+
+def chain(d, bus, a):
+    ca = Caller(a, bus.address)
+    for who, ask in (("root", lambda *w: root_call(bus.address, *w)), (a.name, ca.ask)):
+        wp, w = wrapper(a)
+        check(ask("SetForeground", w) == ["ok", str(FG)], f"{who} puts a wrapper in front")
+        made = go(wp, w, "thread grand")
+        d.sync()
+        tasks = [t for p in made for t in tids(p)]
+        check(len(made) == 2 and len(tasks) == 3 and all(nice(t) == FG for t in tasks),
+              f"{who}: its child, the child's thread and its grandchild hold {FG}: "
+              f"{[(t, nice(t)) for t in tasks]}")
+        other = a.start("echo $$; exec sleep 300")
+        check(ask("SetForeground", other) == ["ok", str(FG)], f"{who} puts another in front")
+        d.sync()
+        check(all(nice(t) == 0 for t in tasks) and all(got(d, p) is None for p in made),
+              f"{who}: all of them are given back: {[(t, nice(t)) for t in tasks]}")
+        check(ask("SetForeground", 0)[0] == "ok" and nice(other) == 0,
+              f"{who}: SetForeground(0) gives the other back")
+    ca.p.stdin.close()
+
+
+def test():
+    require()
+    for prog in ("groupadd", "usermod", "dbus-daemon"):
+        if subprocess.run(["sh", "-c", f"command -v {prog}"], capture_output=True).returncode:
+            skip(f"{prog} missing")
+    from rqb_dbus import SystemBus
+    cases = {"pid_reuse": pid_reuse, "fork_exit": fork_exit, "chain": chain}
+    group = f"rqbfg{os.getpid() % 100000}"
+    with tmpdir() as tmp, SystemBus() as bus, User("rqbfa") as a, User("rqbfb") as b:
+        os.chmod(tmp, 0o755)
+        subprocess.run(["groupadd", group], check=True)
+        try:
+            subprocess.run(["usermod", "-a", "-G", group, a.name], check=True)
+            for name in sys.argv[1:] or cases:
+                with Daemon(tmp, conf=f"[latency]\nforeground_group = {group}\n",
+                            env={"DBUS_SYSTEM_BUS_ADDRESS": bus.address}) as d:
+                    d.wait_for(r"dbus: serving org\.rqbalance1")
+                    fn = cases[name]
+                    fn(d, bus, a, b) if name == "pid_reuse" else fn(d, bus, a)
+                    check(d.stop() == 0, f"{name}: clean stop")
+        finally:
+            subprocess.run(["groupdel", group], capture_output=True, check=False)
+
+
+main(test)
