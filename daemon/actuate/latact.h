@@ -90,6 +90,7 @@ struct lat_classes {
 	char mount[PATH_MAX];       /* the cpu hierarchy's mount point */
 	char root[LAT_PATH_MAX];    /* the classes' parent, relative to mount; "" = the top */
 	bool made_root;             /* rqbalance made that parent: it removes it */
+	uint64_t root_shares;       /* its weight, in v1 cpu.shares (start, reload); 0: top */
 	bool rt;                    /* v1 with RT group scheduling: classes get RT runtime */
 	bool no_group_uclamp;       /* uclamp for tasks, none for groups: said once */
 	bool made[LAT_MAX - LAT_MIN + 1];

@@ -376,6 +376,10 @@ static void task_decide(struct latact *la, const struct lat_req *rq, const struc
 	cg_decide(la, old, from, cur, e);
 	knobs_left(la, old, from, cur, e);
 	want_for(la, rq->value, rq->tid, rq->tgid, &e->prev, want);
+	/* A raise's class below a parent must not weigh more than the task's own nice. */
+	if (lat_class_gains(rq->value, e->left & LAT_K_NICE ? cur->nice : e->prev.nice,
+			    la->cls.root_shares))
+		snprintf(want->cgroup, sizeof(want->cgroup), "%s", e->prev.cgroup);
 	/* A cgroup left to others stays as it is, and is not rqbalance's to give back. */
 	if (e->cg != LAT_CG_OURS)
 		snprintf(want->cgroup, sizeof(want->cgroup), "%s", cur->cgroup);

@@ -510,6 +510,24 @@ static int on_s76_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_
 	return 0;
 }
 
+/*
+ * Whether m comes from who. A match's sender= does not ensure it: dbus-daemon routes a
+ * unicast signal to its destination whatever the destination's matches say, and sd-bus
+ * lets a unique-name sender through a match on a well-known one. Only the bus driver
+ * sends as org.freedesktop.DBus, and only sd-bus itself as org.freedesktop.DBus.Local:
+ * the bus stamps every other message with its sender's unique name.
+ */
+static bool sent_by(sd_bus_message *m, const char *who)
+{
+	const char *sender = sd_bus_message_get_sender(m);
+
+	if (sender && strcmp(sender, who) == 0)
+		return true;
+	log_debug("dbus: ignored %s.%s from %s: only %s sends it", sd_bus_message_get_interface(m),
+		  sd_bus_message_get_member(m), sender ? sender : "a connection with no name", who);
+	return false;
+}
+
 /* system76-scheduler, started after the daemon, took its name back: it is its. */
 static int on_name_lost(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
@@ -517,6 +535,8 @@ static int on_name_lost(sd_bus_message *m, void *userdata, sd_bus_error *ret_err
 	const char *name = NULL;
 
 	(void)ret_error;
+	if (!sent_by(m, "org.freedesktop.DBus"))
+		return 0;
 	if (sd_bus_message_read(m, "s", &name) < 0 || !name)
 		return 0;
 	if (strcmp(name, BUS_S76_NAME) == 0 && b->s76) {
@@ -534,8 +554,9 @@ static int on_disconnect(sd_bus_message *m, void *userdata, sd_bus_error *ret_er
 {
 	struct ctl_bus *b = userdata;
 
-	(void)m;
 	(void)ret_error;
+	if (!sent_by(m, "org.freedesktop.DBus.Local"))
+		return 0;
 	log_notice("dbus: the system bus went away: the D-Bus API is off until a restart");
 	b->serving = b->s76 = false;
 	return 0;

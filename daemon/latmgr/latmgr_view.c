@@ -482,6 +482,12 @@ static void put_cgroup(FILE *f, const struct latact *la, const struct lat_entry 
 		put(f, "knob_cgroup", "without effect: no class cgroups: %s", classes_off_why(la));
 	else if (e->cg != LAT_CG_OURS)
 		put(f, "knob_cgroup", "left where it is, \"%s\": %s", e->cg_left, lat_cg_why(e->cg));
+	else if ((!e->set.cgroup[0] || strcmp(e->set.cgroup, e->prev.cgroup) == 0) &&
+		 lat_class_gains(e->value, e->left & LAT_K_NICE ? cur->nice : e->prev.nice,
+				 la->cls.root_shares))
+		put(f, "knob_cgroup", "unchanged: \"%s\" (the class's parent weighs %" PRIu64
+		    " shares, more than its nice did: the class would raise it)", cur->cgroup,
+		    la->cls.root_shares);
 	else if (!e->set.cgroup[0] || strcmp(e->set.cgroup, e->prev.cgroup) == 0)
 		put(f, "knob_cgroup", "unchanged: \"%s\"%s", cur->cgroup,
 		    la->cls.v2 && e->task.tid != e->tgid ?

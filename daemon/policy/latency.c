@@ -29,6 +29,21 @@ uint32_t lat_nice_weight(int nice)
 	return nice_weight[nice - LAT_MIN];
 }
 
+/*
+ * A class's weight counts only among its siblings. At the top of the hierarchy a class
+ * competes with the value's own weight, which is the value's nice's: a raise there gives
+ * a task less. Below a parent (cgroup_root) the classes share the parent's weight, and a
+ * class that alone has runnable tasks there gets all of it: a task an administrator
+ * reniced to 19 would compete as one nice-0 group once its user asked for 19, which
+ * anyone may ask. So a positive value moves a task into a class below a parent only
+ * where the parent weighs no more than the task's nice did. A negative value is a
+ * favour its caller was allowed: its bound is the parent's weight by design.
+ */
+bool lat_class_gains(int v, int nice, uint64_t parent_shares)
+{
+	return v > 0 && parent_shares > lat_nice_weight(nice);
+}
+
 uint32_t lat_shares_to_weight(uint32_t shares)
 {
 	/* cgroup2 and systemd: 100 is the default weight, as 1024 shares are in v1. */

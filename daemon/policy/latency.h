@@ -67,6 +67,12 @@ void lat_map(const struct lat_conf *c, int v, struct lat_knobs *ret);
 uint64_t lat_slice_ns(uint64_t default_ns, int v);
 /* The kernel's nice → weight table, nice -20…19 (1024 at 0). */
 uint32_t lat_nice_weight(int nice);
+/*
+ * Whether moving a task whose own nice is nice into the class of value v gives it more
+ * weight than that nice does, where the classes share a parent of weight parent_shares
+ * (in v1 cpu.shares; 0 where they sit at the top): see latency.c.
+ */
+bool lat_class_gains(int v, int nice, uint64_t parent_shares);
 /* v1 cpu.shares → cgroup2 cpu.weight (and systemd CPUWeight=), 1…10000. */
 uint32_t lat_shares_to_weight(uint32_t shares);
 /* A value given as text: -20…19, with a reason on error. 0 or -EINVAL. */

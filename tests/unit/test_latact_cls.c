@@ -401,9 +401,10 @@ static void class_refused(void **state)
 }
 
 /*
- * v1: shares for the weight, no quota, and the classes share the RT runtime the groups
- * beside them leave free (a group named like a class but not made by rqbalance counts
- * as one of those).
+ * v1: shares for the weight, no quota, and each class gets a 39th (one part for each value
+ * but 0) of the RT runtime the groups beside them leave free (a group named like a class
+ * but not made by rqbalance counts as one of those): a class made later takes nothing
+ * from an older one.
  */
 static void v1_classes_share_rt(void **state)
 {
@@ -427,21 +428,28 @@ static void v1_classes_share_rt(void **state)
 		 mapped_shares(&f->la.lc, 3));
 	assert_true(logged(want));
 	assert_true(logged("write /cpu/rqbalance-lat3/cpu.cfs_quota_us -1"));
-	assert_string_equal(file(f->v1, "rqbalance-lat3/cpu.rt_runtime_us"), "800000");
-	/*
-	 * A second class: half each, the first lowered before the second is raised (the
-	 * kernel refuses children over their parent), though it comes later in order.
-	 */
+	assert_string_equal(file(f->v1, "rqbalance-lat3/cpu.rt_runtime_us"), "20512");
 	oplog[0] = '\0';
 	assert_int_equal(latact_class_ensure(&f->la, -5, ret, sizeof(ret)), 0);
-	assert_string_equal(file(f->v1, "rqbalance-lat3/cpu.rt_runtime_us"), "400000");
-	assert_string_equal(file(f->v1, "rqbalance-lat-5/cpu.rt_runtime_us"), "400000");
-	assert_non_null(strstr(oplog, "write /cpu/rqbalance-lat-5/cpu.rt_runtime_us"));
+	assert_string_equal(file(f->v1, "rqbalance-lat3/cpu.rt_runtime_us"), "20512");
+	assert_string_equal(file(f->v1, "rqbalance-lat-5/cpu.rt_runtime_us"), "20512");
+	/*
+	 * A class that holds more (an older rqbalance's, found again) is lowered before a
+	 * new one is raised, though it comes later in order: the kernel refuses children
+	 * over their parent.
+	 */
+	snprintf(path, sizeof(path), "%s/rqbalance-lat3/cpu.rt_runtime_us", f->v1);
+	put(path, "400000\n");
+	oplog[0] = '\0';
+	assert_int_equal(latact_class_ensure(&f->la, -7, ret, sizeof(ret)), 0);
+	assert_string_equal(file(f->v1, "rqbalance-lat3/cpu.rt_runtime_us"), "20512");
+	assert_string_equal(file(f->v1, "rqbalance-lat-7/cpu.rt_runtime_us"), "20512");
+	assert_non_null(strstr(oplog, "write /cpu/rqbalance-lat-7/cpu.rt_runtime_us"));
 	assert_true(strstr(oplog, "write /cpu/rqbalance-lat3/cpu.rt_runtime_us") <
-		    strstr(oplog, "write /cpu/rqbalance-lat-5/cpu.rt_runtime_us 400000"));
+		    strstr(oplog, "write /cpu/rqbalance-lat-7/cpu.rt_runtime_us 20512"));
 }
 
-/* A parent rqbalance makes on v1 takes half the runtime its top has free. */
+/* A parent rqbalance makes on v1 takes half the runtime its top has free, for its classes. */
 static void v1_parent_takes_half(void **state)
 {
 	struct fix *f = *state;
@@ -454,7 +462,25 @@ static void v1_parent_takes_half(void **state)
 	assert_string_equal(file(f->v1, "rqb/cpu.rt_runtime_us"), "475000");
 	assert_int_equal(latact_class_ensure(&f->la, -1, ret, sizeof(ret)), 0);
 	assert_string_equal(ret, "/rqb/rqbalance-lat-1");
-	assert_string_equal(file(f->v1, "rqb/rqbalance-lat-1/cpu.rt_runtime_us"), "475000");
+	assert_string_equal(file(f->v1, "rqb/rqbalance-lat-1/cpu.rt_runtime_us"), "12179");
+}
+
+/* The parent's weight, which bounds a raise's class (lat_class_gains): read at start and reload. */
+static void parent_weight_read(void **state)
+{
+	struct fix *f = *state;
+	char path[PATH_MAX];
+
+	use_v1(f, false);
+	latact_classes_find(&f->la);
+	assert_int_equal(f->la.cls.root_shares, 0);
+	snprintf(f->la.cls.root, sizeof(f->la.cls.root), "rqb");
+	latact_classes_find(&f->la);
+	assert_int_equal(f->la.cls.root_shares, 1024);
+	snprintf(path, sizeof(path), "%s/rqb/cpu.shares", f->v1);
+	put(path, "100\n");
+	latact_classes_reweigh(&f->la);
+	assert_int_equal(f->la.cls.root_shares, 100);
 }
 
 static void reweigh_restores_weight(void **state)
@@ -618,6 +644,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(class_made_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(class_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(v1_classes_share_rt, setup, teardown),
+		cmocka_unit_test_setup_teardown(parent_weight_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(v1_parent_takes_half, setup, teardown),
 		cmocka_unit_test_setup_teardown(reweigh_restores_weight, setup, teardown),
 		cmocka_unit_test_setup_teardown(stale_classes_found, setup, teardown),

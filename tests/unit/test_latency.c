@@ -166,6 +166,22 @@ static void no_class_without_class_cgroups(void **state)
 	assert_int_equal(map(&c, -20).slice_ns, LAT_SLICE_MIN_NS);
 }
 
+/*
+ * A raise's class below a parent weighs the parent's weight: never more than the task's
+ * own nice did. At the top, and for a favour, the class is the value's own weight.
+ */
+static void raise_class_never_outweighs_the_nice(void **state)
+{
+	assert_false(lat_class_gains(19, 0, 1024));
+	assert_true(lat_class_gains(19, 19, 1024));
+	assert_true(lat_class_gains(19, 1, 1024));
+	assert_false(lat_class_gains(19, 10, 110));
+	assert_true(lat_class_gains(19, 10, 111));
+	assert_false(lat_class_gains(19, 19, 0));
+	assert_false(lat_class_gains(-5, 19, 1024));
+	assert_false(lat_class_gains(0, 19, 1024));
+}
+
 static void weights_convert_to_cgroup2(void **state)
 {
 	assert_int_equal(lat_shares_to_weight(1024), 100);
@@ -460,6 +476,7 @@ int main(void)
 		cmocka_unit_test(batch_threshold),
 		cmocka_unit_test(uclamp_both_sides_and_off),
 		cmocka_unit_test(no_class_without_class_cgroups),
+		cmocka_unit_test(raise_class_never_outweighs_the_nice),
 		cmocka_unit_test(weights_convert_to_cgroup2),
 		cmocka_unit_test(parse),
 		cmocka_unit_test(boost_bound_is_a_weight),
