@@ -227,7 +227,8 @@ out:
 
 /*
  * The daemon's own proc mount at proc_root: its superblock and options. -ENOENT where
- * proc_root is no proc instance's root (a test's fake tree).
+ * proc_root is no proc instance (a test's fake tree), -ESRCH where its line is not
+ * found (never taken for a fake tree: the caller's view then fails closed).
  */
 static int own_view(const char *proc_root, dev_t *ret_dev, struct parse_procfs *ret)
 {
@@ -237,16 +238,20 @@ static int own_view(const char *proc_root, dev_t *ret_dev, struct parse_procfs *
 	struct statfs sf;
 	int r;
 
-	if (statfs(proc_root, &sf) < 0 || sf.f_type != PROC_SUPER_MAGIC ||
-	    statx(AT_FDCWD, proc_root, 0, STATX_INO | STATX_MNT_ID, &stx) < 0 ||
-	    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_ino != CTL_PEER_PROC_ROOT_INO)
+	if (statfs(proc_root, &sf) < 0 || sf.f_type != PROC_SUPER_MAGIC)
 		return -ENOENT;
-	s.id = (unsigned)stx.stx_mnt_id;
+	if (statx(AT_FDCWD, proc_root, 0, STATX_INO | STATX_MNT_ID, &stx) < 0 ||
+	    stx.stx_ino != CTL_PEER_PROC_ROOT_INO)
+		return -ESRCH;
+	/* Before Linux 5.8 no mount ID: the last proc mounted there, of that superblock. */
+	s.id = stx.stx_mask & STATX_MNT_ID ? (unsigned)stx.stx_mnt_id : 0;
+	s.mnt = proc_root;
 	snprintf(path, sizeof(path), "%s/self/mountinfo", proc_root);
 	r = mi_search(path, &s);
 	if (r < 0)
 		return r;
-	if (!s.got || !s.found.proc || !s.found.whole)
+	if (!s.got || !s.found.proc || !s.found.whole || s.found.major != stx.stx_dev_major ||
+	    s.found.minor != stx.stx_dev_minor)
 		return -ESRCH;
 	*ret_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
 	*ret = s.found.procfs;
@@ -326,7 +331,9 @@ static int open_peer_proc(const char *proc_root, pid_t pid, int *ret_fd, struct 
 /*
  * With ptrace access: the caller's own proc instance, judged on the pid namespace it
  * lists; its options from its one mountinfo line, found by the mount ID the kernel
- * gave, unless it is the daemon's own superblock.
+ * gave, unless it is the daemon's own superblock. (statmount(2) would give them with
+ * no table read, but for another mount namespace it takes CAP_SYS_ADMIN, which the
+ * daemon drops once set up.)
  */
 static int peer_view_kernel(const char *proc_root, pid_t pid, int procfd, const struct stat *st,
 			    dev_t own_dev, const struct parse_procfs *own, struct parse_procfs *ret)
