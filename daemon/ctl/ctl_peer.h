@@ -63,7 +63,12 @@ int ctl_peer_creds(const char *proc_root, pid_t tid, uint64_t start_time, struct
  * NSpid); -E2BIG where a bound ran out; -ESRCH when unreadable (gone).
  */
 #define CTL_PEER_MOUNTINFO_MAX (128 * 1024)
-#define CTL_PEER_MOUNTINFO_CHUNK 16384          /* bytes a read asks the kernel for */
+/*
+ * Bytes a read asks the kernel for: it formats about that much, a few lines, before
+ * the CPU bound is looked at again; a line costs a walk up its mount's parents, which
+ * the owner may stack 100,000 deep (some 5 ms a line).
+ */
+#define CTL_PEER_MOUNTINFO_CHUNK 1024
 #define CTL_PEER_MOUNTINFO_CPU_NS 20000000ull   /* 20 ms */
 #define CTL_PEER_PROC_ROOT_INO 1                /* a proc instance's root directory */
 int ctl_peer_view(const char *proc_root, pid_t pid, struct parse_procfs *ret);
