@@ -5,6 +5,7 @@
  * pid still named the same process (or leaving that proof to its caller).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pwd.h>
@@ -12,11 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "ctl/ctl_peer.h"
 #include "rqbalance.h"
 #include "sample/procfs.h"
 #include "util/log.h"
+#include "util/safeopen.h"
 #include "util/util.h"
 
 static int caps_of(const char *text, const char *key, uint64_t *ret)
@@ -113,52 +121,305 @@ int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *
 	return 0;
 }
 
-/* How many pid namespaces list pid ("NSpid:" of its status): 1 in the daemon's own. */
-static int nspid_levels(const char *proc_root, pid_t pid)
+/* How many pid namespaces list a task: the numbers on its status's "NSpid:" line. */
+static int nspid_count(const char *status)
 {
-	char buf[4096], v[256];
+	char v[256];
 	int n = 0;
 
-	if (procfs_status_text(proc_root, 0, pid, buf, sizeof(buf)) < 0)
-		return -ESRCH;
-	if (parse_status_field(buf, "NSpid", v, sizeof(v)) < 0)
+	if (parse_status_field(status, "NSpid", v, sizeof(v)) < 0)
 		return 1; /* a kernel before 4.1: no nested namespaces to tell */
 	for (char *save = NULL, *t = strtok_r(v, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
 		n++;
 	return n;
 }
 
+/* How many pid namespaces list pid, as the daemon's /proc shows it: 1 in its own. */
+static int nspid_levels(const char *proc_root, pid_t pid)
+{
+	char buf[4096];
+
+	if (procfs_status_text(proc_root, 0, pid, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	return nspid_count(buf);
+}
+
+/* What a mountinfo search looks for: the mount of ID id (0: the last proc mount at mnt). */
+struct mi_search {
+	unsigned id;
+	const char *mnt;
+	struct parse_mount found;
+	bool got;
+};
+
+/* 1 where the search is over (the mount of that ID is found), else 0. */
+static int mi_line(const char *line, struct mi_search *s)
+{
+	struct parse_mount m;
+
+	if (parse_mountinfo(line, s->mnt, &m) < 0)
+		return 0;
+	if (s->id ? m.id != s->id : !(m.proc && m.at_mnt))
+		return 0;
+	s->found = m;
+	s->got = true;
+	return s->id != 0;
+}
+
+static uint64_t cpu_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * Searches the mountinfo file at path, read in chunks, within CTL_PEER_MOUNTINFO_MAX
+ * bytes and CTL_PEER_MOUNTINFO_CPU_NS of the daemon's time (the kernel's work on a
+ * table its owner sized is the daemon's time): 0 with s->got when found, -E2BIG where
+ * either bound ran out first (the search then fails closed), -ESRCH when unreadable.
+ */
+static int mi_search(const char *path, struct mi_search *s)
+{
+	uint64_t until = cpu_ns() + CTL_PEER_MOUNTINFO_CPU_NS;
+	size_t n = 0, done = 0;
+	int fd, r = -E2BIG;
+	char *buf;
+	ssize_t got;
+
+	buf = malloc(CTL_PEER_MOUNTINFO_MAX + 1);
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(buf);
+		return -ESRCH;
+	}
+	while (n < CTL_PEER_MOUNTINFO_MAX && cpu_ns() < until) {
+		size_t want = CTL_PEER_MOUNTINFO_MAX - n;
+
+		got = read(fd, buf + n,
+			   want < CTL_PEER_MOUNTINFO_CHUNK ? want : CTL_PEER_MOUNTINFO_CHUNK);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			r = got < 0 ? -ESRCH : 0;
+			break;
+		}
+		n += (size_t)got;
+		buf[n] = '\0';
+		/* Whole lines only; a line the read cut waits for the next. */
+		for (char *eol; (eol = memchr(buf + done, '\n', n - done));
+		     done = (size_t)(eol - buf) + 1) {
+			*eol = '\0';
+			if (mi_line(buf + done, s)) {
+				r = 0;
+				goto out;
+			}
+		}
+	}
+out:
+	close(fd);
+	free(buf);
+	return r;
+}
+
+/*
+ * The daemon's own proc mount at proc_root: its superblock and options. -ENOENT where
+ * proc_root is no proc instance (a test's fake tree), -ESRCH where its line is not
+ * found (never taken for a fake tree: the caller's view then fails closed).
+ */
+static int own_view(const char *proc_root, dev_t *ret_dev, struct parse_procfs *ret)
+{
+	struct mi_search s = { 0 };
+	char path[PATH_MAX];
+	struct statx stx;
+	struct statfs sf;
+	int r;
+
+	if (statfs(proc_root, &sf) < 0 || sf.f_type != PROC_SUPER_MAGIC)
+		return -ENOENT;
+	if (statx(AT_FDCWD, proc_root, 0, STATX_INO | STATX_MNT_ID, &stx) < 0 ||
+	    stx.stx_ino != CTL_PEER_PROC_ROOT_INO)
+		return -ESRCH;
+	/* Before Linux 5.8 no mount ID: the last proc mounted there, of that superblock. */
+	s.id = stx.stx_mask & STATX_MNT_ID ? (unsigned)stx.stx_mnt_id : 0;
+	s.mnt = proc_root;
+	snprintf(path, sizeof(path), "%s/self/mountinfo", proc_root);
+	r = mi_search(path, &s);
+	if (r < 0)
+		return r;
+	if (!s.got || !s.found.proc || !s.found.whole || s.found.major != stx.stx_dev_major ||
+	    s.found.minor != stx.stx_dev_minor)
+		return -ESRCH;
+	*ret_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	*ret = s.found.procfs;
+	return 0;
+}
+
+/*
+ * Whether the proc instance procfd lists the daemon's own pid namespace: the daemon
+ * is in it (its "self" names a pid), and its status there lists one number, so the
+ * instance's namespace is the daemon's own level, which holds only the daemon's own.
+ * A proc of a namespace below has no "self" for the daemon; one of a namespace above
+ * lists more numbers. No mount another user made over a part of it is crossed.
+ */
+static bool lists_own_pidns(int procfd)
+{
+	char link[32], path[64], status[4096];
+	int fd, n = 0;
+	ssize_t len, got;
+	char *end;
+	long pid;
+
+	if (safeopen_beneath(procfd, "self", O_PATH | O_NOFOLLOW, &fd) < 0)
+		return false;
+	len = readlinkat(fd, "", link, sizeof(link) - 1);
+	close(fd);
+	if (len <= 0)
+		return false;
+	link[len] = '\0';
+	errno = 0;
+	pid = strtol(link, &end, 10);
+	if (errno || *end || pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "%ld/status", pid);
+	if (safeopen_beneath(procfd, path, O_RDONLY, &fd) < 0)
+		return false;
+	while ((size_t)n < sizeof(status) - 1 &&
+	       (got = read(fd, status + n, sizeof(status) - 1 - (size_t)n)) > 0)
+		n += (int)got;
+	close(fd);
+	status[n] = '\0';
+	return nspid_count(status) == 1;
+}
+
+/*
+ * The caller's /proc as the kernel resolves it for the caller (its root, then
+ * "proc"), through the daemon's /proc: needs ptrace read access to pid (CAP_SYS_PTRACE
+ * for another user's), -EACCES or -EPERM without. -ENOENT where no proc instance's
+ * root is there; -ESRCH when gone.
+ */
+static int open_peer_proc(const char *proc_root, pid_t pid, int *ret_fd, struct stat *ret_st)
+{
+	char path[PATH_MAX];
+	struct statfs sf;
+	int root, fd, r;
+
+	/*
+	 * The link is the kernel's, followed on purpose; what the caller made under it is
+	 * resolved by safeopen, as the kernel resolves it for the caller.
+	 */
+	snprintf(path, sizeof(path), "%s/%d/root", proc_root, (int)pid);
+	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return errno == EACCES || errno == EPERM ? -errno : -ESRCH;
+	r = safeopen_path(root, "proc", &fd);
+	close(root);
+	if (r < 0)
+		return -ENOENT;
+	if (fstatfs(fd, &sf) < 0 || sf.f_type != PROC_SUPER_MAGIC || fstat(fd, ret_st) < 0 ||
+	    ret_st->st_ino != CTL_PEER_PROC_ROOT_INO) {
+		close(fd);
+		return -ENOENT;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+/*
+ * With ptrace access: the caller's own proc instance, judged on the pid namespace it
+ * lists; its options from its one mountinfo line, found by the mount ID the kernel
+ * gave, unless it is the daemon's own superblock. (statmount(2) would give them with
+ * no table read, but for another mount namespace it takes CAP_SYS_ADMIN, which the
+ * daemon drops once set up.)
+ */
+static int peer_view_kernel(const char *proc_root, pid_t pid, int procfd, const struct stat *st,
+			    dev_t own_dev, const struct parse_procfs *own, struct parse_procfs *ret)
+{
+	struct mi_search s = { 0 };
+	char path[PATH_MAX];
+	struct statx stx;
+	int r;
+
+	if (st->st_dev == own_dev) {
+		*ret = *own; /* the daemon's own instance: its namespace, its options */
+		return 0;
+	}
+	if (!lists_own_pidns(procfd))
+		return -EXDEV;
+	if (statx(procfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID))
+		return -ENOENT;
+	s.id = (unsigned)stx.stx_mnt_id;
+	snprintf(path, sizeof(path), "%s/%d/mountinfo", proc_root, (int)pid);
+	r = mi_search(path, &s);
+	if (r < 0)
+		return r;
+	if (!s.got || !s.found.proc || !s.found.whole ||
+	    makedev(s.found.major, s.found.minor) != st->st_dev)
+		return -ENOENT; /* gone from the table since: not judged on another line */
+	*ret = s.found.procfs;
+	return 0;
+}
+
+/*
+ * Without: the last proc mount at /proc in the caller's mountinfo, trusted only where
+ * it is the daemon's own superblock (same namespace, same options); any other fails
+ * closed, as nothing here says which namespace it lists. With own NULL, where the
+ * daemon's proc_root is no proc instance (a test's fake tree, which has no kernel to
+ * ask), its options as the text gives them.
+ */
+static int peer_view_text(const char *proc_root, pid_t pid, dev_t own_dev,
+			  const struct parse_procfs *own, struct parse_procfs *ret)
+{
+	struct mi_search s = { .mnt = "/proc" };
+	char path[PATH_MAX];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%d/mountinfo", proc_root, (int)pid);
+	r = mi_search(path, &s);
+	if (r < 0)
+		return r;
+	if (!s.got)
+		return -ENOENT;
+	if (!own) {
+		*ret = s.found.procfs;
+		return 0;
+	}
+	if (!s.found.whole || makedev(s.found.major, s.found.minor) != own_dev)
+		return -EXDEV;
+	*ret = *own;
+	return 0;
+}
+
 int ctl_peer_view(const char *proc_root, pid_t pid, struct parse_procfs *ret)
 {
-	char path[PATH_MAX], *line = NULL;
-	const char *mnt = pid ? "/proc" : proc_root;
-	struct parse_procfs v, found;
-	size_t cap = 0;
-	int r = -ENOENT, levels;
-	FILE *f;
+	struct parse_procfs own;
+	dev_t own_dev = 0;
+	struct stat st;
+	int levels, r, fd;
 
-	if (pid) {
-		levels = nspid_levels(proc_root, pid);
-		if (levels < 0)
-			return levels;
-		if (levels > 1)
-			return -EXDEV;
-		snprintf(path, sizeof(path), "%s/%d/mountinfo", proc_root, (int)pid);
-	} else {
-		snprintf(path, sizeof(path), "%s/self/mountinfo", proc_root);
-	}
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT && !pid ? -ENOENT : -ESRCH;
-	while (getline(&line, &cap, f) > 0)
-		if (parse_mountinfo_proc(line, mnt, &v) == 1) {
-			found = v;
-			r = 0;
-		}
-	free(line);
-	fclose(f);
-	if (r == 0)
-		*ret = found;
+	if (!pid)
+		return own_view(proc_root, &own_dev, ret);
+	levels = nspid_levels(proc_root, pid);
+	if (levels < 0)
+		return levels;
+	if (levels > 1)
+		return -EXDEV;
+	r = own_view(proc_root, &own_dev, &own);
+	if (r == -ENOENT)
+		return peer_view_text(proc_root, pid, 0, NULL, ret);
+	if (r < 0)
+		return r;
+	r = open_peer_proc(proc_root, pid, &fd, &st);
+	if (r == -EACCES || r == -EPERM)
+		return peer_view_text(proc_root, pid, own_dev, &own, ret);
+	if (r < 0)
+		return r;
+	r = peer_view_kernel(proc_root, pid, fd, &st, own_dev, &own, ret);
+	close(fd);
 	return r;
 }
 

@@ -47,14 +47,30 @@ int ctl_peer_read(const char *proc_root, pid_t pid, int pidfd, struct ctl_peer *
 int ctl_peer_creds(const char *proc_root, pid_t tid, uint64_t start_time, struct ctl_peer *ret);
 
 /*
- * What process pid's /proc shows it: the proc mount at /proc in its mount namespace,
- * as proc_root/PID/mountinfo lists it (the last one mounted there); with pid 0, the
- * daemon's own, the proc mount at proc_root itself (proc_root/self/mountinfo). 0 and
- * *ret; -ENOENT when no proc is mounted there (a test's fake tree, a chroot without
- * one); -EXDEV when pid is in a pid namespace below the daemon's (its status lists
- * more than one NSpid), whose /proc shows none of the daemon's processes but its
- * namespace's; -ESRCH when unreadable (gone).
+ * What process pid's /proc shows it, judged on what the kernel says, never on a
+ * mount point's text: the proc instance the kernel resolves at "/proc" under pid's
+ * own root. Where the daemon may follow /proc/PID/root (ptrace read access: root
+ * with CAP_SYS_PTRACE), that instance is trusted where it lists the daemon's own pid
+ * namespace (its "self" is the daemon, of one NSpid), with the options of its one
+ * mountinfo line, found by the mount ID statx gives. Without, the last proc mount at
+ * /proc in pid's mountinfo is trusted only where it is the daemon's own superblock.
+ * Any mountinfo read stops at CTL_PEER_MOUNTINFO_MAX bytes and
+ * CTL_PEER_MOUNTINFO_CPU_NS of the daemon's time, and then fails closed: its size is
+ * the caller's to choose. With pid 0, the daemon's own: the proc mount at proc_root.
+ * 0 and *ret; -ENOENT when no proc is mounted there (a test's fake tree, a chroot
+ * without one); -EXDEV when pid's /proc lists another pid namespace than the daemon's,
+ * or pid is in a pid namespace below the daemon's (its status lists more than one
+ * NSpid); -E2BIG where a bound ran out; -ESRCH when unreadable (gone).
  */
+#define CTL_PEER_MOUNTINFO_MAX (128 * 1024)
+/*
+ * Bytes a read asks the kernel for: it formats about that much, a few lines, before
+ * the CPU bound is looked at again; a line costs a walk up its mount's parents, which
+ * the owner may stack 100,000 deep (some 5 ms a line).
+ */
+#define CTL_PEER_MOUNTINFO_CHUNK 1024
+#define CTL_PEER_MOUNTINFO_CPU_NS 20000000ull   /* 20 ms */
+#define CTL_PEER_PROC_ROOT_INO 1                /* a proc instance's root directory */
 int ctl_peer_view(const char *proc_root, pid_t pid, struct parse_procfs *ret);
 
 /* A user namespace's uid_map, as the daemon reads it: which of the daemon's uids it maps. */

@@ -354,3 +354,37 @@ int parse_mountinfo_proc(const char *line, const char *mnt, struct parse_procfs 
 	*ret = r;
 	return 1;
 }
+
+int parse_mountinfo(const char *line, const char *mnt, struct parse_mount *ret)
+{
+	char f[PATH_MAX], root[PATH_MAX], point[PATH_MAX], type[64];
+	struct parse_mount m = { 0 };
+	const char *p = line;
+	char *end;
+	unsigned long v;
+
+	if (mi_field(&p, f, sizeof(f)) < 0)
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(f, &end, 10);
+	if (errno || end == f || *end || v > UINT32_MAX)
+		return -EINVAL;
+	m.id = (unsigned)v;
+	if (mi_field(&p, f, sizeof(f)) < 0 || mi_field(&p, f, sizeof(f)) < 0 ||
+	    sscanf(f, "%u:%u", &m.major, &m.minor) != 2 || mi_field(&p, root, sizeof(root)) < 0 ||
+	    mi_field(&p, point, sizeof(point)) < 0 || mi_field(&p, f, sizeof(f)) < 0)
+		return -EINVAL;
+	do {
+		if (mi_field(&p, f, sizeof(f)) < 0)
+			return -EINVAL;
+	} while (strcmp(f, "-") != 0);
+	if (mi_field(&p, type, sizeof(type)) < 0 || mi_field(&p, f, sizeof(f)) < 0)
+		return -EINVAL;
+	m.whole = strcmp(root, "/") == 0;
+	m.proc = strcmp(type, "proc") == 0;
+	m.at_mnt = mnt && strcmp(point, mnt) == 0;
+	if (m.proc && mi_field(&p, f, sizeof(f)) == 0)
+		procfs_opts(f, &m.procfs);
+	*ret = m;
+	return 0;
+}

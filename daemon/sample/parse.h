@@ -88,5 +88,20 @@ struct parse_procfs {
  * another mount; -EINVAL when the line is malformed.
  */
 int parse_mountinfo_proc(const char *line, const char *mnt, struct parse_procfs *ret);
+/*
+ * One line of /proc/PID/mountinfo, for finding a mount by what the kernel says of it
+ * rather than by its mount point, which its owner chose. The kernel writes every
+ * field; only paths and the source are the owner's, and those it escapes.
+ */
+struct parse_mount {
+	unsigned id;              /* the mount ID: statx's STATX_MNT_ID */
+	unsigned major, minor;    /* the superblock's device: st_dev of a file on it */
+	bool whole;               /* its root is the file system's root ("/") */
+	bool proc;                /* type proc: then procfs holds its options */
+	bool at_mnt;              /* its mount point, unescaped, is the mnt asked for */
+	struct parse_procfs procfs;
+};
+/* 0 and *ret, or -EINVAL for a malformed line. mnt may be NULL (at_mnt false). */
+int parse_mountinfo(const char *line, const char *mnt, struct parse_mount *ret);
 
 #endif

@@ -135,6 +135,31 @@ int safeopen_dir(int dirfd, const char *path, int *ret_fd)
 	return 0;
 }
 
+int safeopen_path(int dirfd, const char *path, int *ret_fd)
+{
+	int fd = open_under(dirfd, path, O_PATH);
+
+	if (fd < 0)
+		return fd;
+	*ret_fd = fd;
+	return 0;
+}
+
+int safeopen_beneath(int dirfd, const char *path, int flags, int *ret_fd)
+{
+	struct open_how how = {
+		.flags = (unsigned)(flags | O_CLOEXEC | (flags & O_PATH ? 0 : O_NOCTTY | O_NONBLOCK)),
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	if (fd < 0)
+		return -errno;
+	*ret_fd = (int)fd;
+	return 0;
+}
+
 const char *safeopen_strerror(int r)
 {
 	switch (r) {

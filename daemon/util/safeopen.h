@@ -40,6 +40,22 @@ ssize_t safeopen_read(int dirfd, const char *path, unsigned flags, char *buf, si
  */
 int safeopen_dir(int dirfd, const char *path, int *ret_fd);
 
+/*
+ * Looks at path under dirfd, resolved as safeopen_file resolves (a link in the last
+ * component not followed), with an O_PATH descriptor: nothing is opened, the object
+ * is only there to be looked at (fstat, fstatfs, statx) or walked from. 0 and
+ * *ret_fd, or -errno.
+ */
+int safeopen_path(int dirfd, const char *path, int *ret_fd);
+
+/*
+ * Opens path under dirfd, with flags O_RDONLY or O_PATH (| O_NOFOLLOW for a link
+ * itself), crossing no mount point and following no link at all: for a file system
+ * the kernel writes (a proc instance) where another user may have mounted over a part
+ * of it. 0 and *ret_fd, or -errno (-EXDEV: a mount on the way, -ELOOP: a link).
+ */
+int safeopen_beneath(int dirfd, const char *path, int flags, int *ret_fd);
+
 /* Why a safeopen call failed, in words for a log or a user ("a symbolic link, not followed"). */
 const char *safeopen_strerror(int r);
 

@@ -6,7 +6,8 @@
  *   1 parse_cpustat        /proc/stat
  *   2 parse_cgroup         /proc/PID/cgroup, for the sampler
  *   3 parse_status         /proc/PID/status (and ident_parse_uid on it)
- *   4 parse_cgroup         the same (once the rules' own parser; its corpus stays)
+ *   4 parse_cgroup         the same (once the rules' own parser; its corpus stays),
+ *     parse_mountinfo      and each line as /proc/PID/mountinfo
  *   5 ident_join_cmdline   /proc/PID/cmdline (bytes, NULs and all)
  * There is no schedstat parser: the daemon only checks that /proc/schedstat exists.
  */
@@ -80,6 +81,17 @@ static void status(const char *text)
 	FUZZ_CHECK((ident_parse_uid(text, &uid) == 0) == ((got & PARSE_STATUS_RUID) != 0));
 }
 
+/* Each line as a mountinfo line: a mount found by ID, its device and root, in bounds. */
+static void mountinfo(char *text)
+{
+	struct parse_mount m;
+
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save))
+		if (parse_mountinfo(l, "/proc", &m) == 0)
+			FUZZ_CHECK(m.procfs.hidepid <= 4 && (m.proc || m.procfs.hidepid == 0));
+}
+
 /* cmdline is bytes: NULs are its separators, so the text is not cut at them. */
 static void cmdline(const uint8_t *data, size_t n, unsigned variant)
 {
@@ -116,8 +128,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cpustat(text, variant);
 		break;
 	case 2:
+		cgroup(text, variant);
+		break;
 	case 4:
 		cgroup(text, variant);
+		mountinfo(text);
 		break;
 	case 3:
 		status(text);

@@ -539,6 +539,47 @@ static void test_mountinfo_proc(void **state)
 	assert_false(v.gid_set);
 }
 
+/*
+ * A mount found by the kernel's fields (ID, superblock device, root), not by the mount
+ * point its owner chose: a blank or a newline in a path is escaped, never a field.
+ */
+static void test_mountinfo_line(void **state)
+{
+	struct parse_mount m;
+
+	(void)state;
+	assert_int_equal(parse_mountinfo("48 46 0:21 / /proc rw,relatime - proc proc rw\n",
+					 "/proc", &m), 0);
+	assert_int_equal(m.id, 48);
+	assert_int_equal(m.major, 0);
+	assert_int_equal(m.minor, 21);
+	assert_true(m.whole && m.proc && m.at_mnt);
+	assert_int_equal(m.procfs.hidepid, 0);
+	assert_int_equal(parse_mountinfo("66 48 0:40 / /proc rw shared:2 - proc proc "
+					 "rw,hidepid=invisible,subset=pid", NULL, &m), 0);
+	assert_int_equal(m.id, 66);
+	assert_int_equal(m.minor, 40);
+	assert_false(m.at_mnt);
+	assert_int_equal(m.procfs.hidepid, 2);
+	/* A subdirectory of a proc bound there is not a proc instance's root. */
+	assert_int_equal(parse_mountinfo("70 46 0:21 /sys /proc rw - proc proc rw", "/proc", &m), 0);
+	assert_false(m.whole);
+	/* Another file system at /proc; a path that spells a line of its own. */
+	assert_int_equal(parse_mountinfo("71 46 0:41 / /proc rw - tmpfs tmpfs rw", "/proc", &m),
+			 0);
+	assert_false(m.proc);
+	assert_int_equal(parse_mountinfo("72 46 0:42 / /x\\0120:21\\040/\\040/proc rw - tmpfs t rw",
+					 "/proc", &m), 0);
+	assert_int_equal(m.id, 72);
+	assert_int_equal(m.minor, 42);
+	assert_false(m.at_mnt);
+	/* Not an ID, not a device, cut short. */
+	assert_int_equal(parse_mountinfo("x 46 0:21 / /proc rw - proc p rw", "/proc", &m), -EINVAL);
+	assert_int_equal(parse_mountinfo("48 46 021 / /proc rw - proc p rw", "/proc", &m), -EINVAL);
+	assert_int_equal(parse_mountinfo("48 46 0:21 / /proc rw", "/proc", &m), -EINVAL);
+	assert_int_equal(parse_mountinfo("", "/proc", &m), -EINVAL);
+}
+
 static void test_cgroup_neither(void **state)
 {
 	char path[16] = "untouched";
@@ -1053,6 +1094,7 @@ int main(void)
 		cmocka_unit_test(test_cgroup_unified_fallback),
 		cmocka_unit_test(test_cgroup_neither),
 		cmocka_unit_test(test_mountinfo_proc),
+		cmocka_unit_test(test_mountinfo_line),
 		cmocka_unit_test_setup_teardown(test_sampler_pinned_cpu1, fix_setup, fix_teardown),
 		cmocka_unit_test_setup_teardown(test_sampler_pinned_cpu0, fix_setup, fix_teardown),
 		cmocka_unit_test_setup_teardown(test_sampler_forgets_reaped, fix_setup, fix_teardown),
