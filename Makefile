@@ -220,9 +220,10 @@ fuzz: $(FUZZ_BIN) $(FUZZ_REPLAY)
 benches: $(BENCH_BIN)
 
 # The README's test command: unit and integration tests on the normal build,
-# then the same again on an ASan+UBSan build, then the qemu tiers: Debian's stock
-# kernel on a two-LLC busybox guest (1 to 2½ minutes here), and Debian 12 and 13
-# guests with systemd as PID 1 running the project's .deb (make check-systemd).
+# then the same again on an ASan+UBSan build, then the qemu tiers: Debian's kernels
+# on a two-LLC busybox guest (Debian 12's 6.1, Debian 13's 6.12, 7.3, 7.2 and the
+# PREEMPT_RT 6.1 and 6.12: tests/run), and Debian 12 and 13 guests with systemd as
+# PID 1 running the project's .deb (make check-systemd).
 check: check-build
 	@tests/run --vm build build-asan
 

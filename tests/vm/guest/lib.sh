@@ -126,11 +126,12 @@ release() { for p in $HOGS; do taskset -pc "$1" "$p" >/dev/null; done; }
 # The kernel's own load balancing off, so that an imbalance made by the test stays
 # until rqbalanced moves something: the test then shows the daemon's work, not the
 # kernel's. Through cgroup v1's cpuset.sched_load_balance where the kernel has it;
-# kernels without it (CONFIG_CPUSETS_V1 off, Debian's 7.x) are booted for these tests
-# with isolcpus=domain on every CPU but the first (tests/vm/run), which leaves no
-# balancing domain at all. The kernel's cache-aware scheduling (7.2 and later) is
-# switched off too, in debugfs, mounted where the daemon looks (it would otherwise
-# stand its placement rules down for a balancer that has no domain to act in).
+# kernels without it (CONFIG_CPUSETS_V1 off, Debian 13's 6.12 and Debian's 7.x) are
+# booted for these tests with isolcpus=domain on every CPU but the first
+# (tests/vm/run), which leaves no balancing domain at all. The kernel's cache-aware
+# scheduling (7.2 and later) is switched off too, in debugfs, mounted where the daemon
+# looks (it would otherwise stand its placement rules down for a balancer that has no
+# domain to act in).
 LB_DEBUGFS=""
 lb_off() {
 	if [ -e /sys/fs/cgroup/cpuset/cpuset.sched_load_balance ]; then

@@ -4,7 +4,12 @@
 # CPUs cannot take), no task is pinned twice, none is moved back and forth, and every
 # hog narrowed at the end was pinned by the daemon, in its log.
 # Pins have no lower bound: whoever comes first spreads the hogs, and the kernel often
-# does it before the daemon's next tick (no pin at all in 7 of 14 runs).
+# does it before the daemon's next tick (no pin at all in 7 of 14 runs). Pins away
+# from LLC 0 are bounded by what it has too many; a pin back into it is no churn of
+# the daemon's when the kernel, acting in the same moment, moved a hog out that the
+# daemon had not pinned (on Debian 13's 6.12: two pins to LLC 1 for a sample of four
+# hogs on LLC 0, the kernel moving a third there meanwhile, then that one pinned back
+# to LLC 0, which no task pinned twice covers).
 . /tests/lib.sh
 need_llcs
 NHOGS=$((2 * NLLC0))
@@ -60,8 +65,10 @@ for p in $HOGS; do
 done
 pins=$(grep -c ' pin tid=' "$LOG")
 uniq=$(grep ' pin tid=' "$LOG" | sed 's/.*pin tid=\([0-9]*\).*/\1/' | sort -u | wc -l)
-echo "pins: $pins, tasks pinned: $uniq, hogs narrowed now: $narrowed"
-check "at most $NLLC0 pins" [ "$pins" -le "$NLLC0" ]
+away=$(grep ' pin tid=' "$LOG" | grep -vc " cpus=$LLC0 ")
+echo "pins: $pins ($away away from LLC 0), tasks pinned: $uniq, hogs narrowed now: $narrowed"
+excess=$((NHOGS - NLLC0))
+check "at most $excess pins away from LLC 0 (its hogs beyond its CPUs)" [ "$away" -le "$excess" ]
 check "no task pinned twice" [ "$pins" -eq "$uniq" ]
 check "every narrowed hog was pinned by the daemon ($narrowed narrowed, $(hog_pins) in the log)" \
 	[ "$(hog_pins)" -ge "$narrowed" ]
