@@ -55,13 +55,7 @@ static int pidfd_open_thread(pid_t tid, pid_t tgid)
 
 static int read_start_time(pid_t tid, uint64_t *ret)
 {
-	struct parse_stat_line l;
-	int r = procfs_stat(NULL, 0, tid, &l);
-
-	if (r < 0)
-		return r;
-	*ret = l.start_time;
-	return 0;
+	return procfs_start_time(NULL, tid, ret);
 }
 
 static int linux_alive(const struct act_task *t)
@@ -115,7 +109,8 @@ static int linux_who(pid_t tid, struct act_who *ret)
 	uint64_t again;
 	int r;
 
-	r = procfs_stat(NULL, 0, tid, &l);
+	/* Under its own task directory: PID/stat sums the whole group's CPU times. */
+	r = procfs_stat(NULL, tid, tid, &l);
 	if (r == 0 && (procfs_status(NULL, 0, tid, &st) & PARSE_STATUS_TGID) == 0)
 		r = -ESRCH;
 	/* Both files of one task: the number was not taken again between the reads. */
@@ -230,7 +225,7 @@ static int linux_offspring(pid_t tgid, uint64_t since,
 		pid_t pid = (pid_t)atoi(de->d_name);
 		struct parse_stat_line l;
 
-		if (pid > 0 && pid != tgid && procfs_stat(NULL, 0, pid, &l) == 0 && l.ppid == tgid &&
+		if (pid > 0 && pid != tgid && procfs_stat(NULL, pid, pid, &l) == 0 && l.ppid == tgid &&
 		    l.start_time >= since)
 			threads_since(pid, since, fn, ctx);
 	}
