@@ -119,9 +119,17 @@ static void read_proc(const struct latmgr *m, const struct lat_req *rq, struct l
 		return;
 	}
 	latmgr_read_task(m, tgid, tgid, &ret->lead);
+	/* The threads a request was judged on, read by the judge's one walk. */
+	for (size_t i = 0; rq->tids && i < rq->ntids; i++) {
+		if (!(arr = util_grow(t, &cap, n, sizeof(*t))))
+			continue;
+		t = arr;
+		read_member(m, rq, rq->tids[i], &t[n]);
+		n += !t[n].gone;
+	}
 	snprintf(path, sizeof(path), "%s/%d/task", m->proc_root, (int)tgid);
-	d = opendir(path);
-	ret->no_threads = !d;
+	d = rq->tids ? NULL : opendir(path);
+	ret->no_threads = !rq->tids && !d;
 	while (d && (de = readdir(d))) {
 		pid_t tid = (pid_t)atoi(de->d_name);
 
