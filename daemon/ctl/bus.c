@@ -146,6 +146,7 @@ static void set_error(sd_bus_error *e, const struct lat_target *t, int r, const 
 			why = "not managed by rqbalance";
 		break;
 	case -EUSERS:
+	case -E2BIG:
 		name = SD_BUS_ERROR_LIMITS_EXCEEDED;
 		break;
 	default:
@@ -225,14 +226,25 @@ static int read_creds(sd_bus_message *m, struct ctl_caller *k)
 /*
  * Serves c for its known sender s, in one of the callers' slots (the ctl socket's
  * connections take them too): over its uid's share, or with none left but root's,
- * it is refused.
+ * it is refused; so is it while its share owes the loop more time than it may
+ * (ctl_req_owed), which is charged what the call took, as a ctl request is.
  */
 static void serve_known(struct bus_sender *s, struct bus_call *c)
 {
 	struct ctl_env *x = s->b->env;
+	bool admin = ctl_req_admin(&s->who, x->conf);
+	uint64_t now = util_now_ns(), wait;
 	int slot, r;
 
-	r = ctl_req_admit(x->req, &s->who, ctl_req_admin(&s->who, x->conf), &slot);
+	if (!admin && (wait = ctl_req_owed(x->req, s->who.share, now)) > 0) {
+		ctl_req_log_refusal(x->req, "dbus: %s refused to uid %u: over its share of the "
+				    "daemon's time", op_name(c), s->who.uid);
+		sd_bus_reply_method_errorf(c->m, SD_BUS_ERROR_LIMITS_EXCEEDED,
+					   "uid %u: over its share of the daemon's time; try again "
+					   "in %" PRIu64 " ms", s->who.uid, wait / 1000000 + 1);
+		return;
+	}
+	r = ctl_req_admit(x->req, &s->who, admin, &slot);
 	if (r < 0) {
 		const char *why = r == -EUSERS ? "over its share of the callers"
 					       : "no callers' slot left but root's";
@@ -246,6 +258,8 @@ static void serve_known(struct bus_sender *s, struct bus_call *c)
 	}
 	serve(c, &s->who);
 	ctl_req_leave(x->req, slot);
+	if (!admin)
+		ctl_req_charge(x->req, s->who.share, util_now_ns() - now, util_now_ns());
 }
 
 static int on_creds(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
