@@ -48,6 +48,7 @@ struct bus_sender {
 	sd_bus_slot *lookup;    /* GetConnectionCredentials asked, not answered yet */
 	struct bus_call *calls, **tail; /* waiting for the answer, in order */
 	unsigned ncalls;
+	sd_event_source *more;  /* known: serves its next waiting call on a later turn */
 	uint64_t used_ns;       /* its last call (CLOCK_MONOTONIC): the least recent is forgotten */
 };
 
@@ -105,6 +106,7 @@ static void sender_free(struct bus_sender *s)
 	s->b->nsenders--;
 	s->b->nknown -= s->known;
 	sd_bus_slot_unref(s->lookup);
+	sd_event_source_disable_unref(s->more);
 	free(s->name);
 	free(s);
 }
@@ -116,7 +118,7 @@ static void forget_least_recent(struct ctl_bus *b)
 		struct bus_sender *old = NULL;
 
 		for (struct bus_sender *s = b->senders; s; s = s->next)
-			if (s->known && (!old || s->used_ns < old->used_ns))
+			if (s->known && !s->calls && (!old || s->used_ns < old->used_ns))
 				old = s;
 		if (!old)
 			return;
@@ -262,6 +264,53 @@ static void serve_known(struct bus_sender *s, struct bus_call *c)
 		ctl_req_charge(x->req, s->who.share, util_now_ns() - now, util_now_ns());
 }
 
+static int on_more(sd_event_source *es, void *userdata);
+
+/*
+ * Serves the first of known sender s's waiting calls; the next waits for a later turn
+ * of the loop (s->more), as a ctl connection's next request does, so that one sender's
+ * calls never hold the loop together. Without a loop (a peer-to-peer link) all go now.
+ */
+static void serve_next(struct bus_sender *s)
+{
+	struct ctl_bus *b = s->b;
+	sd_event *e = sd_bus_get_event(b->bus);
+	struct bus_call *c;
+	int r = 0;
+
+	while ((c = s->calls)) {
+		s->calls = c->next;
+		if (!s->calls)
+			s->tail = &s->calls;
+		s->ncalls--;
+		ctl_req_unwait(b->env->req);
+		serve_known(s, c);
+		call_free(c);
+		if (!s->calls || !e)
+			continue;
+		if (!s->more) {
+			r = sd_event_add_defer(e, &s->more, on_more, s);
+			if (r >= 0 && !ctl_req_admin(&s->who, b->env->conf))
+				r = sd_event_source_set_priority(s->more,
+								 SD_EVENT_PRIORITY_NORMAL + 10);
+		}
+		if (r >= 0)
+			r = sd_event_source_set_enabled(s->more, SD_EVENT_ONESHOT);
+		if (r >= 0)
+			return;
+	}
+}
+
+static int on_more(sd_event_source *es, void *userdata)
+{
+	struct bus_sender *s = userdata;
+
+	(void)es;
+	serve_next(s);
+	forget_least_recent(s->b);
+	return 0;
+}
+
 static int on_creds(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
 {
 	struct bus_sender *s = userdata;
@@ -290,14 +339,7 @@ static int on_creds(sd_bus_message *reply, void *userdata, sd_bus_error *ret_err
 	s->known = true;
 	b->nknown++;
 	s->used_ns = util_now_ns();
-	while ((c = s->calls)) {
-		s->calls = c->next;
-		s->ncalls--;
-		ctl_req_unwait(b->env->req);
-		serve_known(s, c);
-		call_free(c);
-	}
-	s->tail = &s->calls;
+	serve_next(s);
 	forget_least_recent(b);
 	return 0;
 }
@@ -317,7 +359,8 @@ static int take(struct ctl_bus *b, sd_bus_message *m, const struct bus_call *pro
 
 	now.b = b;
 	now.m = m;
-	if (s && s->known) {
+	/* Served now, unless calls of its own wait for a later turn: it queues behind. */
+	if (s && s->known && !s->calls) {
 		s->used_ns = util_now_ns();
 		serve_known(s, &now);
 		return 1;
@@ -345,7 +388,7 @@ static int take(struct ctl_bus *b, sd_bus_message *m, const struct bus_call *pro
 	*s->tail = c;
 	s->tail = &c->next;
 	s->ncalls++;
-	if (s->lookup)
+	if (s->lookup || s->known)
 		return 1;
 	r = sd_bus_call_method_async(b->bus, &s->lookup, "org.freedesktop.DBus",
 				     "/org/freedesktop/DBus", "org.freedesktop.DBus",
