@@ -489,7 +489,8 @@ static int do_foreground(struct ctl_env *x, const struct ctl_caller *k, const st
 			      &(struct lat_req){ .tid = q->t.pid, .tgid = q->t.pid,
 						 .start_time = q->t.start_time,
 						 .value = x->conf->lat_foreground, .source = source,
-						 .trusted = trusted },
+						 .trusted = trusted, .tids = q->t.tids,
+						 .ntids = q->t.ntids },
 			      &a->value, &a->why);
 	if (r == 0 && !q->t.pid)
 		a->value = 0; /* nothing in front */
