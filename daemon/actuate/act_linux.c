@@ -59,13 +59,7 @@ static int pidfd_open_thread(pid_t tid, pid_t tgid)
  */
 static int read_start_time(pid_t tid, uint64_t *ret)
 {
-	struct parse_stat_line l;
-	int r = procfs_stat(NULL, tid, tid, &l);
-
-	if (r < 0)
-		return r;
-	*ret = l.start_time;
-	return 0;
+	return procfs_start_time(NULL, tid, ret);
 }
 
 static int linux_alive(const struct act_task *t)
@@ -119,6 +113,7 @@ static int linux_who(pid_t tid, struct act_who *ret)
 	uint64_t again;
 	int r;
 
+	/* Under its own task directory: PID/stat sums the whole group's CPU times. */
 	r = procfs_stat(NULL, tid, tid, &l);
 	if (r == 0 && (procfs_status(NULL, 0, tid, &st) & PARSE_STATUS_TGID) == 0)
 		r = -ESRCH;

@@ -57,6 +57,10 @@ const struct conf_key conf_keys[] = {
 	{ "daemon", "ctl_group", CONF_STR, 0, 0, NULL, "", OFF(ctl_group),
 	  "Members of this group (a name, resolved at load and reload, or a gid) may ask for a "
 	  "reload through rqctl; empty: root only.", false, 0 },
+	INT("daemon", "ctl_max_threads", 1, 4194304, "1024", ctl_max_threads,
+	    "The most threads a process may have for a set, reset or foreground request of "
+	    "anyone but root and ctl_group, through rqctl or D-Bus; one with more is refused. "
+	    "A request holds the daemon's one loop for some 100-250 us a thread."),
 	{ "daemon", "dbus", CONF_BOOL, 0, 0, NULL, "yes", OFF(dbus),
 	  "Serve the D-Bus API (org.rqbalance1, and com.system76.Scheduler where nothing else "
 	  "owns it) on the system bus; without a system bus the daemon runs on without it.",

@@ -34,6 +34,8 @@ struct rqb_conf {
 	char ctl_group[CONF_MAX_STR];   /* a group whose members may control it; "" = root only */
 	bool ctl_gid_set;               /* ctl_group named a group: ctl_gid is its gid */
 	gid_t ctl_gid;                  /* resolved at load, never in the event loop (NSS may block) */
+	uint32_t ctl_max_threads;       /* threads a target of a caller who is not an admin
+					   may have (ctl_req.c) */
 	bool dry_run;                   /* plan and log, change nothing */
 	int log_level;                  /* syslog level */
 	int latency_nice;               /* the daemon's own latency-nice value */

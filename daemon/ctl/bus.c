@@ -48,6 +48,7 @@ struct bus_sender {
 	sd_bus_slot *lookup;    /* GetConnectionCredentials asked, not answered yet */
 	struct bus_call *calls, **tail; /* waiting for the answer, in order */
 	unsigned ncalls;
+	sd_event_source *more;  /* known: serves its next waiting call on a later turn */
 	uint64_t used_ns;       /* its last call (CLOCK_MONOTONIC): the least recent is forgotten */
 };
 
@@ -105,6 +106,7 @@ static void sender_free(struct bus_sender *s)
 	s->b->nsenders--;
 	s->b->nknown -= s->known;
 	sd_bus_slot_unref(s->lookup);
+	sd_event_source_disable_unref(s->more);
 	free(s->name);
 	free(s);
 }
@@ -116,7 +118,7 @@ static void forget_least_recent(struct ctl_bus *b)
 		struct bus_sender *old = NULL;
 
 		for (struct bus_sender *s = b->senders; s; s = s->next)
-			if (s->known && (!old || s->used_ns < old->used_ns))
+			if (s->known && !s->calls && (!old || s->used_ns < old->used_ns))
 				old = s;
 		if (!old)
 			return;
@@ -146,6 +148,7 @@ static void set_error(sd_bus_error *e, const struct lat_target *t, int r, const 
 			why = "not managed by rqbalance";
 		break;
 	case -EUSERS:
+	case -E2BIG:
 		name = SD_BUS_ERROR_LIMITS_EXCEEDED;
 		break;
 	default:
@@ -225,14 +228,25 @@ static int read_creds(sd_bus_message *m, struct ctl_caller *k)
 /*
  * Serves c for its known sender s, in one of the callers' slots (the ctl socket's
  * connections take them too): over its uid's share, or with none left but root's,
- * it is refused.
+ * it is refused; so is it while its share owes the loop more time than it may
+ * (ctl_req_owed), which is charged what the call took, as a ctl request is.
  */
 static void serve_known(struct bus_sender *s, struct bus_call *c)
 {
 	struct ctl_env *x = s->b->env;
+	bool admin = ctl_req_admin(&s->who, x->conf);
+	uint64_t now = util_now_ns(), wait;
 	int slot, r;
 
-	r = ctl_req_admit(x->req, &s->who, ctl_req_admin(&s->who, x->conf), &slot);
+	if (!admin && (wait = ctl_req_owed(x->req, s->who.share, now)) > 0) {
+		ctl_req_log_refusal(x->req, "dbus: %s refused to uid %u: over its share of the "
+				    "daemon's time", op_name(c), s->who.uid);
+		sd_bus_reply_method_errorf(c->m, SD_BUS_ERROR_LIMITS_EXCEEDED,
+					   "uid %u: over its share of the daemon's time; try again "
+					   "in %" PRIu64 " ms", s->who.uid, wait / 1000000 + 1);
+		return;
+	}
+	r = ctl_req_admit(x->req, &s->who, admin, &slot);
 	if (r < 0) {
 		const char *why = r == -EUSERS ? "over its share of the callers"
 					       : "no callers' slot left but root's";
@@ -246,6 +260,55 @@ static void serve_known(struct bus_sender *s, struct bus_call *c)
 	}
 	serve(c, &s->who);
 	ctl_req_leave(x->req, slot);
+	if (!admin)
+		ctl_req_charge(x->req, s->who.share, util_now_ns() - now, util_now_ns());
+}
+
+static int on_more(sd_event_source *es, void *userdata);
+
+/*
+ * Serves the first of known sender s's waiting calls; the next waits for a later turn
+ * of the loop (s->more), as a ctl connection's next request does, so that one sender's
+ * calls never hold the loop together. Without a loop (a peer-to-peer link) all go now.
+ */
+static void serve_next(struct bus_sender *s)
+{
+	struct ctl_bus *b = s->b;
+	sd_event *e = sd_bus_get_event(b->bus);
+	struct bus_call *c;
+	int r = 0;
+
+	while ((c = s->calls)) {
+		s->calls = c->next;
+		if (!s->calls)
+			s->tail = &s->calls;
+		s->ncalls--;
+		ctl_req_unwait(b->env->req);
+		serve_known(s, c);
+		call_free(c);
+		if (!s->calls || !e)
+			continue;
+		if (!s->more) {
+			r = sd_event_add_defer(e, &s->more, on_more, s);
+			if (r >= 0 && !ctl_req_admin(&s->who, b->env->conf))
+				r = sd_event_source_set_priority(s->more,
+								 SD_EVENT_PRIORITY_NORMAL + 10);
+		}
+		if (r >= 0)
+			r = sd_event_source_set_enabled(s->more, SD_EVENT_ONESHOT);
+		if (r >= 0)
+			return;
+	}
+}
+
+static int on_more(sd_event_source *es, void *userdata)
+{
+	struct bus_sender *s = userdata;
+
+	(void)es;
+	serve_next(s);
+	forget_least_recent(s->b);
+	return 0;
 }
 
 static int on_creds(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
@@ -276,14 +339,7 @@ static int on_creds(sd_bus_message *reply, void *userdata, sd_bus_error *ret_err
 	s->known = true;
 	b->nknown++;
 	s->used_ns = util_now_ns();
-	while ((c = s->calls)) {
-		s->calls = c->next;
-		s->ncalls--;
-		ctl_req_unwait(b->env->req);
-		serve_known(s, c);
-		call_free(c);
-	}
-	s->tail = &s->calls;
+	serve_next(s);
 	forget_least_recent(b);
 	return 0;
 }
@@ -303,7 +359,8 @@ static int take(struct ctl_bus *b, sd_bus_message *m, const struct bus_call *pro
 
 	now.b = b;
 	now.m = m;
-	if (s && s->known) {
+	/* Served now, unless calls of its own wait for a later turn: it queues behind. */
+	if (s && s->known && !s->calls) {
 		s->used_ns = util_now_ns();
 		serve_known(s, &now);
 		return 1;
@@ -331,7 +388,7 @@ static int take(struct ctl_bus *b, sd_bus_message *m, const struct bus_call *pro
 	*s->tail = c;
 	s->tail = &c->next;
 	s->ncalls++;
-	if (s->lookup)
+	if (s->lookup || s->known)
 		return 1;
 	r = sd_bus_call_method_async(b->bus, &s->lookup, "org.freedesktop.DBus",
 				     "/org/freedesktop/DBus", "org.freedesktop.DBus",

@@ -50,6 +50,8 @@ struct conn {
 	struct conn *next, **pprev; /* in srv->conns */
 	int fd;
 	sd_event_source *io, *timer;
+	sd_event_source *again; /* serves its next request, on a later turn of the loop */
+	bool admin;             /* root or ctl_group: served ahead of others, never charged */
 	struct ucred cred;      /* SO_PEERCRED: taken by the kernel at connect */
 	int pidfd;              /* SO_PEERPIDFD: pins the peer process; -1 without (< 6.5) */
 	struct ctl_peer peer;   /* its credentials at accept, compared before each request */
@@ -69,6 +71,13 @@ struct conn {
 	uint8_t buf[sizeof(struct ctl_hdr) + CTL_MAX_REQUEST];
 };
 
+/*
+ * The requests of callers who are not admins come after every other source of the
+ * loop (timers, signals, the tick, the connector, new connections, D-Bus, root's
+ * requests): sd-event serves one source a turn, the most urgent first.
+ */
+#define CTL_PRIORITY_USERS (SD_EVENT_PRIORITY_NORMAL + 10)
+
 static void conn_close(struct conn *c)
 {
 	*c->pprev = c->next;
@@ -76,6 +85,7 @@ static void conn_close(struct conn *c)
 		c->next->pprev = c->pprev;
 	sd_event_source_disable_unref(c->io);
 	sd_event_source_disable_unref(c->timer);
+	sd_event_source_disable_unref(c->again);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	close(c->fd);
@@ -551,16 +561,46 @@ static int serve_blind(struct conn *c, const struct ctl_msg *m)
 			 "cannot see; only status, get, list, latency and sync are served");
 }
 
-/* Serves every whole request in the buffer; <0 means close the connection. */
+/* Whether the connection holds a request it may be served now. */
+static bool ready(struct conn *c)
+{
+	struct ctl_msg m;
+
+	/* Requests after a parked sync wait for its answer, in order. */
+	return !c->sync_tick && !c->closing && !pending(c) && ctl_decode(c->buf, c->have, &m) != 0;
+}
+
+/*
+ * The next request waits for a later turn of the loop, after at_ns: nothing more of the
+ * connection is read meanwhile, and every other source, its own deadline among them,
+ * comes first.
+ */
+static int later(struct conn *c, uint64_t at_ns)
+{
+	int r = sd_event_source_set_enabled(c->io, SD_EVENT_OFF);
+
+	if (r >= 0)
+		r = sd_event_source_set_time(c->again, at_ns / 1000);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(c->again, SD_EVENT_ONESHOT);
+	return r;
+}
+
+/*
+ * Serves one whole request of the buffer, the next on a later turn (later): one
+ * connection never holds the loop for more than one request, and the time it took is
+ * charged to its caller's share; a share that owes too much waits. <0 means close the
+ * connection.
+ */
 static int serve(struct conn *c)
 {
+	struct ctl_req_lim *l = c->srv->env->req;
+	uint64_t now, wait;
 	const char *why;
 	struct ctl_msg m;
 	ssize_t n;
 
-	/* Requests after a parked sync wait for its answer, in order. */
-	while (!c->sync_tick && !c->closing && !pending(c) &&
-	       (n = ctl_decode(c->buf, c->have, &m)) != 0) {
+	if (ready(c) && (n = ctl_decode(c->buf, c->have, &m)) != 0) {
 		if (n < 0 || !ctl_is_request(m.hdr.type) || m.hdr.len > CTL_MAX_REQUEST) {
 			/* A flood of bad clients must not flood the log: 1st, 2nd, 4th, 8th... */
 			unsigned long bad = ++c->srv->bad;
@@ -571,10 +611,18 @@ static int serve(struct conn *c)
 			reply_err(c, 0, EPROTO, "malformed message");
 			return -EPROTO;
 		}
+		now = util_now_ns();
+		if (!c->admin && (wait = ctl_req_owed(l, c->who.share, now)) > 0)
+			return later(c, now + wait);
+		/* In the order served: a test sees who went first. */
+		log_debug("ctl: %s from uid %u (pid %d)", ctl_type_name(m.hdr.type), c->cred.uid,
+			  c->cred.pid);
 		if (!c->blind && peer_stale(c, &why) < 0)
 			return refuse_stale(c, &m, why);
 		if ((c->blind ? serve_blind(c, &m) : handle(c, &m)) < 0)
 			return -ECONNRESET;
+		if (!c->admin)
+			ctl_req_charge(l, c->who.share, util_now_ns() - now, util_now_ns());
 		memmove(c->buf, c->buf + n, c->have - (size_t)n);
 		c->have -= (size_t)n;
 		/* The last request's answer is still written, then the connection ends. */
@@ -594,6 +642,17 @@ static int serve(struct conn *c)
 			return -EMSGSIZE;
 		}
 	}
+	return ready(c) ? later(c, 0) : 0;
+}
+
+static int on_again(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct conn *c = userdata;
+
+	(void)s;
+	(void)usec;
+	if (sd_event_source_set_enabled(c->io, SD_EVENT_ON) < 0 || serve(c) < 0)
+		conn_close(c);
 	return 0;
 }
 
@@ -785,11 +844,21 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 		r = ctl_req_admit(srv->env->req, &c->who, ctl_req_admin(&c->who, srv->env->conf),
 				  &c->slot);
 	}
+	c->admin = ctl_req_admin(&c->who, srv->env->conf);
 	if (r == 0 && sd_event_now(e, CLOCK_MONOTONIC, &now) >= 0) {
 		r = sd_event_add_io(e, &c->io, fd, EPOLLIN, on_conn_io, c);
 		if (r >= 0)
 			r = sd_event_add_time(e, &c->timer, CLOCK_MONOTONIC,
 					      now + CTL_CONN_TIMEOUT_USEC, 0, on_conn_timeout, c);
+		if (r >= 0)
+			r = sd_event_add_time(e, &c->again, CLOCK_MONOTONIC, 0, 0, on_again, c);
+		if (r >= 0)
+			r = sd_event_source_set_enabled(c->again, SD_EVENT_OFF);
+		/* Root and ctl_group ahead of everyone else's requests, the timers too. */
+		if (r >= 0 && !c->admin)
+			r = sd_event_source_set_priority(c->io, CTL_PRIORITY_USERS);
+		if (r >= 0 && !c->admin)
+			r = sd_event_source_set_priority(c->again, CTL_PRIORITY_USERS);
 	}
 	if (r < 0)
 		conn_close(c);
@@ -860,7 +929,11 @@ static int create(struct ctl_server *s, const char *path)
 	mask = umask(0111);
 	r = bind(s->fd, (struct sockaddr *)&a, sizeof(a));
 	umask(mask);
-	if (r < 0 || listen(s->fd, 16) < 0)
+	/*
+	 * As many connections wait in the kernel's queue as there are callers' slots:
+	 * whoever connects while the loop is busy waits for its turn there, unread.
+	 */
+	if (r < 0 || listen(s->fd, CTL_REQ_SLOTS) < 0)
 		return -errno;
 	return 0;
 }

@@ -211,10 +211,38 @@ static int task_uids(const char *proc_root, pid_t tgid, pid_t tid, unsigned *rui
 	return 0;
 }
 
-/* A task target's threads, with their facts, for the permission rule. */
+/*
+ * Task pid's real and effective uids, and how many threads its process has (0 where
+ * its status says not), from its status. 0 or -ESRCH.
+ */
+static int task_owner(const char *proc_root, pid_t pid, unsigned *ruid, unsigned *euid,
+		      unsigned *ret_threads)
+{
+	const unsigned both = PARSE_STATUS_RUID | PARSE_STATUS_EUID;
+	struct parse_status s;
+	char buf[4096], v[32];
+	ssize_t n = procfs_status_text(proc_root, 0, pid, buf, sizeof(buf));
+
+	if (n < 0 || ((unsigned)parse_status(buf, &s) & both) != both)
+		return -ESRCH;
+	*ruid = s.ruid;
+	*euid = s.euid;
+	*ret_threads = parse_status_field(buf, "Threads", v, sizeof(v)) == 0 ?
+			       (unsigned)strtoul(v, NULL, 10) : 0;
+	return 0;
+}
+
+/*
+ * A task target's threads, with their facts, for the permission rule, and their tids,
+ * which travel with the request to the latency manager (lat_target.tids): the
+ * threads judged are the threads set, and /proc/PID/task is walked once.
+ */
 struct perm_threads {
 	struct ctl_perm_thread *th;
 	size_t n, cap;
+	pid_t *tid;
+	size_t ntid, tcap;
+	unsigned bound;       /* the threads a caller who is not an admin may name; 0: any */
 };
 
 /*
@@ -248,6 +276,7 @@ static int add_thread(struct ctl_env *x, const struct ctl_caller *k, pid_t tgid,
 {
 	struct ctl_perm_thread *a;
 	unsigned ruid, euid;
+	pid_t *at;
 
 	if (task_uids(latmgr_proc_root(x->lm), tgid, tid, &ruid, &euid) < 0)
 		return -ESRCH;
@@ -255,6 +284,11 @@ static int add_thread(struct ctl_env *x, const struct ctl_caller *k, pid_t tgid,
 		f->target_ruid = ruid;
 		f->target_euid = euid;
 	}
+	at = util_grow(pt->tid, &pt->tcap, pt->ntid, sizeof(*at));
+	if (!at)
+		return -ENOMEM;
+	pt->tid = at;
+	pt->tid[pt->ntid++] = tid;
 	if (f->owner_only)
 		return 0; /* no value: nothing to judge but the owner */
 	a = util_grow(pt->th, &pt->cap, pt->n, sizeof(*a));
@@ -267,12 +301,17 @@ static int add_thread(struct ctl_env *x, const struct ctl_caller *k, pid_t tgid,
 	return 0;
 }
 
-/* Every thread of the target (only the one a LAT_T_THREAD names). */
+/*
+ * Every thread of the target (only the one a LAT_T_THREAD names), in one walk of its
+ * task directory that stops past pt->bound threads: -E2BIG, as the request would hold
+ * the loop for as long as the caller's process is large.
+ */
 static int threads_facts(struct ctl_env *x, const struct ctl_caller *k, const struct lat_target *t,
 			 int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
 	char path[PATH_MAX];
 	struct dirent *de;
+	unsigned seen = 0;
 	DIR *dir;
 	int r = 0;
 
@@ -285,6 +324,10 @@ static int threads_facts(struct ctl_env *x, const struct ctl_caller *k, const st
 	while (r >= 0 && (de = readdir(dir))) {
 		if (de->d_name[0] == '.')
 			continue;
+		if (pt->bound && ++seen > pt->bound) {
+			r = -E2BIG;
+			break;
+		}
 		r = add_thread(x, k, t->pid, (pid_t)atoi(de->d_name), want, pt, f);
 		if (r == -ESRCH)
 			r = 0; /* it exited meanwhile */
@@ -302,7 +345,7 @@ static int task_facts(struct ctl_env *x, const struct ctl_caller *k, struct lat_
 		      int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
 	const char *root = latmgr_proc_root(x->lm);
-	unsigned ruid, euid;
+	unsigned ruid, euid, nthreads;
 	uint64_t before = 0, after = 0;
 	struct rlimit rl;
 	int r;
@@ -310,8 +353,11 @@ static int task_facts(struct ctl_env *x, const struct ctl_caller *k, struct lat_
 	if (procfs_start_time(root, t->pid, &before) < 0 ||
 	    (t->start_time && before != t->start_time))
 		return -ESRCH;
-	if (task_uids(root, 0, t->pid, &ruid, &euid) < 0)
+	if (task_owner(root, t->pid, &ruid, &euid, &nthreads) < 0)
 		return -ESRCH;
+	/* Refused before a thread is read; the walk stops at the bound all the same. */
+	if (t->kind == LAT_T_PROCESS && pt->bound && nthreads > pt->bound)
+		return -E2BIG;
 	f->target_ruid = ruid;
 	f->target_euid = euid;
 	if (prlimit(t->pid, RLIMIT_NICE, NULL, &rl) == 0)
@@ -368,9 +414,13 @@ static int permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_t
 	f.admin = ctl_req_admin(k, x->conf);
 	f.cap_sys_nice = !f.admin && k->cap_sys_nice;
 	*ret_trusted = f.admin || f.cap_sys_nice;
+	pt.bound = f.admin ? 0 : x->conf->ctl_max_threads;
 	r = target_facts(x, k, t, act == CTL_REQ_SET ? want : LAT_NONE, &pt, &f);
 	if (r == -ENOMEM) {
 		*why = "out of memory";
+	} else if (r == -E2BIG) {
+		*why = "the process has more threads than ctl_max_threads lets anyone but root "
+		       "and ctl_group name";
 	} else if (r < 0) {
 		*why = t->kind == LAT_T_CGROUP ? "no such cgroup in the cpu hierarchy" : "no such task";
 		r = t->kind == LAT_T_CGROUP ? -ENOENT : -ESRCH;
@@ -378,6 +428,12 @@ static int permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_t
 		r = ctl_perm_check(&f, why);
 	}
 	free(pt.th);
+	if (r == 0 && t->kind == LAT_T_PROCESS && !t->tids) {
+		t->tids = pt.tid;
+		t->ntids = pt.ntid;
+	} else {
+		free(pt.tid);
+	}
 	return r;
 }
 
@@ -435,26 +491,41 @@ static int do_foreground(struct ctl_env *x, const struct ctl_caller *k, const st
 			      &(struct lat_req){ .tid = q->t.pid, .tgid = q->t.pid,
 						 .start_time = q->t.start_time,
 						 .value = x->conf->lat_foreground, .source = source,
-						 .trusted = trusted },
+						 .trusted = trusted, .tids = q->t.tids,
+						 .ntids = q->t.ntids },
 			      &a->value, &a->why);
 	if (r == 0 && !q->t.pid)
 		a->value = 0; /* nothing in front */
 	return r;
 }
 
-/* Anyone may ask; what the process itself shows only to whom may act on it. */
+/*
+ * Whether k owns the task it named (its real or effective uid is the task's), or may
+ * act on any task: judged on that one task, as get is, never on each of a process's
+ * threads, whose number the target's owner chooses.
+ */
+static bool owns(struct ctl_env *x, const struct ctl_caller *k, const struct lat_target *t)
+{
+	unsigned ruid, euid;
+
+	if (ctl_req_admin(k, x->conf) || k->cap_sys_nice)
+		return true;
+	if (t->kind == LAT_T_CGROUP) {
+		uid_t owner;
+
+		return latmgr_cgroup_owner(x->lm, t->path, &owner) == 0 && owner == k->uid;
+	}
+	return task_uids(latmgr_proc_root(x->lm), 0, t->pid, &ruid, &euid) == 0 &&
+	       (ruid == k->uid || euid == k->uid);
+}
+
+/* Anyone may ask; what the process itself shows only to its owner (owns). */
 static int do_explain(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
 		      struct ctl_answer *a)
 {
 	struct ctl_req_eyes eyes = { .x = x, .k = k };
-	bool trusted;
-	int r;
 
-	r = permitted(x, k, &q->t, CTL_REQ_OWNER, 0, &trusted, &a->why);
-	if (r == -ESRCH || r == -ENOENT)
-		return r;
-	a->why = NULL;
-	return latmgr_explain(x->lm, &q->t, r == 0, ctl_req_sees, &eyes, &a->explain);
+	return latmgr_explain(x->lm, &q->t, owns(x, k, &q->t), ctl_req_sees, &eyes, &a->explain);
 }
 
 /* The target, as the caller may see it, and whether it may do q to it. */
@@ -548,5 +619,8 @@ int ctl_req_run(struct ctl_env *x, const struct ctl_caller *k, struct ctl_reques
 	}
 out:
 	log_outcome(x, k, q, ret, r);
+	free(q->t.tids);
+	q->t.tids = NULL;
+	q->t.ntids = 0;
 	return r;
 }

@@ -88,8 +88,27 @@ struct ctl_req_slot {
 #define CTL_SUBUID_FILE "/etc/subuid"
 
 
+/*
+ * The loop's time, charged to shares: a share owes what its requests took, and pays
+ * it back at CTL_REQ_LOOP_PCT of the time that passes; while it owes more than
+ * CTL_REQ_OWED_NS its requests wait (the ctl socket) or are refused (D-Bus). So no
+ * person takes more than about that part of the one loop, whatever the number of its
+ * connections or the size of its targets. Root's and ctl_group's are not charged.
+ */
+#define CTL_REQ_LOOP_PCT 25
+#define CTL_REQ_OWED_NS (100 * 1000000ull)
+#define CTL_REQ_DEBTORS 64         /* shares owing at once; the one owing least goes first */
+
+struct ctl_req_debt {
+	uid_t share;
+	uint64_t owed_ns;       /* loop time not paid back yet, as of at_ns */
+	uint64_t at_ns;         /* CLOCK_MONOTONIC; 0: an unused entry */
+};
+
 struct ctl_req_lim {
 	struct ctl_req_slot slot[CTL_REQ_SLOTS];
+	struct ctl_req_debt debt[CTL_REQ_DEBTORS];
+	unsigned long waited;   /* requests that waited, or were refused, for their share's time */
 	unsigned held;          /* slots in use */
 	unsigned waiting;       /* calls waiting for their caller's credentials */
 	unsigned long refused;  /* callers refused a slot: none free, or over a share */
@@ -100,6 +119,14 @@ struct ctl_req_lim {
 	const char *subuid_path; /* who holds which subordinate uids; NULL: CTL_SUBUID_FILE */
 	struct ctl_subids subids; /* ...as read last (ctl_peer_subids) */
 };
+
+/* Charges cost_ns of the loop's time, at now_ns, to share. */
+void ctl_req_charge(struct ctl_req_lim *l, uid_t share, uint64_t cost_ns, uint64_t now_ns);
+/*
+ * How long, from now_ns, a request of share must wait until the share owes no more
+ * than CTL_REQ_OWED_NS: 0 to go now.
+ */
+uint64_t ctl_req_owed(struct ctl_req_lim *l, uid_t share, uint64_t now_ns);
 
 /* Frees what the limits read (the subordinate uids' table). */
 void ctl_req_lim_fini(struct ctl_req_lim *l);

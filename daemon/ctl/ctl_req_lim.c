@@ -44,6 +44,50 @@ int ctl_req_admit(struct ctl_req_lim *l, const struct ctl_caller *k, bool admin,
 	return 0;
 }
 
+/* What d owes at now_ns, paid back at CTL_REQ_LOOP_PCT of the time since it was charged. */
+static uint64_t owed_now(const struct ctl_req_debt *d, uint64_t now_ns)
+{
+	uint64_t paid = now_ns > d->at_ns ? (now_ns - d->at_ns) * CTL_REQ_LOOP_PCT / 100 : 0;
+
+	return d->owed_ns > paid ? d->owed_ns - paid : 0;
+}
+
+static struct ctl_req_debt *debt_of(struct ctl_req_lim *l, uid_t share)
+{
+	for (int i = 0; i < CTL_REQ_DEBTORS; i++)
+		if (l->debt[i].at_ns && l->debt[i].share == share)
+			return &l->debt[i];
+	return NULL;
+}
+
+void ctl_req_charge(struct ctl_req_lim *l, uid_t share, uint64_t cost_ns, uint64_t now_ns)
+{
+	struct ctl_req_debt *d = debt_of(l, share), *least = &l->debt[0];
+
+	if (!d) {
+		/* A free entry, or the one owing least: a debt paid back is forgotten. */
+		for (int i = 0; i < CTL_REQ_DEBTORS; i++)
+			if (!l->debt[i].at_ns || owed_now(&l->debt[i], now_ns) <
+						 owed_now(least, now_ns))
+				least = &l->debt[i];
+		d = least;
+		*d = (struct ctl_req_debt){ .share = share };
+	}
+	d->owed_ns = owed_now(d, now_ns) + cost_ns;
+	d->at_ns = now_ns ? now_ns : 1;
+}
+
+uint64_t ctl_req_owed(struct ctl_req_lim *l, uid_t share, uint64_t now_ns)
+{
+	const struct ctl_req_debt *d = debt_of(l, share);
+	uint64_t owed = d ? owed_now(d, now_ns) : 0;
+
+	if (owed <= CTL_REQ_OWED_NS)
+		return 0;
+	l->waited++;
+	return (owed - CTL_REQ_OWED_NS) * 100 / CTL_REQ_LOOP_PCT;
+}
+
 void ctl_req_lim_fini(struct ctl_req_lim *l)
 {
 	ctl_peer_subids_free(&l->subids);

@@ -236,6 +236,14 @@ struct lat_target {
 	pid_t tgid;               /* its process */
 	uint64_t start_time;      /* of pid, when judged (clock ticks after boot); 0: unknown */
 	char path[LAT_PATH_MAX];  /* LAT_T_CGROUP */
+	/*
+	 * LAT_T_PROCESS, once judged (ctl_req_run, which frees it): the threads the
+	 * permission was judged on, which a set gives the value to without walking
+	 * /proc/PID/task again (a thread made since follows by its fork event). NULL:
+	 * whichever threads the process has now.
+	 */
+	pid_t *tids;
+	size_t ntids;
 };
 
 /*

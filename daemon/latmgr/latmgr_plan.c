@@ -16,14 +16,16 @@
 
 /*
  * Start time and kernel-thread flag of task tid, read under process dir's task
- * directory (0: PROC_ROOT/TID), as procfs_stat reads it; -ESRCH when it is gone.
+ * directory (0: tid's own, PROC_ROOT/TID/task/TID, never PROC_ROOT/TID/stat, whose read
+ * costs a step for every thread of the group), as procfs_stat reads it; -ESRCH when it
+ * is gone.
  */
 static int task_info_in(const struct latmgr *m, pid_t dir, pid_t tid, uint64_t *ret_start,
 			bool *ret_kthread)
 {
 	struct parse_stat_line l;
 
-	if (procfs_stat(m->proc_root, dir, tid, &l) < 0)
+	if (procfs_stat(m->proc_root, dir ? dir : tid, tid, &l) < 0)
 		return -ESRCH;
 	*ret_start = l.start_time;
 	*ret_kthread = (l.flags & PARSE_PF_KTHREAD) != 0;
@@ -117,9 +119,17 @@ static void read_proc(const struct latmgr *m, const struct lat_req *rq, struct l
 		return;
 	}
 	latmgr_read_task(m, tgid, tgid, &ret->lead);
+	/* The threads a request was judged on, read by the judge's one walk. */
+	for (size_t i = 0; rq->tids && i < rq->ntids; i++) {
+		if (!(arr = util_grow(t, &cap, n, sizeof(*t))))
+			continue;
+		t = arr;
+		read_member(m, rq, rq->tids[i], &t[n]);
+		n += !t[n].gone;
+	}
 	snprintf(path, sizeof(path), "%s/%d/task", m->proc_root, (int)tgid);
-	d = opendir(path);
-	ret->no_threads = !d;
+	d = rq->tids ? NULL : opendir(path);
+	ret->no_threads = !rq->tids && !d;
 	while (d && (de = readdir(d))) {
 		pid_t tid = (pid_t)atoi(de->d_name);
 

@@ -37,6 +37,9 @@ struct lat_req {
 				   an exec's rule, so that the next exec does not wait on it */
 	bool at_exec;           /* a process (tid = tgid) that has just exec'd, as start_time
 				   says: its one thread is the whole of it (latmgr_decide_threads) */
+	const pid_t *tids;      /* a process's threads as judged (lat_target.tids); NULL: read
+				   /proc/TGID/task */
+	size_t ntids;
 };
 
 /* ---- the machine (sample/topo.c loads it) ---- */

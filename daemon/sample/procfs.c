@@ -90,7 +90,7 @@ int procfs_start_time(const char *proc_root, pid_t pid, uint64_t *ret)
 {
 	struct parse_stat_line l;
 
-	if (procfs_stat(proc_root, 0, pid, &l) < 0)
+	if (procfs_stat(proc_root, pid, pid, &l) < 0)
 		return -ESRCH;
 	*ret = l.start_time;
 	return 0;

@@ -39,7 +39,12 @@ ssize_t procfs_status_text(const char *proc_root, pid_t tgid, pid_t tid, char *b
  */
 int procfs_cgroup(const char *proc_root, pid_t tgid, pid_t tid, char *ret, size_t len);
 
-/* Task pid's start time (clock ticks after boot) from its stat. 0, or -ESRCH when gone. */
+/*
+ * Task pid's start time (clock ticks after boot) from its stat under its own task
+ * directory, PROC_ROOT/PID/task/PID/stat: the same field as PROC_ROOT/PID/stat, but for
+ * that file the kernel sums the CPU times of every thread of the group, so that each
+ * read costs as many steps as the process has threads. 0, or -ESRCH when gone.
+ */
 int procfs_start_time(const char *proc_root, pid_t pid, uint64_t *ret);
 /*
  * Task tid's comm as the task set it (only the newline the kernel adds taken off), or

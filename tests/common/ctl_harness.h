@@ -134,6 +134,15 @@ static inline void ctlh_task_files(const char *at, pid_t tid, pid_t tgid, pid_t 
 		 "18446744073709551615 1 1 1 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 1 1 1 1 1 1 1 0\n",
 		 (int)tid, (int)tid, (int)ppid, (int)tgid, (int)tgid, CTLH_START_TIME);
 	ctlh_put(rel, text);
+	/* Its start time is read under its own task directory (procfs_start_time). */
+	if (strcmp(at, "proc") == 0) {
+		snprintf(rel, sizeof(rel), "proc/%d/task", (int)tid);
+		ctlh_dir(rel);
+		snprintf(rel, sizeof(rel), "proc/%d/task/%d", (int)tid, (int)tid);
+		ctlh_dir(rel);
+		snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int)tid, (int)tid);
+		ctlh_put(rel, text);
+	}
 	snprintf(rel, sizeof(rel), "%s/%d/status", at, (int)tid);
 	ctlh_status_file(rel, tid, tgid, uid, gid, cap_eff);
 	snprintf(rel, sizeof(rel), "%s/%d/uid_map", at, (int)tid);

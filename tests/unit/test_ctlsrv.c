@@ -570,6 +570,34 @@ static void test_limits(void **state)
 	assert_int_equal(ctl_req_wait(&l, 0), 0);
 }
 
+/*
+ * The loop's time a share owes: paid back at CTL_REQ_LOOP_PCT of the time that
+ * passes; over CTL_REQ_OWED_NS its requests wait until it is not; others owe nothing.
+ */
+static void test_loop_time(void **state)
+{
+	const uint64_t ms = 1000000, t0 = 1000 * ms;
+	struct ctl_req_lim l = { 0 };
+
+	(void)state;
+	assert_int_equal(ctl_req_owed(&l, 1000, t0), 0);
+	ctl_req_charge(&l, 1000, CTL_REQ_OWED_NS, t0);
+	assert_int_equal(ctl_req_owed(&l, 1000, t0), 0);
+	ctl_req_charge(&l, 1000, 40 * ms, t0);
+	/* 40 ms over: paid back in 40 / (25 / 100) = 160 ms. */
+	assert_int_equal(ctl_req_owed(&l, 1000, t0), 40 * ms * 100 / CTL_REQ_LOOP_PCT);
+	assert_int_equal(ctl_req_owed(&l, 1000, t0 + 80 * ms), 20 * ms * 100 / CTL_REQ_LOOP_PCT);
+	assert_int_equal(ctl_req_owed(&l, 1000, t0 + 160 * ms), 0);
+	assert_int_equal(ctl_req_owed(&l, 1001, t0), 0);
+	assert_int_equal(l.waited, 2);
+	/* A debt paid back makes room for another share's when every entry is taken. */
+	for (uid_t u = 2000; u < 2000 + CTL_REQ_DEBTORS; u++)
+		ctl_req_charge(&l, u, 200 * ms, t0);
+	assert_true(ctl_req_owed(&l, 2000 + CTL_REQ_DEBTORS - 1, t0) > 0);
+	ctl_req_charge(&l, 3000, 300 * ms, t0 + 1000 * ms);
+	assert_true(ctl_req_owed(&l, 3000, t0 + 1000 * ms) > 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -588,6 +616,7 @@ int main(void)
 		T(test_no_view_fails_closed),
 		T(test_finding_names_only_what_it_may_see),
 		T(test_limits),
+		T(test_loop_time),
 		T(test_shares),
 	};
 
