@@ -225,7 +225,7 @@ int latact_class_scale(struct latact *la, int v, unsigned k)
 	class_rel(la, v, rel, sizeof(rel));
 	class_weight(la, v, &key, &w);
 	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel, key);
-	/* Written only where it differs: a tick's decision costs one read. */
+	/* Written only where it differs: a class made since already has this weight. */
 	if (latact_read_u64(path, &cur) == 0 && cur == w)
 		return 0;
 	snprintf(text, sizeof(text), "%" PRIu64, w);

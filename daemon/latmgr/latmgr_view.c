@@ -424,7 +424,7 @@ static void put_maps_to(FILE *f, const struct latact *la, int v)
 /*
  * What a class's weight stands for on this kernel: the value's weight times the busy
  * tasks it runs where the kernel splits a group's weight among CPUs (latweigh.h), the
- * value's weight alone where it weighs each task by itself.
+ * value's weight alone where it does not.
  */
 static void put_class_weight(FILE *f, const struct latmgr *m, int v)
 {
@@ -447,8 +447,8 @@ static void put_class_weight(FILE *f, const struct latmgr *m, int v)
 		put(f, "class_weight", "%" PRIu64 ": the value's weight, until the first tick "
 		    "weighs the class for what it runs", w);
 	else if (!m->weigh_splits)
-		put(f, "class_weight", "%" PRIu64 ": the value's weight, per entity on this "
-		    "kernel (%s: each task weighs by itself, not scaled)", w, mode);
+		put(f, "class_weight", "%" PRIu64 ": the value's weight, not scaled (%s: the "
+		    "kernel does not split a group's weight among the CPUs it runs on)", w, mode);
 	else
 		put(f, "class_weight", "%" PRIu64 ": the value's %" PRIu64 " scaled by %u busy "
 		    "CPU%s (the kernel splits a group's weight among the CPUs it runs on; "

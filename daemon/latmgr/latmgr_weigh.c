@@ -66,8 +66,8 @@ void latmgr_weigh(struct latmgr *m, const struct snapshot *s, bool splits, const
 			 splits ? "the kernel splits a class's weight among the CPUs it runs on: "
 				  "each class weighs its value's weight times its busy tasks, "
 				  "at most one a CPU"
-				: "the kernel weighs each task by itself: classes keep their "
-				  "value's weight",
+				: "the kernel does not split a class's weight among the CPUs "
+				  "it runs on: classes keep their value's weight",
 			 mode);
 	m->weigh_splits = splits;
 	snprintf(m->weigh_mode, sizeof(m->weigh_mode), "%s", mode);

@@ -9,14 +9,9 @@
 
 bool latweigh_splits(const char *mode, unsigned major, unsigned minor)
 {
-	static const char *const per_entity[] = { "concur", "max", "tasks" };
-
-	for (size_t i = 0; i < sizeof(per_entity) / sizeof(per_entity[0]); i++)
-		if (strcmp(mode, per_entity[i]) == 0)
-			return false;
 	if (strcmp(mode, "unknown") == 0)
 		return major < 7 || (major == 7 && minor < 3);
-	return true;
+	return strcmp(mode, "smp") == 0;
 }
 
 /* The count a class is weighed for: its busy tasks, at most one a CPU, at least one. */

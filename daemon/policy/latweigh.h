@@ -1,12 +1,12 @@
 /*
  * A class's weight by what it runs (policy stage, pure). Every kernel before 7.3, and
- * 7.3's cgroup_mode smp and up, divide a group's weight among the CPUs by its load
- * there (the hierarchical pick): N busy tasks of one class compete, each on its CPU,
- * with 1/N-th of the class's weight, and lose to a lone task in the root group (a 4-vCPU
- * guest of 6.1: 4 hogs at -5, 4 at 5, 4 untouched got 43 / 5 / 51 % for the nice ratio's
- * 70 / 7 / 23). There a class weighs its value's weight times the busy tasks it runs, at
- * most one for each CPU they may run on, followed tick by tick; where the kernel gives
- * each entity its own weight (7.3's concur, max and tasks), the value's weight alone.
+ * 7.3's cgroup_mode smp, divide a group's weight among the CPUs by its load there (the
+ * hierarchical pick): N busy tasks of one class compete, each on its CPU, with 1/N-th
+ * of the class's weight, and lose to a lone task in the root group (a 4-vCPU guest of
+ * 6.1: 4 hogs at -5, 4 at 5, 4 untouched got 38 / 6 / 55 % for the nice ratio's
+ * 70 / 7 / 23). There a class weighs its value's weight times the busy tasks it runs,
+ * at most one for each CPU they may run on, followed tick by tick; elsewhere, the
+ * value's weight alone.
  */
 #ifndef RQB_LATWEIGH_H
 #define RQB_LATWEIGH_H
@@ -33,9 +33,10 @@
  * Whether the running kernel splits a group's weight among the CPUs it runs on: mode
  * is 7.3's debugfs sched/cgroup_mode as features_cgroup_mode gives it ("unknown"
  * where it cannot be read), major.minor the running kernel's version. Before 7.3, and
- * in modes smp and up, it does; in concur, max and tasks not; where a 7.3 kernel's
- * mode cannot be read (debugfs not mounted or locked down), its default, concur, is
- * taken. A mode not named here is taken as splitting (the pick 6.1-7.2 have).
+ * in mode smp, it does. In 7.3's other modes it does not, or not so: measured in a
+ * 4-vCPU guest, the case above gave 66-70 / 6-7 / 21-27 % unscaled in concur, max and
+ * tasks, and in up 62 / 5 / 31 unscaled but 87 / 5 / 7 scaled. A 7.3 kernel whose mode
+ * cannot be read (debugfs not mounted or locked down) is taken at its default, concur.
  */
 bool latweigh_splits(const char *mode, unsigned major, unsigned minor);
 

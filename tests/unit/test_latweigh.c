@@ -43,15 +43,16 @@ static void which_kernels_split(void **state)
 	assert_true(latweigh_splits("unknown", 6, 18));
 	assert_true(latweigh_splits("unknown", 7, 2));
 	assert_true(latweigh_splits("smp", 7, 3));
-	assert_true(latweigh_splits("up", 7, 3));
+	/* up gives each CPU more than a split share: scaled, -5 took 87 % for 70. */
+	assert_false(latweigh_splits("up", 7, 3));
 	/* 7.3 with debugfs unreadable: its default, concur. */
 	assert_false(latweigh_splits("unknown", 7, 3));
 	assert_false(latweigh_splits("unknown", 8, 0));
 	assert_false(latweigh_splits("concur", 7, 3));
 	assert_false(latweigh_splits("max", 7, 4));
 	assert_false(latweigh_splits("tasks", 7, 3));
-	/* A mode this build does not know: the split the older pick has. */
-	assert_true(latweigh_splits("newmode", 7, 5));
+	/* A mode this build does not know, which only a 7.3 kernel or later names. */
+	assert_false(latweigh_splits("newmode", 7, 5));
 }
 
 /* The guest's case: 4 hogs at -5 and 4 at 5 on 4 CPUs; more tasks than CPUs count once a CPU. */
