@@ -28,7 +28,7 @@ DAEMON_SRC = \
 	daemon/diag/features.c daemon/diag/rqlat.c daemon/diag/peers.c \
 	daemon/util/caps.c daemon/core/selfsched.c \
 	daemon/snapshot/snap.c \
-	daemon/policy/spread.c daemon/policy/place.c daemon/policy/rules.c daemon/policy/rules_index.c daemon/policy/latency.c daemon/policy/latpol.c \
+	daemon/policy/spread.c daemon/policy/place.c daemon/policy/rules.c daemon/policy/rules_index.c daemon/policy/latency.c daemon/policy/latpol.c daemon/policy/latweigh.c \
 	daemon/plan/plan.c \
 	daemon/actuate/journal.c daemon/actuate/act.c daemon/actuate/act_reuse.c \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c daemon/actuate/latact.c \
@@ -39,6 +39,7 @@ DAEMON_SRC = \
 	daemon/actuate/cgsd.c \
 	daemon/latmgr/latmgr_plan.c daemon/latmgr/latmgr_fg.c daemon/latmgr/latmgr_rules.c \
 	daemon/latmgr/latmgr_events.c daemon/latmgr/latmgr_source.c daemon/latmgr/latmgr_units.c \
+	daemon/latmgr/latmgr_weigh.c \
 	daemon/latmgr/latmgr.c daemon/ctl/ctl_peer.c daemon/ctl/ctl_perm.c daemon/ctl/ctl_proto.c daemon/latmgr/latmgr_view.c \
 	daemon/ctl/ctl_req.c daemon/ctl/ctl_req_lim.c daemon/ctl/bus.c \
 	daemon/ctl/ctl.c daemon/core/metrics.c daemon/core/idle.c \
@@ -48,7 +49,7 @@ MAIN_OBJ   = $(B)/daemon/core/main.o
 
 UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread place plan proc journal act features ctl cgsd cgm procconn \
 	rules rulesidx ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread idle latseen safedir metrics latact_journal latact_cls latmgr_view \
-	sorted sampler latmgr_plan latmgr_events latmgr_source
+	sorted sampler latmgr_plan latmgr_events latmgr_source latweigh
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
 # The ctl and bus fuzz targets and the ctl server and latency manager tests share one
 # in-memory daemon.

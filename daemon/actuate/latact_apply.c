@@ -93,6 +93,9 @@ int latact_apply_plan(struct latact *la, const struct plan *p, struct latact_res
 		case PLAN_LAT_UNIT_RESET:
 			res.r = latact_unit_release(la, pa->path);
 			break;
+		case PLAN_LAT_CLASS:
+			res.r = latact_class_scale(la, pa->value, pa->class_k);
+			break;
 		default:
 			res.r = -EINVAL; /* a pin: the affinity actuator's (act_apply) */
 		}

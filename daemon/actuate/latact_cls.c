@@ -14,6 +14,7 @@
 
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
+#include "policy/latweigh.h"
 #include "sample/parse.h"
 #include "sample/procfs.h"
 #include "util/log.h"
@@ -215,14 +216,50 @@ static void classes_share_rt(struct latact *la)
 		  "%uth of what their parent has free", share, n);
 }
 
-/* The weight of class v under the mapping in force, as the hierarchy spells it. */
+/*
+ * The weight of class v under the mapping in force and its multiplier (the busy tasks
+ * it is weighed for), as the hierarchy spells it.
+ */
 static void class_weight(const struct latact *la, int v, const char **ret_key, uint64_t *ret_w)
 {
-	struct lat_knobs k;
-
-	lat_map(&la->lc, v, &k);
 	*ret_key = la->cls.v2 ? "cpu.weight" : "cpu.shares";
-	*ret_w = la->cls.v2 ? lat_shares_to_weight(k.shares) : k.shares;
+	*ret_w = latweigh_class_weight(&la->lc, v, la->cls.k[v - LAT_MIN], la->cls.v2);
+}
+
+unsigned latact_class_k(const struct latact *la, int v, uint64_t *ret_weight)
+{
+	const char *key;
+
+	class_weight(la, v, &key, ret_weight);
+	return la->cls.k[v - LAT_MIN] ? la->cls.k[v - LAT_MIN] : 1;
+}
+
+int latact_class_scale(struct latact *la, int v, unsigned k)
+{
+	char rel[LAT_PATH_MAX], path[PATH_MAX], text[32];
+	const char *key;
+	uint64_t w, cur;
+	int r;
+
+	if (v < LAT_MIN || v > LAT_MAX)
+		return -EINVAL;
+	la->cls.k[v - LAT_MIN] = k;
+	if (!la->cls.on || !la->cls.made[v - LAT_MIN])
+		return 0;
+	class_rel(la, v, rel, sizeof(rel));
+	class_weight(la, v, &key, &w);
+	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel, key);
+	/* Written only where it differs: a class made since already has this weight. */
+	if (latact_read_u64(path, &cur) == 0 && cur == w)
+		return 0;
+	snprintf(text, sizeof(text), "%" PRIu64, w);
+	r = la->ops->write(path, text);
+	if (r < 0)
+		log_warn("latency: class cgroup \"%s\": cannot set %s %s", rel, key, text);
+	else
+		log_debug("latency: class cgroup \"%s\": %s %s, for %u busy task%s", rel, key,
+			  text, k, k == 1 ? "" : "s");
+	return r;
 }
 
 /*

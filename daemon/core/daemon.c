@@ -408,7 +408,23 @@ static void follow_default_slice(struct daemon *d)
 	d->woken = true;
 }
 
-/* 7.3's cgroup_mode may be switched at any time in debugfs: for rqctl status. */
+/*
+ * Whether the running kernel splits a group's weight among the CPUs it runs on
+ * (latweigh_splits): its version, from uname as the features probe read it, and 7.3's
+ * cgroup_mode, followed once a second.
+ */
+static bool weight_splits(const struct daemon *d)
+{
+	unsigned major = 0, minor = 0;
+
+	sscanf(d->features.kernel, "Linux %u.%u", &major, &minor);
+	return latweigh_splits(d->features.cgroup_mode, major, minor);
+}
+
+/*
+ * 7.3's cgroup_mode may be switched at any time in debugfs: for rqctl status, and for
+ * the classes' weights (latmgr_weigh), which follow it at the next tick.
+ */
 static void follow_cgroup_mode(struct daemon *d)
 {
 	char mode[sizeof(d->features.cgroup_mode)];
@@ -644,8 +660,10 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 		record_failed(d);
 	act_verify(&d->act, on_dropped, d);
 	tick_stage(d, TICK_VERIFY, &t);
-	if (latmgr_on(&d->lm))
+	if (latmgr_on(&d->lm)) {
 		latmgr_tick(&d->lm);
+		latmgr_weigh(&d->lm, d->snap, weight_splits(d), d->features.cgroup_mode);
+	}
 	daemon_rqlat_cgroups(d);
 	tick_stage(d, TICK_LATENCY, &t);
 	plan_clear(&d->plan);

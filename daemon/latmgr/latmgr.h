@@ -15,6 +15,7 @@
 
 #include "actuate/latact.h"
 #include "conf/conf.h"
+#include "policy/latweigh.h"
 
 struct daemon_stats;
 struct evsrc;
@@ -140,6 +141,10 @@ struct latmgr {
 	struct latmgr_ukey *uk;            /* their keys, slot for slot */
 	size_t nu, capu;                   /* slots in use or freed, and allocated */
 	size_t sweep_at, verify_at, decide_at; /* where the next tick's share of checks starts */
+	/* The classes' weights by what they run (latmgr_weigh, latweigh.h). */
+	struct latweigh_state weigh;
+	bool weigh_splits;                 /* the kernel splits a group's weight among CPUs */
+	char weigh_mode[16];               /* cgroup_mode when last weighed; "" before */
 };
 
 /*
@@ -313,6 +318,15 @@ struct latmgr_mark {
 void latmgr_mark(struct latmgr *m, uint64_t now_ns, uint64_t margin_ns, struct latmgr_mark *ret);
 /* Whether every event queued before the mark has been handled. */
 bool latmgr_passed(const struct latmgr *m, const struct latmgr_mark *mk);
+
+/*
+ * Once a sampled tick, after latmgr_tick: weighs each class cgroup for the busy tasks
+ * it runs in snapshot s (latweigh_decide), where splits says the kernel divides a
+ * group's weight among the CPUs it runs on (latweigh_splits of mode, cgroup_mode's
+ * word, which explain names).
+ */
+struct snapshot;
+void latmgr_weigh(struct latmgr *m, const struct snapshot *s, bool splits, const char *mode);
 
 /* Once a tick: rescans after an overflow, drops what exited. */
 void latmgr_tick(struct latmgr *m);

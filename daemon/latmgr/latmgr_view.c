@@ -425,14 +425,52 @@ static void put_maps_to(FILE *f, const struct latact *la, int v)
 							  : "");
 	else
 		snprintf(slice, sizeof(slice), "the kernel's default (%.2f ms)", def_ms);
-	if (k.use_class && la->cls.v2)
-		snprintf(cls, sizeof(cls), "rqbalance-lat%d (cpu.weight %" PRIu32 ")", v,
-			 lat_shares_to_weight(k.shares));
-	else if (k.use_class)
-		snprintf(cls, sizeof(cls), "rqbalance-lat%d (cpu.shares %" PRIu32 ")", v, k.shares);
+	if (k.use_class) {
+		uint64_t w;
+
+		latact_class_k(la, v, &w);
+		snprintf(cls, sizeof(cls), "rqbalance-lat%d (%s %" PRIu64 ")", v,
+			 la->cls.v2 ? "cpu.weight" : "cpu.shares", w);
+	}
 	put(f, "maps_to", "nice %d, policy %s, slice %s%s, class cgroup %s", k.nice,
 	    v < 0 ? "other" : latact_policy_name(k.policy), slice,
 	    la->o.uclamp && k.uclamp_min >= 0 ? ", uclamp" : "", cls);
+}
+
+/*
+ * What a class's weight stands for on this kernel: the value's weight times the busy
+ * tasks it runs where the kernel splits a group's weight among CPUs (latweigh.h), the
+ * value's weight alone where it does not.
+ */
+static void put_class_weight(FILE *f, const struct latmgr *m, int v)
+{
+	struct lat_knobs k;
+	uint64_t w, base = latweigh_class_weight(&m->la->lc, v, 1, m->la->cls.v2);
+	char mode[64];
+	unsigned n;
+
+	lat_map(&m->la->lc, v, &k);
+	if (!k.use_class || !m->la->cls.on)
+		return;
+	n = latact_class_k(m->la, v, &w);
+	/* "unknown": before 7.3 where it splits, else 7.3's default (latweigh_splits). */
+	if (strcmp(m->weigh_mode, "unknown") == 0)
+		snprintf(mode, sizeof(mode), "%s", m->weigh_splits ? "a kernel before 7.3"
+				 : "cgroup_mode unreadable, 7.3's default concur taken");
+	else
+		snprintf(mode, sizeof(mode), "cgroup_mode %s", m->weigh_mode);
+	if (!m->weigh_mode[0])
+		put(f, "class_weight", "%" PRIu64 ": the value's weight, until the first tick "
+		    "weighs the class for what it runs", w);
+	else if (!m->weigh_splits)
+		put(f, "class_weight", "%" PRIu64 ": the value's weight, not scaled (%s: the "
+		    "kernel does not split a group's weight among the CPUs it runs on)", w, mode);
+	else
+		put(f, "class_weight", "%" PRIu64 ": the value's %" PRIu64 " scaled by %u busy "
+		    "CPU%s (the kernel splits a group's weight among the CPUs it runs on; "
+		    "%s)%s", w, base, n, n == 1 ? "" : "s", mode,
+		    n > 1 && w == (m->la->cls.v2 ? LATWEIGH_V2_MAX : LATWEIGH_V1_MAX)
+			    ? ", held at the interface's bound" : "");
 }
 
 /* Why a knob the mapping has does nothing on this kernel, or NULL. */
@@ -659,6 +697,7 @@ static void explain_task(FILE *f, struct latmgr *m, const struct lat_target *t, 
 	if (e)
 		put_since(f, e->since);
 	put_maps_to(f, m->la, p ? p->value : e->value);
+	put_class_weight(f, m, p ? p->value : e->value);
 	if (!e || !have) {
 		put(f, "knobs", "no thread of it holds the value now (it may have exited)");
 		return;

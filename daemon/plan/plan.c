@@ -52,6 +52,8 @@ static int family(enum plan_op op)
 	case PLAN_LAT_SET:
 	case PLAN_LAT_RESET:
 		return 1;
+	case PLAN_LAT_CLASS:
+		return 3;
 	default:
 		return 2;
 	}
@@ -71,6 +73,8 @@ static int cmp_target(const struct plan_action *a, const struct plan_action *b)
 		return r;
 	if (f == 2)
 		return strcmp(a->path, b->path);
+	if (f == 3)
+		return cmp_long(a->value, b->value);
 	if (f == 1) {
 		r = cmp_long(a->tgid, b->tgid);
 		if (r)
@@ -114,7 +118,7 @@ const char *plan_op_name(enum plan_op op)
 		[PLAN_PIN] = "pin", [PLAN_UNPIN] = "unpin", [PLAN_LAT_SET] = "lat",
 		[PLAN_LAT_RESET] = "unlat", [PLAN_LAT_CG_SET] = "latcg",
 		[PLAN_LAT_CG_RESET] = "unlatcg", [PLAN_LAT_UNIT_SET] = "latunit",
-		[PLAN_LAT_UNIT_RESET] = "unlatunit",
+		[PLAN_LAT_UNIT_RESET] = "unlatunit", [PLAN_LAT_CLASS] = "latclass",
 	};
 
 	return (size_t)op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
@@ -162,6 +166,9 @@ static void format_latency(const struct plan_action *a, char *buf, size_t len)
 	case PLAN_LAT_RESET:
 		snprintf(buf, len, "%s tid=%d tgid=%d start=%" PRIu64, name, (int)a->tid,
 			 (int)a->tgid, a->start_time);
+		break;
+	case PLAN_LAT_CLASS:
+		snprintf(buf, len, "%s value=%d k=%u", name, a->value, a->class_k);
 		break;
 	case PLAN_LAT_CG_SET:
 	case PLAN_LAT_UNIT_SET:

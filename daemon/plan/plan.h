@@ -30,6 +30,11 @@ enum plan_op {
 	 */
 	PLAN_LAT_UNIT_SET,
 	PLAN_LAT_UNIT_RESET,
+	/*
+	 * Weigh the class cgroup of value for class_k busy tasks (latweigh.h): its value's
+	 * weight times class_k, where the kernel splits a group's weight among CPUs.
+	 */
+	PLAN_LAT_CLASS,
 };
 
 struct plan_action {
@@ -58,6 +63,7 @@ struct plan_action {
 	bool async_move;          /* LAT_SET: its class move may end later (lat_req's) */
 	char source[PLAN_SOURCE_MAX]; /* who asked: "ctl uid N", "rule NAME" */
 	char path[PLAN_PATH_MAX];     /* LAT_CG_*, LAT_UNIT_*: the cgroup, in the cpu hierarchy */
+	unsigned class_k;         /* LAT_CLASS: the multiplier, 1 or more */
 	unsigned order;           /* set by plan_add: keeps the first of duplicates first */
 };
 
@@ -75,7 +81,7 @@ int plan_add(struct plan *p, const struct plan_action *a);
  * Sorts and deduplicates: affinity actions first, by tid then start time; then latency
  * actions on tasks, by process, its first thread before its others (a process refused
  * there is refused whole), then tid and start time; then latency actions on cgroups, by
- * path. Of two affinity actions for one task, two latency actions for one task, or two
+ * path; then the classes' weights, by value. Of two affinity actions for one task, two latency actions for one task, or two
  * for one cgroup, only the first added stays.
  */
 void plan_finish(struct plan *p);
@@ -84,7 +90,7 @@ void plan_finish(struct plan *p);
  * "lat tid=12 tgid=10 start=345 value=-5 source="rule db" from=11 whole" (from only
  * when inherited, whole only for a whole process), "unlat tid=12 tgid=10 start=345",
  * "latcg path=/a value=3 source="…"", "unlatcg path=/a", and for a unit's weight
- * "latunit path=/a.slice/b.service value=3 source="…"", "unlatunit path=…". Paths and sources escape controls, '"' and '\' as \xHH, paths
+ * "latunit path=/a.slice/b.service value=3 source="…"", "unlatunit path=…", and a class's weight "latclass value=-5 k=4". Paths and sources escape controls, '"' and '\' as \xHH, paths
  * blanks too.
  */
 void plan_format(const struct plan_action *a, char *buf, size_t len);

@@ -1,0 +1,190 @@
+/* The classes' weights by what they run (policy/latweigh.c): the kernel's split, followed. */
+#include "policy/latweigh.h"
+#include "unit.h"
+
+#define SEC 1000000000ULL
+#define IX(v) ((v) - LAT_MIN)
+
+static const struct lat_conf defaults = { .batch_from = 10, .class_cgroups = true };
+
+/* The plan one tick leads to, as one line an action. */
+static const char *decide(const struct latweigh_in *in, struct latweigh_state *st)
+{
+	static char buf[4096];
+	char line[PLAN_LINE_MAX];
+	struct plan p;
+
+	plan_init(&p);
+	assert_true(latweigh_decide(in, st, &p) >= 0);
+	plan_finish(&p);
+	buf[0] = '\0';
+	for (size_t i = 0; i < p.n; i++) {
+		plan_format(&p.a[i], line, sizeof(line));
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", i ? "\n" : "", line);
+	}
+	plan_fini(&p);
+	return buf;
+}
+
+static struct latweigh_in tick(uint64_t now_ns, bool splits)
+{
+	return (struct latweigh_in){ .now_ns = now_ns, .splits = splits };
+}
+
+static void busy(struct latweigh_in *in, int v, unsigned n, unsigned cpus)
+{
+	in->busy[IX(v)] = n;
+	in->cpus[IX(v)] = cpus;
+}
+
+static void which_kernels_split(void **state)
+{
+	assert_true(latweigh_splits("unknown", 6, 1));
+	assert_true(latweigh_splits("unknown", 6, 18));
+	assert_true(latweigh_splits("unknown", 7, 2));
+	assert_true(latweigh_splits("smp", 7, 3));
+	/* up gives each CPU more than a split share: scaled, -5 took 87 % for 70. */
+	assert_false(latweigh_splits("up", 7, 3));
+	/* 7.3 with debugfs unreadable: its default, concur. */
+	assert_false(latweigh_splits("unknown", 7, 3));
+	assert_false(latweigh_splits("unknown", 8, 0));
+	assert_false(latweigh_splits("concur", 7, 3));
+	assert_false(latweigh_splits("max", 7, 4));
+	assert_false(latweigh_splits("tasks", 7, 3));
+	/* A mode this build does not know, which only a 7.3 kernel or later names. */
+	assert_false(latweigh_splits("newmode", 7, 5));
+}
+
+/* The guest's case: 4 hogs at -5 and 4 at 5 on 4 CPUs; more tasks than CPUs count once a CPU. */
+static void busy_tasks_at_most_one_a_cpu(void **state)
+{
+	struct latweigh_state st = { 0 };
+	struct latweigh_in in = tick(SEC, true);
+
+	busy(&in, -5, 4, 4);
+	busy(&in, 5, 4, 4);
+	busy(&in, -10, 8, 4);
+	busy(&in, 3, 3, 2); /* affinity: two CPUs */
+	busy(&in, 7, 1, 4);
+	assert_string_equal(decide(&in, &st),
+			    "latclass value=-10 k=4\nlatclass value=-5 k=4\n"
+			    "latclass value=3 k=2\nlatclass value=5 k=4");
+	/* Nothing changed: nothing to write. */
+	in.now_ns += SEC / 10;
+	assert_string_equal(decide(&in, &st), "");
+	assert_int_equal(st.k[IX(7)], 1);
+	assert_int_equal(st.k[IX(0)], 1);
+}
+
+/* A rise at once; a fall after LATWEIGH_HOLD_NS of lower counts, to the highest seen. */
+static void follows_with_hysteresis(void **state)
+{
+	struct latweigh_state st = { 0 };
+	struct latweigh_in in = tick(SEC, true);
+
+	busy(&in, -5, 4, 4);
+	assert_string_equal(decide(&in, &st), "latclass value=-5 k=4");
+	in.now_ns = SEC + SEC / 10;
+	busy(&in, -5, 1, 4); /* caught asleep once: held */
+	assert_string_equal(decide(&in, &st), "");
+	in.now_ns = 2 * SEC;
+	busy(&in, -5, 2, 4);
+	assert_string_equal(decide(&in, &st), "");
+	in.now_ns = SEC + SEC / 10 + LATWEIGH_HOLD_NS - 1;
+	busy(&in, -5, 1, 4);
+	assert_string_equal(decide(&in, &st), "");
+	in.now_ns = SEC + SEC / 10 + LATWEIGH_HOLD_NS;
+	assert_string_equal(decide(&in, &st), "latclass value=-5 k=2");
+	/* A burst back up is followed at once, and resets the hold. */
+	in.now_ns += SEC / 10;
+	busy(&in, -5, 3, 4);
+	assert_string_equal(decide(&in, &st), "latclass value=-5 k=3");
+	in.now_ns += SEC / 10;
+	busy(&in, -5, 0, 0);
+	assert_string_equal(decide(&in, &st), "");
+	in.now_ns += LATWEIGH_HOLD_NS;
+	assert_string_equal(decide(&in, &st), "latclass value=-5 k=1");
+	/* Flapping below the weight within the hold writes nothing. */
+	in.now_ns += SEC / 10;
+	busy(&in, -5, 4, 4);
+	assert_string_equal(decide(&in, &st), "latclass value=-5 k=4");
+	for (int i = 0; i < 15; i++) {
+		in.now_ns += SEC / 10;
+		busy(&in, -5, i % 2 ? 2 : 3, 4);
+		assert_string_equal(decide(&in, &st), "");
+	}
+	in.now_ns += LATWEIGH_HOLD_NS;
+	assert_string_equal(decide(&in, &st), "latclass value=-5 k=3");
+}
+
+/* Where each entity weighs by itself (7.3's concur), every class goes back to 1 at once. */
+static void per_entity_kernels_do_not_scale(void **state)
+{
+	struct latweigh_state st = { 0 };
+	struct latweigh_in in = tick(SEC, true);
+
+	busy(&in, -5, 4, 4);
+	busy(&in, 5, 2, 4);
+	assert_string_equal(decide(&in, &st), "latclass value=-5 k=4\nlatclass value=5 k=2");
+	in = tick(SEC + SEC / 10, false);
+	busy(&in, -5, 4, 4);
+	busy(&in, 5, 2, 4);
+	assert_string_equal(decide(&in, &st), "latclass value=-5 k=1\nlatclass value=5 k=1");
+	in.now_ns += SEC / 10;
+	assert_string_equal(decide(&in, &st), "");
+}
+
+/*
+ * Per CPU the class weighs what its value does: -5 against 4 untouched and 4 at 5 on 4
+ * CPUs is 3121 : 1024 : 335, the nice ratio's 70 / 23 / 7; a positive class stays below
+ * the untouched tasks it competes with.
+ */
+static void weights_per_cpu_are_the_values(void **state)
+{
+	struct lat_conf c = defaults;
+
+	assert_int_equal(latweigh_class_weight(&c, -5, 0, false), 3121);
+	assert_int_equal(latweigh_class_weight(&c, -5, 1, false), 3121);
+	for (unsigned k = 1; k <= 64; k++) {
+		assert_int_equal(latweigh_class_weight(&c, -5, k, false) / k, 3121);
+		assert_int_equal(latweigh_class_weight(&c, 5, k, false) / k, 335);
+		assert_true(latweigh_class_weight(&c, 5, k, false) < 1024ULL * k);
+		assert_true(latweigh_class_weight(&c, 10, k, true) < 100ULL * k);
+	}
+	assert_int_equal(latweigh_class_weight(&c, -5, 4, true), 1219);
+	assert_int_equal(latweigh_class_weight(&c, 5, 4, true), 131);
+	assert_int_equal(latweigh_class_weight(&c, 19, 1, true), 1);
+	assert_int_equal(latweigh_class_weight(&c, 19, 1, false), 15);
+	/* The interfaces' bounds: v1 262144, v2 10000. */
+	assert_int_equal(latweigh_class_weight(&c, -20, 4, false), LATWEIGH_V1_MAX);
+	assert_int_equal(latweigh_class_weight(&c, -20, 2, true), LATWEIGH_V2_MAX);
+	assert_int_equal(latweigh_class_weight(&c, -5, 40, true), LATWEIGH_V2_MAX);
+	assert_int_equal(latweigh_class_weight(&c, -5, 32, true), 9753);
+}
+
+/* boost_cpu_pct caps a negative value's weight per CPU: the cap scales as the weight does. */
+static void boost_cap_holds_per_cpu(void **state)
+{
+	struct lat_conf c = defaults;
+
+	c.boost_cpu_pct = 50; /* 1024 x 50 / 50: the default weight */
+	assert_int_equal(latweigh_class_weight(&c, -10, 1, false), 1024);
+	assert_int_equal(latweigh_class_weight(&c, -10, 4, false), 4096);
+	c.boost_cpu_pct = 80; /* 4096 */
+	assert_int_equal(latweigh_class_weight(&c, -10, 4, false), 4 * 4096);
+	assert_int_equal(latweigh_class_weight(&c, -5, 4, false), 4 * 3121);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(which_kernels_split),
+		cmocka_unit_test(busy_tasks_at_most_one_a_cpu),
+		cmocka_unit_test(follows_with_hysteresis),
+		cmocka_unit_test(per_entity_kernels_do_not_scale),
+		cmocka_unit_test(weights_per_cpu_are_the_values),
+		cmocka_unit_test(boost_cap_holds_per_cpu),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
