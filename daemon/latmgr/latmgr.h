@@ -83,6 +83,10 @@ struct latmgr_fg {
 	char source[48];               /* ... and as whose */
 	bool had;                      /* it had a value before: prev */
 	struct latmgr_proc prev;
+	bool has_rec;                  /* rec and owner were read when the grant was given */
+	struct lat_entry rec;          /* what the grant wrote on the front's leader, for the
+					  copies no event told of (latact_give_back_grant) */
+	uid_t owner;                   /* the front's owner then (latact_owner) */
 };
 
 struct latmgr_counters {

@@ -17,6 +17,12 @@ calls.
   chain        the kind behind finding 4, for root and the member alike: a front that
                exits after forking a child, which starts a thread and forks a
                grandchild; the next front gives all of them back.
+  lost_fork    the daemon is held stopped while the front starts and ends threads
+               until the proc connector's socket overflows (its drop count in
+               /proc/net/netlink), then forks children, whose fork events are lost;
+               SetForeground(0) is sent, the daemon resumed: the children are found
+               by state (the rescan after the loss adopts no child of a front given
+               back) and none keeps the value.
 
 Finding 1 (a front that forks hundreds of children) is t_giveback_storm.py's
 foreground case. Arguments name the cases to run; all without."""
@@ -60,6 +66,30 @@ if os.fork() == 0:
     os._exit(0)
 os.close(w)
 print(os.read(r, 100).decode(), flush=True)
+"""
+
+# A front of the user's that, on "churn N", starts and joins N threads; on "kids N",
+# forks N children that sleep; it answers each line with one line, and stays.
+FRONT = """
+import os, sys, threading, time
+print(os.getpid(), flush=True)
+for line in sys.stdin:
+    what, n = line.split()
+    if what == "churn":
+        for _ in range(int(n)):
+            t = threading.Thread(target=int)
+            t.start()
+            t.join()
+        print("done", flush=True)
+    else:
+        kids = []
+        for _ in range(int(n)):
+            k = os.fork()
+            if k == 0:
+                time.sleep(300)
+                os._exit(0)
+            kids.append(k)
+        print(" ".join(map(str, kids)), flush=True)
 """
 
 
@@ -238,13 +268,76 @@ def chain(d, bus, a):
     ca.p.stdin.close()
 
 
+def connector_drops(pid):
+    """The drop count of process pid's proc connector socket (NETLINK_CONNECTOR, 11)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    with open("/proc/net/netlink") as f:
+        for line in f.readlines()[1:]:
+            x = line.split()
+            if x[1] == "11" and x[9] in inodes:
+                return int(x[8])
+    return None
+
+
+def lost_fork(d, bus, a):
+    ca = Caller(a, bus.address)
+    front = a.popen(["/usr/bin/python3", "-c", FRONT], stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, text=True)
+    f = int(front.stdout.readline())
+
+    def ask(line):
+        front.stdin.write(line + "\n")
+        front.stdin.flush()
+        return front.stdout.readline().split()
+
+    check(ca.ask("SetForeground", f) == ["ok", str(FG)], "A puts a front in front")
+    d.sync()
+    check(nice(f) == FG, f"the front has {FG}")
+    before = connector_drops(d.proc.pid)
+    check(before is not None, "the daemon's proc connector socket is listed")
+    os.kill(d.proc.pid, signal.SIGSTOP)
+    try:
+        for _ in range(40):
+            ask("churn 2000")
+            if connector_drops(d.proc.pid) > before:
+                break
+        check(connector_drops(d.proc.pid) > before, "the connector's socket overflowed")
+        # The socket is full and nothing reads it: these forks' events are lost.
+        kids = [int(k) for k in ask("kids 20")]
+        check(len(kids) == 20 and all(nice(k) == FG for k in kids),
+              f"its 20 children inherited {FG}")
+        check(ca.ask("send", "SetForeground", 0) == ["sent"], "A calls SetForeground(0)")
+    finally:
+        os.kill(d.proc.pid, signal.SIGCONT)
+    check(ca.ask("wait")[0] == "ok", "SetForeground(0) answered")
+    d.sync()
+    check(nice(f) == 0, f"the front is given back: {nice(f)}")
+    left = [(k, nice(k), got(d, k)) for k in kids if nice(k) == FG or got(d, k)]
+    check(not left, f"no child whose fork was lost keeps {FG}: {left}")
+    for k in kids:
+        os.kill(k, signal.SIGKILL)
+    front.stdin.close()
+    front.wait()
+    ca.p.stdin.close()
+
+
 def test():
     require()
     for prog in ("groupadd", "usermod", "dbus-daemon"):
         if subprocess.run(["sh", "-c", f"command -v {prog}"], capture_output=True).returncode:
             skip(f"{prog} missing")
     from rqb_dbus import SystemBus
-    cases = {"pid_reuse": pid_reuse, "fork_exit": fork_exit, "chain": chain}
+    cases = {"pid_reuse": pid_reuse, "fork_exit": fork_exit, "chain": chain,
+             "lost_fork": lost_fork}
+    # lost_fork overflows the proc connector's socket: the connector, not BPF.
+    extra = {"lost_fork": "events = connector\n"}
     group = f"rqbfg{os.getpid() % 100000}"
     with tmpdir() as tmp, SystemBus() as bus, User("rqbfa") as a, User("rqbfb") as b:
         os.chmod(tmp, 0o755)
@@ -252,7 +345,8 @@ def test():
         try:
             subprocess.run(["usermod", "-a", "-G", group, a.name], check=True)
             for name in sys.argv[1:] or cases:
-                with Daemon(tmp, conf=f"[latency]\nforeground_group = {group}\n",
+                with Daemon(tmp, conf=f"[latency]\nforeground_group = {group}\n"
+                                      f"{extra.get(name, '')}",
                             env={"DBUS_SYSTEM_BUS_ADDRESS": bus.address}) as d:
                     d.wait_for(r"dbus: serving org\.rqbalance1")
                     fn = cases[name]
