@@ -1,8 +1,9 @@
 /*
  * Latency management, the foreground: the process each caller put in front (a
- * desktop's focused window), a grant that ends at the caller's next call for all that
- * holds it. It never takes back a value someone set after the call, and never takes a
- * record an earlier owner of a number left for the process's own.
+ * desktop's focused window), a grant that ends at the caller's next call, or at the
+ * front's exit, for all that holds it. It never takes back a value someone set after
+ * the call, and never takes a record an earlier owner of a number left for the
+ * process's own.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -109,6 +110,13 @@ static void fg_give_back(struct latmgr *m, struct latmgr_fg *f)
 		 "process%s given back", (unsigned)f->uid, (int)f->tgid, n, n == 1 ? "" : "es");
 	fg_give_back_state(m, f);
 	f->tgid = 0;
+}
+
+void latmgr_fg_exited(struct latmgr *m, struct latmgr_fg *f)
+{
+	log_info("latency: process %d, in front for caller %u, exited", (int)f->tgid,
+		 (unsigned)f->uid);
+	fg_give_back(m, f);
 }
 
 /* Caller uid's record, or NULL. */

@@ -15,8 +15,13 @@ calls.
                that holds it, front gone or not, and a change to a favoured process is
                judged as if it did not hold the favour.
   chain        the kind behind finding 4, for root and the member alike: a front that
-               exits after forking a child, which starts a thread and forks a
-               grandchild; the next front gives all of them back.
+               forks a child, which starts a thread and forks a grandchild; the next
+               front gives all of them back.
+  front_exit   a front that forks children (one with a thread and a grandchild) and
+               exits on its own: its exit ends the grant, and all of them are given
+               back with no further call (the favour does not outlive the front). The
+               end of the caller's connection alone ends nothing: the grant is the
+               person's (a call by dbus-send is a connection of its own).
   lost_fork    the daemon is held stopped while the front starts and ends threads
                until the proc connector's socket overflows (its drop count in
                /proc/net/netlink), then forks children, whose fork events are lost;
@@ -66,6 +71,8 @@ if os.fork() == 0:
     os._exit(0)
 os.close(w)
 print(os.read(r, 100).decode(), flush=True)
+if "stay" in how:
+    sys.stdin.read()
 """
 
 # A front of the user's that, on "churn N", starts and joins N threads; on "kids N",
@@ -120,11 +127,13 @@ def wrapper(user):
 
 
 def go(p, pid, how=""):
-    """Lets the wrapper fork and exit: the pids it made, once it is gone."""
+    """Lets the wrapper fork and exit (with "stay": stay until its stdin closes): the
+    pids it made, once it is gone."""
     p.stdin.write(how + "\n")
     p.stdin.flush()
     made = [int(x) for x in p.stdout.readline().split()]
-    wait_until(lambda: not os.path.exists(f"/proc/{pid}"), 60)
+    if "stay" not in how:
+        wait_until(lambda: not os.path.exists(f"/proc/{pid}"), 60)
     return made
 
 
@@ -133,6 +142,15 @@ def tids(pid):
         return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
     except OSError:
         return []
+
+
+def kill(pids):
+    """The orphans a wrapper left (its session is gone, so the user's end misses them)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 # clone3(2) with set_tid: a process at a chosen number, made by root, that becomes the
@@ -182,11 +200,11 @@ def pid_reuse(d, bus, a, b):
 
 
 def reuse_round(d, ca, a, b, what):
-    # An older process of A's that holds the foreground value: the child of a front
-    # that exited.
+    # An older process of A's that holds the foreground value: the child of the
+    # front (which stays: a front's exit would end the grant).
     wp, w = wrapper(a)
     check(ca.ask("SetForeground", w) == ["ok", str(FG)], f"{what}: A puts a wrapper in front")
-    older = go(wp, w)
+    older = go(wp, w, "stay")
     d.sync()
     check(len(older) == 1 and nice(older[0]) == FG,
           f"{what}: its child {older} holds the foreground value")
@@ -220,6 +238,8 @@ def reuse_round(d, ca, a, b, what):
     os.kill(v, signal.SIGKILL)
     os.waitpid(v, 0)
     os.kill(older[0], signal.SIGKILL)
+    wp.stdin.close()
+    wp.wait()
 
 
 def fork_exit(d, bus, a):
@@ -230,7 +250,9 @@ def fork_exit(d, bus, a):
         check(ca.ask("SetForeground", w) == ["ok", str(FG)], f"wrapper {i + 1} is put in front")
         kids += go(wp, w)
         d.sync()
-        check(nice(kids[-1]) == FG, f"its child {kids[-1]} has {FG} while it is in front")
+        check(nice(kids[-1]) == 0 and got(d, kids[-1]) is None,
+              f"its exit ends the grant: its child {kids[-1]} is given back: nice "
+              f"{nice(kids[-1])}, {got(d, kids[-1])}")
     x = a.start("echo $$; exec sleep 300")
     check(ca.ask("SetForeground", x) == ["ok", str(FG)], "then X is put in front")
     d.sync()
@@ -244,6 +266,7 @@ def fork_exit(d, bus, a):
     check(not left, f"no child of a wrapper keeps {FG}: {left} of {kids}")
     check(nice(x) not in (FG, FG + 1),
           f"X keeps neither {FG} nor {FG + 1}, below A's limit: nice {nice(x)}, {got(d, x)}")
+    kill(kids)
     ca.p.stdin.close()
 
 
@@ -252,7 +275,7 @@ def chain(d, bus, a):
     for who, ask in (("root", lambda *w: root_call(bus.address, *w)), (a.name, ca.ask)):
         wp, w = wrapper(a)
         check(ask("SetForeground", w) == ["ok", str(FG)], f"{who} puts a wrapper in front")
-        made = go(wp, w, "thread grand")
+        made = go(wp, w, "thread grand stay")
         d.sync()
         tasks = [t for p in made for t in tids(p)]
         check(len(made) == 2 and len(tasks) == 3 and all(nice(t) == FG for t in tasks),
@@ -265,7 +288,48 @@ def chain(d, bus, a):
               f"{who}: all of them are given back: {[(t, nice(t)) for t in tasks]}")
         check(ask("SetForeground", 0)[0] == "ok" and nice(other) == 0,
               f"{who}: SetForeground(0) gives the other back")
+        wp.stdin.close()
+        wp.wait()
+        kill(made)
     ca.p.stdin.close()
+
+
+def front_exit(d, bus, a):
+    first = Caller(a, bus.address)
+    wp, w = wrapper(a)
+    check(first.ask("SetForeground", w) == ["ok", str(FG)], "A puts a wrapper in front")
+    # The grant is the caller's person's, not its connection's (dbus-send makes one a
+    # call): the connection's end leaves it.
+    first.p.stdin.close()
+    first.p.wait()
+    other = a.start("echo $$; exec sleep 300")
+    d.sync()
+    check(nice(w) == FG and got(d, w) == (FG, f"foreground uid {a.uid}"),
+          f"the caller's connection is gone: the front keeps the grant: {got(d, w)}")
+    ca = Caller(a, bus.address)
+    # It makes a child with a thread and a grandchild, then exits: nothing more is called.
+    made = go(wp, w, "thread grand")
+    try:
+        front_exit_made(d, ca, made, other)
+    finally:
+        kill(made)
+    ca.p.stdin.close()
+
+
+def front_exit_made(d, ca, made, other):
+    d.sync()
+    tasks = [t for p in made for t in tids(p)]
+    check(len(made) == 2 and len(tasks) == 3, f"its child, thread and grandchild: {tasks}")
+    check(wait_until(lambda: all(nice(t) == 0 for t in tasks), 30),
+          f"the front's exit ends the grant: all it made are given back: "
+          f"{[(t, nice(t)) for t in tasks]}")
+    check(all(got(d, p) is None for p in made), f"and none is managed: "
+                                               f"{[got(d, p) for p in made]}")
+    check(nice(other) == 0, "a process of A's never in front is left as it was")
+    # The next call puts another in front, with nothing of the last to give back.
+    check(ca.ask("SetForeground", other) == ["ok", str(FG)] and nice(other) == FG,
+          "A puts another in front")
+    check(ca.ask("SetForeground", 0)[0] == "ok" and nice(other) == 0, "and none")
 
 
 def connector_drops(pid):
@@ -335,7 +399,7 @@ def test():
             skip(f"{prog} missing")
     from rqb_dbus import SystemBus
     cases = {"pid_reuse": pid_reuse, "fork_exit": fork_exit, "chain": chain,
-             "lost_fork": lost_fork}
+             "front_exit": front_exit, "lost_fork": lost_fork}
     # lost_fork overflows the proc connector's socket: the connector, not BPF.
     extra = {"lost_fork": "events = connector\n"}
     group = f"rqbfg{os.getpid() % 100000}"
