@@ -466,11 +466,12 @@ static int start_of(struct walk *w, pid_t pid, int *ret_rec, uint64_t *ret)
 }
 
 /*
- * The tasks in the grant's class that no walk from a front reached (their creator
- * exited: they were handed to another parent): a process at a time, where it is the
- * front's owner's, started at or after the front, and no grant that goes on may have
- * made it. give_process then gives back only the threads that hold exactly what the
- * grant wrote.
+ * The processes in the grant's class that no walk from a front reached (their creator
+ * exited: they were handed to another parent), where each is the front's owner's,
+ * started at or after the front, and no grant that goes on may have made it; a
+ * process at a time (cgroup.procs: a user's 10,000 threads in the class are not read
+ * one by one to find their process). give_process then gives back only the threads
+ * that hold exactly what the grant wrote.
  */
 static void give_grant_class(struct walk *w, const struct latact_front *end,
 			     const struct latact_front *live, size_t nlive)
@@ -478,35 +479,25 @@ static void give_grant_class(struct walk *w, const struct latact_front *end,
 	struct latact *la = w->la;
 	const struct lat_entry *rec = end->rec;
 	int v = rec->value;
-	pid_t *tids = NULL, *done;
-	size_t n = 0, ndone = 0;
+	pid_t *pids = NULL;
+	size_t n = 0;
 
 	if (!la->cls.on || !rec->set.cgroup[0] || v < LAT_MIN || v > LAT_MAX ||
-	    !la->cls.made[v - LAT_MIN] || latact_class_members(la, v, &tids, &n) < 0)
+	    !la->cls.made[v - LAT_MIN] || latact_class_procs(la, v, &pids, &n) < 0)
 		return;
-	done = calloc(n ? n : 1, sizeof(*done));
-	for (size_t k = 0; done && k < n; k++) {
-		struct act_who who;
+	for (size_t k = 0; k < n; k++) {
 		uint64_t start;
-		size_t pos;
 		uid_t uid;
 		int r;
 
-		if (la->ops->who(tids[k], &who) < 0 ||
-		    bsearch(&who.tgid, done, ndone, sizeof(*done), cmp_pid))
-			continue;
-		pos = lower(done, ndone, who.tgid);
-		memmove(done + pos + 1, done + pos, (ndone++ - pos) * sizeof(*done));
-		done[pos] = who.tgid;
 		/* One a front stands for was given back by the walk, or is another grant's. */
-		if (start_of(w, who.tgid, &r, &start) < 0 || r >= 0 ||
-		    start < rec->task.start_time || latact_owner(la, who.tgid, &uid) < 0 ||
+		if (start_of(w, pids[k], &r, &start) < 0 || r >= 0 ||
+		    start < rec->task.start_time || latact_owner(la, pids[k], &uid) < 0 ||
 		    uid != end->uid || other_grants(live, nlive, uid, v, start))
 			continue;
-		give_process(w, who.tgid, rec);
+		give_process(w, pids[k], rec);
 	}
-	free(done);
-	free(tids);
+	free(pids);
 }
 
 void latact_give_back_grant(struct latact *la, const struct latact_front *end,

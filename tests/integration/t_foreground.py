@@ -24,7 +24,8 @@ calls.
                person's (a call by dbus-send is a connection of its own).
   lost_fork    the daemon is held stopped while the front starts and ends threads
                until the proc connector's socket overflows (its drop count in
-               /proc/net/netlink), then forks children, whose fork events are lost;
+               /proc/net/netlink), then forks children, and grandchildren whose
+               parent exits (no front's descendants), whose fork events are lost;
                SetForeground(0) is sent, the daemon resumed: the children are found
                by state (the rescan after the loss adopts no child of a front given
                back) and none keeps the value.
@@ -76,7 +77,9 @@ if "stay" in how:
 """
 
 # A front of the user's that, on "churn N", starts and joins N threads; on "kids N",
-# forks N children that sleep; it answers each line with one line, and stays.
+# forks N children that sleep; on "orphans N", forks a child that forks N children
+# that sleep and exits (they go to another parent); it answers each line with one
+# line, and stays.
 FRONT = """
 import os, sys, threading, time
 print(os.getpid(), flush=True)
@@ -88,6 +91,22 @@ for line in sys.stdin:
             t.start()
             t.join()
         print("done", flush=True)
+    elif what == "orphans":
+        r, w = os.pipe()
+        c = os.fork()
+        if c == 0:
+            kids = []
+            for _ in range(int(n)):
+                k = os.fork()
+                if k == 0:
+                    time.sleep(300)
+                    os._exit(0)
+                kids.append(k)
+            os.write(w, " ".join(map(str, kids)).encode())
+            os._exit(0)
+        os.close(w)
+        print(os.read(r, 1000).decode(), flush=True)
+        os.waitpid(c, 0)
     else:
         kids = []
         for _ in range(int(n)):
@@ -373,10 +392,15 @@ def lost_fork(d, bus, a):
             if connector_drops(d.proc.pid) > before:
                 break
         check(connector_drops(d.proc.pid) > before, "the connector's socket overflowed")
-        # The socket is full and nothing reads it: these forks' events are lost.
+        # The socket is full and nothing reads it: these forks' events are lost. The
+        # orphans' parent exits: they are no front's descendants, only in its class.
         kids = [int(k) for k in ask("kids 20")]
+        orphans = [int(k) for k in ask("orphans 5")]
         check(len(kids) == 20 and all(nice(k) == FG for k in kids),
               f"its 20 children inherited {FG}")
+        check(len(orphans) == 5 and all(nice(k) == FG for k in orphans),
+              f"and 5 grandchildren whose parent exited: {orphans}")
+        kids += orphans
         check(ca.ask("send", "SetForeground", 0) == ["sent"], "A calls SetForeground(0)")
     finally:
         os.kill(d.proc.pid, signal.SIGCONT)
