@@ -237,6 +237,26 @@ void latact_given_gone(struct latact *la, pid_t tid);
  */
 int latact_give_back_inherited(struct latact *la, pid_t tid, pid_t tgid, uint64_t start_time,
 			       const struct lat_entry *from);
+/* A temporary grant's front: what the grant wrote on its leader, and whose it is. */
+struct latact_front {
+	const struct lat_entry *rec;  /* the leader's entry as the grant left it */
+	uid_t uid;                    /* its owner (latact_owner) when it was put in front */
+};
+/*
+ * The end of grant end by state (latact_offspring.c): every process descended from its
+ * front (where the front still runs), and every process of the front's owner in the
+ * grant's class started at or after the front, that holds exactly what the grant wrote
+ * (nice, policy, slice, uclamp; the class cgroup) gets back what the front had before
+ * rqbalance, knob by knob; a task with an entry (a value someone gave it since) is left
+ * alone, and so is what a grant that goes on (live) stands for: its front's
+ * descendants, and its owner's processes of the same value not started before it. For
+ * the copies whose forks no event told of (lost to an overflow). /proc read once, and
+ * each task in the class once.
+ */
+void latact_give_back_grant(struct latact *la, const struct latact_front *end,
+			    const struct latact_front *live, size_t nlive);
+/* The uid that owns process pid's /proc directory (its effective uid). 0 or -errno. */
+int latact_owner(const struct latact *la, pid_t pid, uid_t *ret);
 const struct lat_entry *latact_find(const struct latact *la, pid_t tid);
 /* The tasks with a value, and the k-th of them by tid (0: the lowest). */
 size_t latact_ntasks(const struct latact *la);

@@ -499,7 +499,9 @@ static void class_evict(struct latact *la, const char *rel, pid_t tid)
 	la->ops->close(&t);
 }
 
-int latact_class_members(const struct latact *la, int v, pid_t **ret, size_t *ret_n)
+/* The ids class v's file name lists (tasks, cgroup.procs): *ret to free. */
+static int class_ids(const struct latact *la, int v, const char *name, pid_t **ret,
+		     size_t *ret_n)
 {
 	char rel[LAT_PATH_MAX], path[PATH_MAX];
 	size_t n = 0, cap = 0;
@@ -508,9 +510,7 @@ int latact_class_members(const struct latact *la, int v, pid_t **ret, size_t *re
 	FILE *f;
 
 	class_rel(la, v, rel, sizeof(rel));
-	/* A cgroup2 class is a domain: a process's threads are all where it is. */
-	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel,
-		 la->cls.v2 ? "cgroup.procs" : "tasks");
+	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel, name);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
@@ -526,6 +526,17 @@ int latact_class_members(const struct latact *la, int v, pid_t **ret, size_t *re
 	*ret = tids;
 	*ret_n = n;
 	return 0;
+}
+
+int latact_class_members(const struct latact *la, int v, pid_t **ret, size_t *ret_n)
+{
+	/* A cgroup2 class is a domain: a process's threads are all where it is. */
+	return class_ids(la, v, la->cls.v2 ? "cgroup.procs" : "tasks", ret, ret_n);
+}
+
+int latact_class_procs(const struct latact *la, int v, pid_t **ret, size_t *ret_n)
+{
+	return class_ids(la, v, "cgroup.procs", ret, ret_n);
 }
 
 /* Moves every task left in the class groups to the hierarchy's root, then removes them. */

@@ -54,6 +54,8 @@ void latact_classes_remove(struct latact *la);
 void latact_classes_clear(struct latact *la);
 /* The tasks in class v (v1 tasks; cgroup2 cgroup.procs, its processes), all: *ret to free. */
 int latact_class_members(const struct latact *la, int v, pid_t **ret, size_t *ret_n);
+/* The processes with a task in class v (cgroup.procs, v1 and cgroup2): *ret to free. */
+int latact_class_procs(const struct latact *la, int v, pid_t **ret, size_t *ret_n);
 bool latact_cg_movable(const struct latact *la, const char *cg);
 
 /* latact_task.c and latact_cg.c: give back what an entry set, where still as set. */

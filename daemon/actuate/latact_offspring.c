@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
@@ -28,6 +29,8 @@ struct walk {
 	struct latact *la;
 	const struct lat_entry **recs; /* sorted by tgid, a process's leader first */
 	size_t nrecs;
+	const struct lat_entry *only; /* a grant's end: only what stands for this record goes
+					 back; the others (grants that go on) keep theirs */
 	struct node *nodes;         /* sorted by pid */
 	size_t nn, capn;
 	unsigned given;             /* tasks a knob or the cgroup of which went back */
@@ -244,6 +247,11 @@ static void give_process(struct walk *w, pid_t pid, const struct lat_entry *rec)
 		if (tid <= 0 || latact_read(la, tid, &cur) < 0)
 			continue;
 		in_cls = cls && strcmp(cur.cgroup, rec->set.cgroup) == 0;
+		/* A value someone gave it since the grant (the daemon runs) is theirs. */
+		if (latact_find(la, tid)) {
+			elsewhere = true; /* it stays in its group: a thread at a time */
+			continue;
+		}
 		/* A task with a record of its own was given back as itself. */
 		if (sched && sched_same(&cur, &rec->set) && !has_record(w, pid, tid))
 			given = give(w, rec, tid, pid, true, false);
@@ -353,35 +361,167 @@ static void give_class_members(struct walk *w)
 	}
 }
 
+/* The walk over recs: 0, or -ENOMEM. */
+static int walk_init(struct walk *w, struct latact *la, const struct lat_entry *const *recs,
+		     size_t n)
+{
+	*w = (struct walk){ .la = la };
+	w->recs = calloc(n ? n : 1, sizeof(*w->recs));
+	if (!w->recs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (recs[i]->task.tid > 0 && recs[i]->tgid > 0)
+			w->recs[w->nrecs++] = recs[i];
+	qsort(w->recs, w->nrecs, sizeof(*w->recs), cmp_rec);
+	return 0;
+}
+
+/*
+ * Every process read once, each given back what it holds of the record that stands
+ * for it (resolve); with w->only, only where that is w->only.
+ */
+static void walk_processes(struct walk *w)
+{
+	struct node **stack;
+
+	if (!w->nrecs || read_nodes(w) < 0 || !w->nn || !(stack = calloc(w->nn, sizeof(*stack))))
+		return;
+	for (size_t i = 0; i < w->nn; i++) {
+		int rec = resolve(w, &w->nodes[i], stack);
+
+		if (rec >= 0 && (!w->only || w->recs[rec] == w->only))
+			give_process(w, w->nodes[i].pid, w->recs[rec]);
+	}
+	free(stack);
+}
+
+static void walk_fini(struct walk *w, const char *why, uint64_t t0)
+{
+	if (w->given)
+		log_notice("latency: %s: %u task%s made by tasks rqbalance gave a value (threads, "
+			   "children) held it: given back (%zu processes read in %llu ms)", why,
+			   w->given, w->given == 1 ? "" : "s", w->nn,
+			   (unsigned long long)((util_now_ns() - t0) / 1000000));
+	free(w->nodes);
+	free(w->recs);
+}
+
 void latact_give_back_offspring(struct latact *la, const struct lat_entry *const *recs,
 				size_t n, const char *why)
 {
-	struct walk w = { .la = la };
-	struct node **stack = NULL;
+	struct walk w;
 	uint64_t t0 = util_now_ns();
 
 	if (!la->journal)
 		return; /* a driver that writes nothing kept no records */
-	w.recs = calloc(n ? n : 1, sizeof(*w.recs));
-	if (!w.recs)
+	if (walk_init(&w, la, recs, n) < 0)
 		return;
-	for (size_t i = 0; i < n; i++)
-		if (recs[i]->task.tid > 0 && recs[i]->tgid > 0)
-			w.recs[w.nrecs++] = recs[i];
-	qsort(w.recs, w.nrecs, sizeof(*w.recs), cmp_rec);
-	if (w.nrecs && read_nodes(&w) == 0 && w.nn &&
-	    (stack = calloc(w.nn, sizeof(*stack)))) {
-		for (size_t i = 0; i < w.nn; i++)
-			if (resolve(&w, &w.nodes[i], stack) >= 0)
-				give_process(&w, w.nodes[i].pid, w.recs[w.nodes[i].rec]);
-	}
+	walk_processes(&w);
 	give_class_members(&w);
-	if (w.given)
-		log_notice("latency: %s: %u task%s made by tasks rqbalance gave a value (threads, "
-			   "children) held it: given back (%zu processes read in %llu ms)", why,
-			   w.given, w.given == 1 ? "" : "s", w.nn,
-			   (unsigned long long)((util_now_ns() - t0) / 1000000));
-	free(stack);
-	free(w.nodes);
-	free(w.recs);
+	walk_fini(&w, why, t0);
+}
+
+int latact_owner(const struct latact *la, pid_t pid, uid_t *ret)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%d", la->proc_root, (int)pid);
+	if (stat(path, &st) < 0)
+		return -errno;
+	*ret = st.st_uid;
+	return 0;
+}
+
+/*
+ * Whether a process of uid that started at start (not under any front) may hold what
+ * a grant that goes on gave: one of that owner's, of the same value, started no later.
+ * Its copies are that grant's to give back, when it ends.
+ */
+static bool other_grants(const struct latact_front *live, size_t nlive, uid_t uid, int v,
+			 uint64_t start)
+{
+	for (size_t i = 0; i < nlive; i++)
+		if (live[i].uid == uid && live[i].rec->value == v &&
+		    live[i].rec->task.start_time <= start)
+			return true;
+	return false;
+}
+
+/* The start time of process pid, from the walk where it was read. */
+static int start_of(struct walk *w, pid_t pid, int *ret_rec, uint64_t *ret)
+{
+	const struct node *n = node_of(w, pid);
+	struct parse_stat_line l;
+
+	*ret_rec = n && n->rec != -2 ? n->rec : -1;
+	if (n) {
+		*ret = n->start;
+		return 0;
+	}
+	if (procfs_stat(w->la->proc_root, pid, pid, &l) < 0)
+		return -ESRCH;
+	*ret = l.start_time;
+	return 0;
+}
+
+/*
+ * The processes in the grant's class that no walk from a front reached (their creator
+ * exited: they were handed to another parent), where each is the front's owner's,
+ * started at or after the front, and no grant that goes on may have made it; a
+ * process at a time (cgroup.procs: a user's 10,000 threads in the class are not read
+ * one by one to find their process). give_process then gives back only the threads
+ * that hold exactly what the grant wrote.
+ */
+static void give_grant_class(struct walk *w, const struct latact_front *end,
+			     const struct latact_front *live, size_t nlive)
+{
+	struct latact *la = w->la;
+	const struct lat_entry *rec = end->rec;
+	int v = rec->value;
+	pid_t *pids = NULL;
+	size_t n = 0;
+
+	if (!la->cls.on || !rec->set.cgroup[0] || v < LAT_MIN || v > LAT_MAX ||
+	    !la->cls.made[v - LAT_MIN] || latact_class_procs(la, v, &pids, &n) < 0)
+		return;
+	for (size_t k = 0; k < n; k++) {
+		uint64_t start;
+		uid_t uid;
+		int r;
+
+		/* One a front stands for was given back by the walk, or is another grant's. */
+		if (start_of(w, pids[k], &r, &start) < 0 || r >= 0 ||
+		    start < rec->task.start_time || latact_owner(la, pids[k], &uid) < 0 ||
+		    uid != end->uid || other_grants(live, nlive, uid, v, start))
+			continue;
+		give_process(w, pids[k], rec);
+	}
+	free(pids);
+}
+
+void latact_give_back_grant(struct latact *la, const struct latact_front *end,
+			    const struct latact_front *live, size_t nlive)
+{
+	const struct lat_entry **recs;
+	uint64_t t0 = util_now_ns();
+	struct walk w;
+	int r;
+
+	if (!la->journal)
+		return;
+	recs = calloc(nlive + 1, sizeof(*recs));
+	if (!recs)
+		return;
+	recs[0] = end->rec;
+	for (size_t i = 0; i < nlive; i++)
+		recs[i + 1] = live[i].rec;
+	r = walk_init(&w, la, recs, nlive + 1);
+	free(recs);
+	if (r < 0)
+		return;
+	w.only = end->rec;
+	walk_processes(&w);
+	give_grant_class(&w, end, live, nlive);
+	walk_fini(&w, "the end of a grant", t0);
 }

@@ -73,7 +73,8 @@ struct latmgr_fail {
 
 /*
  * The process a caller put in front (latmgr_foreground), and what it had before: one
- * per caller uid, given its own back when the caller puts another in front.
+ * per caller uid, given its own back when the caller puts another in front, or when
+ * the front exits.
  */
 #define LATMGR_FG_MAX 64
 struct latmgr_fg {
@@ -84,6 +85,10 @@ struct latmgr_fg {
 	char source[48];               /* ... and as whose */
 	bool had;                      /* it had a value before: prev */
 	struct latmgr_proc prev;
+	bool has_rec;                  /* rec and owner were read when the grant was given */
+	struct lat_entry rec;          /* what the grant wrote on the front's leader, for the
+					  copies no event told of (latact_give_back_grant) */
+	uid_t owner;                   /* the front's owner then (latact_owner) */
 };
 
 struct latmgr_counters {
@@ -274,10 +279,11 @@ int latmgr_reset(struct latmgr *m, const struct lat_target *t);
  * a person: caller is its share of the callers (ctl_caller.share), not its uid. It gets
  * rq->value, as rq->source, unless it has a value at most that already, which it
  * keeps. The value is a grant (latmgr_proc.grant), which ends at the same caller's
- * next call: the process put in front before gets its own back (the value it had
- * before, or none), and the processes started under it since none, whether or not it
- * still runs, each only where it still has what the call gave it: a value someone set
- * since stays. rq->start_time pins the process: a record of an earlier owner of its
+ * next call, or when the process in front exits (not when the caller disconnects: it
+ * is the person's): the process put in front before gets its own back (the value it
+ * had before, or none), and the processes started under it since none, whether or not
+ * it still runs, each only where it still has what the call gave it: a value someone
+ * set since stays. rq->start_time pins the process: a record of an earlier owner of its
  * number is not what it had. rq->tgid 0:
  * nothing in front. The rest of rq as for latmgr_set on a process. 0 with the value the
  * process has now in *ret_value, or -errno with *ret_why (-EUSERS: LATMGR_FG_MAX

@@ -1,8 +1,9 @@
 /*
  * Latency management, the foreground: the process each caller put in front (a
- * desktop's focused window), a grant that ends at the caller's next call for all that
- * holds it. It never takes back a value someone set after the call, and never takes a
- * record an earlier owner of a number left for the process's own.
+ * desktop's focused window), a grant that ends at the caller's next call, or at the
+ * front's exit, for all that holds it. It never takes back a value someone set after
+ * the call, and never takes a record an earlier owner of a number left for the
+ * process's own.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -59,6 +60,26 @@ static size_t fg_tasks(const struct latmgr *m, const struct latmgr_fg *f)
 }
 
 /*
+ * What the kernel copied of f's grant that the table does not hold: a child whose
+ * fork event was lost (an overflow under a fork storm; the rescan that follows adopts
+ * no child of a parent given back), or is read only after, found by state. What the
+ * other grants stand for is theirs.
+ */
+static void fg_give_back_state(struct latmgr *m, const struct latmgr_fg *f)
+{
+	struct latact_front end = { .rec = &f->rec, .uid = f->owner }, live[LATMGR_FG_MAX];
+	size_t n = 0;
+
+	if (!f->has_rec || m->stopping)
+		return;
+	for (size_t i = 0; i < m->nfg; i++)
+		if (&m->fg[i] != f && m->fg[i].tgid && m->fg[i].has_rec)
+			live[n++] = (struct latact_front){ .rec = &m->fg[i].rec,
+							   .uid = m->fg[i].owner };
+	latact_give_back_grant(m->la, &end, live, n);
+}
+
+/*
  * Ends f's grant: every process that holds it is given its own back (fg_restore),
  * whether or not f's process is still there; a value someone set since stays.
  */
@@ -87,7 +108,15 @@ static void fg_give_back(struct latmgr *m, struct latmgr_fg *f)
 	}
 	log_info("latency: the grant of caller %u ended (process %d was in front): %zu "
 		 "process%s given back", (unsigned)f->uid, (int)f->tgid, n, n == 1 ? "" : "es");
+	fg_give_back_state(m, f);
 	f->tgid = 0;
+}
+
+void latmgr_fg_exited(struct latmgr *m, struct latmgr_fg *f)
+{
+	log_info("latency: process %d, in front for caller %u, exited", (int)f->tgid,
+		 (unsigned)f->uid);
+	fg_give_back(m, f);
 }
 
 /* Caller uid's record, or NULL. */
@@ -126,6 +155,22 @@ static struct latmgr_fg *fg_new(struct latmgr *m, uid_t uid)
 }
 
 /*
+ * What the grant wrote on f's front, kept for its end: its copies that no event told
+ * of hold exactly that, whether or not the front still runs then.
+ */
+static void fg_keep_rec(struct latmgr *m, struct latmgr_fg *f)
+{
+	const struct lat_entry *e = latact_find(m->la, f->tgid);
+
+	f->has_rec = e && e->task.start_time == f->start_time &&
+		     latact_owner(m->la, f->tgid, &f->owner) == 0;
+	if (!f->has_rec)
+		return;
+	f->rec = *e;
+	f->rec.task.pidfd = -1; /* a copy: the entry keeps its own */
+}
+
+/*
  * Puts process rq->tgid in front for f: it gets rq's value, unless it has a value at
  * most that already, which it keeps. Returns the value it has then, or LAT_NONE with
  * *ret_r: -errno with *ret_why, or not below 0 when it is gone.
@@ -152,6 +197,7 @@ static int fg_put(struct latmgr *m, struct latmgr_fg *f, const struct lat_req *r
 		return LAT_NONE;
 	f->tgid = rq->tgid;
 	f->start_time = granted.start_time;
+	fg_keep_rec(m, f);
 	f->value = rq->value;
 	snprintf(f->source, sizeof(f->source), "%s", rq->source);
 	return rq->value;

@@ -95,6 +95,11 @@ int latmgr_plan_threads(struct latmgr *m, const struct lat_req *rq, struct plan 
 int latmgr_decide_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
 			  const char **ret_why);
 
+/* ---- latmgr_fg.c: the foreground ---- */
+
+/* The front of f exited: its grant ends, as at the caller's call with no process. */
+void latmgr_fg_exited(struct latmgr *m, struct latmgr_fg *f);
+
 /* ---- latmgr_rules.c ---- */
 
 /*

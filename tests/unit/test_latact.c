@@ -868,7 +868,7 @@ struct ftask {
 	unsigned writes;            /* sched_setattr calls it got */
 };
 
-static struct ftask ftasks[8];
+static struct ftask ftasks[16];
 static size_t nftasks;
 
 static struct ftask *ftask_of(pid_t tid)
@@ -997,6 +997,81 @@ static void test_offspring_given_back_by_state(void **state)
 	latact_fini(&f->la);
 }
 
+/* Process pid's /proc directory is uid's: the owner latact_owner reads. */
+static void owned_by(struct fix *f, pid_t pid, uid_t uid)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%d", f->proc, (int)pid);
+	assert_int_equal(chown(path, uid, uid), 0);
+}
+
+/*
+ * A grant of -5 on front 1000 (uid 1001) ends; the table gave 1000 back. Lost forks
+ * left: its child 2000, and 5000, handed to init, uid 1001's, started after 1000: both
+ * go back. Left alone: 5100 (uid 1003's), 5200 (started before the front), the
+ * live grants' fronts 6000 (uid 1002) and 6500 (uid 1001), 6000's child 6001, and 7000,
+ * uid 1001's, started after 6500: it may be that grant's.
+ */
+static void test_grant_given_back_by_state(void **state)
+{
+	struct fix *f = *state;
+	const struct ftask init[] = {
+		{ 1000, 1000, 1, 5, 0, 0, "/", 0 },
+		{ 2000, 2000, 1000, 7, -5, 500000, "/rqbalance-lat-5", 0 },
+		{ 5000, 5000, 1, 10, -5, 500000, "/rqbalance-lat-5", 0 },
+		{ 5100, 5100, 1, 10, -5, 500000, "/rqbalance-lat-5", 0 },
+		{ 5200, 5200, 1, 3, -5, 500000, "/rqbalance-lat-5", 0 },
+		{ 6000, 6000, 1, 4, -5, 500000, "/rqbalance-lat-5", 0 },
+		{ 6001, 6001, 6000, 11, -5, 500000, "/rqbalance-lat-5", 0 },
+		{ 6500, 6500, 1, 11, -5, 500000, "/rqbalance-lat-5", 0 },
+		{ 7000, 7000, 1, 12, -5, 500000, "/rqbalance-lat-5", 0 },
+	};
+	const uid_t uids[] = { 1001, 1001, 1001, 1003, 1001, 1002, 1002, 1001, 1001 };
+	struct lat_entry rec = { .task = { 1000, 5, -1 }, .tgid = 1000, .value = -5 };
+	struct lat_entry r6000 = { .task = { 6000, 4, -1 }, .tgid = 6000, .value = -5 };
+	struct lat_entry r6500 = { .task = { 6500, 11, -1 }, .tgid = 6500, .value = -5 };
+	const struct latact_front end = { &rec, 1001 };
+	const struct latact_front live[] = { { &r6000, 1002 }, { &r6500, 1001 } };
+	char cls[LAT_PATH_MAX], path[PATH_MAX];
+
+	f->ops.get_attr = ftask_get_attr;
+	f->ops.set_attr = ftask_set_attr;
+	f->ops.who = ftask_who;
+	memcpy(ftasks, init, sizeof(init));
+	nftasks = sizeof(init) / sizeof(init[0]);
+	for (size_t i = 0; i < nftasks; i++) {
+		ftask_put(f, &ftasks[i]);
+		owned_by(f, ftasks[i].tgid, uids[i]);
+	}
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_class_ensure(&f->la, -5, cls, sizeof(cls)), 0);
+	snprintf(path, sizeof(path), "%s%s/cgroup.procs", f->cg, cls);
+	put(path, "2000\n5000\n5100\n5200\n6000\n6001\n6500\n7000\n");
+	rec.prev = (struct lat_state){ .policy = SCHED_OTHER, .umin = -1, .umax = -1,
+				       .cgroup = "/" };
+	rec.set = (struct lat_state){ .policy = SCHED_OTHER, .nice = -5, .slice_ns = 500000,
+				      .umin = -1, .umax = -1, .cgroup = "/rqbalance-lat-5" };
+	r6000.prev = r6500.prev = rec.prev;
+	r6000.set = r6500.set = rec.set;
+	f->la.o.slices = true;
+	f->la.default_slice_ns = 1400000;
+
+	latact_give_back_grant(&f->la, &end, live, 2);
+	for (size_t i = 0; i < nftasks; i++) {
+		const struct ftask *t = &ftasks[i];
+		bool copy = t->tid == 2000 || t->tid == 5000;
+
+		print_message("task %d: nice %d, %u writes\n", (int)t->tid, t->nice, t->writes);
+		assert_int_equal(t->writes, copy);
+		assert_int_equal(t->nice, copy ? 0 : init[i].nice);
+		snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)t->tid);
+		assert_string_equal(get(path), copy || t->tid == 1000 ? "0::/\n" :
+							      "0::/rqbalance-lat-5\n");
+	}
+	latact_fini(&f->la);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1021,6 +1096,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_class_uclamp, setup, teardown),
 		cmocka_unit_test(test_given_ring_keeps_all_at_stop),
 		cmocka_unit_test_setup_teardown(test_offspring_given_back_by_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_grant_given_back_by_state, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
