@@ -235,17 +235,9 @@ static void serve_known(struct bus_sender *s, struct bus_call *c)
 {
 	struct ctl_env *x = s->b->env;
 	bool admin = ctl_req_admin(&s->who, x->conf);
-	uint64_t now = util_now_ns(), wait;
+	uint64_t now = util_now_ns();
 	int slot, r;
 
-	if (!admin && (wait = ctl_req_owed(x->req, s->who.share, now)) > 0) {
-		ctl_req_log_refusal(x->req, "dbus: %s refused to uid %u: over its share of the "
-				    "daemon's time", op_name(c), s->who.uid);
-		sd_bus_reply_method_errorf(c->m, SD_BUS_ERROR_LIMITS_EXCEEDED,
-					   "uid %u: over its share of the daemon's time; try again "
-					   "in %" PRIu64 " ms", s->who.uid, wait / 1000000 + 1);
-		return;
-	}
 	r = ctl_req_admit(x->req, &s->who, admin, &slot);
 	if (r < 0) {
 		const char *why = r == -EUSERS ? "over its share of the callers"
@@ -264,21 +256,52 @@ static void serve_known(struct bus_sender *s, struct bus_call *c)
 		ctl_req_charge(x->req, s->who.share, util_now_ns() - now, util_now_ns());
 }
 
-static int on_more(sd_event_source *es, void *userdata);
+/* How long known sender s must wait before its next call: 0 for an admin, or a share
+ * that owes the loop no more time than it may (ctl_req_owed). */
+static uint64_t owed(const struct bus_sender *s, uint64_t now)
+{
+	const struct ctl_env *x = s->b->env;
+
+	return ctl_req_admin(&s->who, x->conf) ? 0 : ctl_req_owed(x->req, s->who.share, now);
+}
+
+static int on_more(sd_event_source *es, uint64_t usec, void *userdata);
+
+/* s's first waiting call is served on a later turn of the loop, not before at_ns. */
+static int later(struct bus_sender *s, sd_event *e, uint64_t at_ns)
+{
+	int r = 0;
+
+	if (!s->more) {
+		r = sd_event_add_time(e, &s->more, CLOCK_MONOTONIC, 0, 0, on_more, s);
+		if (r >= 0 && !ctl_req_admin(&s->who, s->b->env->conf))
+			r = sd_event_source_set_priority(s->more, SD_EVENT_PRIORITY_NORMAL + 10);
+	}
+	if (r >= 0)
+		r = sd_event_source_set_time(s->more, at_ns / 1000);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(s->more, SD_EVENT_ONESHOT);
+	return r;
+}
 
 /*
  * Serves the first of known sender s's waiting calls; the next waits for a later turn
  * of the loop (s->more), as a ctl connection's next request does, so that one sender's
- * calls never hold the loop together. Without a loop (a peer-to-peer link) all go now.
+ * calls never hold the loop together. While its share owes the loop time, the call
+ * waits until that is paid, as a ctl connection does: it is answered late, not
+ * refused. Without a loop (a peer-to-peer link) all go now.
  */
 static void serve_next(struct bus_sender *s)
 {
 	struct ctl_bus *b = s->b;
 	sd_event *e = sd_bus_get_event(b->bus);
 	struct bus_call *c;
-	int r = 0;
+	uint64_t now, wait;
 
 	while ((c = s->calls)) {
+		now = util_now_ns();
+		if (e && (wait = owed(s, now)) > 0 && later(s, e, now + wait) >= 0)
+			return;
 		s->calls = c->next;
 		if (!s->calls)
 			s->tail = &s->calls;
@@ -286,26 +309,17 @@ static void serve_next(struct bus_sender *s)
 		ctl_req_unwait(b->env->req);
 		serve_known(s, c);
 		call_free(c);
-		if (!s->calls || !e)
-			continue;
-		if (!s->more) {
-			r = sd_event_add_defer(e, &s->more, on_more, s);
-			if (r >= 0 && !ctl_req_admin(&s->who, b->env->conf))
-				r = sd_event_source_set_priority(s->more,
-								 SD_EVENT_PRIORITY_NORMAL + 10);
-		}
-		if (r >= 0)
-			r = sd_event_source_set_enabled(s->more, SD_EVENT_ONESHOT);
-		if (r >= 0)
+		if (s->calls && e && later(s, e, 0) >= 0)
 			return;
 	}
 }
 
-static int on_more(sd_event_source *es, void *userdata)
+static int on_more(sd_event_source *es, uint64_t usec, void *userdata)
 {
 	struct bus_sender *s = userdata;
 
 	(void)es;
+	(void)usec;
 	serve_next(s);
 	forget_least_recent(s->b);
 	return 0;
@@ -359,8 +373,12 @@ static int take(struct ctl_bus *b, sd_bus_message *m, const struct bus_call *pro
 
 	now.b = b;
 	now.m = m;
-	/* Served now, unless calls of its own wait for a later turn: it queues behind. */
-	if (s && s->known && !s->calls) {
+	/*
+	 * Served now, unless calls of its own wait for a later turn, or its share owes the
+	 * loop time: it queues behind them.
+	 */
+	if (s && s->known && !s->calls &&
+	    (!sd_bus_get_event(b->bus) || owed(s, util_now_ns()) == 0)) {
 		s->used_ns = util_now_ns();
 		serve_known(s, &now);
 		return 1;
@@ -388,8 +406,14 @@ static int take(struct ctl_bus *b, sd_bus_message *m, const struct bus_call *pro
 	*s->tail = c;
 	s->tail = &c->next;
 	s->ncalls++;
-	if (s->lookup || s->known)
+	if (s->lookup)
 		return 1;
+	/* Known, and the only call waiting: nothing is armed for it yet. */
+	if (s->known) {
+		if (s->ncalls == 1)
+			serve_next(s);
+		return 1;
+	}
 	r = sd_bus_call_method_async(b->bus, &s->lookup, "org.freedesktop.DBus",
 				     "/org/freedesktop/DBus", "org.freedesktop.DBus",
 				     "GetConnectionCredentials", on_creds, s, "s", s->name);
