@@ -1,5 +1,6 @@
 /*
- * Inside the spread policy: what spread.c shares with place.c, its placement rules.
+ * Inside the spread policy: what spread.c and the placement rules (place*.c) share,
+ * most of it in spread_tick.c, which calls no other policy file.
  * Nothing outside daemon/policy/ includes this.
  */
 #ifndef RQB_SPREAD_INT_H
@@ -11,7 +12,7 @@
 
 /*
  * One decision tick, made once by spread_decide and handed to the rules as one pointer:
- * what every rule of spread.c and place.c reads (the snapshot, its topology, the config)
+ * what every rule of spread.c and place*.c reads (the snapshot, its topology, the config)
  * and what it builds (the policy's memory, the plan, the moves left). A function that
  * takes it const changes neither st, plan nor budget.
  */
@@ -24,21 +25,24 @@ struct spread_tick {
 	unsigned budget;                /* moves (pins plus releases) left this tick */
 };
 
-/* The pins and recent moves, sorted by tid (spread.c). */
+/* The pins and recent moves, sorted by tid (spread_tick.c). */
 ssize_t spread_pin_idx(const struct spread_state *st, pid_t tid, uint64_t start);
 int spread_add_pin(struct spread_state *st, const struct spread_pin *p);
 void spread_del_pin(struct spread_state *st, size_t i);
 bool spread_recently_moved(const struct spread_state *st, pid_t tid, uint64_t start);
 int spread_note_move(struct spread_state *st, pid_t tid, uint64_t start, uint64_t now_ns);
 
-/* Rules (d) and (e): started long enough ago; may be moved at all; CPU on the topology. */
+/*
+ * Rules (d) and (e): started long enough ago; may be moved at all (spread.c, the rest
+ * spread_tick.c); CPU on the topology.
+ */
 bool spread_settled(const struct spread_tick *tk, const struct snap_task *t);
 bool spread_movable(const struct spread_tick *tk, const struct snap_task *t);
 bool spread_on_cpu(const struct snapshot *s, int cpu);
 bool spread_llc_ok(const struct spread_tick *tk, int l);
 /* a/b < c/d for loads per CPU, without division. */
 bool spread_load_less(int a, int b, int c, int d);
-/* Where CPU cpu's bucket of task slots begins; it ends at st->bucket_start[cpu]. */
+/* Where CPU cpu's bucket of task slots begins; it ends at st->bucket_start[cpu] (spread.c). */
 int spread_bucket_begin(const struct spread_state *st, int cpu);
 
 /*
@@ -51,11 +55,11 @@ int spread_plan_pin(struct spread_tick *tk, int slot, int dst, const cpu_set_t *
 int spread_plan_unpin(struct spread_tick *tk, size_t i, const char *why);
 
 /*
- * place.c: keep_together and latency_apart for one tick, after spread's releases and
- * before its pins, within the tick's budget of moves. 0 or -ENOMEM.
+ * place.c: the placement rules for one tick, after spread's releases and before its
+ * pins, within the tick's budget of moves. 0 or -ENOMEM.
  */
 int place_decide(struct spread_tick *tk);
-/* A keep_together pin of process tgid was lost (refused, undone, or its task gone). */
-void place_pin_lost(struct spread_state *st, pid_t tgid);
+/* Pin p of a placement rule was lost (refused or undone): told to the rule that made it. */
+void place_pin_lost(struct spread_state *st, const struct spread_pin *p);
 
 #endif
