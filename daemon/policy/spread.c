@@ -29,9 +29,9 @@
  * With keep_pairs, two tasks that wake each other and share an LLC leave it only
  * together, for an LLC with two idle CPUs ("don't depend on wake_wide if waker and
  * wakee are already in same LLC"); the simulator measures what that gains and costs.
- * The pins' memory, rules (d) and (e) as predicates and planning a pin are in
- * spread_tick.c, which the placement rules (place.c's table, run between spread's
- * releases and its pins) share.
+ * The pins' memory, rule (e) and planning a pin are in spread_tick.c (the per-task
+ * predicates inline in spread_int.h), which the placement rules (place.c's table, run
+ * between spread's releases and its pins) share.
  * Cost: O(tasks + CPUs + moves * (LLCs + CPUs per LLC)) a tick.
  */
 #include <errno.h>
@@ -171,9 +171,9 @@ static int size_scratch(const struct spread_tick *tk)
  */
 static const struct spread_pin *stale_pin(const struct spread_state *st, const struct snap_task *t)
 {
-	const struct spread_pin *p = spread_find_pin(st, t->tid, t->start_time);
+	ssize_t i = spread_pin_idx(st, t->tid, t->start_time);
 
-	return p && !CPU_ISSET(t->cpu, &p->mask) ? p : NULL;
+	return i >= 0 && !CPU_ISSET(t->cpu, &st->pins[i].mask) ? &st->pins[i] : NULL;
 }
 
 /*
@@ -430,7 +430,7 @@ bool spread_movable(const struct spread_tick *tk, const struct snap_task *t)
 	/* A task that used no CPU since the last sample was caught running for an instant. */
 	return !(t->flags & SNAP_TASK_NO_CPU) && spread_settled(tk, t) &&
 	       !spread_ineligible(tk->s, tk->c, t) &&
-	       !spread_find_pin(tk->st, t->tid, t->start_time) &&
+	       spread_pin_idx(tk->st, t->tid, t->start_time) < 0 &&
 	       !spread_recently_moved(tk->st, t->tid, t->start_time);
 }
 

@@ -1,7 +1,8 @@
 /*
  * Policy stage: what every rule of a spread tick shares, spread's own and the
- * placement rules' (place*.c): the pins and recent moves, rules (d) and (e) as
- * predicates, where tasks may go, and planning a pin or its release. Pure: no I/O.
+ * placement rules' (place*.c): the pins and recent moves, rule (e) as a predicate,
+ * and planning a pin or its release (the per-task predicates are inline in
+ * spread_int.h). Pure: no I/O.
  * It calls no other policy file, so that the rules above it form no circle.
  */
 #include <errno.h>
@@ -17,17 +18,6 @@
 #include "util/util.h"
 
 /* ---- the policy's memory: pins and recent moves, sorted by tid ---- */
-
-ssize_t spread_pin_idx(const struct spread_state *st, pid_t tid, uint64_t start)
-{
-	size_t i = util_pid_lower_bound(st->pins, st->npins, sizeof(*st->pins),
-					offsetof(struct spread_pin, tid), tid);
-
-	for (; i < st->npins && st->pins[i].tid == tid; i++)
-		if (st->pins[i].start_time == start)
-			return (ssize_t)i;
-	return -1;
-}
 
 const struct spread_pin *spread_find_pin(const struct spread_state *st, pid_t tid, uint64_t start_time)
 {
@@ -118,40 +108,6 @@ const char *spread_ineligible(const struct snapshot *s, const struct spread_conf
 		if (cgroup_under(t->cgroup, c->exclude_cgroups[i]))
 			return "excluded cgroup";
 	return NULL;
-}
-
-/* ---- rule (d) ---- */
-
-/*
- * Started at least min_residency_ms ago: the kernel placed a task when it started (fork
- * and exec balancing), and such a task has stayed where it was put as long as a moved
- * one must. Unknown ages (a replay written without them) count as settled.
- */
-bool spread_settled(const struct spread_tick *tk, const struct snap_task *t)
-{
-	const struct snapshot *s = tk->s;
-	uint64_t min_ticks = (uint64_t)tk->c->min_residency_ms * s->tick_hz / 1000;
-
-	return !s->tick_hz || t->start_time + min_ticks <= s->uptime_ticks;
-}
-
-/* ---- where tasks may go ---- */
-
-bool spread_on_cpu(const struct snapshot *s, int cpu)
-{
-	return cpu >= 0 && cpu < s->nr_cpu_ids && s->topo->cpus[cpu].present;
-}
-
-/* a/b < c/d for loads per CPU, without division. */
-bool spread_load_less(int a, int b, int c, int d)
-{
-	return (long long)a * d < (long long)c * b;
-}
-
-/* Whether LLC l is big enough to spread across (min_llc_cores), from or to. */
-bool spread_llc_ok(const struct spread_tick *tk, int l)
-{
-	return tk->tp->llcs[l].ncores >= (int)tk->c->min_llc_cores;
 }
 
 /* ---- planning a pin and its release ---- */
