@@ -28,7 +28,7 @@ DAEMON_SRC = \
 	daemon/diag/features.c daemon/diag/rqlat.c daemon/diag/peers.c \
 	daemon/util/caps.c daemon/core/selfsched.c \
 	daemon/snapshot/snap.c \
-	daemon/policy/spread.c daemon/policy/place.c daemon/policy/rules.c daemon/policy/rules_index.c daemon/policy/latency.c daemon/policy/latpol.c daemon/policy/latweigh.c \
+	daemon/policy/spread.c daemon/policy/spread_tick.c daemon/policy/place.c daemon/policy/place_kit.c daemon/policy/place_together.c daemon/policy/place_apart.c daemon/policy/place_fast.c daemon/policy/rules.c daemon/policy/rules_index.c daemon/policy/latency.c daemon/policy/latpol.c daemon/policy/latweigh.c \
 	daemon/plan/plan.c \
 	daemon/actuate/journal.c daemon/actuate/act.c daemon/actuate/act_reuse.c \
 	daemon/actuate/act_linux.c daemon/actuate/act_dryrun.c daemon/actuate/latact.c \

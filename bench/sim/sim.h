@@ -119,7 +119,7 @@ struct sim_stats {
 	uint64_t episode_max;    /* longest imbalance, in ticks */
 	double spread_sum;       /* sum over ticks of max - min runnable per LLC */
 	uint64_t ticks;
-	/* The placement rules' plan lines, by their why (place.c) */
+	/* The placement rules' plan lines, by their why (place_*.c) */
 	uint64_t pins_together;  /* "together": a thread held in its process's LLC */
 	uint64_t unpins_together;/* a keep_together pin given back, any why */
 	uint64_t pins_latency;   /* "latency": a latency task kept on its LLCs */

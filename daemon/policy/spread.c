@@ -29,17 +29,18 @@
  * With keep_pairs, two tasks that wake each other and share an LLC leave it only
  * together, for an LLC with two idle CPUs ("don't depend on wake_wide if waker and
  * wakee are already in same LLC"); the simulator measures what that gains and costs.
+ * The pins' memory, rule (e) and planning a pin are in spread_tick.c (the per-task
+ * predicates inline in spread_int.h), which the placement rules (place.c's table, run
+ * between spread's releases and its pins) share.
  * Cost: O(tasks + CPUs + moves * (LLCs + CPUs per LLC)) a tick.
  */
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "policy/spread.h"
 #include "policy/spread_int.h"
 #include "rqbalance.h"
-#include "util/cpumask.h"
 #include "util/sorted.h"
 #include "util/util.h"
 
@@ -88,79 +89,6 @@ void spread_fini(struct spread_state *st)
 	memset(st, 0, sizeof(*st));
 }
 
-/* ---- the policy's memory: pins and recent moves, sorted by tid ---- */
-
-ssize_t spread_pin_idx(const struct spread_state *st, pid_t tid, uint64_t start)
-{
-	size_t i = util_pid_lower_bound(st->pins, st->npins, sizeof(*st->pins),
-					offsetof(struct spread_pin, tid), tid);
-
-	for (; i < st->npins && st->pins[i].tid == tid; i++)
-		if (st->pins[i].start_time == start)
-			return (ssize_t)i;
-	return -1;
-}
-
-const struct spread_pin *spread_find_pin(const struct spread_state *st, pid_t tid, uint64_t start_time)
-{
-	ssize_t i = spread_pin_idx(st, tid, start_time);
-
-	return i < 0 ? NULL : &st->pins[i];
-}
-
-int spread_add_pin(struct spread_state *st, const struct spread_pin *p)
-{
-	size_t i;
-
-	struct spread_pin *pins = util_grow(st->pins, &st->pins_cap, st->npins, sizeof(*pins));
-
-	if (!pins)
-		return -ENOMEM;
-	st->pins = pins;
-	i = util_pid_lower_bound(st->pins, st->npins, sizeof(*st->pins),
-				 offsetof(struct spread_pin, tid), p->tid);
-	return sorted_insert(st->pins, &st->npins, st->pins_cap, sizeof(*st->pins), i, p) < 0
-	       ? -ENOMEM : 0;
-}
-
-void spread_del_pin(struct spread_state *st, size_t i)
-{
-	sorted_remove(st->pins, &st->npins, sizeof(*st->pins), i);
-}
-
-bool spread_recently_moved(const struct spread_state *st, pid_t tid, uint64_t start)
-{
-	size_t i = util_pid_lower_bound(st->recent, st->nrecent, sizeof(*st->recent),
-					offsetof(struct spread_recent, tid), tid);
-
-	for (; i < st->nrecent && st->recent[i].tid == tid; i++)
-		if (st->recent[i].start_time == start)
-			return true;
-	return false;
-}
-
-int spread_note_move(struct spread_state *st, pid_t tid, uint64_t start, uint64_t now_ns)
-{
-	size_t i = util_pid_lower_bound(st->recent, st->nrecent, sizeof(*st->recent),
-					offsetof(struct spread_recent, tid), tid);
-
-	for (size_t j = i; j < st->nrecent && st->recent[j].tid == tid; j++)
-		if (st->recent[j].start_time == start) {
-			st->recent[j].moved_ns = now_ns;
-			return 0;
-		}
-	struct spread_recent *rec = util_grow(st->recent, &st->recent_cap, st->nrecent, sizeof(*rec));
-	struct spread_recent r = { tid, start, now_ns };
-
-	if (!rec)
-		return -ENOMEM;
-	st->recent = rec;
-	if (sorted_insert(st->recent, &st->nrecent, st->recent_cap, sizeof(r), i, &r) < 0)
-		return -ENOMEM;
-	st->moves++;
-	return 0;
-}
-
 static void expire_recent(struct spread_state *st, uint64_t now_ns, uint64_t residency_ns)
 {
 	size_t out = 0;
@@ -177,56 +105,12 @@ void spread_forget(struct spread_state *st, pid_t tid, uint64_t start_time, bool
 
 	if (i < 0)
 		return;
-	if (st->pins[i].kind == PIN_TOGETHER && failed)
-		place_pin_lost(st, st->pins[i].tgid);
+	if (failed)
+		place_pin_lost(st, &st->pins[i]);
 	spread_del_pin(st, (size_t)i);
 }
 
-/* ---- rule (e) ---- */
-
-static bool cgroup_under(const char *path, const char *prefix)
-{
-	size_t n = strlen(prefix);
-
-	while (n > 1 && prefix[n - 1] == '/')
-		n--;
-	if (strncmp(path, prefix, n) != 0)
-		return false;
-	return path[n] == '\0' || path[n] == '/' || (n == 1 && prefix[0] == '/');
-}
-
-const char *spread_ineligible(const struct snapshot *s, const struct spread_conf *c,
-			   const struct snap_task *t)
-{
-	if (t->flags & SNAP_TASK_KTHREAD)
-		return "kernel thread";
-	if (t->tgid == s->self_tgid)
-		return "rqbalanced itself";
-	if (!cpumask_subset(&s->topo->online, &t->allowed))
-		return "affinity narrowed";
-	for (unsigned i = 0; i < c->nexclude_comms; i++)
-		if (fnmatch(c->exclude_comms[i], t->comm, 0) == 0)
-			return "excluded comm";
-	for (unsigned i = 0; t->cgroup && i < c->nexclude_cgroups; i++)
-		if (cgroup_under(t->cgroup, c->exclude_cgroups[i]))
-			return "excluded cgroup";
-	return NULL;
-}
-
 /* ---- counting ---- */
-
-/*
- * Started at least min_residency_ms ago: the kernel placed a task when it started (fork
- * and exec balancing), and such a task has stayed where it was put as long as a moved
- * one must. Unknown ages (a replay written without them) count as settled.
- */
-bool spread_settled(const struct spread_tick *tk, const struct snap_task *t)
-{
-	const struct snapshot *s = tk->s;
-	uint64_t min_ticks = (uint64_t)tk->c->min_residency_ms * s->tick_hz / 1000;
-
-	return !s->tick_hz || t->start_time + min_ticks <= s->uptime_ticks;
-}
 
 /*
  * A kernel thread caught runnable: the kernel's work of an instant (the RCU thread,
@@ -287,14 +171,9 @@ static int size_scratch(const struct spread_tick *tk)
  */
 static const struct spread_pin *stale_pin(const struct spread_state *st, const struct snap_task *t)
 {
-	const struct spread_pin *p = spread_find_pin(st, t->tid, t->start_time);
+	ssize_t i = spread_pin_idx(st, t->tid, t->start_time);
 
-	return p && !CPU_ISSET(t->cpu, &p->mask) ? p : NULL;
-}
-
-bool spread_on_cpu(const struct snapshot *s, int cpu)
-{
-	return cpu >= 0 && cpu < s->nr_cpu_ids && s->topo->cpus[cpu].present;
+	return i >= 0 && !CPU_ISSET(t->cpu, &st->pins[i].mask) ? &st->pins[i] : NULL;
 }
 
 /*
@@ -348,7 +227,7 @@ static void count_unlisted_pins(const struct spread_tick *tk)
  * counts, where they predate the pin, still hold it (its vCPU not run since, or idle
  * and silent). Counted twice, the hog that left made its LLC look overloaded by one
  * more, and a third hog, alone on its CPU, was pinned away (the qemu tier's t_spread,
- * on a quiet host). A task listed where it left is stale, and count() takes it there.
+ * on a quiet host). A task listed where it left is stale, and count_tasks() takes it there.
  */
 static void uncount_left_behind(const struct spread_tick *tk)
 {
@@ -368,7 +247,7 @@ static void uncount_left_behind(const struct spread_tick *tk)
  * Per-CPU and per-LLC runnable counts, idle CPUs per LLC, tasks bucketed by CPU, and
  * the listed tasks per LLC that are not settled yet.
  */
-static void count(const struct spread_tick *tk)
+static void count_tasks(const struct spread_tick *tk)
 {
 	const struct snapshot *s = tk->s;
 	const struct topo *tp = tk->tp;
@@ -462,7 +341,7 @@ static void persist(const struct spread_tick *tk)
 }
 
 /* Keeps this tick's settled and idle counts, moves applied, for the next. 0 or -ENOMEM. */
-static int remember(const struct spread_tick *tk)
+static int remember_counts(const struct spread_tick *tk)
 {
 	struct spread_state *st = tk->st;
 	int n = tk->tp->nllcs;
@@ -491,18 +370,6 @@ int spread_bucket_begin(const struct spread_state *st, int cpu)
 }
 
 /* ---- rules (a), (c): choosing source and target LLCs ---- */
-
-/* a/b < c/d for loads per CPU, without division. */
-bool spread_load_less(int a, int b, int c, int d)
-{
-	return (long long)a * d < (long long)c * b;
-}
-
-/* Whether LLC l is big enough to spread across (min_llc_cores), from or to. */
-bool spread_llc_ok(const struct spread_tick *tk, int l)
-{
-	return tk->tp->llcs[l].ncores >= (int)tk->c->min_llc_cores;
-}
 
 static int pick_source(const struct spread_tick *tk)
 {
@@ -563,7 +430,7 @@ bool spread_movable(const struct spread_tick *tk, const struct snap_task *t)
 	/* A task that used no CPU since the last sample was caught running for an instant. */
 	return !(t->flags & SNAP_TASK_NO_CPU) && spread_settled(tk, t) &&
 	       !spread_ineligible(tk->s, tk->c, t) &&
-	       !spread_find_pin(tk->st, t->tid, t->start_time) &&
+	       spread_pin_idx(tk->st, t->tid, t->start_time) < 0 &&
 	       !spread_recently_moved(tk->st, t->tid, t->start_time);
 }
 
@@ -798,59 +665,7 @@ static int release(struct spread_tick *tk)
 	return 0;
 }
 
-int spread_plan_pin(struct spread_tick *tk, int slot, int dst, const cpu_set_t *mask,
-		    enum spread_pin_kind kind, const char *why)
-{
-	const struct snapshot *s = tk->s;
-	struct spread_state *st = tk->st;
-	const struct snap_task *t = &s->tasks[st->bucket[slot]];
-	int src = tk->tp->cpus[t->cpu].llc;
-	struct spread_pin p = { .tid = t->tid, .tgid = t->tgid, .start_time = t->start_time,
-			     .from_llc = src, .to_llc = dst, .orig = t->allowed,
-			     .since_ns = s->now_ns, .from_cpu = t->cpu, .kind = kind };
-	struct plan_action a = { .op = PLAN_PIN, .tid = t->tid, .tgid = t->tgid,
-				 .start_time = t->start_time, .from_llc = src, .to_llc = dst,
-				 .why = why };
-
-	CPU_AND(&p.mask, mask, &t->allowed);
-	a.mask = p.mask;
-	memcpy(p.comm, t->comm, sizeof(p.comm));
-	memcpy(a.comm, t->comm, sizeof(a.comm));
-	if (plan_add(tk->plan, &a) < 0 || spread_add_pin(st, &p) < 0 ||
-	    spread_note_move(st, t->tid, t->start_time, s->now_ns) < 0)
-		return -ENOMEM;
-	st->bucket[slot] = -1;
-	if (CPU_ISSET(t->cpu, &p.mask))
-		return 0; /* held where it runs: no count changes */
-	st->cpu_nr[t->cpu]--;
-	st->llc_nr[src]--;
-	st->llc_nr[dst]++;
-	st->llc_load[src]--;
-	st->llc_load[dst]++;
-	st->llc_idle[dst]--;
-	st->raw_nr[src]--;
-	st->raw_nr[dst]++;
-	st->raw_idle[dst]--;
-	return 0;
-}
-
-int spread_plan_unpin(struct spread_tick *tk, size_t i, const char *why)
-{
-	struct spread_state *st = tk->st;
-	const struct spread_pin *p = &st->pins[i];
-	struct plan_action a = { .op = PLAN_UNPIN, .tid = p->tid, .tgid = p->tgid,
-				 .start_time = p->start_time, .from_llc = p->to_llc,
-				 .to_llc = -1, .mask = p->orig, .why = why };
-
-	memcpy(a.comm, p->comm, sizeof(a.comm));
-	if (plan_add(tk->plan, &a) < 0 ||
-	    spread_note_move(st, p->tid, p->start_time, tk->s->now_ns) < 0)
-		return -ENOMEM;
-	spread_del_pin(st, i);
-	return 0;
-}
-
-static int pin(struct spread_tick *tk, int slot, int dst)
+static int overload_pin(struct spread_tick *tk, int slot, int dst)
 {
 	return spread_plan_pin(tk, slot, dst, &tk->tp->llcs[dst].cpus, PIN_SPREAD, "overload");
 }
@@ -874,11 +689,11 @@ static int spread(struct spread_tick *tk)
 			continue;
 		}
 		pslot = tk->c->keep_pairs ? partner_slot(tk, &s->tasks[st->bucket[slot]], src) : -1;
-		if (pin(tk, slot, dst) < 0)
+		if (overload_pin(tk, slot, dst) < 0)
 			return -ENOMEM;
 		tk->budget--;
 		if (pslot >= 0) {
-			if (pin(tk, pslot, dst) < 0)
+			if (overload_pin(tk, pslot, dst) < 0)
 				return -ENOMEM;
 			tk->budget--;
 		}
@@ -897,7 +712,7 @@ int spread_decide(const struct snapshot *s, const struct spread_conf *c, struct 
 	if (size_scratch(&tk) < 0)
 		return -ENOMEM;
 	expire_recent(st, s->now_ns, c->min_residency_ms * NSEC_PER_MSEC);
-	count(&tk);
+	count_tasks(&tk);
 	if (c->keep_pairs)
 		index_tasks(&tk);
 	if (c->whole_processes)
@@ -909,7 +724,7 @@ int spread_decide(const struct snapshot *s, const struct spread_conf *c, struct 
 	if (r == 0)
 		r = spread(&tk);
 	if (r == 0)
-		r = remember(&tk);
+		r = remember_counts(&tk);
 	if (r < 0)
 		return r;
 	plan_finish(plan);

@@ -16,9 +16,9 @@
 /* Which rule made a pin: each rule releases only its own. */
 enum spread_pin_kind {
 	PIN_SPREAD,     /* an overloaded LLC sent it away (spread.c) */
-	PIN_TOGETHER,   /* keep_together holds its process in one LLC (place.c) */
-	PIN_APART,      /* latency_apart: kept on, or off, the latency tasks' LLCs (place.c) */
-	PIN_FAST,       /* fast_cores: kept on, or off, the fastest cores (place.c) */
+	PIN_TOGETHER,   /* keep_together holds its process in one LLC (place_together.c) */
+	PIN_APART,      /* latency_apart: kept on, or off, the latency tasks' LLCs (place_apart.c) */
+	PIN_FAST,       /* fast_cores: kept on, or off, the fastest cores (place_fast.c) */
 };
 
 /* A task the policy has pinned to an LLC. */
@@ -40,7 +40,7 @@ struct spread_pin {
 	char comm[SNAP_COMM_LEN];
 };
 
-/* keep_together's memory of a process with busy threads (place.c). */
+/* keep_together's memory of a process with busy threads (place_together.c). */
 #define PLACE_MAX_LLCS 64 /* LLCs a process's runtime is scored on; others never preferred */
 struct place_proc {
 	pid_t tgid;
@@ -58,7 +58,7 @@ struct place_proc {
 	uint16_t score[PLACE_MAX_LLCS]; /* decaying count of its threads seen on each LLC */
 };
 
-/* latency_apart's memory of a task with a negative value: where it last ran, and when. */
+/* latency_apart's and fast_cores' memory of a task with a negative value (place_kit.c). */
 struct place_lat {
 	pid_t tid;
 	uint64_t start_time;
@@ -102,7 +102,7 @@ struct spread_state {
 	unsigned char *llc_done;
 	struct spread_slot { pid_t tid; int slot; } *byid; /* keep_pairs: tid -> bucket slot */
 	size_t nbyid;
-	/* place.c: keep_together's processes (sorted by tgid), latency_apart's tasks (by tid) */
+	/* keep_together's processes (sorted by tgid), the latency tasks (by tid, place_kit.c) */
 	size_t nprocs, procs_cap;
 	struct place_proc *procs;
 	size_t nlats, lats_cap;
@@ -111,7 +111,7 @@ struct spread_state {
 	int nreserved;
 	uint64_t short_since_ns;     /* since when batch work has outnumbered its CPUs; 0 */
 	bool apart_short;            /* batch pins given back for want of CPUs: none made */
-	/* fast_cores: crowded, short and their settling times (place.c) */
+	/* fast_cores: crowded, short and their settling times (place_fast.c) */
 	bool fast_crowded;           /* more busy latency tasks than fast cores: none held */
 	uint64_t crowded_since_ns;   /* since when that has been otherwise; 0 */
 	bool fast_short;             /* batch pins off the fast cores given back, none made */
@@ -134,9 +134,9 @@ struct spread_conf {
 	uint32_t max_pin_ms;            /* a pin is released at this age at the latest */
 	uint32_t min_llc_cores;         /* LLCs with fewer cores are not spread across */
 	bool keep_pairs;                /* move tasks that wake each other only together */
-	bool keep_together;             /* hold a process that fits one LLC there (place.c) */
-	bool latency_apart;             /* an LLC for negative latency-nice tasks (place.c) */
-	bool fast_cores;                /* the fastest cores for them, batch off (place.c) */
+	bool keep_together;             /* hold a process that fits one LLC there (place_together.c) */
+	bool latency_apart;             /* an LLC for negative latency-nice tasks (place_apart.c) */
+	bool fast_cores;                /* the fastest cores for them, batch off (place_fast.c) */
 	/*
 	 * The kernel keeps a process's threads in one LLC itself (cache-aware scheduling,
 	 * 7.2 and later): no task is moved away from another runnable task of its process
