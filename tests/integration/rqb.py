@@ -89,7 +89,10 @@ class Hogs:
         for _ in range(n):
             pre = ["taskset", "-c", cpus] if cpus else []
             self.procs.append(subprocess.Popen(pre + ["sh", "-c", "while :; do :; done"]))
-        time.sleep(0.05)
+        # Each runs the loop once taskset (where asked) has exec'd sh: a test that reads
+        # their comm, or records them, must not meet a taskset that waited for its CPU.
+        for p in self.procs:
+            wait_until(lambda p=p: p.poll() is not None or comm_of(p.pid) == "sh", 60)
 
     @property
     def pids(self):
@@ -146,6 +149,15 @@ def cpu_cgroup(pid):
             if "cpu" in ctl.split(","):
                 return path
     return None
+
+
+def comm_of(pid):
+    """/proc/PID/comm, or "" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def wait_until(fn, timeout=3.0):
