@@ -18,6 +18,7 @@
 #include "diag/features.h"
 #include "diag/peers.h"
 #include "policy/latency.h"
+#include "policy/latweigh.h"
 #include "policy/spread.h"
 #include "rqbalance.h"
 #include "sample/topo.h"
@@ -305,6 +306,17 @@ static void print_slices(const struct features *f)
 	}
 }
 
+/* Whether class weights are scaled by the busy CPUs a class runs on here (latweigh.h). */
+static void print_class_weights(const struct features *f)
+{
+	unsigned major = 0, minor = 0;
+	char why[256];
+
+	sscanf(f->kernel, "Linux %u.%u", &major, &minor);
+	latweigh_describe(f->cgroup_mode, major, minor, why, sizeof(why));
+	printf("class weights: %s\n", why);
+}
+
 static void print_placed_by(enum kernel_places k, const char *why)
 {
 	if (k == KERNEL_PLACES_SCHED_EXT)
@@ -406,6 +418,7 @@ static int show_topology(const struct rqb_conf *c, bool features)
 		k = probe_placement(c, t, &f, why, sizeof(why));
 		features_print(&f, stdout);
 		print_slices(&f);
+		print_class_weights(&f);
 		print_placed_by(k, why);
 		print_peers(c, &f);
 		topo_free(t);

@@ -3,6 +3,7 @@
  * come in from the snapshot, the multipliers go out in a plan; no I/O, no clock.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "policy/latweigh.h"
@@ -12,6 +13,30 @@ bool latweigh_splits(const char *mode, unsigned major, unsigned minor)
 	if (strcmp(mode, "unknown") == 0)
 		return major < 7 || (major == 7 && minor < 3);
 	return strcmp(mode, "smp") == 0;
+}
+
+void latweigh_describe(const char *mode, unsigned major, unsigned minor, char *ret,
+		       size_t len)
+{
+	bool unknown = strcmp(mode, "unknown") == 0;
+
+	if (!len)
+		return;
+	if (latweigh_splits(mode, major, minor) && unknown)
+		snprintf(ret, len, "scaled: a class weighs its value's weight times its busy "
+			 "tasks, at most one a CPU (Linux %u.%u, before 7.3, splits a group's "
+			 "weight among the CPUs it runs on)", major, minor);
+	else if (latweigh_splits(mode, major, minor))
+		snprintf(ret, len, "scaled: a class weighs its value's weight times its busy "
+			 "tasks, at most one a CPU (cgroup_mode %s splits a group's weight among "
+			 "the CPUs it runs on)", mode);
+	else if (unknown)
+		snprintf(ret, len, "not scaled: a class weighs its value's weight (Linux %u.%u "
+			 "with cgroup_mode unreadable: taken at 7.3's default, concur, which "
+			 "weighs each task by itself)", major, minor);
+	else
+		snprintf(ret, len, "not scaled: a class weighs its value's weight (cgroup_mode "
+			 "%s does not split a group's weight among the CPUs it runs on)", mode);
 }
 
 /* The count a class is weighed for: its busy tasks, at most one a CPU, at least one. */

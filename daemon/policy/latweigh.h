@@ -12,6 +12,7 @@
 #define RQB_LATWEIGH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "model/model.h"
@@ -39,6 +40,14 @@
  * cannot be read (debugfs not mounted or locked down) is taken at its default, concur.
  */
 bool latweigh_splits(const char *mode, unsigned major, unsigned minor);
+
+/*
+ * For --features: whether the classes are scaled on this kernel and why, from the same
+ * mode and version as latweigh_splits, in ret (always terminated). The daemon follows a
+ * change of cgroup_mode at run time; this says what holds when it is asked.
+ */
+void latweigh_describe(const char *mode, unsigned major, unsigned minor, char *ret,
+		       size_t len);
 
 /* What one tick shows of the classes. */
 struct latweigh_in {

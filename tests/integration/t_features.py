@@ -89,6 +89,21 @@ def slices(major, minor):
     return float(m.group(1))
 
 
+def class_weights(major, minor):
+    """--features says whether class weights are scaled here, and why: the kernel's
+    version where cgroup_mode cannot be read, else the mode."""
+    out = subprocess.run([DAEMON, "--features"], capture_output=True, text=True,
+                         check=True).stdout
+    m = re.search(r"^class weights: (scaled|not scaled): (.*)$", out, re.M)
+    check(m is not None, "--features says whether class weights are scaled")
+    mode = cgroup_mode()
+    splits = (major, minor) < (7, 3) if mode == "unknown" else mode == "smp"
+    check(m.group(1) == ("scaled" if splits else "not scaled"),
+          f"scaled where the kernel splits a group's weight ({m.group(0)})")
+    why = f"Linux {major}.{minor}" if mode == "unknown" else f"cgroup_mode {mode}"
+    check(why in m.group(2), f"and says why: {why} ({m.group(2)})")
+
+
 def status_fields(tmp, default_ms):
     with Daemon(tmp, ["--dry-run"]) as d:
         d.wait_for(r"ctl: serving")
@@ -124,6 +139,7 @@ def test():
           and mode[1].startswith(cgroup_mode()),
           f"cgroup-mode agrees with {CGROUP_MODE}: {mode}")
     default_ms = slices(major, minor)
+    class_weights(major, minor)
     with tmpdir() as tmp:
         single_core_llcs(tmp)
         status_fields(tmp, default_ms)

@@ -55,6 +55,28 @@ static void which_kernels_split(void **state)
 	assert_false(latweigh_splits("newmode", 7, 5));
 }
 
+/* --features says whether classes are scaled and why: the version or the mode. */
+static void described_by_version_or_mode(void **state)
+{
+	char buf[256];
+
+	latweigh_describe("unknown", 6, 12, buf, sizeof(buf));
+	assert_true(strncmp(buf, "scaled: ", 8) == 0);
+	assert_non_null(strstr(buf, "Linux 6.12, before 7.3"));
+	latweigh_describe("smp", 7, 3, buf, sizeof(buf));
+	assert_true(strncmp(buf, "scaled: ", 8) == 0);
+	assert_non_null(strstr(buf, "cgroup_mode smp splits"));
+	latweigh_describe("concur", 7, 3, buf, sizeof(buf));
+	assert_true(strncmp(buf, "not scaled: ", 12) == 0);
+	assert_non_null(strstr(buf, "cgroup_mode concur does not split"));
+	latweigh_describe("unknown", 7, 3, buf, sizeof(buf));
+	assert_true(strncmp(buf, "not scaled: ", 12) == 0);
+	assert_non_null(strstr(buf, "Linux 7.3 with cgroup_mode unreadable"));
+	/* Cut to the buffer, terminated. */
+	latweigh_describe("smp", 7, 3, buf, 8);
+	assert_string_equal(buf, "scaled:");
+}
+
 /* The guest's case: 4 hogs at -5 and 4 at 5 on 4 CPUs; more tasks than CPUs count once a CPU. */
 static void busy_tasks_at_most_one_a_cpu(void **state)
 {
@@ -179,6 +201,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(which_kernels_split),
+		cmocka_unit_test(described_by_version_or_mode),
 		cmocka_unit_test(busy_tasks_at_most_one_a_cpu),
 		cmocka_unit_test(follows_with_hysteresis),
 		cmocka_unit_test(per_entity_kernels_do_not_scale),
