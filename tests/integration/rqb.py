@@ -151,6 +151,20 @@ def cpu_cgroup(pid):
     return None
 
 
+def lines_until(p, word, timeout=120.0):
+    """Lines Popen p (text stdout) prints until one starting with word, returned last."""
+    out = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = p.stdout.readline()
+        if not line:
+            break
+        out.append(line.strip())
+        if line.startswith(word):
+            break
+    return out
+
+
 def comm_of(pid):
     """/proc/PID/comm, or "" once it is gone."""
     try:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from rqb import Daemon, check, main, private_copy, require, tmpdir
+from rqb import Daemon, check, lines_until, main, private_copy, require, tmpdir
 from rqb_dbus import SystemBus, call
 from rqb_user import User
 
@@ -22,19 +22,6 @@ PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.e
 NTHREADS = 1000
 SET = 3
 NAME, PATH, IFACE = "org.rqbalance1", "/org/rqbalance1", "org.rqbalance1.Latency"
-
-
-def lines_until(p, word, timeout=120.0):
-    out = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = p.stdout.readline()
-        if not line:
-            break
-        out.append(line.strip())
-        if line.startswith(word):
-            break
-    return out
 
 
 def test():

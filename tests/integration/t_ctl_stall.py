@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from rqb import Daemon, check, main, require, tmpdir
+from rqb import Daemon, check, lines_until, main, require, tmpdir
 from rqb_user import User
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -60,20 +60,6 @@ class Watchdog:
             if len([t for t in self.pings() if t > after]) >= n:
                 return True
         return False
-
-
-def lines_until(p, word, timeout=120.0):
-    """Lines p prints until one starting with word (which is returned last)."""
-    out = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = p.stdout.readline()
-        if not line:
-            break
-        out.append(line.strip())
-        if line.startswith(word):
-            break
-    return out
 
 
 def test():
