@@ -8,41 +8,26 @@
  * bounded in size, time and number of requests, and takes one of the callers' slots
  * the request layer shares out.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/time.h>
-#include <sys/syscall.h>
-#include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "actuate/act.h"
 #include "conf/conf.h"
 #include "ctl/ctl.h"
+#include "ctl/ctl_listen.h"
 #include "ctl/ctl_peer.h"
 #include "ctl/ctl_perm.h"
 #include "ctl/ctl_req.h"
 #include "ctl_proto.h"
-#include "diag/peers.h"
 #include "latmgr/latmgr.h"
-#include "model/stats.h"
-#include "policy/spread.h"
 #include "rqbalance.h"
-#include "sample/procfs.h"
-#include "sample/topo.h"
-#include "snapshot/snap.h"
-#include "util/cpumask.h"
 #include "util/log.h"
-#include "util/safedir.h"
 #include "util/util.h"
 
 struct conn {
@@ -158,154 +143,6 @@ static int reply_err(struct conn *c, uint32_t seq, int err, const char *msg)
 		n--;
 	snprintf(text, sizeof(text), "errno %d\nmessage %.*s\n", err, n, msg);
 	return reply(c, CTL_ERR, seq, text);
-}
-
-/* The daemon's open file descriptors, this count's own left out; -1 if unknown. */
-static int open_fds(void)
-{
-	DIR *dir = opendir("/proc/self/fd");
-	int n = -1; /* the directory's own */
-
-	if (!dir)
-		return -1;
-	while (readdir(dir))
-		n++;
-	closedir(dir);
-	return n - 2; /* . and .. */
-}
-
-/*
- * What else shapes scheduling, at most a second old: "shaping ID TEXT" lines, TEXT
- * escaped as a list field is (it may hold a profile's or a scheduler's name).
- */
-static size_t status_shaping(struct ctl_server *srv, const struct ctl_caller *k, char *out,
-			     size_t len)
-{
-	struct peers p;
-	struct peers_finding shown;
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *f = open_memstream(&buf, &n);
-
-	if (!f)
-		return 0;
-	srv->env->ops->peers(srv->env->daemon, &p);
-	for (size_t i = 0; i < p.n; i++) {
-		/* A tool's processes, as the asker's /proc would show them. */
-		if (!ctl_req_finding(srv->env, k, &p.f[i], &shown))
-			continue;
-		fprintf(f, "shaping %s ", shown.id);
-		util_put_field(f, shown.text);
-		fputc('\n', f);
-	}
-	fclose(f);
-	n = n < len ? n : 0;
-	memcpy(out, buf, n);
-	free(buf);
-	return n;
-}
-
-/*
- * The kinds of core, most efficient first, where there are two or more, as "kind K k v
- * k v" lines that rqctl --json groups as it does the LLCs; then the X3D mode where the
- * kernel says one, and the CPUs fast_cores keeps latency work on. type is hwloc's
- * word, left out where it has none; a byte that would split it into two words
- * becomes '_'.
- */
-static size_t status_kinds(const struct topo *tp, char *out, size_t len)
-{
-	char cpus[CPUMASK_STRLEN];
-	size_t off = 0;
-	cpu_set_t fast;
-
-#define PUT(...) (off += (size_t)snprintf(out + off, off < len ? len - off : 0, __VA_ARGS__))
-	for (int k = 0; tp->nkinds >= 2 && k < tp->nkinds; k++) {
-		const struct topo_kind *kd = &tp->kinds[k];
-		char type[sizeof(kd->type)];
-
-		snprintf(type, sizeof(type), "%s", kd->type);
-		for (char *c = type; *c; c++)
-			if ((unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f)
-				*c = '_';
-		PUT("kind %d cpus %s efficiency %d%s%s max_mhz %u\n", k,
-		    cpumask_format(&kd->cpus, cpus, sizeof(cpus)), kd->efficiency,
-		    type[0] ? " type " : "", type, kd->max_mhz);
-	}
-	if (tp->x3d_mode != TOPO_X3D_NONE)
-		PUT("x3d_mode %s\n", topo_x3d_name(tp->x3d_mode));
-	if (place_fast_cpus(tp, &fast))
-		PUT("fast_cpus %s\n", cpumask_format(&fast, cpus, sizeof(cpus)));
-#undef PUT
-	return off;
-}
-
-static void status_text(struct ctl_server *srv, const struct ctl_caller *who, char *out,
-			size_t len)
-{
-	struct daemon_stats st;
-	const struct topo *tp;
-	size_t off = 0;
-
-	srv->env->ops->stats(srv->env->daemon, &st);
-	tp = st.topo;
-#define PUT(...) (off += (size_t)snprintf(out + off, off < len ? len - off : 0, __VA_ARGS__))
-	PUT("version %s\nsampler %s\ntick_ms %u\ntick_now_ms %u\nidle %s\ndry_run %s\nticks %" PRIu64
-	    "\n", RQB_VERSION, st.sampler, st.interval_ms, st.tick_now_ms,
-	    st.tick_now_ms > st.interval_ms ? "yes" : "no", st.dry_run ? "yes" : "no", st.ticks);
-	PUT("managed %" PRIu64 "\nmoves %" PRIu64 "\nrestores %" PRIu64 "\nleft_alone %" PRIu64
-	    "\ngone %" PRIu64 "\nerrors_transient %" PRIu64 "\nerrors_permanent %" PRIu64
-	    "\nsample_errors %" PRIu64 "\n",
-	    st.managed, st.moves, st.restores, st.left_alone, st.gone, st.transient, st.permanent,
-	    st.sample_errors);
-	/* Between handlers: only what the daemon holds, and the asker's own connection. */
-	PUT("ctl_connections %u\nopen_fds %d\n", st.ctl_connections, open_fds());
-	PUT("latency_tasks %" PRIu64 "\nlatency_cgroups %" PRIu64 "\nlatency_processes %" PRIu64
-	    "\nlatency_events %s\nlatency_overflows %" PRIu64 "\nlatency_rescans %" PRIu64
-	    "\nlatency_rule_matches %" PRIu64 "\nlatency_restored %" PRIu64
-	    "\nlatency_inherited_back %" PRIu64
-	    "\nlatency_errors %" PRIu64 "\nlatency_class_cgroups %s%s%s\nlatency_exec_wakes %s\n",
-	    st.lat_tasks, st.lat_cgroups, st.lat_processes, st.events_state, st.overflows,
-	    st.rescans, st.rule_matches, st.lat_restored, st.lat_inherited_back, st.lat_errors,
-	    st.class_mount ? st.class_mount : "off",
-	    st.class_mount && st.class_root[0] ? "/" : "", st.class_mount ? st.class_root : "",
-	    !st.events_up ? "none" : st.exec_lazy ? "next_tick" : "at_once");
-	/* From an exec event to its rule's value written, over the last execs timed, in µs. */
-	PUT("latency_exec_us n %u p50 %u p99 %u max %u\n", st.exec_timed, st.exec_us_p50,
-	    st.exec_us_p99, st.exec_us_max);
-	/* What a tick takes, on average by stage and at most, in µs. */
-	PUT("tick_us sample %.1f verify %.1f latency %.1f policy %.1f act %.1f max %.1f\n",
-	    st.tick_avg_us[TICK_SAMPLE], st.tick_avg_us[TICK_VERIFY],
-	    st.tick_avg_us[TICK_LATENCY], st.tick_avg_us[TICK_POLICY], st.tick_avg_us[TICK_ACT],
-	    st.tick_max_us);
-	/* Who places tasks by cache: rqbalance alone, or the kernel or a BPF scheduler too. */
-	PUT("placement_by %s%s%s\n", st.placement_by ? st.placement_by : "rqbalance",
-	    st.placement_why && st.placement_why[0] ? ": " : "",
-	    st.placement_why ? st.placement_why : "");
-	/* What the kernel makes of a value: its default slice, and 7.3's cgroup_mode. */
-	PUT("sched_default_slice_ns %" PRIu64 "\nsched_cgroup_mode %s\n", st.default_slice_ns,
-	    st.cgroup_mode ? st.cgroup_mode : "unknown");
-	/* The D-Bus API: the names owned, or off. */
-	PUT("dbus %s%s%s\n", st.dbus ? "org.rqbalance1" : "off", st.dbus_s76 ? " " : "",
-	    st.dbus_s76 ? "com.system76.Scheduler" : "");
-	for (int l = 0; l < tp->nllcs; l++) {
-		char cpus[CPUMASK_STRLEN];
-		unsigned nr = 0;
-
-		for (int c = 0; c < tp->nr_cpu_ids; c++)
-			if (tp->cpus[c].present && tp->cpus[c].llc == l)
-				nr += st.snap->cpus[c].nr_running;
-		/* cache_kb last: readers that match "llc N cpus L runnable R" still do. */
-		PUT("llc %d cpus %s runnable %u cache_kb %" PRIu64 "\n", l,
-		    cpumask_format(&tp->llcs[l].cpus, cpus, sizeof(cpus)), nr,
-		    tp->llcs[l].size_kb);
-	}
-	if (off < len)
-		off += status_kinds(tp, out + off, len - off);
-	if (off < len) {
-		off += status_shaping(srv, who, out + off, len - off);
-		out[off < len ? off : len - 1] = '\0';
-	}
-#undef PUT
 }
 
 /* ---- latency requests ---- */
@@ -477,7 +314,7 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 
 	switch (m->hdr.type) {
 	case CTL_STATUS:
-		status_text(c->srv, &c->who, text, sizeof(text));
+		x->ops->status(x->daemon, &c->who, text, sizeof(text));
 		return reply(c, CTL_OK, m->hdr.seq, text);
 	case CTL_RELOAD:
 		if (!ctl_req_admin(&c->who, x->conf)) {
@@ -865,79 +702,6 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 	return r < 0 ? r : 0;
 }
 
-/*
- * The socket's address through the directory's descriptor (/proc/self/fd/N/NAME), so
- * that bind and connect reach the directory that was checked, not whatever its path
- * names by then.
- */
-static int dir_addr(const struct ctl_server *s, struct sockaddr_un *a)
-{
-	a->sun_family = AF_UNIX;
-	if (snprintf(a->sun_path, sizeof(a->sun_path), "/proc/self/fd/%d/%s", s->dirfd,
-		     s->name) >= (int)sizeof(a->sun_path))
-		return -ENAMETOOLONG;
-	return 0;
-}
-
-/* A socket file left by a daemon that is gone is removed; one still served is not. */
-static int clear_stale(const struct ctl_server *s, const struct sockaddr_un *a)
-{
-	int fd, r;
-
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	r = connect(fd, (const struct sockaddr *)a, sizeof(*a));
-	close(fd);
-	if (r == 0)
-		return -EADDRINUSE;
-	if (unlinkat(s->dirfd, s->name, 0) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
-}
-
-/*
- * Binds path in its directory, made if missing and refused (logged with why) unless
- * only root may write it: there nobody else can put a link or a socket of their own
- * at the name. Mode 0666 comes from the umask at bind: no chmod by path to redirect.
- */
-static int create(struct ctl_server *s, const char *path)
-{
-	struct sockaddr_un a;
-	char dir[sizeof(s->path)], why[PATH_MAX + 128];
-	const char *slash = strrchr(path, '/');
-	mode_t mask;
-	int r;
-
-	if (strlen(path) >= sizeof(a.sun_path) || !slash || !slash[1])
-		return -ENAMETOOLONG;
-	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	snprintf(s->name, sizeof(s->name), "%s", slash + 1);
-	r = safedir_open(dir, true, &s->dirfd, why, sizeof(why));
-	if (r < 0) {
-		log_err("ctl socket %s: %s", path, why);
-		return r;
-	}
-	r = dir_addr(s, &a);
-	if (r == 0)
-		r = clear_stale(s, &a);
-	if (r < 0)
-		return r;
-	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s->fd < 0)
-		return -errno;
-	mask = umask(0111);
-	r = bind(s->fd, (struct sockaddr *)&a, sizeof(a));
-	umask(mask);
-	/*
-	 * As many connections wait in the kernel's queue as there are callers' slots:
-	 * whoever connects while the loop is busy waits for its turn there, unread.
-	 */
-	if (r < 0 || listen(s->fd, CTL_REQ_SLOTS) < 0)
-		return -errno;
-	return 0;
-}
-
 int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct ctl_env *env)
 {
 	int n = sd_listen_fds(1), r;
@@ -952,7 +716,7 @@ int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct ctl_env
 		s->activated = true;
 		fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
 	} else {
-		r = create(s, path);
+		r = ctl_listen_bind(s, path);
 		if (r < 0) {
 			if (s->fd >= 0)
 				close(s->fd);
