@@ -749,7 +749,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 	daemon_tick(d, now);
 	ctl_after_tick(&d->ctl);
-	ctl_req_after_tick(&d->req);
+	ctl_req_lim_after_tick(&d->req);
 	interval = next_interval(d);
 	/* Keep the cadence; after a stall or a heartbeat, start again from now. */
 	d->next_tick_ns += interval;

@@ -46,7 +46,7 @@ struct conn {
 	uint64_t sync_tick;     /* a sync waits for this tick to end; 0: none waits */
 	struct latmgr_mark sync_mark; /* ... and for the connector to pass this mark */
 	uint32_t sync_seq;
-	int slot;               /* its place among the callers (ctl_req_admit); -1: none */
+	int slot;               /* its place among the callers (ctl_req_lim_admit); -1: none */
 	bool blind;             /* pid 0: a process in a pid namespace the daemon cannot
 				 * see, so not judged: served read-only requests alone */
 	bool closing;           /* closed once the replies queued are written */
@@ -74,7 +74,7 @@ static void conn_close(struct conn *c)
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	close(c->fd);
-	ctl_req_leave(c->srv->env->req, c->slot);
+	ctl_req_lim_leave(c->srv->env->req, c->slot);
 	c->srv->nconns--;
 	free(c->out);
 	free(c);
@@ -130,7 +130,7 @@ static int reply(struct conn *c, uint16_t type, uint32_t seq, const char *text)
 	if (!out)
 		return -ENOMEM;
 	c->out = out;
-	c->out_len += ctl_encode(out + c->out_len, type, seq, text, (uint32_t)len);
+	c->out_len += ctl_proto_encode(out + c->out_len, type, seq, text, (uint32_t)len);
 	return flush(c);
 }
 
@@ -186,17 +186,17 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct lat_targ
 	int found = 0, lines;
 
 	memset(t, 0, sizeof(*t));
-	if (ctl_kv(p, len, "pid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
+	if (ctl_proto_kv(p, len, "pid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
 		t->kind = LAT_T_PROCESS;
-	if (ctl_kv(p, len, "tid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
+	if (ctl_proto_kv(p, len, "tid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
 		t->kind = LAT_T_THREAD;
-	if (ctl_kv(p, len, "self", v, sizeof(v)) == 0 && ++found) {
+	if (ctl_proto_kv(p, len, "self", v, sizeof(v)) == 0 && ++found) {
 		/* The peer, as checked before this request (peer_stale). */
 		t->kind = LAT_T_PROCESS;
 		t->pid = c->cred.pid;
 		t->start_time = c->peer.start_time;
 	}
-	if (ctl_kv(p, len, "cgroup", v, sizeof(v)) == 0 && ++found) {
+	if (ctl_proto_kv(p, len, "cgroup", v, sizeof(v)) == 0 && ++found) {
 		t->kind = LAT_T_CGROUP;
 		snprintf(t->path, sizeof(t->path), "%s", v);
 	}
@@ -240,7 +240,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 		[CTL_SET] = CTL_REQ_OP_SET, [CTL_RESET] = CTL_REQ_OP_RESET,
 	};
 	struct ctl_env *x = c->srv->env;
-	struct ctl_request q = { .op = ops[m->hdr.type], .name = ctl_type_name(m->hdr.type) };
+	struct ctl_request q = { .op = ops[m->hdr.type], .name = ctl_proto_type_name(m->hdr.type) };
 	struct ctl_answer a;
 	const char *why = NULL;
 	char v[32];
@@ -259,7 +259,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 		return reply_err(c, m->hdr.seq, -r, why);
 	if (m->hdr.type == CTL_SET &&
 	    (kv_count(m->payload, m->hdr.len, "value") != 1 ||
-	     ctl_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
+	     ctl_proto_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
 	     lat_parse(v, &q.value, &why) < 0))
 		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");
 	r = reply_answer(c, m, &q, ctl_req_run(x, &c->who, &q, &a), &a);
@@ -318,8 +318,8 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 		return reply(c, CTL_OK, m->hdr.seq, text);
 	case CTL_RELOAD:
 		if (!ctl_req_admin(&c->who, x->conf)) {
-			ctl_req_log_refusal(x->req, "ctl: reload refused to uid %u (pid %d)",
-					    c->cred.uid, c->cred.pid);
+			ctl_req_lim_log_refusal(x->req, "ctl: reload refused to uid %u (pid %d)",
+						c->cred.uid, c->cred.pid);
 			return reply_err(c, m->hdr.seq, EPERM,
 					 "permission denied: reload is for root or ctl_group");
 		}
@@ -368,9 +368,9 @@ static int refuse_stale(struct conn *c, const struct ctl_msg *m, const char *why
 {
 	char text[256];
 
-	ctl_req_log_refusal(c->srv->env->req,
-			    "ctl: %s refused to uid %u (pid %d), connection closed: %s",
-			    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
+	ctl_req_lim_log_refusal(c->srv->env->req,
+				"ctl: %s refused to uid %u (pid %d), connection closed: %s",
+				ctl_proto_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
 	snprintf(text, sizeof(text), "permission denied: %s", why);
 	reply_err(c, m->hdr.seq, EPERM, text);
 	return -EPERM;
@@ -390,9 +390,10 @@ static int serve_blind(struct conn *c, const struct ctl_msg *m)
 	case CTL_SYNC:
 		return handle(c, m);
 	}
-	ctl_req_log_refusal(c->srv->env->req,
-			    "ctl: %s refused to uid %u: its process is in a pid namespace "
-			    "rqbalanced cannot see", ctl_type_name(m->hdr.type), c->cred.uid);
+	ctl_req_lim_log_refusal(c->srv->env->req,
+				"ctl: %s refused to uid %u: its process is in a pid namespace "
+				"rqbalanced cannot see",
+				ctl_proto_type_name(m->hdr.type), c->cred.uid);
 	return reply_err(c, m->hdr.seq, EPERM,
 			 "permission denied: your process is in a pid namespace rqbalanced "
 			 "cannot see; only status, get, list, latency and sync are served");
@@ -404,7 +405,8 @@ static bool ready(struct conn *c)
 	struct ctl_msg m;
 
 	/* Requests after a parked sync wait for its answer, in order. */
-	return !c->sync_tick && !c->closing && !pending(c) && ctl_decode(c->buf, c->have, &m) != 0;
+	return !c->sync_tick && !c->closing && !pending(c) &&
+	       ctl_proto_decode(c->buf, c->have, &m) != 0;
 }
 
 /*
@@ -429,7 +431,7 @@ static int later(struct conn *c, uint64_t at_ns)
  * charged to its caller's share; a share that owes too much waits. <0 means close the
  * connection.
  */
-static int serve(struct conn *c)
+static int conn_serve(struct conn *c)
 {
 	struct ctl_req_lim *l = c->srv->env->req;
 	uint64_t now, wait;
@@ -437,8 +439,8 @@ static int serve(struct conn *c)
 	struct ctl_msg m;
 	ssize_t n;
 
-	if (ready(c) && (n = ctl_decode(c->buf, c->have, &m)) != 0) {
-		if (n < 0 || !ctl_is_request(m.hdr.type) || m.hdr.len > CTL_MAX_REQUEST) {
+	if (ready(c) && (n = ctl_proto_decode(c->buf, c->have, &m)) != 0) {
+		if (n < 0 || !ctl_proto_is_request(m.hdr.type) || m.hdr.len > CTL_MAX_REQUEST) {
 			/* A flood of bad clients must not flood the log: 1st, 2nd, 4th, 8th... */
 			unsigned long bad = ++c->srv->bad;
 
@@ -449,17 +451,17 @@ static int serve(struct conn *c)
 			return -EPROTO;
 		}
 		now = util_now_ns();
-		if (!c->admin && (wait = ctl_req_owed(l, c->who.share, now)) > 0)
+		if (!c->admin && (wait = ctl_req_lim_owed(l, c->who.share, now)) > 0)
 			return later(c, now + wait);
 		/* In the order served: a test sees who went first. */
-		log_debug("ctl: %s from uid %u (pid %d)", ctl_type_name(m.hdr.type), c->cred.uid,
-			  c->cred.pid);
+		log_debug("ctl: %s from uid %u (pid %d)", ctl_proto_type_name(m.hdr.type),
+			  c->cred.uid, c->cred.pid);
 		if (!c->blind && peer_stale(c, &why) < 0)
 			return refuse_stale(c, &m, why);
 		if ((c->blind ? serve_blind(c, &m) : handle(c, &m)) < 0)
 			return -ECONNRESET;
 		if (!c->admin)
-			ctl_req_charge(l, c->who.share, util_now_ns() - now, util_now_ns());
+			ctl_req_lim_charge(l, c->who.share, util_now_ns() - now, util_now_ns());
 		memmove(c->buf, c->buf + n, c->have - (size_t)n);
 		c->have -= (size_t)n;
 		/* The last request's answer is still written, then the connection ends. */
@@ -488,7 +490,7 @@ static int on_again(sd_event_source *s, uint64_t usec, void *userdata)
 
 	(void)s;
 	(void)usec;
-	if (sd_event_source_set_enabled(c->io, SD_EVENT_ON) < 0 || serve(c) < 0)
+	if (sd_event_source_set_enabled(c->io, SD_EVENT_ON) < 0 || conn_serve(c) < 0)
 		conn_close(c);
 	return 0;
 }
@@ -501,7 +503,7 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 	(void)s;
 	if (revents & EPOLLOUT) {
 		/* Written out: the requests read meanwhile are served. */
-		if (flush(c) < 0 || (!pending(c) && serve(c) < 0))
+		if (flush(c) < 0 || (!pending(c) && conn_serve(c) < 0))
 			conn_close(c);
 		return 0;
 	}
@@ -517,7 +519,7 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 		return 0;
 	}
 	c->have += (size_t)n;
-	if (serve(c) < 0)
+	if (conn_serve(c) < 0)
 		conn_close(c);
 	return 0;
 }
@@ -534,7 +536,7 @@ void ctl_after_tick(struct ctl_server *s)
 			continue;
 		c->sync_tick = 0;
 		snprintf(text, sizeof(text), "ticks %" PRIu64 "\n", ticks);
-		if (reply(c, CTL_OK, c->sync_seq, text) < 0 || serve(c) < 0)
+		if (reply(c, CTL_OK, c->sync_seq, text) < 0 || conn_serve(c) < 0)
 			conn_close(c);
 	}
 }
@@ -601,8 +603,8 @@ static int peer_accept(struct conn *c)
 	}
 	r = ctl_perm_peer_accept(c->cred.uid, c->cred.gid, &c->peer, &c->who.cap_sys_nice, &why);
 	if (r < 0)
-		ctl_req_log_refusal(x->req, "ctl: connection from uid %u (pid %d) refused: %s",
-				    c->cred.uid, c->cred.pid, why);
+		ctl_req_lim_log_refusal(x->req, "ctl: connection from uid %u (pid %d) refused: %s",
+					c->cred.uid, c->cred.pid, why);
 	c->who.cap_sys_ptrace = ctl_perm_peer_cap(c->cred.uid, &c->peer, CAP_SYS_PTRACE_BIT);
 	return r;
 }
@@ -672,14 +674,15 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 	 */
 	ctl_req_share(srv->env, &c->who, NULL);
 	share = c->who.share;
-	r = ctl_req_admit(srv->env->req, &c->who, ctl_req_admin(&c->who, srv->env->conf), &c->slot);
+	r = ctl_req_lim_admit(srv->env->req, &c->who, ctl_req_admin(&c->who, srv->env->conf),
+			      &c->slot);
 	if (r == 0)
 		r = peer_accept(c);
 	if (r == 0 && c->who.share != share) {
-		ctl_req_leave(srv->env->req, c->slot);
+		ctl_req_lim_leave(srv->env->req, c->slot);
 		c->slot = -1;
-		r = ctl_req_admit(srv->env->req, &c->who, ctl_req_admin(&c->who, srv->env->conf),
-				  &c->slot);
+		r = ctl_req_lim_admit(srv->env->req, &c->who,
+				      ctl_req_admin(&c->who, srv->env->conf), &c->slot);
 	}
 	c->admin = ctl_req_admin(&c->who, srv->env->conf);
 	if (r == 0 && sd_event_now(e, CLOCK_MONOTONIC, &now) >= 0) {

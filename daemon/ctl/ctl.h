@@ -57,7 +57,7 @@ struct ctl_server {
 	sd_event_source *src;
 	unsigned nconns;
 	unsigned long refused;  /* connections closed at accept: no slot for them, or over
-				 * their uid's share (ctl_req_admit) */
+				 * their uid's share (ctl_req_lim_admit) */
 	unsigned long bad;      /* messages refused as malformed */
 	struct conn *conns;     /* open connections */
 	struct ctl_env *env;    /* what the requests see of the daemon */
@@ -79,7 +79,7 @@ void ctl_fini(struct ctl_server *s);
  * it; so does the ctl fuzz target, which drives every request handler without a
  * listening socket or a real peer of each kind. Takes fd (closed on failure). 0, or
  * -errno: refused as the daemon would refuse it (-EBUSY: no slot; -EUSERS: over a
- * user's share, ctl_req_admit).
+ * user's share, ctl_req_lim_admit).
  */
 int ctl_serve_fd(struct ctl_server *s, sd_event *e, int fd, const struct ucred *cred,
 		 const gid_t *groups, int ngroups);

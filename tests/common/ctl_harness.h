@@ -27,7 +27,7 @@
 #include "actuate/latact.h"
 #include "conf/conf.h"
 #include "core/status.h"
-#include "ctl/bus.h"
+#include "ctl/ctl_bus.h"
 #include "ctl/ctl.h"
 #include "ctl/ctl_req.h"
 #include "diag/peers.h"
