@@ -41,9 +41,9 @@ DAEMON_SRC = \
 	daemon/latmgr/latmgr_events.c daemon/latmgr/latmgr_source.c daemon/latmgr/latmgr_units.c \
 	daemon/latmgr/latmgr_weigh.c \
 	daemon/latmgr/latmgr.c daemon/ctl/ctl_peer.c daemon/ctl/ctl_perm.c daemon/ctl/ctl_proto.c daemon/latmgr/latmgr_view.c \
-	daemon/ctl/ctl_req.c daemon/ctl/ctl_req_lim.c daemon/ctl/bus.c \
-	daemon/ctl/ctl.c daemon/core/metrics.c daemon/core/idle.c \
-	daemon/core/daemon.c
+	daemon/ctl/ctl_req.c daemon/ctl/ctl_req_lim.c daemon/ctl/ctl_bus.c \
+	daemon/ctl/ctl_listen.c daemon/ctl/ctl.c daemon/core/metrics.c daemon/core/idle.c \
+	daemon/core/status.c daemon/core/daemon.c
 DAEMON_OBJ = $(DAEMON_SRC:%.c=$(B)/%.o)
 MAIN_OBJ   = $(B)/daemon/core/main.o
 

@@ -96,7 +96,7 @@ static ssize_t ask(int fd, uint16_t type, const char *payload, struct ctl_msg *m
 		fprintf(stderr, "rqctl: request too long\n");
 		return -1;
 	}
-	n = (ssize_t)ctl_encode(out, type, 1, payload, (uint32_t)plen);
+	n = (ssize_t)ctl_proto_encode(out, type, 1, payload, (uint32_t)plen);
 	if (send(fd, out, (size_t)n, MSG_NOSIGNAL) != n) {
 		fprintf(stderr, "rqctl: send: %s\n", strerror(errno));
 		return -1;
@@ -104,7 +104,7 @@ static ssize_t ask(int fd, uint16_t type, const char *payload, struct ctl_msg *m
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 
-		n = ctl_decode(buf, have, m);
+		n = ctl_proto_decode(buf, have, m);
 		if (n > 0)
 			return (ssize_t)m->hdr.len;
 		if (n < 0 || have == len) {

@@ -61,17 +61,17 @@ struct ctl_msg {
  * holds less than a whole message yet, or -EPROTO (bad magic, version, type or
  * length); *ret is set only on success.
  */
-ssize_t ctl_decode(const void *buf, size_t len, struct ctl_msg *ret);
+ssize_t ctl_proto_decode(const void *buf, size_t len, struct ctl_msg *ret);
 /* Writes a header and payload into out (room for sizeof(hdr) + len); returns the size. */
-size_t ctl_encode(void *out, uint16_t type, uint32_t seq, const void *payload, uint32_t len);
+size_t ctl_proto_encode(void *out, uint16_t type, uint32_t seq, const void *payload, uint32_t len);
 /* A request type the daemon serves (replies are not requests). */
-int ctl_is_request(uint16_t type);
-const char *ctl_type_name(uint16_t type);
+int ctl_proto_is_request(uint16_t type);
+const char *ctl_proto_type_name(uint16_t type);
 /*
  * Finds "key value" in a payload of len bytes and copies value (to the end of its
  * line) into ret. 0, -ENOENT, -E2BIG when it does not fit in size, or -EINVAL when
  * the value holds a NUL byte.
  */
-int ctl_kv(const char *payload, size_t len, const char *key, char *ret, size_t size);
+int ctl_proto_kv(const char *payload, size_t len, const char *key, char *ret, size_t size);
 
 #endif

@@ -18,6 +18,7 @@
 #include "util/caps.h"
 #include "core/daemon.h"
 #include "core/selfsched.h"
+#include "core/status.h"
 #include "rqbalance.h"
 #include "util/cpumask.h"
 #include "util/log.h"
@@ -748,7 +749,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 	daemon_tick(d, now);
 	ctl_after_tick(&d->ctl);
-	ctl_req_after_tick(&d->req);
+	ctl_req_lim_after_tick(&d->req);
 	interval = next_interval(d);
 	/* Keep the cadence; after a stall or a heartbeat, start again from now. */
 	d->next_tick_ns += interval;
@@ -1013,9 +1014,15 @@ static int ctl_reload(void *d, char **ret_errors)
 	return daemon_reload(d, ret_errors);
 }
 
-static void ctl_stats(void *d, struct daemon_stats *ret)
+static void ctl_status(void *daemon, const struct ctl_caller *who, char *out, size_t len)
 {
-	daemon_stats(d, ret);
+	struct daemon *d = daemon;
+	struct daemon_stats st;
+	struct peers p;
+
+	daemon_stats(d, &st);
+	ctl_peers(d, &p);
+	status_text(&st, &p, &d->env, who, out, len);
 }
 
 static uint64_t ctl_ticks(void *d)
@@ -1046,12 +1053,22 @@ static char *ctl_histograms(void *daemon, char *ret_why, size_t len)
 
 static const struct ctl_ops ctl_ops = {
 	.reload = ctl_reload,
-	.stats = ctl_stats,
+	.status = ctl_status,
 	.ticks = ctl_ticks,
 	.wake = ctl_wake,
 	.histograms = ctl_histograms,
-	.peers = ctl_peers,
 };
+
+/* At start: the kinds of core, where there are two or more, in status's words. */
+static void log_kinds(const struct topo *t)
+{
+	char desc[CPUMASK_STRLEN + 128];
+
+	for (int k = 0; t->nkinds >= 2 && k < t->nkinds; k++) {
+		topo_kind_describe(t, k, desc, sizeof(desc));
+		log_info("topology: kind %d %s", k, desc);
+	}
+}
 
 /* What the doors see of the daemon (ctl_req.h). */
 static void ctl_env_of(struct daemon *d)
@@ -1085,6 +1102,7 @@ int daemon_init(struct daemon *d, const struct daemon_opts *o, struct rqb_conf *
 	}
 	topo_describe(d->topo, desc, sizeof(desc));
 	log_info("topology: %s", desc);
+	log_kinds(d->topo);
 	if (d->topo->noffline)
 		log_notice("topology: %d CPU%s it names %s not online here: left out",
 			   d->topo->noffline, d->topo->noffline == 1 ? "" : "s",

@@ -13,7 +13,7 @@
 #include "model/stats.h"
 #include "core/idle.h"
 #include "core/metrics.h"
-#include "ctl/bus.h"
+#include "ctl/ctl_bus.h"
 #include "ctl/ctl.h"
 #include "ctl/ctl_req.h"
 #include "diag/features.h"

@@ -349,23 +349,21 @@ static void print_peers(const struct rqb_conf *c, const struct features *f)
 	peers_print(&p, stdout);
 }
 
-/* The kinds of core, where there are two or more: most efficient first, as hwloc ranks them. */
+/*
+ * The kinds of core, where there are two or more: most efficient first, as hwloc ranks
+ * them, in status's words (topo_kind_describe).
+ */
 static void print_kinds(const struct topo *t)
 {
-	char cpus[4096], mhz[32];
+	char desc[CPUMASK_STRLEN + 128];
 
 	if (t->nkinds < 2) {
 		printf("kinds: one kind of core\n");
 		return;
 	}
 	for (int k = 0; k < t->nkinds; k++) {
-		const struct topo_kind *kd = &t->kinds[k];
-
-		snprintf(mhz, sizeof(mhz), kd->max_mhz ? " max %u MHz" : "", kd->max_mhz);
-		printf("kind %d: cpus %s efficiency %d%s%s%s%s\n", k,
-		       cpumask_format(&kd->cpus, cpus, sizeof(cpus)), kd->efficiency,
-		       kd->type[0] ? " type " : "", kd->type, mhz,
-		       k == t->nkinds - 1 ? " (the fastest)" : "");
+		topo_kind_describe(t, k, desc, sizeof(desc));
+		printf("kind %d: %s%s\n", k, desc, k == t->nkinds - 1 ? " (the fastest)" : "");
 	}
 }
 

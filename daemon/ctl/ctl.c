@@ -8,41 +8,26 @@
  * bounded in size, time and number of requests, and takes one of the callers' slots
  * the request layer shares out.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/time.h>
-#include <sys/syscall.h>
-#include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "actuate/act.h"
 #include "conf/conf.h"
 #include "ctl/ctl.h"
+#include "ctl/ctl_listen.h"
 #include "ctl/ctl_peer.h"
 #include "ctl/ctl_perm.h"
 #include "ctl/ctl_req.h"
 #include "ctl_proto.h"
-#include "diag/peers.h"
 #include "latmgr/latmgr.h"
-#include "model/stats.h"
-#include "policy/spread.h"
 #include "rqbalance.h"
-#include "sample/procfs.h"
-#include "sample/topo.h"
-#include "snapshot/snap.h"
-#include "util/cpumask.h"
 #include "util/log.h"
-#include "util/safedir.h"
 #include "util/util.h"
 
 struct conn {
@@ -61,7 +46,7 @@ struct conn {
 	uint64_t sync_tick;     /* a sync waits for this tick to end; 0: none waits */
 	struct latmgr_mark sync_mark; /* ... and for the connector to pass this mark */
 	uint32_t sync_seq;
-	int slot;               /* its place among the callers (ctl_req_admit); -1: none */
+	int slot;               /* its place among the callers (ctl_req_lim_admit); -1: none */
 	bool blind;             /* pid 0: a process in a pid namespace the daemon cannot
 				 * see, so not judged: served read-only requests alone */
 	bool closing;           /* closed once the replies queued are written */
@@ -89,7 +74,7 @@ static void conn_close(struct conn *c)
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	close(c->fd);
-	ctl_req_leave(c->srv->env->req, c->slot);
+	ctl_req_lim_leave(c->srv->env->req, c->slot);
 	c->srv->nconns--;
 	free(c->out);
 	free(c);
@@ -145,7 +130,7 @@ static int reply(struct conn *c, uint16_t type, uint32_t seq, const char *text)
 	if (!out)
 		return -ENOMEM;
 	c->out = out;
-	c->out_len += ctl_encode(out + c->out_len, type, seq, text, (uint32_t)len);
+	c->out_len += ctl_proto_encode(out + c->out_len, type, seq, text, (uint32_t)len);
 	return flush(c);
 }
 
@@ -158,154 +143,6 @@ static int reply_err(struct conn *c, uint32_t seq, int err, const char *msg)
 		n--;
 	snprintf(text, sizeof(text), "errno %d\nmessage %.*s\n", err, n, msg);
 	return reply(c, CTL_ERR, seq, text);
-}
-
-/* The daemon's open file descriptors, this count's own left out; -1 if unknown. */
-static int open_fds(void)
-{
-	DIR *dir = opendir("/proc/self/fd");
-	int n = -1; /* the directory's own */
-
-	if (!dir)
-		return -1;
-	while (readdir(dir))
-		n++;
-	closedir(dir);
-	return n - 2; /* . and .. */
-}
-
-/*
- * What else shapes scheduling, at most a second old: "shaping ID TEXT" lines, TEXT
- * escaped as a list field is (it may hold a profile's or a scheduler's name).
- */
-static size_t status_shaping(struct ctl_server *srv, const struct ctl_caller *k, char *out,
-			     size_t len)
-{
-	struct peers p;
-	struct peers_finding shown;
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *f = open_memstream(&buf, &n);
-
-	if (!f)
-		return 0;
-	srv->env->ops->peers(srv->env->daemon, &p);
-	for (size_t i = 0; i < p.n; i++) {
-		/* A tool's processes, as the asker's /proc would show them. */
-		if (!ctl_req_finding(srv->env, k, &p.f[i], &shown))
-			continue;
-		fprintf(f, "shaping %s ", shown.id);
-		util_put_field(f, shown.text);
-		fputc('\n', f);
-	}
-	fclose(f);
-	n = n < len ? n : 0;
-	memcpy(out, buf, n);
-	free(buf);
-	return n;
-}
-
-/*
- * The kinds of core, most efficient first, where there are two or more, as "kind K k v
- * k v" lines that rqctl --json groups as it does the LLCs; then the X3D mode where the
- * kernel says one, and the CPUs fast_cores keeps latency work on. type is hwloc's
- * word, left out where it has none; a byte that would split it into two words
- * becomes '_'.
- */
-static size_t status_kinds(const struct topo *tp, char *out, size_t len)
-{
-	char cpus[CPUMASK_STRLEN];
-	size_t off = 0;
-	cpu_set_t fast;
-
-#define PUT(...) (off += (size_t)snprintf(out + off, off < len ? len - off : 0, __VA_ARGS__))
-	for (int k = 0; tp->nkinds >= 2 && k < tp->nkinds; k++) {
-		const struct topo_kind *kd = &tp->kinds[k];
-		char type[sizeof(kd->type)];
-
-		snprintf(type, sizeof(type), "%s", kd->type);
-		for (char *c = type; *c; c++)
-			if ((unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f)
-				*c = '_';
-		PUT("kind %d cpus %s efficiency %d%s%s max_mhz %u\n", k,
-		    cpumask_format(&kd->cpus, cpus, sizeof(cpus)), kd->efficiency,
-		    type[0] ? " type " : "", type, kd->max_mhz);
-	}
-	if (tp->x3d_mode != TOPO_X3D_NONE)
-		PUT("x3d_mode %s\n", topo_x3d_name(tp->x3d_mode));
-	if (place_fast_cpus(tp, &fast))
-		PUT("fast_cpus %s\n", cpumask_format(&fast, cpus, sizeof(cpus)));
-#undef PUT
-	return off;
-}
-
-static void status_text(struct ctl_server *srv, const struct ctl_caller *who, char *out,
-			size_t len)
-{
-	struct daemon_stats st;
-	const struct topo *tp;
-	size_t off = 0;
-
-	srv->env->ops->stats(srv->env->daemon, &st);
-	tp = st.topo;
-#define PUT(...) (off += (size_t)snprintf(out + off, off < len ? len - off : 0, __VA_ARGS__))
-	PUT("version %s\nsampler %s\ntick_ms %u\ntick_now_ms %u\nidle %s\ndry_run %s\nticks %" PRIu64
-	    "\n", RQB_VERSION, st.sampler, st.interval_ms, st.tick_now_ms,
-	    st.tick_now_ms > st.interval_ms ? "yes" : "no", st.dry_run ? "yes" : "no", st.ticks);
-	PUT("managed %" PRIu64 "\nmoves %" PRIu64 "\nrestores %" PRIu64 "\nleft_alone %" PRIu64
-	    "\ngone %" PRIu64 "\nerrors_transient %" PRIu64 "\nerrors_permanent %" PRIu64
-	    "\nsample_errors %" PRIu64 "\n",
-	    st.managed, st.moves, st.restores, st.left_alone, st.gone, st.transient, st.permanent,
-	    st.sample_errors);
-	/* Between handlers: only what the daemon holds, and the asker's own connection. */
-	PUT("ctl_connections %u\nopen_fds %d\n", st.ctl_connections, open_fds());
-	PUT("latency_tasks %" PRIu64 "\nlatency_cgroups %" PRIu64 "\nlatency_processes %" PRIu64
-	    "\nlatency_events %s\nlatency_overflows %" PRIu64 "\nlatency_rescans %" PRIu64
-	    "\nlatency_rule_matches %" PRIu64 "\nlatency_restored %" PRIu64
-	    "\nlatency_inherited_back %" PRIu64
-	    "\nlatency_errors %" PRIu64 "\nlatency_class_cgroups %s%s%s\nlatency_exec_wakes %s\n",
-	    st.lat_tasks, st.lat_cgroups, st.lat_processes, st.events_state, st.overflows,
-	    st.rescans, st.rule_matches, st.lat_restored, st.lat_inherited_back, st.lat_errors,
-	    st.class_mount ? st.class_mount : "off",
-	    st.class_mount && st.class_root[0] ? "/" : "", st.class_mount ? st.class_root : "",
-	    !st.events_up ? "none" : st.exec_lazy ? "next_tick" : "at_once");
-	/* From an exec event to its rule's value written, over the last execs timed, in µs. */
-	PUT("latency_exec_us n %u p50 %u p99 %u max %u\n", st.exec_timed, st.exec_us_p50,
-	    st.exec_us_p99, st.exec_us_max);
-	/* What a tick takes, on average by stage and at most, in µs. */
-	PUT("tick_us sample %.1f verify %.1f latency %.1f policy %.1f act %.1f max %.1f\n",
-	    st.tick_avg_us[TICK_SAMPLE], st.tick_avg_us[TICK_VERIFY],
-	    st.tick_avg_us[TICK_LATENCY], st.tick_avg_us[TICK_POLICY], st.tick_avg_us[TICK_ACT],
-	    st.tick_max_us);
-	/* Who places tasks by cache: rqbalance alone, or the kernel or a BPF scheduler too. */
-	PUT("placement_by %s%s%s\n", st.placement_by ? st.placement_by : "rqbalance",
-	    st.placement_why && st.placement_why[0] ? ": " : "",
-	    st.placement_why ? st.placement_why : "");
-	/* What the kernel makes of a value: its default slice, and 7.3's cgroup_mode. */
-	PUT("sched_default_slice_ns %" PRIu64 "\nsched_cgroup_mode %s\n", st.default_slice_ns,
-	    st.cgroup_mode ? st.cgroup_mode : "unknown");
-	/* The D-Bus API: the names owned, or off. */
-	PUT("dbus %s%s%s\n", st.dbus ? "org.rqbalance1" : "off", st.dbus_s76 ? " " : "",
-	    st.dbus_s76 ? "com.system76.Scheduler" : "");
-	for (int l = 0; l < tp->nllcs; l++) {
-		char cpus[CPUMASK_STRLEN];
-		unsigned nr = 0;
-
-		for (int c = 0; c < tp->nr_cpu_ids; c++)
-			if (tp->cpus[c].present && tp->cpus[c].llc == l)
-				nr += st.snap->cpus[c].nr_running;
-		/* cache_kb last: readers that match "llc N cpus L runnable R" still do. */
-		PUT("llc %d cpus %s runnable %u cache_kb %" PRIu64 "\n", l,
-		    cpumask_format(&tp->llcs[l].cpus, cpus, sizeof(cpus)), nr,
-		    tp->llcs[l].size_kb);
-	}
-	if (off < len)
-		off += status_kinds(tp, out + off, len - off);
-	if (off < len) {
-		off += status_shaping(srv, who, out + off, len - off);
-		out[off < len ? off : len - 1] = '\0';
-	}
-#undef PUT
 }
 
 /* ---- latency requests ---- */
@@ -349,17 +186,17 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct lat_targ
 	int found = 0, lines;
 
 	memset(t, 0, sizeof(*t));
-	if (ctl_kv(p, len, "pid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
+	if (ctl_proto_kv(p, len, "pid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
 		t->kind = LAT_T_PROCESS;
-	if (ctl_kv(p, len, "tid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
+	if (ctl_proto_kv(p, len, "tid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
 		t->kind = LAT_T_THREAD;
-	if (ctl_kv(p, len, "self", v, sizeof(v)) == 0 && ++found) {
+	if (ctl_proto_kv(p, len, "self", v, sizeof(v)) == 0 && ++found) {
 		/* The peer, as checked before this request (peer_stale). */
 		t->kind = LAT_T_PROCESS;
 		t->pid = c->cred.pid;
 		t->start_time = c->peer.start_time;
 	}
-	if (ctl_kv(p, len, "cgroup", v, sizeof(v)) == 0 && ++found) {
+	if (ctl_proto_kv(p, len, "cgroup", v, sizeof(v)) == 0 && ++found) {
 		t->kind = LAT_T_CGROUP;
 		snprintf(t->path, sizeof(t->path), "%s", v);
 	}
@@ -403,7 +240,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 		[CTL_SET] = CTL_REQ_OP_SET, [CTL_RESET] = CTL_REQ_OP_RESET,
 	};
 	struct ctl_env *x = c->srv->env;
-	struct ctl_request q = { .op = ops[m->hdr.type], .name = ctl_type_name(m->hdr.type) };
+	struct ctl_request q = { .op = ops[m->hdr.type], .name = ctl_proto_type_name(m->hdr.type) };
 	struct ctl_answer a;
 	const char *why = NULL;
 	char v[32];
@@ -422,7 +259,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 		return reply_err(c, m->hdr.seq, -r, why);
 	if (m->hdr.type == CTL_SET &&
 	    (kv_count(m->payload, m->hdr.len, "value") != 1 ||
-	     ctl_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
+	     ctl_proto_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
 	     lat_parse(v, &q.value, &why) < 0))
 		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");
 	r = reply_answer(c, m, &q, ctl_req_run(x, &c->who, &q, &a), &a);
@@ -477,12 +314,12 @@ static int handle(struct conn *c, const struct ctl_msg *m)
 
 	switch (m->hdr.type) {
 	case CTL_STATUS:
-		status_text(c->srv, &c->who, text, sizeof(text));
+		x->ops->status(x->daemon, &c->who, text, sizeof(text));
 		return reply(c, CTL_OK, m->hdr.seq, text);
 	case CTL_RELOAD:
 		if (!ctl_req_admin(&c->who, x->conf)) {
-			ctl_req_log_refusal(x->req, "ctl: reload refused to uid %u (pid %d)",
-					    c->cred.uid, c->cred.pid);
+			ctl_req_lim_log_refusal(x->req, "ctl: reload refused to uid %u (pid %d)",
+						c->cred.uid, c->cred.pid);
 			return reply_err(c, m->hdr.seq, EPERM,
 					 "permission denied: reload is for root or ctl_group");
 		}
@@ -531,9 +368,9 @@ static int refuse_stale(struct conn *c, const struct ctl_msg *m, const char *why
 {
 	char text[256];
 
-	ctl_req_log_refusal(c->srv->env->req,
-			    "ctl: %s refused to uid %u (pid %d), connection closed: %s",
-			    ctl_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
+	ctl_req_lim_log_refusal(c->srv->env->req,
+				"ctl: %s refused to uid %u (pid %d), connection closed: %s",
+				ctl_proto_type_name(m->hdr.type), c->cred.uid, c->cred.pid, why);
 	snprintf(text, sizeof(text), "permission denied: %s", why);
 	reply_err(c, m->hdr.seq, EPERM, text);
 	return -EPERM;
@@ -553,9 +390,10 @@ static int serve_blind(struct conn *c, const struct ctl_msg *m)
 	case CTL_SYNC:
 		return handle(c, m);
 	}
-	ctl_req_log_refusal(c->srv->env->req,
-			    "ctl: %s refused to uid %u: its process is in a pid namespace "
-			    "rqbalanced cannot see", ctl_type_name(m->hdr.type), c->cred.uid);
+	ctl_req_lim_log_refusal(c->srv->env->req,
+				"ctl: %s refused to uid %u: its process is in a pid namespace "
+				"rqbalanced cannot see",
+				ctl_proto_type_name(m->hdr.type), c->cred.uid);
 	return reply_err(c, m->hdr.seq, EPERM,
 			 "permission denied: your process is in a pid namespace rqbalanced "
 			 "cannot see; only status, get, list, latency and sync are served");
@@ -567,7 +405,8 @@ static bool ready(struct conn *c)
 	struct ctl_msg m;
 
 	/* Requests after a parked sync wait for its answer, in order. */
-	return !c->sync_tick && !c->closing && !pending(c) && ctl_decode(c->buf, c->have, &m) != 0;
+	return !c->sync_tick && !c->closing && !pending(c) &&
+	       ctl_proto_decode(c->buf, c->have, &m) != 0;
 }
 
 /*
@@ -592,7 +431,7 @@ static int later(struct conn *c, uint64_t at_ns)
  * charged to its caller's share; a share that owes too much waits. <0 means close the
  * connection.
  */
-static int serve(struct conn *c)
+static int conn_serve(struct conn *c)
 {
 	struct ctl_req_lim *l = c->srv->env->req;
 	uint64_t now, wait;
@@ -600,8 +439,8 @@ static int serve(struct conn *c)
 	struct ctl_msg m;
 	ssize_t n;
 
-	if (ready(c) && (n = ctl_decode(c->buf, c->have, &m)) != 0) {
-		if (n < 0 || !ctl_is_request(m.hdr.type) || m.hdr.len > CTL_MAX_REQUEST) {
+	if (ready(c) && (n = ctl_proto_decode(c->buf, c->have, &m)) != 0) {
+		if (n < 0 || !ctl_proto_is_request(m.hdr.type) || m.hdr.len > CTL_MAX_REQUEST) {
 			/* A flood of bad clients must not flood the log: 1st, 2nd, 4th, 8th... */
 			unsigned long bad = ++c->srv->bad;
 
@@ -612,17 +451,17 @@ static int serve(struct conn *c)
 			return -EPROTO;
 		}
 		now = util_now_ns();
-		if (!c->admin && (wait = ctl_req_owed(l, c->who.share, now)) > 0)
+		if (!c->admin && (wait = ctl_req_lim_owed(l, c->who.share, now)) > 0)
 			return later(c, now + wait);
 		/* In the order served: a test sees who went first. */
-		log_debug("ctl: %s from uid %u (pid %d)", ctl_type_name(m.hdr.type), c->cred.uid,
-			  c->cred.pid);
+		log_debug("ctl: %s from uid %u (pid %d)", ctl_proto_type_name(m.hdr.type),
+			  c->cred.uid, c->cred.pid);
 		if (!c->blind && peer_stale(c, &why) < 0)
 			return refuse_stale(c, &m, why);
 		if ((c->blind ? serve_blind(c, &m) : handle(c, &m)) < 0)
 			return -ECONNRESET;
 		if (!c->admin)
-			ctl_req_charge(l, c->who.share, util_now_ns() - now, util_now_ns());
+			ctl_req_lim_charge(l, c->who.share, util_now_ns() - now, util_now_ns());
 		memmove(c->buf, c->buf + n, c->have - (size_t)n);
 		c->have -= (size_t)n;
 		/* The last request's answer is still written, then the connection ends. */
@@ -651,7 +490,7 @@ static int on_again(sd_event_source *s, uint64_t usec, void *userdata)
 
 	(void)s;
 	(void)usec;
-	if (sd_event_source_set_enabled(c->io, SD_EVENT_ON) < 0 || serve(c) < 0)
+	if (sd_event_source_set_enabled(c->io, SD_EVENT_ON) < 0 || conn_serve(c) < 0)
 		conn_close(c);
 	return 0;
 }
@@ -664,7 +503,7 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 	(void)s;
 	if (revents & EPOLLOUT) {
 		/* Written out: the requests read meanwhile are served. */
-		if (flush(c) < 0 || (!pending(c) && serve(c) < 0))
+		if (flush(c) < 0 || (!pending(c) && conn_serve(c) < 0))
 			conn_close(c);
 		return 0;
 	}
@@ -680,7 +519,7 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 		return 0;
 	}
 	c->have += (size_t)n;
-	if (serve(c) < 0)
+	if (conn_serve(c) < 0)
 		conn_close(c);
 	return 0;
 }
@@ -697,7 +536,7 @@ void ctl_after_tick(struct ctl_server *s)
 			continue;
 		c->sync_tick = 0;
 		snprintf(text, sizeof(text), "ticks %" PRIu64 "\n", ticks);
-		if (reply(c, CTL_OK, c->sync_seq, text) < 0 || serve(c) < 0)
+		if (reply(c, CTL_OK, c->sync_seq, text) < 0 || conn_serve(c) < 0)
 			conn_close(c);
 	}
 }
@@ -764,8 +603,8 @@ static int peer_accept(struct conn *c)
 	}
 	r = ctl_perm_peer_accept(c->cred.uid, c->cred.gid, &c->peer, &c->who.cap_sys_nice, &why);
 	if (r < 0)
-		ctl_req_log_refusal(x->req, "ctl: connection from uid %u (pid %d) refused: %s",
-				    c->cred.uid, c->cred.pid, why);
+		ctl_req_lim_log_refusal(x->req, "ctl: connection from uid %u (pid %d) refused: %s",
+					c->cred.uid, c->cred.pid, why);
 	c->who.cap_sys_ptrace = ctl_perm_peer_cap(c->cred.uid, &c->peer, CAP_SYS_PTRACE_BIT);
 	return r;
 }
@@ -835,14 +674,15 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 	 */
 	ctl_req_share(srv->env, &c->who, NULL);
 	share = c->who.share;
-	r = ctl_req_admit(srv->env->req, &c->who, ctl_req_admin(&c->who, srv->env->conf), &c->slot);
+	r = ctl_req_lim_admit(srv->env->req, &c->who, ctl_req_admin(&c->who, srv->env->conf),
+			      &c->slot);
 	if (r == 0)
 		r = peer_accept(c);
 	if (r == 0 && c->who.share != share) {
-		ctl_req_leave(srv->env->req, c->slot);
+		ctl_req_lim_leave(srv->env->req, c->slot);
 		c->slot = -1;
-		r = ctl_req_admit(srv->env->req, &c->who, ctl_req_admin(&c->who, srv->env->conf),
-				  &c->slot);
+		r = ctl_req_lim_admit(srv->env->req, &c->who,
+				      ctl_req_admin(&c->who, srv->env->conf), &c->slot);
 	}
 	c->admin = ctl_req_admin(&c->who, srv->env->conf);
 	if (r == 0 && sd_event_now(e, CLOCK_MONOTONIC, &now) >= 0) {
@@ -865,79 +705,6 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 	return r < 0 ? r : 0;
 }
 
-/*
- * The socket's address through the directory's descriptor (/proc/self/fd/N/NAME), so
- * that bind and connect reach the directory that was checked, not whatever its path
- * names by then.
- */
-static int dir_addr(const struct ctl_server *s, struct sockaddr_un *a)
-{
-	a->sun_family = AF_UNIX;
-	if (snprintf(a->sun_path, sizeof(a->sun_path), "/proc/self/fd/%d/%s", s->dirfd,
-		     s->name) >= (int)sizeof(a->sun_path))
-		return -ENAMETOOLONG;
-	return 0;
-}
-
-/* A socket file left by a daemon that is gone is removed; one still served is not. */
-static int clear_stale(const struct ctl_server *s, const struct sockaddr_un *a)
-{
-	int fd, r;
-
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	r = connect(fd, (const struct sockaddr *)a, sizeof(*a));
-	close(fd);
-	if (r == 0)
-		return -EADDRINUSE;
-	if (unlinkat(s->dirfd, s->name, 0) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
-}
-
-/*
- * Binds path in its directory, made if missing and refused (logged with why) unless
- * only root may write it: there nobody else can put a link or a socket of their own
- * at the name. Mode 0666 comes from the umask at bind: no chmod by path to redirect.
- */
-static int create(struct ctl_server *s, const char *path)
-{
-	struct sockaddr_un a;
-	char dir[sizeof(s->path)], why[PATH_MAX + 128];
-	const char *slash = strrchr(path, '/');
-	mode_t mask;
-	int r;
-
-	if (strlen(path) >= sizeof(a.sun_path) || !slash || !slash[1])
-		return -ENAMETOOLONG;
-	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	snprintf(s->name, sizeof(s->name), "%s", slash + 1);
-	r = safedir_open(dir, true, &s->dirfd, why, sizeof(why));
-	if (r < 0) {
-		log_err("ctl socket %s: %s", path, why);
-		return r;
-	}
-	r = dir_addr(s, &a);
-	if (r == 0)
-		r = clear_stale(s, &a);
-	if (r < 0)
-		return r;
-	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s->fd < 0)
-		return -errno;
-	mask = umask(0111);
-	r = bind(s->fd, (struct sockaddr *)&a, sizeof(a));
-	umask(mask);
-	/*
-	 * As many connections wait in the kernel's queue as there are callers' slots:
-	 * whoever connects while the loop is busy waits for its turn there, unread.
-	 */
-	if (r < 0 || listen(s->fd, CTL_REQ_SLOTS) < 0)
-		return -errno;
-	return 0;
-}
-
 int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct ctl_env *env)
 {
 	int n = sd_listen_fds(1), r;
@@ -952,7 +719,7 @@ int ctl_init(struct ctl_server *s, sd_event *e, const char *path, struct ctl_env
 		s->activated = true;
 		fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
 	} else {
-		r = create(s, path);
+		r = ctl_listen_bind(s, path);
 		if (r < 0) {
 			if (s->fd >= 0)
 				close(s->fd);

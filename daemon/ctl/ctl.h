@@ -20,9 +20,8 @@
 #define CTL_SYNC_TICKS 16     /* ...and this many ticks more for each sync it waits on */
 
 struct conn;
+struct ctl_caller;
 struct ctl_env;
-struct daemon_stats;
-struct peers;
 
 /*
  * What the server asks of the daemon, passed in the ctl_env at ctl_init: ctl calls no
@@ -32,8 +31,12 @@ struct peers;
 struct ctl_ops {
 	/* Reloads the config: 0, or -errno with what was wrong in *ret_errors (to free). */
 	int (*reload)(void *d, char **ret_errors);
-	/* What status shows of the daemon's stages (the metrics file prints the same). */
-	void (*stats)(void *d, struct daemon_stats *ret);
+	/*
+	 * rqctl status's text for who (core/status.c), NUL-terminated in out: the doors
+	 * send it as it is. What else shapes scheduling in it is a walk of /proc, which
+	 * any user may ask for, so read again at most once a second (PEERS_MAX_AGE_NS).
+	 */
+	void (*status)(void *d, const struct ctl_caller *who, char *out, size_t len);
 	/* Ticks done so far: a sync waits for one that begins after it. */
 	uint64_t (*ticks)(void *d);
 	/* A sync waits: bring the next tick to one interval from now (an idle heartbeat). */
@@ -43,11 +46,6 @@ struct ctl_ops {
 	 * (malloc'd), or NULL with errno, and why in ret_why when they are not there.
 	 */
 	char *(*histograms)(void *d, char *ret_why, size_t len);
-	/*
-	 * What else shapes scheduling, for status: a walk of /proc, which any user may
-	 * ask for, so read again at most once a second (PEERS_MAX_AGE_NS).
-	 */
-	void (*peers)(void *d, struct peers *ret);
 };
 
 struct ctl_server {
@@ -59,7 +57,7 @@ struct ctl_server {
 	sd_event_source *src;
 	unsigned nconns;
 	unsigned long refused;  /* connections closed at accept: no slot for them, or over
-				 * their uid's share (ctl_req_admit) */
+				 * their uid's share (ctl_req_lim_admit) */
 	unsigned long bad;      /* messages refused as malformed */
 	struct conn *conns;     /* open connections */
 	struct ctl_env *env;    /* what the requests see of the daemon */
@@ -81,7 +79,7 @@ void ctl_fini(struct ctl_server *s);
  * it; so does the ctl fuzz target, which drives every request handler without a
  * listening socket or a real peer of each kind. Takes fd (closed on failure). 0, or
  * -errno: refused as the daemon would refuse it (-EBUSY: no slot; -EUSERS: over a
- * user's share, ctl_req_admit).
+ * user's share, ctl_req_lim_admit).
  */
 int ctl_serve_fd(struct ctl_server *s, sd_event *e, int fd, const struct ucred *cred,
 		 const gid_t *groups, int ngroups);

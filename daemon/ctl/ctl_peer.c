@@ -461,7 +461,7 @@ int ctl_peer_idmap(const char *proc_root, pid_t pid, struct ctl_idmap *ret)
 }
 
 /* An owner as /etc/subuid names it: a user name, or a uid. */
-static int subid_owner(const char *name, uid_t *ret)
+static int owner_uid(const char *name, uid_t *ret)
 {
 	struct passwd pw, *res = NULL;
 	char buf[4096], *end;
@@ -492,7 +492,7 @@ static int subid_line(char *line, struct ctl_subid *ret)
 	f = strtoul(first, &end1, 10);
 	c = strtoul(count, &end2, 10);
 	if (errno || end1 == first || *end1 || end2 == count || (*end2 && *end2 != '\n') ||
-	    f > UINT32_MAX || c == 0 || c > UINT32_MAX || subid_owner(line, &ret->owner) < 0)
+	    f > UINT32_MAX || c == 0 || c > UINT32_MAX || owner_uid(line, &ret->owner) < 0)
 		return -EINVAL;
 	ret->first = (uint32_t)f;
 	ret->count = (uint32_t)c;

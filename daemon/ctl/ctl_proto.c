@@ -7,7 +7,7 @@
 
 #include "ctl_proto.h"
 
-int ctl_is_request(uint16_t type)
+int ctl_proto_is_request(uint16_t type)
 {
 	return type == CTL_STATUS || type == CTL_RELOAD || type == CTL_SET || type == CTL_GET ||
 	       type == CTL_LIST || type == CTL_RESET || type == CTL_LATENCY || type == CTL_SYNC ||
@@ -16,10 +16,10 @@ int ctl_is_request(uint16_t type)
 
 static int known_type(uint16_t type)
 {
-	return ctl_is_request(type) || type == CTL_OK || type == CTL_ERR;
+	return ctl_proto_is_request(type) || type == CTL_OK || type == CTL_ERR;
 }
 
-const char *ctl_type_name(uint16_t type)
+const char *ctl_proto_type_name(uint16_t type)
 {
 	switch (type) {
 	case CTL_STATUS:
@@ -48,7 +48,7 @@ const char *ctl_type_name(uint16_t type)
 	return "unknown";
 }
 
-ssize_t ctl_decode(const void *buf, size_t len, struct ctl_msg *ret)
+ssize_t ctl_proto_decode(const void *buf, size_t len, struct ctl_msg *ret)
 {
 	struct ctl_hdr h;
 
@@ -65,7 +65,7 @@ ssize_t ctl_decode(const void *buf, size_t len, struct ctl_msg *ret)
 	return (ssize_t)(sizeof(h) + h.len);
 }
 
-size_t ctl_encode(void *out, uint16_t type, uint32_t seq, const void *payload, uint32_t len)
+size_t ctl_proto_encode(void *out, uint16_t type, uint32_t seq, const void *payload, uint32_t len)
 {
 	struct ctl_hdr h = { .magic = CTL_MAGIC, .version = CTL_VERSION, .type = type,
 			     .len = len, .seq = seq };
@@ -76,7 +76,7 @@ size_t ctl_encode(void *out, uint16_t type, uint32_t seq, const void *payload, u
 	return sizeof(h) + len;
 }
 
-int ctl_kv(const char *payload, size_t len, const char *key, char *ret, size_t size)
+int ctl_proto_kv(const char *payload, size_t len, const char *key, char *ret, size_t size)
 {
 	size_t kl = strlen(key), off = 0;
 

@@ -65,7 +65,7 @@ void ctl_req_share(struct ctl_env *x, struct ctl_caller *k, const struct ctl_idm
 
 	if (r < 0)
 		log_warn("ctl: %s: %s: the table read before stands", path, strerror(-r));
-	k->share = ctl_req_share_of(&l->subids, k->uid, map);
+	k->share = ctl_req_lim_share_of(&l->subids, k->uid, map);
 }
 
 int ctl_req_caller_view(struct ctl_env *x, struct ctl_caller *k, int pidfd, uint64_t start_time)
@@ -529,8 +529,8 @@ static int do_explain(struct ctl_env *x, const struct ctl_caller *k, struct ctl_
 }
 
 /* The target, as the caller may see it, and whether it may do q to it. */
-static int judge(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
-		 bool *ret_trusted, const char **why)
+static int judge_request(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
+			 bool *ret_trusted, const char **why)
 {
 	int r;
 
@@ -569,8 +569,9 @@ static void log_outcome(struct ctl_env *x, const struct ctl_caller *k,
 	if (k->pid > 0)
 		snprintf(pid, sizeof(pid), " (pid %d)", (int)k->pid);
 	if (r == -EPERM)
-		ctl_req_log_refusal(x->req, "%s: %s on %s refused to uid %u%s: %s", k->via, q->name,
-				    what, k->uid, pid, a->why ? a->why : "permission denied");
+		ctl_req_lim_log_refusal(x->req, "%s: %s on %s refused to uid %u%s: %s", k->via,
+					q->name, what, k->uid, pid,
+					a->why ? a->why : "permission denied");
 	else if (r == 0 && q->op == CTL_REQ_OP_SET)
 		log_info("%s: uid %u gave %s value %d", k->via, k->uid, what, q->value);
 	else if (r == 0 && q->op == CTL_REQ_OP_FOREGROUND && q->t.pid)
@@ -580,7 +581,7 @@ static void log_outcome(struct ctl_env *x, const struct ctl_caller *k,
 
 /*
  * The one request procedure of both doors: the target as the caller may see it,
- * whether it may do q to it (judge), the action itself, then the log line.
+ * whether it may do q to it (judge_request), the action itself, then the log line.
  */
 int ctl_req_run(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
 		struct ctl_answer *ret)
@@ -590,7 +591,7 @@ int ctl_req_run(struct ctl_env *x, const struct ctl_caller *k, struct ctl_reques
 	int r;
 
 	*ret = (struct ctl_answer){ 0 };
-	r = judge(x, k, q, &trusted, &ret->why);
+	r = judge_request(x, k, q, &trusted, &ret->why);
 	if (r != 0)
 		goto out;
 	switch (q->op) {

@@ -1,6 +1,6 @@
 /*
  * The request layer behind both doors, the ctl socket (ctl.c) and the D-Bus API
- * (bus.c): the latency requests (set, get, reset, foreground, explain), judged for a
+ * (ctl_bus.c): the latency requests (set, get, reset, foreground, explain), judged for a
  * caller whose credentials the door took once (SO_PEERCRED at accept; the bus's
  * record of the sender's connection) by one rule (ctl_perm.h) and carried out through
  * the latency manager; what a caller may be shown of other users' processes (as its
@@ -27,7 +27,7 @@ struct peers_finding;
 struct ctl_req_lim;
 
 /*
- * What the doors (ctl.c, bus.c) see of the daemon: latency-nice through the latency
+ * What the doors (ctl.c, ctl_bus.c) see of the daemon: latency-nice through the latency
  * manager's public API (latmgr.h), the limits both doors share, the config, and what
  * the daemon does for them (struct ctl_ops, ctl.h). Nothing else of it.
  */
@@ -121,12 +121,12 @@ struct ctl_req_lim {
 };
 
 /* Charges cost_ns of the loop's time, at now_ns, to share. */
-void ctl_req_charge(struct ctl_req_lim *l, uid_t share, uint64_t cost_ns, uint64_t now_ns);
+void ctl_req_lim_charge(struct ctl_req_lim *l, uid_t share, uint64_t cost_ns, uint64_t now_ns);
 /*
  * How long, from now_ns, a request of share must wait until the share owes no more
  * than CTL_REQ_OWED_NS: 0 to go now.
  */
-uint64_t ctl_req_owed(struct ctl_req_lim *l, uid_t share, uint64_t now_ns);
+uint64_t ctl_req_lim_owed(struct ctl_req_lim *l, uid_t share, uint64_t now_ns);
 
 /* Frees what the limits read (the subordinate uids' table). */
 void ctl_req_lim_fini(struct ctl_req_lim *l);
@@ -141,32 +141,32 @@ void ctl_req_lim_fini(struct ctl_req_lim *l);
  * uid, else CTL_SHARE_FOREIGN, one share for all such callers (a container's uids that
  * root mapped). Pure.
  */
-uid_t ctl_req_share_of(const struct ctl_subids *s, uid_t uid, const struct ctl_idmap *map);
+uid_t ctl_req_lim_share_of(const struct ctl_subids *s, uid_t uid, const struct ctl_idmap *map);
 
 /*
  * Takes a slot for caller k (admin: root or ctl_group, ctl_req_admin) for as long as
- * the door serves it, until ctl_req_leave: 0 and *ret_slot, or -EBUSY when every slot
+ * the door serves it, until ctl_req_lim_leave: 0 and *ret_slot, or -EBUSY when every slot
  * it may use is taken, -EUSERS when its share (k->share) holds CTL_REQ_PER_UID. A
  * zeroed struct is an empty pool.
  */
-int ctl_req_admit(struct ctl_req_lim *l, const struct ctl_caller *k, bool admin, int *ret_slot);
-void ctl_req_leave(struct ctl_req_lim *l, int slot);
+int ctl_req_lim_admit(struct ctl_req_lim *l, const struct ctl_caller *k, bool admin, int *ret_slot);
+void ctl_req_lim_leave(struct ctl_req_lim *l, int slot);
 /*
  * A place for one call to wait for its caller's credentials, beside the source's
  * source_waiting already waiting: 0, or -EUSERS (the source's share) or -EBUSY (none
- * left). ctl_req_unwait gives it back.
+ * left). ctl_req_lim_unwait gives it back.
  */
-int ctl_req_wait(struct ctl_req_lim *l, unsigned source_waiting);
-void ctl_req_unwait(struct ctl_req_lim *l);
+int ctl_req_lim_wait(struct ctl_req_lim *l, unsigned source_waiting);
+void ctl_req_lim_unwait(struct ctl_req_lim *l);
 /*
  * Logs a refusal unless CTL_REQ_LOG_BURST were logged in this CTL_REQ_LOG_WINDOW_NS:
  * one user's refused requests must not flood the journal, through either door.
- * ctl_req_after_tick counts the rest.
+ * ctl_req_lim_after_tick counts the rest.
  */
-void ctl_req_log_refusal(struct ctl_req_lim *l, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void ctl_req_lim_log_refusal(struct ctl_req_lim *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* After each tick: once a window has passed, how many refusals it did not log. */
-void ctl_req_after_tick(struct ctl_req_lim *l);
+void ctl_req_lim_after_tick(struct ctl_req_lim *l);
 
 /* ---- what a caller is shown ---- */
 

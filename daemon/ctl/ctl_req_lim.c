@@ -12,7 +12,7 @@
 #include "util/log.h"
 #include "util/util.h"
 
-int ctl_req_admit(struct ctl_req_lim *l, const struct ctl_caller *k, bool admin, int *ret_slot)
+int ctl_req_lim_admit(struct ctl_req_lim *l, const struct ctl_caller *k, bool admin, int *ret_slot)
 {
 	unsigned users = 0, mine = 0;
 	int free_slot = -1;
@@ -60,7 +60,7 @@ static struct ctl_req_debt *debt_of(struct ctl_req_lim *l, uid_t share)
 	return NULL;
 }
 
-void ctl_req_charge(struct ctl_req_lim *l, uid_t share, uint64_t cost_ns, uint64_t now_ns)
+void ctl_req_lim_charge(struct ctl_req_lim *l, uid_t share, uint64_t cost_ns, uint64_t now_ns)
 {
 	struct ctl_req_debt *d = debt_of(l, share), *least = &l->debt[0];
 
@@ -77,7 +77,7 @@ void ctl_req_charge(struct ctl_req_lim *l, uid_t share, uint64_t cost_ns, uint64
 	d->at_ns = now_ns ? now_ns : 1;
 }
 
-uint64_t ctl_req_owed(struct ctl_req_lim *l, uid_t share, uint64_t now_ns)
+uint64_t ctl_req_lim_owed(struct ctl_req_lim *l, uid_t share, uint64_t now_ns)
 {
 	const struct ctl_req_debt *d = debt_of(l, share);
 	uint64_t owed = d ? owed_now(d, now_ns) : 0;
@@ -108,7 +108,7 @@ static bool subid_owner(const struct ctl_subids *s, uint64_t first, uint64_t cou
 	return false;
 }
 
-uid_t ctl_req_share_of(const struct ctl_subids *s, uid_t uid, const struct ctl_idmap *map)
+uid_t ctl_req_lim_share_of(const struct ctl_subids *s, uid_t uid, const struct ctl_idmap *map)
 {
 	uid_t owner;
 
@@ -124,7 +124,7 @@ uid_t ctl_req_share_of(const struct ctl_subids *s, uid_t uid, const struct ctl_i
 	return CTL_SHARE_FOREIGN;
 }
 
-void ctl_req_leave(struct ctl_req_lim *l, int slot)
+void ctl_req_lim_leave(struct ctl_req_lim *l, int slot)
 {
 	if (slot < 0 || slot >= CTL_REQ_SLOTS || !l->slot[slot].used)
 		return;
@@ -132,7 +132,7 @@ void ctl_req_leave(struct ctl_req_lim *l, int slot)
 	l->held--;
 }
 
-int ctl_req_wait(struct ctl_req_lim *l, unsigned source_waiting)
+int ctl_req_lim_wait(struct ctl_req_lim *l, unsigned source_waiting)
 {
 	if (source_waiting >= CTL_REQ_WAITING_SOURCE || l->waiting >= CTL_REQ_WAITING) {
 		l->refused_waiting++;
@@ -142,13 +142,13 @@ int ctl_req_wait(struct ctl_req_lim *l, unsigned source_waiting)
 	return 0;
 }
 
-void ctl_req_unwait(struct ctl_req_lim *l)
+void ctl_req_lim_unwait(struct ctl_req_lim *l)
 {
 	if (l->waiting)
 		l->waiting--;
 }
 
-void ctl_req_log_refusal(struct ctl_req_lim *l, const char *fmt, ...)
+void ctl_req_lim_log_refusal(struct ctl_req_lim *l, const char *fmt, ...)
 {
 	uint64_t now = util_now_ns();
 	char text[512];
@@ -169,7 +169,7 @@ void ctl_req_log_refusal(struct ctl_req_lim *l, const char *fmt, ...)
 	log_notice("%s", text);
 }
 
-void ctl_req_after_tick(struct ctl_req_lim *l)
+void ctl_req_lim_after_tick(struct ctl_req_lim *l)
 {
 	uint64_t now = util_now_ns();
 

@@ -1,6 +1,6 @@
 /*
  * What the daemon shows of itself: one struct that daemon_stats (core/daemon.c) fills
- * from every stage's counters, and that both rqctl status (ctl/ctl.c) and the metrics
+ * from every stage's counters, and that both rqctl status (core/status.c) and the metrics
  * file (core/metrics.c) print, so that the two never count one thing two ways.
  */
 #ifndef RQB_STATS_H

@@ -415,3 +415,17 @@ void topo_describe(const struct topo *t, char *buf, size_t len)
 		 t->ncpus == 1 ? "" : "s", t->ncores, t->ncores == 1 ? "" : "s", t->nllcs,
 		 t->nllcs == 1 ? "" : "s", t->nnuma, t->nnuma == 1 ? "" : "s", t->source);
 }
+
+void topo_kind_describe(const struct topo *t, int k, char *buf, size_t len)
+{
+	const struct topo_kind *kd = &t->kinds[k];
+	char cpus[CPUMASK_STRLEN], type[sizeof(kd->type)];
+
+	snprintf(type, sizeof(type), "%s", kd->type);
+	for (char *c = type; *c; c++)
+		if ((unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f)
+			*c = '_';
+	snprintf(buf, len, "cpus %s efficiency %d%s%s max_mhz %u",
+		 cpumask_format(&kd->cpus, cpus, sizeof(cpus)), kd->efficiency,
+		 type[0] ? " type " : "", type, kd->max_mhz);
+}

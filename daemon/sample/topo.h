@@ -45,5 +45,12 @@ int topo_follow_x3d(struct topo *t, const char *root);
 const char *topo_x3d_name(enum topo_x3d mode);
 /* One line: "2 CPUs, 2 cores, 2 LLCs, 1 NUMA node (source)". */
 void topo_describe(const struct topo *t, char *buf, size_t len);
+/*
+ * Kind of core k of t (0 <= k < t->nkinds), in the words rqctl status, --show-topology
+ * and the log all print it: "cpus 1 efficiency 0 type IntelAtom max_mhz 4300". The
+ * type pair is left out where hwloc names none; a byte that would split hwloc's word
+ * into two (or move a terminal) becomes '_'.
+ */
+void topo_kind_describe(const struct topo *t, int k, char *buf, size_t len);
 
 #endif

@@ -26,7 +26,8 @@
 
 #include "actuate/latact.h"
 #include "conf/conf.h"
-#include "ctl/bus.h"
+#include "core/status.h"
+#include "ctl/ctl_bus.h"
 #include "ctl/ctl.h"
 #include "ctl/ctl_req.h"
 #include "diag/peers.h"
@@ -467,9 +468,20 @@ static inline void ctlh_peers(void *d, struct peers *ret)
 	peers_scan("/nonexistent-rqb-peers", &ctx, ret);
 }
 
+/* The daemon's own status text, of what the harness holds. */
+static inline void ctlh_status(void *d, const struct ctl_caller *who, char *out, size_t len)
+{
+	struct daemon_stats st;
+	struct peers p;
+
+	ctlh_stats(d, &st);
+	ctlh_peers(d, &p);
+	status_text(&st, &p, &((struct ctlh *)d)->env, who, out, len);
+}
+
 static const struct ctl_ops ctlh_ctl_ops = {
-	.reload = ctlh_reload, .stats = ctlh_stats, .ticks = ctlh_ticks,
-	.histograms = ctlh_histograms, .peers = ctlh_peers,
+	.reload = ctlh_reload, .status = ctlh_status, .ticks = ctlh_ticks,
+	.histograms = ctlh_histograms,
 };
 
 static inline void ctlh_task_entry(struct latact *la, pid_t tid, pid_t tgid, int v, const char *cg)

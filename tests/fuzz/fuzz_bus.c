@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "../common/ctl_harness.h"
-#include "ctl/bus.h"
+#include "ctl/ctl_bus.h"
 #include "fuzz.h"
 #include "policy/latency.h"
 

@@ -28,7 +28,7 @@
 static const char *const keys[] = { "pid", "tid", "self", "cgroup", "value",
 				    "errno", "message", "tasks", "source", "" };
 
-/* ctl_kv into buffers of several sizes, each exact so that an overrun is seen. */
+/* ctl_proto_kv into buffers of several sizes, each exact so that an overrun is seen. */
 static void kv(const struct ctl_msg *m)
 {
 	static const size_t sizes[] = { 1, 8, 256 };
@@ -41,7 +41,7 @@ static void kv(const struct ctl_msg *m)
 
 			if (!v)
 				abort();
-			r = ctl_kv(m->payload, m->hdr.len, keys[k], v, sizes[s]);
+			r = ctl_proto_kv(m->payload, m->hdr.len, keys[k], v, sizes[s]);
 			FUZZ_CHECK(r == 0 || r == -ENOENT || r == -E2BIG || r == -EINVAL);
 			if (r == 0) {
 				/* The whole value: no NUL cut it short. */
@@ -66,14 +66,14 @@ static void check_whole(const uint8_t *buf, size_t n, const struct ctl_msg *m)
 	FUZZ_CHECK(m->payload == (const char *)buf + sizeof(m->hdr));
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++)
 		if (cuts[i] < n)
-			FUZZ_CHECK(ctl_decode(buf, cuts[i], &tmp) == 0);
+			FUZZ_CHECK(ctl_proto_decode(buf, cuts[i], &tmp) == 0);
 	out = malloc(n);
 	if (!out)
 		abort();
-	FUZZ_CHECK(ctl_encode(out, m->hdr.type, m->hdr.seq, m->payload, m->hdr.len) == n);
+	FUZZ_CHECK(ctl_proto_encode(out, m->hdr.type, m->hdr.seq, m->payload, m->hdr.len) == n);
 	FUZZ_CHECK(memcmp(out, buf, n) == 0);
 	free(out);
-	FUZZ_CHECK(strcmp(ctl_type_name(m->hdr.type), "unknown") != 0);
+	FUZZ_CHECK(strcmp(ctl_proto_type_name(m->hdr.type), "unknown") != 0);
 }
 
 static void decoder(const uint8_t *data, size_t size)
@@ -82,7 +82,7 @@ static void decoder(const uint8_t *data, size_t size)
 
 	while (off < size) {
 		struct ctl_msg m;
-		ssize_t n = ctl_decode(data + off, size - off, &m);
+		ssize_t n = ctl_proto_decode(data + off, size - off, &m);
 
 		FUZZ_CHECK(n >= 0 || n == -EPROTO);
 		if (n <= 0)
@@ -174,15 +174,15 @@ static int value_now(const struct ctlh *d, const struct sent *s)
 	char v[LAT_PATH_MAX];
 	pid_t pid;
 
-	if (ctl_kv(s->payload, s->hdr.len, "cgroup", v, sizeof(v)) == 0) {
+	if (ctl_proto_kv(s->payload, s->hdr.len, "cgroup", v, sizeof(v)) == 0) {
 		const struct lat_cg_entry *g = latact_find_cgroup(&d->lat, v);
 
 		return g ? g->value : 0;
 	}
-	if (ctl_kv(s->payload, s->hdr.len, "self", v, sizeof(v)) == 0)
+	if (ctl_proto_kv(s->payload, s->hdr.len, "self", v, sizeof(v)) == 0)
 		return 0;
-	if (ctl_kv(s->payload, s->hdr.len, "pid", v, sizeof(v)) < 0 &&
-	    ctl_kv(s->payload, s->hdr.len, "tid", v, sizeof(v)) < 0)
+	if (ctl_proto_kv(s->payload, s->hdr.len, "pid", v, sizeof(v)) < 0 &&
+	    ctl_proto_kv(s->payload, s->hdr.len, "tid", v, sizeof(v)) < 0)
 		return 0;
 	pid = atoi(v);
 	return latmgr_value_of(&d->lm, pid, pid) == LAT_NONE ? 0 : latmgr_value_of(&d->lm, pid, pid);
@@ -201,21 +201,21 @@ static void check_granted(const struct caller *w, const struct sent *s, int befo
 
 	if (w->admin || w->nice)
 		return;
-	if (ctl_kv(s->payload, s->hdr.len, "cgroup", v, sizeof(v)) == 0) {
+	if (ctl_proto_kv(s->payload, s->hdr.len, "cgroup", v, sizeof(v)) == 0) {
 		snprintf(path, sizeof(path), "%s%s", ctlh_cg_mount, v);
 		snprintf(user, sizeof(user), "%s/user", ctlh_cg_mount);
 		mine = realpath(path, real) && strcmp(real, user) == 0 && w->cred.uid == 1000;
-	} else if (ctl_kv(s->payload, s->hdr.len, "self", v, sizeof(v)) == 0) {
+	} else if (ctl_proto_kv(s->payload, s->hdr.len, "self", v, sizeof(v)) == 0) {
 		mine = true;
-	} else if (ctl_kv(s->payload, s->hdr.len, "pid", v, sizeof(v)) == 0) {
+	} else if (ctl_proto_kv(s->payload, s->hdr.len, "pid", v, sizeof(v)) == 0) {
 		mine = ctlh_task_is(atoi(v), true, w->cred.uid);
 	} else {
-		FUZZ_CHECK(ctl_kv(s->payload, s->hdr.len, "tid", v, sizeof(v)) == 0);
+		FUZZ_CHECK(ctl_proto_kv(s->payload, s->hdr.len, "tid", v, sizeof(v)) == 0);
 		mine = ctlh_task_is(atoi(v), false, w->cred.uid);
 	}
 	FUZZ_CHECK(mine);
 	if (s->hdr.type == CTL_SET) {
-		FUZZ_CHECK(ctl_kv(s->payload, s->hdr.len, "value", v, sizeof(v)) == 0);
+		FUZZ_CHECK(ctl_proto_kv(s->payload, s->hdr.len, "value", v, sizeof(v)) == 0);
 		want = atoi(v);
 	}
 	FUZZ_CHECK(want >= before);
@@ -228,9 +228,9 @@ static size_t requests(const uint8_t *data, size_t size, size_t split, struct se
 
 	while (off < size && n < CTL_MAX_MSGS) {
 		struct ctl_msg m;
-		ssize_t k = ctl_decode(data + off, size - off, &m);
+		ssize_t k = ctl_proto_decode(data + off, size - off, &m);
 
-		if (k <= 0 || !ctl_is_request(m.hdr.type) || m.hdr.len > CTL_MAX_REQUEST)
+		if (k <= 0 || !ctl_proto_is_request(m.hdr.type) || m.hdr.len > CTL_MAX_REQUEST)
 			break;
 		ret[n].hdr = m.hdr;
 		ret[n].payload = m.payload;
@@ -260,8 +260,8 @@ static void check_shown(const struct caller *w, const struct sent *s, const stru
 	}
 	if (s->hdr.type != CTL_GET && s->hdr.type != CTL_EXPLAIN)
 		return;
-	if (ctl_kv(s->payload, s->hdr.len, "pid", v, sizeof(v)) == 0 ||
-	    ctl_kv(s->payload, s->hdr.len, "tid", v, sizeof(v)) == 0)
+	if (ctl_proto_kv(s->payload, s->hdr.len, "pid", v, sizeof(v)) == 0 ||
+	    ctl_proto_kv(s->payload, s->hdr.len, "tid", v, sizeof(v)) == 0)
 		FUZZ_CHECK(ctlh_task_is((pid_t)atoi(v), false, w->cred.uid));
 }
 
@@ -274,18 +274,18 @@ static void check_replies(const struct ctlh *d, const struct caller *w, const ui
 
 	while (off < len) {
 		struct ctl_msg m;
-		ssize_t k = ctl_decode(buf + off, len - off, &m);
+		ssize_t k = ctl_proto_decode(buf + off, len - off, &m);
 
 		FUZZ_CHECK(k > 0);
 		FUZZ_CHECK(m.hdr.type == CTL_OK || m.hdr.type == CTL_ERR);
 		off += (size_t)k;
 		if (verbose)
-			fprintf(stderr, "reply %s seq %u:\n%.*s\n", ctl_type_name(m.hdr.type),
+			fprintf(stderr, "reply %s seq %u:\n%.*s\n", ctl_proto_type_name(m.hdr.type),
 				m.hdr.seq, (int)m.hdr.len, m.payload);
 		if (m.hdr.type == CTL_ERR) {
 			char v[32];
 
-			FUZZ_CHECK(ctl_kv(m.payload, m.hdr.len, "errno", v, sizeof(v)) == 0);
+			FUZZ_CHECK(ctl_proto_kv(m.payload, m.hdr.len, "errno", v, sizeof(v)) == 0);
 			FUZZ_CHECK(atoi(v) > 0);
 			i++;
 			continue;

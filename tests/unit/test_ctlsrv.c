@@ -77,7 +77,7 @@ static const char *take(struct conn_t *c)
 	c->text[0] = '\0';
 	while (off < c->len) {
 		struct ctl_msg m;
-		ssize_t k = ctl_decode(c->buf + off, c->len - off, &m);
+		ssize_t k = ctl_proto_decode(c->buf + off, c->len - off, &m);
 
 		assert_true(k > 0);
 		at += (size_t)snprintf(c->text + at, sizeof(c->text) - at, "%s %u\n%.*s",
@@ -100,7 +100,7 @@ static void send_raw(struct conn_t *c, const void *data, size_t n)
 static const char *ask(struct conn_t *c, uint16_t type, const char *payload)
 {
 	uint8_t msg[sizeof(struct ctl_hdr) + CTL_MAX_REQUEST];
-	size_t n = ctl_encode(msg, type, ++c->seq, payload, (uint32_t)strlen(payload));
+	size_t n = ctl_proto_encode(msg, type, ++c->seq, payload, (uint32_t)strlen(payload));
 
 	send_raw(c, msg, n);
 	return take(c);
@@ -250,7 +250,7 @@ static void test_seventeenth_refused(void **state)
 	conn_open(&c, *state, CTLH_PEER, 1000, false, false);
 	/* All at once: the server takes them as they come, and answers only 16. */
 	for (uint32_t i = 1; i <= CTL_MAX_MSGS + 1; i++)
-		n += ctl_encode(msgs + n, CTL_GET, i, NULL, 0);
+		n += ctl_proto_encode(msgs + n, CTL_GET, i, NULL, 0);
 	send_raw(&c, msgs, n);
 	for (uint32_t i = 1; i <= CTL_MAX_MSGS; i++)
 		snprintf(want + strlen(want), sizeof(want) - strlen(want),
@@ -488,28 +488,28 @@ static void test_shares(void **state)
 	assert_int_equal(ctl_peer_subids(path, &s), 0);
 	assert_int_equal(s.n, 2);
 	/* A subordinate uid is its owner's, wherever it calls from. */
-	assert_int_equal(ctl_req_share_of(&s, 100005, NULL), 1000);
-	assert_int_equal(ctl_req_share_of(&s, 100005, &own), 1000);
-	assert_int_equal(ctl_req_share_of(&s, 500009, &user8), 1001);
-	assert_int_equal(ctl_req_share_of(&s, 1000, &own), 1000);
-	assert_int_equal(ctl_req_share_of(&s, 1003, &own), 1003);
+	assert_int_equal(ctl_req_lim_share_of(&s, 100005, NULL), 1000);
+	assert_int_equal(ctl_req_lim_share_of(&s, 100005, &own), 1000);
+	assert_int_equal(ctl_req_lim_share_of(&s, 500009, &user8), 1001);
+	assert_int_equal(ctl_req_lim_share_of(&s, 1000, &own), 1000);
+	assert_int_equal(ctl_req_lim_share_of(&s, 1003, &own), 1003);
 	/* A namespace's callers count as whose subordinate uids it maps. */
-	assert_int_equal(ctl_req_share_of(&s, 1000, &user8), 1000);
-	assert_int_equal(ctl_req_share_of(&s, 65534, &subs_only), 1000);
-	assert_int_equal(ctl_req_share_of(&s, 1002, &single), 1002);
-	assert_int_equal(ctl_req_share_of(&s, 300001, &container), CTL_SHARE_FOREIGN);
-	assert_int_equal(ctl_req_share_of(&s, 300001, &many), CTL_SHARE_FOREIGN);
+	assert_int_equal(ctl_req_lim_share_of(&s, 1000, &user8), 1000);
+	assert_int_equal(ctl_req_lim_share_of(&s, 65534, &subs_only), 1000);
+	assert_int_equal(ctl_req_lim_share_of(&s, 1002, &single), 1002);
+	assert_int_equal(ctl_req_lim_share_of(&s, 300001, &container), CTL_SHARE_FOREIGN);
+	assert_int_equal(ctl_req_lim_share_of(&s, 300001, &many), CTL_SHARE_FOREIGN);
 	/* Eight subordinate uids of one user take one user's share between them. */
 	for (uid_t u = 100000; u < 100008; u++) {
 		k.uid = u;
-		k.share = ctl_req_share_of(&s, u, &user8);
+		k.share = ctl_req_lim_share_of(&s, u, &user8);
 		for (int i = 0; i < 4; i++)
-			if (ctl_req_admit(&l, &k, false, &slot) == 0)
+			if (ctl_req_lim_admit(&l, &k, false, &slot) == 0)
 				n++;
 	}
 	assert_int_equal(n, CTL_REQ_PER_UID);
 	k.uid = k.share = 1003;
-	assert_int_equal(ctl_req_admit(&l, &k, false, &slot), 0);
+	assert_int_equal(ctl_req_lim_admit(&l, &k, false, &slot), 0);
 	/* An unchanged file is not read again; a changed one is. */
 	assert_int_equal(ctl_peer_subids(path, &s), 0);
 	assert_int_equal(s.n, 2);
@@ -534,40 +534,40 @@ static void test_limits(void **state)
 
 	(void)state;
 	for (int i = 0; i < CTL_REQ_PER_UID; i++)
-		assert_int_equal(ctl_req_admit(&l, &k, false, &slot[n++]), 0);
-	assert_int_equal(ctl_req_admit(&l, &k, false, &extra), -EUSERS);
+		assert_int_equal(ctl_req_lim_admit(&l, &k, false, &slot[n++]), 0);
+	assert_int_equal(ctl_req_lim_admit(&l, &k, false, &extra), -EUSERS);
 	/* Three more users fill what all but root and ctl_group may take: 56. */
 	for (uid_t u = 1001; u <= 1003; u++) {
 		k.uid = k.share = u;
 		for (int i = 0; i < CTL_REQ_PER_UID && n < CTL_REQ_SLOTS - CTL_REQ_RESERVED; i++)
-			assert_int_equal(ctl_req_admit(&l, &k, false, &slot[n++]), 0);
+			assert_int_equal(ctl_req_lim_admit(&l, &k, false, &slot[n++]), 0);
 	}
 	assert_int_equal(n, CTL_REQ_SLOTS - CTL_REQ_RESERVED);
 	k.uid = k.share = 1004;
-	assert_int_equal(ctl_req_admit(&l, &k, false, &extra), -EBUSY);
+	assert_int_equal(ctl_req_lim_admit(&l, &k, false, &extra), -EBUSY);
 	/* Root has its 8, and no share of its own. */
 	k.uid = k.share = 0;
 	for (int i = 0; i < CTL_REQ_RESERVED; i++)
-		assert_int_equal(ctl_req_admit(&l, &k, true, &slot[n++]), 0);
-	assert_int_equal(ctl_req_admit(&l, &k, true, &extra), -EBUSY);
+		assert_int_equal(ctl_req_lim_admit(&l, &k, true, &slot[n++]), 0);
+	assert_int_equal(ctl_req_lim_admit(&l, &k, true, &extra), -EBUSY);
 	assert_int_equal(l.held, CTL_REQ_SLOTS);
 	/* A slot left is free again, for whoever may take it. */
-	ctl_req_leave(&l, slot[0]);
-	ctl_req_leave(&l, slot[0]);
+	ctl_req_lim_leave(&l, slot[0]);
+	ctl_req_lim_leave(&l, slot[0]);
 	assert_int_equal(l.held, CTL_REQ_SLOTS - 1);
 	k.uid = k.share = 1000;
-	assert_int_equal(ctl_req_admit(&l, &k, false, &extra), 0);
+	assert_int_equal(ctl_req_lim_admit(&l, &k, false, &extra), 0);
 	assert_int_equal(l.refused, 3);
 
 	/* The calls waiting for credentials: 4 of one source, CTL_REQ_WAITING in all. */
 	for (unsigned i = 0; i < CTL_REQ_WAITING_SOURCE; i++)
-		assert_int_equal(ctl_req_wait(&l, i), 0);
-	assert_int_equal(ctl_req_wait(&l, CTL_REQ_WAITING_SOURCE), -EUSERS);
+		assert_int_equal(ctl_req_lim_wait(&l, i), 0);
+	assert_int_equal(ctl_req_lim_wait(&l, CTL_REQ_WAITING_SOURCE), -EUSERS);
 	while (l.waiting < CTL_REQ_WAITING)
-		assert_int_equal(ctl_req_wait(&l, 0), 0);
-	assert_int_equal(ctl_req_wait(&l, 0), -EBUSY);
-	ctl_req_unwait(&l);
-	assert_int_equal(ctl_req_wait(&l, 0), 0);
+		assert_int_equal(ctl_req_lim_wait(&l, 0), 0);
+	assert_int_equal(ctl_req_lim_wait(&l, 0), -EBUSY);
+	ctl_req_lim_unwait(&l);
+	assert_int_equal(ctl_req_lim_wait(&l, 0), 0);
 }
 
 /*
@@ -580,22 +580,23 @@ static void test_loop_time(void **state)
 	struct ctl_req_lim l = { 0 };
 
 	(void)state;
-	assert_int_equal(ctl_req_owed(&l, 1000, t0), 0);
-	ctl_req_charge(&l, 1000, CTL_REQ_OWED_NS, t0);
-	assert_int_equal(ctl_req_owed(&l, 1000, t0), 0);
-	ctl_req_charge(&l, 1000, 40 * ms, t0);
+	assert_int_equal(ctl_req_lim_owed(&l, 1000, t0), 0);
+	ctl_req_lim_charge(&l, 1000, CTL_REQ_OWED_NS, t0);
+	assert_int_equal(ctl_req_lim_owed(&l, 1000, t0), 0);
+	ctl_req_lim_charge(&l, 1000, 40 * ms, t0);
 	/* 40 ms over: paid back in 40 / (25 / 100) = 160 ms. */
-	assert_int_equal(ctl_req_owed(&l, 1000, t0), 40 * ms * 100 / CTL_REQ_LOOP_PCT);
-	assert_int_equal(ctl_req_owed(&l, 1000, t0 + 80 * ms), 20 * ms * 100 / CTL_REQ_LOOP_PCT);
-	assert_int_equal(ctl_req_owed(&l, 1000, t0 + 160 * ms), 0);
-	assert_int_equal(ctl_req_owed(&l, 1001, t0), 0);
+	assert_int_equal(ctl_req_lim_owed(&l, 1000, t0), 40 * ms * 100 / CTL_REQ_LOOP_PCT);
+	assert_int_equal(ctl_req_lim_owed(&l, 1000, t0 + 80 * ms),
+			 20 * ms * 100 / CTL_REQ_LOOP_PCT);
+	assert_int_equal(ctl_req_lim_owed(&l, 1000, t0 + 160 * ms), 0);
+	assert_int_equal(ctl_req_lim_owed(&l, 1001, t0), 0);
 	assert_int_equal(l.waited, 2);
 	/* A debt paid back makes room for another share's when every entry is taken. */
 	for (uid_t u = 2000; u < 2000 + CTL_REQ_DEBTORS; u++)
-		ctl_req_charge(&l, u, 200 * ms, t0);
-	assert_true(ctl_req_owed(&l, 2000 + CTL_REQ_DEBTORS - 1, t0) > 0);
-	ctl_req_charge(&l, 3000, 300 * ms, t0 + 1000 * ms);
-	assert_true(ctl_req_owed(&l, 3000, t0 + 1000 * ms) > 0);
+		ctl_req_lim_charge(&l, u, 200 * ms, t0);
+	assert_true(ctl_req_lim_owed(&l, 2000 + CTL_REQ_DEBTORS - 1, t0) > 0);
+	ctl_req_lim_charge(&l, 3000, 300 * ms, t0 + 1000 * ms);
+	assert_true(ctl_req_lim_owed(&l, 3000, t0 + 1000 * ms) > 0);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)

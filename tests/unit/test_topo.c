@@ -404,6 +404,27 @@ static void x3d_names(void **state)
 	assert_string_equal(topo_x3d_name(TOPO_X3D_CACHE), "cache");
 }
 
+/*
+ * A kind in the words status, --show-topology and the log print: the type pair left
+ * out where hwloc names none, and a byte that would split or colour it made '_'.
+ */
+static void kind_words(void **state)
+{
+	struct topo t = { .nkinds = 2 };
+	char buf[256];
+
+	CPU_SET(1, &t.kinds[0].cpus);
+	CPU_SET(0, &t.kinds[1].cpus);
+	CPU_SET(2, &t.kinds[1].cpus);
+	t.kinds[0] = (struct topo_kind){ .cpus = t.kinds[0].cpus, .efficiency = 0,
+					 .type = "Intel Atom\x1b", .max_mhz = 4300 };
+	t.kinds[1] = (struct topo_kind){ .cpus = t.kinds[1].cpus, .efficiency = -1 };
+	topo_kind_describe(&t, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "cpus 1 efficiency 0 type Intel_Atom_ max_mhz 4300");
+	topo_kind_describe(&t, 1, buf, sizeof(buf));
+	assert_string_equal(buf, "cpus 0,2 efficiency -1 max_mhz 0");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -422,6 +443,7 @@ int main(void)
 		cmocka_unit_test(x3d_mode_at_load),
 		cmocka_unit_test(x3d_mode_followed),
 		cmocka_unit_test(x3d_names),
+		cmocka_unit_test(kind_words),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

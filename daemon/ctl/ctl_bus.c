@@ -1,5 +1,5 @@
 /*
- * The D-Bus API (see bus.h), the request layer's second door (ctl_req.h). Every call
+ * The D-Bus API (see ctl_bus.h), the request layer's second door (ctl_req.h). Every call
  * is judged on the bus driver's record of the caller's connection (its uid, groups and
  * pid, which the bus took from the kernel when the caller connected), asked for once
  * a connection without blocking the loop and remembered for it (a unique name is never
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "conf/conf.h"
-#include "ctl/bus.h"
+#include "ctl/ctl_bus.h"
 #include "ctl/ctl_req.h"
 #include "latmgr/latmgr.h"
 #include "util/log.h"
@@ -97,7 +97,7 @@ static void sender_free(struct bus_sender *s)
 
 	while ((c = s->calls)) {
 		s->calls = c->next;
-		ctl_req_unwait(s->b->env->req);
+		ctl_req_lim_unwait(s->b->env->req);
 		call_free(c);
 	}
 	*s->pprev = s->next;
@@ -159,7 +159,7 @@ static void set_error(sd_bus_error *e, const struct lat_target *t, int r, const 
 }
 
 /* Carries out c for caller k, through the one request procedure, and answers it. */
-static void serve(struct bus_call *c, const struct ctl_caller *k)
+static void call_serve(struct bus_call *c, const struct ctl_caller *k)
 {
 	struct ctl_request q = { .op = c->op, .name = op_name(c), .t = c->t, .value = c->value };
 	sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -229,7 +229,7 @@ static int read_creds(sd_bus_message *m, struct ctl_caller *k)
  * Serves c for its known sender s, in one of the callers' slots (the ctl socket's
  * connections take them too): over its uid's share, or with none left but root's,
  * it is refused; so is it while its share owes the loop more time than it may
- * (ctl_req_owed), which is charged what the call took, as a ctl request is.
+ * (ctl_req_lim_owed), which is charged what the call took, as a ctl request is.
  */
 static void serve_known(struct bus_sender *s, struct bus_call *c)
 {
@@ -238,31 +238,31 @@ static void serve_known(struct bus_sender *s, struct bus_call *c)
 	uint64_t now = util_now_ns();
 	int slot, r;
 
-	r = ctl_req_admit(x->req, &s->who, admin, &slot);
+	r = ctl_req_lim_admit(x->req, &s->who, admin, &slot);
 	if (r < 0) {
 		const char *why = r == -EUSERS ? "over its share of the callers"
 					       : "no callers' slot left but root's";
 
-		ctl_req_log_refusal(x->req, "dbus: %s refused to uid %u: %s", op_name(c),
-				    s->who.uid, why);
+		ctl_req_lim_log_refusal(x->req, "dbus: %s refused to uid %u: %s", op_name(c),
+					s->who.uid, why);
 		sd_bus_reply_method_errorf(c->m, SD_BUS_ERROR_LIMITS_EXCEEDED,
 					   "uid %u: %s (%d of one user's at once)", s->who.uid, why,
 					   CTL_REQ_PER_UID);
 		return;
 	}
-	serve(c, &s->who);
-	ctl_req_leave(x->req, slot);
+	call_serve(c, &s->who);
+	ctl_req_lim_leave(x->req, slot);
 	if (!admin)
-		ctl_req_charge(x->req, s->who.share, util_now_ns() - now, util_now_ns());
+		ctl_req_lim_charge(x->req, s->who.share, util_now_ns() - now, util_now_ns());
 }
 
 /* How long known sender s must wait before its next call: 0 for an admin, or a share
- * that owes the loop no more time than it may (ctl_req_owed). */
+ * that owes the loop no more time than it may (ctl_req_lim_owed). */
 static uint64_t owed(const struct bus_sender *s, uint64_t now)
 {
 	const struct ctl_env *x = s->b->env;
 
-	return ctl_req_admin(&s->who, x->conf) ? 0 : ctl_req_owed(x->req, s->who.share, now);
+	return ctl_req_admin(&s->who, x->conf) ? 0 : ctl_req_lim_owed(x->req, s->who.share, now);
 }
 
 static int on_more(sd_event_source *es, uint64_t usec, void *userdata);
@@ -306,7 +306,7 @@ static void serve_next(struct bus_sender *s)
 		if (!s->calls)
 			s->tail = &s->calls;
 		s->ncalls--;
-		ctl_req_unwait(b->env->req);
+		ctl_req_lim_unwait(b->env->req);
 		serve_known(s, c);
 		call_free(c);
 		if (s->calls && e && later(s, e, 0) >= 0)
@@ -385,11 +385,11 @@ static int take(struct ctl_bus *b, sd_bus_message *m, const struct bus_call *pro
 	}
 	if (!s && !(s = sender_new(b, name ? name : "")))
 		return -ENOMEM;
-	r = ctl_req_wait(b->env->req, s->ncalls);
+	r = ctl_req_lim_wait(b->env->req, s->ncalls);
 	c = r == 0 ? malloc(sizeof(*c)) : NULL;
 	if (!c) {
 		if (r == 0)
-			ctl_req_unwait(b->env->req);
+			ctl_req_lim_unwait(b->env->req);
 		if (!s->ncalls)
 			sender_free(s);
 		if (r == 0)

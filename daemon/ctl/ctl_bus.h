@@ -5,7 +5,7 @@
  * Each call is judged as the ctl socket judges a request (ctl_req.h), on what the bus
  * took when the caller connected (its uid, groups and pid), asked for once a
  * connection without waiting, and within the limits the ctl socket's connections
- * share (ctl_req_admit).
+ * share (ctl_req_lim_admit).
  */
 #ifndef RQB_CTL_BUS_H
 #define RQB_CTL_BUS_H
