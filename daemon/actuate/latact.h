@@ -212,6 +212,14 @@ int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_en
  * from now on, logged once.
  */
 void latact_check(struct latact *la, pid_t tid);
+/*
+ * The decide step latact_task and a give-back take for a task's knobs (latknob.h),
+ * pure, for the permission rule: what a set of value v (LAT_NONE: a reset) would leave
+ * a task that holds cur and has entry old (NULL: none). A knob someone else changed
+ * since rqbalance set it stays as it is now.
+ */
+void latact_decide_knobs(const struct latact *la, int v, const struct lat_entry *old,
+			 const struct lat_state *cur, struct lat_state *ret);
 /* Gives a task back what it had (where still as set); -ENOENT if not managed. */
 int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time);
 /* The task exited: forget it. */

@@ -458,6 +458,20 @@ static unsigned restore_knobs(const struct lat_entry *e, const struct lat_state 
 	return theirs;
 }
 
+void latact_decide_knobs(const struct latact *la, int v, const struct lat_entry *old,
+			 const struct lat_state *cur, struct lat_state *ret)
+{
+	struct lat_state set;
+
+	if (v == LAT_NONE && old)
+		restore_knobs(old, cur, NULL, ret);
+	else if (v == LAT_NONE)
+		*ret = *cur;
+	else
+		decide_knobs(la, v, old ? &old->prev : cur, knobs_left(old, NULL, cur), cur, &set,
+			     ret);
+}
+
 /* Whether the task's cgroup cur is one rqbalance put it in: set's, or was's. */
 static bool cgroup_ours(const char *cur, const struct lat_entry *e, const struct lat_state *was)
 {

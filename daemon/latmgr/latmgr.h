@@ -405,10 +405,10 @@ char *latmgr_list(const struct latmgr *m, latmgr_visible_fn visible, void *ctx, 
 int latmgr_explain(struct latmgr *m, const struct lat_target *t, bool detail,
 		   latmgr_visible_fn visible, void *ctx, char **ret);
 /*
- * What a request would leave thread tid, which holds now, for the permission rule: with
- * want a value, the nice and idle policy that value maps to; with LAT_NONE (a reset),
- * what it had before rqbalance; a knob someone else changed since rqbalance set it
- * stays as now.
+ * What a request would leave thread tid, which holds now, for the permission rule: its
+ * nice and whether SCHED_IDLE, as the actuator's own decide step (latact_decide_knobs)
+ * has them: with want a value, what that value maps to; with LAT_NONE (a reset), what
+ * it had before rqbalance; a knob someone else changed since rqbalance set it stays.
  */
 void latmgr_would_leave(const struct latmgr *m, pid_t tid, int want,
 			const struct rqb_sched_attr *now, int *ret_nice, bool *ret_idle);

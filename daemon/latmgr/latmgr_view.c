@@ -182,24 +182,13 @@ int latmgr_get(const struct latmgr *m, const struct lat_target *t, char *out, si
 void latmgr_would_leave(const struct latmgr *m, pid_t tid, int want,
 			const struct rqb_sched_attr *now, int *ret_nice, bool *ret_idle)
 {
-	const struct lat_entry *e = latact_find(m->la, tid);
-	bool idle_now = now->sched_policy == SCHED_IDLE;
-	struct lat_knobs k;
+	struct lat_state cur, after;
 
-	*ret_nice = now->sched_nice;
-	*ret_idle = idle_now;
-	if (want != LAT_NONE) {
-		lat_map(&m->la->lc, want, &k);
-		*ret_nice = k.nice;
-		*ret_idle = k.policy == SCHED_IDLE;
-	} else if (e) {
-		*ret_nice = e->prev.nice;
-		*ret_idle = e->prev.policy == SCHED_IDLE;
-	}
-	if (e && (e->left & LAT_K_NICE))
-		*ret_nice = now->sched_nice;
-	if (e && (e->left & LAT_K_POLICY))
-		*ret_idle = idle_now;
+	latknob_init(&cur);
+	latknob_from_attr(m->la, now, &cur);
+	latact_decide_knobs(m->la, want, latact_find(m->la, tid), &cur, &after);
+	*ret_nice = after.nice;
+	*ret_idle = after.policy == SCHED_IDLE;
 }
 
 void latmgr_ungranted(const struct latmgr *m, pid_t tid, int *nice, bool *idle)

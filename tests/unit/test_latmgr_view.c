@@ -196,8 +196,8 @@ static struct rqb_sched_attr attr_of(int nice, int policy)
 }
 
 /*
- * What a request would leave a thread: the mapping's, what it had before, or its own
- * where someone else changed a knob.
+ * What a request would leave a thread, as the actuator's decide step has it: the
+ * mapping's, what it had before, or its own where someone else changed a knob.
  */
 static void would_leave(void **state)
 {
@@ -236,6 +236,15 @@ static void would_leave(void **state)
 	latmgr_would_leave(&d->lm, CTLH_PROC_A, -5, &a, &nice, &idle);
 	assert_int_equal(nice, k.nice);
 	assert_false(idle);
+	/* Changed since, and not noted yet: the decide step finds it as a set would. */
+	e->left = 0;
+	a = attr_of(2, SCHED_IDLE);
+	latmgr_would_leave(&d->lm, CTLH_PROC_A, -5, &a, &nice, &idle);
+	assert_int_equal(nice, 2);
+	assert_true(idle);
+	latmgr_would_leave(&d->lm, CTLH_PROC_A, LAT_NONE, &a, &nice, &idle);
+	assert_int_equal(nice, 2);
+	assert_true(idle);
 }
 
 static void cgroup_owner(void **state)
