@@ -36,6 +36,7 @@ DAEMON_SRC = \
 	daemon/actuate/latact_cg.c daemon/actuate/latact_replay.c \
 	daemon/actuate/latact_offspring.c \
 	daemon/actuate/latact_apply.c daemon/actuate/latact_move.c daemon/actuate/latact_reuse.c \
+	daemon/actuate/latknob.c \
 	daemon/actuate/cgsd.c \
 	daemon/latmgr/latmgr_plan.c daemon/latmgr/latmgr_fg.c daemon/latmgr/latmgr_rules.c \
 	daemon/latmgr/latmgr_events.c daemon/latmgr/latmgr_source.c daemon/latmgr/latmgr_units.c \

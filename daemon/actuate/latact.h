@@ -29,15 +29,20 @@ struct lat_state {
 	int nice;
 	uint64_t slice_ns;          /* sched_runtime; 0 = the kernel's default */
 	int umin, umax;             /* uclamp, 0…1024; -1 where the kernel has none */
+	int rof;                    /* SCHED_FLAG_RESET_ON_FORK: 1 set, 0 not */
 	char cgroup[LAT_PATH_MAX];  /* in the class hierarchy; "" without one */
 };
 
-/* The knobs of a task someone else changed after rqbalance set them (lat_entry.left). */
+/*
+ * A task's knobs as bits (lat_entry.left: those someone else changed after rqbalance
+ * set them); each is a row of latknob.c's table, which says the rest of it.
+ */
 enum lat_knob {
 	LAT_K_POLICY = 1 << 0,
 	LAT_K_NICE = 1 << 1,
 	LAT_K_SLICE = 1 << 2,
 	LAT_K_UCLAMP = 1 << 3,
+	LAT_K_RESET_ON_FORK = 1 << 4,
 };
 
 struct lat_entry {
@@ -207,8 +212,14 @@ int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_en
  * from now on, logged once.
  */
 void latact_check(struct latact *la, pid_t tid);
-/* The names of the knobs in mask left (enum lat_knob), e.g. "nice slice"; "" for none. */
-void latact_knob_names(unsigned left, char *ret, size_t size);
+/*
+ * The decide step latact_task and a give-back take for a task's knobs (latknob.h),
+ * pure, for the permission rule: what a set of value v (LAT_NONE: a reset) would leave
+ * a task that holds cur and has entry old (NULL: none). A knob someone else changed
+ * since rqbalance set it stays as it is now.
+ */
+void latact_decide_knobs(const struct latact *la, int v, const struct lat_entry *old,
+			 const struct lat_state *cur, struct lat_state *ret);
 /* Gives a task back what it had (where still as set); -ENOENT if not managed. */
 int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time);
 /* The task exited: forget it. */

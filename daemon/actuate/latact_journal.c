@@ -12,6 +12,7 @@
 #include "actuate/journal.h"
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
+#include "actuate/latknob.h"
 #include "util/log.h"
 
 /*
@@ -65,24 +66,26 @@ int latact_unescape_field(const char *in, char *ret, size_t size)
 	return 0;
 }
 
+/* A state: its positional knobs (latknob.h), then its escaped cgroup. */
 static void format_state(const struct lat_state *s, char *buf, size_t size)
 {
-	char cg[LAT_ESC_MAX];
+	char cg[LAT_ESC_MAX], knobs[96];
 
 	latact_escape_field(s->cgroup, cg, sizeof(cg));
-	snprintf(buf, size, "%d %d %" PRIu64 " %d %d %s", s->policy, s->nice, s->slice_ns, s->umin,
-		 s->umax, cg);
+	latknob_format(s, knobs, sizeof(knobs));
+	snprintf(buf, size, "%s %s", knobs, cg);
 }
 
-/* A task's record: "lat TID TGID START VALUE PREV SET", with its newline. */
+/* A task's record: "lat TID TGID START VALUE PREV SET[ KEY=P/S…]", with its newline. */
 static void task_line(const struct lat_entry *e, char *line, size_t size)
 {
-	char p[LAT_ESC_MAX + 96], s[LAT_ESC_MAX + 96];
+	char p[LAT_ESC_MAX + 96], s[LAT_ESC_MAX + 96], keyed[96];
 
 	format_state(&e->prev, p, sizeof(p));
 	format_state(&e->set, s, sizeof(s));
-	snprintf(line, size, "lat %d %d %" PRIu64 " %d %s %s\n", (int)e->task.tid, (int)e->tgid,
-		 e->task.start_time, e->value, p, s);
+	latknob_format_keyed(&e->prev, &e->set, keyed, sizeof(keyed));
+	snprintf(line, size, "lat %d %d %" PRIu64 " %d %s %s%s\n", (int)e->task.tid, (int)e->tgid,
+		 e->task.start_time, e->value, p, s, keyed);
 }
 
 /* A cgroup's record: "cg VALUE PATH UNIT PREV_W PREV_IDLE SET_W SET_IDLE", with its newline. */

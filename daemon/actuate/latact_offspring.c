@@ -14,6 +14,7 @@
 
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
+#include "actuate/latknob.h"
 #include "sample/procfs.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -165,10 +166,10 @@ static int resolve(struct walk *w, struct node *n, struct node **stack)
 	return rec;
 }
 
+/* Whether a and b hold the same knobs, every row of latknob.h's table. */
 static bool sched_same(const struct lat_state *a, const struct lat_state *b)
 {
-	return a->policy == b->policy && a->nice == b->nice && a->slice_ns == b->slice_ns &&
-	       a->umin == b->umin && a->umax == b->umax;
+	return !latknob_differ(a, b);
 }
 
 /*
@@ -190,7 +191,7 @@ static bool give(struct walk *w, const struct lat_entry *rec, pid_t tid, pid_t t
 	e.tgid = tgid;
 	e.from_tid = rec->task.tid;
 	if (!sched)
-		e.left |= LAT_K_POLICY | LAT_K_NICE | LAT_K_SLICE | LAT_K_UCLAMP;
+		e.left |= latknob_all();
 	if (!cgroup)
 		e.set.cgroup[0] = '\0';
 	latact_restore_entry(la, &e);

@@ -11,22 +11,18 @@
 #include "actuate/journal.h"
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
+#include "actuate/latknob.h"
 #include "util/log.h"
 #include "util/util.h"
 
+/* A state: its positional knobs (latknob.h), then its escaped cgroup. */
 static int parse_state(char **save, struct lat_state *s)
 {
-	char *f[6];
+	char *cg;
 
-	for (int i = 0; i < 6; i++)
-		if (!(f[i] = strtok_r(NULL, " ", save)))
-			return -EINVAL;
-	s->policy = atoi(f[0]);
-	s->nice = atoi(f[1]);
-	s->slice_ns = strtoull(f[2], NULL, 10);
-	s->umin = atoi(f[3]);
-	s->umax = atoi(f[4]);
-	if (latact_unescape_field(f[5], s->cgroup, sizeof(s->cgroup)) < 0 ||
+	if (latknob_parse(save, s) < 0 || !(cg = strtok_r(NULL, " ", save)))
+		return -EINVAL;
+	if (latact_unescape_field(cg, s->cgroup, sizeof(s->cgroup)) < 0 ||
 	    (s->cgroup[0] && s->cgroup[0] != '/'))
 		return -EINVAL;
 	return 0;
@@ -34,7 +30,7 @@ static int parse_state(char **save, struct lat_state *s)
 
 static int parse_task_line(char *line, struct lat_entry *e)
 {
-	char *save = NULL, *f[4];
+	char *save = NULL, *f[4], *tok;
 
 	memset(e, 0, sizeof(*e));
 	for (int i = 0; i < 4; i++)
@@ -46,8 +42,12 @@ static int parse_task_line(char *line, struct lat_entry *e)
 	e->value = atoi(f[3]);
 	e->task.pidfd = -1;
 	if (e->task.tid <= 0 || parse_state(&save, &e->prev) < 0 ||
-	    parse_state(&save, &e->set) < 0 || strtok_r(NULL, " ", &save))
+	    parse_state(&save, &e->set) < 0)
 		return -EINVAL;
+	/* The knobs a later format added, by key; none in an older record. */
+	while ((tok = strtok_r(NULL, " ", &save)))
+		if (latknob_parse_keyed(tok, &e->prev, &e->set) < 0)
+			return -EINVAL;
 	return 0;
 }
 

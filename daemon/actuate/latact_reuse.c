@@ -13,6 +13,7 @@
 
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
+#include "actuate/latknob.h"
 #include "util/log.h"
 #include "util/schedattr.h"
 
@@ -32,25 +33,14 @@ static int made_with(struct latact *la, const struct act_task *c, struct lat_sta
 		r = la->ops->alive(c);
 	if (r < 0)
 		return r;
-	if (a.sched_flags & SCHED_FLAG_RESET_ON_FORK) {
-		if (ret->policy != SCHED_OTHER && ret->policy != SCHED_BATCH &&
-		    ret->policy != SCHED_IDLE)
-			ret->policy = SCHED_OTHER;
-		if (ret->nice < 0)
-			ret->nice = 0;
-		ret->slice_ns = 0;
-		if (ret->umin >= 0)
-			ret->umin = 0;
-		if (ret->umax >= 0)
-			ret->umax = 1024;
-	}
+	if (a.sched_flags & SCHED_FLAG_RESET_ON_FORK)
+		latknob_fork_reset(ret);
 	return 0;
 }
 
 static bool sched_same(const struct lat_state *a, const struct lat_state *b)
 {
-	return a->policy == b->policy && a->nice == b->nice && a->slice_ns == b->slice_ns &&
-	       a->umin == b->umin && a->umax == b->umax;
+	return !latknob_differ(a, b);
 }
 
 void latact_undo_sched(struct latact *la, const struct act_task *t,

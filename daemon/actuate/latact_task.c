@@ -13,6 +13,7 @@
 
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
+#include "actuate/latknob.h"
 #include "util/log.h"
 #include "util/schedattr.h"
 #include "util/sorted.h"
@@ -39,24 +40,13 @@ static bool policy_is_rt(int policy)
 int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret)
 {
 	struct rqb_sched_attr a;
-	struct lat_state s = { .umin = -1, .umax = -1 };
+	struct lat_state s;
 	int r = la->ops->get_attr(tid, &a);
 
 	if (r < 0)
 		return r;
-	s.policy = (int)a.sched_policy;
-	s.nice = a.sched_nice;
-	/*
-	 * The kernel reports its default as a number: 0 says "the default" and follows it.
-	 * A task that has not run since the default changed still shows the old one.
-	 */
-	s.slice_ns = la->o.slices && a.sched_runtime != la->default_slice_ns &&
-			     (!la->was_default_slice_ns || a.sched_runtime != la->was_default_slice_ns)
-		     ? a.sched_runtime : 0;
-	if (la->o.uclamp) {
-		s.umin = (int)a.sched_util_min;
-		s.umax = (int)a.sched_util_max;
-	}
+	latknob_init(&s);
+	latknob_from_attr(la, &a, &s);
 	r = latact_read_task_cgroup(la, tid, s.cgroup, sizeof(s.cgroup));
 	if (r < 0)
 		return r == -ENOENT ? -ESRCH : r;
@@ -64,63 +54,16 @@ int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret)
 	return 0;
 }
 
-static bool sched_differs(const struct lat_state *a, const struct lat_state *b)
-{
-	return a->policy != b->policy || a->nice != b->nice || a->slice_ns != b->slice_ns ||
-	       a->umin != b->umin || a->umax != b->umax;
-}
-
-/* The knobs (enum lat_knob) in which a and b differ. */
-static unsigned knobs_differ(const struct lat_state *a, const struct lat_state *b)
-{
-	return (a->policy != b->policy ? LAT_K_POLICY : 0) | (a->nice != b->nice ? LAT_K_NICE : 0) |
-	       (a->slice_ns != b->slice_ns ? LAT_K_SLICE : 0) |
-	       (a->umin != b->umin || a->umax != b->umax ? LAT_K_UCLAMP : 0);
-}
-
-/* Copies the knobs in mask (enum lat_knob) from src to dst. */
-static void knobs_copy(unsigned mask, const struct lat_state *src, struct lat_state *dst)
-{
-	if (mask & LAT_K_POLICY)
-		dst->policy = src->policy;
-	if (mask & LAT_K_NICE)
-		dst->nice = src->nice;
-	if (mask & LAT_K_SLICE)
-		dst->slice_ns = src->slice_ns;
-	if (mask & LAT_K_UCLAMP) {
-		dst->umin = src->umin;
-		dst->umax = src->umax;
-	}
-}
-
-void latact_knob_names(unsigned left, char *ret, size_t size)
-{
-	static const char *const names[] = { "policy", "nice", "slice", "uclamp" };
-	size_t len = 0;
-
-	ret[0] = '\0';
-	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]) && len < size; i++)
-		if (left & (1u << i))
-			len += (size_t)snprintf(ret + len, size - len, "%s%s", len ? " " : "", names[i]);
-}
-
 /*
- * Writes policy, nice, slice and uclamp of want to t in one call: the driver's checked
- * write (act.h), -ESTALE where it may have reached a task that took t's number.
+ * Writes every knob of want (latknob.h) to t in one call: the driver's checked write
+ * (act.h), -ESTALE where it may have reached a task that took t's number.
  */
 int latact_write_sched(const struct latact *la, const struct act_task *t,
 		       const struct lat_state *want)
 {
 	struct rqb_sched_attr a = { .size = sizeof(a) };
 
-	a.sched_policy = (uint32_t)want->policy;
-	a.sched_nice = want->nice;
-	a.sched_runtime = la->o.slices ? want->slice_ns : 0;
-	if (la->o.uclamp && want->umin >= 0 && want->umax >= 0) {
-		a.sched_flags |= SCHED_FLAG_UTIL_CLAMP_MIN | SCHED_FLAG_UTIL_CLAMP_MAX;
-		a.sched_util_min = (uint32_t)want->umin;
-		a.sched_util_max = (uint32_t)want->umax;
-	}
+	latknob_to_attr(la, want, &a);
 	return la->ops->set_attr(t, &a);
 }
 
@@ -136,31 +79,36 @@ static int write_sched(struct latact *la, const struct act_task *t, const struct
 	return r;
 }
 
-/* What value v asks of a task that had prev. */
-static void want_for(struct latact *la, int v, pid_t tid, pid_t tgid,
-		     const struct lat_state *prev, struct lat_state *ret)
+/*
+ * The decide step of a value's knobs: what value v asks of a task that had prev
+ * (*ret_set, what rqbalance gives), and what is written (*ret_want): the same but for
+ * the knobs in left, someone else's, which keep what the task holds now (cur). Both
+ * keep prev's cgroup. Pure.
+ */
+static void decide_knobs(const struct latact *la, int v, const struct lat_state *prev,
+			 unsigned left, const struct lat_state *cur, struct lat_state *ret_set,
+			 struct lat_state *ret_want)
 {
 	struct lat_knobs k;
 
 	lat_map(&la->lc, v, &k);
-	*ret = *prev;
-	ret->nice = k.nice;
-	if (v < 0)
-		ret->policy = SCHED_OTHER;
-	else if (v > 0 && k.policy != SCHED_OTHER)
-		ret->policy = k.policy;
-	if (k.slice_ns && la->o.slices)
-		ret->slice_ns = k.slice_ns;
-	if (la->o.uclamp) {
-		if (k.uclamp_min >= 0)
-			ret->umin = k.uclamp_min;
-		if (k.uclamp_max >= 0)
-			ret->umax = k.uclamp_max;
-	}
+	*ret_set = *prev;
+	latknob_want(la, v, &k, ret_set);
+	*ret_want = *ret_set;
+	latknob_copy(left, cur, ret_want);
+}
+
+/* The class cgroup value v asks of task tid (of tgid) that was in prev; prev's if none. */
+static void class_for(struct latact *la, int v, pid_t tid, pid_t tgid, const char *prev,
+		      char *ret, size_t size)
+{
+	struct lat_knobs k;
+
+	lat_map(&la->lc, v, &k);
 	/* cgroup2 moves whole processes: a lone thread keeps its process's group. */
-	if (k.use_class && la->cls.on && (!la->cls.v2 || tid == tgid) &&
-	    latact_class_ensure(la, v, ret->cgroup, sizeof(ret->cgroup)) < 0)
-		snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", prev->cgroup);
+	if (!k.use_class || !la->cls.on || (la->cls.v2 && tid != tgid) ||
+	    latact_class_ensure(la, v, ret, size) < 0)
+		snprintf(ret, size, "%s", prev);
 }
 
 /* key: a pid_t; elem: one of la->e, which are sorted by tid, one entry each. */
@@ -262,7 +210,7 @@ static int write_state(struct latact *la, const struct act_task *t, pid_t tgid,
 
 	*ret_queued = false;
 	/* A task that made itself real-time since: its policy and parameters are its own. */
-	if (sched_differs(cur, want) && !policy_is_rt(cur->policy))
+	if (latknob_differ(cur, want) && !policy_is_rt(cur->policy))
 		r = write_sched(la, t, want);
 	if (r == 0 && la->cls.on && want->cgroup[0] && strcmp(cur->cgroup, want->cgroup) != 0 &&
 	    (!la->cls.v2 || t->tid == tgid)) {
@@ -323,7 +271,7 @@ static void left_says(const struct latact *la, const struct lat_entry *e, unsign
 
 	if (!newly || !cg_says(la, e))
 		return;
-	latact_knob_names(newly, names, sizeof(names));
+	latknob_names(newly, names, sizeof(names));
 	log_notice("latency: task %d: someone else changed its %s since rqbalance set it: "
 		   "left as it is", (int)e->task.tid, names);
 }
@@ -336,18 +284,15 @@ static void left_says(const struct latact *la, const struct lat_entry *e, unsign
  * unless they are what the creator had before rqbalance: a task made before the
  * creator's change landed was made with those, by no one's choice.
  */
-static void knobs_left(struct latact *la, const struct lat_entry *old,
-		       const struct lat_entry *from, const struct lat_state *cur,
-		       struct lat_entry *e)
+static unsigned knobs_left(const struct lat_entry *old, const struct lat_entry *from,
+			   const struct lat_state *cur)
 {
-	e->left = 0;
-	if (old) {
-		e->left = old->left | knobs_differ(cur, &old->set);
-		left_says(la, e, e->left & ~old->left);
-	} else if (from) {
-		e->left = from->left | (knobs_differ(cur, &from->set) &
-					knobs_differ(cur, &from->prev) & (LAT_K_POLICY | LAT_K_NICE));
-	}
+	if (old)
+		return old->left | latknob_differ(cur, &old->set);
+	if (from)
+		return from->left | (latknob_differ(cur, &from->set) &
+				     latknob_differ(cur, &from->prev) & (LAT_K_POLICY | LAT_K_NICE));
+	return 0;
 }
 
 /* What task tid has now; a real-time task is refused unless rqbalance manages it already. */
@@ -374,8 +319,13 @@ static void task_decide(struct latact *la, const struct lat_req *rq, const struc
 {
 	e->prev = old ? old->prev : from ? from->prev : *cur;
 	cg_decide(la, old, from, cur, e);
-	knobs_left(la, old, from, cur, e);
-	want_for(la, rq->value, rq->tid, rq->tgid, &e->prev, want);
+	e->left = knobs_left(old, from, cur);
+	if (old)
+		left_says(la, e, e->left & ~old->left);
+	/* Knobs left to others keep what they have; set keeps what rqbalance would give. */
+	decide_knobs(la, rq->value, &e->prev, e->left, cur, &e->set, want);
+	class_for(la, rq->value, rq->tid, rq->tgid, e->prev.cgroup, want->cgroup,
+		  sizeof(want->cgroup));
 	/* A raise's class below a parent must not weigh more than the task's own nice. */
 	if (lat_class_gains(rq->value, e->left & LAT_K_NICE ? cur->nice : e->prev.nice,
 			    la->cls.root_shares))
@@ -383,11 +333,8 @@ static void task_decide(struct latact *la, const struct lat_req *rq, const struc
 	/* A cgroup left to others stays as it is, and is not rqbalance's to give back. */
 	if (e->cg != LAT_CG_OURS)
 		snprintf(want->cgroup, sizeof(want->cgroup), "%s", cur->cgroup);
-	e->set = *want;
-	if (e->cg != LAT_CG_OURS)
-		e->set.cgroup[0] = '\0';
-	/* Knobs left to others keep what they have; set keeps what rqbalance would give. */
-	knobs_copy(e->left, cur, want);
+	snprintf(e->set.cgroup, sizeof(e->set.cgroup), "%s",
+		 e->cg != LAT_CG_OURS ? "" : want->cgroup);
 	e->from_tid = from ? from->task.tid : old && old->value == rq->value ? old->from_tid : 0;
 	e->since = old && old->value == rq->value ? old->since : (int64_t)time(NULL);
 }
@@ -419,9 +366,9 @@ static int task_write(struct latact *la, const struct lat_req *rq, bool was_mana
 		snprintf(e->set.cgroup, sizeof(e->set.cgroup), "%s", want->cgroup);
 	if (r == 0 && e->cg != LAT_CG_OURS)
 		e->set.cgroup[0] = '\0';
-	knobs_copy(e->left, &mapped, &e->set);
+	latknob_copy(e->left, &mapped, &e->set);
 	/* The kernel made something else of a knob: the journal says what the task holds. */
-	if (r == 0 && (sched_differs(&e->set, &mapped) || strcmp(e->set.cgroup, mapped.cgroup) != 0) &&
+	if (r == 0 && (latknob_differ(&e->set, &mapped) || strcmp(e->set.cgroup, mapped.cgroup) != 0) &&
 	    latact_journal_task(la, e) < 0)
 		log_warn("latency: cannot journal what task %d holds after the write", (int)rq->tid);
 	if (r == 0)
@@ -496,6 +443,35 @@ int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_en
 	return r;
 }
 
+/*
+ * The decide step of a give-back: what a task that holds cur gets back of e's knobs
+ * (*ret: prev's where still as rqbalance set it, set's or was's where not NULL, and
+ * not left to others; cur's elsewhere). Returns the knobs found someone else's. Pure.
+ */
+static unsigned restore_knobs(const struct lat_entry *e, const struct lat_state *cur,
+			      const struct lat_state *was, struct lat_state *ret)
+{
+	unsigned theirs = latknob_differ(cur, &e->set) & (was ? latknob_differ(cur, was) : ~0u);
+
+	*ret = *cur;
+	latknob_copy(~(theirs | e->left), &e->prev, ret);
+	return theirs;
+}
+
+void latact_decide_knobs(const struct latact *la, int v, const struct lat_entry *old,
+			 const struct lat_state *cur, struct lat_state *ret)
+{
+	struct lat_state set;
+
+	if (v == LAT_NONE && old)
+		restore_knobs(old, cur, NULL, ret);
+	else if (v == LAT_NONE)
+		*ret = *cur;
+	else
+		decide_knobs(la, v, old ? &old->prev : cur, knobs_left(old, NULL, cur), cur, &set,
+			     ret);
+}
+
 /* Whether the task's cgroup cur is one rqbalance put it in: set's, or was's. */
 static bool cgroup_ours(const char *cur, const struct lat_entry *e, const struct lat_state *was)
 {
@@ -523,17 +499,14 @@ void latact_restore_crashed(struct latact *la, const struct lat_entry *e,
 		la->cnt.gone++;
 		return;
 	}
-	/* What is still as rqbalance set it, and not left to others, gets prev back. */
-	want = cur;
-	theirs = knobs_differ(&cur, &e->set) & (was ? knobs_differ(&cur, was) : ~0u);
-	knobs_copy(~(theirs | e->left), &e->prev, &want);
+	theirs = restore_knobs(e, &cur, was, &want);
 	/* A cgroup left to others (set.cgroup "") is theirs: it stays where it is. */
 	if (cgroup_ours(cur.cgroup, e, was))
 		snprintf(want.cgroup, sizeof(want.cgroup), "%s", e->prev.cgroup);
 	if (theirs || (e->set.cgroup[0] && !cgroup_ours(cur.cgroup, e, was)))
 		la->cnt.left_alone++;
 	if (write_state(la, &e->task, e->tgid, &cur, &want, false, &queued) == 0) {
-		if (sched_differs(&cur, &want) || strcmp(cur.cgroup, want.cgroup) != 0)
+		if (latknob_differ(&cur, &want) || strcmp(cur.cgroup, want.cgroup) != 0)
 			la->cnt.restored++;
 	} else if (want.cgroup[0] && strcmp(cur.cgroup, want.cgroup) != 0 &&
 		   latact_cg_attach(la, "/", &e->task) == 0) {
@@ -616,7 +589,7 @@ void latact_given_gone(struct latact *la, pid_t tid)
  */
 static bool holds_any(const struct lat_state *cur, const struct lat_entry *e)
 {
-	unsigned set = ~knobs_differ(cur, &e->set) & knobs_differ(&e->prev, &e->set) & ~e->left;
+	unsigned set = ~latknob_differ(cur, &e->set) & latknob_differ(&e->prev, &e->set) & ~e->left;
 
 	return set || (e->set.cgroup[0] && strcmp(e->set.cgroup, e->prev.cgroup) != 0 &&
 		       strcmp(cur->cgroup, e->set.cgroup) == 0);
@@ -690,7 +663,7 @@ void latact_check(struct latact *la, pid_t tid)
 	e = la->e[i];
 	if (latact_read(la, tid, &cur) < 0 || la->ops->alive(&e->task) < 0)
 		return;
-	newly = knobs_differ(&cur, &e->set) & ~e->left;
+	newly = latknob_differ(&cur, &e->set) & ~e->left;
 	e->left |= newly;
 	left_says(la, e, newly);
 	if (!la->cls.on || e->cg != LAT_CG_OURS || strcmp(cur.cgroup, e->set.cgroup) == 0)

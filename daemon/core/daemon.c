@@ -260,6 +260,8 @@ static void on_dropped(void *ctx, pid_t tid, uint64_t start_time, int err)
 /* The mapping's settings from the config; class cgroups resolved against this host. */
 static void lat_conf_from(const struct daemon *d, struct lat_conf *ret)
 {
+	/* A setting no key gives (a knob the mapping may carry, latknob.h) is off. */
+	memset(ret, 0, sizeof(*ret));
 	ret->batch_from = (int)d->conf.lat_batch_from;
 	ret->idle_at_19 = d->conf.lat_idle_at_19;
 	ret->uclamp = d->conf.lat_uclamp;

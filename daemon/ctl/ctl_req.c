@@ -259,7 +259,7 @@ static int thread_fact(struct ctl_env *x, pid_t tid, int want, struct ctl_perm_t
 		return r;
 	ret->nice = a.sched_nice;
 	ret->idle = a.sched_policy == SCHED_IDLE;
-	latmgr_would_leave(x->lm, tid, want, ret->nice, ret->idle, &ret->want_nice, &ret->want_idle);
+	latmgr_would_leave(x->lm, tid, want, &a, &ret->want_nice, &ret->want_idle);
 	/* A favour the caller was granted is not its own to build on. */
 	latmgr_ungranted(x->lm, tid, &ret->nice, &ret->idle);
 	return 0;

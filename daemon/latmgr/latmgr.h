@@ -16,6 +16,7 @@
 #include "actuate/latact.h"
 #include "conf/conf.h"
 #include "policy/latweigh.h"
+struct rqb_sched_attr;
 
 struct daemon_stats;
 struct evsrc;
@@ -404,12 +405,13 @@ char *latmgr_list(const struct latmgr *m, latmgr_visible_fn visible, void *ctx, 
 int latmgr_explain(struct latmgr *m, const struct lat_target *t, bool detail,
 		   latmgr_visible_fn visible, void *ctx, char **ret);
 /*
- * What a request would leave thread tid, for the permission rule: with want a value,
- * the nice and idle policy that value maps to; with LAT_NONE (a reset), what it had
- * before rqbalance; a knob someone else changed since rqbalance set it stays as now.
+ * What a request would leave thread tid, which holds now, for the permission rule: its
+ * nice and whether SCHED_IDLE, as the actuator's own decide step (latact_decide_knobs)
+ * has them: with want a value, what that value maps to; with LAT_NONE (a reset), what
+ * it had before rqbalance; a knob someone else changed since rqbalance set it stays.
  */
-void latmgr_would_leave(const struct latmgr *m, pid_t tid, int want, int nice_now,
-			bool idle_now, int *ret_nice, bool *ret_idle);
+void latmgr_would_leave(const struct latmgr *m, pid_t tid, int want,
+			const struct rqb_sched_attr *now, int *ret_nice, bool *ret_idle);
 /*
  * What thread tid would have without a temporary grant (latmgr_proc.grant) it holds:
  * its nice and idle policy before rqbalance, where they are still what the grant

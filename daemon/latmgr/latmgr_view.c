@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "actuate/latknob.h"
 #include "diag/peers.h"
 #include "latmgr/latmgr.h"
 #include "model/stats.h"
@@ -178,26 +179,16 @@ int latmgr_get(const struct latmgr *m, const struct lat_target *t, char *out, si
 
 /* ---- what a request would leave, for the permission rule ---- */
 
-void latmgr_would_leave(const struct latmgr *m, pid_t tid, int want, int nice_now,
-			bool idle_now, int *ret_nice, bool *ret_idle)
+void latmgr_would_leave(const struct latmgr *m, pid_t tid, int want,
+			const struct rqb_sched_attr *now, int *ret_nice, bool *ret_idle)
 {
-	const struct lat_entry *e = latact_find(m->la, tid);
-	struct lat_knobs k;
+	struct lat_state cur, after;
 
-	*ret_nice = nice_now;
-	*ret_idle = idle_now;
-	if (want != LAT_NONE) {
-		lat_map(&m->la->lc, want, &k);
-		*ret_nice = k.nice;
-		*ret_idle = k.policy == SCHED_IDLE;
-	} else if (e) {
-		*ret_nice = e->prev.nice;
-		*ret_idle = e->prev.policy == SCHED_IDLE;
-	}
-	if (e && (e->left & LAT_K_NICE))
-		*ret_nice = nice_now;
-	if (e && (e->left & LAT_K_POLICY))
-		*ret_idle = idle_now;
+	latknob_init(&cur);
+	latknob_from_attr(m->la, now, &cur);
+	latact_decide_knobs(m->la, want, latact_find(m->la, tid), &cur, &after);
+	*ret_nice = after.nice;
+	*ret_idle = after.policy == SCHED_IDLE;
 }
 
 void latmgr_ungranted(const struct latmgr *m, pid_t tid, int *nice, bool *idle)
@@ -387,27 +378,6 @@ static void put_since(FILE *f, int64_t since)
 
 /* ---- what a value maps to, and each knob's state ---- */
 
-static void knob_text(unsigned k, const struct lat_state *s, char *ret, size_t size)
-{
-	switch (k) {
-	case LAT_K_POLICY:
-		snprintf(ret, size, "%s", latact_policy_name(s->policy));
-		break;
-	case LAT_K_NICE:
-		snprintf(ret, size, "%d", s->nice);
-		break;
-	case LAT_K_SLICE:
-		if (s->slice_ns)
-			snprintf(ret, size, "%.2f ms", (double)s->slice_ns / 1e6);
-		else
-			snprintf(ret, size, "the kernel's default");
-		break;
-	default:
-		snprintf(ret, size, "%d-%d", s->umin, s->umax);
-		break;
-	}
-}
-
 static void put_maps_to(FILE *f, const struct latact *la, int v)
 {
 	struct lat_knobs k;
@@ -473,27 +443,18 @@ static void put_class_weight(FILE *f, const struct latmgr *m, int v)
 			    ? ", held at the interface's bound" : "");
 }
 
-/* Why a knob the mapping has does nothing on this kernel, or NULL. */
-static const char *knob_missing(const struct latact *la, unsigned k)
-{
-	if (k == LAT_K_SLICE && !la->o.slices)
-		return "this kernel takes no slice from sched_setattr (EEVDF slices: 6.12)";
-	if (k == LAT_K_UCLAMP && !la->o.uclamp)
-		return "this kernel has no uclamp (CONFIG_UCLAMP_TASK)";
-	return NULL;
-}
-
+/* One knob's line (latknob.h's row k): knob_NAME. */
 static void put_knob(FILE *f, const struct latact *la, const struct lat_entry *e,
-		     const struct lat_state *cur, unsigned k, const char *name)
+		     const struct lat_state *cur, const struct latknob *k)
 {
 	char now[32], set[32], prev[32], key[32];
-	const char *missing = knob_missing(la, k);
+	const char *missing = latknob_on(la, k) ? NULL : k->missing;
 
-	knob_text(k, cur, now, sizeof(now));
-	knob_text(k, &e->set, set, sizeof(set));
-	knob_text(k, &e->prev, prev, sizeof(prev));
-	snprintf(key, sizeof(key), "knob_%s", name);
-	if (e->left & k)
+	k->text(cur, now, sizeof(now));
+	k->text(&e->set, set, sizeof(set));
+	k->text(&e->prev, prev, sizeof(prev));
+	snprintf(key, sizeof(key), "knob_%s", k->name);
+	if (e->left & k->bit)
 		put(f, key, "changed by someone else since rqbalance set %s: now %s; left as it is "
 		    "(rqctl reset, then set, to take it again)", set, now);
 	else if (missing)
@@ -668,10 +629,11 @@ static void explain_task(FILE *f, struct latmgr *m, const struct lat_target *t, 
 	const struct latmgr_proc *p =
 		t->kind == LAT_T_THREAD ? NULL : latmgr_find_process(m, t->tgid, t->start_time);
 	const struct lat_entry *e = entry_of(m->la, t);
-	struct lat_state cur = { .umin = -1, .umax = -1 };
-	char comm[64], names[64];
+	struct lat_state cur;
+	char comm[64], names[80];
 	bool have;
 
+	latknob_init(&cur);
 	procfs_comm(m->proc_root, t->pid, comm, sizeof(comm));
 	if (t->kind == LAT_T_THREAD)
 		put(f, "target", "thread %d of process %d (%s)", (int)t->pid, (int)t->tgid, comm);
@@ -702,13 +664,11 @@ static void explain_task(FILE *f, struct latmgr *m, const struct lat_target *t, 
 		put(f, "knobs", "no thread of it holds the value now (it may have exited)");
 		return;
 	}
-	put_knob(f, m->la, e, &cur, LAT_K_NICE, "nice");
-	put_knob(f, m->la, e, &cur, LAT_K_POLICY, "policy");
-	put_knob(f, m->la, e, &cur, LAT_K_SLICE, "slice");
-	put_knob(f, m->la, e, &cur, LAT_K_UCLAMP, "uclamp");
+	for (size_t i = 0; i < latknob_n; i++)
+		put_knob(f, m->la, e, &cur, &latknob_table[i]);
 	put_cgroup(f, m->la, e, &cur);
 	put_unit(f, m, e->tgid);
-	latact_knob_names(e->left, names, sizeof(names));
+	latknob_names(e->left, names, sizeof(names));
 	put(f, "changed_since", "%s", names[0] ? names : "nothing: every knob is as rqbalance set it");
 	put_notes(f, m, &cur, cur.policy == SCHED_FIFO || cur.policy == SCHED_RR);
 }

@@ -118,7 +118,8 @@ static uint32_t weight_for(const struct lat_conf *c, int v)
 
 void lat_map(const struct lat_conf *c, int v, struct lat_knobs *ret)
 {
-	struct lat_knobs k = { .policy = SCHED_OTHER, .uclamp_min = -1, .uclamp_max = -1 };
+	struct lat_knobs k = { .policy = SCHED_OTHER, .uclamp_min = -1, .uclamp_max = -1,
+			       .reset_on_fork = -1 };
 
 	if (v < LAT_MIN)
 		v = LAT_MIN;
@@ -132,6 +133,8 @@ void lat_map(const struct lat_conf *c, int v, struct lat_knobs *ret)
 	 */
 	k.nice = v;
 	k.use_class = v != 0 && c->class_cgroups;
+	if (v != 0 && c->reset_on_fork)
+		k.reset_on_fork = 1;
 	if (v < 0) {
 		if (c->uclamp)
 			k.uclamp_min = -v * 1024 / 20;

@@ -30,6 +30,7 @@ struct lat_conf {
 	bool idle_at_19;    /* SCHED_IDLE for a task, cpu.idle for a cgroup, at 19 */
 	bool uclamp;        /* use uclamp where the kernel has it */
 	bool class_cgroups; /* values move tasks into rqbalance's class cgroups */
+	bool reset_on_fork; /* values but 0 set SCHED_FLAG_RESET_ON_FORK on their tasks */
 	unsigned boost_cpu_pct; /* bounds a negative weight (see lat_map); 0 = no bound */
 	/*
 	 * The kernel's default slice (base_slice_ns, which follows the online CPUs), that
@@ -52,6 +53,7 @@ struct lat_knobs {
 	uint64_t slice_ns;   /* EEVDF sched_runtime; 0 = the kernel's default slice */
 	int uclamp_min;      /* 0…1024, -1 = leave as it is */
 	int uclamp_max;      /* 0…1024, -1 = leave as it is */
+	int reset_on_fork;   /* 1: SCHED_FLAG_RESET_ON_FORK, -1 = leave as it is */
 	bool use_class;      /* per task: belongs in the class cgroup for this value (not 0) */
 	uint32_t shares;     /* weight of that class, or of a cgroup target (1024 = default) */
 	bool cg_idle;        /* a cgroup target gets cpu.idle = 1 */

@@ -34,12 +34,13 @@ TWO_THREADS = ("import os, threading\n"
 
 # Run as the user: the kernel's verdict on giving every thread of a process a policy
 # and a nice, as rqbalance would (policy first: the kernel judges leaving SCHED_IDLE
-# on the nice a thread has).
+# on the nice a thread has; -1: the policy is left as it is).
 KERNEL = ("import os, sys\n"
           "pid, nice, pol = (int(a) for a in sys.argv[1:])\n"
           "try:\n"
           "    for t in sorted(int(t) for t in os.listdir(f'/proc/{pid}/task')):\n"
-          "        os.sched_setscheduler(t, pol, os.sched_param(0))\n"
+          "        if pol >= 0:\n"
+          "            os.sched_setscheduler(t, pol, os.sched_param(0))\n"
           "        os.setpriority(os.PRIO_PROCESS, t, nice)\n"
           "    print('ok')\n"
           "except PermissionError:\n"
@@ -60,7 +61,9 @@ VALUES = [-5, -3, 0, 3, 10, 19]
 
 
 def policy_of(v):
-    return IDLE if v == 19 else BATCH if v >= BATCH_FROM else OTHER
+    """The policy rqbalance writes for v: a negative value's SCHED_OTHER, the positive
+    side's SCHED_BATCH and SCHED_IDLE; from 0 up to those, a thread keeps its own (-1)."""
+    return IDLE if v == 19 else BATCH if v >= BATCH_FROM else OTHER if v < 0 else -1
 
 
 def target(user, state):

@@ -869,6 +869,8 @@ struct ftask {
 };
 
 static struct ftask ftasks[16];
+/* Each one's sched_flags (SCHED_FLAG_RESET_ON_FORK), by its index in ftasks. */
+static uint64_t ftask_flags[16];
 static size_t nftasks;
 
 static struct ftask *ftask_of(pid_t tid)
@@ -886,7 +888,8 @@ static int ftask_get_attr(pid_t tid, struct rqb_sched_attr *ret)
 	if (!t)
 		return -ESRCH;
 	*ret = (struct rqb_sched_attr){ .size = sizeof(*ret), .sched_policy = SCHED_OTHER,
-					.sched_nice = t->nice, .sched_runtime = t->slice_ns };
+					.sched_nice = t->nice, .sched_runtime = t->slice_ns,
+					.sched_flags = ftask_flags[t - ftasks] };
 	return 0;
 }
 
@@ -897,6 +900,8 @@ static int ftask_set_attr(const struct act_task *at, const struct rqb_sched_attr
 	assert_non_null(t);
 	t->nice = a->sched_nice;
 	t->slice_ns = a->sched_runtime;
+	/* As the kernel: every sched_setattr sets or clears it. */
+	ftask_flags[t - ftasks] = a->sched_flags & SCHED_FLAG_RESET_ON_FORK;
 	t->writes++;
 	return 0;
 }
@@ -1072,6 +1077,79 @@ static void test_grant_given_back_by_state(void **state)
 	latact_fini(&f->la);
 }
 
+/*
+ * A knob that is only a row of latknob.c's table: SCHED_FLAG_RESET_ON_FORK, where the
+ * mapping carries it (lat_conf.reset_on_fork). A value writes it with the rest, the
+ * journal keeps it under its key (a record without one is the first format, and
+ * parses as off), a reset gives it back, and a task's own flag survives rqbalance's
+ * writes instead of being cleared by them.
+ */
+static void test_reset_on_fork_knob(void **state)
+{
+	struct fix *f = *state;
+	const struct ftask init[] = {
+		{ 1000, 1000, 1, 5, 0, 0, "/", 0 },
+		{ 1100, 1100, 1, 6, 0, 0, "/", 0 },
+	};
+	struct lat_req rq = { .tid = 1000, .tgid = 1000, .start_time = 5, .value = -5,
+			      .source = "test" };
+	char path[PATH_MAX], line[LAT_LINE_MAX];
+	const struct lat_entry *e;
+	struct lat_entry pe;
+	struct lat_cg_entry pc;
+	const char *why, *text, *rec;
+
+	f->ops.get_attr = ftask_get_attr;
+	f->ops.set_attr = ftask_set_attr;
+	f->ops.who = ftask_who;
+	memcpy(ftasks, init, sizeof(init));
+	nftasks = sizeof(init) / sizeof(init[0]);
+	for (size_t i = 0; i < nftasks; i++)
+		ftask_put(f, &ftasks[i]);
+	ftask_flags[1] = SCHED_FLAG_RESET_ON_FORK; /* 1100 asked for it itself */
+	f->lc.reset_on_fork = true;
+	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
+	assert_int_equal(latact_task(&f->la, &rq, NULL, &why), 0);
+	assert_int_equal(ftasks[0].nice, -5);
+	assert_int_equal(ftask_flags[0], SCHED_FLAG_RESET_ON_FORK);
+	e = latact_find(&f->la, 1000);
+	assert_non_null(e);
+	assert_int_equal(e->prev.rof, 0);
+	assert_int_equal(e->set.rof, 1);
+	/* The journal's record carries it by key, after both states; it reads back. */
+	snprintf(path, sizeof(path), "%s/%s", f->journal, LAT_JOURNAL_NAME);
+	text = get(path);
+	assert_non_null(text);
+	rec = strstr(text, "lat 1000 ");
+	assert_non_null(rec);
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(rec, "\n"), rec);
+	assert_non_null(strstr(line, " rof=0/1"));
+	assert_int_equal(latact_parse_line(line, &pe, &pc), LATACT_REC_TASK);
+	assert_int_equal(pe.prev.rof, 0);
+	assert_int_equal(pe.set.rof, 1);
+	snprintf(line, sizeof(line), "lat 7 7 1 -5 0 0 0 -1 -1 - 0 -5 0 -1 -1 -");
+	assert_int_equal(latact_parse_line(line, &pe, &pc), LATACT_REC_TASK);
+	assert_int_equal(pe.set.rof, 0);
+	snprintf(line, sizeof(line), "lat 7 7 1 -5 0 0 0 -1 -1 - 0 -5 0 -1 -1 - rof=1");
+	assert_int_equal(latact_parse_line(line, &pe, &pc), -EINVAL);
+	/* Given back: the flag goes with the rest. */
+	assert_int_equal(latact_task_reset(&f->la, 1000, 5), 0);
+	assert_int_equal(ftasks[0].nice, 0);
+	assert_int_equal(ftask_flags[0], 0);
+	/* Off in the mapping: a task's own flag is kept through the value and its reset. */
+	f->lc.reset_on_fork = false;
+	latact_set_conf(&f->la, &f->lc);
+	rq = (struct lat_req){ .tid = 1100, .tgid = 1100, .start_time = 6, .value = -5,
+			       .source = "test" };
+	assert_int_equal(latact_task(&f->la, &rq, NULL, &why), 0);
+	assert_int_equal(ftasks[1].nice, -5);
+	assert_int_equal(ftask_flags[1], SCHED_FLAG_RESET_ON_FORK);
+	assert_int_equal(latact_task_reset(&f->la, 1100, 6), 0);
+	assert_int_equal(ftask_flags[1], SCHED_FLAG_RESET_ON_FORK);
+	latact_fini(&f->la);
+	memset(ftask_flags, 0, sizeof(ftask_flags));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1097,6 +1175,7 @@ int main(void)
 		cmocka_unit_test(test_given_ring_keeps_all_at_stop),
 		cmocka_unit_test_setup_teardown(test_offspring_given_back_by_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_grant_given_back_by_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reset_on_fork_knob, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -188,38 +188,63 @@ static void list_lines(void **state)
 	free(all);
 }
 
-/* What a request would leave a thread: the mapping's, what it had before, or its own. */
+/* A thread's sched_attr as the kernel would give it: nice and policy, the rest defaults. */
+static struct rqb_sched_attr attr_of(int nice, int policy)
+{
+	return (struct rqb_sched_attr){ .size = sizeof(struct rqb_sched_attr),
+					.sched_policy = (uint32_t)policy, .sched_nice = nice };
+}
+
+/*
+ * What a request would leave a thread, as the actuator's decide step has it: the
+ * mapping's, what it had before, or its own where someone else changed a knob.
+ */
 static void would_leave(void **state)
 {
 	struct ctlh *d = *state;
 	struct lat_entry *e = (struct lat_entry *)latact_find(&d->lat, CTLH_PROC_A);
+	struct rqb_sched_attr a;
 	struct lat_knobs k;
 	bool idle;
 	int nice;
 
 	assert_non_null(e);
 	lat_map(&d->lat.lc, -5, &k);
-	latmgr_would_leave(&d->lm, CTLH_PROC_B, -5, 3, true, &nice, &idle);
+	a = attr_of(3, SCHED_IDLE);
+	latmgr_would_leave(&d->lm, CTLH_PROC_B, -5, &a, &nice, &idle);
 	assert_int_equal(nice, k.nice);
 	assert_false(idle);
 	/* A reset: what it had before rqbalance; for a task with none, what it has. */
 	e->prev.nice = 4;
 	e->prev.policy = SCHED_IDLE;
-	latmgr_would_leave(&d->lm, CTLH_PROC_A, LAT_NONE, 0, false, &nice, &idle);
+	a = attr_of(e->set.nice, e->set.policy);
+	latmgr_would_leave(&d->lm, CTLH_PROC_A, LAT_NONE, &a, &nice, &idle);
 	assert_int_equal(nice, 4);
 	assert_true(idle);
-	latmgr_would_leave(&d->lm, CTLH_PROC_B, LAT_NONE, 7, true, &nice, &idle);
+	a = attr_of(7, SCHED_IDLE);
+	latmgr_would_leave(&d->lm, CTLH_PROC_B, LAT_NONE, &a, &nice, &idle);
 	assert_int_equal(nice, 7);
 	assert_true(idle);
 	/* A knob someone else changed stays as it is now. */
 	e->left = LAT_K_NICE;
-	latmgr_would_leave(&d->lm, CTLH_PROC_A, LAT_NONE, 2, false, &nice, &idle);
+	a = attr_of(2, e->set.policy);
+	latmgr_would_leave(&d->lm, CTLH_PROC_A, LAT_NONE, &a, &nice, &idle);
 	assert_int_equal(nice, 2);
 	assert_true(idle);
 	e->left = LAT_K_POLICY;
-	latmgr_would_leave(&d->lm, CTLH_PROC_A, -5, 2, false, &nice, &idle);
+	a = attr_of(e->set.nice, SCHED_BATCH);
+	latmgr_would_leave(&d->lm, CTLH_PROC_A, -5, &a, &nice, &idle);
 	assert_int_equal(nice, k.nice);
 	assert_false(idle);
+	/* Changed since, and not noted yet: the decide step finds it as a set would. */
+	e->left = 0;
+	a = attr_of(2, SCHED_IDLE);
+	latmgr_would_leave(&d->lm, CTLH_PROC_A, -5, &a, &nice, &idle);
+	assert_int_equal(nice, 2);
+	assert_true(idle);
+	latmgr_would_leave(&d->lm, CTLH_PROC_A, LAT_NONE, &a, &nice, &idle);
+	assert_int_equal(nice, 2);
+	assert_true(idle);
 }
 
 static void cgroup_owner(void **state)
