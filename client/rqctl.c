@@ -578,6 +578,10 @@ static void print_list(char *p, size_t len, bool json)
 		} else if (!strcmp(kind, "truncated")) {
 			fprintf(stderr, "rqctl: list: cut short; %s entries in all\n", field(&line));
 			continue;
+		} else if (!strcmp(kind, "judged")) {
+			fprintf(stderr, "rqctl: list: cut short; the daemon judged only the first %s "
+				"managed tasks against what your /proc shows you\n", field(&line));
+			continue;
 		}
 		first = false;
 	}

@@ -210,7 +210,7 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct lat_targ
 }
 
 /* The list stops short of the protocol's limit, with room for its "truncated" line. */
-#define LIST_MAX (CTL_MAX_PAYLOAD - 64)
+#define LIST_MAX (CTL_MAX_PAYLOAD - 96)
 
 /* The request procedure's answer to m, encoded for rqctl. */
 static int reply_answer(struct conn *c, const struct ctl_msg *m, const struct ctl_request *q,
@@ -248,8 +248,13 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 
 	if (m->hdr.type == CTL_LIST) {
 		struct ctl_req_eyes eyes = { .x = x, .k = &c->who };
-		char *list = latmgr_list(x->lm, ctl_req_sees, &eyes, LIST_MAX);
+		char *list = latmgr_list(x->lm, ctl_req_sees, &eyes, LIST_MAX), *all = NULL;
 
+		/* Where tasks were left unjudged, the list says so: "judged N". */
+		if (list && eyes.cut && asprintf(&all, "%sjudged\t%u\n", list, eyes.judged) >= 0) {
+			free(list);
+			list = all;
+		}
 		r = list ? reply(c, CTL_OK, m->hdr.seq, list) : reply_err(c, m->hdr.seq, ENOMEM, "out of memory");
 		free(list);
 		return r;

@@ -197,8 +197,16 @@ bool ctl_req_visible(struct ctl_env *x, const struct ctl_caller *k, pid_t tid, u
 struct ctl_req_eyes {
 	struct ctl_env *x;
 	const struct ctl_caller *k;
+	unsigned judged; /* tasks judged for k by reading /proc (a caller who sees all: none) */
+	bool cut;        /* a task was left unjudged, and so not shown: over CTL_REQ_JUDGED */
 };
-/* ctl_req_visible, for eyes, a struct ctl_req_eyes. */
+/*
+ * At most this many tasks are judged (a few /proc reads each) for one request of a
+ * caller whose /proc hides others' processes: the managed tasks are as many as users
+ * make them, and one list must not read them all on the loop.
+ */
+#define CTL_REQ_JUDGED 2048
+/* ctl_req_visible, for eyes, a struct ctl_req_eyes, within CTL_REQ_JUDGED. */
 bool ctl_req_sees(void *eyes, pid_t tid, uint64_t start_time);
 /*
  * f as k may see it (status's "what else shapes scheduling"): false when f names

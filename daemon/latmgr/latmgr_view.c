@@ -273,13 +273,23 @@ static void list_cgroup(FILE *f, const struct lat_cg_entry *g)
  * (visible) has none: false. Units and cgroups are shown to all, as systemd
  * and cgroupfs show them whatever hidepid says.
  */
+/* The last process judged for the asker: its threads, mostly side by side, share it. */
+struct list_seen {
+	pid_t tgid;
+	bool visible;
+};
+
 static bool list_line(const struct latmgr *m, latmgr_visible_fn visible, void *ctx, size_t k,
-		      FILE *f)
+		      struct list_seen *seen, FILE *f)
 {
 	if (k < m->la->n) {
 		const struct lat_entry *e = m->la->e[k];
 
-		if (!visible(ctx, e->task.tid, e->task.start_time))
+		if (e->tgid != seen->tgid || !seen->tgid) {
+			seen->tgid = e->tgid;
+			seen->visible = visible(ctx, e->task.tid, e->task.start_time);
+		}
+		if (!seen->visible)
 			return false;
 		if (f)
 			list_task(f, m, e);
@@ -312,6 +322,7 @@ char *latmgr_list(const struct latmgr *m, latmgr_visible_fn visible, void *ctx, 
 	char *buf = NULL;
 	size_t len = 0, k, total = m->la->n + m->nu + m->la->ncg, shown = 0;
 	bool full = false;
+	struct list_seen seen = { 0 };
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
@@ -324,7 +335,7 @@ char *latmgr_list(const struct latmgr *m, latmgr_visible_fn visible, void *ctx, 
 
 		if (!full && !lf)
 			break;
-		line = list_line(m, visible, ctx, k, lf);
+		line = list_line(m, visible, ctx, k, &seen, lf);
 		if (lf)
 			fclose(lf);
 		shown += line;
