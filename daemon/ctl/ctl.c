@@ -44,6 +44,7 @@ struct conn {
 				 * and whether it counts as holding CAP_SYS_NICE */
 	unsigned msgs;
 	uint64_t sync_tick;     /* a sync waits for this tick to end; 0: none waits */
+	unsigned late;          /* times its deadline passed while its sync waited on the daemon */
 	struct latmgr_mark sync_mark; /* ... and for the connector to pass this mark */
 	uint32_t sync_seq;
 	int slot;               /* its place among the callers (ctl_req_lim_admit); -1: none */
@@ -549,9 +550,22 @@ void ctl_after_tick(struct ctl_server *s)
 static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct conn *c = userdata;
+	struct ctl_env *x = c->srv->env;
+	uint64_t tick_us = x->conf->interval_ms * 1000ULL;
 
-	(void)s;
 	(void)usec;
+	/*
+	 * A sync parked on the daemon's own tick waits for the daemon, not the client: a
+	 * daemon that runs late (a loaded machine, a stalled guest) does not end it, the
+	 * daemon's ticks do. It gets CTL_SYNC_TICKS ticks past the one it waits for, counted
+	 * as the daemon ends them, whatever the clock says meanwhile; a daemon whose ticks
+	 * stopped lets it go after CTL_SYNC_LATE such waits.
+	 */
+	if (c->sync_tick && x->ops->ticks(x->daemon) < c->sync_tick + CTL_SYNC_TICKS &&
+	    ++c->late <= CTL_SYNC_LATE &&
+	    sd_event_source_set_time_relative(s, CTL_SYNC_TICKS * tick_us) >= 0 &&
+	    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) >= 0)
+		return 0;
 	log_debug("ctl: connection from pid %d timed out", c->cred.pid);
 	conn_close(c);
 	return 0;

@@ -18,6 +18,7 @@
 #define CTL_MAX_MSGS 16       /* requests on one connection */
 #define CTL_CONN_TIMEOUT_USEC (2 * 1000000ULL) /* a connection's whole life */
 #define CTL_SYNC_TICKS 16     /* ...and this many ticks more for each sync it waits on */
+#define CTL_SYNC_LATE 16      /* ...and that again, this many times, while the daemon is late */
 
 struct conn;
 struct ctl_caller;
