@@ -372,6 +372,21 @@ static void follow_hotplug(struct daemon *d)
 }
 
 /*
+ * The mapping follows what it is built from (the conf, the kernel's default slice): every
+ * managed task is mapped again.
+ */
+static void latency_remap(struct daemon *d)
+{
+	struct lat_conf lc;
+
+	if (!latmgr_on(&d->lm))
+		return;
+	lat_conf_from(d, &lc);
+	latmgr_set_conf(&d->lm, &lc);
+	latmgr_rules_changed(&d->lm);
+}
+
+/*
  * The kernel's default slice follows the online CPUs and the debugfs tunable, and a
  * value's slice is a ratio of it: read again (features_default_slice, which sets the
  * daemon's own slice for a moment) when the online CPUs changed, and for a few
@@ -401,13 +416,7 @@ static void follow_default_slice(struct daemon *d)
 	log_notice("latency: the kernel's default slice is %.2f ms now (was %.2f ms, %s): "
 		   "values' slices follow", (double)ns / 1e6, (double)was / 1e6, src);
 	self_sched(d);
-	if (latmgr_on(&d->lm)) {
-		struct lat_conf lc;
-
-		lat_conf_from(d, &lc);
-		latmgr_set_conf(&d->lm, &lc);
-		latmgr_rules_changed(&d->lm);
-	}
+	latency_remap(d);
 	d->woken = true;
 }
 
@@ -897,13 +906,7 @@ int daemon_reload(struct daemon *d, char **ret_errors)
 		features_log_one(&d->features, FEAT_LLC_GROUPS);
 	follow_placement(d, true);
 	self_sched(d);
-	if (latmgr_on(&d->lm)) {
-		struct lat_conf lc;
-
-		lat_conf_from(d, &lc);
-		latmgr_set_conf(&d->lm, &lc);
-		latmgr_rules_changed(&d->lm);
-	}
+	latency_remap(d);
 	log_set_level(c.log_level);
 	log_peers(d);
 	/* A new path or interval counts from now; an empty path removes the old file. */
