@@ -63,6 +63,8 @@ struct lat_entry {
 	 */
 	unsigned left;
 	pid_t from_tid;             /* the task it inherited its value from; 0 for none */
+	bool no_inherit;            /* not handed down: set.rof, and its children are given
+				       back what they copied of it (lat_req.no_inherit) */
 	int64_t since;              /* when it got its value (CLOCK_REALTIME, seconds) */
 	/*
 	 * Whether its cgroup is rqbalance's to move (lat_cg_decide). When it is not,

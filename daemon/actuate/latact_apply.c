@@ -75,7 +75,8 @@ int latact_apply_plan(struct latact *la, const struct plan *p, struct latact_res
 								   .value = pa->value,
 								   .source = pa->source,
 								   .from_tid = pa->from_tid,
-								   .async_move = pa->async_move },
+								   .async_move = pa->async_move,
+								   .no_inherit = pa->no_inherit },
 					    found[i] ? &fr[i] : NULL, &res.why);
 			break;
 		case PLAN_LAT_RESET:

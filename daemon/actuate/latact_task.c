@@ -83,15 +83,19 @@ static int write_sched(struct latact *la, const struct act_task *t, const struct
  * The decide step of a value's knobs: what value v asks of a task that had prev
  * (*ret_set, what rqbalance gives), and what is written (*ret_want): the same but for
  * the knobs in left, someone else's, which keep what the task holds now (cur). Both
- * keep prev's cgroup. Pure.
+ * keep prev's cgroup. A value not handed down (no_inherit) also sets the kernel's
+ * reset on fork, whatever [latency] says: the kernel then gives a child no negative
+ * nice, no real-time policy and no slice of it before the daemon reads the fork. Pure.
  */
-static void decide_knobs(const struct latact *la, int v, const struct lat_state *prev,
-			 unsigned left, const struct lat_state *cur, struct lat_state *ret_set,
-			 struct lat_state *ret_want)
+static void decide_knobs(const struct latact *la, int v, bool no_inherit,
+			 const struct lat_state *prev, unsigned left, const struct lat_state *cur,
+			 struct lat_state *ret_set, struct lat_state *ret_want)
 {
 	struct lat_knobs k;
 
 	lat_map(&la->lc, v, &k);
+	if (no_inherit)
+		k.reset_on_fork = 1;
 	*ret_set = *prev;
 	latknob_want(la, v, &k, ret_set);
 	*ret_want = *ret_set;
@@ -323,7 +327,8 @@ static void task_decide(struct latact *la, const struct lat_req *rq, const struc
 	if (old)
 		left_says(la, e, e->left & ~old->left);
 	/* Knobs left to others keep what they have; set keeps what rqbalance would give. */
-	decide_knobs(la, rq->value, &e->prev, e->left, cur, &e->set, want);
+	e->no_inherit = rq->no_inherit;
+	decide_knobs(la, rq->value, rq->no_inherit, &e->prev, e->left, cur, &e->set, want);
 	class_for(la, rq->value, rq->tid, rq->tgid, e->prev.cgroup, want->cgroup,
 		  sizeof(want->cgroup));
 	/* A raise's class below a parent must not weigh more than the task's own nice. */
@@ -468,8 +473,8 @@ void latact_decide_knobs(const struct latact *la, int v, const struct lat_entry 
 	else if (v == LAT_NONE)
 		*ret = *cur;
 	else
-		decide_knobs(la, v, old ? &old->prev : cur, knobs_left(old, NULL, cur), cur, &set,
-			     ret);
+		decide_knobs(la, v, old && old->no_inherit, old ? &old->prev : cur,
+			     knobs_left(old, NULL, cur), cur, &set, ret);
 }
 
 /* Whether the task's cgroup cur is one rqbalance put it in: set's, or was's. */

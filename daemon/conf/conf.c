@@ -196,6 +196,9 @@ const struct conf_key conf_rule_keys[] = {
 	{ "rule", "spoofable", CONF_BOOL, 0, 0, NULL, "no", ROFF(spoofable),
 	  "Allow a negative value on comm or cmdline alone, which any process can set.",
 	  false, 0 },
+	{ "rule", "inherit", CONF_BOOL, 0, 0, NULL, "yes", ROFF(inherit),
+	  "Whether the processes a matching one starts inherit its value; no: a launcher's.",
+	  false, 0 },
 };
 const size_t conf_nrule_keys = ARRAY_SIZE(conf_rule_keys);
 
@@ -504,6 +507,7 @@ static int rule_start(struct rule_set *rs, struct rule *r, const char *name, con
 		.latency_nice = LAT_NONE,
 		.comm = "", .exe = "", .cmdline = "", .cgroup = "",
 		.uid = RULE_UID_ANY,
+		.inherit = true,
 		.file = file_copy(rs, file),
 		.line = line,
 	};
@@ -531,7 +535,7 @@ static int rule_set_str(struct rule_set *rs, struct rule *r, const struct conf_k
 
 /*
  * Sets key in r, which holds the rule as the current file has it so far. The unset
- * state of every key but spoofable can be seen, so those are refused twice.
+ * state of every key but the yes/no ones can be seen, so those are refused twice.
  */
 static int rule_set_key(struct rule_set *rs, struct rule *r, const char *key, const char *v,
 			const char **reason)

@@ -118,7 +118,7 @@ int latmgr_refill_threads(struct latmgr *m, const struct latmgr_proc *p,
 {
 	struct lat_req rq = { .tid = p->tgid, .tgid = p->tgid, .start_time = p->start_time,
 			      .value = p->value, .source = p->source, .trusted = p->trusted,
-			      .from_tid = from ? from->task.tid : 0 };
+			      .from_tid = from ? from->task.tid : 0, .no_inherit = p->no_inherit };
 	const char *why;
 
 	return latmgr_decide_threads(m, &rq, NULL, &why);
@@ -129,7 +129,8 @@ static int record_process(struct latmgr *m, const struct lat_req *rq, uint64_t s
 			  bool from_rule)
 {
 	struct latmgr_proc p = { .tgid = rq->tgid, .start_time = start, .value = rq->value,
-				 .from_rule = from_rule, .trusted = rq->trusted };
+				 .from_rule = from_rule, .trusted = rq->trusted,
+				 .no_inherit = rq->no_inherit };
 
 	snprintf(p.source, sizeof(p.source), "%s", rq->source);
 	return latmgr_proc_put(m, &p);

@@ -30,6 +30,7 @@ struct latmgr_proc {
 	int value;
 	bool from_rule;         /* a rule's: re-checked at exec and reload; ctl's win over it */
 	bool trusted;           /* given by a rule or a privileged caller (lat_member) */
+	bool no_inherit;        /* its threads have it, the processes it starts do not */
 	bool grant;             /* a temporary grant (the foreground): ends with it, and a
 				   caller's change is judged as if it did not hold it */
 	uint32_t unit;          /* its unit's slot + 1 in latmgr.u (latmgr_units.c); 0: none */

@@ -195,6 +195,26 @@ static bool fork_read(struct latmgr *m, const struct evsrc_event *ev,
 }
 
 /*
+ * A new process of a launcher, whose value is not handed down (inherit = no): it is
+ * given back what the kernel copied of the creator's (a positive nice, SCHED_BATCH or
+ * SCHED_IDLE and the class cgroup, which SCHED_RESET_ON_FORK leaves), knob by knob
+ * where it still holds what rqbalance set. It is remembered as given back, for what it
+ * makes before this is read. The rules see it at its exec, as every process: a fork is
+ * not the matched program, whatever it still shares with it (its comm, its exe).
+ */
+static void not_handed_down(struct latmgr *m, const struct evsrc_event *ev,
+			    const struct latpol_fork *f)
+{
+	const struct lat_entry *from = latact_find(m->la, f->from_tid);
+	int r = from ? latact_give_back_inherited(m->la, ev->tid, ev->tgid,
+						  f->child.start_time, from) : 0;
+
+	if (r < 0)
+		log_debug("latency: process %d, started by launcher %d: %s", (int)ev->tid,
+			  (int)f->from_tid, strerror(-r));
+}
+
+/*
  * A new thread (tid != tgid) of a managed process gets the process's value; a new
  * process gets the value of the process that created it, as the kernel gives it the
  * creator's nice, policy and cgroup. BPF names the creator (the tracepoint's current
@@ -212,13 +232,21 @@ static void on_fork(struct latmgr *m, const struct evsrc_event *ev)
 	const char *why;
 	int r;
 
-	if (!p) {
-		inherited_given_back(m, ev, creator_of(ev));
+	/*
+	 * What it copied of a value its creator held until a give-back goes back first, be
+	 * the creator managed again since or not: a launcher's child, given back at its
+	 * fork and given its own rule's value at its exec, may fork before either was read.
+	 */
+	inherited_given_back(m, ev, creator_of(ev));
+	if (!p)
 		return;
-	}
 	/* A record of a process that started after the child is not its creator's. */
 	if (!fork_read(m, ev, p, &f) || p->start_time > f.child.start_time)
 		return;
+	if (!latpol_hands_down(&f.creator, f.thread)) {
+		not_handed_down(m, ev, &f);
+		return;
+	}
 	child = *p;
 	child.tgid = ev->tgid;
 	child.start_time = f.child.start_time;

@@ -34,7 +34,7 @@ static int fg_restore(struct latmgr *m, const struct latmgr_fg *f, const struct 
 {
 	struct lat_req rq = { .tid = q->tgid, .tgid = q->tgid, .start_time = q->start_time,
 			      .value = f->prev.value, .source = f->prev.source,
-			      .trusted = f->prev.trusted };
+			      .trusted = f->prev.trusted, .no_inherit = f->prev.no_inherit };
 	const char *why;
 
 	if (!f->had || q->tgid != f->tgid || q->start_time != f->start_time)

@@ -44,7 +44,8 @@ static void read_task_in(const struct latmgr *m, pid_t dir, pid_t tid, pid_t tgi
 	const struct lat_entry *e = latact_find(m->la, tid);
 
 	*ret = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = e ? e->value : LAT_NONE,
-				     .source = e ? e->source : "" };
+				     .source = e ? e->source : "",
+				     .no_inherit = e && e->no_inherit };
 	ret->gone = task_info_in(m, dir, tid, &ret->start_time, &ret->kthread) < 0;
 }
 
@@ -73,9 +74,10 @@ static void read_member(const struct latmgr *m, const struct lat_req *rq, pid_t 
 	const struct lat_entry *e = latact_find(m->la, tid);
 	pid_t tgid = rq->tgid;
 
-	if (tid != tgid && e && e->value == rq->value && strcmp(e->source, rq->source) == 0)
+	if (tid != tgid && e && e->value == rq->value && e->no_inherit == rq->no_inherit &&
+	    strcmp(e->source, rq->source) == 0)
 		*ret = (struct latpol_task){ .tid = tid, .tgid = tgid, .value = rq->value,
-					     .source = e->source,
+					     .source = e->source, .no_inherit = e->no_inherit,
 					     .start_time = e->task.start_time };
 	else if (tid == tgid)
 		latmgr_read_task(m, tid, tgid, ret);
@@ -111,7 +113,8 @@ static void read_proc(const struct latmgr *m, const struct lat_req *rq, struct l
 		t[0] = (struct latpol_task){ .tid = tgid, .tgid = tgid,
 					     .start_time = rq->start_time,
 					     .value = e ? e->value : LAT_NONE,
-					     .source = e ? e->source : "" };
+					     .source = e ? e->source : "",
+					     .no_inherit = e && e->no_inherit };
 		ret->lead = t[0];
 		ret->t = t;
 		ret->nt = 1;
@@ -152,7 +155,7 @@ struct latpol_rec latmgr_rec_of(const struct latmgr_proc *p)
 		return (struct latpol_rec){ .value = LAT_NONE, .source = "" };
 	return (struct latpol_rec){ .managed = true, .start_time = p->start_time,
 				    .value = p->value, .source = p->source,
-				    .from_rule = p->from_rule };
+				    .from_rule = p->from_rule, .no_inherit = p->no_inherit };
 }
 
 struct latpol_task *latmgr_entries_of(const struct latmgr *m, pid_t tgid, size_t *ret_n)
@@ -167,7 +170,8 @@ struct latpol_task *latmgr_entries_of(const struct latmgr *m, pid_t tgid, size_t
 			continue;
 		t[n++] = (struct latpol_task){ .tid = e->task.tid, .tgid = e->tgid,
 					       .start_time = e->task.start_time,
-					       .value = e->value, .source = e->source };
+					       .value = e->value, .source = e->source,
+					       .no_inherit = e->no_inherit };
 	}
 	*ret_n = n;
 	return t;

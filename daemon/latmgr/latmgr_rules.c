@@ -92,7 +92,8 @@ static bool rule_give(struct latmgr *m, pid_t pid, uint64_t start, const struct 
 	/* At an exec the class move may end later: the next exec's rule does not wait. */
 	struct lat_req rq = { .tid = pid, .tgid = pid, .start_time = start,
 			      .value = rule->latency_nice, .source = source, .trusted = true,
-			      .async_move = at_exec, .at_exec = at_exec };
+			      .async_move = at_exec, .at_exec = at_exec,
+			      .no_inherit = !rule->inherit };
 	const char *why;
 	int r = latmgr_give_process(m, &rq, true, &why);
 
@@ -172,6 +173,22 @@ static bool rescan_rules(struct latmgr *m, pid_t pid)
 	return latmgr_apply_rules(m, pid, x && x->has_exe ? &kx : NULL, false);
 }
 
+/*
+ * Process pid, a child missed while events were lost, of a launcher (parent, whose
+ * value is not handed down) and matched by no rule: what it copied of the parent's
+ * value goes back, as at its fork event.
+ */
+static void rescan_launched(struct latmgr *m, pid_t pid, const struct latmgr_proc *parent)
+{
+	const struct lat_entry *from = latmgr_from_of(m, parent->tgid, parent->tgid);
+	struct latpol_task t;
+
+	latmgr_read_task(m, pid, pid, &t);
+	if (!from || t.gone || t.start_time < parent->start_time)
+		return;
+	latact_give_back_inherited(m->la, pid, pid, t.start_time, from);
+}
+
 /* New threads and children of managed processes, missed while events were lost. */
 static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 {
@@ -187,6 +204,9 @@ static void rescan_process(struct latmgr *m, pid_t pid, pid_t ppid)
 	/* A rule's value is checked again: the rules, or the process, may have changed. */
 	if (!p || p->from_rule)
 		given = rescan_rules(m, pid);
+	if (!p && parent && parent->no_inherit && !given &&
+	    !latmgr_find_process(m, pid, LATMGR_START_NOW))
+		rescan_launched(m, pid, parent);
 	/* Threads missed meanwhile; not those a rule gave its value to just now. */
 	p = given ? NULL : latmgr_find_process(m, pid, LATMGR_START_NOW);
 	from = p ? latmgr_from_of(m, pid, pid) : NULL;

@@ -37,6 +37,8 @@ struct lat_req {
 				   an exec's rule, so that the next exec does not wait on it */
 	bool at_exec;           /* a process (tid = tgid) that has just exec'd, as start_time
 				   says: its one thread is the whole of it (latmgr_decide_threads) */
+	bool no_inherit;        /* the value is not handed down to the processes the task
+				   makes (a rule's inherit = no): SCHED_FLAG_RESET_ON_FORK */
 	const pid_t *tids;      /* a process's threads as judged (lat_target.tids); NULL: read
 				   /proc/TGID/task */
 	size_t ntids;
@@ -126,6 +128,12 @@ struct rule {
 	const char *cgroup;            /* cgroup path prefix, at a '/' boundary */
 	uid_t uid;                     /* real uid; RULE_UID_ANY if the rule names none */
 	bool spoofable;                /* a negative value without exe or uid is allowed */
+	/*
+	 * What the matched process starts inherits its value (the kernel's way); false:
+	 * the value stays with the process and its threads (a launcher's), and a child
+	 * runs with what it had before, or its own rule's from its exec.
+	 */
+	bool inherit;
 	const char *file;              /* where it was defined, for messages */
 	unsigned line;                 /* its line in file */
 };

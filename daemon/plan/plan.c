@@ -162,6 +162,8 @@ static void format_latency(const struct plan_action *a, char *buf, size_t len)
 			snprintf(buf + strlen(buf), len - strlen(buf), " from=%d", (int)a->from_tid);
 		if (a->whole)
 			snprintf(buf + strlen(buf), len - strlen(buf), " whole");
+		if (a->no_inherit)
+			snprintf(buf + strlen(buf), len - strlen(buf), " noinherit");
 		break;
 	case PLAN_LAT_RESET:
 		snprintf(buf, len, "%s tid=%d tgid=%d start=%" PRIu64, name, (int)a->tid,

@@ -61,6 +61,7 @@ struct plan_action {
 	 */
 	bool whole;
 	bool async_move;          /* LAT_SET: its class move may end later (lat_req's) */
+	bool no_inherit;          /* LAT_SET: not handed down to its children (lat_req's) */
 	char source[PLAN_SOURCE_MAX]; /* who asked: "ctl uid N", "rule NAME" */
 	char path[PLAN_PATH_MAX];     /* LAT_CG_*, LAT_UNIT_*: the cgroup, in the cpu hierarchy */
 	unsigned class_k;         /* LAT_CLASS: the multiplier, 1 or more */
@@ -88,7 +89,7 @@ void plan_finish(struct plan *p);
 /*
  * One line an action: "pin tid=12 tgid=10 comm="x" llc=0->1 cpus=2-3 why=overload",
  * "lat tid=12 tgid=10 start=345 value=-5 source="rule db" from=11 whole" (from only
- * when inherited, whole only for a whole process), "unlat tid=12 tgid=10 start=345",
+ * when inherited, whole only for a whole process, then " noinherit" for no_inherit), "unlat tid=12 tgid=10 start=345",
  * "latcg path=/a value=3 source="…"", "unlatcg path=/a", and for a unit's weight
  * "latunit path=/a.slice/b.service value=3 source="…"", "unlatunit path=…", and a class's weight "latclass value=-5 k=4". Paths and sources escape controls, '"' and '\' as \xHH, paths
  * blanks too.

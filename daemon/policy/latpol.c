@@ -18,7 +18,8 @@ static int add_set(struct plan *ret, const struct latpol_task *t, const struct l
 	struct plan_action a = { .op = PLAN_LAT_SET, .tid = t->tid, .tgid = t->tgid,
 				 .start_time = t->start_time, .value = rq->value,
 				 .from_tid = rq->from_tid, .whole = whole,
-				 .async_move = rq->async_move, .from_llc = -1, .to_llc = -1 };
+				 .async_move = rq->async_move, .no_inherit = rq->no_inherit,
+				 .from_llc = -1, .to_llc = -1 };
 
 	snprintf(a.source, sizeof(a.source), "%s", rq->source ? rq->source : "");
 	return plan_add(ret, &a);
@@ -32,11 +33,12 @@ static int add_reset(struct plan *ret, const struct latpol_task *t)
 	return plan_add(ret, &a);
 }
 
-/* Whether t has value v from source already. */
-static bool has(const struct latpol_task *t, int v, const char *source)
+/* Whether t has rq's value from its source already, handed down or not as rq says. */
+static bool has(const struct latpol_task *t, const struct lat_req *rq)
 {
-	return t->value == v && t->value != LAT_NONE && strcmp(t->source ? t->source : "",
-								source ? source : "") == 0;
+	return t->value == rq->value && t->value != LAT_NONE &&
+	       t->no_inherit == rq->no_inherit &&
+	       strcmp(t->source ? t->source : "", rq->source ? rq->source : "") == 0;
 }
 
 /* Why a task is never given a value, or NULL. */
@@ -91,7 +93,7 @@ int latpol_process(const struct latpol_proc *p, const struct lat_req *rq, pid_t 
 	*ret_why = refusal(&lead, self);
 	if (*ret_why)
 		return -EPERM;
-	if (!has(&lead, rq->value, rq->source)) {
+	if (!has(&lead, rq)) {
 		if (add_set(ret, &lead, rq, true) < 0)
 			return -ENOMEM;
 		n++;
@@ -100,7 +102,7 @@ int latpol_process(const struct latpol_proc *p, const struct lat_req *rq, pid_t 
 		const struct latpol_task *t = &p->t[i];
 
 		if (t->tid <= 0 || t->tid == lead.tid || t->gone || t->kthread ||
-		    has(t, rq->value, rq->source))
+		    has(t, rq))
 			continue;
 		if (add_set(ret, t, rq, true) < 0)
 			return -ENOMEM;
@@ -179,7 +181,7 @@ enum latpol_rule_verdict latpol_rule(const struct rule_set *rs, const struct pro
 		return rec->managed ? LATPOL_RULE_GIVE_BACK : LATPOL_RULE_KEEP;
 	snprintf(source, sizeof(source), "rule %s", rs->r[i].name);
 	if (rec->managed && rec->value == rs->r[i].latency_nice &&
-	    strcmp(rec->source, source) == 0)
+	    rec->no_inherit == !rs->r[i].inherit && strcmp(rec->source, source) == 0)
 		return LATPOL_RULE_KEEP;
 	*ret_rule = i;
 	memcpy(ret_source, source, sizeof(source));
@@ -190,11 +192,16 @@ int latpol_fork(const struct latpol_fork *f, pid_t self, struct plan *ret, const
 {
 	struct lat_req rq = { .tid = f->child.tid, .tgid = f->child.tgid,
 			      .start_time = f->child.start_time, .value = f->creator.value,
-			      .source = f->creator.source, .from_tid = f->from_tid };
+			      .source = f->creator.source, .from_tid = f->from_tid,
+			      .no_inherit = f->creator.no_inherit };
 
 	*ret_why = NULL;
 	if (!f->creator.managed)
 		return 0;
+	if (!latpol_hands_down(&f->creator, f->thread)) {
+		*ret_why = "its creator's value is not handed down (inherit = no)";
+		return 0;
+	}
 	if (!f->thread && !f->creator_known && !f->inherited) {
 		*ret_why = "did not inherit what rqbalance set there (cloned by another task)";
 		return 0;
@@ -207,12 +214,17 @@ bool latpol_adopt(const struct latpol_rec *parent, uint64_t start, bool inherite
 	return parent->managed && !parent->from_rule && start >= parent->start_time && inherited;
 }
 
+bool latpol_hands_down(const struct latpol_rec *creator, bool thread)
+{
+	return creator->managed && (thread || !creator->no_inherit);
+}
+
 int latpol_reapply(const struct latpol_task *e, size_t n, struct plan *ret)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct lat_req rq = { .tid = e[i].tid, .tgid = e[i].tgid,
 				      .start_time = e[i].start_time, .value = e[i].value,
-				      .source = e[i].source };
+				      .source = e[i].source, .no_inherit = e[i].no_inherit };
 
 		if (add_set(ret, &e[i], &rq, false) < 0)
 			return -ENOMEM;

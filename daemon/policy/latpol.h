@@ -24,6 +24,7 @@ struct latpol_task {
 	bool kthread;           /* a kernel thread */
 	int value;              /* the value rqbalance gave it, LAT_NONE if none */
 	const char *source;     /* and who asked for it; "" if none */
+	bool no_inherit;        /* and not handed down (lat_req.no_inherit) */
 };
 
 /* A process as the manager read it. */
@@ -41,6 +42,7 @@ struct latpol_rec {
 	int value;
 	const char *source;
 	bool from_rule;         /* a rule's, not a ctl request's */
+	bool no_inherit;        /* not handed down: a rule's inherit = no */
 };
 
 /*
@@ -115,7 +117,8 @@ struct latpol_fork {
 };
 /*
  * The creator's value and source for the new task, where it inherited them: 1 action,
- * or 0 (*ret_why says why not), or -ESRCH or -EPERM with *ret_why.
+ * or 0 (*ret_why says why not), or -ESRCH or -EPERM with *ret_why. A new process of a
+ * creator whose value is not handed down gets none (0): latpol_hands_down says so.
  */
 int latpol_fork(const struct latpol_fork *f, pid_t self, struct plan *ret, const char **ret_why);
 /*
@@ -124,6 +127,12 @@ int latpol_fork(const struct latpol_fork *f, pid_t self, struct plan *ret, const
  * value and source). A rule's value goes only to those the rule matches.
  */
 bool latpol_adopt(const struct latpol_rec *parent, uint64_t start, bool inherited);
+/*
+ * Whether a task made by a process of record creator (thread: a new thread of it, else
+ * a new process) keeps the creator's value: a value not handed down (a launcher's)
+ * stays with the process's threads, and what it starts is given back what it copied.
+ */
+bool latpol_hands_down(const struct latpol_rec *creator, bool thread);
 
 /*
  * The mapping or the rules changed: every task that has a value (e, the actuator's

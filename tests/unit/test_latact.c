@@ -1082,7 +1082,7 @@ static void test_grant_given_back_by_state(void **state)
  * mapping carries it (lat_conf.reset_on_fork). A value writes it with the rest, the
  * journal keeps it under its key (a record without one is the first format, and
  * parses as off), a reset gives it back, and a task's own flag survives rqbalance's
- * writes instead of being cleared by them.
+ * writes instead of being cleared by them. A value not handed down sets it anyway.
  */
 static void test_reset_on_fork_knob(void **state)
 {
@@ -1146,6 +1146,19 @@ static void test_reset_on_fork_knob(void **state)
 	assert_int_equal(ftask_flags[1], SCHED_FLAG_RESET_ON_FORK);
 	assert_int_equal(latact_task_reset(&f->la, 1100, 6), 0);
 	assert_int_equal(ftask_flags[1], SCHED_FLAG_RESET_ON_FORK);
+	/* A value not handed down (a launcher's rule) sets it whatever the mapping says. */
+	rq = (struct lat_req){ .tid = 1000, .tgid = 1000, .start_time = 5, .value = 15,
+			       .source = "rule steam", .no_inherit = true };
+	assert_int_equal(latact_task(&f->la, &rq, NULL, &why), 0);
+	assert_int_equal(ftasks[0].nice, 15);
+	assert_int_equal(ftask_flags[0], SCHED_FLAG_RESET_ON_FORK);
+	e = latact_find(&f->la, 1000);
+	assert_non_null(e);
+	assert_true(e->no_inherit);
+	assert_int_equal(e->set.rof, 1);
+	assert_int_equal(latact_task_reset(&f->la, 1000, 5), 0);
+	assert_int_equal(ftasks[0].nice, 0);
+	assert_int_equal(ftask_flags[0], 0);
 	latact_fini(&f->la);
 	memset(ftask_flags, 0, sizeof(ftask_flags));
 }

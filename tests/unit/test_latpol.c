@@ -259,6 +259,47 @@ static void fork_inherits_the_creators_value(void **state)
 	plan_fini(&pl);
 }
 
+/*
+ * A launcher's value (a rule's inherit = no) stays with its threads: a new thread gets
+ * it, not handed down either; a new process gets nothing, whoever names its creator.
+ * A rule whose inherit changed at a reload is applied again.
+ */
+static void launcher_keeps_its_value(void **state)
+{
+	struct latpol_fork f = { .creator = rec(15, "rule steam", true), .thread = true,
+				 .from_tid = 10, .child = task(12, 10, 103) };
+	struct proc_ident pg = { .pid = 10, .comm = "postgres", .exe = "", .cmdline = "",
+				 .cgroup = "/" };
+	struct rule_set *rs;
+	char source[PLAN_SOURCE_MAX];
+	const char *why;
+	struct plan pl;
+	int i = -1;
+
+	f.creator.no_inherit = true;
+	assert_true(latpol_hands_down(&f.creator, true));
+	assert_false(latpol_hands_down(&f.creator, false));
+	plan_init(&pl);
+	assert_int_equal(latpol_fork(&f, SELF, &pl, &why), 1);
+	f.thread = false;
+	f.creator_known = true;
+	f.child = task(40, 40, 110);
+	assert_int_equal(latpol_fork(&f, SELF, &pl, &why), 0);
+	assert_non_null(why);
+	plan_finish(&pl);
+	assert_string_equal(unit_plan_dump(&pl),
+		"lat tid=12 tgid=10 start=103 value=15 source=\"rule steam\" from=10 noinherit\n");
+	plan_fini(&pl);
+	/* The record of rule db's value, handed down; the rule now says inherit = no. */
+	f.creator = rec(-5, "rule db", true);
+	rs = two_rules();
+	assert_int_equal(latpol_rule(rs, &pg, &f.creator, &i, source), LATPOL_RULE_KEEP);
+	rs->r[0].inherit = false;
+	assert_int_equal(latpol_rule(rs, &pg, &f.creator, &i, source), LATPOL_RULE_APPLY);
+	f.creator.no_inherit = true;
+	assert_int_equal(latpol_rule(rs, &pg, &f.creator, &i, source), LATPOL_RULE_KEEP);
+}
+
 static void walk_adopts_ctl_children_only(void **state)
 {
 	struct latpol_rec ctl = rec(2, "ctl uid 0", false), rule = rec(2, "rule db", true);
@@ -297,6 +338,7 @@ int main(void)
 		cmocka_unit_test(cgroups_by_path_escaped),
 		cmocka_unit_test(rules_apply_keep_and_give_back),
 		cmocka_unit_test(fork_inherits_the_creators_value),
+		cmocka_unit_test(launcher_keeps_its_value),
 		cmocka_unit_test(walk_adopts_ctl_children_only),
 		cmocka_unit_test(reload_gives_every_task_its_value_anew),
 	};

@@ -421,6 +421,7 @@ static void dump_lists_set_keys(void **state)
 	set(rs, MAIN, "batch", "cgroup", "/batch.slice/");
 	set(rs, MAIN, "batch", "cmdline", "make -j*");
 	set(rs, MAIN, "batch", "comm", "cc1*");
+	set(rs, MAIN, "batch", "inherit", "no");
 	buf[0] = '\0';
 	f = fmemopen(buf, sizeof(buf), "w");
 	assert_non_null(f);
@@ -431,13 +432,15 @@ static void dump_lists_set_keys(void **state)
 				 "exe = /usr/sbin/mysqld\n"
 				 "uid = 27\n"
 				 "spoofable = no\n"
+				 "inherit = yes\n"
 				 "\n"
 				 "[rule batch]\n"
 				 "latency_nice = 15\n"
 				 "comm = cc1*\n"
 				 "cmdline = make -j*\n"
 				 "cgroup = /batch.slice\n"
-				 "spoofable = no\n");
+				 "spoofable = no\n"
+				 "inherit = no\n");
 	free_set(rs);
 }
 

@@ -27,7 +27,7 @@ static inline struct rule_set *unit_rules(struct rule_set *rs, unsigned n)
 	conf_rules_free(rs);
 	for (unsigned i = 0; i < n; i++) {
 		struct rule r = { .comm = "", .exe = "", .cmdline = "", .cgroup = "",
-				  .file = "unit" };
+				  .inherit = true, .file = "unit" };
 		char name[16];
 
 		snprintf(name, sizeof(name), "r%u", i);
