@@ -50,8 +50,12 @@ MAIN_OBJ   = $(B)/daemon/core/main.o
 
 UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread place plan proc journal act features ctl cgsd cgm procconn \
 	rules rulesidx ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread idle latseen safedir metrics latact_journal latact_cls latmgr_view \
-	sorted sampler latmgr_plan latmgr_events latmgr_source latweigh
+	sorted sampler latmgr_plan latmgr_events latmgr_source latweigh ananicy
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
+# A test of the client's code builds its sources in, as a client fuzz target does.
+UNIT_SRC_ananicy = client/ananicy.c client/jsonl.c client/term.c
+$(B)/tests/unit/test_ananicy: $(UNIT_SRC_ananicy) $(wildcard client/*.h)
+$(B)/tests/unit/test_ananicy: CPPFLAGS += -Iclient
 # The ctl and bus fuzz targets and the ctl server and latency manager tests share one
 # in-memory daemon.
 $(B)/tests/unit/test_ctlsrv $(B)/tests/unit/test_latmgr $(B)/tests/fuzz/fuzz_ctl $(B)/fuzz/fuzz_ctl \
@@ -162,7 +166,7 @@ $(B)/daemon/taskev/bpfev.o build-fuzz/daemon/taskev/bpfev.o: $(B)/bpf/rqevents.s
 $(B)/tests/unit/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(DAEMON_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< \
-		$(DAEMON_OBJ) $(PKG_LIBS) -lcmocka
+		$(UNIT_SRC_$*) $(DAEMON_OBJ) $(PKG_LIBS) -lcmocka
 
 $(B)/tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c tests/fuzz/fuzz.h $(DAEMON_OBJ)
 	@mkdir -p $(@D)

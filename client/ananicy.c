@@ -34,6 +34,11 @@
  * least value that makes rqbalance run a task SCHED_BATCH. */
 #define SCHED_IDLE_VALUE 19
 #define SCHED_BATCH_VALUE 10
+/*
+ * The type CachyOS's rules give game launchers (Steam, Lutris, Heroic): quiet itself,
+ * but what it starts is the game, which must not run at its value: inherit = no.
+ */
+#define LAUNCHER_TYPE "Launcher"
 /* ananicy-cpp-rules is three levels deep and its largest file some 100 KB. */
 #define TREE_DEPTH_MAX 16
 #define TREE_FILE_MAX (16 << 20)
@@ -675,8 +680,12 @@ static void put_source(struct import *im, const struct pick *p, const char *type
 		comment(im, "latency_nice %d: the rule's %s%s", p->value, p->from->key, clamp);
 }
 
-/* The section itself: live, or each line commented out with the reason before it. */
-static int put_section(struct import *im, const char *name, const struct pick *p)
+/*
+ * The section itself: live, or each line commented out with the reason before it.
+ * launcher: its type is LAUNCHER_TYPE, whose value stays with it (inherit = no).
+ */
+static int put_section(struct import *im, const char *name, const struct pick *p,
+		       bool launcher)
 {
 	bool live = p->value >= 0 || im->allow_spoofable;
 	const char *c = live ? "" : "# ";
@@ -690,8 +699,13 @@ static int put_section(struct import *im, const char *name, const struct pick *p
 		comment(im, "set for itself, needs spoofable = yes (%s).",
 			"import with --allow-spoofable");
 	}
+	if (launcher)
+		comment(im, "type \"%s\": the programs it starts do not inherit its value",
+			LAUNCHER_TYPE);
 	fprintf(im->out, "%s[rule %s]\n%scomm = %s\n%slatency_nice = %d\n", c, sec, c, comm, c,
 		p->value);
+	if (launcher)
+		fprintf(im->out, "%sinherit = no\n", c);
 	if (p->value < 0 && live)
 		fprintf(im->out, "spoofable = yes\n");
 	im->res.live += live;
@@ -744,7 +758,8 @@ static int put_rule(struct import *im, const struct entry *e)
 			"idle or batch");
 	}
 	put_leftovers(im, &im->rule, t, type_name, &p);
-	if (p.found && put_section(im, e->name, &p) < 0)
+	if (p.found && put_section(im, e->name, &p,
+				   type_name && strcmp(type_name, LAUNCHER_TYPE) == 0) < 0)
 		return -ENOMEM;
 	fputc('\n', im->out);
 	return 0;

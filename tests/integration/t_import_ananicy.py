@@ -4,8 +4,9 @@ negative values commented out (live with spoofable = yes under --allow-spoofable
 bad line named FILE:LINE with exit status 1, and the output taken by
 rqbalanced --check-config as a rules.d file. Then the 20,000 rules that
 tests/data/gen_ananicy.py writes: every section with its value, the counts, and the daemon's
-check of the output, a skip where it refuses only for the number of rules. No daemon runs:
-the command is client side."""
+check of the output, a skip where it refuses only for the number of rules. And
+tests/data/ananicy-cachyos, CachyOS's Steam rules: its type Launcher becomes inherit = no,
+which the daemon reads. No daemon runs: the command is client side."""
 import json
 import os
 import re
@@ -19,6 +20,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "data"))
 import gen_ananicy  # noqa: E402
 
 DATA = os.path.join(ROOT, "tests", "data", "ananicy")
+CACHYOS = os.path.join(ROOT, "tests", "data", "ananicy-cachyos")
 BAD = os.path.join(DATA, "zz-broken", "bad.rules")
 
 # Section (without "ananicy-") -> (comm, value) of the rules written live by default.
@@ -76,7 +78,8 @@ def sections(text):
             cur = out.setdefault(m.group(2), (m.group(1) is None, {}))[1]
             continue
         m = re.fullmatch(r"(?:# )?(\w+) = (.*)", line)
-        if cur is not None and m and m.group(1) in ("comm", "latency_nice", "spoofable"):
+        if cur is not None and m and m.group(1) in ("comm", "latency_nice", "spoofable",
+                                                    "inherit"):
             cur[m.group(1)] = m.group(2)
         elif not line:
             cur = None
@@ -291,8 +294,33 @@ def test_generated(tmp):
     return None
 
 
+def test_cachyos(tmp):
+    """CachyOS's launchers (type Launcher: nice 16, sched normal) are not handed down; its
+    web view (Doc-View) and its game (Game) are favours on comm alone, commented out; the
+    shader builder's name is longer than a comm."""
+    rc, out, err = rqctl("import-ananicy", CACHYOS)
+    check(rc == 0 and not err, f"cachyos: exit 0, nothing on stderr ({err})")
+    secs = sections(out)
+    for name in ("steam", "steam.sh", "Steam.exe", "bottles"):
+        got = secs.get(name)
+        check(got == (True, {"comm": name, "latency_nice": "16", "inherit": "no"}),
+              f"cachyos: {name}, a Launcher: live, 16, inherit = no ({got})")
+    for name, v in (("steamwebhelper", "-4"), ("hl2_linux", "-5")):
+        got = secs.get(name)
+        check(got == (False, {"comm": name, "latency_nice": v}),
+              f"cachyos: {name}: commented out, {v}, handed down ({got})")
+    check(len(secs) == 6, f"cachyos: no other section ({sorted(secs)})")
+    check("Left out: longer than the 15 bytes" in block(out, "00-default/Games/launchers.rules:12"),
+          "cachyos: fossilize_replay is longer than a comm")
+    dump = check_config(tmp, out, "cachyos")
+    steam = dump.split("[rule ananicy-steam]\n", 1)[-1].split("\n\n", 1)[0]
+    check("inherit = no" in steam.splitlines(), f"cachyos: the daemon reads inherit = no ({steam})")
+
+
 def test_all():
     test()
+    with tmpdir() as tmp:
+        test_cachyos(tmp)
     with tmpdir() as tmp:
         why = test_generated(tmp)
     if why:

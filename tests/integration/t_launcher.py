@@ -7,14 +7,18 @@ leaves a positive nice, SCHED_BATCH, SCHED_IDLE and the cgroup to the child: the
 gives those back. With a rule of the game's own (-10), the game gets -10. A copy the
 launcher forks without exec, which names itself anew (prctl), runs without it too. Run with BPF events
 and with the connector; the connector's run puts the launcher at 19 with idle_at_19
-(SCHED_IDLE, the value that leaked from CachyOS's Steam rule)."""
+(SCHED_IDLE, the value that leaked from CachyOS's Steam rule). A last run takes its rules
+from rqctl import-ananicy of tests/data/ananicy-cachyos, CachyOS's Steam rules: `steam`
+is of type Launcher there (nice 16), and matches the fake by comm."""
 import os
 import shutil
 import signal
 import subprocess
 
 import rqb
-from rqb import Daemon, check, main, require, skip, tmpdir, wait_until
+from rqb import ROOT, Daemon, check, main, require, skip, tmpdir, wait_until
+
+CACHYOS = os.path.join(ROOT, "tests", "data", "ananicy-cachyos")
 
 HELPER = r"""
 #define _GNU_SOURCE
@@ -183,6 +187,14 @@ def ask(p, cmd, word):
     return int(line[1])
 
 
+def imported():
+    """The sections rqctl import-ananicy makes of the CachyOS-like tree."""
+    p = subprocess.run([rqb.RQCTL, "import-ananicy", CACHYOS], capture_output=True,
+                       text=True, timeout=60)
+    check(p.returncode == 0, f"rqctl import-ananicy {CACHYOS}: {p.stderr}")
+    return p.stdout
+
+
 def run(tmp, steam, game, events, value, game_rule, rules=None):
     name = (f"{events} launcher {value}{', game rule -10' if game_rule else ''}"
             f"{', imported' if rules else ''}")
@@ -269,6 +281,7 @@ def test():
         run(tmp, steam, game, "auto", 15, False)
         run(tmp, steam, game, "auto", 15, True)
         run(tmp, steam, game, "connector", 19, False)
+        run(tmp, steam, game, "auto", 16, False, imported())
 
 
 if __name__ == "__main__":
