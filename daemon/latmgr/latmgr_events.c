@@ -160,6 +160,24 @@ static void inherited_given_back(struct latmgr *m, const struct evsrc_event *ev,
 			  (int)ctid, r == 0 ? "inherited nothing of rqbalance's" : strerror(-r));
 }
 
+/*
+ * A task whose creator is managed again after a give-back: what it copied of the value
+ * given back goes back first, where it does not hold what the creator holds now (a
+ * launcher's child, given back at its fork and given its own rule's value at its exec,
+ * may fork before either was read). A creator given the same value again makes copies
+ * of that: those are left to take it.
+ */
+static void stale_given_back(struct latmgr *m, const struct evsrc_event *ev,
+			     const struct latmgr_proc *p)
+{
+	pid_t ctid = creator_of(ev);
+
+	if (!latact_given(m->la, ctid) ||
+	    latmgr_kernel_inherited(m, ev->tid, latmgr_from_of(m, ctid, p->tgid)))
+		return;
+	inherited_given_back(m, ev, ctid);
+}
+
 /* The process of the task a new one came from (creator_of): its own for a thread. */
 static pid_t creator_process(const struct evsrc_event *ev)
 {
@@ -232,14 +250,11 @@ static void on_fork(struct latmgr *m, const struct evsrc_event *ev)
 	const char *why;
 	int r;
 
-	/*
-	 * What it copied of a value its creator held until a give-back goes back first, be
-	 * the creator managed again since or not: a launcher's child, given back at its
-	 * fork and given its own rule's value at its exec, may fork before either was read.
-	 */
-	inherited_given_back(m, ev, creator_of(ev));
-	if (!p)
+	if (!p) {
+		inherited_given_back(m, ev, creator_of(ev));
 		return;
+	}
+	stale_given_back(m, ev, p);
 	/* A record of a process that started after the child is not its creator's. */
 	if (!fork_read(m, ev, p, &f) || p->start_time > f.child.start_time)
 		return;

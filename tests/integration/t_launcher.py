@@ -5,7 +5,9 @@ runs at nice 0, SCHED_OTHER, the default slice and the test's own cgroup, and so
 children the game makes, at once from its first line and later. The kernel's flag
 leaves a positive nice, SCHED_BATCH, SCHED_IDLE and the cgroup to the child: the daemon
 gives those back. With a rule of the game's own (-10), the game gets -10. A copy the
-launcher forks without exec, which names itself anew (prctl), runs without it too. Run with BPF events
+launcher forks without exec, which names itself anew (prctl), runs without it too; one
+that sets its own nice (17) from its first line keeps that nice, and only the rest is
+given back: the give-back is by state. Run with BPF events
 and with the connector; the connector's run puts the launcher at 19 with idle_at_19
 (SCHED_IDLE, the value that leaked from CachyOS's Steam rule). A last run takes its rules
 from rqctl import-ananicy of tests/data/ananicy-cachyos, CachyOS's Steam rules: `steam`
@@ -28,6 +30,7 @@ HELPER = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -41,11 +44,13 @@ static void *idle(void *arg)
 	return arg;
 }
 
-static pid_t child(const char *comm)
+static pid_t child(const char *comm, int nice)
 {
 	pid_t c = fork();
 
 	if (c == 0) {
+		if (nice)
+			setpriority(PRIO_PROCESS, 0, nice);
 		if (comm)
 			prctl(PR_SET_NAME, comm);
 		for (;;)
@@ -75,7 +80,7 @@ static int game(void)
 	sigset_t set;
 	int sig;
 
-	note("child1", child(NULL));
+	note("child1", child(NULL, 0));
 	note("game", getpid());
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
@@ -83,7 +88,7 @@ static int game(void)
 	signal(SIGUSR1, on_usr1);
 	for (;;)
 		if (sigwait(&set, &sig) == 0)
-			note("child2", child(NULL));
+			note("child2", child(NULL, 0));
 }
 
 /* The launcher: commands on stdin, answers on stdout. */
@@ -107,7 +112,9 @@ static int launcher(const char *game_exe)
 			}
 			printf("launched %d\n", (int)c);
 		} else if (!strcmp(line, "fork\n")) {
-			printf("forked %d\n", (int)child("rqbworker"));
+			printf("forked %d\n", (int)child("rqbworker", 0));
+		} else if (!strcmp(line, "forknice\n")) {
+			printf("forked %d\n", (int)child(NULL, 17));
 		}
 		fflush(stdout);
 	}
@@ -254,11 +261,17 @@ def run(tmp, steam, game, events, value, game_rule, rules=None):
             check(wait_until(lambda: state(copy) == plain, 30),
                   f"{name}: a copy the launcher forked without exec runs without its value "
                   f"(want {plain}): {state(copy)}")
+            own = ask(p, "forknice", "forked")
+            d.sync()
+            mine = (17, *plain[1:])
+            check(wait_until(lambda: state(own) == mine, 30),
+                  f"{name}: a copy that set its own nice keeps it, and gets the rest back "
+                  f"(want {mine}): {state(own)}")
             check(state(p.pid)[:4] == launcher[:4], f"{name}: the launcher kept its value: "
                   f"{state(p.pid)}")
             p.stdin.close()
             p.wait(30)
-            for pid in [*g.values(), copy]:
+            for pid in [*g.values(), copy, own]:
                 os.kill(pid, signal.SIGKILL)
             check(d.stop() == 0, f"{name}: clean stop")
         finally:

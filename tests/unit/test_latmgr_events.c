@@ -35,15 +35,19 @@ static void on_plan(void *ctx, const struct plan *p)
 	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", unit_plan_dump(p));
 }
 
-/* The harness's driver with every task opening; task nice_tid has nice nice_val. */
+/*
+ * The harness's driver with every task opening; task nice_tid has nice nice_val, and so
+ * has process A's first thread where a_holds (it holds what rqbalance set on it).
+ */
 static struct act_ops fake_ops;
 static pid_t nice_tid;
 static int nice_val;
+static bool a_holds;
 
 static int attr_of(pid_t tid, struct rqb_sched_attr *ret)
 {
 	ctlh_plain_attr(tid, ret);
-	if (tid == nice_tid)
+	if (tid == nice_tid || (a_holds && tid == CTLH_PROC_A))
 		ret->sched_nice = nice_val;
 	return 0;
 }
@@ -102,6 +106,7 @@ static struct ctlh *daemon_with(uint8_t managed)
 	ctlh_ops_all_open(&fake_ops);
 	fake_ops.get_attr = attr_of;
 	nice_tid = 0;
+	a_holds = false;
 	d->lat.ops = &fake_ops;
 	d->lat.on_plan = on_plan;
 	plans[0] = '\0';
@@ -310,6 +315,34 @@ static void test_child_of_given_back_task_gives_inherited_back(void **state)
 	assert_int_equal(d->lm.np, 0);
 }
 
+/*
+ * A launcher (a record whose value is not handed down): its new process gets no value
+ * and gives back what it copied, remembered as given back for what it makes in turn;
+ * its new thread gets the value, not handed down either.
+ */
+static void test_child_of_launcher_gives_its_copy_back(void **state)
+{
+	struct ctlh *d = *state;
+	struct latmgr_proc *a = (struct latmgr_proc *)latmgr_find_process(&d->lm, CTLH_PROC_A,
+									LATMGR_START_NOW);
+	struct evsrc_event ev = bpf_fork(CTLH_PROC_A, CTLH_PROC_A, ticks_ns(CTLH_START_TIME));
+	struct evsrc_event th = { .kind = EVSRC_FORK, .tid = CTLH_PROC_A + 1,
+				  .tgid = CTLH_PROC_A, .parent_tid = 1, .parent_tgid = 1 };
+
+	assert_non_null(a);
+	a->no_inherit = true;
+	nice_tid = PROC_K;
+	nice_val = 5;
+	a_holds = true;
+	feed(d, &ev);
+	assert_string_equal(plans, "");
+	assert_null(latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW));
+	assert_non_null(latact_given(&d->lat, PROC_K));
+	feed(d, &th);
+	assert_string_equal(plans, "lat tid=4194402 tgid=4194401 start=4242 value=5 "
+				   "source=\"ctl uid 1000\" from=4194401 noinherit\n");
+}
+
 /* ---- exit ---- */
 
 static void test_exit_forgets_task_and_process(void **state)
@@ -513,6 +546,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_child_of_given_back_task_gives_inherited_back,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_child_of_launcher_gives_its_copy_back,
+						setup_managed, teardown),
 		cmocka_unit_test_setup_teardown(test_exit_forgets_task_and_process, setup_managed,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_late_exit_forgets_nothing, setup_managed,
