@@ -661,6 +661,9 @@ static void explain_task(FILE *f, struct latmgr *m, const struct lat_target *t, 
 	}
 	put(f, "value", "%d", p ? p->value : e->value);
 	put_source(f, m, p ? p->source : e->source);
+	if ((p && p->no_inherit) || (e && e->no_inherit))
+		put(f, "handed_down", "no: the processes it starts get back what they copy of it "
+		    "(inherit = no)");
 	if (e && e->from_tid && visible(ctx, e->from_tid, 0))
 		put(f, "inherited_from", "task %d, which had it when it created this one",
 		    (int)e->from_tid);

@@ -13,6 +13,7 @@ and with the connector; the connector's run puts the launcher at 19 with idle_at
 from rqctl import-ananicy of tests/data/ananicy-cachyos, CachyOS's Steam rules: `steam`
 is of type Launcher there (nice 16), and matches the fake by comm."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -227,6 +228,9 @@ def run(tmp, steam, game, events, value, game_rule, rules=None):
             launcher = state(p.pid)
             check(launcher[4] and launcher[3] != home,
                   f"{name}: the launcher has a class and SCHED_RESET_ON_FORK: {launcher}")
+            ex = rqb.rqctl(d, "explain", "-p", str(p.pid)).stdout
+            check(re.search(r"^handed_down +no:", ex, re.M),
+                  f"{name}: rqctl explain says the value is not handed down: {ex}")
             p.stdin.write("thread\n")
             p.stdin.flush()
             tid = int(p.stdout.readline().split()[1])
