@@ -75,6 +75,8 @@ BENCH_BIN += $(B)/bench/units
 BENCH_BIN += $(B)/bench/spinprobe
 # Processes whose threads share a buffer, or pairs passing a token (bench/placement-ab).
 BENCH_BIN += $(B)/bench/shareload
+# A game's frame loop: a render thread and its workers at 60 or 144 Hz (bench/frames).
+BENCH_BIN += $(B)/bench/frames
 
 # Fuzz targets, one per parser and one per door of the request layer (ctl: the
 # socket's bytes; bus: the D-Bus API's method calls): each builds with libFuzzer and
@@ -269,6 +271,12 @@ bench-flood: deps-test
 	@$(MAKE) --no-print-directory all
 	bench/flood
 
+# A game's frame times (60 and 144 Hz) beside a build at twice the CPUs: no daemon, the
+# game at [latency] game's -10, the build at +15 by a rule, both.
+bench-frames: deps-test
+	@$(MAKE) --no-print-directory all benches
+	bench/frames
+
 # The simulator's table and plots, kept in the tree for bench/sim/README.md.
 bench-sim: deps
 	@$(MAKE) --no-print-directory $(B)/bench/sim/sim
@@ -339,4 +347,4 @@ uninstall:
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all bpf-fallback deps deps-test run unit fuzz benches check check-build check-vm check-systemd bench bench-latency bench-small-llc bench-churn bench-flood bench-sim clean
+.PHONY: all bpf-fallback deps deps-test run unit fuzz benches check check-build check-vm check-systemd bench bench-latency bench-small-llc bench-churn bench-flood bench-frames bench-sim clean
