@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "actuate/act.h"
 #include "actuate/journal.h"
@@ -259,14 +259,14 @@ static cpu_set_t mask_of(pid_t tid)
 
 static void set_mask(pid_t tid, const char *list)
 {
-	cpu_set_t s = unit_mask(list);
+	cpu_set_t s = kit_mask(list);
 
 	assert_int_equal(sched_setaffinity(tid, sizeof(s), &s), 0);
 }
 
 #define assert_mask(tid, list)                                                           \
 	do {                                                                             \
-		cpu_set_t want_ = unit_mask(list), got_ = mask_of(tid);                  \
+		cpu_set_t want_ = kit_mask(list), got_ = mask_of(tid);                  \
 		char buf_[CPUMASK_STRLEN];                                               \
 		if (!CPU_EQUAL(&want_, &got_))                                           \
 			fail_msg("tid %d has cpus %s, want %s", (int)(tid),               \
@@ -401,7 +401,7 @@ static int apply(struct fix *f, struct act *a, enum plan_op op, pid_t tid, pid_t
 				  .from_llc = -1, .to_llc = -1, .comm = "kid", .why = "test" };
 
 	if (list)
-		pa.mask = unit_mask(list);
+		pa.mask = kit_mask(list);
 	plan_clear(&f->p);
 	assert_int_equal(plan_add(&f->p, &pa), 0);
 	plan_finish(&f->p);
@@ -704,7 +704,7 @@ static void test_crash_between_journal_and_write(void **state)
 	init_a(f);
 	assert_int_equal(pin(f, &f->a, kid, kid, "1"), 1);
 	next = (struct journal_rec){ .tid = kid, .tgid = kid, .start_time = start_time_of(kid, kid),
-				     .prev = unit_mask("0-1"), .set = unit_mask("0") };
+				     .prev = kit_mask("0-1"), .set = kit_mask("0") };
 	assert_int_equal(journal_set(f->a.journal, &next), 0);
 	crash(f);
 	assert_mask(kid, "1");
@@ -817,28 +817,27 @@ static void test_error_classes(void **state)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fix_setup, fix_teardown)
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		T(test_pin),
-		T(test_pin_again_is_noop),
-		T(test_unpin),
-		T(test_verify_task_changed_itself),
-		T(test_verify_task_gone),
-		T(test_fini_restores_all),
-		T(test_pin_wrong_start_time),
-		T(test_pin_exited),
-		T(test_pin_thread),
-		T(test_offspring_restored),
-		T(test_crash_recovery),
-		T(test_crash_between_journal_and_write),
-		T(test_journal_locked),
-		T(test_failed_repin_keeps_journal_true),
-		T(test_malformed_journal),
-		T(test_dry_run),
-		cmocka_unit_test(test_error_classes),
-	};
-
 	log_set_level(LOG_ERR);
-	return cmocka_run_group_tests_name("act", tests, NULL, NULL);
 }
+
+KIT_GROUP("act", NULL, NULL,
+	T(test_pin),
+	T(test_pin_again_is_noop),
+	T(test_unpin),
+	T(test_verify_task_changed_itself),
+	T(test_verify_task_gone),
+	T(test_fini_restores_all),
+	T(test_pin_wrong_start_time),
+	T(test_pin_exited),
+	T(test_pin_thread),
+	T(test_offspring_restored),
+	T(test_crash_recovery),
+	T(test_crash_between_journal_and_write),
+	T(test_journal_locked),
+	T(test_failed_repin_keeps_journal_true),
+	T(test_malformed_journal),
+	T(test_dry_run),
+	cmocka_unit_test(test_error_classes),
+);

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "util/caps.h"
 #include "rqbalance.h"
@@ -312,16 +312,11 @@ static void caps_format_names(void **state)
 	assert_string_equal(buf, "");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(busy_thread_listed, setup, teardown),
-		cmocka_unit_test_setup_teardown(new_task_not_busy_yet, setup, teardown),
-		cmocka_unit_test_setup_teardown(busy_thread_listed_tracepoints, setup_tp, teardown),
-		cmocka_unit_test_setup_teardown(new_task_not_busy_yet_tracepoints, setup_tp, teardown),
-		cmocka_unit_test_setup_teardown(optional_ops, setup, teardown),
-		cmocka_unit_test(caps_format_names),
-	};
-
-	return cmocka_run_group_tests_name("bpf", tests, NULL, NULL);
-}
+KIT_GROUP("bpf", NULL, NULL,
+	cmocka_unit_test_setup_teardown(busy_thread_listed, setup, teardown),
+	cmocka_unit_test_setup_teardown(new_task_not_busy_yet, setup, teardown),
+	cmocka_unit_test_setup_teardown(busy_thread_listed_tracepoints, setup_tp, teardown),
+	cmocka_unit_test_setup_teardown(new_task_not_busy_yet_tracepoints, setup_tp, teardown),
+	cmocka_unit_test_setup_teardown(optional_ops, setup, teardown),
+	cmocka_unit_test(caps_format_names),
+);

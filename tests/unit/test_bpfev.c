@@ -22,7 +22,7 @@
 #include "rqbalance.h"
 #include "taskev/bpf/rqevents.bpf.h"
 #include "taskev/bpfev.h"
-#include "unit.h"
+#include "kit.h"
 #include "util/util.h"
 
 #define MAX_SEEN 64
@@ -435,17 +435,12 @@ static void test_overflow(void **state)
 	bpfev_close(ev);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_dev),
-		cmocka_unit_test(test_decode),
-		cmocka_unit_test(test_decode_exes),
-		cmocka_unit_test(test_child_events),
-		cmocka_unit_test(test_exes),
-		cmocka_unit_test(test_through_evsrc),
-		cmocka_unit_test(test_overflow),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(test_dev),
+	cmocka_unit_test(test_decode),
+	cmocka_unit_test(test_decode_exes),
+	cmocka_unit_test(test_child_events),
+	cmocka_unit_test(test_exes),
+	cmocka_unit_test(test_through_evsrc),
+	cmocka_unit_test(test_overflow),
+);

@@ -11,7 +11,7 @@
 #include "sample/procfs.h"
 #include "taskev/cgm.h"
 #include "taskev/ident.h"
-#include "unit.h"
+#include "kit.h"
 
 static char top[64];
 
@@ -147,7 +147,7 @@ static void hybrid_one_path(void **state)
 	struct proc_ident id;
 	char procs[PATH_MAX], cg[256];
 
-	unit_rules(&rules, 1);
+	kit_rules(&rules, 1);
 	rules.r[0].cgroup = "/system.slice/db.service";
 	snprintf(procs, sizeof(procs), "%s/proc", top);
 	assert_int_equal(procfs_cgroup(procs, 0, 104, cg, sizeof(cg)), 0);
@@ -156,13 +156,8 @@ static void hybrid_one_path(void **state)
 	assert_string_equal(id.cgroup, cg);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(members_below),
-		cmocka_unit_test(task_cgroup),
-		cmocka_unit_test(hybrid_one_path),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+KIT_GROUP("tests", setup, teardown,
+	cmocka_unit_test(members_below),
+	cmocka_unit_test(task_cgroup),
+	cmocka_unit_test(hybrid_one_path),
+);

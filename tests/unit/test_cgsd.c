@@ -16,7 +16,7 @@
 #include "actuate/cgsd.h"
 #include "actuate/latact.h"
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 
 #define SD_DEST "org.freedesktop.systemd1"
 #define SD_PATH "/org/freedesktop/systemd1"
@@ -803,20 +803,15 @@ static void no_systemd_on_bus(void **state)
 	assert_non_null(strstr(err, "org.freedesktop.DBus.Error.ServiceUnknown"));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(unit_for_cgroup),
-		cmocka_unit_test(unit_for_cgroup_size),
-		cmocka_unit_test(unit_interface),
-		cmocka_unit_test(open_bad_address),
-		cmocka_unit_test(weight_round_trip),
-		cmocka_unit_test(weight_of_slice_and_scope),
-		cmocka_unit_test(weight_errors),
-		cmocka_unit_test(systemctl_encoding),
-		cmocka_unit_test(unit_weight),
-		cmocka_unit_test(no_systemd_on_bus),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+KIT_GROUP("tests", setup, teardown,
+	cmocka_unit_test(unit_for_cgroup),
+	cmocka_unit_test(unit_for_cgroup_size),
+	cmocka_unit_test(unit_interface),
+	cmocka_unit_test(open_bad_address),
+	cmocka_unit_test(weight_round_trip),
+	cmocka_unit_test(weight_of_slice_and_scope),
+	cmocka_unit_test(weight_errors),
+	cmocka_unit_test(systemctl_encoding),
+	cmocka_unit_test(unit_weight),
+	cmocka_unit_test(no_systemd_on_bus),
+);

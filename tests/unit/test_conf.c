@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 #include "util/log.h"
 
 #define SHIPPED_CONF "conf/rqbalance.conf"
@@ -959,50 +959,45 @@ static void man_page_documents_every_key(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(defaults_match_table),
-		cmocka_unit_test(empty_file_gives_defaults),
-		cmocka_unit_test(valid_file_sets_every_type),
-		cmocka_unit_test(bool_spellings),
-		cmocka_unit_test(int_range_ends_accepted),
-		cmocka_unit_test(unknown_key),
-		cmocka_unit_test(unknown_section),
-		cmocka_unit_test(int_out_of_range),
-		cmocka_unit_test(int_not_a_number),
-		cmocka_unit_test(bad_bool),
-		cmocka_unit_test(bad_enum),
-		cmocka_unit_test(bad_log_level),
-		cmocka_unit_test(key_set_twice),
-		cmocka_unit_test(relative_journal_dir),
-		cmocka_unit_test(metrics_path),
-		cmocka_unit_test(too_many_list_entries),
-		cmocka_unit_test(line_too_long),
-		cmocka_unit_test(syntax_error),
-		cmocka_unit_test(several_errors_all_reported),
-		cmocka_unit_test(several_syntax_errors_all_reported),
-		cmocka_unit_test(file_errors_name_the_file),
-		cmocka_unit_test(file_loads),
-		cmocka_unit_test(missing_file),
-		cmocka_unit_test(dump_of_defaults_parses_back),
-		cmocka_unit_test(dump_of_changed_values_parses_back),
-		cmocka_unit_test(dump_lists_every_key_in_its_section),
-		cmocka_unit_test(set_one_key),
-		cmocka_unit_test(set_refuses_long_values),
-		cmocka_unit_test(sampler_names),
-		cmocka_unit_test(shipped_conf_lists_every_key),
-		cmocka_unit_test(man_page_documents_every_key),
-		cmocka_unit_test(rule_sections),
-		cmocka_unit_test(rule_errors),
-		cmocka_unit_test(empty_rule_section),
-		cmocka_unit_test(long_section_name),
-		cmocka_unit_test(rules_dir_must_be_absolute),
-		cmocka_unit_test_setup_teardown(rules_dir_two_dropins, dropins_setup,
-						dropins_teardown),
-		cmocka_unit_test_setup_teardown(rules_dir_errors, dropins_setup, dropins_teardown),
-		cmocka_unit_test_setup_teardown(rules_dir_missing, dropins_setup, dropins_teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(defaults_match_table),
+	cmocka_unit_test(empty_file_gives_defaults),
+	cmocka_unit_test(valid_file_sets_every_type),
+	cmocka_unit_test(bool_spellings),
+	cmocka_unit_test(int_range_ends_accepted),
+	cmocka_unit_test(unknown_key),
+	cmocka_unit_test(unknown_section),
+	cmocka_unit_test(int_out_of_range),
+	cmocka_unit_test(int_not_a_number),
+	cmocka_unit_test(bad_bool),
+	cmocka_unit_test(bad_enum),
+	cmocka_unit_test(bad_log_level),
+	cmocka_unit_test(key_set_twice),
+	cmocka_unit_test(relative_journal_dir),
+	cmocka_unit_test(metrics_path),
+	cmocka_unit_test(too_many_list_entries),
+	cmocka_unit_test(line_too_long),
+	cmocka_unit_test(syntax_error),
+	cmocka_unit_test(several_errors_all_reported),
+	cmocka_unit_test(several_syntax_errors_all_reported),
+	cmocka_unit_test(file_errors_name_the_file),
+	cmocka_unit_test(file_loads),
+	cmocka_unit_test(missing_file),
+	cmocka_unit_test(dump_of_defaults_parses_back),
+	cmocka_unit_test(dump_of_changed_values_parses_back),
+	cmocka_unit_test(dump_lists_every_key_in_its_section),
+	cmocka_unit_test(set_one_key),
+	cmocka_unit_test(set_refuses_long_values),
+	cmocka_unit_test(sampler_names),
+	cmocka_unit_test(shipped_conf_lists_every_key),
+	cmocka_unit_test(man_page_documents_every_key),
+	cmocka_unit_test(rule_sections),
+	cmocka_unit_test(rule_errors),
+	cmocka_unit_test(empty_rule_section),
+	cmocka_unit_test(long_section_name),
+	cmocka_unit_test(rules_dir_must_be_absolute),
+	cmocka_unit_test_setup_teardown(rules_dir_two_dropins, dropins_setup,
+					dropins_teardown),
+	cmocka_unit_test_setup_teardown(rules_dir_errors, dropins_setup, dropins_teardown),
+	cmocka_unit_test_setup_teardown(rules_dir_missing, dropins_setup, dropins_teardown),
+);

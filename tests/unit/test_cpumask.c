@@ -2,7 +2,7 @@
 #include <errno.h>
 
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 
 /* Parses s, formats the set again and checks the text is the canonical form. */
 static void round_trip(const char *s, const char *canonical)
@@ -131,43 +131,38 @@ static void junk_after_leading_newline_rejected(void **state)
 
 static void subset(void **state)
 {
-	cpu_set_t empty = unit_mask(""), a = unit_mask("1-2"), b = unit_mask("0-3,8");
+	cpu_set_t empty = kit_mask(""), a = kit_mask("1-2"), b = kit_mask("0-3,8");
 
 	assert_true(cpumask_subset(&a, &b));
 	assert_false(cpumask_subset(&b, &a));
 	assert_true(cpumask_subset(&b, &b));
 	assert_true(cpumask_subset(&empty, &a));
 	assert_false(cpumask_subset(&a, &empty));
-	a = unit_mask("3-4");
+	a = kit_mask("3-4");
 	assert_false(cpumask_subset(&a, &b));
 }
 
 static void first(void **state)
 {
-	cpu_set_t s = unit_mask("");
+	cpu_set_t s = kit_mask("");
 
 	assert_int_equal(cpumask_first(&s), -1);
-	s = unit_mask("0-3,8");
+	s = kit_mask("0-3,8");
 	assert_int_equal(cpumask_first(&s), 0);
-	s = unit_mask("5,9");
+	s = kit_mask("5,9");
 	assert_int_equal(cpumask_first(&s), 5);
-	s = unit_mask("1023");
+	s = kit_mask("1023");
 	assert_int_equal(cpumask_first(&s), 1023);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(format_parse_round_trips),
-		cmocka_unit_test(format_writes_what_is_set),
-		cmocka_unit_test(ranges_collapse),
-		cmocka_unit_test(every_other_cpu_fits),
-		cmocka_unit_test(bad_input_rejected),
-		cmocka_unit_test(trailing_newline_accepted),
-		cmocka_unit_test(junk_after_leading_newline_rejected),
-		cmocka_unit_test(subset),
-		cmocka_unit_test(first),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(format_parse_round_trips),
+	cmocka_unit_test(format_writes_what_is_set),
+	cmocka_unit_test(ranges_collapse),
+	cmocka_unit_test(every_other_cpu_fits),
+	cmocka_unit_test(bad_input_rejected),
+	cmocka_unit_test(trailing_newline_accepted),
+	cmocka_unit_test(junk_after_leading_newline_rejected),
+	cmocka_unit_test(subset),
+	cmocka_unit_test(first),
+);

@@ -3,7 +3,7 @@
 
 #include "ctl_proto.h"
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 
 static uint8_t buf[sizeof(struct ctl_hdr) + CTL_MAX_PAYLOAD + 16];
 
@@ -79,14 +79,9 @@ static void requests_and_names(void **state)
 	assert_string_equal(ctl_proto_type_name(77), "unknown");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(round_trip),
-		cmocka_unit_test(partial_waits),
-		cmocka_unit_test(bad_headers),
-		cmocka_unit_test(requests_and_names),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(round_trip),
+	cmocka_unit_test(partial_waits),
+	cmocka_unit_test(bad_headers),
+	cmocka_unit_test(requests_and_names),
+);

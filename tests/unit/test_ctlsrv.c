@@ -7,7 +7,7 @@
 #include <inttypes.h>
 #include <sys/socket.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "../common/ctl_harness.h"
 #include "ctl/ctl.h"
@@ -601,27 +601,26 @@ static void test_loop_time(void **state)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		T(test_status_to_anyone),
-		T(test_status_kinds_and_x3d),
-		T(test_reload_for_root_and_ctl_group),
-		T(test_set_negative_needs_cap_sys_nice),
-		T(test_malformed_closes),
-		T(test_seventeenth_refused),
-		T(test_credentials_changed),
-		T(test_pid_namespace),
-		T(test_list_truncated),
-		T(test_hidepid_shows_a_user_its_own),
-		T(test_no_view_fails_closed),
-		T(test_finding_names_only_what_it_may_see),
-		T(test_limits),
-		T(test_loop_time),
-		T(test_shares),
-	};
-
 	log_set_level(-1);
 	ctlh_init("rqb-test-ctlsrv");
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
+
+KIT_TESTS(
+	T(test_status_to_anyone),
+	T(test_status_kinds_and_x3d),
+	T(test_reload_for_root_and_ctl_group),
+	T(test_set_negative_needs_cap_sys_nice),
+	T(test_malformed_closes),
+	T(test_seventeenth_refused),
+	T(test_credentials_changed),
+	T(test_pid_namespace),
+	T(test_list_truncated),
+	T(test_hidepid_shows_a_user_its_own),
+	T(test_no_view_fails_closed),
+	T(test_finding_names_only_what_it_may_see),
+	T(test_limits),
+	T(test_loop_time),
+	T(test_shares),
+);

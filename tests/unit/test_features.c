@@ -9,7 +9,7 @@
 
 #include "diag/features.h"
 #include "sample/parse.h"
-#include "unit.h"
+#include "kit.h"
 #include "util/schedattr.h"
 
 static void put(const char *root, const char *path, const char *text)
@@ -81,7 +81,7 @@ static void mounts_favordynmods(void **state)
 static void fake_tree(void **state)
 {
 	char root[] = "/tmp/rqb-feat.XXXXXX";
-	struct topo *t = unit_topo("package:1 l3cache:2 core:1 pu:1");
+	struct topo *t = kit_topo("package:1 l3cache:2 core:1 pu:1");
 	struct features f;
 
 	assert_non_null(mkdtemp(root));
@@ -117,7 +117,7 @@ static void fake_tree(void **state)
 /* LLCs of fewer than min_llc_cores cores are nothing to spread across. */
 static void single_core_llcs(void **state)
 {
-	struct topo *ones = unit_topo("package:1 l3cache:2 core:1 pu:2");
+	struct topo *ones = kit_topo("package:1 l3cache:2 core:1 pu:2");
 	struct features f;
 
 	(void)state;
@@ -333,20 +333,15 @@ static void kernel_places(void **state)
 							"down: sched_ext scheduler x is enabled");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(mounts_v1_and_v2),
-		cmocka_unit_test(mounts_favordynmods),
-		cmocka_unit_test(fake_tree),
-		cmocka_unit_test(single_core_llcs),
-		cmocka_unit_test(print_names_every_feature),
-		cmocka_unit_test(kernel_places),
-		cmocka_unit_test(slice_formula),
-		cmocka_unit_test(default_slice_of_self),
-		cmocka_unit_test(base_slice_debugfs),
-		cmocka_unit_test(cgroup_mode),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(mounts_v1_and_v2),
+	cmocka_unit_test(mounts_favordynmods),
+	cmocka_unit_test(fake_tree),
+	cmocka_unit_test(single_core_llcs),
+	cmocka_unit_test(print_names_every_feature),
+	cmocka_unit_test(kernel_places),
+	cmocka_unit_test(slice_formula),
+	cmocka_unit_test(default_slice_of_self),
+	cmocka_unit_test(base_slice_debugfs),
+	cmocka_unit_test(cgroup_mode),
+);

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "rqbalance.h"
 #include "policy/rules.h"
@@ -166,7 +166,7 @@ static void reads_only_what_rules_name(void **state)
 	put(t, "8/cmdline", "worker\0", 7);
 	put(t, "8/cgroup", "0::/a\n", 6);
 	link_to(t, "8/exe", t->target);
-	unit_rules(rs, 1);
+	kit_rules(rs, 1);
 	rs->r[0].uid = RULE_UID_ANY;
 	rs->r[0].comm = "work*";
 	assert_int_equal(ident_read_known(t->root, 8, NULL, rs, NULL, buf, &id), 0);
@@ -266,11 +266,11 @@ static void known_exe(void **state)
 	put(t, "6/status", STATUS_1000, strlen(STATUS_1000));
 	link_to(t, "6/exe", "/nonexistent/rqb-test/unreadable");
 	/* A pattern, another file, a link to the file: none is it; then the file itself. */
-	unit_rules(rs, 4);
-	rs->r[0].exe = unit_str(rs, "%s/*", t->root);
-	rs->r[1].exe = unit_str(rs, "%s", other);
-	rs->r[2].exe = unit_str(rs, "%s", alias);
-	rs->r[3].exe = unit_str(rs, "%s", t->target);
+	kit_rules(rs, 4);
+	rs->r[0].exe = kit_str(rs, "%s/*", t->root);
+	rs->r[1].exe = kit_str(rs, "%s", other);
+	rs->r[2].exe = kit_str(rs, "%s", alias);
+	rs->r[3].exe = kit_str(rs, "%s", t->target);
 	assert_int_equal(ident_read_known(t->root, 6, &k, rs, NULL, buf, &id), 0);
 	assert_string_equal(id.exe, t->target);
 	assert_int_equal(id.uid, 1000);
@@ -347,16 +347,16 @@ static void exe_table(void **state)
 	put(t, "6/status", STATUS_1000, strlen(STATUS_1000));
 	put(t, "6/comm", "mysqld\n", 7);
 	link_to(t, "6/exe", "/nonexistent/rqb-test/unreadable");
-	unit_rules(rs, 4);
-	rs->r[0].exe = unit_str(rs, "%s/*", t->root);
-	rs->r[1].exe = unit_str(rs, "%s", alias);
-	rs->r[2].exe = unit_str(rs, "%s", t->target);
-	rs->r[3].exe = unit_str(rs, "%s", hard);
-	rs->r[3].comm = unit_str(rs, "mysqld");
+	kit_rules(rs, 4);
+	rs->r[0].exe = kit_str(rs, "%s/*", t->root);
+	rs->r[1].exe = kit_str(rs, "%s", alias);
+	rs->r[2].exe = kit_str(rs, "%s", t->target);
+	rs->r[3].exe = kit_str(rs, "%s", hard);
+	rs->r[3].comm = kit_str(rs, "mysqld");
 	same_both_ways(t, 6, &k, rs, t->target);
 	/* The hard link first: it is the same file, so it is the one named. */
-	rs->r[2].exe = unit_str(rs, "%s", hard);
-	rs->r[3].exe = unit_str(rs, "%s", t->target);
+	rs->r[2].exe = kit_str(rs, "%s", hard);
+	rs->r[3].exe = kit_str(rs, "%s", t->target);
 	same_both_ways(t, 6, &k, rs, hard);
 	/*
 	 * Another file under either name since (made while the old one lives, so that
@@ -404,19 +404,14 @@ static void real_self(void **state)
 	free(buf);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(parse_uid),
-		cmocka_unit_test(join_cmdline),
-		cmocka_unit_test_setup_teardown(fake_process, setup, teardown),
-		cmocka_unit_test_setup_teardown(missing_and_unverified, setup, teardown),
-		cmocka_unit_test_setup_teardown(long_cmdline_is_cut, setup, teardown),
-		cmocka_unit_test_setup_teardown(known_exe, setup, teardown),
-		cmocka_unit_test_setup_teardown(exe_table, setup, teardown),
-		cmocka_unit_test_setup_teardown(reads_only_what_rules_name, setup, teardown),
-		cmocka_unit_test(real_self),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(parse_uid),
+	cmocka_unit_test(join_cmdline),
+	cmocka_unit_test_setup_teardown(fake_process, setup, teardown),
+	cmocka_unit_test_setup_teardown(missing_and_unverified, setup, teardown),
+	cmocka_unit_test_setup_teardown(long_cmdline_is_cut, setup, teardown),
+	cmocka_unit_test_setup_teardown(known_exe, setup, teardown),
+	cmocka_unit_test_setup_teardown(exe_table, setup, teardown),
+	cmocka_unit_test_setup_teardown(reads_only_what_rules_name, setup, teardown),
+	cmocka_unit_test(real_self),
+);

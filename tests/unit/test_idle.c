@@ -4,7 +4,7 @@
  */
 #include "rqbalance.h"
 #include "core/idle.h"
-#include "unit.h"
+#include "kit.h"
 
 #define TICK (100 * NSEC_PER_MSEC)
 #define MAX (5000 * NSEC_PER_MSEC)
@@ -78,14 +78,9 @@ static void bound_below_first_heartbeat(void **state)
 	assert_int_equal(v, slow.max_ns);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(backs_off_after_quiet_ticks),
-		cmocka_unit_test(busy_or_woken_comes_back),
-		cmocka_unit_test(off_never_backs_off),
-		cmocka_unit_test(bound_below_first_heartbeat),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(backs_off_after_quiet_ticks),
+	cmocka_unit_test(busy_or_woken_comes_back),
+	cmocka_unit_test(off_never_backs_off),
+	cmocka_unit_test(bound_below_first_heartbeat),
+);

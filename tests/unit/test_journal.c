@@ -9,7 +9,7 @@
 #include "actuate/journal.h"
 #include "actuate/latact.h"
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 #include "util/log.h"
 
 struct fixture {
@@ -61,8 +61,8 @@ static struct journal_rec rec(pid_t tid, uint64_t start, const char *prev, const
 		.tid = tid,
 		.tgid = tid + 1000,
 		.start_time = start,
-		.prev = unit_mask(prev),
-		.set = unit_mask(set),
+		.prev = kit_mask(prev),
+		.set = kit_mask(set),
 	};
 
 	return r;
@@ -202,7 +202,7 @@ static void replay_yields_set_and_not_cleared(void **state)
 	assert_int_equal(journal_lines(j), 7);
 	assert_int_equal(replay(j, &s), 0);
 	assert_int_equal(s.n, 3);
-	a.set = unit_mask("4-7");
+	a.set = kit_mask("4-7");
 	assert_rec_equal(&s.r[0], &a);
 	assert_rec_equal(&s.r[1], &c);
 	assert_rec_equal(&s.r[2], &d);
@@ -219,7 +219,7 @@ static void set_after_clear_starts_afresh(void **state)
 	set(j, a);
 	set(j, b);
 	assert_int_equal(journal_clear(j, 10, 100), 0);
-	a.prev = unit_mask("1-2");
+	a.prev = kit_mask("1-2");
 	set(j, a);
 	assert_int_equal(replay(j, &s), 0);
 	assert_int_equal(s.n, 2);
@@ -454,25 +454,20 @@ static void latency_paths_round_trip(void **state)
 	assert_int_equal(latact_parse_line(line, &e, &c), -EINVAL);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(open_creates_nested_dir_and_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(second_open_is_busy, setup, teardown),
-		cmocka_unit_test_setup_teardown(fresh_journal_replays_nothing, setup, teardown),
-		cmocka_unit_test_setup_teardown(replay_yields_set_and_not_cleared, setup, teardown),
-		cmocka_unit_test_setup_teardown(set_after_clear_starts_afresh, setup, teardown),
-		cmocka_unit_test_setup_teardown(replay_survives_reopen, setup, teardown),
-		cmocka_unit_test_setup_teardown(malformed_lines_counted_and_skipped, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(truncated_last_line_does_not_swallow_the_next,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(rewrite_keeps_only_given_records, setup, teardown),
-		cmocka_unit_test_setup_teardown(rewrite_to_nothing, setup, teardown),
-		cmocka_unit_test(parse_set_and_clear),
-		cmocka_unit_test(parse_rejects),
-		cmocka_unit_test(latency_paths_round_trip),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test_setup_teardown(open_creates_nested_dir_and_file, setup, teardown),
+	cmocka_unit_test_setup_teardown(second_open_is_busy, setup, teardown),
+	cmocka_unit_test_setup_teardown(fresh_journal_replays_nothing, setup, teardown),
+	cmocka_unit_test_setup_teardown(replay_yields_set_and_not_cleared, setup, teardown),
+	cmocka_unit_test_setup_teardown(set_after_clear_starts_afresh, setup, teardown),
+	cmocka_unit_test_setup_teardown(replay_survives_reopen, setup, teardown),
+	cmocka_unit_test_setup_teardown(malformed_lines_counted_and_skipped, setup,
+					teardown),
+	cmocka_unit_test_setup_teardown(truncated_last_line_does_not_swallow_the_next,
+					setup, teardown),
+	cmocka_unit_test_setup_teardown(rewrite_keeps_only_given_records, setup, teardown),
+	cmocka_unit_test_setup_teardown(rewrite_to_nothing, setup, teardown),
+	cmocka_unit_test(parse_set_and_clear),
+	cmocka_unit_test(parse_rejects),
+	cmocka_unit_test(latency_paths_round_trip),
+);

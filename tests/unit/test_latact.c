@@ -12,7 +12,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "actuate/act.h"
 #include "actuate/journal.h"
@@ -1150,33 +1150,28 @@ static void test_reset_on_fork_knob(void **state)
 	memset(ftask_flags, 0, sizeof(ftask_flags));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_class_made_with_mapped_weight, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_class_reweighed_on_reload, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cgroup_target_restored, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_slice_follows_default, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cgroup_target_idle, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cgroup_target_changed_left_alone, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_cgroup_target_changed_not_rewritten, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_cgroup_target_restored_after_crash, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_class_restored_after_crash_mid_change, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_cgroup_restored_after_crash_mid_change, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_class_move_by_worker, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_class_move_reused_undone, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_class_uclamp, setup, teardown),
-		cmocka_unit_test(test_given_ring_keeps_all_at_stop),
-		cmocka_unit_test_setup_teardown(test_offspring_given_back_by_state, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_grant_given_back_by_state, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reset_on_fork_knob, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test_setup_teardown(test_class_made_with_mapped_weight, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_class_reweighed_on_reload, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_cgroup_target_restored, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_slice_follows_default, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_cgroup_target_idle, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_cgroup_target_changed_left_alone, setup,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_cgroup_target_changed_not_rewritten, setup,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_cgroup_target_restored_after_crash, setup,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_class_restored_after_crash_mid_change, setup,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_cgroup_restored_after_crash_mid_change, setup,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_class_move_by_worker, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_class_move_reused_undone, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_class_uclamp, setup, teardown),
+	cmocka_unit_test(test_given_ring_keeps_all_at_stop),
+	cmocka_unit_test_setup_teardown(test_offspring_given_back_by_state, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_grant_given_back_by_state, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_reset_on_fork_knob, setup, teardown),
+);

@@ -16,7 +16,7 @@
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
 #include "policy/latency.h"
-#include "unit.h"
+#include "kit.h"
 
 struct fix {
 	char dir[32];               /* /tmp/rqb-latcls.XXXXXX */
@@ -633,27 +633,22 @@ static void movable_cgroups(void **state)
 	assert_false(latact_cg_movable(&f->la, "/rqb"));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(finds_cgroup2_with_cpu, setup, teardown),
-		cmocka_unit_test_setup_teardown(makes_the_parent, setup, teardown),
-		cmocka_unit_test_setup_teardown(no_hierarchy_no_classes, setup, teardown),
-		cmocka_unit_test_setup_teardown(classes_only_where_asked, setup, teardown),
-		cmocka_unit_test_setup_teardown(prefers_v1, setup, teardown),
-		cmocka_unit_test_setup_teardown(class_made_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(class_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(v1_classes_share_rt, setup, teardown),
-		cmocka_unit_test_setup_teardown(parent_weight_read, setup, teardown),
-		cmocka_unit_test_setup_teardown(v1_parent_takes_half, setup, teardown),
-		cmocka_unit_test_setup_teardown(reweigh_restores_weight, setup, teardown),
-		cmocka_unit_test_setup_teardown(stale_classes_found, setup, teardown),
-		cmocka_unit_test_setup_teardown(remove_evicts_and_removes, setup, teardown),
-		cmocka_unit_test_setup_teardown(remove_keeps_found_parent, setup, teardown),
-		cmocka_unit_test_setup_teardown(task_cgroup_read, setup, teardown),
-		cmocka_unit_test_setup_teardown(moves_write_the_groups_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(movable_cgroups, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test_setup_teardown(finds_cgroup2_with_cpu, setup, teardown),
+	cmocka_unit_test_setup_teardown(makes_the_parent, setup, teardown),
+	cmocka_unit_test_setup_teardown(no_hierarchy_no_classes, setup, teardown),
+	cmocka_unit_test_setup_teardown(classes_only_where_asked, setup, teardown),
+	cmocka_unit_test_setup_teardown(prefers_v1, setup, teardown),
+	cmocka_unit_test_setup_teardown(class_made_once, setup, teardown),
+	cmocka_unit_test_setup_teardown(class_refused, setup, teardown),
+	cmocka_unit_test_setup_teardown(v1_classes_share_rt, setup, teardown),
+	cmocka_unit_test_setup_teardown(parent_weight_read, setup, teardown),
+	cmocka_unit_test_setup_teardown(v1_parent_takes_half, setup, teardown),
+	cmocka_unit_test_setup_teardown(reweigh_restores_weight, setup, teardown),
+	cmocka_unit_test_setup_teardown(stale_classes_found, setup, teardown),
+	cmocka_unit_test_setup_teardown(remove_evicts_and_removes, setup, teardown),
+	cmocka_unit_test_setup_teardown(remove_keeps_found_parent, setup, teardown),
+	cmocka_unit_test_setup_teardown(task_cgroup_read, setup, teardown),
+	cmocka_unit_test_setup_teardown(moves_write_the_groups_file, setup, teardown),
+	cmocka_unit_test_setup_teardown(movable_cgroups, setup, teardown),
+);

@@ -13,7 +13,7 @@
 #include "actuate/journal.h"
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
-#include "unit.h"
+#include "kit.h"
 
 struct fix {
 	char dir[32];               /* /tmp/rqb-latjournal.XXXXXX */
@@ -362,18 +362,13 @@ static void compaction_keeps_root(void **state)
 	assert_int_equal(p->rec[0], LATACT_REC_ROOT);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(escape_round_trips_every_byte),
-		cmocka_unit_test(escape_empty_and_short),
-		cmocka_unit_test(unescape_refuses_garbage),
-		cmocka_unit_test_setup_teardown(records_read_back, setup, teardown),
-		cmocka_unit_test_setup_teardown(no_journal_no_record, setup, teardown),
-		cmocka_unit_test_setup_teardown(garbage_around_records, setup, teardown),
-		cmocka_unit_test_setup_teardown(compacts_to_live_entries, setup, teardown),
-		cmocka_unit_test_setup_teardown(compaction_keeps_root, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(escape_round_trips_every_byte),
+	cmocka_unit_test(escape_empty_and_short),
+	cmocka_unit_test(unescape_refuses_garbage),
+	cmocka_unit_test_setup_teardown(records_read_back, setup, teardown),
+	cmocka_unit_test_setup_teardown(no_journal_no_record, setup, teardown),
+	cmocka_unit_test_setup_teardown(garbage_around_records, setup, teardown),
+	cmocka_unit_test_setup_teardown(compacts_to_live_entries, setup, teardown),
+	cmocka_unit_test_setup_teardown(compaction_keeps_root, setup, teardown),
+);

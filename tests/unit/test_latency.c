@@ -3,7 +3,7 @@
 #include <sched.h>
 
 #include "policy/latency.h"
-#include "unit.h"
+#include "kit.h"
 
 static const struct lat_conf defaults = {
 	.batch_from = 10, .idle_at_19 = false, .uclamp = true, .class_cgroups = true,
@@ -466,30 +466,25 @@ static void cgroup_movable_allow_list(void **state)
 	assert_false(lat_cg_movable(&c, "/", "/users/alice"));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(zero_changes_nothing),
-		cmocka_unit_test(table),
-		cmocka_unit_test(slice_monotone_around_the_default),
-		cmocka_unit_test(idle_only_where_configured),
-		cmocka_unit_test(batch_threshold),
-		cmocka_unit_test(uclamp_both_sides_and_off),
-		cmocka_unit_test(no_class_without_class_cgroups),
-		cmocka_unit_test(raise_class_never_outweighs_the_nice),
-		cmocka_unit_test(weights_convert_to_cgroup2),
-		cmocka_unit_test(parse),
-		cmocka_unit_test(boost_bound_is_a_weight),
-		cmocka_unit_test(unit_of_its_own),
-		cmocka_unit_test(unit_follows_the_mapping),
-		cmocka_unit_test(unit_shared_with_processes_without_a_value),
-		cmocka_unit_test(unit_shared_with_another_value),
-		cmocka_unit_test(unit_of_two_users),
-		cmocka_unit_test(unit_refused),
-		cmocka_unit_test(unit_held_back),
-		cmocka_unit_test(cgroup_only_where_put),
-		cmocka_unit_test(cgroup_movable_allow_list),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(zero_changes_nothing),
+	cmocka_unit_test(table),
+	cmocka_unit_test(slice_monotone_around_the_default),
+	cmocka_unit_test(idle_only_where_configured),
+	cmocka_unit_test(batch_threshold),
+	cmocka_unit_test(uclamp_both_sides_and_off),
+	cmocka_unit_test(no_class_without_class_cgroups),
+	cmocka_unit_test(raise_class_never_outweighs_the_nice),
+	cmocka_unit_test(weights_convert_to_cgroup2),
+	cmocka_unit_test(parse),
+	cmocka_unit_test(boost_bound_is_a_weight),
+	cmocka_unit_test(unit_of_its_own),
+	cmocka_unit_test(unit_follows_the_mapping),
+	cmocka_unit_test(unit_shared_with_processes_without_a_value),
+	cmocka_unit_test(unit_shared_with_another_value),
+	cmocka_unit_test(unit_of_two_users),
+	cmocka_unit_test(unit_refused),
+	cmocka_unit_test(unit_held_back),
+	cmocka_unit_test(cgroup_only_where_put),
+	cmocka_unit_test(cgroup_movable_allow_list),
+);

@@ -6,7 +6,7 @@
  */
 #include <sys/socket.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "../common/ctl_harness.h"
 #include "latmgr/latmgr.h"
@@ -23,7 +23,7 @@ static char plans[1 << 14]; /* every plan the manager made, dumped, in order */
 static void on_plan(void *ctx, const struct plan *p)
 {
 	(void)ctx;
-	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", unit_plan_dump(p));
+	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", kit_plan_dump(p));
 }
 
 /* The harness's driver (the dry-run driver on fake tasks), but every task opens. */
@@ -102,7 +102,7 @@ static int teardown(void **state)
 static void test_rule_at_rescan(void **state)
 {
 	struct ctlh *d = *state;
-	struct rule *r = &unit_rules(&d->conf.rules, 1)->r[0];
+	struct rule *r = &kit_rules(&d->conf.rules, 1)->r[0];
 	const struct latmgr_proc *p;
 
 	r->name = "w";
@@ -286,7 +286,7 @@ static void unit_proc(pid_t pid, const char *name)
 
 	if (!name) {
 		snprintf(text, sizeof(text), "%s/proc/%d", ctlh_tmp, (int)pid);
-		nftw(text, ctlh_rm_one, 8, FTW_DEPTH | FTW_PHYS);
+		kit_rm(text);
 		return;
 	}
 	ctlh_process(pid, uid, 1, 0);
@@ -417,21 +417,20 @@ static void test_units_follow_changes(void **state)
 	unit_proc(UNIT_A + 1, NULL);
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_rule_at_rescan, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_set_process_threads, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_thread_not_under_task_dir, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reset_gives_back, setup_managed, teardown),
-		cmocka_unit_test_setup_teardown(test_foreground_gives_back, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_foreground_pinned, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_foreground_front_gone, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_units_follow_changes, setup, teardown),
-	};
-
 	log_set_level(-1);
 	ctlh_init("rqb-test-latmgr");
 	more_processes();
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
+
+KIT_TESTS(
+	cmocka_unit_test_setup_teardown(test_rule_at_rescan, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_set_process_threads, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_thread_not_under_task_dir, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_reset_gives_back, setup_managed, teardown),
+	cmocka_unit_test_setup_teardown(test_foreground_gives_back, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_foreground_pinned, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_foreground_front_gone, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_units_follow_changes, setup, teardown),
+);

@@ -14,7 +14,7 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "../common/ctl_harness.h"
 #include "latmgr/latmgr.h"
@@ -32,7 +32,7 @@ static char plans[1 << 14]; /* every plan handed to the actuator, dumped, in ord
 static void on_plan(void *ctx, const struct plan *p)
 {
 	(void)ctx;
-	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", unit_plan_dump(p));
+	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", kit_plan_dump(p));
 }
 
 /* The harness's driver with every task opening; task nice_tid has nice nice_val. */
@@ -353,7 +353,7 @@ static void test_late_exit_forgets_nothing(void **state)
 
 static void rule_worker(struct ctlh *d)
 {
-	struct rule *r = &unit_rules(&d->conf.rules, 1)->r[0];
+	struct rule *r = &kit_rules(&d->conf.rules, 1)->r[0];
 
 	r->name = "w";
 	r->comm = "worker";
@@ -496,39 +496,38 @@ static void test_mark_after_loss_needs_rescan(void **state)
 	assert_true(latmgr_passed(&d->lm, &mk));
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_new_thread_of_managed_process_gets_its_value,
-						setup_records, teardown),
-		cmocka_unit_test_setup_teardown(test_child_of_managed_process_is_managed,
-						setup_records, teardown),
-		cmocka_unit_test_setup_teardown(test_fork_of_reused_pid_changes_nothing,
-						setup_records, teardown),
-		cmocka_unit_test_setup_teardown(test_fork_under_unmanaged_process_changes_nothing,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_connector_child_managed_only_if_it_inherited,
-						setup_managed, teardown),
-		cmocka_unit_test_setup_teardown(test_kernel_inherited_compares_what_was_set, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_child_of_given_back_task_gives_inherited_back,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_exit_forgets_task_and_process, setup_managed,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_late_exit_forgets_nothing, setup_managed,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_exec_applies_rules, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stopped_forgets_and_ignores_exec,
-						setup_records, teardown),
-		cmocka_unit_test_setup_teardown(test_overflow_asks_for_a_rescan, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mark_without_source_is_passed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mark_passed_once_read_empty, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mark_passed_by_later_event, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mark_after_loss_needs_rescan, setup, teardown),
-	};
-
 	log_set_level(-1);
 	ctlh_init("rqb-test-latmgr-events");
 	processes();
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
+
+KIT_TESTS(
+	cmocka_unit_test_setup_teardown(test_new_thread_of_managed_process_gets_its_value,
+					setup_records, teardown),
+	cmocka_unit_test_setup_teardown(test_child_of_managed_process_is_managed,
+					setup_records, teardown),
+	cmocka_unit_test_setup_teardown(test_fork_of_reused_pid_changes_nothing,
+					setup_records, teardown),
+	cmocka_unit_test_setup_teardown(test_fork_under_unmanaged_process_changes_nothing,
+					setup, teardown),
+	cmocka_unit_test_setup_teardown(test_connector_child_managed_only_if_it_inherited,
+					setup_managed, teardown),
+	cmocka_unit_test_setup_teardown(test_kernel_inherited_compares_what_was_set, setup,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_child_of_given_back_task_gives_inherited_back,
+					setup, teardown),
+	cmocka_unit_test_setup_teardown(test_exit_forgets_task_and_process, setup_managed,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_late_exit_forgets_nothing, setup_managed,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_exec_applies_rules, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_stopped_forgets_and_ignores_exec,
+					setup_records, teardown),
+	cmocka_unit_test_setup_teardown(test_overflow_asks_for_a_rescan, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_mark_without_source_is_passed, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_mark_passed_once_read_empty, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_mark_passed_by_later_event, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_mark_after_loss_needs_rescan, setup, teardown),
+);

@@ -8,7 +8,7 @@
  * failure, a refused first thread refuses the whole process. Plans are compared as
  * text dumps; no real task is named (the fake pids are above PID_MAX_LIMIT).
  */
-#include "unit.h"
+#include "kit.h"
 
 #include "../common/ctl_harness.h"
 #include "latmgr/latmgr.h"
@@ -23,7 +23,7 @@ static char plans[1 << 14]; /* every plan handed to the actuator, dumped, in ord
 static void on_plan(void *ctx, const struct plan *p)
 {
 	(void)ctx;
-	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", unit_plan_dump(p));
+	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", kit_plan_dump(p));
 }
 
 /* The harness's driver with every task opening, but for the two named here. */
@@ -279,7 +279,7 @@ static void test_plan_threads_carries_nothing_out(void **state)
 	plan_init(&pl);
 	assert_int_equal(latmgr_plan_threads(&d->lm, &rq, &pl, &start, &why), 2);
 	assert_int_equal(start, P_START);
-	assert_string_equal(unit_plan_dump(&pl),
+	assert_string_equal(kit_plan_dump(&pl),
 			    "lat tid=4194460 tgid=4194460 start=5151 value=4 source=\"ctl uid 0\" whole\n"
 			    "lat tid=4194461 tgid=4194460 start=4242 value=4 source=\"ctl uid 0\" whole\n");
 	assert_string_equal(plans, "");
@@ -419,39 +419,38 @@ static void test_threads_result_error_only_where_none_took(void **state)
 	plan_fini(&pl);
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rec_of_no_record_is_unmanaged),
-		cmocka_unit_test(test_rec_of_record_is_copied),
-		cmocka_unit_test_setup_teardown(test_entries_of_all_or_one_process, setup_managed,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_entries_of_none_managed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_apply_one_without_action_applies_nothing,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_apply_one_carries_out_the_action, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_apply_one_answers_with_first_result, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_decide_threads_plans_every_thread, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_plan_threads_carries_nothing_out, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_decide_threads_other_start_time_is_another_process,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_decide_threads_nothing_to_change, setup_managed,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_decide_threads_vanished_thread_is_no_failure,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_decide_threads_refused_lead_refuses_process,
-						setup, teardown),
-		cmocka_unit_test(test_threads_result_counts_done),
-		cmocka_unit_test(test_threads_result_lead_refusal_wins),
-		cmocka_unit_test(test_threads_result_error_only_where_none_took),
-	};
-
 	log_set_level(-1);
 	ctlh_init("rqb-test-latmgr-plan");
 	process_p();
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
+
+KIT_TESTS(
+	cmocka_unit_test(test_rec_of_no_record_is_unmanaged),
+	cmocka_unit_test(test_rec_of_record_is_copied),
+	cmocka_unit_test_setup_teardown(test_entries_of_all_or_one_process, setup_managed,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_entries_of_none_managed, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_apply_one_without_action_applies_nothing,
+					setup, teardown),
+	cmocka_unit_test_setup_teardown(test_apply_one_carries_out_the_action, setup,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_apply_one_answers_with_first_result, setup,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_decide_threads_plans_every_thread, setup,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_plan_threads_carries_nothing_out, setup,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_decide_threads_other_start_time_is_another_process,
+					setup, teardown),
+	cmocka_unit_test_setup_teardown(test_decide_threads_nothing_to_change, setup_managed,
+					teardown),
+	cmocka_unit_test_setup_teardown(test_decide_threads_vanished_thread_is_no_failure,
+					setup, teardown),
+	cmocka_unit_test_setup_teardown(test_decide_threads_refused_lead_refuses_process,
+					setup, teardown),
+	cmocka_unit_test(test_threads_result_counts_done),
+	cmocka_unit_test(test_threads_result_lead_refusal_wins),
+	cmocka_unit_test(test_threads_result_error_only_where_none_took),
+);

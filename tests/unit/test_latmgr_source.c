@@ -8,7 +8,7 @@
  * sources (latmgr_probe_events, latmgr_events_open) loads BPF or opens the proc
  * connector, which a unit test does not do: those are left to the integration tests.
  */
-#include "unit.h"
+#include "kit.h"
 
 #include "../common/ctl_harness.h"
 #include "latmgr/latmgr.h"
@@ -156,13 +156,13 @@ static void test_pace_wakes_for_rule_or_anything_managed(void **state)
 	d = daemon_with(0, &script);
 	latmgr_events_pace(&d->lm);
 	assert_true(d->lm.exec_lazy);
-	unit_rules(&d->conf.rules, 1);
+	kit_rules(&d->conf.rules, 1);
 	latmgr_events_pace(&d->lm);
 	assert_int_equal(nwakes, 2);
 	assert_true(last_wake);
 	assert_false(d->lm.exec_lazy);
 	/* The rule removed: lazy again. */
-	unit_rules(&d->conf.rules, 0);
+	kit_rules(&d->conf.rules, 0);
 	latmgr_events_pace(&d->lm);
 	assert_int_equal(nwakes, 3);
 	assert_false(last_wake);
@@ -204,19 +204,18 @@ static void test_close_forgets_source(void **state)
 	daemon_free(d);
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_no_source_no_events),
-		cmocka_unit_test(test_source_named_by_its_driver),
-		cmocka_unit_test(test_walks_unprivileged_is_the_source_answer),
-		cmocka_unit_test(test_pace_idle_daemon_lets_exec_wait),
-		cmocka_unit_test(test_pace_wakes_for_rule_or_anything_managed),
-		cmocka_unit_test(test_pace_source_without_lazy_execs),
-		cmocka_unit_test(test_close_forgets_source),
-	};
-
 	log_set_level(-1);
 	ctlh_init("rqb-test-latmgr-source");
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
+
+KIT_TESTS(
+	cmocka_unit_test(test_no_source_no_events),
+	cmocka_unit_test(test_source_named_by_its_driver),
+	cmocka_unit_test(test_walks_unprivileged_is_the_source_answer),
+	cmocka_unit_test(test_pace_idle_daemon_lets_exec_wait),
+	cmocka_unit_test(test_pace_wakes_for_rule_or_anything_managed),
+	cmocka_unit_test(test_pace_source_without_lazy_execs),
+	cmocka_unit_test(test_close_forgets_source),
+);

@@ -5,7 +5,7 @@
  */
 #include <sched.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "../common/ctl_harness.h"
 #include "latmgr/latmgr.h"
@@ -316,18 +316,17 @@ static void stats_fields(void **state)
 	assert_string_equal(latmgr_proc_root(&d->lm), ctlh_proc_root);
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(value_and_source, setup, teardown),
-		cmocka_unit_test_setup_teardown(tasks_holding_it, setup, teardown),
-		cmocka_unit_test_setup_teardown(get_text, setup, teardown),
-		cmocka_unit_test_setup_teardown(list_lines, setup, teardown),
-		cmocka_unit_test_setup_teardown(would_leave, setup, teardown),
-		cmocka_unit_test_setup_teardown(cgroup_owner, setup, teardown),
-		cmocka_unit_test_setup_teardown(stats_fields, setup, teardown),
-	};
-
 	ctlh_init("rqb-latmgr-view");
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
+
+KIT_TESTS(
+	cmocka_unit_test_setup_teardown(value_and_source, setup, teardown),
+	cmocka_unit_test_setup_teardown(tasks_holding_it, setup, teardown),
+	cmocka_unit_test_setup_teardown(get_text, setup, teardown),
+	cmocka_unit_test_setup_teardown(list_lines, setup, teardown),
+	cmocka_unit_test_setup_teardown(would_leave, setup, teardown),
+	cmocka_unit_test_setup_teardown(cgroup_owner, setup, teardown),
+	cmocka_unit_test_setup_teardown(stats_fields, setup, teardown),
+);

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "sample/latseen.h"
-#include "unit.h"
+#include "kit.h"
 
 struct fx {
 	char root[32];
@@ -53,7 +53,7 @@ static int setup(void **state)
 
 	snprintf(f->root, sizeof(f->root), "/tmp/rqb-latseen-XXXXXX");
 	assert_non_null(mkdtemp(f->root));
-	f->topo = unit_topo("package:1 l3cache:2 core:2 pu:1");
+	f->topo = kit_topo("package:1 l3cache:2 core:2 pu:1");
 	f->s = snap_new(f->topo);
 	latseen_init(&f->ls);
 	*state = f;
@@ -147,12 +147,7 @@ static void bounded_looks_in_turn(void **state)
 	free(in);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(seen_where_it_ran, setup, teardown),
-		cmocka_unit_test_setup_teardown(bounded_looks_in_turn, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test_setup_teardown(seen_where_it_ran, setup, teardown),
+	cmocka_unit_test_setup_teardown(bounded_looks_in_turn, setup, teardown),
+);

@@ -1,6 +1,6 @@
 /* The classes' weights by what they run (policy/latweigh.c): the kernel's split, followed. */
 #include "policy/latweigh.h"
-#include "unit.h"
+#include "kit.h"
 
 #define SEC 1000000000ULL
 #define IX(v) ((v) - LAT_MIN)
@@ -197,17 +197,12 @@ static void boost_cap_holds_per_cpu(void **state)
 	assert_int_equal(latweigh_class_weight(&c, -5, 4, false), 4 * 3121);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(which_kernels_split),
-		cmocka_unit_test(described_by_version_or_mode),
-		cmocka_unit_test(busy_tasks_at_most_one_a_cpu),
-		cmocka_unit_test(follows_with_hysteresis),
-		cmocka_unit_test(per_entity_kernels_do_not_scale),
-		cmocka_unit_test(weights_per_cpu_are_the_values),
-		cmocka_unit_test(boost_cap_holds_per_cpu),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(which_kernels_split),
+	cmocka_unit_test(described_by_version_or_mode),
+	cmocka_unit_test(busy_tasks_at_most_one_a_cpu),
+	cmocka_unit_test(follows_with_hysteresis),
+	cmocka_unit_test(per_entity_kernels_do_not_scale),
+	cmocka_unit_test(weights_per_cpu_are_the_values),
+	cmocka_unit_test(boost_cap_holds_per_cpu),
+);

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "core/metrics.h"
-#include "unit.h"
+#include "kit.h"
 
 struct fix {
 	char top[32];                /* /tmp/rqb-metrics.XXXXXX, root's, 0700 */
@@ -32,7 +32,7 @@ static int setup(void **state)
 	snprintf(f->dir, sizeof(f->dir), "%s/m", f->top);
 	assert_int_equal(mkdir(f->dir, 0755), 0);
 	assert_int_equal(chmod(f->dir, 0755), 0);
-	f->topo = unit_topo("package:1 l3cache:2 core:2 pu:1");
+	f->topo = kit_topo("package:1 l3cache:2 core:2 pu:1");
 	f->snap = snap_new(f->topo);
 	assert_non_null(f->snap);
 	for (int c = 0; c < 4; c++)
@@ -339,19 +339,14 @@ static void planted_names(void **state)
 	assert_int_equal(entries(f->dir), 1);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(format_names_every_counter, setup, teardown),
-		cmocka_unit_test_setup_teardown(every_sample_has_its_header, setup, teardown),
-		cmocka_unit_test_setup_teardown(label_escaped, setup, teardown),
-		cmocka_unit_test_setup_teardown(per_llc_counts, setup, teardown),
-		cmocka_unit_test_setup_teardown(format_reports_a_failed_stream, setup, teardown),
-		cmocka_unit_test_setup_teardown(writes_whole_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(path_change_removes_old, setup, teardown),
-		cmocka_unit_test_setup_teardown(failures_counted, setup, teardown),
-		cmocka_unit_test_setup_teardown(planted_names, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test_setup_teardown(format_names_every_counter, setup, teardown),
+	cmocka_unit_test_setup_teardown(every_sample_has_its_header, setup, teardown),
+	cmocka_unit_test_setup_teardown(label_escaped, setup, teardown),
+	cmocka_unit_test_setup_teardown(per_llc_counts, setup, teardown),
+	cmocka_unit_test_setup_teardown(format_reports_a_failed_stream, setup, teardown),
+	cmocka_unit_test_setup_teardown(writes_whole_file, setup, teardown),
+	cmocka_unit_test_setup_teardown(path_change_removes_old, setup, teardown),
+	cmocka_unit_test_setup_teardown(failures_counted, setup, teardown),
+	cmocka_unit_test_setup_teardown(planted_names, setup, teardown),
+);

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "diag/peers.h"
-#include "unit.h"
+#include "kit.h"
 
 static void put(const char *root, const char *path, const char *text, size_t len)
 {
@@ -319,18 +319,13 @@ static void tuned_planted(void **state)
 	rm_rf(root);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(nothing_found),
-		cmocka_unit_test(sched_ext_loaded),
-		cmocka_unit_test(autogroup_and_controller),
-		cmocka_unit_test(match_by_comm_and_cmdline),
-		cmocka_unit_test(tools_found),
-		cmocka_unit_test(tuned_parse),
-		cmocka_unit_test(tuned_profiles),
-		cmocka_unit_test(tuned_planted),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(nothing_found),
+	cmocka_unit_test(sched_ext_loaded),
+	cmocka_unit_test(autogroup_and_controller),
+	cmocka_unit_test(match_by_comm_and_cmdline),
+	cmocka_unit_test(tools_found),
+	cmocka_unit_test(tuned_parse),
+	cmocka_unit_test(tuned_profiles),
+	cmocka_unit_test(tuned_planted),
+);

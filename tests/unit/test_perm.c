@@ -12,7 +12,7 @@
 #include "ctl/ctl_peer.h"
 
 #include "ctl/ctl_perm.h"
-#include "unit.h"
+#include "kit.h"
 
 /* The thread of user()'s facts: one each, as each test builds one set of facts. */
 static struct ctl_perm_thread one;
@@ -368,30 +368,25 @@ static void view_of_self(void **state)
 	assert_int_equal(ctl_peer_view("/nonexistent-rqb", getpid(), &v), -ESRCH);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(own_task_raise_allowed),
-		cmocka_unit_test(own_task_lower_refused),
-		cmocka_unit_test(rlimit_nice_allows_lowering_to_its_bound),
-		cmocka_unit_test(other_users_task_refused),
-		cmocka_unit_test(cap_sys_nice_allows_any),
-		cmocka_unit_test(admin_allows_any),
-		cmocka_unit_test(judged_on_the_kernels_nice),
-		cmocka_unit_test(every_thread_counts),
-		cmocka_unit_test(leaving_sched_idle),
-		cmocka_unit_test(owner_only_asks_no_value),
-		cmocka_unit_test(cgroup_values),
-		cmocka_unit_test(accept_counts_cap_sys_nice_only_when_sound),
-		cmocka_unit_test(accept_refuses_ids_changed_since_connect),
-		cmocka_unit_test(same_peer_or_stale),
-		cmocka_unit_test(read_self_and_a_gone_child),
-		cmocka_unit_test(hidepid_off_shows_everything),
-		cmocka_unit_test(hidepid_shows_the_same_user_its_own),
-		cmocka_unit_test(hidepid_hides_what_ptrace_would_refuse),
-		cmocka_unit_test(hidepid_spares_ptrace_and_the_group),
-		cmocka_unit_test(view_of_self),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(own_task_raise_allowed),
+	cmocka_unit_test(own_task_lower_refused),
+	cmocka_unit_test(rlimit_nice_allows_lowering_to_its_bound),
+	cmocka_unit_test(other_users_task_refused),
+	cmocka_unit_test(cap_sys_nice_allows_any),
+	cmocka_unit_test(admin_allows_any),
+	cmocka_unit_test(judged_on_the_kernels_nice),
+	cmocka_unit_test(every_thread_counts),
+	cmocka_unit_test(leaving_sched_idle),
+	cmocka_unit_test(owner_only_asks_no_value),
+	cmocka_unit_test(cgroup_values),
+	cmocka_unit_test(accept_counts_cap_sys_nice_only_when_sound),
+	cmocka_unit_test(accept_refuses_ids_changed_since_connect),
+	cmocka_unit_test(same_peer_or_stale),
+	cmocka_unit_test(read_self_and_a_gone_child),
+	cmocka_unit_test(hidepid_off_shows_everything),
+	cmocka_unit_test(hidepid_shows_the_same_user_its_own),
+	cmocka_unit_test(hidepid_hides_what_ptrace_would_refuse),
+	cmocka_unit_test(hidepid_spares_ptrace_and_the_group),
+	cmocka_unit_test(view_of_self),
+);

@@ -338,10 +338,10 @@ static void apart_gives_back_when_short(void **state)
 
 /* ---- fast_cores, on the parts of tests/data ---- */
 
-#define P8E16 UNIT_DATA("topo-hybrid-8p16e.xml")   /* P-cores 0-15 (SMT), E-cores 16-31 */
-#define ULTRA UNIT_DATA("topo-hybrid-lp.xml")      /* P 0-11, E 12-19, low-power E 20-21 */
-#define X7950 UNIT_DATA("topo-7950x3d.xml")        /* V-cache CCD 0-7,16-23; other 8-15,24-31 */
-#define X9950 UNIT_DATA("topo-9950x3d.xml")
+#define P8E16 KIT_DATA("topo-hybrid-8p16e.xml")   /* P-cores 0-15 (SMT), E-cores 16-31 */
+#define ULTRA KIT_DATA("topo-hybrid-lp.xml")      /* P 0-11, E 12-19, low-power E 20-21 */
+#define X7950 KIT_DATA("topo-7950x3d.xml")        /* V-cache CCD 0-7,16-23; other 8-15,24-31 */
+#define X9950 KIT_DATA("topo-9950x3d.xml")
 
 static struct fx *fast_fx(const char *xml)
 {
@@ -375,15 +375,15 @@ static const char *fast_set(const struct topo *tp)
 static void fast_cpus_of_each_part(void **state)
 {
 	static const char *const x3d[] = { X7950, X9950 };
-	struct topo *t = unit_topo_xml(P8E16);
+	struct topo *t = kit_topo_xml(P8E16);
 
 	assert_string_equal(fast_set(t), "0-15");
 	topo_free(t);
-	t = unit_topo_xml(ULTRA);
+	t = kit_topo_xml(ULTRA);
 	assert_string_equal(fast_set(t), "0-11");
 	topo_free(t);
 	for (int i = 0; i < 2; i++) {
-		t = unit_topo_xml(x3d[i]);
+		t = kit_topo_xml(x3d[i]);
 		assert_string_equal(fast_set(t), "8-15,24-31"); /* hwloc's rank: frequency */
 		t->x3d_mode = TOPO_X3D_FREQUENCY;
 		assert_string_equal(fast_set(t), "8-15,24-31");
@@ -391,7 +391,7 @@ static void fast_cpus_of_each_part(void **state)
 		assert_string_equal(fast_set(t), "0-7,16-23");
 		topo_free(t);
 	}
-	t = unit_topo("package:1 l3cache:2 core:4 pu:1");
+	t = kit_topo("package:1 l3cache:2 core:4 pu:1");
 	assert_string_equal(fast_set(t), "none");
 	t->x3d_mode = TOPO_X3D_CACHE; /* two LLCs of one size (none known): no larger one */
 	assert_string_equal(fast_set(t), "none");
@@ -469,7 +469,7 @@ static void fast_never_crowds_the_game(void **state)
 	assert_int_equal(count_ops(tick(f, 100), "pin "), 8);
 	lat(f, 608, 30);
 	assert_int_equal(count_ops(tick(f, 200), "unpin "), 8);
-	assert_null(strstr(unit_plan_dump(&f->plan), "why=fast"));
+	assert_null(strstr(kit_plan_dump(&f->plan), "why=fast"));
 	snap_reset(f->s);
 	for (int i = 0; i < 8; i++)
 		lat(f, 600 + i, 16 + i);
@@ -630,29 +630,24 @@ static void fast_replayed_on_each_part(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(together_holds_what_fits),
-		cmocka_unit_test(together_gates),
-		cmocka_unit_test(together_needs_room),
-		cmocka_unit_test(together_released_when_unfit),
-		cmocka_unit_test(together_released_from_busy_llc),
-		cmocka_unit_test(together_new_process_on_old_number),
-		cmocka_unit_test(together_gives_up_after_failures),
-		cmocka_unit_test(apart_moves_batch_off_and_back),
-		cmocka_unit_test(apart_sleeper_and_one_llc),
-		cmocka_unit_test(apart_sees_short_bursts),
-		cmocka_unit_test(apart_gives_back_when_short),
-		cmocka_unit_test(fast_cpus_of_each_part),
-		cmocka_unit_test(fast_latency_on_p_batch_off),
-		cmocka_unit_test(fast_x3d_cache_ccd),
-		cmocka_unit_test(fast_never_crowds_the_game),
-		cmocka_unit_test(fast_gives_back_when_short),
-		cmocka_unit_test(fast_sleeper_off_and_one_kind),
-		cmocka_unit_test(fast_ccd_kept_from_spread),
-		cmocka_unit_test(fast_replayed_on_each_part),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(together_holds_what_fits),
+	cmocka_unit_test(together_gates),
+	cmocka_unit_test(together_needs_room),
+	cmocka_unit_test(together_released_when_unfit),
+	cmocka_unit_test(together_released_from_busy_llc),
+	cmocka_unit_test(together_new_process_on_old_number),
+	cmocka_unit_test(together_gives_up_after_failures),
+	cmocka_unit_test(apart_moves_batch_off_and_back),
+	cmocka_unit_test(apart_sleeper_and_one_llc),
+	cmocka_unit_test(apart_sees_short_bursts),
+	cmocka_unit_test(apart_gives_back_when_short),
+	cmocka_unit_test(fast_cpus_of_each_part),
+	cmocka_unit_test(fast_latency_on_p_batch_off),
+	cmocka_unit_test(fast_x3d_cache_ccd),
+	cmocka_unit_test(fast_never_crowds_the_game),
+	cmocka_unit_test(fast_gives_back_when_short),
+	cmocka_unit_test(fast_sleeper_off_and_one_kind),
+	cmocka_unit_test(fast_ccd_kept_from_spread),
+	cmocka_unit_test(fast_replayed_on_each_part),
+);

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "rqbalance.h"
 #include "sample/parse.h"
@@ -1072,40 +1072,39 @@ static void test_sampler_optional_ops(void **state)
 	assert_true(sampler_walks_unprivileged(f->sm));
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_stat_comm_with_paren_and_space),
-		cmocka_unit_test(test_stat_long_comm_is_cut),
-		cmocka_unit_test(test_stat_negative_fields),
-		cmocka_unit_test(test_stat_truncated),
-		cmocka_unit_test(test_stat_cpu_range),
-		cmocka_unit_test(test_stat_real_self),
-		cmocka_unit_test(test_cpustat_multi),
-		cmocka_unit_test(test_cpustat_fewer_slots),
-		cmocka_unit_test(test_cpustat_unlisted_stay_zero),
-		cmocka_unit_test(test_cpustat_aggregate_is_not_a_cpu),
-		cmocka_unit_test(test_cpustat_no_procs_running),
-		cmocka_unit_test(test_cpustat_real),
-		cmocka_unit_test(test_status),
-		cmocka_unit_test(test_status_field),
-		cmocka_unit_test(test_cgroup_v1),
-		cmocka_unit_test(test_cgroup_v2),
-		cmocka_unit_test(test_cgroup_unified_fallback),
-		cmocka_unit_test(test_cgroup_neither),
-		cmocka_unit_test(test_mountinfo_proc),
-		cmocka_unit_test(test_mountinfo_line),
-		cmocka_unit_test_setup_teardown(test_sampler_pinned_cpu1, fix_setup, fix_teardown),
-		cmocka_unit_test_setup_teardown(test_sampler_pinned_cpu0, fix_setup, fix_teardown),
-		cmocka_unit_test_setup_teardown(test_sampler_forgets_reaped, fix_setup, fix_teardown),
-		cmocka_unit_test_setup_teardown(test_sampler_reads_cheaply, fix_setup, fix_teardown),
-		cmocka_unit_test_setup_teardown(test_sampler_optional_ops, fix_setup, fix_teardown),
-		/* Last: these two can follow no task at all, which UBSan has caught aborting. */
-		cmocka_unit_test_setup_teardown(test_sampler_sleeper_not_runnable, fix_setup,
-						fix_teardown),
-		cmocka_unit_test_setup_teardown(test_sampler_fake_root, fix_setup, fix_teardown),
-	};
-
 	log_set_level(LOG_WARNING);
-	return cmocka_run_group_tests_name("proc", tests, NULL, NULL);
 }
+
+KIT_GROUP("proc", NULL, NULL,
+	cmocka_unit_test(test_stat_comm_with_paren_and_space),
+	cmocka_unit_test(test_stat_long_comm_is_cut),
+	cmocka_unit_test(test_stat_negative_fields),
+	cmocka_unit_test(test_stat_truncated),
+	cmocka_unit_test(test_stat_cpu_range),
+	cmocka_unit_test(test_stat_real_self),
+	cmocka_unit_test(test_cpustat_multi),
+	cmocka_unit_test(test_cpustat_fewer_slots),
+	cmocka_unit_test(test_cpustat_unlisted_stay_zero),
+	cmocka_unit_test(test_cpustat_aggregate_is_not_a_cpu),
+	cmocka_unit_test(test_cpustat_no_procs_running),
+	cmocka_unit_test(test_cpustat_real),
+	cmocka_unit_test(test_status),
+	cmocka_unit_test(test_status_field),
+	cmocka_unit_test(test_cgroup_v1),
+	cmocka_unit_test(test_cgroup_v2),
+	cmocka_unit_test(test_cgroup_unified_fallback),
+	cmocka_unit_test(test_cgroup_neither),
+	cmocka_unit_test(test_mountinfo_proc),
+	cmocka_unit_test(test_mountinfo_line),
+	cmocka_unit_test_setup_teardown(test_sampler_pinned_cpu1, fix_setup, fix_teardown),
+	cmocka_unit_test_setup_teardown(test_sampler_pinned_cpu0, fix_setup, fix_teardown),
+	cmocka_unit_test_setup_teardown(test_sampler_forgets_reaped, fix_setup, fix_teardown),
+	cmocka_unit_test_setup_teardown(test_sampler_reads_cheaply, fix_setup, fix_teardown),
+	cmocka_unit_test_setup_teardown(test_sampler_optional_ops, fix_setup, fix_teardown),
+	/* Last: these two can follow no task at all, which UBSan has caught aborting. */
+	cmocka_unit_test_setup_teardown(test_sampler_sleeper_not_runnable, fix_setup,
+					fix_teardown),
+	cmocka_unit_test_setup_teardown(test_sampler_fake_root, fix_setup, fix_teardown),
+);

@@ -24,7 +24,7 @@
 
 #include "rqbalance.h"
 #include "taskev/procconn.h"
-#include "unit.h"
+#include "kit.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -458,16 +458,15 @@ static void test_through_evsrc(void **state)
 	evsrc_close(NULL);
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_close),
-		cmocka_unit_test(test_child_lifecycle),
-		cmocka_unit_test(test_counters),
-		cmocka_unit_test(test_overflow),
-		cmocka_unit_test(test_through_evsrc),
-	};
-
 	log_set_level(LOG_WARNING);
-	return cmocka_run_group_tests_name("procconn", tests, NULL, NULL);
 }
+
+KIT_GROUP("procconn", NULL, NULL,
+	cmocka_unit_test(test_close),
+	cmocka_unit_test(test_child_lifecycle),
+	cmocka_unit_test(test_counters),
+	cmocka_unit_test(test_overflow),
+	cmocka_unit_test(test_through_evsrc),
+);

@@ -2,7 +2,7 @@
 #include <stdint.h>
 
 #include "diag/rqlat.h"
-#include "unit.h"
+#include "kit.h"
 
 /* floor(log2(µs)) the slow way, 0 below 2 µs, capped at the last bucket (25). */
 static unsigned slow_bucket(uint64_t ns)
@@ -43,12 +43,7 @@ static void every_wait_falls_in_its_bucket_range(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(buckets_are_log2_of_microseconds),
-		cmocka_unit_test(every_wait_falls_in_its_bucket_range),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(buckets_are_log2_of_microseconds),
+	cmocka_unit_test(every_wait_falls_in_its_bucket_range),
+);

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <pwd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "conf/conf.h"
 #include "policy/latency.h"
@@ -441,27 +441,22 @@ static void dump_lists_set_keys(void **state)
 	free_set(rs);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(order_and_first_match),
-		cmocka_unit_test(later_file_replaces_in_place),
-		cmocka_unit_test(why_not_and_conditions),
-		cmocka_unit_test(match_comm),
-		cmocka_unit_test(match_exe),
-		cmocka_unit_test(match_cmdline),
-		cmocka_unit_test(match_uid),
-		cmocka_unit_test(match_cgroup_at_slash),
-		cmocka_unit_test(all_keys_must_match),
-		cmocka_unit_test(uid_by_name_and_number),
-		cmocka_unit_test(value_errors),
-		cmocka_unit_test(set_twice_in_one_file),
-		cmocka_unit_test(too_many_rules),
-		cmocka_unit_test(check_errors),
-		cmocka_unit_test(comm_alone_cannot_claim_a_favour),
-		cmocka_unit_test(section_names),
-		cmocka_unit_test(dump_lists_set_keys),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(order_and_first_match),
+	cmocka_unit_test(later_file_replaces_in_place),
+	cmocka_unit_test(why_not_and_conditions),
+	cmocka_unit_test(match_comm),
+	cmocka_unit_test(match_exe),
+	cmocka_unit_test(match_cmdline),
+	cmocka_unit_test(match_uid),
+	cmocka_unit_test(match_cgroup_at_slash),
+	cmocka_unit_test(all_keys_must_match),
+	cmocka_unit_test(uid_by_name_and_number),
+	cmocka_unit_test(value_errors),
+	cmocka_unit_test(set_twice_in_one_file),
+	cmocka_unit_test(too_many_rules),
+	cmocka_unit_test(check_errors),
+	cmocka_unit_test(comm_alone_cannot_claim_a_favour),
+	cmocka_unit_test(section_names),
+	cmocka_unit_test(dump_lists_set_keys),
+);

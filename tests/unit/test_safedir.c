@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "util/safedir.h"
-#include "unit.h"
+#include "kit.h"
 
 struct tree {
 	char top[32]; /* /tmp/rqb-safedir.XXXXXX, root's, 0700 */
@@ -290,20 +290,15 @@ static void parent_of_a_file(void **state)
 	assert_int_equal(safedir_check_parent(at(p, t, "link/x"), why, sizeof(why)), -ENOTDIR);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(opens_roots_directory, setup, teardown),
-		cmocka_unit_test_setup_teardown(writable_by_others_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(other_owner_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(parents_may_be_anyones, setup, teardown),
-		cmocka_unit_test_setup_teardown(link_not_followed, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_not_directory, setup, teardown),
-		cmocka_unit_test_setup_teardown(missing_gives_deepest, setup, teardown),
-		cmocka_unit_test_setup_teardown(create_makes_the_rest, setup, teardown),
-		cmocka_unit_test(relative_or_long_refused),
-		cmocka_unit_test_setup_teardown(parent_of_a_file, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test_setup_teardown(opens_roots_directory, setup, teardown),
+	cmocka_unit_test_setup_teardown(writable_by_others_refused, setup, teardown),
+	cmocka_unit_test_setup_teardown(other_owner_refused, setup, teardown),
+	cmocka_unit_test_setup_teardown(parents_may_be_anyones, setup, teardown),
+	cmocka_unit_test_setup_teardown(link_not_followed, setup, teardown),
+	cmocka_unit_test_setup_teardown(file_not_directory, setup, teardown),
+	cmocka_unit_test_setup_teardown(missing_gives_deepest, setup, teardown),
+	cmocka_unit_test_setup_teardown(create_makes_the_rest, setup, teardown),
+	cmocka_unit_test(relative_or_long_refused),
+	cmocka_unit_test_setup_teardown(parent_of_a_file, setup, teardown),
+);

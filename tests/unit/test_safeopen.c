@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "util/safeopen.h"
-#include "unit.h"
+#include "kit.h"
 
 struct tree {
 	char top[32];       /* holds both: /tmp/rqb-safeopen.XXXXXX */
@@ -202,19 +202,14 @@ static void other_users_file(void **state)
 	assert_int_equal(safeopen_read(t->fd, "etc/profile", 0, buf, sizeof(buf)), 9);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(reads_a_regular_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(link_last_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(link_escaping_stays_inside, setup, teardown),
-		cmocka_unit_test(magic_link_refused),
-		cmocka_unit_test_setup_teardown(fifo_refused_without_blocking, setup, teardown),
-		cmocka_unit_test_setup_teardown(directory_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(dir_link_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(size_bound, setup, teardown),
-		cmocka_unit_test_setup_teardown(other_users_file, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test_setup_teardown(reads_a_regular_file, setup, teardown),
+	cmocka_unit_test_setup_teardown(link_last_refused, setup, teardown),
+	cmocka_unit_test_setup_teardown(link_escaping_stays_inside, setup, teardown),
+	cmocka_unit_test(magic_link_refused),
+	cmocka_unit_test_setup_teardown(fifo_refused_without_blocking, setup, teardown),
+	cmocka_unit_test_setup_teardown(directory_refused, setup, teardown),
+	cmocka_unit_test_setup_teardown(dir_link_refused, setup, teardown),
+	cmocka_unit_test_setup_teardown(size_bound, setup, teardown),
+	cmocka_unit_test_setup_teardown(other_users_file, setup, teardown),
+);

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "sample/sampler.h"
-#include "unit.h"
+#include "kit.h"
 
 /* Far above any pid_max: /proc has none of them, so latseen finds nothing to look at. */
 #define T(n) (2000000000 + (n))
@@ -57,7 +57,7 @@ static int setup(void **state)
 	struct fx *x = calloc(1, sizeof(*x));
 
 	assert_non_null(x);
-	x->topo = unit_topo("package:1 l3cache:2 core:2 pu:1");
+	x->topo = kit_topo("package:1 l3cache:2 core:2 pu:1");
 	x->s = snap_new(x->topo);
 	assert_non_null(x->s);
 	latseen_init(&x->seen);
@@ -160,13 +160,8 @@ static void failed_or_not_asked(void **state)
 	assert_int_equal(x->s->nlat, 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(latency_values_and_records, setup, teardown),
-		cmocka_unit_test_setup_teardown(resident_sets, setup, teardown),
-		cmocka_unit_test_setup_teardown(failed_or_not_asked, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test_setup_teardown(latency_values_and_records, setup, teardown),
+	cmocka_unit_test_setup_teardown(resident_sets, setup, teardown),
+	cmocka_unit_test_setup_teardown(failed_or_not_asked, setup, teardown),
+);

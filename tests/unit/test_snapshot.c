@@ -2,7 +2,7 @@
 #include <errno.h>
 
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 
 #define TWO_LLCS "package:1 l3cache:2 core:1 pu:1"
 
@@ -20,7 +20,7 @@ static int setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	f->topo = unit_topo(TWO_LLCS);
+	f->topo = kit_topo(TWO_LLCS);
 	f->s = snap_new(f->topo);
 	f->back = snap_new(f->topo);
 	assert_non_null(f->s);
@@ -53,7 +53,7 @@ static void add_task(struct snapshot *s, pid_t tid, int cpu, const char *allowed
 		.cpu = cpu,
 		.start_time = 1000 + (uint64_t)tid,
 		.flags = tid % 2 ? SNAP_TASK_KTHREAD : 0,
-		.allowed = unit_mask(allowed),
+		.allowed = kit_mask(allowed),
 	};
 
 	assert_true(strlen(comm) < sizeof(t.comm));
@@ -542,31 +542,26 @@ static void comm_of_fifteen_fits(void **state)
 	assert_string_equal(fx->s->tasks[0].comm, "0123456789abcd ");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(text_form_is_escaped, setup, teardown),
-		cmocka_unit_test_setup_teardown(several_snapshots_then_eof, setup, teardown),
-		cmocka_unit_test_setup_teardown(comments_and_blank_lines_ignored, setup, teardown),
-		cmocka_unit_test_setup_teardown(unknown_record, setup, teardown),
-		cmocka_unit_test_setup_teardown(cpu_outside_topology, setup, teardown),
-		cmocka_unit_test_setup_teardown(cpu_record_malformed, setup, teardown),
-		cmocka_unit_test_setup_teardown(busy_above_100, setup, teardown),
-		cmocka_unit_test_setup_teardown(task_bad_cpu_list, setup, teardown),
-		cmocka_unit_test_setup_teardown(task_ids_positive, setup, teardown),
-		cmocka_unit_test_setup_teardown(task_fields_missing_or_extra, setup, teardown),
-		cmocka_unit_test_setup_teardown(partner_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(sampled_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(uptime_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(missing_end, setup, teardown),
-		cmocka_unit_test_setup_teardown(missing_end_after_good_snapshot, setup, teardown),
-		cmocka_unit_test_setup_teardown(bad_escape, setup, teardown),
-		cmocka_unit_test_setup_teardown(placement_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(placement_fields_checked, setup, teardown),
-		cmocka_unit_test_setup_teardown(comm_too_long, setup, teardown),
-		cmocka_unit_test_setup_teardown(comm_of_fifteen_fits, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test_setup_teardown(round_trip, setup, teardown),
+	cmocka_unit_test_setup_teardown(text_form_is_escaped, setup, teardown),
+	cmocka_unit_test_setup_teardown(several_snapshots_then_eof, setup, teardown),
+	cmocka_unit_test_setup_teardown(comments_and_blank_lines_ignored, setup, teardown),
+	cmocka_unit_test_setup_teardown(unknown_record, setup, teardown),
+	cmocka_unit_test_setup_teardown(cpu_outside_topology, setup, teardown),
+	cmocka_unit_test_setup_teardown(cpu_record_malformed, setup, teardown),
+	cmocka_unit_test_setup_teardown(busy_above_100, setup, teardown),
+	cmocka_unit_test_setup_teardown(task_bad_cpu_list, setup, teardown),
+	cmocka_unit_test_setup_teardown(task_ids_positive, setup, teardown),
+	cmocka_unit_test_setup_teardown(task_fields_missing_or_extra, setup, teardown),
+	cmocka_unit_test_setup_teardown(partner_round_trip, setup, teardown),
+	cmocka_unit_test_setup_teardown(sampled_round_trip, setup, teardown),
+	cmocka_unit_test_setup_teardown(uptime_round_trip, setup, teardown),
+	cmocka_unit_test_setup_teardown(missing_end, setup, teardown),
+	cmocka_unit_test_setup_teardown(missing_end_after_good_snapshot, setup, teardown),
+	cmocka_unit_test_setup_teardown(bad_escape, setup, teardown),
+	cmocka_unit_test_setup_teardown(placement_round_trip, setup, teardown),
+	cmocka_unit_test_setup_teardown(placement_fields_checked, setup, teardown),
+	cmocka_unit_test_setup_teardown(comm_too_long, setup, teardown),
+	cmocka_unit_test_setup_teardown(comm_of_fifteen_fits, setup, teardown),
+);

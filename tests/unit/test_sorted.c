@@ -6,7 +6,7 @@
 #include <errno.h>
 
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 #include "util/sorted.h"
 
 struct item {
@@ -155,16 +155,11 @@ static void random_adds_and_removes(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(empty_table),
-	    cmocka_unit_test(lower_is_first_of_equals),
-	    cmocka_unit_test(insert_shifts_and_refuses_when_full),
-	    cmocka_unit_test(add_goes_after_equals),
-	    cmocka_unit_test(remove_keeps_order),
-	    cmocka_unit_test(random_adds_and_removes),
-	};
-
-	return cmocka_run_group_tests_name("sorted", tests, NULL, NULL);
-}
+KIT_GROUP("sorted", NULL, NULL,
+    cmocka_unit_test(empty_table),
+    cmocka_unit_test(lower_is_first_of_equals),
+    cmocka_unit_test(insert_shifts_and_refuses_when_full),
+    cmocka_unit_test(add_goes_after_equals),
+    cmocka_unit_test(remove_keeps_order),
+    cmocka_unit_test(random_adds_and_removes),
+);

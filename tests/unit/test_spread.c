@@ -841,37 +841,32 @@ static void rules_on_each_machine(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(spreads_to_idle_llc),
-		cmocka_unit_test(whole_processes_keeps_threads_together),
-		cmocka_unit_test(counts_tasks_not_utilization),
-		cmocka_unit_test(no_idle_cpu_no_move),
-		cmocka_unit_test(lone_task_never_pulled),
-		cmocka_unit_test(takes_only_from_shared_cpu),
-		cmocka_unit_test(moves_only_when_clearly_less_loaded),
-		cmocka_unit_test(keeps_local_when_close),
-		cmocka_unit_test(one_sample_overload_moves_nothing),
-		cmocka_unit_test(residency_and_release),
-		cmocka_unit_test(silent_cpu_keeps_its_pin),
-		cmocka_unit_test(pinned_sleeper_is_no_load),
-		cmocka_unit_test(held_record_hides_a_stacked_hog),
-		cmocka_unit_test(left_behind_count_is_no_load),
-		cmocka_unit_test(kernel_instant_moves_nothing),
-		cmocka_unit_test(kernel_thread_moves_nothing),
-		cmocka_unit_test(pin_released_at_max_age),
-		cmocka_unit_test(single_core_llcs_not_spread),
-		cmocka_unit_test(moves_capped_per_tick),
-		cmocka_unit_test(never_touches_ineligible),
-		cmocka_unit_test(moves_no_task_that_used_no_cpu),
-		cmocka_unit_test(young_tasks_are_the_kernels),
-		cmocka_unit_test(big_machine_prefers_near_llcs),
-		cmocka_unit_test(converges_without_ping_pong),
-		cmocka_unit_test(rules_on_each_machine),
-		cmocka_unit_test(keep_pairs_moves_pairs_together),
-		cmocka_unit_test(keep_pairs_sleeping_partner),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(spreads_to_idle_llc),
+	cmocka_unit_test(whole_processes_keeps_threads_together),
+	cmocka_unit_test(counts_tasks_not_utilization),
+	cmocka_unit_test(no_idle_cpu_no_move),
+	cmocka_unit_test(lone_task_never_pulled),
+	cmocka_unit_test(takes_only_from_shared_cpu),
+	cmocka_unit_test(moves_only_when_clearly_less_loaded),
+	cmocka_unit_test(keeps_local_when_close),
+	cmocka_unit_test(one_sample_overload_moves_nothing),
+	cmocka_unit_test(residency_and_release),
+	cmocka_unit_test(silent_cpu_keeps_its_pin),
+	cmocka_unit_test(pinned_sleeper_is_no_load),
+	cmocka_unit_test(held_record_hides_a_stacked_hog),
+	cmocka_unit_test(left_behind_count_is_no_load),
+	cmocka_unit_test(kernel_instant_moves_nothing),
+	cmocka_unit_test(kernel_thread_moves_nothing),
+	cmocka_unit_test(pin_released_at_max_age),
+	cmocka_unit_test(single_core_llcs_not_spread),
+	cmocka_unit_test(moves_capped_per_tick),
+	cmocka_unit_test(never_touches_ineligible),
+	cmocka_unit_test(moves_no_task_that_used_no_cpu),
+	cmocka_unit_test(young_tasks_are_the_kernels),
+	cmocka_unit_test(big_machine_prefers_near_llcs),
+	cmocka_unit_test(converges_without_ping_pong),
+	cmocka_unit_test(rules_on_each_machine),
+	cmocka_unit_test(keep_pairs_moves_pairs_together),
+	cmocka_unit_test(keep_pairs_sleeping_partner),
+);

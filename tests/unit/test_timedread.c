@@ -11,7 +11,7 @@
 
 #include "rqbalance.h"
 #include "util/timedread.h"
-#include "unit.h"
+#include "kit.h"
 
 /* The bound of the reads that are held; one that answers gets a minute, so that a
  * loaded machine, slow to run the worker, does not turn its result into a timeout. */
@@ -124,14 +124,13 @@ static void after_fini(void **state)
 	timedread_fini();
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(normal_read),
-		cmocka_unit_test(bounded_and_left),
-		cmocka_unit_test(after_fini),
-	};
-
 	alarm(60); /* a read that is not bounded fails the program, it does not hang it */
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
+
+KIT_TESTS(
+	cmocka_unit_test(normal_read),
+	cmocka_unit_test(bounded_and_left),
+	cmocka_unit_test(after_fini),
+);

@@ -7,11 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 static void two_llcs_one_cpu_each(void **state)
 {
-	struct topo *t = unit_topo("package:1 l3cache:2 core:1 pu:1");
+	struct topo *t = kit_topo("package:1 l3cache:2 core:1 pu:1");
 
 	assert_int_equal(t->ncpus, 2);
 	assert_int_equal(t->nllcs, 2);
@@ -24,7 +24,7 @@ static void two_llcs_one_cpu_each(void **state)
 
 static void smt_siblings_share_a_core(void **state)
 {
-	struct topo *t = unit_topo("package:2 l3cache:4 core:4 pu:2");
+	struct topo *t = kit_topo("package:2 l3cache:4 core:4 pu:2");
 	char buf[256];
 
 	assert_int_equal(t->ncpus, 64);
@@ -48,7 +48,7 @@ static void smt_siblings_share_a_core(void **state)
 static void big_numa_machine(void **state)
 {
 	struct topo *t =
-		unit_topo("package:2 [numa(memory=64GB)] l3cache:8(size=32MB) core:8 pu:2");
+		kit_topo("package:2 [numa(memory=64GB)] l3cache:8(size=32MB) core:8 pu:2");
 
 	assert_int_equal(t->ncpus, 256);
 	assert_int_equal(t->nllcs, 16);
@@ -61,7 +61,7 @@ static void big_numa_machine(void **state)
 
 static void no_cache_means_one_llc_per_package(void **state)
 {
-	struct topo *t = unit_topo("package:2 core:2 pu:1");
+	struct topo *t = kit_topo("package:2 core:2 pu:1");
 
 	assert_int_equal(t->nllcs, 2);
 	assert_int_equal(t->cpus[0].llc, t->cpus[1].llc);
@@ -71,7 +71,7 @@ static void no_cache_means_one_llc_per_package(void **state)
 
 static void fake_xml_maps_real_cpus(void **state)
 {
-	struct topo_opts o = { .xml = UNIT_DATA("topo-2llc.xml") };
+	struct topo_opts o = { .xml = KIT_DATA("topo-2llc.xml") };
 	struct topo *t = NULL;
 
 	assert_int_equal(topo_load(&o, &t), 0);
@@ -109,7 +109,7 @@ static void kind_is(const struct topo *t, int k, const char *cpus, int eff, cons
  */
 static void hybrid_kinds(void **state)
 {
-	struct topo *t = load_xml(UNIT_DATA("topo-hybrid-8p16e.xml"));
+	struct topo *t = load_xml(KIT_DATA("topo-hybrid-8p16e.xml"));
 
 	assert_int_equal(t->ncpus, 32);
 	assert_int_equal(t->ncores, 24);
@@ -124,7 +124,7 @@ static void hybrid_kinds(void **state)
 	topo_free(t);
 
 	/* The low-power E-cores have an LLC of their own: their L2. */
-	t = load_xml(UNIT_DATA("topo-hybrid-lp.xml"));
+	t = load_xml(KIT_DATA("topo-hybrid-lp.xml"));
 	assert_int_equal(t->ncpus, 22);
 	assert_int_equal(t->nllcs, 2);
 	assert_int_equal(t->cpus[0].llc, t->cpus[19].llc);
@@ -141,8 +141,8 @@ static void hybrid_kinds(void **state)
 /* Two CCDs: the V-cache one is the larger LLC and the slower kind. */
 static void x3d_ccds(void **state)
 {
-	static const char *const parts[] = { UNIT_DATA("topo-7950x3d.xml"),
-					     UNIT_DATA("topo-9950x3d.xml") };
+	static const char *const parts[] = { KIT_DATA("topo-7950x3d.xml"),
+					     KIT_DATA("topo-9950x3d.xml") };
 	static const unsigned mhz0[] = { 5250, 5450 };
 
 	for (int i = 0; i < 2; i++) {
@@ -165,7 +165,7 @@ static void x3d_ccds(void **state)
 /* A machine with one kind: none listed, every CPU of kind -1. */
 static void one_kind(void **state)
 {
-	struct topo *t = load_xml(UNIT_DATA("topo-2llc.xml"));
+	struct topo *t = load_xml(KIT_DATA("topo-2llc.xml"));
 
 	assert_int_equal(t->nkinds, 0);
 	assert_int_equal(t->cpus[0].kind, -1);
@@ -272,7 +272,7 @@ static void hotplug_followed(void **state)
 static void kinds_follow_hotplug(void **state)
 {
 	char root[] = "/tmp/rqb-topo.XXXXXX", path[PATH_MAX];
-	struct topo_opts o = { .xml = UNIT_DATA("topo-hybrid-8p16e.xml"),
+	struct topo_opts o = { .xml = KIT_DATA("topo-hybrid-8p16e.xml"),
 			       .filter_online = true, .root = root };
 	struct topo *t = NULL;
 
@@ -323,7 +323,7 @@ static void x3d_fake(const char *root, const char *word)
 
 static enum topo_x3d x3d_loaded(const char *root)
 {
-	struct topo_opts o = { .xml = UNIT_DATA("topo-7950x3d.xml"), .root = root };
+	struct topo_opts o = { .xml = KIT_DATA("topo-7950x3d.xml"), .root = root };
 	struct topo *t = NULL;
 	enum topo_x3d m;
 
@@ -369,7 +369,7 @@ static void x3d_mode_at_load(void **state)
 static void x3d_mode_followed(void **state)
 {
 	char root[] = "/tmp/rqb-topo.XXXXXX";
-	struct topo_opts o = { .xml = UNIT_DATA("topo-9950x3d.xml"), .root = root };
+	struct topo_opts o = { .xml = KIT_DATA("topo-9950x3d.xml"), .root = root };
 	struct topo *t = NULL;
 
 	assert_non_null(mkdtemp(root));
@@ -425,26 +425,21 @@ static void kind_words(void **state)
 	assert_string_equal(buf, "cpus 0,2 efficiency -1 max_mhz 0");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(two_llcs_one_cpu_each),
-		cmocka_unit_test(smt_siblings_share_a_core),
-		cmocka_unit_test(big_numa_machine),
-		cmocka_unit_test(no_cache_means_one_llc_per_package),
-		cmocka_unit_test(fake_xml_maps_real_cpus),
-		cmocka_unit_test(hybrid_kinds),
-		cmocka_unit_test(x3d_ccds),
-		cmocka_unit_test(one_kind),
-		cmocka_unit_test(missing_xml_is_an_error),
-		cmocka_unit_test(offline_cpus_left_out),
-		cmocka_unit_test(hotplug_followed),
-		cmocka_unit_test(kinds_follow_hotplug),
-		cmocka_unit_test(x3d_mode_at_load),
-		cmocka_unit_test(x3d_mode_followed),
-		cmocka_unit_test(x3d_names),
-		cmocka_unit_test(kind_words),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KIT_TESTS(
+	cmocka_unit_test(two_llcs_one_cpu_each),
+	cmocka_unit_test(smt_siblings_share_a_core),
+	cmocka_unit_test(big_numa_machine),
+	cmocka_unit_test(no_cache_means_one_llc_per_package),
+	cmocka_unit_test(fake_xml_maps_real_cpus),
+	cmocka_unit_test(hybrid_kinds),
+	cmocka_unit_test(x3d_ccds),
+	cmocka_unit_test(one_kind),
+	cmocka_unit_test(missing_xml_is_an_error),
+	cmocka_unit_test(offline_cpus_left_out),
+	cmocka_unit_test(hotplug_followed),
+	cmocka_unit_test(kinds_follow_hotplug),
+	cmocka_unit_test(x3d_mode_at_load),
+	cmocka_unit_test(x3d_mode_followed),
+	cmocka_unit_test(x3d_names),
+	cmocka_unit_test(kind_words),
+);

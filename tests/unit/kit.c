@@ -1,0 +1,173 @@
+/* The unit-test kit (kit.h): the one main, the temporary tree, and shared builders. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kit.h"
+
+__attribute__((weak)) void kit_before(void)
+{
+}
+
+int main(void)
+{
+	kit_before();
+	return _cmocka_run_group_tests(kit_group.name, kit_group.tests, kit_group.n,
+				       kit_group.setup, kit_group.teardown);
+}
+
+/* ---- a temporary tree ---- */
+
+void kit_tmp(char *dir, size_t len, const char *name)
+{
+	assert_true((size_t)snprintf(dir, len, "/tmp/rqb-%s.XXXXXX", name) < len);
+	assert_non_null(mkdtemp(dir));
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 ? -errno : 0;
+}
+
+int kit_rm(const char *dir)
+{
+	int r = nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+
+	return r < 0 ? -errno : r;
+}
+
+/* Makes the directories above path that are missing. */
+static void parents(const char *path)
+{
+	char dir[PATH_MAX];
+
+	assert_true(strlen(path) < sizeof(dir));
+	strcpy(dir, path);
+	for (char *slash = strchr(dir + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) < 0)
+			assert_int_equal(errno, EEXIST);
+		*slash = '/';
+	}
+}
+
+void kit_putn(const char *path, const void *data, size_t len)
+{
+	FILE *f;
+
+	parents(path);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+void kit_put(const char *path, const char *text)
+{
+	kit_putn(path, text, strlen(text));
+}
+
+void kit_putf(const char *path, const char *fmt, ...)
+{
+	char text[8192];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	assert_true(n >= 0 && (size_t)n < sizeof(text));
+	kit_putn(path, text, (size_t)n);
+}
+
+const char *kit_slurp(const char *path)
+{
+	static char buf[1 << 20];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* ---- configuration, topology and plans ---- */
+
+struct rule_set *kit_rules(struct rule_set *rs, unsigned n)
+{
+	conf_rules_free(rs);
+	for (unsigned i = 0; i < n; i++) {
+		struct rule r = { .comm = "", .exe = "", .cmdline = "", .cgroup = "",
+				  .file = "unit" };
+		char name[16];
+
+		snprintf(name, sizeof(name), "r%u", i);
+		r.name = conf_rules_strdup(rs, name);
+		assert_non_null(r.name);
+		assert_int_equal(conf_rules_append(rs, &r), 0);
+	}
+	return rs;
+}
+
+const char *kit_str(struct rule_set *rs, const char *fmt, ...)
+{
+	char buf[4096];
+	const char *s;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	s = conf_rules_strdup(rs, buf);
+	assert_non_null(s);
+	return s;
+}
+
+struct topo *kit_topo(const char *synthetic)
+{
+	struct topo_opts o = { .synthetic = synthetic };
+	struct topo *t = NULL;
+
+	assert_int_equal(topo_load(&o, &t), 0);
+	return t;
+}
+
+struct topo *kit_topo_xml(const char *path)
+{
+	struct topo_opts o = { .xml = path };
+	struct topo *t = NULL;
+
+	assert_int_equal(topo_load(&o, &t), 0);
+	return t;
+}
+
+cpu_set_t kit_mask(const char *list)
+{
+	cpu_set_t s;
+
+	assert_int_equal(cpumask_parse(list, &s), 0);
+	return s;
+}
+
+const char *kit_plan_dump(const struct plan *p)
+{
+	static char buf[1 << 16];
+	FILE *f;
+
+	buf[0] = '\0'; /* glibc's fmemopen leaves an untouched buffer as it was */
+	f = fmemopen(buf, sizeof(buf), "w");
+
+	assert_non_null(f);
+	plan_dump(p, f);
+	fclose(f);
+	return buf;
+}

@@ -1,0 +1,97 @@
+/*
+ * The unit-test kit: what every cmocka unit program shares, compiled once into
+ * libkit.a (tests/unit/kit.c, the ctl harness, the spread fixture) and linked into each.
+ * A program lists its tests once and the kit's main runs them:
+ *
+ *	#include "kit.h"
+ *	#include "util/cpumask.h"
+ *
+ *	static void parses_a_range(void **state)
+ *	{
+ *		(void)state;
+ *		assert_int_equal(CPU_COUNT(&(cpu_set_t){ kit_mask("0-3") }), 4);
+ *	}
+ *
+ *	KIT_TESTS(cmocka_unit_test(parses_a_range));
+ *
+ * Files a test makes live under a temporary tree (kit_tmp, removed by kit_rm), written
+ * with kit_put and read back with kit_slurp. Each program links every daemon object but
+ * main.o.
+ */
+#ifndef RQB_KIT_H
+#define RQB_KIT_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "conf/conf.h"
+#include "plan/plan.h"
+#include "sample/topo.h"
+#include "snapshot/snap.h"
+#include "util/cpumask.h"
+
+/* ---- registration: one list a program, run by the kit's main ---- */
+
+struct kit_group {
+	const char *name;                /* the TAP summary's name ("tests" by default) */
+	CMFixtureFunction setup, teardown; /* once around the whole list; NULL: none */
+	const struct CMUnitTest *tests;
+	size_t n;
+};
+
+/* Defined by KIT_GROUP or KIT_TESTS in every program. */
+extern const struct kit_group kit_group;
+
+#define KIT_GROUP(name, setup, teardown, ...)                                            \
+	static const struct CMUnitTest kit_tests_[] = { __VA_ARGS__ };                    \
+	const struct kit_group kit_group = { name, setup, teardown, kit_tests_,           \
+					     sizeof(kit_tests_) / sizeof(kit_tests_[0]) }
+#define KIT_TESTS(...) KIT_GROUP("tests", NULL, NULL, __VA_ARGS__)
+
+/*
+ * Run once before the list (a log level, a fake system every test shares). The kit's
+ * own does nothing; a program that needs one defines it.
+ */
+void kit_before(void);
+
+/* ---- a temporary tree ---- */
+
+/* A fresh directory /tmp/rqb-NAME.XXXXXX, its path in dir. */
+void kit_tmp(char *dir, size_t len, const char *name);
+/* Removes dir and everything below it, links not followed; 0 or -errno. */
+int kit_rm(const char *dir);
+/* Writes text (len bytes of data) to path, making the directories it needs. */
+void kit_put(const char *path, const char *text);
+void kit_putn(const char *path, const void *data, size_t len);
+void kit_putf(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* path's text (up to 1 MiB) in a static buffer the next call reuses; NULL: unreadable. */
+const char *kit_slurp(const char *path);
+
+/* ---- configuration, topology and plans ---- */
+
+/*
+ * rs, emptied, then n rules named r0, r1… that name nothing yet: every string "", the
+ * other fields zero (as calloc left the fixed-size rules). Set a string with kit_str.
+ */
+struct rule_set *kit_rules(struct rule_set *rs, unsigned n);
+/* printf into a string that lives as long as rs. */
+const char *kit_str(struct rule_set *rs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A synthetic hwloc topology that is not this machine (no online filter). */
+struct topo *kit_topo(const char *synthetic);
+/* An hwloc XML topology that is not this machine (no online filter). */
+struct topo *kit_topo_xml(const char *path);
+cpu_set_t kit_mask(const char *list);
+/* The plan's text dump, in a static buffer. */
+const char *kit_plan_dump(const struct plan *p);
+
+/* Path to a file under tests/data, from the directory make check runs in. */
+#define KIT_DATA(name) "tests/data/" name
+
+#endif
