@@ -18,17 +18,6 @@
 #define PROC_E (CTLH_BASE + 30) /* threads E and E + 1; E + 2 listed, its stat gone */
 #define OTHER (PROC_E + 2)      /* another process that has E + 2's pid in /proc */
 
-static char plans[1 << 14]; /* every plan the manager made, dumped, in order */
-
-static void on_plan(void *ctx, const struct plan *p)
-{
-	(void)ctx;
-	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", kit_plan_dump(p));
-}
-
-/* The harness's driver (the dry-run driver on fake tasks), but every task opens. */
-static struct act_ops fake_ops;
-
 /* W runs "worker"; E's task directory lists a tid whose stat is not there. */
 static void more_processes(void)
 {
@@ -43,18 +32,6 @@ static void more_processes(void)
 	ctlh_dir(rel);
 	/* The pid is now another process's, which /proc/PID/stat shows. */
 	ctlh_task_files("proc", OTHER, OTHER, 1, 1000, 1000, 0);
-}
-
-static struct ctlh *daemon_with(uint8_t managed)
-{
-	struct ctlh_scenario sc = { .managed = managed };
-	struct ctlh *d = ctlh_daemon_new(&sc);
-
-	ctlh_ops_all_open(&fake_ops);
-	d->lat.ops = &fake_ops;
-	d->lat.on_plan = on_plan;
-	plans[0] = '\0';
-	return d;
 }
 
 /* Process tgid gets v from source, as a ctl request (trusted: a privileged one's) asks. */
@@ -83,13 +60,13 @@ static int front(struct ctlh *d, uid_t uid, pid_t tgid, const char *source, int 
 
 static int setup(void **state)
 {
-	*state = daemon_with(0);
+	*state = ctlh_lat_daemon(0);
 	return 0;
 }
 
 static int setup_managed(void **state)
 {
-	*state = daemon_with(1 | 2);
+	*state = ctlh_lat_daemon(1 | 2);
 	return 0;
 }
 
@@ -115,7 +92,7 @@ static void test_rule_at_rescan(void **state)
 	 * a process a rule has just given its value (in a dry run none of its threads
 	 * holds it, and that pass used to plan the match a second time).
 	 */
-	assert_string_equal(plans,
+	assert_string_equal(ctlh_plans,
 			    "lat tid=4194420 tgid=4194420 start=4242 value=7 source=\"rule w\" whole\n"
 			    "lat tid=4194421 tgid=4194420 start=4242 value=7 source=\"rule w\" whole\n");
 	assert_int_equal(d->lm.cnt.rule_matches, 1);
@@ -132,7 +109,7 @@ static void test_set_process_threads(void **state)
 	struct ctlh *d = *state;
 
 	assert_int_equal(set_proc(d, CTLH_PROC_A, 5, "ctl uid 1000", false), 2);
-	assert_string_equal(plans,
+	assert_string_equal(ctlh_plans,
 			    "lat tid=4194401 tgid=4194401 start=4242 value=5 source=\"ctl uid 1000\" whole\n"
 			    "lat tid=4194402 tgid=4194401 start=4242 value=5 source=\"ctl uid 1000\" whole\n");
 	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
@@ -144,7 +121,7 @@ static void test_thread_not_under_task_dir(void **state)
 
 	/* E + 2 is listed under /proc/E/task, but its stat there is gone: left out. */
 	assert_int_equal(set_proc(d, PROC_E, 3, "ctl uid 0", true), 2);
-	assert_string_equal(plans,
+	assert_string_equal(ctlh_plans,
 			    "lat tid=4194430 tgid=4194430 start=4242 value=3 source=\"ctl uid 0\" whole\n"
 			    "lat tid=4194431 tgid=4194430 start=4242 value=3 source=\"ctl uid 0\" whole\n");
 }
@@ -155,13 +132,13 @@ static void test_reset_gives_back(void **state)
 
 	/* Its two threads have entries (ctlh_managed): both are given back. */
 	assert_int_equal(reset_proc(d, CTLH_PROC_A), 2);
-	assert_string_equal(plans, "unlat tid=4194401 tgid=4194401 start=4242\n"
+	assert_string_equal(ctlh_plans, "unlat tid=4194401 tgid=4194401 start=4242\n"
 				   "unlat tid=4194402 tgid=4194401 start=4242\n");
 	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 	/* Not managed: nothing to give back, no plan. */
-	plans[0] = '\0';
+	ctlh_plans[0] = '\0';
 	assert_int_equal(reset_proc(d, PROC_W), -ENOENT);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 }
 
 /*
@@ -180,9 +157,9 @@ static void test_foreground_gives_back(void **state)
 	assert_int_equal(v, -5);
 	assert_int_equal(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->value, -5);
 	/* Asked again: nothing changes, nothing is given back. */
-	plans[0] = '\0';
+	ctlh_plans[0] = '\0';
 	assert_int_equal(front(d, 1000, PROC_W, "foreground uid 1000", &v), 0);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	assert_int_equal(front(d, 1000, PROC_E, "foreground uid 1000", &v), 0);
 	p = latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW);
 	assert_non_null(p);

@@ -27,16 +27,7 @@
 #define PROC_K (CTLH_BASE + 70) /* a new process, one thread, comm "worker" */
 #define PROC_X (CTLH_BASE + 80) /* runs "worker", threads X and X + 1 */
 
-static char plans[1 << 14]; /* every plan handed to the actuator, dumped, in order */
-
-static void on_plan(void *ctx, const struct plan *p)
-{
-	(void)ctx;
-	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", kit_plan_dump(p));
-}
-
-/* The harness's driver with every task opening; task nice_tid has nice nice_val. */
-static struct act_ops fake_ops;
+/* Task nice_tid has nice nice_val (ctlh_lat_ops's get_attr). */
 static pid_t nice_tid;
 static int nice_val;
 
@@ -96,15 +87,10 @@ static void processes(void)
 
 static struct ctlh *daemon_with(uint8_t managed)
 {
-	struct ctlh_scenario sc = { .managed = managed };
-	struct ctlh *d = ctlh_daemon_new(&sc);
+	struct ctlh *d = ctlh_lat_daemon(managed);
 
-	ctlh_ops_all_open(&fake_ops);
-	fake_ops.get_attr = attr_of;
+	ctlh_lat_ops.get_attr = attr_of;
 	nice_tid = 0;
-	d->lat.ops = &fake_ops;
-	d->lat.on_plan = on_plan;
-	plans[0] = '\0';
 	nqueue = 0;
 	backlog = false;
 	script = (struct evsrc){ .ops = &script_ops, .cb = latmgr_event_callbacks, .ctx = &d->lm };
@@ -172,7 +158,7 @@ static void test_new_thread_of_managed_process_gets_its_value(void **state)
 				  .tgid = CTLH_PROC_A, .parent_tid = 1, .parent_tgid = 1 };
 
 	feed(d, &ev);
-	assert_string_equal(plans, "lat tid=4194402 tgid=4194401 start=4242 value=5 "
+	assert_string_equal(ctlh_plans, "lat tid=4194402 tgid=4194401 start=4242 value=5 "
 				   "source=\"ctl uid 1000\"\n");
 	assert_int_equal(d->lm.cnt.events, 1);
 	assert_int_equal(d->lm.cnt.threads, 1);
@@ -187,7 +173,7 @@ static void test_child_of_managed_process_is_managed(void **state)
 	const struct latmgr_proc *p;
 
 	feed(d, &ev);
-	assert_string_equal(plans, "lat tid=4194470 tgid=4194470 start=4242 value=5 "
+	assert_string_equal(ctlh_plans, "lat tid=4194470 tgid=4194470 start=4242 value=5 "
 				   "source=\"ctl uid 1000\"\n");
 	p = latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW);
 	assert_non_null(p);
@@ -204,7 +190,7 @@ static void test_fork_of_reused_pid_changes_nothing(void **state)
 	struct evsrc_event ev = bpf_fork(CTLH_PROC_A, CTLH_PROC_A, ticks_ns(CTLH_START_TIME + 1));
 
 	feed(d, &ev);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	assert_null(latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW));
 	assert_int_equal(d->lm.cnt.threads, 0);
 	assert_int_equal(d->lm.cnt.events, 1);
@@ -219,7 +205,7 @@ static void test_fork_under_unmanaged_process_changes_nothing(void **state)
 	feed(d, &ev);
 	ev = bpf_fork(CTLH_PROC_A, CTLH_PROC_A, 0);
 	feed(d, &ev);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	assert_int_equal(d->lm.np, 0);
 	assert_int_equal(d->lm.cnt.threads, 0);
 	assert_int_equal(d->lm.cnt.events, 2);
@@ -238,7 +224,7 @@ static void test_connector_child_managed_only_if_it_inherited(void **state)
 
 	assert_int_equal(a->task.tid, CTLH_PROC_A);
 	feed(d, &ev);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	assert_null(latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW));
 
 	/* K has what rqbalance set on A: the kernel gave it that at fork. */
@@ -246,7 +232,7 @@ static void test_connector_child_managed_only_if_it_inherited(void **state)
 	nice_tid = PROC_K;
 	nice_val = 5;
 	feed(d, &ev);
-	assert_string_equal(plans, "lat tid=4194470 tgid=4194470 start=4242 value=5 "
+	assert_string_equal(ctlh_plans, "lat tid=4194470 tgid=4194470 start=4242 value=5 "
 				   "source=\"ctl uid 1000\" from=4194401\n");
 	assert_non_null(latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW));
 }
@@ -306,7 +292,7 @@ static void test_child_of_given_back_task_gives_inherited_back(void **state)
 	feed(d, &ev);
 	assert_int_equal(d->lm.cnt.inherited_back, 1);
 	/* Nothing was given a value, nor managed. */
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	assert_int_equal(d->lm.np, 0);
 }
 
@@ -329,7 +315,7 @@ static void test_exit_forgets_task_and_process(void **state)
 	assert_null(latmgr_entry(&d->lm, CTLH_PROC_A));
 	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_B, LATMGR_START_NOW));
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 }
 
 /* An exit read late, of a task older than what has its pid now, forgets nothing. */
@@ -370,11 +356,11 @@ static void test_exec_applies_rules(void **state)
 	rule_worker(d);
 	/* A thread's exec (it becomes the first thread, its own event says so): nothing. */
 	feed(d, &ev);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	ev.tid = PROC_X;
 	feed(d, &ev);
 	/* An exec leaves a process one thread, its first: only that one is planned. */
-	assert_string_equal(plans,
+	assert_string_equal(ctlh_plans,
 			    "lat tid=4194480 tgid=4194480 start=4242 value=7 source=\"rule w\" whole\n");
 	p = latmgr_find_process(&d->lm, PROC_X, LATMGR_START_NOW);
 	assert_non_null(p);
@@ -397,7 +383,7 @@ static void test_stopped_forgets_and_ignores_exec(void **state)
 	assert_true(d->lm.stopping);
 	assert_int_equal(d->lm.np, 0);
 	feed(d, &ev);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	assert_null(latmgr_find_process(&d->lm, PROC_X, LATMGR_START_NOW));
 }
 

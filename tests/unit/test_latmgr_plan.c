@@ -18,16 +18,7 @@
 #define PROC_P (CTLH_BASE + 60) /* threads P and P + 1; P started at P_START */
 #define P_START 5151
 
-static char plans[1 << 14]; /* every plan handed to the actuator, dumped, in order */
-
-static void on_plan(void *ctx, const struct plan *p)
-{
-	(void)ctx;
-	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", kit_plan_dump(p));
-}
-
-/* The harness's driver with every task opening, but for the two named here. */
-static struct act_ops fake_ops;
+/* ctlh_lat_ops's open: every task opens but for the two named here. */
 static pid_t open_esrch, open_eperm; /* opening this task fails so; 0: none */
 
 static int open_some(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret)
@@ -66,15 +57,10 @@ static void process_p(void)
 
 static struct ctlh *daemon_with(uint8_t managed)
 {
-	struct ctlh_scenario sc = { .managed = managed };
-	struct ctlh *d = ctlh_daemon_new(&sc);
+	struct ctlh *d = ctlh_lat_daemon(managed);
 
-	ctlh_ops_all_open(&fake_ops);
-	fake_ops.open = open_some;
+	ctlh_lat_ops.open = open_some;
 	open_esrch = open_eperm = 0;
-	d->lat.ops = &fake_ops;
-	d->lat.on_plan = on_plan;
-	plans[0] = '\0';
 	return d;
 }
 
@@ -208,7 +194,7 @@ static void test_apply_one_without_action_applies_nothing(void **state)
 	assert_int_equal(latmgr_apply_one(&d->lm, &pl, -EPERM, &why), -EPERM);
 	assert_int_equal(pl.n, 0);
 	assert_string_equal(why, "untouched");
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 }
 
 static void test_apply_one_carries_out_the_action(void **state)
@@ -223,7 +209,7 @@ static void test_apply_one_carries_out_the_action(void **state)
 	assert_int_equal(latmgr_apply_one(&d->lm, &pl, 1, &why), 0);
 	assert_null(why);
 	assert_int_equal(pl.n, 0);
-	assert_string_equal(plans, "lat tid=4194405 tgid=4194405 start=4242 value=3 "
+	assert_string_equal(ctlh_plans, "lat tid=4194405 tgid=4194405 start=4242 value=3 "
 				   "source=\"ctl uid 0\" whole\n");
 }
 
@@ -262,7 +248,7 @@ static void test_decide_threads_plans_every_thread(void **state)
 
 	assert_int_equal(latmgr_decide_threads(&d->lm, &rq, &start, &why), 2);
 	assert_int_equal(start, P_START);
-	assert_string_equal(plans,
+	assert_string_equal(ctlh_plans,
 			    "lat tid=4194460 tgid=4194460 start=5151 value=4 source=\"ctl uid 0\" whole\n"
 			    "lat tid=4194461 tgid=4194460 start=4242 value=4 source=\"ctl uid 0\" whole\n");
 }
@@ -282,7 +268,7 @@ static void test_plan_threads_carries_nothing_out(void **state)
 	assert_string_equal(kit_plan_dump(&pl),
 			    "lat tid=4194460 tgid=4194460 start=5151 value=4 source=\"ctl uid 0\" whole\n"
 			    "lat tid=4194461 tgid=4194460 start=4242 value=4 source=\"ctl uid 0\" whole\n");
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	plan_fini(&pl);
 }
 
@@ -298,7 +284,7 @@ static void test_decide_threads_other_start_time_is_another_process(void **state
 	assert_non_null(why);
 	assert_string_equal(why, "no such process (or its pid was reused)");
 	assert_int_equal(start, 1);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 }
 
 /* Both threads of A have 5 from "ctl uid 1000" already (the harness's entries). */
@@ -312,11 +298,11 @@ static void test_decide_threads_nothing_to_change(void **state)
 
 	assert_int_equal(latmgr_decide_threads(&d->lm, &rq, &start, &why), 0);
 	assert_int_equal(start, CTLH_START_TIME);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	/* Another value: both are planned again. */
 	rq.value = 6;
 	assert_int_equal(latmgr_decide_threads(&d->lm, &rq, &start, &why), 2);
-	assert_string_equal(plans,
+	assert_string_equal(ctlh_plans,
 			    "lat tid=4194401 tgid=4194401 start=4242 value=6 source=\"ctl uid 1000\" whole\n"
 			    "lat tid=4194402 tgid=4194401 start=4242 value=6 source=\"ctl uid 1000\" whole\n");
 }
