@@ -32,14 +32,21 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 	(void)st;
 	(void)flag;
 	(void)ftw;
-	return remove(path) < 0 ? -errno : 0;
+	return remove(path);
 }
 
 int kit_rm(const char *dir)
 {
-	int r = nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
+}
 
-	return r < 0 ? -errno : r;
+/* dir/rel, or rel alone where dir is NULL. */
+static const char *join(char *buf, size_t len, const char *dir, const char *rel)
+{
+	if (!dir)
+		return rel;
+	assert_true((size_t)snprintf(buf, len, "%s/%s", dir, rel) < len);
+	return buf;
 }
 
 /* Makes the directories above path that are missing. */
@@ -57,8 +64,10 @@ static void parents(const char *path)
 	}
 }
 
-void kit_putn(const char *path, const void *data, size_t len)
+void kit_putn(const char *dir, const char *rel, const void *data, size_t len)
 {
+	char buf[PATH_MAX];
+	const char *path = join(buf, sizeof(buf), dir, rel);
 	FILE *f;
 
 	parents(path);
@@ -68,12 +77,12 @@ void kit_putn(const char *path, const void *data, size_t len)
 	assert_int_equal(fclose(f), 0);
 }
 
-void kit_put(const char *path, const char *text)
+void kit_put(const char *dir, const char *rel, const char *text)
 {
-	kit_putn(path, text, strlen(text));
+	kit_putn(dir, rel, text, strlen(text));
 }
 
-void kit_putf(const char *path, const char *fmt, ...)
+void kit_putf(const char *dir, const char *rel, const char *fmt, ...)
 {
 	char text[8192];
 	va_list ap;
@@ -83,21 +92,32 @@ void kit_putf(const char *path, const char *fmt, ...)
 	n = vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	assert_true(n >= 0 && (size_t)n < sizeof(text));
-	kit_putn(path, text, (size_t)n);
+	kit_putn(dir, rel, text, (size_t)n);
 }
 
-const char *kit_slurp(const char *path)
+void kit_mkdir(const char *dir, const char *rel)
 {
-	static char buf[1 << 20];
-	FILE *f = fopen(path, "r");
+	char buf[PATH_MAX];
+	const char *path = join(buf, sizeof(buf), dir, rel);
+
+	parents(path);
+	if (mkdir(path, 0755) < 0)
+		assert_int_equal(errno, EEXIST);
+}
+
+const char *kit_slurp(const char *dir, const char *rel)
+{
+	static char text[1 << 20];
+	char buf[PATH_MAX];
+	FILE *f = fopen(join(buf, sizeof(buf), dir, rel), "r");
 	size_t n;
 
 	if (!f)
 		return NULL;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
 	fclose(f);
-	return buf;
+	return text;
 }
 
 /* ---- configuration, topology and plans ---- */

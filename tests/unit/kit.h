@@ -67,12 +67,17 @@ void kit_before(void);
 void kit_tmp(char *dir, size_t len, const char *name);
 /* Removes dir and everything below it, links not followed; 0 or -errno. */
 int kit_rm(const char *dir);
-/* Writes text (len bytes of data) to path, making the directories it needs. */
-void kit_put(const char *path, const char *text);
-void kit_putn(const char *path, const void *data, size_t len);
-void kit_putf(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* path's text (up to 1 MiB) in a static buffer the next call reuses; NULL: unreadable. */
-const char *kit_slurp(const char *path);
+/*
+ * The file rel under dir (or the path rel, where dir is NULL): written with text (len
+ * bytes of data), the directories it needs made; made a directory; its text read back
+ * (up to 1 MiB, in a static buffer the next call reuses; NULL: unreadable).
+ */
+void kit_put(const char *dir, const char *rel, const char *text);
+void kit_putn(const char *dir, const char *rel, const void *data, size_t len);
+void kit_putf(const char *dir, const char *rel, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void kit_mkdir(const char *dir, const char *rel);
+const char *kit_slurp(const char *dir, const char *rel);
 
 /* ---- configuration, topology and plans ---- */
 

@@ -706,45 +706,24 @@ struct dropins {
 	char main[PATH_MAX];
 };
 
-static void put_file(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static int dropins_setup(void **state)
 {
 	struct dropins *d = calloc(1, sizeof(*d));
 
 	if (!d)
 		return -1;
-	snprintf(d->dir, sizeof(d->dir), "/tmp/rqb-test-rules.XXXXXX");
-	if (!mkdtemp(d->dir)) {
-		free(d);
-		return -1;
-	}
+	kit_tmp(d->dir, sizeof(d->dir), "test-rules");
 	/* The main file lives elsewhere: the directory holds only what it reads. */
 	snprintf(d->main, sizeof(d->main), "%s.conf", d->dir);
 	*state = d;
 	return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
 static int dropins_teardown(void **state)
 {
 	struct dropins *d = *state;
 
-	nftw(d->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	kit_rm(d->dir);
 	unlink(d->main);
 	free(d);
 	return 0;
@@ -778,16 +757,16 @@ static void rules_dir_two_dropins(void **state)
 	put_main(d, "[rule first]\nlatency_nice = 1\ncomm = a\n"
 		    "[rule second]\nlatency_nice = 2\ncomm = b\n");
 	/* Written out of order: they are read in byte order of name. */
-	put_file(d->dir, "20-b.conf", "[rule third]\nlatency_nice = 4\ncomm = c2\n"
+	kit_put(d->dir, "20-b.conf", "[rule third]\nlatency_nice = 4\ncomm = c2\n"
 				      "\n[rule fourth]\nlatency_nice = 5\nuid = 0\n");
-	put_file(d->dir, "10-a.conf",
+	kit_put(d->dir, "10-a.conf",
 		 "# replaces second, and adds third\n"
 		 "[rule second]\nlatency_nice = -3\nexe = /usr/bin/b\nuid = 0\n"
 		 "[rule third]\nlatency_nice = 3\ncomm = c\n");
 	/* Not rule files: no .conf ending, hidden, an editor's backup. */
-	put_file(d->dir, "README", "not an INI file\n");
-	put_file(d->dir, ".10-a.conf.swp.conf", "junk\n");
-	put_file(d->dir, "10-a.conf~", "junk\n");
+	kit_put(d->dir, "README", "not an INI file\n");
+	kit_put(d->dir, ".10-a.conf.swp.conf", "junk\n");
+	kit_put(d->dir, "10-a.conf~", "junk\n");
 	assert_int_equal(load_file(d->main, &c, msg, sizeof(msg)), 0);
 	assert_string_equal(msg, "");
 	assert_int_equal(c.rules.n, 4);
@@ -816,10 +795,10 @@ static void rules_dir_errors(void **state)
 	struct rqb_conf c;
 
 	put_main(d, "");
-	put_file(d->dir, "30-c.conf", "[rule ok]\nlatency_nice = 1\ncomm = x\n"
+	kit_put(d->dir, "30-c.conf", "[rule ok]\nlatency_nice = 1\ncomm = x\n"
 				      "[daemon]\ninterval_ms = 100\n[balance]\n");
-	put_file(d->dir, "31-nosection.conf", "latency_nice = 1\n");
-	put_file(d->dir, "35-syntax.conf", "[rule s]\nlatency_nice = 1\ncomm x\n");
+	kit_put(d->dir, "31-nosection.conf", "latency_nice = 1\n");
+	kit_put(d->dir, "35-syntax.conf", "[rule s]\nlatency_nice = 1\ncomm x\n");
 	snprintf(path, sizeof(path), "%s/40-d.conf", d->dir);
 	assert_int_equal(mkdir(path, 0755), 0);
 	/* A FIFO with no writer: refused at once, never waited on. */

@@ -12,30 +12,6 @@
 #include "kit.h"
 #include "util/schedattr.h"
 
-static void put(const char *root, const char *path, const char *text)
-{
-	char p[PATH_MAX], cmd[PATH_MAX + 16];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s%s", root, path);
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", p);
-	*strrchr(cmd, '/') = '\0';
-	strcat(cmd, "'");
-	assert_int_equal(system(cmd), 0);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-static void rm_rf(const char *root)
-{
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	assert_int_equal(system(cmd), 0);
-}
-
 static void mounts_v1_and_v2(void **state)
 {
 	char v1[PATH_MAX], v2[PATH_MAX];
@@ -84,12 +60,12 @@ static void fake_tree(void **state)
 	struct topo *t = kit_topo("package:1 l3cache:2 core:1 pu:1");
 	struct features f;
 
-	assert_non_null(mkdtemp(root));
-	put(root, "/proc/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n");
-	put(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io pids\n");
-	put(root, "/proc/schedstat", "version 15\n");
-	put(root, "/sys/kernel/btf/vmlinux", "");
-	put(root, "/proc/sys/kernel/sched_autogroup_enabled", "0\n");
+	kit_tmp(root, sizeof(root), "feat");
+	kit_put(root, "/proc/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n");
+	kit_put(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io pids\n");
+	kit_put(root, "/proc/schedstat", "version 15\n");
+	kit_put(root, "/sys/kernel/btf/vmlinux", "");
+	kit_put(root, "/proc/sys/kernel/sched_autogroup_enabled", "0\n");
 	features_probe(root, t, 1, &f);
 	assert_int_equal(f.f[FEAT_LLC_GROUPS].state, FEAT_USED);
 	assert_int_equal(f.f[FEAT_CGROUP_V1_CPU].state, FEAT_MISSING);
@@ -100,18 +76,18 @@ static void fake_tree(void **state)
 	assert_int_equal(f.f[FEAT_AUTOGROUP].state, FEAT_MISSING);
 
 	/* The mount's favordynmods is part of what --features says. */
-	put(root, "/proc/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw,favordynmods 0 0\n");
+	kit_put(root, "/proc/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw,favordynmods 0 0\n");
 	features_probe(root, t, 1, &f);
 	assert_string_equal(f.f[FEAT_CGROUP_V2_CPU].detail,
 			    "/sys/fs/cgroup (cpu.weight, cpu.idle, favordynmods)");
 
 	/* "cpuset" alone is not the cpu controller. */
-	put(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset io\n");
+	kit_put(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset io\n");
 	features_probe(root, NULL, 2, &f);
 	assert_int_equal(f.f[FEAT_CGROUP_V2_CPU].state, FEAT_MISSING);
 	assert_int_equal(f.f[FEAT_LLC_GROUPS].state, FEAT_MISSING);
 	topo_free(t);
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 /* LLCs of fewer than min_llc_cores cores are nothing to spread across. */
@@ -197,13 +173,13 @@ static void base_slice_debugfs(void **state)
 	char root[] = "/tmp/rqb-feat.XXXXXX";
 
 	(void)state;
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "feat");
 	assert_int_equal(features_base_slice_debugfs(root), 0);
-	put(root, "/sys/kernel/debug/sched/base_slice_ns", "2100000\n");
+	kit_put(root, "/sys/kernel/debug/sched/base_slice_ns", "2100000\n");
 	assert_int_equal(features_base_slice_debugfs(root), 2100000);
-	put(root, "/sys/kernel/debug/sched/base_slice_ns", "x\n");
+	kit_put(root, "/sys/kernel/debug/sched/base_slice_ns", "x\n");
 	assert_int_equal(features_base_slice_debugfs(root), 0);
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 /* 7.3's cgroup_mode: the word in parentheses; "unknown" where there is none. */
@@ -226,22 +202,22 @@ static void cgroup_mode(void **state)
 	assert_int_equal(features_parse_cgroup_mode("(averyveryverylongmode)", mode, sizeof(mode)),
 			 -EINVAL);
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "feat");
 	assert_int_equal(features_cgroup_mode(root, mode, sizeof(mode)), -ENOENT);
 	assert_string_equal(mode, "unknown");
 	features_probe(root, NULL, 2, &f);
 	assert_int_equal(f.f[FEAT_CGROUP_MODE].state, FEAT_MISSING);
 	assert_string_equal(f.cgroup_mode, "unknown");
-	put(root, "/sys/kernel/debug/sched/cgroup_mode", "up (smp) concur max tasks\n");
+	kit_put(root, "/sys/kernel/debug/sched/cgroup_mode", "up (smp) concur max tasks\n");
 	assert_int_equal(features_cgroup_mode(root, mode, sizeof(mode)), 0);
 	assert_string_equal(mode, "smp");
 	features_probe(root, NULL, 2, &f);
 	assert_int_equal(f.f[FEAT_CGROUP_MODE].state, FEAT_FOUND);
 	assert_string_equal(f.cgroup_mode, "smp");
-	put(root, "/sys/kernel/debug/sched/cgroup_mode", "garbage\n");
+	kit_put(root, "/sys/kernel/debug/sched/cgroup_mode", "garbage\n");
 	assert_int_equal(features_cgroup_mode(root, mode, sizeof(mode)), -EINVAL);
 	assert_string_equal(mode, "unknown");
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 /* keep_together and latency_apart stand down where the kernel places by cache. */
@@ -252,16 +228,16 @@ static void kernel_places(void **state)
 	const char *built = "CONFIG_SCHED_CACHE=y in /boot/config-7.3.4";
 	gzFile gz;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "feat");
 	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_NOT);
 	/* No config and no BTF: not built, and said so. */
 	assert_false(features_sched_cache_built(root, "6.20.0-1", src, sizeof(src)));
 	assert_string_equal(src, "no kernel config and no BTF to read");
 	/* Each place a distribution puts the config, for its own release only. */
-	put(root, "/boot/config-6.20.0-1", "CONFIG_SCHED_DEBUG=y\nCONFIG_SCHED_CACHE=y\n");
-	put(root, "/boot/config-6.20.0-2", "# CONFIG_SCHED_CACHE is not set\n");
-	put(root, "/usr/lib/modules/7.3.4+deb13-amd64/config", "CONFIG_SCHED_CACHE=y\n");
-	put(root, "/lib/modules/7.2.13/config", "CONFIG_SCHED_CACHE=yy\nCONFIG_SCHED_CACHE=y\n");
+	kit_put(root, "/boot/config-6.20.0-1", "CONFIG_SCHED_DEBUG=y\nCONFIG_SCHED_CACHE=y\n");
+	kit_put(root, "/boot/config-6.20.0-2", "# CONFIG_SCHED_CACHE is not set\n");
+	kit_put(root, "/usr/lib/modules/7.3.4+deb13-amd64/config", "CONFIG_SCHED_CACHE=y\n");
+	kit_put(root, "/lib/modules/7.2.13/config", "CONFIG_SCHED_CACHE=yy\nCONFIG_SCHED_CACHE=y\n");
 	assert_true(features_sched_cache_built(root, "6.20.0-1", src, sizeof(src)));
 	assert_string_equal(src, "CONFIG_SCHED_CACHE=y in /boot/config-6.20.0-1");
 	assert_false(features_sched_cache_built(root, "6.20.0-2", src, sizeof(src)));
@@ -272,7 +248,7 @@ static void kernel_places(void **state)
 	assert_string_equal(src, "CONFIG_SCHED_CACHE=y in /lib/modules/7.2.13/config");
 	/* /proc/config.gz, compressed, when no file names the release. */
 	snprintf(path, sizeof(path), "%s/proc/config.gz", root);
-	put(root, "/proc/config.gz", "");
+	kit_put(root, "/proc/config.gz", "");
 	gz = gzopen(path, "wb");
 	assert_non_null(gz);
 	gzputs(gz, "CONFIG_SMP=y\nCONFIG_SCHED_CACHE=y\n");
@@ -287,31 +263,31 @@ static void kernel_places(void **state)
 	assert_int_equal(features_kernel_places(root, built, 1, why, sizeof(why)),
 			 KERNEL_PLACES_NOT);
 	/* debugfs says: it decides. */
-	put(root, "/sys/kernel/debug/sched/llc_balancing/enabled", "0\n");
+	kit_put(root, "/sys/kernel/debug/sched/llc_balancing/enabled", "0\n");
 	assert_int_equal(features_kernel_places(root, built, 2, why, sizeof(why)), KERNEL_PLACES_NOT);
-	put(root, "/sys/kernel/debug/sched/llc_balancing/enabled", "1\n");
+	kit_put(root, "/sys/kernel/debug/sched/llc_balancing/enabled", "1\n");
 	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_CACHE);
 	assert_non_null(strstr(why, "llc_balancing/enabled"));
 	assert_int_equal(features_kernel_places(root, "", 1, why, sizeof(why)), KERNEL_PLACES_NOT);
-	rm_rf(root);
-	assert_non_null(mkdtemp(strcpy(root, "/tmp/rqb-feat-XXXXXX")));
-	put(root, "/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS NO_SCHED_CACHE\n");
+	assert_int_equal(kit_rm(root), 0);
+	kit_tmp(root, sizeof(root), "feat");
+	kit_put(root, "/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS NO_SCHED_CACHE\n");
 	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_NOT);
-	put(root, "/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS SCHED_CACHE\n");
+	kit_put(root, "/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS SCHED_CACHE\n");
 	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_CACHE);
 	assert_non_null(strstr(why, "SCHED_CACHE"));
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 	/* A sched_ext scheduler, loaded or not; loaded, it places on one LLC too. */
-	assert_non_null(mkdtemp(strcpy(root, "/tmp/rqb-feat-XXXXXX")));
-	put(root, "/sys/kernel/sched_ext/state", "disabled\n");
+	kit_tmp(root, sizeof(root), "feat");
+	kit_put(root, "/sys/kernel/sched_ext/state", "disabled\n");
 	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_NOT);
-	put(root, "/sys/kernel/sched_ext/state", "enabled\n");
-	put(root, "/sys/kernel/sched_ext/root/ops", "lavd_1.0\n");
+	kit_put(root, "/sys/kernel/sched_ext/state", "enabled\n");
+	kit_put(root, "/sys/kernel/sched_ext/root/ops", "lavd_1.0\n");
 	assert_int_equal(features_kernel_places(root, built, 1, why, sizeof(why)),
 			 KERNEL_PLACES_SCHED_EXT);
 	assert_string_equal(why, "sched_ext scheduler lavd_1.0 is enabled: it places the tasks "
 				 "it takes");
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 	/* This host: its config or its BTF answers, and says which. */
 	{
 		struct utsname u;

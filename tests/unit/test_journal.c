@@ -29,18 +29,12 @@ static int setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	snprintf(f->root, sizeof(f->root), "/tmp/rqb-test-journal.XXXXXX");
-	assert_non_null(mkdtemp(f->root));
+	kit_tmp(f->root, sizeof(f->root), "test-journal");
 	snprintf(f->dir, sizeof(f->dir), "%s/run/rqbalance", f->root);
 	/* Replay warns about each bad line; the tests count them instead. */
 	log_set_level(LOG_ERR);
 	*state = f;
 	return 0;
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
 }
 
 static int teardown(void **state)
@@ -50,7 +44,7 @@ static int teardown(void **state)
 
 	for (size_t i = 0; i < ARRAY_SIZE(f->j); i++)
 		journal_close(f->j[i]);
-	r = nftw(f->root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+	r = kit_rm(f->root);
 	free(f);
 	return r;
 }

@@ -27,8 +27,7 @@ static int setup(void **state)
 	struct fix *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	snprintf(f->top, sizeof(f->top), "/tmp/rqb-metrics.XXXXXX");
-	assert_non_null(mkdtemp(f->top));
+	kit_tmp(f->top, sizeof(f->top), "metrics");
 	snprintf(f->dir, sizeof(f->dir), "%s/m", f->top);
 	assert_int_equal(mkdir(f->dir, 0755), 0);
 	assert_int_equal(chmod(f->dir, 0755), 0);
@@ -54,12 +53,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fix *f = *state;
-	char cmd[PATH_MAX];
 
 	snap_free(f->snap);
 	topo_free(f->topo);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->top);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(kit_rm(f->top), 0);
 	free(f);
 	return 0;
 }
@@ -88,18 +85,14 @@ static bool has(const char *text, const char *line)
 	return strstr(text, want) != NULL;
 }
 
-/* A file's whole text, in a static buffer. */
+/* A file's whole text after a newline (for has()), in a static buffer. */
 static const char *slurp(const char *path)
 {
 	static char buf[1 << 16];
-	FILE *in = fopen(path, "r");
-	size_t n;
+	const char *text = kit_slurp(NULL, path);
 
-	assert_non_null(in);
-	buf[0] = '\n';
-	n = fread(buf + 1, 1, sizeof(buf) - 2, in);
-	buf[n + 1] = '\0';
-	fclose(in);
+	assert_non_null(text);
+	snprintf(buf, sizeof(buf), "\n%s", text);
 	return buf;
 }
 

@@ -9,23 +9,7 @@
 #include "diag/peers.h"
 #include "kit.h"
 
-static void put(const char *root, const char *path, const char *text, size_t len)
-{
-	char p[PATH_MAX], cmd[PATH_MAX + 16];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s%s", root, path);
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s", p);
-	*strrchr(cmd, '/') = '\0';
-	strcat(cmd, "'");
-	assert_int_equal(system(cmd), 0);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fwrite(text, 1, len, f);
-	fclose(f);
-}
-
-#define PUT(root, path, text) put(root, path, text, sizeof(text) - 1)
+#define PUT(root, path, text) kit_putn(root, path, text, sizeof(text) - 1)
 
 /* /proc/PID/status of a process whose uids are all uid. */
 static void uid_is(const char *root, int pid, unsigned uid)
@@ -34,15 +18,7 @@ static void uid_is(const char *root, int pid, unsigned uid)
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	snprintf(text, sizeof(text), "Name:\tx\nUid:\t%u\t%u\t%u\t%u\n", uid, uid, uid, uid);
-	put(root, path, text, strlen(text));
-}
-
-static void rm_rf(const char *root)
-{
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	assert_int_equal(system(cmd), 0);
+	kit_put(root, path, text);
 }
 
 static const struct peers_finding *find(const struct peers *p, const char *id)
@@ -69,7 +45,7 @@ static void nothing_found(void **state)
 	char root[] = "/tmp/rqb-peers.XXXXXX";
 	struct peers p;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "peers");
 	quiet_tree(root);
 	peers_scan(root, &cg_on, &p);
 	assert_int_equal(p.n, 0);
@@ -77,7 +53,7 @@ static void nothing_found(void **state)
 	PUT(root, "/sys/kernel/sched_ext/state", "disabled\n");
 	peers_scan(root, &cg_on, &p);
 	assert_int_equal(p.n, 0);
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 static void sched_ext_loaded(void **state)
@@ -86,7 +62,7 @@ static void sched_ext_loaded(void **state)
 	const struct peers_finding *f;
 	struct peers p;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "peers");
 	quiet_tree(root);
 	PUT(root, "/sys/kernel/sched_ext/state", "enabled\n");
 	PUT(root, "/sys/kernel/sched_ext/root/ops", "lavd_1.0.6_x86_64\n");
@@ -106,7 +82,7 @@ static void sched_ext_loaded(void **state)
 	PUT(root, "/sys/kernel/sched_ext/state", "disabling\n");
 	peers_scan(root, &cg_on, &p);
 	assert_non_null(strstr(find(&p, "sched-ext")->text, "is disabling"));
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 static void autogroup_and_controller(void **state)
@@ -116,7 +92,7 @@ static void autogroup_and_controller(void **state)
 	const struct peers_ctx none = { 0 };
 	struct peers p;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "peers");
 	quiet_tree(root);
 	PUT(root, "/proc/sys/kernel/sched_autogroup_enabled", "1\n");
 	peers_scan(root, &cg_on, &p);
@@ -134,7 +110,7 @@ static void autogroup_and_controller(void **state)
 	peers_scan(root, &none, &p);
 	assert_int_equal(p.n, 1);
 	assert_null(find(&p, "autogroup"));
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 static void match_by_comm_and_cmdline(void **state)
@@ -162,7 +138,7 @@ static void tools_found(void **state)
 	char root[] = "/tmp/rqb-peers.XXXXXX";
 	struct peers p;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "peers");
 	quiet_tree(root);
 	PUT(root, "/proc/300/comm", "ananicy-cpp\n");
 	PUT(root, "/proc/41/comm", "gamemoded\n");
@@ -172,7 +148,7 @@ static void tools_found(void **state)
 		char path[64];
 
 		snprintf(path, sizeof(path), "/proc/%d/comm", 90 - i);
-		put(root, path, "tuned\n", 6);
+		kit_put(root, path, "tuned\n");
 		uid_is(root, 90 - i, 0);
 	}
 	PUT(root, "/proc/600/comm", "python3\n");
@@ -197,7 +173,7 @@ static void tools_found(void **state)
 							"runs, its profile unknown"));
 	for (size_t i = 0; i < p.n; i++)
 		assert_non_null(strstr(p.f[i].text, "leaves it to a tool that changes it after"));
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 static void tuned_parse(void **state)
@@ -222,7 +198,7 @@ static void tuned_profiles(void **state)
 	const struct peers_finding *f;
 	struct peers p;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "peers");
 	quiet_tree(root);
 	PUT(root, "/proc/700/comm", "tuned\n");
 	uid_is(root, 700, 0);
@@ -249,7 +225,7 @@ static void tuned_profiles(void **state)
 	PUT(root, "/etc/tuned/active_profile", "gone\n");
 	peers_scan(root, &cg_on, &p);
 	assert_non_null(strstr(find(&p, "tuned")->text, "its profile unknown (profile \"gone\": "));
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 /* A tree where tuned (pid 700, root) runs; its /etc/tuned/active_profile is the test's. */
@@ -275,7 +251,7 @@ static void tuned_planted(void **state)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX", secret[PATH_MAX], path[PATH_MAX];
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "peers");
 	planted_tree(root);
 	snprintf(secret, sizeof(secret), "%s/secret", root);
 	PUT(root, "/secret", "rqb-secret-line\n");
@@ -316,7 +292,7 @@ static void tuned_planted(void **state)
 		assert_non_null(strstr(tuned_says(root), "(/etc/tuned/active_profile: owned by "
 							 "another user than root)"));
 	}
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 KIT_TESTS(

@@ -46,8 +46,7 @@ static int setup(void **state)
 	struct tree *t = calloc(1, sizeof(*t));
 
 	assert_non_null(t);
-	snprintf(t->top, sizeof(t->top), "/tmp/rqb-safedir.XXXXXX");
-	assert_non_null(mkdtemp(t->top));
+	kit_tmp(t->top, sizeof(t->top), "safedir");
 	mkdir_mode(t, "ok", 0755);
 	*state = t;
 	return 0;
@@ -56,10 +55,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct tree *t = *state;
-	char cmd[PATH_MAX];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->top);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(kit_rm(t->top), 0);
 	free(t);
 	return 0;
 }

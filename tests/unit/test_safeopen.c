@@ -20,18 +20,6 @@ struct tree {
 	int fd;             /* root, O_PATH */
 };
 
-static void put(const char *dir, const char *name, const char *text)
-{
-	char p[PATH_MAX];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static void at(char *buf, const struct tree *t, const char *name)
 {
 	snprintf(buf, PATH_MAX, "%s/%s", t->root, name);
@@ -43,15 +31,14 @@ static int setup(void **state)
 	char p[PATH_MAX];
 
 	assert_non_null(t);
-	snprintf(t->top, sizeof(t->top), "/tmp/rqb-safeopen.XXXXXX");
-	assert_non_null(mkdtemp(t->top));
+	kit_tmp(t->top, sizeof(t->top), "safeopen");
 	snprintf(t->root, sizeof(t->root), "%s/root", t->top);
 	snprintf(t->outside, sizeof(t->outside), "%s/secret", t->top);
 	assert_int_equal(mkdir(t->root, 0755), 0);
-	put(t->top, "secret", "outside\n");
+	kit_put(t->top, "secret", "outside\n");
 	at(p, t, "etc");
 	assert_int_equal(mkdir(p, 0755), 0);
-	put(p, "profile", "balanced\n");
+	kit_put(p, "profile", "balanced\n");
 	t->fd = open(t->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(t->fd >= 0);
 	*state = t;
@@ -62,12 +49,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct tree *t = *state;
-	char cmd[PATH_MAX];
 
 	alarm(0);
 	close(t->fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->top);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(kit_rm(t->top), 0);
 	free(t);
 	return 0;
 }
@@ -114,7 +99,7 @@ static void link_escaping_stays_inside(void **state)
 	assert_int_equal(symlink(t->top, p), 0);
 	assert_int_equal(safeopen_read(t->fd, "abs/secret", 0, buf, sizeof(buf)), -ENOENT);
 	/* What the link names inside the root is what is read. */
-	put(t->root, "secret", "inside\n");
+	kit_put(t->root, "secret", "inside\n");
 	assert_int_equal(safeopen_read(t->fd, "up/secret", 0, buf, sizeof(buf)), 7);
 	assert_string_equal(buf, "inside\n");
 	at(p, t, "etc/home");
@@ -179,7 +164,7 @@ static void size_bound(void **state)
 
 	memset(big, 'x', 100);
 	big[100] = '\0';
-	put(t->root, "big", big);
+	kit_put(t->root, "big", big);
 	assert_int_equal(safeopen_file(t->fd, "big", 0, 99, &fd), -EFBIG);
 	assert_int_equal(safeopen_file(t->fd, "big", 0, 100, &fd), 0);
 	close(fd);

@@ -183,20 +183,13 @@ static void missing_xml_is_an_error(void **state)
 
 static void offline_cpus_left_out(void **state)
 {
-	char root[] = "/tmp/rqb-topo.XXXXXX", path[PATH_MAX];
+	char root[] = "/tmp/rqb-topo.XXXXXX";
 	struct topo_opts o = { .synthetic = "package:1 l3cache:2 core:4 pu:1",
 			       .filter_online = true, .root = root };
 	struct topo *t = NULL;
-	FILE *f;
 
-	assert_non_null(mkdtemp(root));
-	snprintf(path, sizeof(path), "mkdir -p %s/sys/devices/system/cpu", root);
-	assert_int_equal(system(path), 0);
-	snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online", root);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("0-2,5\n", f);
-	fclose(f);
+	kit_tmp(root, sizeof(root), "topo");
+	kit_put(root, "sys/devices/system/cpu/online", "0-2,5\n");
 	assert_int_equal(topo_load(&o, &t), 0);
 	assert_int_equal(t->ncpus, 4);
 	assert_int_equal(t->noffline, 4);
@@ -207,34 +200,24 @@ static void offline_cpus_left_out(void **state)
 	assert_int_equal(t->llcs[1].ncpus, 1);
 	assert_int_equal(topo_llc_of(t, 4), -1);
 	topo_free(t);
-	snprintf(path, sizeof(path), "rm -rf %s", root);
-	assert_int_equal(system(path), 0);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 static void write_online(const char *root, const char *list)
 {
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online", root);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(list, f);
-	fclose(f);
+	kit_put(root, "sys/devices/system/cpu/online", list);
 }
 
 /* CPUs going offline and back after the load: out of their LLC, then in again. */
 static void hotplug_followed(void **state)
 {
-	char root[] = "/tmp/rqb-topo.XXXXXX", path[PATH_MAX];
+	char root[] = "/tmp/rqb-topo.XXXXXX";
 	struct topo_opts o = { .synthetic = "package:1 l3cache:2 core:2 pu:1",
 			       .filter_online = true, .root = root };
 	struct topo *t = NULL;
 	cpu_set_t went, came;
 
-	assert_non_null(mkdtemp(root));
-	snprintf(path, sizeof(path), "mkdir -p %s/sys/devices/system/cpu", root);
-	assert_int_equal(system(path), 0);
+	kit_tmp(root, sizeof(root), "topo");
 	write_online(root, "0-2\n");
 	assert_int_equal(topo_load(&o, &t), 0);
 	assert_int_equal(t->ncpus, 3);
@@ -261,8 +244,7 @@ static void hotplug_followed(void **state)
 	assert_int_equal(t->ncpus, 3);
 	assert_int_equal(t->noffline, 1);
 
-	snprintf(path, sizeof(path), "rm -rf %s", root);
-	assert_int_equal(system(path), 0);
+	assert_int_equal(kit_rm(root), 0);
 	assert_true(topo_follow_online(t, root, &went, &came) < 0);
 	assert_int_equal(t->ncpus, 3);
 	topo_free(t);
@@ -271,14 +253,12 @@ static void hotplug_followed(void **state)
 /* A CPU of a kind going offline and back: out of its kind's CPUs, then in again. */
 static void kinds_follow_hotplug(void **state)
 {
-	char root[] = "/tmp/rqb-topo.XXXXXX", path[PATH_MAX];
+	char root[] = "/tmp/rqb-topo.XXXXXX";
 	struct topo_opts o = { .xml = KIT_DATA("topo-hybrid-8p16e.xml"),
 			       .filter_online = true, .root = root };
 	struct topo *t = NULL;
 
-	assert_non_null(mkdtemp(root));
-	snprintf(path, sizeof(path), "mkdir -p %s/sys/devices/system/cpu", root);
-	assert_int_equal(system(path), 0);
+	kit_tmp(root, sizeof(root), "topo");
 	/* CPU 31 offline at the load: in no kind, and never placed. */
 	write_online(root, "0-30\n");
 	assert_int_equal(topo_load(&o, &t), 0);
@@ -292,8 +272,7 @@ static void kinds_follow_hotplug(void **state)
 	assert_int_equal(topo_follow_online(t, root, NULL, NULL), 1);
 	kind_is(t, 0, "16-30", 0, "IntelAtom", 4300);
 	topo_free(t);
-	snprintf(path, sizeof(path), "rm -rf %s", root);
-	assert_int_equal(system(path), 0);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 /*
@@ -303,22 +282,14 @@ static void kinds_follow_hotplug(void **state)
  */
 static void x3d_fake(const char *root, const char *word)
 {
-	char cmd[PATH_MAX * 2], dir[PATH_MAX];
-	FILE *f;
+	char dir[PATH_MAX];
 
 	snprintf(dir, sizeof(dir), "%s/sys/bus/platform/drivers/amd_x3d_vcache", root);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s' && touch '%s/bind' '%s/uevent'",
-		 dir, dir, dir, dir);
-	assert_int_equal(system(cmd), 0);
-	if (!word)
-		return;
-	snprintf(cmd, sizeof(cmd), "mkdir '%s/AMDI0101:00'", dir);
-	assert_int_equal(system(cmd), 0);
-	snprintf(cmd, sizeof(cmd), "%s/AMDI0101:00/amd_x3d_mode", dir);
-	f = fopen(cmd, "w");
-	assert_non_null(f);
-	fputs(word, f);
-	fclose(f);
+	kit_rm(dir);
+	kit_put(dir, "bind", "");
+	kit_put(dir, "uevent", "");
+	if (word)
+		kit_put(dir, "AMDI0101:00/amd_x3d_mode", word);
 }
 
 static enum topo_x3d x3d_loaded(const char *root)
@@ -333,20 +304,12 @@ static enum topo_x3d x3d_loaded(const char *root)
 	return m;
 }
 
-static void rm_root(const char *root)
-{
-	char cmd[PATH_MAX];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	assert_int_equal(system(cmd), 0);
-}
-
 /* The driver's two words, at load, for a fake XML topology too; anything else is none. */
 static void x3d_mode_at_load(void **state)
 {
 	char root[] = "/tmp/rqb-topo.XXXXXX";
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "topo");
 	assert_int_equal(x3d_loaded(root), TOPO_X3D_NONE); /* no driver */
 	x3d_fake(root, NULL);
 	assert_int_equal(x3d_loaded(root), TOPO_X3D_NONE); /* a driver, no device */
@@ -362,7 +325,7 @@ static void x3d_mode_at_load(void **state)
 	assert_int_equal(x3d_loaded(root), TOPO_X3D_NONE);
 	x3d_fake(root, "");
 	assert_int_equal(x3d_loaded(root), TOPO_X3D_NONE);
-	rm_root(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 /* A switch at run time (x3dctl) is seen once; the driver going away is a change too. */
@@ -372,7 +335,7 @@ static void x3d_mode_followed(void **state)
 	struct topo_opts o = { .xml = KIT_DATA("topo-9950x3d.xml"), .root = root };
 	struct topo *t = NULL;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "topo");
 	x3d_fake(root, "frequency\n");
 	assert_int_equal(topo_load(&o, &t), 0);
 	assert_int_equal(t->x3d_mode, TOPO_X3D_FREQUENCY);
@@ -389,7 +352,7 @@ static void x3d_mode_followed(void **state)
 	assert_int_equal(topo_follow_x3d(t, root), 1);
 	assert_int_equal(t->x3d_mode, TOPO_X3D_FREQUENCY);
 
-	rm_root(root);
+	assert_int_equal(kit_rm(root), 0);
 	assert_int_equal(topo_follow_x3d(t, root), 1);
 	assert_int_equal(t->x3d_mode, TOPO_X3D_NONE);
 	assert_int_equal(topo_follow_x3d(t, root), 0);
