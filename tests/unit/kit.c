@@ -8,15 +8,54 @@
 
 #include "kit.h"
 
+__attribute__((weak)) const struct kit_group kit_group = { .name = "tests" };
+
 __attribute__((weak)) void kit_before(void)
 {
 }
 
+struct kit_entry {
+	struct CMUnitTest t;
+	unsigned line;
+};
+
+static struct kit_entry *tests;
+static size_t ntests;
+
+void kit_register(const struct CMUnitTest *t, unsigned line)
+{
+	struct kit_entry *n = realloc(tests, (ntests + 1) * sizeof(*tests));
+
+	if (!n)
+		abort();
+	tests = n;
+	tests[ntests++] = (struct kit_entry){ *t, line };
+}
+
+static int by_line(const void *a, const void *b)
+{
+	const struct kit_entry *x = a, *y = b;
+
+	return (x->line > y->line) - (x->line < y->line);
+}
+
 int main(void)
 {
+	struct CMUnitTest *list = calloc(ntests ? ntests : 1, sizeof(*list));
+	int r;
+
+	if (!list)
+		abort();
+	/* Constructors run in no order C promises: the order of the source is the one. */
+	qsort(tests, ntests, sizeof(*tests), by_line);
+	for (size_t i = 0; i < ntests; i++)
+		list[i] = tests[i].t;
 	kit_before();
-	return _cmocka_run_group_tests(kit_group.name, kit_group.tests, kit_group.n,
-				       kit_group.setup, kit_group.teardown);
+	r = _cmocka_run_group_tests(kit_group.name, list, ntests, kit_group.setup,
+				    kit_group.teardown);
+	free(list);
+	free(tests);
+	return r;
 }
 
 /* ---- a temporary tree ---- */

@@ -1,18 +1,20 @@
 /*
  * The unit-test kit: what every cmocka unit program shares, compiled once into
  * libkit.a (tests/unit/kit.c, the ctl harness, the spread fixture) and linked into each.
- * A program lists its tests once and the kit's main runs them:
+ * A program defines its tests with KIT_TEST, and the kit's main runs them: a new
+ * program is, whole,
  *
  *	#include "kit.h"
  *	#include "util/cpumask.h"
  *
- *	static void parses_a_range(void **state)
+ *	KIT_TEST(parses_a_range)
  *	{
- *		(void)state;
- *		assert_int_equal(CPU_COUNT(&(cpu_set_t){ kit_mask("0-3") }), 4);
+ *		cpu_set_t s = kit_mask("0-3");
+ *
+ *		assert_int_equal(CPU_COUNT(&s), 4);
  *	}
  *
- *	KIT_TESTS(cmocka_unit_test(parses_a_range));
+ * and a line in the Makefile's UNIT_TESTS.
  *
  * Files a test makes live under a temporary tree (kit_tmp, removed by kit_rm), written
  * with kit_put and read back with kit_slurp. Each program links every daemon object but
@@ -37,26 +39,41 @@
 #include "snapshot/snap.h"
 #include "util/cpumask.h"
 
-/* ---- registration: one list a program, run by the kit's main ---- */
-
-struct kit_group {
-	const char *name;                /* the TAP summary's name ("tests" by default) */
-	CMFixtureFunction setup, teardown; /* once around the whole list; NULL: none */
-	const struct CMUnitTest *tests;
-	size_t n;
-};
-
-/* Defined by KIT_GROUP or KIT_TESTS in every program. */
-extern const struct kit_group kit_group;
-
-#define KIT_GROUP(name, setup, teardown, ...)                                            \
-	static const struct CMUnitTest kit_tests_[] = { __VA_ARGS__ };                    \
-	const struct kit_group kit_group = { name, setup, teardown, kit_tests_,           \
-					     sizeof(kit_tests_) / sizeof(kit_tests_[0]) }
-#define KIT_TESTS(...) KIT_GROUP("tests", NULL, NULL, __VA_ARGS__)
+/* ---- registration: a test is registered where it is defined ---- */
 
 /*
- * Run once before the list (a log level, a fake system every test shares). The kit's
+ * KIT_TEST(name) { ... } defines the test function name(void **state) and registers
+ * it; KIT_TEST_FX(name, setup, teardown) also runs setup and teardown around it. The
+ * kit's main runs a program's tests in the order they are defined.
+ */
+#define KIT_TEST_FX(fn, setup, teardown)                                                 \
+	static void fn(void **state);                                                     \
+	__attribute__((constructor)) static void kit_register_##fn(void)                  \
+	{                                                                                 \
+		kit_register(&(const struct CMUnitTest){ #fn, fn, setup, teardown, NULL },  \
+			     __LINE__);                                                   \
+	}                                                                                 \
+	static void fn(void **state)
+#define KIT_TEST(fn) KIT_TEST_FX(fn, NULL, NULL)
+
+void kit_register(const struct CMUnitTest *t, unsigned line);
+
+/*
+ * The TAP summary's name and what runs once around all of a program's tests: "tests"
+ * and nothing, unless the program says otherwise with KIT_GROUP.
+ */
+struct kit_group {
+	const char *name;
+	CMFixtureFunction setup, teardown; /* NULL: none */
+};
+
+extern const struct kit_group kit_group;
+
+#define KIT_GROUP(name, setup, teardown) \
+	const struct kit_group kit_group = { name, setup, teardown }
+
+/*
+ * Run once before the tests (a log level, a fake system every test shares). The kit's
  * own does nothing; a program that needs one defines it.
  */
 void kit_before(void);

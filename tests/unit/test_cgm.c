@@ -62,7 +62,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void members_below(void **state)
+KIT_TEST(members_below)
 {
 	char mount[PATH_MAX], procs[PATH_MAX];
 	struct cgm_proc *m = NULL;
@@ -97,7 +97,7 @@ static void members_below(void **state)
 			 -ENOENT);
 }
 
-static void task_cgroup(void **state)
+KIT_TEST(task_cgroup)
 {
 	char procs[PATH_MAX], cg[256] = "untouched";
 
@@ -118,7 +118,7 @@ static void task_cgroup(void **state)
  * group, the cpu controller's. Each once had a parser of its own, and a rule's
  * "cgroup =" and "[exclude] cgroups" were matched against different paths.
  */
-static void hybrid_one_path(void **state)
+KIT_TEST(hybrid_one_path)
 {
 	static struct rule_set rules;
 	struct ident_buf buf;
@@ -134,8 +134,4 @@ static void hybrid_one_path(void **state)
 	assert_string_equal(id.cgroup, cg);
 }
 
-KIT_GROUP("tests", setup, teardown,
-	cmocka_unit_test(members_below),
-	cmocka_unit_test(task_cgroup),
-	cmocka_unit_test(hybrid_one_path),
-);
+KIT_GROUP("tests", setup, teardown);

@@ -12,7 +12,7 @@
 #include "kit.h"
 #include "util/schedattr.h"
 
-static void mounts_v1_and_v2(void **state)
+KIT_TEST(mounts_v1_and_v2)
 {
 	char v1[PATH_MAX], v2[PATH_MAX];
 
@@ -32,7 +32,7 @@ static void mounts_v1_and_v2(void **state)
  * favordynmods on any cgroup mount, v1 or cgroup2 (the rwsem a move takes is one for
  * all), and only as a whole option of a cgroup mount.
  */
-static void mounts_favordynmods(void **state)
+KIT_TEST(mounts_favordynmods)
 {
 	(void)state;
 	assert_false(parse_mounts_favordynmods(
@@ -54,7 +54,7 @@ static void mounts_favordynmods(void **state)
 }
 
 /* A 6.1-like tree: pure cgroup2 with cpu, schedstats, BTF, autogroup off. */
-static void fake_tree(void **state)
+KIT_TEST(fake_tree)
 {
 	char root[] = "/tmp/rqb-feat.XXXXXX";
 	struct topo *t = kit_topo("package:1 l3cache:2 core:1 pu:1");
@@ -91,7 +91,7 @@ static void fake_tree(void **state)
 }
 
 /* LLCs of fewer than min_llc_cores cores are nothing to spread across. */
-static void single_core_llcs(void **state)
+KIT_TEST(single_core_llcs)
 {
 	struct topo *ones = kit_topo("package:1 l3cache:2 core:1 pu:2");
 	struct features f;
@@ -105,7 +105,7 @@ static void single_core_llcs(void **state)
 	topo_free(ones);
 }
 
-static void print_names_every_feature(void **state)
+KIT_TEST(print_names_every_feature)
 {
 	struct features f;
 	char buf[8192];
@@ -122,7 +122,7 @@ static void print_names_every_feature(void **state)
 }
 
 /* The kernel's default slice by online CPUs: 0.7 ms x (1 + log2(min(CPUs, 8))). */
-static void slice_formula(void **state)
+KIT_TEST(slice_formula)
 {
 	static const struct { int cpus; uint64_t ns; } rows[] = {
 		{ 1, 700000 }, { 2, 1400000 }, { 3, 1400000 }, { 4, 2100000 },
@@ -135,7 +135,7 @@ static void slice_formula(void **state)
 }
 
 /* 6.12 on: the daemon's own thread shows the default, and keeps the slice it had. */
-static void default_slice_of_self(void **state)
+KIT_TEST(default_slice_of_self)
 {
 	struct rqb_sched_attr a;
 	struct utsname u;
@@ -168,7 +168,7 @@ static void default_slice_of_self(void **state)
 }
 
 /* debugfs base_slice_ns through the root prefix; 0 where it cannot be read. */
-static void base_slice_debugfs(void **state)
+KIT_TEST(base_slice_debugfs)
 {
 	char root[] = "/tmp/rqb-feat.XXXXXX";
 
@@ -183,7 +183,7 @@ static void base_slice_debugfs(void **state)
 }
 
 /* 7.3's cgroup_mode: the word in parentheses; "unknown" where there is none. */
-static void cgroup_mode(void **state)
+KIT_TEST(cgroup_mode)
 {
 	char root[] = "/tmp/rqb-feat.XXXXXX", mode[16];
 	struct features f;
@@ -221,7 +221,7 @@ static void cgroup_mode(void **state)
 }
 
 /* keep_together and latency_apart stand down where the kernel places by cache. */
-static void kernel_places(void **state)
+KIT_TEST(kernel_places)
 {
 	char root[] = "/tmp/rqb-feat-XXXXXX", why[320] = "", src[160], path[PATH_MAX];
 	struct features f = { 0 };
@@ -308,16 +308,3 @@ static void kernel_places(void **state)
 	assert_string_equal(f.f[FEAT_PLACEMENT].detail, "keep_together, latency_apart standing "
 							"down: sched_ext scheduler x is enabled");
 }
-
-KIT_TESTS(
-	cmocka_unit_test(mounts_v1_and_v2),
-	cmocka_unit_test(mounts_favordynmods),
-	cmocka_unit_test(fake_tree),
-	cmocka_unit_test(single_core_llcs),
-	cmocka_unit_test(print_names_every_feature),
-	cmocka_unit_test(kernel_places),
-	cmocka_unit_test(slice_formula),
-	cmocka_unit_test(default_slice_of_self),
-	cmocka_unit_test(base_slice_debugfs),
-	cmocka_unit_test(cgroup_mode),
-);

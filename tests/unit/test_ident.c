@@ -53,7 +53,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void parse_uid(void **state)
+KIT_TEST(parse_uid)
 {
 	uid_t uid = 77;
 
@@ -69,7 +69,7 @@ static void parse_uid(void **state)
 	assert_int_equal(uid, 0);
 }
 
-static void join_cmdline(void **state)
+KIT_TEST(join_cmdline)
 {
 	char a[] = "python3\0-m\0http.server\0";
 	char b[] = "\0";
@@ -88,7 +88,7 @@ static void join_cmdline(void **state)
 	assert_string_equal(d, "ab \xe2\x82\xac");
 }
 
-static void fake_process(void **state)
+KIT_TEST_FX(fake_process, setup, teardown)
 {
 	static const char cmdline[] = "/usr/sbin/mysqld\0--user=mysql\0";
 	struct tree *t = *state;
@@ -122,7 +122,7 @@ static void fake_process(void **state)
  * and leaves uid, exe, cmdline and cgroup unread (a status that would not parse
  * refuses nothing); a rule on uid reads status too. A pid not there is still gone.
  */
-static void reads_only_what_rules_name(void **state)
+KIT_TEST_FX(reads_only_what_rules_name, setup, teardown)
 {
 	struct tree *t = *state;
 	struct proc_ident id;
@@ -157,7 +157,7 @@ static void reads_only_what_rules_name(void **state)
 }
 
 /* A kernel thread: no exe, no cmdline; and a process whose exe path leads nowhere here. */
-static void missing_and_unverified(void **state)
+KIT_TEST_FX(missing_and_unverified, setup, teardown)
 {
 	struct tree *t = *state;
 	struct proc_ident id;
@@ -186,7 +186,7 @@ static void missing_and_unverified(void **state)
 	free(buf);
 }
 
-static void long_cmdline_is_cut(void **state)
+KIT_TEST_FX(long_cmdline_is_cut, setup, teardown)
 {
 	struct tree *t = *state;
 	struct proc_ident id;
@@ -215,7 +215,7 @@ static void long_cmdline_is_cut(void **state)
  * exe that is that file here, with no /proc/PID/exe read at all (here a link to
  * nowhere, as another user's is to a daemon without CAP_SYS_PTRACE).
  */
-static void known_exe(void **state)
+KIT_TEST_FX(known_exe, setup, teardown)
 {
 	struct tree *t = *state;
 	struct proc_ident id;
@@ -299,7 +299,7 @@ static void same_both_ways(const struct tree *t, pid_t pid, const struct ident_e
  * rule, in order, whose file is the one the kernel named; not a symbolic link to it;
  * a hard link to it, which is that file; and nothing once the file was replaced.
  */
-static void exe_table(void **state)
+KIT_TEST_FX(exe_table, setup, teardown)
 {
 	struct tree *t = *state;
 	struct rule_set *rs = calloc(1, sizeof(*rs));
@@ -344,7 +344,7 @@ static void exe_table(void **state)
 	free(rs);
 }
 
-static void real_self(void **state)
+KIT_TEST(real_self)
 {
 	char comm[IDENT_COMM_MAX] = "", exe[PATH_MAX];
 	struct ident_buf *buf = calloc(1, sizeof(*buf));
@@ -374,15 +374,3 @@ static void real_self(void **state)
 	assert_true(id.cgroup[0] == '/');
 	free(buf);
 }
-
-KIT_TESTS(
-	cmocka_unit_test(parse_uid),
-	cmocka_unit_test(join_cmdline),
-	cmocka_unit_test_setup_teardown(fake_process, setup, teardown),
-	cmocka_unit_test_setup_teardown(missing_and_unverified, setup, teardown),
-	cmocka_unit_test_setup_teardown(long_cmdline_is_cut, setup, teardown),
-	cmocka_unit_test_setup_teardown(known_exe, setup, teardown),
-	cmocka_unit_test_setup_teardown(exe_table, setup, teardown),
-	cmocka_unit_test_setup_teardown(reads_only_what_rules_name, setup, teardown),
-	cmocka_unit_test(real_self),
-);

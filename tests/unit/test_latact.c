@@ -323,7 +323,7 @@ static uint64_t file_u64(const char *dir, const char *name)
 /* ---- tests ---- */
 
 /* A negative value moves the task into a class made with the mapping's weight. */
-static void test_class_made_with_mapped_weight(void **state)
+KIT_TEST_FX(test_class_made_with_mapped_weight, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -356,7 +356,7 @@ static void test_class_made_with_mapped_weight(void **state)
 }
 
 /* A reload gives the classes the new mapping's weights. */
-static void test_class_reweighed_on_reload(void **state)
+KIT_TEST_FX(test_class_reweighed_on_reload, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -378,7 +378,7 @@ static void test_class_reweighed_on_reload(void **state)
  * its own that still shows the old default reads as "the default", not as a slice
  * someone set, and a value's slice is the new default's ratio.
  */
-static void test_slice_follows_default(void **state)
+KIT_TEST_FX(test_slice_follows_default, setup, teardown)
 {
 	struct fix *f = *state;
 	struct rqb_sched_attr a;
@@ -409,7 +409,7 @@ static void test_slice_follows_default(void **state)
 }
 
 /* A cgroup target's weight and idle, given back at reset. */
-static void test_cgroup_target_restored(void **state)
+KIT_TEST_FX(test_cgroup_target_restored, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -433,7 +433,7 @@ static void test_cgroup_target_restored(void **state)
 }
 
 /* At 19 (idle_at_19) a cgroup target is made idle, and given back its idle 0. */
-static void test_cgroup_target_idle(void **state)
+KIT_TEST_FX(test_cgroup_target_idle, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -452,7 +452,7 @@ static void test_cgroup_target_idle(void **state)
 }
 
 /* A weight someone else changed since is theirs: left as it is, at reset and at fini. */
-static void test_cgroup_target_changed_left_alone(void **state)
+KIT_TEST_FX(test_cgroup_target_changed_left_alone, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -473,7 +473,7 @@ static void test_cgroup_target_changed_left_alone(void **state)
  * A weight someone else changed is theirs: another value does not write it again,
  * the entry says it was left, and the stop leaves it.
  */
-static void test_cgroup_target_changed_not_rewritten(void **state)
+KIT_TEST_FX(test_cgroup_target_changed_not_rewritten, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -501,7 +501,7 @@ static void test_cgroup_target_changed_not_rewritten(void **state)
 }
 
 /* What a crashed run left in the journal is given back at the next start. */
-static void test_cgroup_target_restored_after_crash(void **state)
+KIT_TEST_FX(test_cgroup_target_restored_after_crash, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -526,7 +526,7 @@ static void test_cgroup_target_restored_after_crash(void **state)
  * value before gave it (value -5's class), which the journal's last record does not
  * name. That is rqbalance's too, and is given back at the next start.
  */
-static void test_class_restored_after_crash_mid_change(void **state)
+KIT_TEST_FX(test_class_restored_after_crash_mid_change, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -565,7 +565,7 @@ static void test_class_restored_after_crash_mid_change(void **state)
 }
 
 /* The same for a cgroup: killed after journalling its next weight, before writing it. */
-static void test_cgroup_restored_after_crash_mid_change(void **state)
+KIT_TEST_FX(test_cgroup_restored_after_crash_mid_change, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -647,7 +647,7 @@ static void dry_run_everything(struct fix *f)
  * As the daemon's -n runs it, the dry-run driver alone: no journal, no class
  * cgroups, and the tree (cgroups, /proc, the journal's directory) as it was.
  */
-static void test_dry_run_writes_nothing(void **state)
+KIT_TEST_FX(test_dry_run_writes_nothing, setup, teardown)
 {
 	struct fix *f = *state;
 	char *before, *after;
@@ -691,7 +691,7 @@ static int set_task_async(struct latact *la, pid_t tid, int v)
  * A queued move is recorded as made, left alone by the checks until it ends, and
  * made by the worker; one that fails leaves the record saying where the task is.
  */
-static void test_class_move_by_worker(void **state)
+KIT_TEST_FX(test_class_move_by_worker, setup, teardown)
 {
 	struct fix *f = *state;
 	pid_t tid = gettid();
@@ -760,7 +760,7 @@ static int stale_attach(const char *procs_file, const struct act_task *t)
  * that one. The driver says -ESTALE; the new task is moved back where its parent is,
  * and nothing is recorded for it.
  */
-static void test_class_move_reused_undone(void **state)
+KIT_TEST_FX(test_class_move_reused_undone, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -796,7 +796,7 @@ static void test_class_move_reused_undone(void **state)
  * Where the kernel clamps groups and uclamp is on, a negative class gets the mapping's
  * uclamp_min and a positive one its uclamp_max, as the percent the files take.
  */
-static void test_class_uclamp(void **state)
+KIT_TEST_FX(test_class_uclamp, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -825,7 +825,7 @@ static void test_class_uclamp(void **state)
  * out; at stop (given_all, after a reserve) it keeps every one, in order, so that a
  * fork read late finds its creator's record however many were given back.
  */
-static void test_given_ring_keeps_all_at_stop(void **state)
+KIT_TEST(test_given_ring_keeps_all_at_stop)
 {
 	struct latact la = { 0 };
 	struct lat_entry e = { 0 };
@@ -949,7 +949,7 @@ static void ftask_put(struct fix *f, const struct ftask *t)
  * 2000 out of the class whole, and leaves 2001's knobs, 4000 and 1000 (given back as
  * itself) alone.
  */
-static void test_offspring_given_back_by_state(void **state)
+KIT_TEST_FX(test_offspring_given_back_by_state, setup, teardown)
 {
 	struct fix *f = *state;
 	const struct ftask init[] = {
@@ -1018,7 +1018,7 @@ static void owned_by(struct fix *f, pid_t pid, uid_t uid)
  * live grants' fronts 6000 (uid 1002) and 6500 (uid 1001), 6000's child 6001, and 7000,
  * uid 1001's, started after 6500: it may be that grant's.
  */
-static void test_grant_given_back_by_state(void **state)
+KIT_TEST_FX(test_grant_given_back_by_state, setup, teardown)
 {
 	struct fix *f = *state;
 	const struct ftask init[] = {
@@ -1084,7 +1084,7 @@ static void test_grant_given_back_by_state(void **state)
  * parses as off), a reset gives it back, and a task's own flag survives rqbalance's
  * writes instead of being cleared by them.
  */
-static void test_reset_on_fork_knob(void **state)
+KIT_TEST_FX(test_reset_on_fork_knob, setup, teardown)
 {
 	struct fix *f = *state;
 	const struct ftask init[] = {
@@ -1149,29 +1149,3 @@ static void test_reset_on_fork_knob(void **state)
 	latact_fini(&f->la);
 	memset(ftask_flags, 0, sizeof(ftask_flags));
 }
-
-KIT_TESTS(
-	cmocka_unit_test_setup_teardown(test_class_made_with_mapped_weight, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_class_reweighed_on_reload, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_cgroup_target_restored, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_slice_follows_default, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_cgroup_target_idle, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_cgroup_target_changed_left_alone, setup,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_cgroup_target_changed_not_rewritten, setup,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_cgroup_target_restored_after_crash, setup,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_class_restored_after_crash_mid_change, setup,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_cgroup_restored_after_crash_mid_change, setup,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_class_move_by_worker, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_class_move_reused_undone, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_class_uclamp, setup, teardown),
-	cmocka_unit_test(test_given_ring_keeps_all_at_stop),
-	cmocka_unit_test_setup_teardown(test_offspring_given_back_by_state, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_grant_given_back_by_state, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_reset_on_fork_knob, setup, teardown),
-);

@@ -267,7 +267,7 @@ static void proc_cgroup(struct fix *f, pid_t tid, const char *text)
 
 /* ---- finding the hierarchy ---- */
 
-static void finds_cgroup2_with_cpu(void **state)
+KIT_TEST_FX(finds_cgroup2_with_cpu, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -281,7 +281,7 @@ static void finds_cgroup2_with_cpu(void **state)
 }
 
 /* A parent of the classes' own is made, with cpu enabled down to it, and said to be ours. */
-static void makes_the_parent(void **state)
+KIT_TEST_FX(makes_the_parent, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -300,7 +300,7 @@ static void makes_the_parent(void **state)
 	assert_false(f->la.cls.made_root);
 }
 
-static void no_hierarchy_no_classes(void **state)
+KIT_TEST_FX(no_hierarchy_no_classes, setup, teardown)
 {
 	struct fix *f = *state;
 	char path[PATH_MAX];
@@ -321,7 +321,7 @@ static void no_hierarchy_no_classes(void **state)
 }
 
 /* Found, but no classes: not asked for, or no journal to record what is made. */
-static void classes_only_where_asked(void **state)
+KIT_TEST_FX(classes_only_where_asked, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -338,7 +338,7 @@ static void classes_only_where_asked(void **state)
 }
 
 /* The v1 cpu controller comes before cgroup2; it has no subtree_control. */
-static void prefers_v1(void **state)
+KIT_TEST_FX(prefers_v1, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -353,7 +353,7 @@ static void prefers_v1(void **state)
 
 /* ---- making classes ---- */
 
-static void class_made_once(void **state)
+KIT_TEST_FX(class_made_once, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX], want[512];
@@ -389,7 +389,7 @@ static void class_made_once(void **state)
 }
 
 /* A class the kernel refuses is not counted as made. */
-static void class_refused(void **state)
+KIT_TEST_FX(class_refused, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX];
@@ -406,7 +406,7 @@ static void class_refused(void **state)
  * but not made by rqbalance counts as one of those): a class made later takes nothing
  * from an older one.
  */
-static void v1_classes_share_rt(void **state)
+KIT_TEST_FX(v1_classes_share_rt, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX], path[PATH_MAX], want[64];
@@ -450,7 +450,7 @@ static void v1_classes_share_rt(void **state)
 }
 
 /* A parent rqbalance makes on v1 takes half the runtime its top has free, for its classes. */
-static void v1_parent_takes_half(void **state)
+KIT_TEST_FX(v1_parent_takes_half, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX];
@@ -466,7 +466,7 @@ static void v1_parent_takes_half(void **state)
 }
 
 /* The parent's weight, which bounds a raise's class (lat_class_gains): read at start and reload. */
-static void parent_weight_read(void **state)
+KIT_TEST_FX(parent_weight_read, setup, teardown)
 {
 	struct fix *f = *state;
 	char path[PATH_MAX];
@@ -483,7 +483,7 @@ static void parent_weight_read(void **state)
 	assert_int_equal(f->la.cls.root_shares, 100);
 }
 
-static void reweigh_restores_weight(void **state)
+KIT_TEST_FX(reweigh_restores_weight, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX], path[PATH_MAX], want[32];
@@ -500,7 +500,7 @@ static void reweigh_restores_weight(void **state)
 
 /* ---- finding them again, and taking them away ---- */
 
-static void stale_classes_found(void **state)
+KIT_TEST_FX(stale_classes_found, setup, teardown)
 {
 	struct fix *f = *state;
 	static const char *const dirs[] = { "rqbalance-lat-3", "rqbalance-lat5", "rqbalance-latx",
@@ -521,7 +521,7 @@ static void stale_classes_found(void **state)
  * Removal: a task still in a class is moved to the top, one that /proc says has left
  * it is not; the classes go, and the parent rqbalance made.
  */
-static void remove_evicts_and_removes(void **state)
+KIT_TEST_FX(remove_evicts_and_removes, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX], path[PATH_MAX];
@@ -554,7 +554,7 @@ static void remove_evicts_and_removes(void **state)
 }
 
 /* A parent found there is the admin's: it stays. */
-static void remove_keeps_found_parent(void **state)
+KIT_TEST_FX(remove_keeps_found_parent, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX], path[PATH_MAX];
@@ -571,7 +571,7 @@ static void remove_keeps_found_parent(void **state)
 
 /* ---- a task's cgroup, and moves ---- */
 
-static void task_cgroup_read(void **state)
+KIT_TEST_FX(task_cgroup_read, setup, teardown)
 {
 	struct fix *f = *state;
 	char cg[LAT_PATH_MAX] = "x";
@@ -591,7 +591,7 @@ static void task_cgroup_read(void **state)
 	assert_string_equal(cg, "");
 }
 
-static void moves_write_the_groups_file(void **state)
+KIT_TEST_FX(moves_write_the_groups_file, setup, teardown)
 {
 	struct fix *f = *state;
 	struct act_task t = { .tid = 700, .start_time = 1, .pidfd = -1 };
@@ -617,7 +617,7 @@ static void moves_write_the_groups_file(void **state)
 	assert_int_equal(latact_cg_attach(&f->la, "/app", &t), -ESRCH);
 }
 
-static void movable_cgroups(void **state)
+KIT_TEST_FX(movable_cgroups, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -632,23 +632,3 @@ static void movable_cgroups(void **state)
 	assert_false(latact_cg_movable(&f->la, "/rqbalance-lat3"));
 	assert_false(latact_cg_movable(&f->la, "/rqb"));
 }
-
-KIT_TESTS(
-	cmocka_unit_test_setup_teardown(finds_cgroup2_with_cpu, setup, teardown),
-	cmocka_unit_test_setup_teardown(makes_the_parent, setup, teardown),
-	cmocka_unit_test_setup_teardown(no_hierarchy_no_classes, setup, teardown),
-	cmocka_unit_test_setup_teardown(classes_only_where_asked, setup, teardown),
-	cmocka_unit_test_setup_teardown(prefers_v1, setup, teardown),
-	cmocka_unit_test_setup_teardown(class_made_once, setup, teardown),
-	cmocka_unit_test_setup_teardown(class_refused, setup, teardown),
-	cmocka_unit_test_setup_teardown(v1_classes_share_rt, setup, teardown),
-	cmocka_unit_test_setup_teardown(parent_weight_read, setup, teardown),
-	cmocka_unit_test_setup_teardown(v1_parent_takes_half, setup, teardown),
-	cmocka_unit_test_setup_teardown(reweigh_restores_weight, setup, teardown),
-	cmocka_unit_test_setup_teardown(stale_classes_found, setup, teardown),
-	cmocka_unit_test_setup_teardown(remove_evicts_and_removes, setup, teardown),
-	cmocka_unit_test_setup_teardown(remove_keeps_found_parent, setup, teardown),
-	cmocka_unit_test_setup_teardown(task_cgroup_read, setup, teardown),
-	cmocka_unit_test_setup_teardown(moves_write_the_groups_file, setup, teardown),
-	cmocka_unit_test_setup_teardown(movable_cgroups, setup, teardown),
-);

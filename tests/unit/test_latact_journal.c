@@ -158,7 +158,7 @@ static void assert_cg_equal(const struct lat_cg_entry *a, const struct lat_cg_en
 
 /* ---- the escaped field ---- */
 
-static void escape_round_trips_every_byte(void **state)
+KIT_TEST(escape_round_trips_every_byte)
 {
 	char in[LAT_PATH_MAX], esc[LAT_ESC_MAX], out[LAT_PATH_MAX];
 
@@ -183,7 +183,7 @@ static void escape_round_trips_every_byte(void **state)
 	assert_string_equal(out, in);
 }
 
-static void escape_empty_and_short(void **state)
+KIT_TEST(escape_empty_and_short)
 {
 	char esc[16], out[16];
 
@@ -199,7 +199,7 @@ static void escape_empty_and_short(void **state)
 	assert_string_equal(esc, "abcd");
 }
 
-static void unescape_refuses_garbage(void **state)
+KIT_TEST(unescape_refuses_garbage)
 {
 	static const char *const bad[] = {
 		"\\x00", "\\x0", "\\x", "\\", "a\\", "\\y41", "\\xg1", "\\x1g", "\\X41", "/a\\x00b",
@@ -221,7 +221,7 @@ static void unescape_refuses_garbage(void **state)
 
 /* ---- the records ---- */
 
-static void records_read_back(void **state)
+KIT_TEST_FX(records_read_back, setup, teardown)
 {
 	struct fix *f = *state;
 	struct parsed *p;
@@ -251,7 +251,7 @@ static void records_read_back(void **state)
 }
 
 /* Without a journal (the dry-run driver's), nothing is written and nothing fails. */
-static void no_journal_no_record(void **state)
+KIT_TEST_FX(no_journal_no_record, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -267,7 +267,7 @@ static void no_journal_no_record(void **state)
  * A journal a crash or someone else left garbage in: the records appended after it
  * still read back whole, and the garbage is refused line by line, never taken for one.
  */
-static void garbage_around_records(void **state)
+KIT_TEST_FX(garbage_around_records, setup, teardown)
 {
 	static const char garbage[] =
 		LATACT_JOURNAL_HEAD
@@ -304,7 +304,7 @@ static void garbage_around_records(void **state)
 
 /* ---- compaction ---- */
 
-static void compacts_to_live_entries(void **state)
+KIT_TEST_FX(compacts_to_live_entries, setup, teardown)
 {
 	struct fix *f = *state;
 	char want[4 * LAT_LINE_MAX];
@@ -346,7 +346,7 @@ static void compacts_to_live_entries(void **state)
 }
 
 /* A classes' parent rqbalance made stays recorded through compaction. */
-static void compaction_keeps_root(void **state)
+KIT_TEST_FX(compaction_keeps_root, setup, teardown)
 {
 	struct fix *f = *state;
 	struct parsed *p;
@@ -361,14 +361,3 @@ static void compaction_keeps_root(void **state)
 	assert_int_equal(p->n, 1);
 	assert_int_equal(p->rec[0], LATACT_REC_ROOT);
 }
-
-KIT_TESTS(
-	cmocka_unit_test(escape_round_trips_every_byte),
-	cmocka_unit_test(escape_empty_and_short),
-	cmocka_unit_test(unescape_refuses_garbage),
-	cmocka_unit_test_setup_teardown(records_read_back, setup, teardown),
-	cmocka_unit_test_setup_teardown(no_journal_no_record, setup, teardown),
-	cmocka_unit_test_setup_teardown(garbage_around_records, setup, teardown),
-	cmocka_unit_test_setup_teardown(compacts_to_live_entries, setup, teardown),
-	cmocka_unit_test_setup_teardown(compaction_keeps_root, setup, teardown),
-);

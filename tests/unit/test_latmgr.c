@@ -76,7 +76,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void test_rule_at_rescan(void **state)
+KIT_TEST_FX(test_rule_at_rescan, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct rule *r = &kit_rules(&d->conf.rules, 1)->r[0];
@@ -104,7 +104,7 @@ static void test_rule_at_rescan(void **state)
 	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 }
 
-static void test_set_process_threads(void **state)
+KIT_TEST_FX(test_set_process_threads, setup, teardown)
 {
 	struct ctlh *d = *state;
 
@@ -115,7 +115,7 @@ static void test_set_process_threads(void **state)
 	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 }
 
-static void test_thread_not_under_task_dir(void **state)
+KIT_TEST_FX(test_thread_not_under_task_dir, setup, teardown)
 {
 	struct ctlh *d = *state;
 
@@ -126,7 +126,7 @@ static void test_thread_not_under_task_dir(void **state)
 			    "lat tid=4194431 tgid=4194430 start=4242 value=3 source=\"ctl uid 0\" whole\n");
 }
 
-static void test_reset_gives_back(void **state)
+KIT_TEST_FX(test_reset_gives_back, setup_managed, teardown)
 {
 	struct ctlh *d = *state;
 
@@ -146,7 +146,7 @@ static void test_reset_gives_back(void **state)
  * E none once nothing is in front; a value someone set meanwhile stays; a process with
  * a lower value keeps it.
  */
-static void test_foreground_gives_back(void **state)
+KIT_TEST_FX(test_foreground_gives_back, setup, teardown)
 {
 	struct ctlh *d = *state;
 	const struct latmgr_proc *p;
@@ -201,7 +201,7 @@ static void test_foreground_gives_back(void **state)
  * W's: putting W in front saves nothing of it as what W had, so nothing of it (a
  * value, a trusted source) is given back to W, nor to anything else, at the end.
  */
-static void test_foreground_pinned(void **state)
+KIT_TEST_FX(test_foreground_pinned, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_proc stale = { .tgid = PROC_W, .start_time = CTLH_START_TIME + 1,
@@ -229,7 +229,7 @@ static void test_foreground_pinned(void **state)
  * W, which exited, leaves the front; a process that holds the same value as someone
  * else's stays.
  */
-static void test_foreground_front_gone(void **state)
+KIT_TEST_FX(test_foreground_front_gone, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_proc child;
@@ -324,7 +324,7 @@ static size_t units_used(const struct ctlh *d)
 	return n;
 }
 
-static void test_units_follow_changes(void **state)
+KIT_TEST_FX(test_units_follow_changes, setup, teardown)
 {
 	struct ctlh *d = *state;
 	char pids[64];
@@ -400,14 +400,3 @@ void kit_before(void)
 	ctlh_init("rqb-test-latmgr");
 	more_processes();
 }
-
-KIT_TESTS(
-	cmocka_unit_test_setup_teardown(test_rule_at_rescan, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_set_process_threads, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_thread_not_under_task_dir, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_reset_gives_back, setup_managed, teardown),
-	cmocka_unit_test_setup_teardown(test_foreground_gives_back, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_foreground_pinned, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_foreground_front_gone, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_units_follow_changes, setup, teardown),
-);

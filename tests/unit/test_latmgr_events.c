@@ -151,7 +151,7 @@ static struct evsrc_event bpf_fork(pid_t creator, pid_t tgid, uint64_t start_ns)
 
 /* ---- fork ---- */
 
-static void test_new_thread_of_managed_process_gets_its_value(void **state)
+KIT_TEST_FX(test_new_thread_of_managed_process_gets_its_value, setup_records, teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_FORK, .tid = CTLH_PROC_A + 1,
@@ -166,7 +166,7 @@ static void test_new_thread_of_managed_process_gets_its_value(void **state)
 	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A + 1, LATMGR_START_NOW));
 }
 
-static void test_child_of_managed_process_is_managed(void **state)
+KIT_TEST_FX(test_child_of_managed_process_is_managed, setup_records, teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = bpf_fork(CTLH_PROC_A, CTLH_PROC_A, ticks_ns(CTLH_START_TIME));
@@ -184,7 +184,7 @@ static void test_child_of_managed_process_is_managed(void **state)
 }
 
 /* The event's task started at another time: the pid is another task's now. */
-static void test_fork_of_reused_pid_changes_nothing(void **state)
+KIT_TEST_FX(test_fork_of_reused_pid_changes_nothing, setup_records, teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = bpf_fork(CTLH_PROC_A, CTLH_PROC_A, ticks_ns(CTLH_START_TIME + 1));
@@ -196,7 +196,7 @@ static void test_fork_of_reused_pid_changes_nothing(void **state)
 	assert_int_equal(d->lm.cnt.events, 1);
 }
 
-static void test_fork_under_unmanaged_process_changes_nothing(void **state)
+KIT_TEST_FX(test_fork_under_unmanaged_process_changes_nothing, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_FORK, .tid = CTLH_PROC_A + 1,
@@ -215,7 +215,7 @@ static void test_fork_under_unmanaged_process_changes_nothing(void **state)
  * The connector names only the parent: the child is managed where it has what
  * rqbalance set on the parent. A's entry says nice 5 in cgroup /user; K has nice 0.
  */
-static void test_connector_child_managed_only_if_it_inherited(void **state)
+KIT_TEST_FX(test_connector_child_managed_only_if_it_inherited, setup_managed, teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_FORK, .tid = PROC_K, .tgid = PROC_K,
@@ -237,7 +237,7 @@ static void test_connector_child_managed_only_if_it_inherited(void **state)
 	assert_non_null(latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW));
 }
 
-static void test_kernel_inherited_compares_what_was_set(void **state)
+KIT_TEST_FX(test_kernel_inherited_compares_what_was_set, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_entry from = { .task = { .tid = CTLH_PROC_A, .pidfd = -1 },
@@ -272,7 +272,7 @@ static void test_kernel_inherited_compares_what_was_set(void **state)
 }
 
 /* A task made by one given back meanwhile gives back what it inherited of it. */
-static void test_child_of_given_back_task_gives_inherited_back(void **state)
+KIT_TEST_FX(test_child_of_given_back_task_gives_inherited_back, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_entry a = { .task = { .tid = CTLH_PROC_A, .start_time = CTLH_START_TIME,
@@ -298,7 +298,7 @@ static void test_child_of_given_back_task_gives_inherited_back(void **state)
 
 /* ---- exit ---- */
 
-static void test_exit_forgets_task_and_process(void **state)
+KIT_TEST_FX(test_exit_forgets_task_and_process, setup_managed, teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXIT, .tid = CTLH_PROC_A + 1,
@@ -319,7 +319,7 @@ static void test_exit_forgets_task_and_process(void **state)
 }
 
 /* An exit read late, of a task older than what has its pid now, forgets nothing. */
-static void test_late_exit_forgets_nothing(void **state)
+KIT_TEST_FX(test_late_exit_forgets_nothing, setup_managed, teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXIT, .tid = CTLH_PROC_A, .tgid = CTLH_PROC_A,
@@ -347,7 +347,7 @@ static void rule_worker(struct ctlh *d)
 	r->uid = RULE_UID_ANY;
 }
 
-static void test_exec_applies_rules(void **state)
+KIT_TEST_FX(test_exec_applies_rules, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXEC, .tid = PROC_X + 1, .tgid = PROC_X, .ts_ns = 1 };
@@ -372,7 +372,7 @@ static void test_exec_applies_rules(void **state)
 }
 
 /* Stopped: every record forgotten, and an exec applies no rule. */
-static void test_stopped_forgets_and_ignores_exec(void **state)
+KIT_TEST_FX(test_stopped_forgets_and_ignores_exec, setup_records, teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXEC, .tid = PROC_X, .tgid = PROC_X };
@@ -389,7 +389,7 @@ static void test_stopped_forgets_and_ignores_exec(void **state)
 
 /* ---- losses and the barrier ---- */
 
-static void test_overflow_asks_for_a_rescan(void **state)
+KIT_TEST_FX(test_overflow_asks_for_a_rescan, setup, teardown)
 {
 	struct ctlh *d = *state;
 
@@ -405,7 +405,7 @@ static void test_overflow_asks_for_a_rescan(void **state)
 }
 
 /* Without an event source nothing is queued: any mark is passed at once. */
-static void test_mark_without_source_is_passed(void **state)
+KIT_TEST_FX(test_mark_without_source_is_passed, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_mark mk;
@@ -423,7 +423,7 @@ static void test_mark_without_source_is_passed(void **state)
 	assert_true(latmgr_passed(&d->lm, &mk));
 }
 
-static void test_mark_passed_once_read_empty(void **state)
+KIT_TEST_FX(test_mark_passed_once_read_empty, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_mark mk;
@@ -438,7 +438,7 @@ static void test_mark_passed_once_read_empty(void **state)
 }
 
 /* A source never read empty: an event stamped the margin after the mark passes it. */
-static void test_mark_passed_by_later_event(void **state)
+KIT_TEST_FX(test_mark_passed_by_later_event, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXIT, .tid = PROC_K, .tgid = PROC_K };
@@ -458,7 +458,7 @@ static void test_mark_passed_by_later_event(void **state)
 }
 
 /* Events were lost: only a /proc walk begun after the mark covers them. */
-static void test_mark_after_loss_needs_rescan(void **state)
+KIT_TEST_FX(test_mark_after_loss_needs_rescan, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_mark mk;
@@ -488,32 +488,3 @@ void kit_before(void)
 	ctlh_init("rqb-test-latmgr-events");
 	processes();
 }
-
-KIT_TESTS(
-	cmocka_unit_test_setup_teardown(test_new_thread_of_managed_process_gets_its_value,
-					setup_records, teardown),
-	cmocka_unit_test_setup_teardown(test_child_of_managed_process_is_managed,
-					setup_records, teardown),
-	cmocka_unit_test_setup_teardown(test_fork_of_reused_pid_changes_nothing,
-					setup_records, teardown),
-	cmocka_unit_test_setup_teardown(test_fork_under_unmanaged_process_changes_nothing,
-					setup, teardown),
-	cmocka_unit_test_setup_teardown(test_connector_child_managed_only_if_it_inherited,
-					setup_managed, teardown),
-	cmocka_unit_test_setup_teardown(test_kernel_inherited_compares_what_was_set, setup,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_child_of_given_back_task_gives_inherited_back,
-					setup, teardown),
-	cmocka_unit_test_setup_teardown(test_exit_forgets_task_and_process, setup_managed,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_late_exit_forgets_nothing, setup_managed,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_exec_applies_rules, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_stopped_forgets_and_ignores_exec,
-					setup_records, teardown),
-	cmocka_unit_test_setup_teardown(test_overflow_asks_for_a_rescan, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_mark_without_source_is_passed, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_mark_passed_once_read_empty, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_mark_passed_by_later_event, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_mark_after_loss_needs_rescan, setup, teardown),
-);

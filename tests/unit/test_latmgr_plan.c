@@ -102,7 +102,7 @@ static struct lat_req req(pid_t tgid, int v, uint64_t start)
 
 /* ---- what the policy reads ---- */
 
-static void test_rec_of_no_record_is_unmanaged(void **state)
+KIT_TEST(test_rec_of_no_record_is_unmanaged)
 {
 	struct latpol_rec r = latmgr_rec_of(NULL);
 
@@ -113,7 +113,7 @@ static void test_rec_of_no_record_is_unmanaged(void **state)
 	assert_false(r.from_rule);
 }
 
-static void test_rec_of_record_is_copied(void **state)
+KIT_TEST(test_rec_of_record_is_copied)
 {
 	struct latmgr_proc p = { .tgid = PROC_P, .start_time = 77, .value = -4,
 				 .from_rule = true, .source = "rule db" };
@@ -128,7 +128,7 @@ static void test_rec_of_record_is_copied(void **state)
 }
 
 /* The harness's entries: A and A + 1 (5), C + 1 (-3), the ghost (19), by tid. */
-static void test_entries_of_all_or_one_process(void **state)
+KIT_TEST_FX(test_entries_of_all_or_one_process, setup_managed, teardown)
 {
 	struct ctlh *d = *state;
 	struct latpol_task *t;
@@ -163,7 +163,7 @@ static void test_entries_of_all_or_one_process(void **state)
 	free(t);
 }
 
-static void test_entries_of_none_managed(void **state)
+KIT_TEST_FX(test_entries_of_none_managed, setup, teardown)
 {
 	struct ctlh *d = *state;
 	size_t n = 99;
@@ -177,7 +177,7 @@ static void test_entries_of_none_managed(void **state)
 /* ---- plans to the actuator ---- */
 
 /* The policy said nothing to do (0) or no (-errno): the plan is dropped, not carried out. */
-static void test_apply_one_without_action_applies_nothing(void **state)
+KIT_TEST_FX(test_apply_one_without_action_applies_nothing, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct plan_action a = set_action(CTLH_PROC_B, CTLH_PROC_B, 3);
@@ -197,7 +197,7 @@ static void test_apply_one_without_action_applies_nothing(void **state)
 	assert_string_equal(ctlh_plans, "");
 }
 
-static void test_apply_one_carries_out_the_action(void **state)
+KIT_TEST_FX(test_apply_one_carries_out_the_action, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct plan_action a = set_action(CTLH_PROC_B, CTLH_PROC_B, 3);
@@ -214,7 +214,7 @@ static void test_apply_one_carries_out_the_action(void **state)
 }
 
 /* Its answer is the first action's, with the actuator's reason. */
-static void test_apply_one_answers_with_first_result(void **state)
+KIT_TEST_FX(test_apply_one_answers_with_first_result, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct plan_action gone = set_action(CTLH_PROC_B, CTLH_PROC_B, 3);
@@ -239,7 +239,7 @@ static void test_apply_one_answers_with_first_result(void **state)
 
 /* ---- a process's threads ---- */
 
-static void test_decide_threads_plans_every_thread(void **state)
+KIT_TEST_FX(test_decide_threads_plans_every_thread, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, 0);
@@ -254,7 +254,7 @@ static void test_decide_threads_plans_every_thread(void **state)
 }
 
 /* latmgr_plan_threads makes the same plan and carries nothing out. */
-static void test_plan_threads_carries_nothing_out(void **state)
+KIT_TEST_FX(test_plan_threads_carries_nothing_out, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, P_START);
@@ -273,7 +273,7 @@ static void test_plan_threads_carries_nothing_out(void **state)
 }
 
 /* Decided on another start time: another process has the pid now; nothing is done. */
-static void test_decide_threads_other_start_time_is_another_process(void **state)
+KIT_TEST_FX(test_decide_threads_other_start_time_is_another_process, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, CTLH_START_TIME);
@@ -288,7 +288,7 @@ static void test_decide_threads_other_start_time_is_another_process(void **state
 }
 
 /* Both threads of A have 5 from "ctl uid 1000" already (the harness's entries). */
-static void test_decide_threads_nothing_to_change(void **state)
+KIT_TEST_FX(test_decide_threads_nothing_to_change, setup_managed, teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = { .tid = CTLH_PROC_A, .tgid = CTLH_PROC_A, .value = 5,
@@ -308,7 +308,7 @@ static void test_decide_threads_nothing_to_change(void **state)
 }
 
 /* A thread gone between the plan and its write: the process still got its value. */
-static void test_decide_threads_vanished_thread_is_no_failure(void **state)
+KIT_TEST_FX(test_decide_threads_vanished_thread_is_no_failure, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, 0);
@@ -320,7 +320,7 @@ static void test_decide_threads_vanished_thread_is_no_failure(void **state)
 }
 
 /* Its first thread refused: the whole process is, its other threads left alone. */
-static void test_decide_threads_refused_lead_refuses_process(void **state)
+KIT_TEST_FX(test_decide_threads_refused_lead_refuses_process, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, 0);
@@ -351,7 +351,7 @@ static void lead_and_thread(struct plan *pl)
 	assert_int_equal(plan_add(pl, &thread), 0);
 }
 
-static void test_threads_result_counts_done(void **state)
+KIT_TEST(test_threads_result_counts_done)
 {
 	struct latact_result res[2] = { { 0, NULL }, { 0, NULL } };
 	const char *why = "untouched";
@@ -368,7 +368,7 @@ static void test_threads_result_counts_done(void **state)
 	plan_fini(&pl);
 }
 
-static void test_threads_result_lead_refusal_wins(void **state)
+KIT_TEST(test_threads_result_lead_refusal_wins)
 {
 	struct latact_result res[2] = { { -EPERM, "real-time" }, { -ECANCELED, NULL } };
 	const char *why = NULL;
@@ -390,7 +390,7 @@ static void test_threads_result_lead_refusal_wins(void **state)
 }
 
 /* Another error is one only where nothing took; the first one's reason is kept. */
-static void test_threads_result_error_only_where_none_took(void **state)
+KIT_TEST(test_threads_result_error_only_where_none_took)
 {
 	struct latact_result res[2] = { { -EIO, "first" }, { -ENOMEM, "second" } };
 	const char *why = NULL;
@@ -411,32 +411,3 @@ void kit_before(void)
 	ctlh_init("rqb-test-latmgr-plan");
 	process_p();
 }
-
-KIT_TESTS(
-	cmocka_unit_test(test_rec_of_no_record_is_unmanaged),
-	cmocka_unit_test(test_rec_of_record_is_copied),
-	cmocka_unit_test_setup_teardown(test_entries_of_all_or_one_process, setup_managed,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_entries_of_none_managed, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_apply_one_without_action_applies_nothing,
-					setup, teardown),
-	cmocka_unit_test_setup_teardown(test_apply_one_carries_out_the_action, setup,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_apply_one_answers_with_first_result, setup,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_decide_threads_plans_every_thread, setup,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_plan_threads_carries_nothing_out, setup,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_decide_threads_other_start_time_is_another_process,
-					setup, teardown),
-	cmocka_unit_test_setup_teardown(test_decide_threads_nothing_to_change, setup_managed,
-					teardown),
-	cmocka_unit_test_setup_teardown(test_decide_threads_vanished_thread_is_no_failure,
-					setup, teardown),
-	cmocka_unit_test_setup_teardown(test_decide_threads_refused_lead_refuses_process,
-					setup, teardown),
-	cmocka_unit_test(test_threads_result_counts_done),
-	cmocka_unit_test(test_threads_result_lead_refusal_wins),
-	cmocka_unit_test(test_threads_result_error_only_where_none_took),
-);

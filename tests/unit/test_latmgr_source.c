@@ -77,7 +77,7 @@ static void daemon_free(struct ctlh *d)
 
 /* ---- what the manager says of its source ---- */
 
-static void test_no_source_no_events(void **state)
+KIT_TEST(test_no_source_no_events)
 {
 	struct ctlh *d = daemon_with(0, NULL);
 
@@ -92,7 +92,7 @@ static void test_no_source_no_events(void **state)
 	daemon_free(d);
 }
 
-static void test_source_named_by_its_driver(void **state)
+KIT_TEST(test_source_named_by_its_driver)
 {
 	struct ctlh *d = daemon_with(0, &script);
 
@@ -104,7 +104,7 @@ static void test_source_named_by_its_driver(void **state)
 	daemon_free(d);
 }
 
-static void test_walks_unprivileged_is_the_source_answer(void **state)
+KIT_TEST(test_walks_unprivileged_is_the_source_answer)
 {
 	struct ctlh *d = daemon_with(0, &script);
 
@@ -122,7 +122,7 @@ static void test_walks_unprivileged_is_the_source_answer(void **state)
 /* ---- whether an exec wakes the daemon ---- */
 
 /* No rule, nothing managed: an exec waits for the next tick; said once. */
-static void test_pace_idle_daemon_lets_exec_wait(void **state)
+KIT_TEST(test_pace_idle_daemon_lets_exec_wait)
 {
 	struct ctlh *d = daemon_with(0, &script);
 
@@ -137,7 +137,7 @@ static void test_pace_idle_daemon_lets_exec_wait(void **state)
 }
 
 /* A rule, a managed process, a task entry or a cgroup entry: an exec wakes it again. */
-static void test_pace_wakes_for_rule_or_anything_managed(void **state)
+KIT_TEST(test_pace_wakes_for_rule_or_anything_managed)
 {
 	static const uint8_t managed[] = { 1, 2, 4 };
 	struct ctlh *d;
@@ -170,7 +170,7 @@ static void test_pace_wakes_for_rule_or_anything_managed(void **state)
 }
 
 /* A source where every event wakes is told nothing. */
-static void test_pace_source_without_lazy_execs(void **state)
+KIT_TEST(test_pace_source_without_lazy_execs)
 {
 	struct ctlh *d = daemon_with(0, &plain);
 
@@ -182,7 +182,7 @@ static void test_pace_source_without_lazy_execs(void **state)
 
 /* ---- closing ---- */
 
-static void test_close_forgets_source(void **state)
+KIT_TEST(test_close_forgets_source)
 {
 	struct ctlh *d = daemon_with(0, NULL);
 	char why[64];
@@ -209,13 +209,3 @@ void kit_before(void)
 	log_set_level(-1);
 	ctlh_init("rqb-test-latmgr-source");
 }
-
-KIT_TESTS(
-	cmocka_unit_test(test_no_source_no_events),
-	cmocka_unit_test(test_source_named_by_its_driver),
-	cmocka_unit_test(test_walks_unprivileged_is_the_source_answer),
-	cmocka_unit_test(test_pace_idle_daemon_lets_exec_wait),
-	cmocka_unit_test(test_pace_wakes_for_rule_or_anything_managed),
-	cmocka_unit_test(test_pace_source_without_lazy_execs),
-	cmocka_unit_test(test_close_forgets_source),
-);

@@ -44,7 +44,7 @@ static struct latpol_rec rec(int v, const char *source, bool from_rule)
 				    .source = source, .from_rule = from_rule };
 }
 
-static void process_first_thread_first_all_whole(void **state)
+KIT_TEST(process_first_thread_first_all_whole)
 {
 	struct latpol_proc p = proc10();
 	const char *why = "x";
@@ -61,7 +61,7 @@ static void process_first_thread_first_all_whole(void **state)
 }
 
 /* A task that has the value from that source already is left; another source is not. */
-static void process_skips_tasks_that_have_it(void **state)
+KIT_TEST(process_skips_tasks_that_have_it)
 {
 	struct latpol_proc p = proc10();
 	const char *why;
@@ -79,7 +79,7 @@ static void process_skips_tasks_that_have_it(void **state)
 	plan_fini(&pl);
 }
 
-static void process_refusals_plan_nothing(void **state)
+KIT_TEST(process_refusals_plan_nothing)
 {
 	struct latpol_proc p = proc10();
 	const char *why;
@@ -105,7 +105,7 @@ static void process_refusals_plan_nothing(void **state)
 	plan_fini(&pl);
 }
 
-static void thread_alone_is_not_whole(void **state)
+KIT_TEST(thread_alone_is_not_whole)
 {
 	struct latpol_task t = valued(task(11, 10, 101), 4, "ctl uid 0");
 	const char *why;
@@ -121,7 +121,7 @@ static void thread_alone_is_not_whole(void **state)
 	plan_fini(&pl);
 }
 
-static void reset_process_keeps_another_process(void **state)
+KIT_TEST(reset_process_keeps_another_process)
 {
 	struct latpol_task e[] = { task(10, 10, 100), task(11, 10, 101), task(21, 20, 200) };
 	struct latpol_rec r = rec(2, "ctl uid 0", false);
@@ -148,7 +148,7 @@ static void reset_process_keeps_another_process(void **state)
 	plan_fini(&pl);
 }
 
-static void cgroups_by_path_escaped(void **state)
+KIT_TEST(cgroups_by_path_escaped)
 {
 	struct plan pl;
 
@@ -166,7 +166,7 @@ static void cgroups_by_path_escaped(void **state)
  * A unit's weight follows its processes: set where they all carry a value (and the
  * unit does not hold it yet), given back once they do not, nothing where nothing changes.
  */
-static void unit_weight_follows_processes(void **state)
+KIT_TEST(unit_weight_follows_processes)
 {
 	struct lat_unit_decision own = { .verdict = LAT_UNIT_OWN, .value = 5 };
 	struct lat_unit_decision shared = { .verdict = LAT_UNIT_SHARED, .value = LAT_NONE };
@@ -204,7 +204,7 @@ static struct rule_set *two_rules(void)
 	return &rs;
 }
 
-static void rules_apply_keep_and_give_back(void **state)
+KIT_TEST(rules_apply_keep_and_give_back)
 {
 	struct proc_ident pg = { .pid = 10, .comm = "postgres", .exe = "", .cmdline = "",
 				 .cgroup = "/" };
@@ -232,7 +232,7 @@ static void rules_apply_keep_and_give_back(void **state)
 	assert_true(latpol_rules_may_change(&none, false));
 }
 
-static void fork_inherits_the_creators_value(void **state)
+KIT_TEST(fork_inherits_the_creators_value)
 {
 	struct latpol_fork f = { .creator = rec(-3, "rule db", true), .thread = true,
 				 .from_tid = 10, .child = task(12, 10, 103) };
@@ -259,7 +259,7 @@ static void fork_inherits_the_creators_value(void **state)
 	plan_fini(&pl);
 }
 
-static void walk_adopts_ctl_children_only(void **state)
+KIT_TEST(walk_adopts_ctl_children_only)
 {
 	struct latpol_rec ctl = rec(2, "ctl uid 0", false), rule = rec(2, "rule db", true);
 
@@ -269,7 +269,7 @@ static void walk_adopts_ctl_children_only(void **state)
 	assert_false(latpol_adopt(&rule, 150, true)); /* a rule's: only by matching */
 }
 
-static void reload_gives_every_task_its_value_anew(void **state)
+KIT_TEST(reload_gives_every_task_its_value_anew)
 {
 	struct latpol_task e[] = { valued(task(21, 20, 200), 1, "ctl uid 0"),
 				   valued(task(10, 10, 100), -2, "rule db"),
@@ -284,17 +284,3 @@ static void reload_gives_every_task_its_value_anew(void **state)
 		"lat tid=21 tgid=20 start=200 value=1 source=\"ctl uid 0\"\n");
 	plan_fini(&pl);
 }
-
-KIT_TESTS(
-	cmocka_unit_test(process_first_thread_first_all_whole),
-	cmocka_unit_test(unit_weight_follows_processes),
-	cmocka_unit_test(process_skips_tasks_that_have_it),
-	cmocka_unit_test(process_refusals_plan_nothing),
-	cmocka_unit_test(thread_alone_is_not_whole),
-	cmocka_unit_test(reset_process_keeps_another_process),
-	cmocka_unit_test(cgroups_by_path_escaped),
-	cmocka_unit_test(rules_apply_keep_and_give_back),
-	cmocka_unit_test(fork_inherits_the_creators_value),
-	cmocka_unit_test(walk_adopts_ctl_children_only),
-	cmocka_unit_test(reload_gives_every_task_its_value_anew),
-);

@@ -62,7 +62,7 @@ static const struct snapshot *tick(struct fx *f, const struct latseen_task *in, 
 	return f->s;
 }
 
-static void seen_where_it_ran(void **state)
+KIT_TEST_FX(seen_where_it_ran, setup, teardown)
 {
 	struct fx *f = *state;
 	struct latseen_task in[] = { { .tid = 40, .tgid = 40, .start_time = 500, .value = -10 },
@@ -98,7 +98,7 @@ static void seen_where_it_ran(void **state)
 }
 
 /* Many tasks: LATSEEN_LOOKS looks a tick, in turn, so each is looked at in time. */
-static void bounded_looks_in_turn(void **state)
+KIT_TEST_FX(bounded_looks_in_turn, setup, teardown)
 {
 	struct fx *f = *state;
 	size_t n = 3 * LATSEEN_LOOKS;
@@ -126,8 +126,3 @@ static void bounded_looks_in_turn(void **state)
 	assert_int_equal(seen, n);
 	free(in);
 }
-
-KIT_TESTS(
-	cmocka_unit_test_setup_teardown(seen_where_it_ran, setup, teardown),
-	cmocka_unit_test_setup_teardown(bounded_looks_in_turn, setup, teardown),
-);

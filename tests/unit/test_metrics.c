@@ -110,7 +110,7 @@ static int entries(const char *dir)
 	return n;
 }
 
-static void format_names_every_counter(void **state)
+KIT_TEST_FX(format_names_every_counter, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *t;
@@ -150,7 +150,7 @@ static void format_names_every_counter(void **state)
 }
 
 /* Each sample follows its family's HELP and TYPE, which come once each. */
-static void every_sample_has_its_header(void **state)
+KIT_TEST_FX(every_sample_has_its_header, setup, teardown)
 {
 	struct fix *f = *state;
 	char *text = strdup(format(f) + 1), *save = NULL, *line;
@@ -184,7 +184,7 @@ static void every_sample_has_its_header(void **state)
 }
 
 /* Backslash, double quote and newline in a label value are escaped. */
-static void label_escaped(void **state)
+KIT_TEST_FX(label_escaped, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -192,7 +192,7 @@ static void label_escaped(void **state)
 	assert_true(has(format(f), "rqbalance_sampler{name=\"a\\\"b\\\\c\\nd\"} 1"));
 }
 
-static void per_llc_counts(void **state)
+KIT_TEST_FX(per_llc_counts, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *t = format(f);
@@ -203,7 +203,7 @@ static void per_llc_counts(void **state)
 	assert_true(has(t, "rqbalance_llc_runnable{llc=\"1\",cpus=\"2-3\"} 7"));
 }
 
-static void format_reports_a_failed_stream(void **state)
+KIT_TEST_FX(format_reports_a_failed_stream, setup, teardown)
 {
 	struct fix *f = *state;
 	FILE *full = fopen("/dev/full", "w");
@@ -214,7 +214,7 @@ static void format_reports_a_failed_stream(void **state)
 	fclose(full);
 }
 
-static void writes_whole_file(void **state)
+KIT_TEST_FX(writes_whole_file, setup, teardown)
 {
 	struct fix *f = *state;
 	char path[PATH_MAX], want[1 << 16];
@@ -247,7 +247,7 @@ static void writes_whole_file(void **state)
 }
 
 /* A new path removes the old file; an empty one writes nothing and removes it too. */
-static void path_change_removes_old(void **state)
+KIT_TEST_FX(path_change_removes_old, setup, teardown)
 {
 	struct fix *f = *state;
 	char a[PATH_MAX], b[PATH_MAX];
@@ -265,7 +265,7 @@ static void path_change_removes_old(void **state)
 }
 
 /* Failures are counted (and shown in the file) until a write works again. */
-static void failures_counted(void **state)
+KIT_TEST_FX(failures_counted, setup, teardown)
 {
 	struct fix *f = *state;
 	char path[PATH_MAX], open_dir[PATH_MAX], name[NAME_MAX + 8];
@@ -303,7 +303,7 @@ static void failures_counted(void **state)
 }
 
 /* What stands at the path is replaced, never followed: a link, or kept: a directory. */
-static void planted_names(void **state)
+KIT_TEST_FX(planted_names, setup, teardown)
 {
 	struct fix *f = *state;
 	char path[PATH_MAX], target[PATH_MAX];
@@ -331,15 +331,3 @@ static void planted_names(void **state)
 	assert_int_equal(metrics_write(&f->m, &f->st, path), -ENOTDIR);
 	assert_int_equal(entries(f->dir), 1);
 }
-
-KIT_TESTS(
-	cmocka_unit_test_setup_teardown(format_names_every_counter, setup, teardown),
-	cmocka_unit_test_setup_teardown(every_sample_has_its_header, setup, teardown),
-	cmocka_unit_test_setup_teardown(label_escaped, setup, teardown),
-	cmocka_unit_test_setup_teardown(per_llc_counts, setup, teardown),
-	cmocka_unit_test_setup_teardown(format_reports_a_failed_stream, setup, teardown),
-	cmocka_unit_test_setup_teardown(writes_whole_file, setup, teardown),
-	cmocka_unit_test_setup_teardown(path_change_removes_old, setup, teardown),
-	cmocka_unit_test_setup_teardown(failures_counted, setup, teardown),
-	cmocka_unit_test_setup_teardown(planted_names, setup, teardown),
-);

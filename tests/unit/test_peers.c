@@ -40,7 +40,7 @@ static void quiet_tree(const char *root)
 	PUT(root, "/proc/2/cmdline", "python3\0-Es\0/usr/bin/other\0");
 }
 
-static void nothing_found(void **state)
+KIT_TEST(nothing_found)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX";
 	struct peers p;
@@ -56,7 +56,7 @@ static void nothing_found(void **state)
 	assert_int_equal(kit_rm(root), 0);
 }
 
-static void sched_ext_loaded(void **state)
+KIT_TEST(sched_ext_loaded)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX";
 	const struct peers_finding *f;
@@ -85,7 +85,7 @@ static void sched_ext_loaded(void **state)
 	assert_int_equal(kit_rm(root), 0);
 }
 
-static void autogroup_and_controller(void **state)
+KIT_TEST(autogroup_and_controller)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX";
 	const struct peers_ctx off = { .cpu_controller = true, .class_cgroups = false };
@@ -113,7 +113,7 @@ static void autogroup_and_controller(void **state)
 	assert_int_equal(kit_rm(root), 0);
 }
 
-static void match_by_comm_and_cmdline(void **state)
+KIT_TEST(match_by_comm_and_cmdline)
 {
 	static const char tuned[] = "/usr/bin/python3\0-Es\0/usr/sbin/tuned\0-l\0-P\0";
 	static const char ananicy[] = "python3\0/usr/bin/ananicy\0start\0";
@@ -133,7 +133,7 @@ static void match_by_comm_and_cmdline(void **state)
 	assert_false(peers_wants_cmdline("gamemoded"));
 }
 
-static void tools_found(void **state)
+KIT_TEST(tools_found)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX";
 	struct peers p;
@@ -176,7 +176,7 @@ static void tools_found(void **state)
 	assert_int_equal(kit_rm(root), 0);
 }
 
-static void tuned_parse(void **state)
+KIT_TEST(tuned_parse)
 {
 	struct peers_tuned_conf c;
 
@@ -192,7 +192,7 @@ static void tuned_parse(void **state)
 	assert_true(c.scheduler);
 }
 
-static void tuned_profiles(void **state)
+KIT_TEST(tuned_profiles)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX";
 	const struct peers_finding *f;
@@ -247,7 +247,7 @@ static const char *tuned_says(const char *root)
 }
 
 /* What another user may plant in tuned's root is neither followed, nor opened, nor shown. */
-static void tuned_planted(void **state)
+KIT_TEST(tuned_planted)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX", secret[PATH_MAX], path[PATH_MAX];
 
@@ -294,14 +294,3 @@ static void tuned_planted(void **state)
 	}
 	assert_int_equal(kit_rm(root), 0);
 }
-
-KIT_TESTS(
-	cmocka_unit_test(nothing_found),
-	cmocka_unit_test(sched_ext_loaded),
-	cmocka_unit_test(autogroup_and_controller),
-	cmocka_unit_test(match_by_comm_and_cmdline),
-	cmocka_unit_test(tools_found),
-	cmocka_unit_test(tuned_parse),
-	cmocka_unit_test(tuned_profiles),
-	cmocka_unit_test(tuned_planted),
-);

@@ -32,7 +32,7 @@ static void add(struct plan *p, struct plan_action a)
 	assert_int_equal(plan_add(p, &a), 0);
 }
 
-static void finish_sorts_by_tid_then_start_time(void **state)
+KIT_TEST(finish_sorts_by_tid_then_start_time)
 {
 	struct plan p;
 
@@ -56,7 +56,7 @@ static void finish_sorts_by_tid_then_start_time(void **state)
 	plan_fini(&p);
 }
 
-static void first_added_action_of_a_task_stays(void **state)
+KIT_TEST(first_added_action_of_a_task_stays)
 {
 	struct plan p;
 
@@ -78,7 +78,7 @@ static void first_added_action_of_a_task_stays(void **state)
 }
 
 /* Enough duplicates that a sort which is not stable would mix them up. */
-static void first_stays_among_many_duplicates(void **state)
+KIT_TEST(first_stays_among_many_duplicates)
 {
 	static const char *const whys[] = { "w0", "w1", "w2", "w3", "w4" };
 	struct plan p;
@@ -96,7 +96,7 @@ static void first_stays_among_many_duplicates(void **state)
 	plan_fini(&p);
 }
 
-static void dump_is_exact(void **state)
+KIT_TEST(dump_is_exact)
 {
 	struct plan p;
 	struct plan_action a = pin(12, 5, 0, 1, "2-3", "overload");
@@ -122,7 +122,7 @@ static void dump_is_exact(void **state)
 	plan_fini(&p);
 }
 
-static void dump_of_empty_plan_is_empty(void **state)
+KIT_TEST(dump_of_empty_plan_is_empty)
 {
 	struct plan p;
 
@@ -131,19 +131,7 @@ static void dump_of_empty_plan_is_empty(void **state)
 	plan_fini(&p);
 }
 
-/* The policy finishes a plan on every tick, also on one that planned nothing yet. */
-static void finish_of_never_used_plan(void **state)
-{
-	struct plan p;
-
-	plan_init(&p);
-	plan_finish(&p);
-	assert_int_equal(p.n, 0);
-	assert_string_equal(kit_plan_dump(&p), "");
-	plan_fini(&p);
-}
-
-static void format_one_action(void **state)
+KIT_TEST(format_one_action)
 {
 	struct plan_action a = unpin(8, 3, 0, "");
 	char buf[256];
@@ -172,7 +160,7 @@ static struct plan_action latcg(enum plan_op op, const char *path, int v)
 	return a;
 }
 
-static void latency_actions_format_one_line_each(void **state)
+KIT_TEST(latency_actions_format_one_line_each)
 {
 	struct plan_action a = lat(12, 10, 345, -5, "rule db");
 	char buf[PLAN_LINE_MAX];
@@ -206,7 +194,7 @@ static void latency_actions_format_one_line_each(void **state)
 }
 
 /* Pins first, then tasks by process (first thread first), then cgroups by path. */
-static void latency_actions_sort_beside_pins(void **state)
+KIT_TEST(latency_actions_sort_beside_pins)
 {
 	struct plan p;
 
@@ -234,7 +222,7 @@ static void latency_actions_sort_beside_pins(void **state)
 	plan_fini(&p);
 }
 
-static void clear_keeps_capacity(void **state)
+KIT_TEST(clear_keeps_capacity)
 {
 	struct plan_action *a;
 	struct plan p;
@@ -261,16 +249,17 @@ static void clear_keeps_capacity(void **state)
 	assert_int_equal(p.cap, 0);
 }
 
-KIT_TESTS(
-	cmocka_unit_test(finish_sorts_by_tid_then_start_time),
-	cmocka_unit_test(first_added_action_of_a_task_stays),
-	cmocka_unit_test(first_stays_among_many_duplicates),
-	cmocka_unit_test(dump_is_exact),
-	cmocka_unit_test(dump_of_empty_plan_is_empty),
-	cmocka_unit_test(format_one_action),
-	cmocka_unit_test(clear_keeps_capacity),
-	cmocka_unit_test(latency_actions_format_one_line_each),
-	cmocka_unit_test(latency_actions_sort_beside_pins),
-	/* Last: the sanitizer build aborts the program if this one goes wrong. */
-	cmocka_unit_test(finish_of_never_used_plan),
-);
+/*
+ * The policy finishes a plan on every tick, also on one that planned nothing yet. Last
+ * (defined, so run): the sanitizer build aborts the program if this one goes wrong.
+ */
+KIT_TEST(finish_of_never_used_plan)
+{
+	struct plan p;
+
+	plan_init(&p);
+	plan_finish(&p);
+	assert_int_equal(p.n, 0);
+	assert_string_equal(kit_plan_dump(&p), "");
+	plan_fini(&p);
+}

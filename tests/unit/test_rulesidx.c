@@ -92,7 +92,7 @@ static void one_seed(unsigned seed, struct rule_set *rs)
 	rules_index_free(ix);
 }
 
-static void index_winner_is_linear_winner(void **state)
+KIT_TEST(index_winner_is_linear_winner)
 {
 	struct rule_set *rs = calloc(1, sizeof(*rs));
 	const char *env = getenv("RQB_SEED");
@@ -108,7 +108,7 @@ static void index_winner_is_linear_winner(void **state)
 }
 
 /* The empty set matches nothing; a lone exact rule is found through its bucket. */
-static void empty_and_exact(void **state)
+KIT_TEST(empty_and_exact)
 {
 	struct rule_set *rs = calloc(1, sizeof(*rs));
 	struct proc_ident id = { .uid = 0, .comm = "bash", .exe = "/usr/bin/bash",
@@ -130,8 +130,3 @@ static void empty_and_exact(void **state)
 	conf_rules_free(rs);
 	free(rs);
 }
-
-KIT_TESTS(
-	cmocka_unit_test(index_winner_is_linear_winner),
-	cmocka_unit_test(empty_and_exact),
-);

@@ -57,7 +57,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void reads_a_regular_file(void **state)
+KIT_TEST_FX(reads_a_regular_file, setup, teardown)
 {
 	struct tree *t = *state;
 	char buf[64];
@@ -69,7 +69,7 @@ static void reads_a_regular_file(void **state)
 	assert_int_equal(safeopen_read(t->fd, "etc/missing", 0, buf, sizeof(buf)), -ENOENT);
 }
 
-static void link_last_refused(void **state)
+KIT_TEST_FX(link_last_refused, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], buf[64];
@@ -85,7 +85,7 @@ static void link_last_refused(void **state)
 	assert_string_equal(safeopen_strerror(-ELOOP), "a symbolic link, not followed");
 }
 
-static void link_escaping_stays_inside(void **state)
+KIT_TEST_FX(link_escaping_stays_inside, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], buf[64];
@@ -107,7 +107,7 @@ static void link_escaping_stays_inside(void **state)
 	assert_int_equal(safeopen_read(t->fd, "etc/home/etc/profile", 0, buf, sizeof(buf)), 9);
 }
 
-static void magic_link_refused(void **state)
+KIT_TEST(magic_link_refused)
 {
 	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	char buf[64];
@@ -119,7 +119,7 @@ static void magic_link_refused(void **state)
 	close(root);
 }
 
-static void fifo_refused_without_blocking(void **state)
+KIT_TEST_FX(fifo_refused_without_blocking, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], buf[64];
@@ -132,7 +132,7 @@ static void fifo_refused_without_blocking(void **state)
 	assert_int_equal(safeopen_dir(t->fd, "etc/fifo", &fd), -ENOTDIR);
 }
 
-static void directory_refused(void **state)
+KIT_TEST_FX(directory_refused, setup, teardown)
 {
 	struct tree *t = *state;
 	char buf[64];
@@ -144,7 +144,7 @@ static void directory_refused(void **state)
 	close(fd);
 }
 
-static void dir_link_refused(void **state)
+KIT_TEST_FX(dir_link_refused, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX];
@@ -156,7 +156,7 @@ static void dir_link_refused(void **state)
 	assert_int_equal(fd, -1);
 }
 
-static void size_bound(void **state)
+KIT_TEST_FX(size_bound, setup, teardown)
 {
 	struct tree *t = *state;
 	char big[101], buf[100];
@@ -173,7 +173,7 @@ static void size_bound(void **state)
 	assert_int_equal(safeopen_read(t->fd, "big", 0, big, sizeof(big)), 100);
 }
 
-static void other_users_file(void **state)
+KIT_TEST_FX(other_users_file, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], buf[64];
@@ -186,15 +186,3 @@ static void other_users_file(void **state)
 				       sizeof(buf)), -EPERM);
 	assert_int_equal(safeopen_read(t->fd, "etc/profile", 0, buf, sizeof(buf)), 9);
 }
-
-KIT_TESTS(
-	cmocka_unit_test_setup_teardown(reads_a_regular_file, setup, teardown),
-	cmocka_unit_test_setup_teardown(link_last_refused, setup, teardown),
-	cmocka_unit_test_setup_teardown(link_escaping_stays_inside, setup, teardown),
-	cmocka_unit_test(magic_link_refused),
-	cmocka_unit_test_setup_teardown(fifo_refused_without_blocking, setup, teardown),
-	cmocka_unit_test_setup_teardown(directory_refused, setup, teardown),
-	cmocka_unit_test_setup_teardown(dir_link_refused, setup, teardown),
-	cmocka_unit_test_setup_teardown(size_bound, setup, teardown),
-	cmocka_unit_test_setup_teardown(other_users_file, setup, teardown),
-);

@@ -94,7 +94,7 @@ static const struct sample_lat lats[] = {
 	{ .tid = T(9), .tgid = T(9), .start_time = 99, .value = -1 },  /* asleep: not listed */
 };
 
-static void latency_values_and_records(void **state)
+KIT_TEST_FX(latency_values_and_records, setup, teardown)
 {
 	struct fx *x = *state;
 	struct sample_asks a = { .lat = lats, .nlat = 4, .seen = &x->seen };
@@ -119,7 +119,7 @@ static void latency_values_and_records(void **state)
 	assert_int_equal(task(x, T(1))->rss_kb, 0);
 }
 
-static void resident_sets(void **state)
+KIT_TEST_FX(resident_sets, setup, teardown)
 {
 	struct fx *x = *state;
 	struct sample_asks a = { .rss = true };
@@ -140,7 +140,7 @@ static void resident_sets(void **state)
 	assert_int_equal(x->s->nlat, 0);
 }
 
-static void failed_or_not_asked(void **state)
+KIT_TEST_FX(failed_or_not_asked, setup, teardown)
 {
 	struct fx *x = *state;
 	struct sample_asks a = { .lat = lats, .nlat = 4, .seen = &x->seen, .rss = true };
@@ -159,9 +159,3 @@ static void failed_or_not_asked(void **state)
 	assert_int_equal(task(x, T(1))->rss_kb, 0);
 	assert_int_equal(x->s->nlat, 0);
 }
-
-KIT_TESTS(
-	cmocka_unit_test_setup_teardown(latency_values_and_records, setup, teardown),
-	cmocka_unit_test_setup_teardown(resident_sets, setup, teardown),
-	cmocka_unit_test_setup_teardown(failed_or_not_asked, setup, teardown),
-);

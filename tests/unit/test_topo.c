@@ -9,7 +9,7 @@
 
 #include "kit.h"
 
-static void two_llcs_one_cpu_each(void **state)
+KIT_TEST(two_llcs_one_cpu_each)
 {
 	struct topo *t = kit_topo("package:1 l3cache:2 core:1 pu:1");
 
@@ -22,7 +22,7 @@ static void two_llcs_one_cpu_each(void **state)
 	topo_free(t);
 }
 
-static void smt_siblings_share_a_core(void **state)
+KIT_TEST(smt_siblings_share_a_core)
 {
 	struct topo *t = kit_topo("package:2 l3cache:4 core:4 pu:2");
 	char buf[256];
@@ -45,7 +45,7 @@ static void smt_siblings_share_a_core(void **state)
 	topo_free(t);
 }
 
-static void big_numa_machine(void **state)
+KIT_TEST(big_numa_machine)
 {
 	struct topo *t =
 		kit_topo("package:2 [numa(memory=64GB)] l3cache:8(size=32MB) core:8 pu:2");
@@ -59,7 +59,7 @@ static void big_numa_machine(void **state)
 	topo_free(t);
 }
 
-static void no_cache_means_one_llc_per_package(void **state)
+KIT_TEST(no_cache_means_one_llc_per_package)
 {
 	struct topo *t = kit_topo("package:2 core:2 pu:1");
 
@@ -69,7 +69,7 @@ static void no_cache_means_one_llc_per_package(void **state)
 	topo_free(t);
 }
 
-static void fake_xml_maps_real_cpus(void **state)
+KIT_TEST(fake_xml_maps_real_cpus)
 {
 	struct topo_opts o = { .xml = KIT_DATA("topo-2llc.xml") };
 	struct topo *t = NULL;
@@ -107,7 +107,7 @@ static void kind_is(const struct topo *t, int k, const char *cpus, int eff, cons
  * The desktop parts of issue #44 (tests/data/gen_topo.py): kinds of core in hwloc's
  * order, most efficient first, each CPU knowing its own; each LLC with its size.
  */
-static void hybrid_kinds(void **state)
+KIT_TEST(hybrid_kinds)
 {
 	struct topo *t = load_xml(KIT_DATA("topo-hybrid-8p16e.xml"));
 
@@ -139,7 +139,7 @@ static void hybrid_kinds(void **state)
 }
 
 /* Two CCDs: the V-cache one is the larger LLC and the slower kind. */
-static void x3d_ccds(void **state)
+KIT_TEST(x3d_ccds)
 {
 	static const char *const parts[] = { KIT_DATA("topo-7950x3d.xml"),
 					     KIT_DATA("topo-9950x3d.xml") };
@@ -163,7 +163,7 @@ static void x3d_ccds(void **state)
 }
 
 /* A machine with one kind: none listed, every CPU of kind -1. */
-static void one_kind(void **state)
+KIT_TEST(one_kind)
 {
 	struct topo *t = load_xml(KIT_DATA("topo-2llc.xml"));
 
@@ -172,7 +172,7 @@ static void one_kind(void **state)
 	topo_free(t);
 }
 
-static void missing_xml_is_an_error(void **state)
+KIT_TEST(missing_xml_is_an_error)
 {
 	struct topo_opts o = { .xml = "/nonexistent/topo.xml" };
 	struct topo *t = (struct topo *)0x1;
@@ -181,7 +181,7 @@ static void missing_xml_is_an_error(void **state)
 	assert_ptr_equal(t, (struct topo *)0x1);
 }
 
-static void offline_cpus_left_out(void **state)
+KIT_TEST(offline_cpus_left_out)
 {
 	char root[] = "/tmp/rqb-topo.XXXXXX";
 	struct topo_opts o = { .synthetic = "package:1 l3cache:2 core:4 pu:1",
@@ -209,7 +209,7 @@ static void write_online(const char *root, const char *list)
 }
 
 /* CPUs going offline and back after the load: out of their LLC, then in again. */
-static void hotplug_followed(void **state)
+KIT_TEST(hotplug_followed)
 {
 	char root[] = "/tmp/rqb-topo.XXXXXX";
 	struct topo_opts o = { .synthetic = "package:1 l3cache:2 core:2 pu:1",
@@ -251,7 +251,7 @@ static void hotplug_followed(void **state)
 }
 
 /* A CPU of a kind going offline and back: out of its kind's CPUs, then in again. */
-static void kinds_follow_hotplug(void **state)
+KIT_TEST(kinds_follow_hotplug)
 {
 	char root[] = "/tmp/rqb-topo.XXXXXX";
 	struct topo_opts o = { .xml = KIT_DATA("topo-hybrid-8p16e.xml"),
@@ -305,7 +305,7 @@ static enum topo_x3d x3d_loaded(const char *root)
 }
 
 /* The driver's two words, at load, for a fake XML topology too; anything else is none. */
-static void x3d_mode_at_load(void **state)
+KIT_TEST(x3d_mode_at_load)
 {
 	char root[] = "/tmp/rqb-topo.XXXXXX";
 
@@ -329,7 +329,7 @@ static void x3d_mode_at_load(void **state)
 }
 
 /* A switch at run time (x3dctl) is seen once; the driver going away is a change too. */
-static void x3d_mode_followed(void **state)
+KIT_TEST(x3d_mode_followed)
 {
 	char root[] = "/tmp/rqb-topo.XXXXXX";
 	struct topo_opts o = { .xml = KIT_DATA("topo-9950x3d.xml"), .root = root };
@@ -360,7 +360,7 @@ static void x3d_mode_followed(void **state)
 }
 
 /* The words rqctl status and --show-topology print: the driver's own. */
-static void x3d_names(void **state)
+KIT_TEST(x3d_names)
 {
 	assert_string_equal(topo_x3d_name(TOPO_X3D_NONE), "none");
 	assert_string_equal(topo_x3d_name(TOPO_X3D_FREQUENCY), "frequency");
@@ -371,7 +371,7 @@ static void x3d_names(void **state)
  * A kind in the words status, --show-topology and the log print: the type pair left
  * out where hwloc names none, and a byte that would split or colour it made '_'.
  */
-static void kind_words(void **state)
+KIT_TEST(kind_words)
 {
 	struct topo t = { .nkinds = 2 };
 	char buf[256];
@@ -387,22 +387,3 @@ static void kind_words(void **state)
 	topo_kind_describe(&t, 1, buf, sizeof(buf));
 	assert_string_equal(buf, "cpus 0,2 efficiency -1 max_mhz 0");
 }
-
-KIT_TESTS(
-	cmocka_unit_test(two_llcs_one_cpu_each),
-	cmocka_unit_test(smt_siblings_share_a_core),
-	cmocka_unit_test(big_numa_machine),
-	cmocka_unit_test(no_cache_means_one_llc_per_package),
-	cmocka_unit_test(fake_xml_maps_real_cpus),
-	cmocka_unit_test(hybrid_kinds),
-	cmocka_unit_test(x3d_ccds),
-	cmocka_unit_test(one_kind),
-	cmocka_unit_test(missing_xml_is_an_error),
-	cmocka_unit_test(offline_cpus_left_out),
-	cmocka_unit_test(hotplug_followed),
-	cmocka_unit_test(kinds_follow_hotplug),
-	cmocka_unit_test(x3d_mode_at_load),
-	cmocka_unit_test(x3d_mode_followed),
-	cmocka_unit_test(x3d_names),
-	cmocka_unit_test(kind_words),
-);
