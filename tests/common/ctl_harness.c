@@ -519,6 +519,7 @@ struct ctlh *ctlh_daemon_new(const struct ctlh_scenario *sc)
 /* Frees d and puts back the cgroup files a reset may have written. */
 void ctlh_daemon_free(struct ctlh *d)
 {
+	d->lm.ev = NULL; /* the test's event source, not the daemon's to close */
 	ctl_fini(&d->ctl);
 	ctl_req_lim_fini(&d->req);
 	for (size_t i = 0; i < d->lat.n; i++)
@@ -539,6 +540,7 @@ void ctlh_daemon_free(struct ctlh *d)
 
 struct act_ops ctlh_lat_ops;
 char ctlh_plans[1 << 14];
+void (*ctlh_lat_fresh)(struct ctlh *d);
 
 static void ctlh_on_plan(void *ctx, const struct plan *p)
 {
@@ -560,7 +562,33 @@ struct ctlh *ctlh_lat_daemon(uint8_t managed)
 	d->lat.ops = &ctlh_lat_ops;
 	d->lat.on_plan = ctlh_on_plan;
 	ctlh_plans[0] = '\0';
+	if (ctlh_lat_fresh)
+		ctlh_lat_fresh(d);
 	return d;
+}
+
+int ctlh_lat_setup(void **state)
+{
+	*state = ctlh_lat_daemon(0);
+	return 0;
+}
+
+int ctlh_lat_setup_managed(void **state)
+{
+	*state = ctlh_lat_daemon(1 | 2);
+	return 0;
+}
+
+int ctlh_lat_setup_records(void **state)
+{
+	*state = ctlh_lat_daemon(2);
+	return 0;
+}
+
+int ctlh_teardown(void **state)
+{
+	ctlh_daemon_free(*state);
+	return 0;
 }
 
 /* ---- a connection ---- */

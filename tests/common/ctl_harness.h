@@ -136,6 +136,16 @@ void ctlh_daemon_free(struct ctlh *d);
 extern struct act_ops ctlh_lat_ops;
 extern char ctlh_plans[1 << 14];
 struct ctlh *ctlh_lat_daemon(uint8_t managed);
+/* What a program resets in each new one (its driver's fakes, its counters); NULL: none. */
+extern void (*ctlh_lat_fresh)(struct ctlh *d);
+
+/* cmocka fixtures: ctlh_lat_daemon's with nothing managed, in *state ... */
+int ctlh_lat_setup(void **state);
+/* ... with A's threads at 5 (entries), and A, B and D managed processes (records) ... */
+int ctlh_lat_setup_managed(void **state);
+/* ... with A, B and D managed processes, and no task's entry; and the one teardown. */
+int ctlh_lat_setup_records(void **state);
+int ctlh_teardown(void **state);
 
 /* ---- a connection ---- */
 

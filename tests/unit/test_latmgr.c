@@ -58,25 +58,7 @@ static int front(struct ctlh *d, uid_t uid, pid_t tgid, const char *source, int 
 	return latmgr_foreground(&d->lm, uid, &rq, ret_value, &why);
 }
 
-static int setup(void **state)
-{
-	*state = ctlh_lat_daemon(0);
-	return 0;
-}
-
-static int setup_managed(void **state)
-{
-	*state = ctlh_lat_daemon(1 | 2);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	ctlh_daemon_free(*state);
-	return 0;
-}
-
-KIT_TEST_FX(test_rule_at_rescan, setup, teardown)
+KIT_TEST_FX(test_rule_at_rescan, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct rule *r = &kit_rules(&d->conf.rules, 1)->r[0];
@@ -104,7 +86,7 @@ KIT_TEST_FX(test_rule_at_rescan, setup, teardown)
 	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 }
 
-KIT_TEST_FX(test_set_process_threads, setup, teardown)
+KIT_TEST_FX(test_set_process_threads, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 
@@ -115,7 +97,7 @@ KIT_TEST_FX(test_set_process_threads, setup, teardown)
 	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 }
 
-KIT_TEST_FX(test_thread_not_under_task_dir, setup, teardown)
+KIT_TEST_FX(test_thread_not_under_task_dir, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 
@@ -126,7 +108,7 @@ KIT_TEST_FX(test_thread_not_under_task_dir, setup, teardown)
 			    "lat tid=4194431 tgid=4194430 start=4242 value=3 source=\"ctl uid 0\" whole\n");
 }
 
-KIT_TEST_FX(test_reset_gives_back, setup_managed, teardown)
+KIT_TEST_FX(test_reset_gives_back, ctlh_lat_setup_managed, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 
@@ -146,7 +128,7 @@ KIT_TEST_FX(test_reset_gives_back, setup_managed, teardown)
  * E none once nothing is in front; a value someone set meanwhile stays; a process with
  * a lower value keeps it.
  */
-KIT_TEST_FX(test_foreground_gives_back, setup, teardown)
+KIT_TEST_FX(test_foreground_gives_back, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	const struct latmgr_proc *p;
@@ -201,7 +183,7 @@ KIT_TEST_FX(test_foreground_gives_back, setup, teardown)
  * W's: putting W in front saves nothing of it as what W had, so nothing of it (a
  * value, a trusted source) is given back to W, nor to anything else, at the end.
  */
-KIT_TEST_FX(test_foreground_pinned, setup, teardown)
+KIT_TEST_FX(test_foreground_pinned, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_proc stale = { .tgid = PROC_W, .start_time = CTLH_START_TIME + 1,
@@ -229,7 +211,7 @@ KIT_TEST_FX(test_foreground_pinned, setup, teardown)
  * W, which exited, leaves the front; a process that holds the same value as someone
  * else's stays.
  */
-KIT_TEST_FX(test_foreground_front_gone, setup, teardown)
+KIT_TEST_FX(test_foreground_front_gone, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_proc child;
@@ -324,7 +306,7 @@ static size_t units_used(const struct ctlh *d)
 	return n;
 }
 
-KIT_TEST_FX(test_units_follow_changes, setup, teardown)
+KIT_TEST_FX(test_units_follow_changes, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	char pids[64];

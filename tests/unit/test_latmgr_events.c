@@ -85,45 +85,14 @@ static void processes(void)
 	ctlh_put(rel, "worker\n");
 }
 
-static struct ctlh *daemon_with(uint8_t managed)
+/* Each new daemon's fakes, as ctlh_lat_fresh. */
+static void fresh(struct ctlh *d)
 {
-	struct ctlh *d = ctlh_lat_daemon(managed);
-
 	ctlh_lat_ops.get_attr = attr_of;
 	nice_tid = 0;
 	nqueue = 0;
 	backlog = false;
 	script = (struct evsrc){ .ops = &script_ops, .cb = latmgr_event_callbacks, .ctx = &d->lm };
-	return d;
-}
-
-static int setup(void **state)
-{
-	*state = daemon_with(0);
-	return 0;
-}
-
-/* A's threads have 5 (entries), A, B and D are managed processes (records). */
-static int setup_managed(void **state)
-{
-	*state = daemon_with(1 | 2);
-	return 0;
-}
-
-/* A, B and D are managed processes, and no task has an entry. */
-static int setup_records(void **state)
-{
-	*state = daemon_with(2);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct ctlh *d = *state;
-
-	d->lm.ev = NULL;
-	ctlh_daemon_free(d);
-	return 0;
 }
 
 static void feed(struct ctlh *d, const struct evsrc_event *ev)
@@ -151,7 +120,8 @@ static struct evsrc_event bpf_fork(pid_t creator, pid_t tgid, uint64_t start_ns)
 
 /* ---- fork ---- */
 
-KIT_TEST_FX(test_new_thread_of_managed_process_gets_its_value, setup_records, teardown)
+KIT_TEST_FX(test_new_thread_of_managed_process_gets_its_value,
+	    ctlh_lat_setup_records, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_FORK, .tid = CTLH_PROC_A + 1,
@@ -166,7 +136,7 @@ KIT_TEST_FX(test_new_thread_of_managed_process_gets_its_value, setup_records, te
 	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A + 1, LATMGR_START_NOW));
 }
 
-KIT_TEST_FX(test_child_of_managed_process_is_managed, setup_records, teardown)
+KIT_TEST_FX(test_child_of_managed_process_is_managed, ctlh_lat_setup_records, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = bpf_fork(CTLH_PROC_A, CTLH_PROC_A, ticks_ns(CTLH_START_TIME));
@@ -184,7 +154,7 @@ KIT_TEST_FX(test_child_of_managed_process_is_managed, setup_records, teardown)
 }
 
 /* The event's task started at another time: the pid is another task's now. */
-KIT_TEST_FX(test_fork_of_reused_pid_changes_nothing, setup_records, teardown)
+KIT_TEST_FX(test_fork_of_reused_pid_changes_nothing, ctlh_lat_setup_records, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = bpf_fork(CTLH_PROC_A, CTLH_PROC_A, ticks_ns(CTLH_START_TIME + 1));
@@ -196,7 +166,7 @@ KIT_TEST_FX(test_fork_of_reused_pid_changes_nothing, setup_records, teardown)
 	assert_int_equal(d->lm.cnt.events, 1);
 }
 
-KIT_TEST_FX(test_fork_under_unmanaged_process_changes_nothing, setup, teardown)
+KIT_TEST_FX(test_fork_under_unmanaged_process_changes_nothing, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_FORK, .tid = CTLH_PROC_A + 1,
@@ -215,7 +185,8 @@ KIT_TEST_FX(test_fork_under_unmanaged_process_changes_nothing, setup, teardown)
  * The connector names only the parent: the child is managed where it has what
  * rqbalance set on the parent. A's entry says nice 5 in cgroup /user; K has nice 0.
  */
-KIT_TEST_FX(test_connector_child_managed_only_if_it_inherited, setup_managed, teardown)
+KIT_TEST_FX(test_connector_child_managed_only_if_it_inherited,
+	    ctlh_lat_setup_managed, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_FORK, .tid = PROC_K, .tgid = PROC_K,
@@ -237,7 +208,7 @@ KIT_TEST_FX(test_connector_child_managed_only_if_it_inherited, setup_managed, te
 	assert_non_null(latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW));
 }
 
-KIT_TEST_FX(test_kernel_inherited_compares_what_was_set, setup, teardown)
+KIT_TEST_FX(test_kernel_inherited_compares_what_was_set, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_entry from = { .task = { .tid = CTLH_PROC_A, .pidfd = -1 },
@@ -272,7 +243,7 @@ KIT_TEST_FX(test_kernel_inherited_compares_what_was_set, setup, teardown)
 }
 
 /* A task made by one given back meanwhile gives back what it inherited of it. */
-KIT_TEST_FX(test_child_of_given_back_task_gives_inherited_back, setup, teardown)
+KIT_TEST_FX(test_child_of_given_back_task_gives_inherited_back, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_entry a = { .task = { .tid = CTLH_PROC_A, .start_time = CTLH_START_TIME,
@@ -298,7 +269,7 @@ KIT_TEST_FX(test_child_of_given_back_task_gives_inherited_back, setup, teardown)
 
 /* ---- exit ---- */
 
-KIT_TEST_FX(test_exit_forgets_task_and_process, setup_managed, teardown)
+KIT_TEST_FX(test_exit_forgets_task_and_process, ctlh_lat_setup_managed, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXIT, .tid = CTLH_PROC_A + 1,
@@ -319,7 +290,7 @@ KIT_TEST_FX(test_exit_forgets_task_and_process, setup_managed, teardown)
 }
 
 /* An exit read late, of a task older than what has its pid now, forgets nothing. */
-KIT_TEST_FX(test_late_exit_forgets_nothing, setup_managed, teardown)
+KIT_TEST_FX(test_late_exit_forgets_nothing, ctlh_lat_setup_managed, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXIT, .tid = CTLH_PROC_A, .tgid = CTLH_PROC_A,
@@ -347,7 +318,7 @@ static void rule_worker(struct ctlh *d)
 	r->uid = RULE_UID_ANY;
 }
 
-KIT_TEST_FX(test_exec_applies_rules, setup, teardown)
+KIT_TEST_FX(test_exec_applies_rules, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXEC, .tid = PROC_X + 1, .tgid = PROC_X, .ts_ns = 1 };
@@ -372,7 +343,7 @@ KIT_TEST_FX(test_exec_applies_rules, setup, teardown)
 }
 
 /* Stopped: every record forgotten, and an exec applies no rule. */
-KIT_TEST_FX(test_stopped_forgets_and_ignores_exec, setup_records, teardown)
+KIT_TEST_FX(test_stopped_forgets_and_ignores_exec, ctlh_lat_setup_records, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXEC, .tid = PROC_X, .tgid = PROC_X };
@@ -389,7 +360,7 @@ KIT_TEST_FX(test_stopped_forgets_and_ignores_exec, setup_records, teardown)
 
 /* ---- losses and the barrier ---- */
 
-KIT_TEST_FX(test_overflow_asks_for_a_rescan, setup, teardown)
+KIT_TEST_FX(test_overflow_asks_for_a_rescan, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 
@@ -405,7 +376,7 @@ KIT_TEST_FX(test_overflow_asks_for_a_rescan, setup, teardown)
 }
 
 /* Without an event source nothing is queued: any mark is passed at once. */
-KIT_TEST_FX(test_mark_without_source_is_passed, setup, teardown)
+KIT_TEST_FX(test_mark_without_source_is_passed, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_mark mk;
@@ -423,7 +394,7 @@ KIT_TEST_FX(test_mark_without_source_is_passed, setup, teardown)
 	assert_true(latmgr_passed(&d->lm, &mk));
 }
 
-KIT_TEST_FX(test_mark_passed_once_read_empty, setup, teardown)
+KIT_TEST_FX(test_mark_passed_once_read_empty, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_mark mk;
@@ -438,7 +409,7 @@ KIT_TEST_FX(test_mark_passed_once_read_empty, setup, teardown)
 }
 
 /* A source never read empty: an event stamped the margin after the mark passes it. */
-KIT_TEST_FX(test_mark_passed_by_later_event, setup, teardown)
+KIT_TEST_FX(test_mark_passed_by_later_event, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXIT, .tid = PROC_K, .tgid = PROC_K };
@@ -458,7 +429,7 @@ KIT_TEST_FX(test_mark_passed_by_later_event, setup, teardown)
 }
 
 /* Events were lost: only a /proc walk begun after the mark covers them. */
-KIT_TEST_FX(test_mark_after_loss_needs_rescan, setup, teardown)
+KIT_TEST_FX(test_mark_after_loss_needs_rescan, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_mark mk;
@@ -487,4 +458,5 @@ void kit_before(void)
 	log_set_level(-1);
 	ctlh_init("rqb-test-latmgr-events");
 	processes();
+	ctlh_lat_fresh = fresh;
 }

@@ -55,31 +55,12 @@ static void process_p(void)
 	stat_file(rel, PROC_P, PROC_P, P_START);
 }
 
-static struct ctlh *daemon_with(uint8_t managed)
+/* Each new daemon's fakes, as ctlh_lat_fresh. */
+static void fresh(struct ctlh *d)
 {
-	struct ctlh *d = ctlh_lat_daemon(managed);
-
+	(void)d;
 	ctlh_lat_ops.open = open_some;
 	open_esrch = open_eperm = 0;
-	return d;
-}
-
-static int setup(void **state)
-{
-	*state = daemon_with(0);
-	return 0;
-}
-
-static int setup_managed(void **state)
-{
-	*state = daemon_with(1 | 2);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	ctlh_daemon_free(*state);
-	return 0;
 }
 
 /* A whole-process SET of task tid of tgid to value v, as the policy plans one. */
@@ -128,7 +109,7 @@ KIT_TEST(test_rec_of_record_is_copied)
 }
 
 /* The harness's entries: A and A + 1 (5), C + 1 (-3), the ghost (19), by tid. */
-KIT_TEST_FX(test_entries_of_all_or_one_process, setup_managed, teardown)
+KIT_TEST_FX(test_entries_of_all_or_one_process, ctlh_lat_setup_managed, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct latpol_task *t;
@@ -163,7 +144,7 @@ KIT_TEST_FX(test_entries_of_all_or_one_process, setup_managed, teardown)
 	free(t);
 }
 
-KIT_TEST_FX(test_entries_of_none_managed, setup, teardown)
+KIT_TEST_FX(test_entries_of_none_managed, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	size_t n = 99;
@@ -177,7 +158,7 @@ KIT_TEST_FX(test_entries_of_none_managed, setup, teardown)
 /* ---- plans to the actuator ---- */
 
 /* The policy said nothing to do (0) or no (-errno): the plan is dropped, not carried out. */
-KIT_TEST_FX(test_apply_one_without_action_applies_nothing, setup, teardown)
+KIT_TEST_FX(test_apply_one_without_action_applies_nothing, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct plan_action a = set_action(CTLH_PROC_B, CTLH_PROC_B, 3);
@@ -197,7 +178,7 @@ KIT_TEST_FX(test_apply_one_without_action_applies_nothing, setup, teardown)
 	assert_string_equal(ctlh_plans, "");
 }
 
-KIT_TEST_FX(test_apply_one_carries_out_the_action, setup, teardown)
+KIT_TEST_FX(test_apply_one_carries_out_the_action, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct plan_action a = set_action(CTLH_PROC_B, CTLH_PROC_B, 3);
@@ -214,7 +195,7 @@ KIT_TEST_FX(test_apply_one_carries_out_the_action, setup, teardown)
 }
 
 /* Its answer is the first action's, with the actuator's reason. */
-KIT_TEST_FX(test_apply_one_answers_with_first_result, setup, teardown)
+KIT_TEST_FX(test_apply_one_answers_with_first_result, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct plan_action gone = set_action(CTLH_PROC_B, CTLH_PROC_B, 3);
@@ -239,7 +220,7 @@ KIT_TEST_FX(test_apply_one_answers_with_first_result, setup, teardown)
 
 /* ---- a process's threads ---- */
 
-KIT_TEST_FX(test_decide_threads_plans_every_thread, setup, teardown)
+KIT_TEST_FX(test_decide_threads_plans_every_thread, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, 0);
@@ -254,7 +235,7 @@ KIT_TEST_FX(test_decide_threads_plans_every_thread, setup, teardown)
 }
 
 /* latmgr_plan_threads makes the same plan and carries nothing out. */
-KIT_TEST_FX(test_plan_threads_carries_nothing_out, setup, teardown)
+KIT_TEST_FX(test_plan_threads_carries_nothing_out, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, P_START);
@@ -273,7 +254,7 @@ KIT_TEST_FX(test_plan_threads_carries_nothing_out, setup, teardown)
 }
 
 /* Decided on another start time: another process has the pid now; nothing is done. */
-KIT_TEST_FX(test_decide_threads_other_start_time_is_another_process, setup, teardown)
+KIT_TEST_FX(test_decide_threads_other_start_time_is_another_process, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, CTLH_START_TIME);
@@ -288,7 +269,7 @@ KIT_TEST_FX(test_decide_threads_other_start_time_is_another_process, setup, tear
 }
 
 /* Both threads of A have 5 from "ctl uid 1000" already (the harness's entries). */
-KIT_TEST_FX(test_decide_threads_nothing_to_change, setup_managed, teardown)
+KIT_TEST_FX(test_decide_threads_nothing_to_change, ctlh_lat_setup_managed, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = { .tid = CTLH_PROC_A, .tgid = CTLH_PROC_A, .value = 5,
@@ -308,7 +289,7 @@ KIT_TEST_FX(test_decide_threads_nothing_to_change, setup_managed, teardown)
 }
 
 /* A thread gone between the plan and its write: the process still got its value. */
-KIT_TEST_FX(test_decide_threads_vanished_thread_is_no_failure, setup, teardown)
+KIT_TEST_FX(test_decide_threads_vanished_thread_is_no_failure, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, 0);
@@ -320,7 +301,7 @@ KIT_TEST_FX(test_decide_threads_vanished_thread_is_no_failure, setup, teardown)
 }
 
 /* Its first thread refused: the whole process is, its other threads left alone. */
-KIT_TEST_FX(test_decide_threads_refused_lead_refuses_process, setup, teardown)
+KIT_TEST_FX(test_decide_threads_refused_lead_refuses_process, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, 0);
@@ -410,4 +391,5 @@ void kit_before(void)
 	log_set_level(-1);
 	ctlh_init("rqb-test-latmgr-plan");
 	process_p();
+	ctlh_lat_fresh = fresh;
 }

@@ -69,12 +69,6 @@ static struct ctlh *daemon_with(uint8_t managed, struct evsrc *ev)
 	return d;
 }
 
-static void daemon_free(struct ctlh *d)
-{
-	d->lm.ev = NULL;
-	ctlh_daemon_free(d);
-}
-
 /* ---- what the manager says of its source ---- */
 
 KIT_TEST(test_no_source_no_events)
@@ -89,7 +83,7 @@ KIT_TEST(test_no_source_no_events)
 	/* Nothing to tell. */
 	latmgr_events_pace(&d->lm);
 	assert_false(d->lm.exec_lazy);
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
 KIT_TEST(test_source_named_by_its_driver)
@@ -101,7 +95,7 @@ KIT_TEST(test_source_named_by_its_driver)
 	assert_string_equal(latmgr_events_source(&d->lm), "script");
 	d->lm.ev = &plain;
 	assert_string_equal(latmgr_events_source(&d->lm), "plain");
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
 KIT_TEST(test_walks_unprivileged_is_the_source_answer)
@@ -116,7 +110,7 @@ KIT_TEST(test_walks_unprivileged_is_the_source_answer)
 	/* A source that needs no capability after it opened. */
 	d->lm.ev = &plain;
 	assert_true(latmgr_walks_unprivileged(&d->lm));
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
 /* ---- whether an exec wakes the daemon ---- */
@@ -133,7 +127,7 @@ KIT_TEST(test_pace_idle_daemon_lets_exec_wait)
 	assert_true(d->lm.exec_lazy);
 	latmgr_events_pace(&d->lm);
 	assert_int_equal(nwakes, 1);
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
 /* A rule, a managed process, a task entry or a cgroup entry: an exec wakes it again. */
@@ -150,7 +144,7 @@ KIT_TEST(test_pace_wakes_for_rule_or_anything_managed)
 		assert_int_equal(nwakes, 1);
 		assert_true(last_wake);
 		assert_false(d->lm.exec_lazy);
-		daemon_free(d);
+		ctlh_daemon_free(d);
 	}
 
 	d = daemon_with(0, &script);
@@ -166,7 +160,7 @@ KIT_TEST(test_pace_wakes_for_rule_or_anything_managed)
 	latmgr_events_pace(&d->lm);
 	assert_int_equal(nwakes, 3);
 	assert_false(last_wake);
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
 /* A source where every event wakes is told nothing. */
@@ -177,7 +171,7 @@ KIT_TEST(test_pace_source_without_lazy_execs)
 	(void)state;
 	latmgr_events_pace(&d->lm);
 	assert_false(d->lm.exec_lazy);
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
 /* ---- closing ---- */
@@ -201,7 +195,7 @@ KIT_TEST(test_close_forgets_source)
 	/* Closed twice: nothing more. */
 	latmgr_events_close(&d->lm);
 	assert_int_equal(ncloses, 1);
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
 void kit_before(void)

@@ -59,14 +59,8 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	ctlh_daemon_free(*state);
-	return 0;
-}
-
 /* A process's record first, else the thread's entry; a cgroup's own; -ENOENT for none. */
-KIT_TEST_FX(value_and_source, setup, teardown)
+KIT_TEST_FX(value_and_source, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_target t;
@@ -99,7 +93,7 @@ KIT_TEST_FX(value_and_source, setup, teardown)
 	assert_null(src);
 }
 
-KIT_TEST_FX(tasks_holding_it, setup, teardown)
+KIT_TEST_FX(tasks_holding_it, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_target t;
@@ -118,7 +112,7 @@ KIT_TEST_FX(tasks_holding_it, setup, teardown)
 	assert_int_equal(latmgr_tasks_of(&d->lm, &t), 0);
 }
 
-KIT_TEST_FX(get_text, setup, teardown)
+KIT_TEST_FX(get_text, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_target t;
@@ -152,7 +146,7 @@ KIT_TEST_FX(get_text, setup, teardown)
 	assert_int_equal(latmgr_get(&d->lm, &t, out, sizeof(out)), -ENOENT);
 }
 
-KIT_TEST_FX(list_lines, setup, teardown)
+KIT_TEST_FX(list_lines, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	pid_t hidden = CTLH_PROC_C + 1;
@@ -199,7 +193,7 @@ static struct rqb_sched_attr attr_of(int nice, int policy)
  * What a request would leave a thread, as the actuator's decide step has it: the
  * mapping's, what it had before, or its own where someone else changed a knob.
  */
-KIT_TEST_FX(would_leave, setup, teardown)
+KIT_TEST_FX(would_leave, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_entry *e = (struct lat_entry *)latact_find(&d->lat, CTLH_PROC_A);
@@ -247,7 +241,7 @@ KIT_TEST_FX(would_leave, setup, teardown)
 	assert_true(idle);
 }
 
-KIT_TEST_FX(cgroup_owner, setup, teardown)
+KIT_TEST_FX(cgroup_owner, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	uid_t uid = 77;
@@ -270,7 +264,7 @@ KIT_TEST_FX(cgroup_owner, setup, teardown)
 	assert_int_equal(uid, 77);
 }
 
-KIT_TEST_FX(stats_fields, setup, teardown)
+KIT_TEST_FX(stats_fields, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct daemon_stats st = { 0 };
