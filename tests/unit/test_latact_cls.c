@@ -31,29 +31,6 @@ static bool tree_v1, tree_rt;    /* the files a new group gets */
 static char oplog[16384];        /* "OP PATH [TEXT]\n" for each write, PATH below tree */
 static int attach_ret;           /* what attach returns after its write (-ESTALE…) */
 
-static void put(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-static const char *get(const char *path)
-{
-	static char buf[4096];
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	if (!f)
-		return NULL;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 static void note(const char *op, const char *path, const char *text)
 {
 	size_t n = strlen(oplog);
@@ -71,11 +48,11 @@ static void group_files(const char *dir)
 
 	for (size_t i = 0; i < (tree_v1 ? 3 : 4); i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, tree_v1 ? v1[i] : v2[i]);
-		put(path, "");
+		kit_put(NULL, path, "");
 	}
 	if (tree_rt) {
 		snprintf(path, sizeof(path), "%s/cpu.rt_runtime_us", dir);
-		put(path, "0\n");
+		kit_put(NULL, path, "0\n");
 	}
 }
 
@@ -85,7 +62,7 @@ static int tree_write(const char *path, const char *text)
 	if (access(path, F_OK) < 0)
 		return -errno;
 	note("write", path, text);
-	put(path, text);
+	kit_put(NULL, path, text);
 	return 0;
 }
 
@@ -159,20 +136,13 @@ static const struct act_ops fake_ops = {
 
 /* ---- the tree ---- */
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static int setup(void **state)
 {
 	struct fix *f = calloc(1, sizeof(*f));
 	char path[PATH_MAX];
 
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/rqb-latcls.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
+	kit_tmp(f->dir, sizeof(f->dir), "latcls");
 	assert_int_equal(chmod(f->dir, 0755), 0);
 	snprintf(tree, sizeof(tree), "%s", f->dir);
 	snprintf(f->cg, sizeof(f->cg), "%s/cg", f->dir);
@@ -185,13 +155,13 @@ static int setup(void **state)
 	tree_v1 = tree_rt = false;
 	group_files(f->cg);
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", f->cg);
-	put(path, "cpuset cpu io memory pids\n");
+	kit_put(NULL, path, "cpuset cpu io memory pids\n");
 	tree_v1 = true;
 	group_files(f->v1);
 	tree_v1 = false;
 	/* cgroup2 alone until a test says otherwise */
 	snprintf(path, sizeof(path), "cgroup2 %s cgroup2 rw,nosuid 0 0\n", f->cg);
-	put(f->mounts, path);
+	kit_put(NULL, f->mounts, path);
 	oplog[0] = '\0';
 	attach_ret = 0;
 	f->la.ops = &fake_ops;
@@ -209,7 +179,7 @@ static int teardown(void **state)
 
 	if (f->la.journal)
 		journal_close(f->la.journal);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	kit_rm(f->dir);
 	free(f);
 	return 0;
 }
@@ -221,12 +191,12 @@ static void use_v1(struct fix *f, bool rt)
 
 	snprintf(text, sizeof(text), "cgroup %s cgroup rw,cpu,cpuacct 0 0\ncgroup2 %s cgroup2 rw 0 0\n",
 		 f->v1, f->cg);
-	put(f->mounts, text);
+	kit_put(NULL, f->mounts, text);
 	tree_v1 = true;
 	tree_rt = rt;
 	if (rt) {
 		snprintf(text, sizeof(text), "%s/cpu.rt_runtime_us", f->v1);
-		put(text, "950000\n");
+		kit_put(NULL, text, "950000\n");
 	}
 }
 
@@ -235,7 +205,7 @@ static const char *file(const char *dir, const char *rel)
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	return get(path);
+	return kit_slurp(NULL, path);
 }
 
 static bool logged(const char *line)
@@ -262,7 +232,7 @@ static void proc_cgroup(struct fix *f, pid_t tid, const char *text)
 	snprintf(path, sizeof(path), "%s/%d", f->proc, (int)tid);
 	mkdir(path, 0755);
 	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)tid);
-	put(path, text);
+	kit_put(NULL, path, text);
 }
 
 /* ---- finding the hierarchy ---- */
@@ -307,11 +277,11 @@ KIT_TEST_FX(no_hierarchy_no_classes, setup, teardown)
 
 	/* cgroup2 without the cpu controller. */
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", f->cg);
-	put(path, "cpuset io memory\n");
+	kit_put(NULL, path, "cpuset io memory\n");
 	latact_classes_find(&f->la);
 	assert_false(f->la.cls.on);
 	/* No cgroup mount, or no mounts file at all. */
-	put(f->mounts, "proc /proc proc rw 0 0\n");
+	kit_put(NULL, f->mounts, "proc /proc proc rw 0 0\n");
 	latact_classes_find(&f->la);
 	assert_false(f->la.cls.on);
 	unlink(f->mounts);
@@ -415,11 +385,11 @@ KIT_TEST_FX(v1_classes_share_rt, setup, teardown)
 	snprintf(path, sizeof(path), "%s/other", f->v1);
 	assert_int_equal(tree_mkdir(path), 0);
 	snprintf(path, sizeof(path), "%s/other/cpu.rt_runtime_us", f->v1);
-	put(path, "100000\n");
+	kit_put(NULL, path, "100000\n");
 	snprintf(path, sizeof(path), "%s/rqbalance-lat99", f->v1);
 	assert_int_equal(tree_mkdir(path), 0);
 	snprintf(path, sizeof(path), "%s/rqbalance-lat99/cpu.rt_runtime_us", f->v1);
-	put(path, "50000\n");
+	kit_put(NULL, path, "50000\n");
 	latact_classes_find(&f->la);
 	assert_true(f->la.cls.rt);
 	oplog[0] = '\0';
@@ -439,7 +409,7 @@ KIT_TEST_FX(v1_classes_share_rt, setup, teardown)
 	 * over their parent.
 	 */
 	snprintf(path, sizeof(path), "%s/rqbalance-lat3/cpu.rt_runtime_us", f->v1);
-	put(path, "400000\n");
+	kit_put(NULL, path, "400000\n");
 	oplog[0] = '\0';
 	assert_int_equal(latact_class_ensure(&f->la, -7, ret, sizeof(ret)), 0);
 	assert_string_equal(file(f->v1, "rqbalance-lat3/cpu.rt_runtime_us"), "20512");
@@ -478,7 +448,7 @@ KIT_TEST_FX(parent_weight_read, setup, teardown)
 	latact_classes_find(&f->la);
 	assert_int_equal(f->la.cls.root_shares, 1024);
 	snprintf(path, sizeof(path), "%s/rqb/cpu.shares", f->v1);
-	put(path, "100\n");
+	kit_put(NULL, path, "100\n");
 	latact_classes_reweigh(&f->la);
 	assert_int_equal(f->la.cls.root_shares, 100);
 }
@@ -491,11 +461,11 @@ KIT_TEST_FX(reweigh_restores_weight, setup, teardown)
 	latact_classes_find(&f->la);
 	assert_int_equal(latact_class_ensure(&f->la, 10, ret, sizeof(ret)), 0);
 	snprintf(path, sizeof(path), "%s/rqbalance-lat10/cpu.weight", f->cg);
-	put(path, "1");
+	kit_put(NULL, path, "1");
 	latact_classes_reweigh(&f->la);
 	snprintf(want, sizeof(want), "%u",
 		 lat_shares_to_weight((uint32_t)mapped_shares(&f->la.lc, 10)));
-	assert_string_equal(get(path), want);
+	assert_string_equal(kit_slurp(NULL, path), want);
 }
 
 /* ---- finding them again, and taking them away ---- */
@@ -532,7 +502,7 @@ KIT_TEST_FX(remove_evicts_and_removes, setup, teardown)
 	assert_int_equal(latact_class_ensure(&f->la, -5, ret, sizeof(ret)), 0);
 	assert_int_equal(latact_class_ensure(&f->la, 5, ret, sizeof(ret)), 0);
 	snprintf(path, sizeof(path), "%s/rqb/rqbalance-lat-5/cgroup.procs", f->cg);
-	put(path, "501\n502\n");
+	kit_put(NULL, path, "501\n502\n");
 	proc_cgroup(f, 501, "0::/rqb/rqbalance-lat-5\n");
 	proc_cgroup(f, 502, "0::/elsewhere\n");
 	oplog[0] = '\0';

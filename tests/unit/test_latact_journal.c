@@ -33,28 +33,6 @@ struct parsed {
 	unsigned lineno[64];
 };
 
-static void put(const char *path, const char *text, size_t len)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(text, 1, len, f), len);
-	fclose(f);
-}
-
-static const char *slurp(const char *path)
-{
-	static char buf[1 << 20];
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	assert_non_null(f);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 static void open_journal(struct fix *f)
 {
 	assert_int_equal(journal_open_named(f->dir, LAT_JOURNAL_NAME, &f->la.journal), 0);
@@ -65,8 +43,7 @@ static int setup(void **state)
 	struct fix *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/rqb-latjournal.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
+	kit_tmp(f->dir, sizeof(f->dir), "latjournal");
 	assert_int_equal(chmod(f->dir, 0755), 0);
 	snprintf(f->path, sizeof(f->path), "%s/%s", f->dir, LAT_JOURNAL_NAME);
 	f->ent[0] = (struct lat_entry){
@@ -95,12 +72,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fix *f = *state;
-	char cmd[PATH_MAX];
 
 	if (f->la.journal)
 		journal_close(f->la.journal);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(kit_rm(f->dir), 0);
 	free(f);
 	return 0;
 }
@@ -288,7 +263,7 @@ KIT_TEST_FX(garbage_around_records, setup, teardown)
 	struct fix *f = *state;
 	struct parsed *p;
 
-	put(f->path, garbage, sizeof(garbage) - 1);
+	kit_putn(NULL, f->path, garbage, sizeof(garbage) - 1);
 	open_journal(f);
 	assert_int_equal(latact_journal_task(&f->la, &f->ent[0]), 0);
 	assert_int_equal(latact_journal_cg(&f->la, &f->cg[0]), 0);
@@ -311,7 +286,7 @@ KIT_TEST_FX(compacts_to_live_entries, setup, teardown)
 	struct parsed *p;
 	size_t len;
 
-	put(f->path, "garbage\n", 8);
+	kit_putn(NULL, f->path, "garbage\n", 8);
 	open_journal(f);
 	f->la.e = f->ptrs;
 	f->la.n = 2;
@@ -320,15 +295,15 @@ KIT_TEST_FX(compacts_to_live_entries, setup, teardown)
 	/* Short of the slack: left as it is. */
 	for (unsigned i = 0; i < LATACT_JOURNAL_SLACK + 2; i++)
 		latact_journal_untask(&f->la, 100 + (pid_t)i, 1);
-	len = strlen(slurp(f->path));
+	len = strlen(kit_slurp(NULL, f->path));
 	latact_compact(&f->la);
-	assert_int_equal(strlen(slurp(f->path)), len);
+	assert_int_equal(strlen(kit_slurp(NULL, f->path)), len);
 	assert_int_equal(journal_lines(f->la.journal), LATACT_JOURNAL_SLACK + 2);
 	/* One line more: the live entries alone, the garbage gone with the rest. */
 	latact_journal_untask(&f->la, 99, 1);
 	latact_compact(&f->la);
 	assert_int_equal(journal_lines(f->la.journal), 0);
-	snprintf(want, sizeof(want), "%s", slurp(f->path));
+	snprintf(want, sizeof(want), "%s", kit_slurp(NULL, f->path));
 	assert_int_equal(strncmp(want, LATACT_JOURNAL_HEAD, strlen(LATACT_JOURNAL_HEAD)), 0);
 	p = parse(f);
 	assert_int_equal(p->n, 3);
@@ -342,7 +317,7 @@ KIT_TEST_FX(compacts_to_live_entries, setup, teardown)
 	/* The journal stays the one appended to. */
 	latact_journal_uncg(&f->la, "/x");
 	assert_int_equal(journal_lines(f->la.journal), 1);
-	assert_non_null(strstr(slurp(f->path), "\nuncg /x\n"));
+	assert_non_null(strstr(kit_slurp(NULL, f->path), "\nuncg /x\n"));
 }
 
 /* A classes' parent rqbalance made stays recorded through compaction. */
@@ -356,7 +331,7 @@ KIT_TEST_FX(compaction_keeps_root, setup, teardown)
 	for (unsigned i = 0; i < LATACT_JOURNAL_SLACK; i++)
 		latact_journal_untask(&f->la, 100 + (pid_t)i, 1);
 	latact_compact(&f->la);
-	assert_string_equal(slurp(f->path), LATACT_JOURNAL_HEAD "root\n");
+	assert_string_equal(kit_slurp(NULL, f->path), LATACT_JOURNAL_HEAD "root\n");
 	p = parse(f);
 	assert_int_equal(p->n, 1);
 	assert_int_equal(p->rec[0], LATACT_REC_ROOT);
