@@ -111,6 +111,14 @@ class Hogs:
         self.stop()
 
 
+def nice_of(pid):
+    """The nice of process pid, None where it is gone."""
+    try:
+        return os.getpriority(os.PRIO_PROCESS, pid)
+    except OSError:
+        return None
+
+
 def sched_field(pid, name):
     """A number from /proc/PID/sched ("policy", "se.slice"), its integer part."""
     with open(f"/proc/{pid}/sched") as f:
@@ -232,6 +240,15 @@ def write_overload(path, a, b, comm="sh"):
     """Both tasks runnable on CPU 0 (LLC 0 of the fake topology), CPU 1 idle."""
     write_replay(path, [([(0, 2, 100), (1, 0, 0)],
                          [task_line(a, 0, comm=comm), task_line(b, 0, comm=comm)])])
+
+
+def overload_replay(tmp, hogs, comm="sh"):
+    """Two hogs' pids, the younger last, and tmp/overload.replay, where both are
+    runnable on CPU 0 (write_overload): the set-up of a test of one pin."""
+    a, b = sorted(hogs.pids)
+    replay = os.path.join(tmp, "overload.replay")
+    write_overload(replay, a, b, comm=comm)
+    return a, b, replay
 
 
 class Daemon:
