@@ -182,6 +182,30 @@ def comm_of(pid):
         return ""
 
 
+def namer(comm):
+    """A python3 program that names itself comm (bytes, as /proc/self/comm takes them),
+    prints its pid and waits for a line on stdin."""
+    return f"""
+import os, sys
+with open("/proc/self/comm", "wb") as f:
+    f.write({comm!r})
+print(os.getpid(), flush=True)
+sys.stdin.readline()
+"""
+
+
+def unsafe(out):
+    """The bytes of out a terminal would act on: C0 but newline, DEL, C1, not UTF-8."""
+    bad = [b for b in out if (b < 0x20 and b != 0x0a) or b == 0x7f]
+    if bad:
+        return bad
+    try:
+        text = out.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"not UTF-8: {e}"
+    return [c for c in text if 0x80 <= ord(c) < 0xa0]
+
+
 def wait_until(fn, timeout=3.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

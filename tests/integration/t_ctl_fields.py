@@ -6,18 +6,12 @@ import json
 import os
 import subprocess
 
-from rqb import Daemon, check, main, private_copy, require, tmpdir, user_rqctl
+from rqb import Daemon, check, main, namer, private_copy, require, tmpdir, user_rqctl
 from rqb_user import User
 
 COMM = b"a\tb\nc\\x41\\"
 
-NAMER = f"""
-import os, sys
-with open("/proc/self/comm", "wb") as f:
-    f.write({COMM!r})
-print(os.getpid(), flush=True)
-sys.stdin.readline()
-"""
+NAMER = namer(COMM)
 
 
 def test():
