@@ -21,11 +21,19 @@ TOPO_2LLC = os.path.join(ROOT, "tests", "data", "topo-2llc.xml")
 TOPO_1LLC = os.path.join(ROOT, "tests", "data", "topo-1llc.xml")
 RQCTL = os.path.join(ROOT, BUILD, "rqctl")
 CGROUP_ROOT = f"rqb-it-{os.getpid()}"
+CPU_V1 = "/sys/fs/cgroup/cpu"
 
 
 def skip(why):
     print(why)
     sys.exit(77)
+
+
+def require_cpu_v1(file="cpu.shares"):
+    """Skips the test unless the v1 cpu controller, with file, is at CPU_V1 (this
+    machine's layout)."""
+    if not os.path.exists(os.path.join(CPU_V1, file)):
+        skip(f"needs the v1 cpu controller with {file} at {CPU_V1} (this machine's layout)")
 
 
 def check(cond, what):
@@ -192,6 +200,18 @@ with open("/proc/self/comm", "wb") as f:
 print(os.getpid(), flush=True)
 sys.stdin.readline()
 """
+
+
+def run_named(user, prog, d, py, comm):
+    """The namer of comm, run by user (rqb_user's User) through rqctl prog's run -l 5 on
+    daemon d with python py: its Popen and pid once it has named itself. It ends once
+    its stdin is closed."""
+    p = user.popen([prog, "-s", d.ctl, "run", "-l", "5", "--", py, "-c", namer(comm)],
+                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    pid = int(p.stdout.readline())
+    with open(f"/proc/{pid}/comm", "rb") as f:
+        check(f.read() == comm + b"\n", "the user's process named itself")
+    return p, pid
 
 
 def unsafe(out):
