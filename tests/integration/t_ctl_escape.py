@@ -7,15 +7,13 @@ import json
 import os
 import subprocess
 
-from rqb import (Daemon, check, main, namer, private_copy, require, skip, tmpdir, unsafe,
+from rqb import (Daemon, check, main, private_copy, require, run_named, skip, tmpdir, unsafe,
                  user_rqctl)
 from rqb_user import User
 
 CPU_V1 = "/sys/fs/cgroup/cpu"
 COMM = b"\x1b[2J\x1b[31mpw\xc2\x9b\xff"  # 15 bytes: the most comm holds
 CGNAME = b"\x1b[2Jcg\x1b]0;t\x07"
-
-NAMER = namer(COMM)
 
 
 def test():
@@ -34,11 +32,7 @@ def test():
                 os.chown(os.path.join(group, f), user.uid, -1)
             with Daemon(tmp) as d:
                 d.wait_for("ctl: serving")
-                p = user.popen([prog, "-s", d.ctl, "run", "-l", "5", "--", py, "-c", NAMER],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                pid = int(p.stdout.readline())
-                with open(f"/proc/{pid}/comm", "rb") as f:
-                    check(f.read() == COMM + b"\n", "the user's process named itself")
+                p, pid = run_named(user, prog, d, py, COMM)
                 r = user.run([prog, "-s", d.ctl, "set", "-l", "5", "-g", rel])
                 check(r.returncode == 0, f"the user gives its cgroup a value ({r.stderr!r})")
 
