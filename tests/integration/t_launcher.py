@@ -19,7 +19,7 @@ import signal
 import subprocess
 
 import rqb
-from rqb import ROOT, Daemon, check, main, require, skip, tmpdir, wait_until
+from rqb import ROOT, Daemon, check, main, require, require_cpu_v1, skip, tmpdir, wait_until
 
 CACHYOS = os.path.join(ROOT, "tests", "data", "ananicy-cachyos")
 
@@ -151,10 +151,6 @@ def build(tmp):
     return steam, game
 
 
-def nice(pid):
-    return int(rqb.stat_fields(pid)[16])
-
-
 def slice_of(pid):
     """se.slice, or None where /proc/PID/sched shows none (SCHED_IDLE)."""
     try:
@@ -168,7 +164,7 @@ def state(pid):
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     pol = libc.sched_getscheduler(pid)
-    return (nice(pid), pol & ~0x40000000, slice_of(pid), rqb.cpu_cgroup(pid),
+    return (rqb.nice_of(pid), pol & ~0x40000000, slice_of(pid), rqb.cpu_cgroup(pid),
             pol & 0x40000000 != 0)
 
 
@@ -247,7 +243,7 @@ def run(tmp, steam, game, events, value, game_rule, rules=None):
             g = notes(out)
             d.sync()
             if game_rule:
-                check(wait_until(lambda: nice(g["game"]) == -10, 30),
+                check(wait_until(lambda: rqb.nice_of(g["game"]) == -10, 30),
                       f"{name}: the game has its own rule's -10: {state(g['game'])}")
                 for w in ("child1", "child2"):
                     s = state(g[w])
@@ -291,8 +287,7 @@ def run(tmp, steam, game, events, value, game_rule, rules=None):
 
 def test():
     require()
-    if rqb.cpu_cgroup(os.getpid()) is None:
-        skip("no v1 cpu hierarchy")
+    require_cpu_v1()
     with tmpdir() as tmp:
         steam, game = build(tmp)
         run(tmp, steam, game, "auto", 15, False)

@@ -5,37 +5,21 @@
  * down; a rule of another type, or of its own nice, does not. The same for a negative
  * launcher, commented out or live with spoofable = yes.
  */
-#include <errno.h>
-#include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <limits.h>
 
 #include "ananicy.h"
+#include "kit.h"
 #include "rqbalance.h"
-#include "unit.h"
 
-static char dir[64];
-
-static void put(const char *name, const char *text)
-{
-	char path[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
+static char dir[PATH_MAX];
 
 static int setup(void **state)
 {
-	snprintf(dir, sizeof(dir), "/tmp/rqb-ananicy.XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	put("00-types.types",
+	kit_tmp(dir, sizeof(dir), "ananicy");
+	kit_put(dir, "00-types.types",
 	    "{ \"type\": \"Launcher\", \"nice\": 16, \"ioclass\": \"idle\", \"sched\": \"normal\" }\n"
 	    "{ \"type\": \"BG_CPUIO\", \"nice\": 16, \"ioclass\": \"idle\", \"sched\": \"idle\" }\n");
-	put("launchers.rules",
+	kit_put(dir, "launchers.rules",
 	    "{ \"name\": \"steam\", \"type\": \"Launcher\" }\n"
 	    "{ \"name\": \"lutris\", \"type\": \"Launcher\", \"nice\": -2 }\n"
 	    "{ \"name\": \"shaders\", \"type\": \"BG_CPUIO\" }\n"
@@ -45,10 +29,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(kit_rm(dir), 0);
 	return 0;
 }
 
@@ -85,7 +66,7 @@ static const struct rule *rule(const struct rqb_conf *c, const char *name)
 	return &c->rules.r[i];
 }
 
-static void launcher_is_not_handed_down(void **state)
+KIT_TEST_FX(launcher_is_not_handed_down, setup, teardown)
 {
 	struct ananicy_result res;
 	char *text = import(false, &res);
@@ -110,7 +91,7 @@ static void launcher_is_not_handed_down(void **state)
 	free(text);
 }
 
-static void spoofable_launcher_keeps_inherit(void **state)
+KIT_TEST_FX(spoofable_launcher_keeps_inherit, setup, teardown)
 {
 	struct ananicy_result res;
 	char *text = import(true, &res);
@@ -123,14 +104,4 @@ static void spoofable_launcher_keeps_inherit(void **state)
 	assert_true(rule(&c, "ananicy-lutris")->spoofable);
 	conf_free(&c);
 	free(text);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(launcher_is_not_handed_down, setup, teardown),
-		cmocka_unit_test_setup_teardown(spoofable_launcher_keeps_inherit, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
