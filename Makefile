@@ -196,9 +196,12 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
 	$(FUZZ_CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< \
 		$(FUZZ_SRC_$*) $(FUZZ_LINK) $(FUZZ_OBJ) $(PKG_LIBS)
 
+# bench/units drives the latency manager through the unit tests' fake daemon.
+BENCH_LINK_units = $(B)/tests/common/ctl_harness.o
+$(B)/bench/units: $(B)/tests/common/ctl_harness.o
 $(B)/bench/samplecost $(B)/bench/rules $(B)/bench/units: $(B)/bench/%: bench/%.c $(DAEMON_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(DAEMON_OBJ) $(PKG_LIBS)
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_LINK_$*) $(DAEMON_OBJ) $(PKG_LIBS)
 
 # The simulator links the daemon's real policy: every daemon object but main.o.
 $(B)/bench/sim/sim: $(SIM_OBJ) $(DAEMON_OBJ)
