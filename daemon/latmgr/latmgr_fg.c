@@ -402,7 +402,7 @@ int latmgr_game_end(struct latmgr *m, const char *conn, pid_t tgid, uint64_t sta
 	return 0;
 }
 
-void latmgr_games_gone(struct latmgr *m, const char *conn)
+size_t latmgr_games_gone(struct latmgr *m, const char *conn, uid_t *ret_owner)
 {
 	size_t n = 0;
 
@@ -410,15 +410,17 @@ void latmgr_games_gone(struct latmgr *m, const char *conn)
 		struct latmgr_fg *g = &m->games[i];
 
 		if (g->tgid && (!conn || strcmp(g->conn, conn) == 0)) {
+			*ret_owner = g->uid;
 			game_end(m, g);
 			n++;
 		}
 	}
 	if (!n)
-		return;
+		return 0;
 	log_info("latency: %s left the bus: its %zu game%s given back", conn ? conn : "every "
 		 "connection", n, n == 1 ? "" : "s");
 	latmgr_units_refresh(m);
+	return n;
 }
 
 bool latmgr_games_of(const struct latmgr *m, const char *conn)

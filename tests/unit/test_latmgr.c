@@ -438,6 +438,7 @@ static void test_games(void **state)
 {
 	struct ctlh *d = *state;
 	uint64_t start;
+	uid_t owner = 0;
 	int v = 0;
 
 	assert_int_equal(latmgr_task_info(&d->lm, PROC_W, &start, &(bool){ false }), 0);
@@ -450,9 +451,10 @@ static void test_games(void **state)
 	assert_false(latmgr_games_of(&d->lm, ":1.6"));
 	assert_int_equal(latmgr_game_end(&d->lm, ":1.6", PROC_W, start), -ESRCH);
 	assert_int_equal(latmgr_game_end(&d->lm, ":1.5", PROC_W, start + 1), -ESRCH);
-	latmgr_games_gone(&d->lm, ":1.6");
+	assert_int_equal(latmgr_games_gone(&d->lm, ":1.6", &(uid_t){ 0 }), 0);
 	assert_int_equal(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->value, -10);
-	latmgr_games_gone(&d->lm, ":1.5");
+	assert_int_equal(latmgr_games_gone(&d->lm, ":1.5", &owner), 1);
+	assert_int_equal(owner, 1000);
 	assert_null(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW));
 	assert_false(latmgr_games_of(&d->lm, ":1.5"));
 	assert_int_equal(d->lm.ngames, 0);
