@@ -367,14 +367,16 @@ int latmgr_game(struct latmgr *m, uid_t caller, const char *conn, const struct l
 		return -EUSERS;
 	g->uid = caller;
 	v = fg_put(m, g, rq, &r, ret_why);
-	if (v != LAT_NONE && !g->tgid) {
+	/* The ends above may have changed the table: p is found again. */
+	p = latmgr_find_process(m, rq->tgid, rq->start_time);
+	if (v != LAT_NONE && !g->tgid && p) {
 		/* It keeps a value at most the game's: nothing granted, the record kept. */
 		g->tgid = rq->tgid;
 		g->start_time = p->start_time;
 		g->value = rq->value;
 		snprintf(g->source, sizeof(g->source), "%s", rq->source);
 	}
-	if (v == LAT_NONE) {
+	if (v == LAT_NONE || !g->tgid) {
 		game_end(m, g);
 		latmgr_units_refresh(m);
 		return r < 0 ? r : -ESRCH;
