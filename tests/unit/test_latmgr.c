@@ -58,6 +58,18 @@ static int front(struct ctlh *d, uid_t uid, pid_t tgid, const char *source, int 
 	return latmgr_foreground(&d->lm, uid, &rq, ret_value, &why);
 }
 
+/* Connection conn of caller uid registers game tgid at -10 (pinned as it is now). */
+static int game(struct ctlh *d, uid_t uid, const char *conn, pid_t tgid, int *ret_value)
+{
+	char source[48];
+	struct lat_req rq = { .tid = tgid, .tgid = tgid, .value = -10, .source = source };
+	const char *why = NULL;
+
+	snprintf(source, sizeof(source), "game uid %u pid %d %s", (unsigned)uid, (int)tgid, conn);
+	assert_int_equal(latmgr_task_info(&d->lm, tgid, &rq.start_time, &(bool){ false }), 0);
+	return latmgr_game(&d->lm, uid, conn, &rq, ret_value, &why);
+}
+
 KIT_TEST_FX(test_rule_at_rescan, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
@@ -374,6 +386,55 @@ KIT_TEST_FX(test_units_follow_changes, ctlh_lat_setup, ctlh_teardown)
 	d->lm.ev = NULL;
 	unit_proc(UNIT_A, NULL);
 	unit_proc(UNIT_A + 1, NULL);
+}
+
+/*
+ * A game's grant is its connection's: another connection cannot end it, its own
+ * unregister or its leaving the bus does; the value someone set since stays; a game
+ * that had a lower value keeps it, and its record is kept for its unregister.
+ */
+KIT_TEST_FX(test_games, ctlh_lat_setup, ctlh_teardown)
+{
+	struct ctlh *d = *state;
+	uint64_t start;
+	uid_t owner = 0;
+	int v = 0;
+
+	assert_int_equal(latmgr_task_info(&d->lm, PROC_W, &start, &(bool){ false }), 0);
+	assert_int_equal(game(d, 1000, ":1.5", PROC_W, &v), 0);
+	assert_int_equal(v, -10);
+	assert_true(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->grant);
+	assert_int_equal(game(d, 1000, ":1.5", PROC_W, &v), 0); /* again: nothing changes */
+	assert_int_equal(v, -10);
+	assert_true(latmgr_games_of(&d->lm, ":1.5"));
+	assert_false(latmgr_games_of(&d->lm, ":1.6"));
+	assert_int_equal(latmgr_game_end(&d->lm, ":1.6", PROC_W, start), -ESRCH);
+	assert_int_equal(latmgr_game_end(&d->lm, ":1.5", PROC_W, start + 1), -ESRCH);
+	assert_int_equal(latmgr_games_gone(&d->lm, ":1.6", &(uid_t){ 0 }), 0);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->value, -10);
+	assert_int_equal(latmgr_games_gone(&d->lm, ":1.5", &owner), 1);
+	assert_int_equal(owner, 1000);
+	assert_null(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW));
+	assert_false(latmgr_games_of(&d->lm, ":1.5"));
+	assert_int_equal(d->lm.ngames, 0);
+
+	/* A value set since stays at the unregister. */
+	assert_int_equal(game(d, 1000, ":1.5", PROC_W, &v), 0);
+	assert_int_equal(set_proc(d, PROC_W, -3, "ctl uid 0", true), 2);
+	assert_int_equal(latmgr_game_end(&d->lm, ":1.5", PROC_W, start), 0);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->value, -3);
+
+	/* A lower value is kept, and left at the unregister. */
+	assert_int_equal(set_proc(d, PROC_W, -15, "ctl uid 0", true), 2);
+	assert_int_equal(game(d, 1000, ":1.5", PROC_W, &v), 0);
+	assert_int_equal(v, -15);
+	assert_int_equal(latmgr_game_end(&d->lm, ":1.5", PROC_W, start), 0);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->value, -15);
+	assert_int_equal(latmgr_game_end(&d->lm, ":1.5", PROC_W, start), -ESRCH);
+
+	/* No unique name, or a longer one than kept: refused. */
+	assert_int_equal(game(d, 1000, "", PROC_E, &v), -EINVAL);
+	assert_int_equal(game(d, 1000, ":1.123456789012345678901234567890", PROC_E, &v), -EINVAL);
 }
 
 void kit_before(void)

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -436,6 +437,46 @@ KIT_TEST(test_status_field)
 	assert_int_equal(parse_status_field(buf, "Tgid", v, sizeof(v)), 0);
 	assert_int_equal(atoi(v), getpid());
 	assert_int_equal(procfs_status_text("/nonexistent", 0, getpid(), buf, sizeof(buf)), -ESRCH);
+}
+
+/* ---- procfs_pidfd_pid ---- */
+
+/*
+ * A pidfd names its process while it runs, and no pid once it has exited and been
+ * reaped (even where its number is given to another); an fd that is not a pidfd is
+ * none.
+ */
+KIT_TEST(test_pidfd_pid)
+{
+	int fds[2], pidfd, status;
+	pid_t pid, child;
+
+	pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (pidfd < 0)
+		skip();
+	assert_int_equal(procfs_pidfd_pid("", pidfd, &pid), 0);
+	assert_int_equal(pid, getpid());
+	close(pidfd);
+
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+	assert_true(pidfd >= 0);
+	assert_int_equal(procfs_pidfd_pid("", pidfd, &pid), 0);
+	assert_int_equal(pid, child);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	pid = -7;
+	assert_int_equal(procfs_pidfd_pid("", pidfd, &pid), -ESRCH);
+	assert_int_equal(pid, -7);
+	close(pidfd);
+
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(procfs_pidfd_pid("", fds[0], &pid), -EINVAL);
+	close(fds[0]);
+	close(fds[1]);
+	assert_int_equal(procfs_pidfd_pid("", -1, &pid), -EINVAL);
 }
 
 /* ---- parse_cgroup ---- */
