@@ -214,8 +214,8 @@ int latmgr_set(struct latmgr *m, const struct lat_target *t, int value, const ch
 	plan_init(&pl);
 	r = plan_set(m, t, &rq, &pl, &start, ret_why);
 	if (r > 0) {
-		res = calloc(pl.n, sizeof(*res));
-		if (!res || latact_apply_plan(m->la, &pl, res) < 0)
+		res = latmgr_apply(m, &pl);
+		if (!res)
 			r = -ENOMEM;
 		else if (proc)
 			r = latmgr_threads_result(&pl, res, ret_why);
@@ -224,7 +224,6 @@ int latmgr_set(struct latmgr *m, const struct lat_target *t, int value, const ch
 			*ret_why = res[0].why;
 		}
 		free(res);
-		latmgr_events_pace(m);
 	}
 	plan_fini(&pl);
 	if (proc && r >= 0) {

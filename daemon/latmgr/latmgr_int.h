@@ -67,7 +67,10 @@ void latmgr_read_task(const struct latmgr *m, pid_t tid, pid_t tgid, struct latp
 struct latpol_rec latmgr_rec_of(const struct latmgr_proc *p);
 /* The tasks that have a value (of process tgid; 0: all), as the policy reads them; to free. */
 struct latpol_task *latmgr_entries_of(const struct latmgr *m, pid_t tgid, size_t *ret_n);
-/* Hands a plan to the actuator: one result an action (to free), or NULL (nothing done). */
+/*
+ * Hands a plan to the actuator, the manager's one caller of latact_apply_plan: one
+ * result an action (to free), or NULL (nothing done).
+ */
 struct latact_result *latmgr_apply(struct latmgr *m, const struct plan *pl);
 /* The one result of a plan of one action, or the policy's answer r when it is not 1. */
 int latmgr_apply_one(struct latmgr *m, struct plan *pl, int r, const char **ret_why);
