@@ -17,7 +17,6 @@
 #include "policy/latency.h"
 
 #define LAT_JOURNAL_NAME "latency.journal"
-#define LAT_PATH_MAX 256
 /* A path as the journal writes it (\xHH for blanks, controls and '\\'): 4 bytes a byte. */
 #define LAT_ESC_MAX (4 * LAT_PATH_MAX)
 /* The longest journal record: a task's, with two escaped cgroup paths. */

@@ -113,6 +113,16 @@ int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret)
 	return 0;
 }
 
+int latmgr_parse_value(const char *s, int *ret, const char **ret_why)
+{
+	return lat_parse(s, ret, ret_why);
+}
+
+bool latmgr_cgroup_path_ok(const char *path)
+{
+	return latact_cgroup_path_ok(path);
+}
+
 int latmgr_refill_threads(struct latmgr *m, const struct latmgr_proc *p,
 			  const struct lat_entry *from)
 {
