@@ -352,7 +352,5 @@ int latact_parse_line(char *line, struct lat_entry *ret_e, struct lat_cg_entry *
 
 /* Reads what task tid has now. 0 or -errno. */
 int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret);
-/* A policy's name: "other", "batch", "idle", "fifo", "rr", "deadline". */
-const char *latact_policy_name(int policy);
 
 #endif
