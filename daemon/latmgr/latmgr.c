@@ -333,7 +333,7 @@ int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, s
 	latmgr_exe_watch(m);
 	m->self = getpid();
 	snprintf(m->proc_root, sizeof(m->proc_root), "%s", util_proc_root(proc_root));
-	r = latmgr_events_open(m, e);
+	r = latmgr_events_open(m, e, &latmgr_event_callbacks, latmgr_events_ready);
 	if (r < 0)
 		return r;
 	m->units_on = la->o.systemd && la->cls.mount[0];
