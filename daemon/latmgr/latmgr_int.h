@@ -28,11 +28,14 @@ struct latmgr_exe {
 	struct ident_exe id;    /* the file it runs */
 };
 
-/* ---- latmgr.c: the process table ---- */
+/* ---- latmgr_procs.c: the process table ---- */
 
 /* Adds p, or replaces the record of its tgid. 0 or -ENOMEM. */
 int latmgr_proc_put(struct latmgr *m, const struct latmgr_proc *p);
 void latmgr_proc_del(struct latmgr *m, pid_t tgid);
+/* The record of process rq->tgid, started at start, given rq's value. 0 or -ENOMEM. */
+int latmgr_proc_record(struct latmgr *m, const struct lat_req *rq, uint64_t start,
+		       bool from_rule);
 /*
  * The record under number tgid as the events read so far leave it, whichever process
  * it was made for: only for the event handlers, which read fork, exec and exit in the
