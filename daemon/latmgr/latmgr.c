@@ -17,6 +17,7 @@
 #include "util/log.h"
 #include "util/sorted.h"
 #include "util/util.h"
+#include "testonly.h"
 
 int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret)
 {

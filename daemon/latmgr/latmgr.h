@@ -252,8 +252,6 @@ void latmgr_fini(struct latmgr *m);
 #define LATMGR_START_NOW 0
 const struct latmgr_proc *latmgr_find_process(const struct latmgr *m, pid_t tgid,
 					      uint64_t start_time);
-/* The value a task has from rqbalance (thread entry, else its process), or LAT_NONE. */
-int latmgr_value_of(const struct latmgr *m, pid_t tid, pid_t tgid);
 
 /*
  * Once a sampled tick, after latmgr_tick: weighs each class cgroup for the busy tasks

@@ -24,6 +24,7 @@
 #include "ctl_proto.h"
 #include "fuzz.h"
 #include "policy/latency.h"
+#include "testonly.h"
 
 static const char *const keys[] = { "pid", "tid", "self", "cgroup", "value",
 				    "errno", "message", "tasks", "source", "" };

@@ -17,6 +17,7 @@
 #include "sample/topo.h"
 #include "snapshot/snap.h"
 #include "util/cpumask.h"
+#include "testonly.h"
 
 /*
  * rs, emptied, then n rules named r0, r1… that name nothing yet: every string "", the
