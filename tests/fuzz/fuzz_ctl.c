@@ -48,7 +48,8 @@ static void kv(const struct ctl_msg *m)
 				/* The whole value: no NUL cut it short. */
 				FUZZ_CHECK(strlen(v) < sizes[s]);
 				FUZZ_CHECK(!strchr(v, '\n'));
-				if (strcmp(keys[k], "value") == 0 && lat_parse(v, &value, &why) == 0)
+				if (strcmp(keys[k], "value") == 0 &&
+				    lat_parse(v, &value, &why) == 0)
 					FUZZ_CHECK(value >= LAT_MIN && value <= LAT_MAX);
 			}
 			free(v);

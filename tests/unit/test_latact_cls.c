@@ -465,7 +465,10 @@ static void v1_parent_takes_half(void **state)
 	assert_string_equal(file(f->v1, "rqb/rqbalance-lat-1/cpu.rt_runtime_us"), "12179");
 }
 
-/* The parent's weight, which bounds a raise's class (lat_class_gains): read at start and reload. */
+/*
+ * The parent's weight, which bounds a raise's class (lat_class_gains): read at start
+ * and reload.
+ */
 static void parent_weight_read(void **state)
 {
 	struct fix *f = *state;
