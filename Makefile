@@ -40,7 +40,7 @@ DAEMON_SRC = \
 	daemon/actuate/cgsd.c \
 	daemon/latmgr/latmgr_plan.c daemon/latmgr/latmgr_fg.c daemon/latmgr/latmgr_rules.c \
 	daemon/latmgr/latmgr_events.c daemon/latmgr/latmgr_source.c daemon/latmgr/latmgr_units.c \
-	daemon/latmgr/latmgr_weigh.c \
+	daemon/latmgr/latmgr_weigh.c daemon/latmgr/latmgr_procs.c \
 	daemon/latmgr/latmgr.c daemon/ctl/ctl_peer.c daemon/ctl/ctl_perm.c daemon/ctl/ctl_proto.c daemon/latmgr/latmgr_view.c \
 	daemon/ctl/ctl_req.c daemon/ctl/ctl_req_lim.c daemon/ctl/ctl_bus.c \
 	daemon/ctl/ctl_listen.c daemon/ctl/ctl.c daemon/core/metrics.c daemon/core/idle.c \

@@ -21,6 +21,7 @@
 #include "util/safedir.h"
 #include "util/sorted.h"
 #include "util/util.h"
+#include "testonly.h"
 
 #define JOURNAL_HEADER "# rqbalance affinity journal v1\n"
 

@@ -33,11 +33,6 @@ struct journal_rec {
 
 struct journal;
 
-/*
- * Opens (creating) dir/affinity.journal and takes an exclusive lock on it:
- * -EBUSY when another rqbalanced holds it.
- */
-int journal_open(const char *dir, struct journal **ret);
 /* The same for another journal file in dir, with records of its owner's own format. */
 int journal_open_named(const char *dir, const char *name, struct journal **ret);
 void journal_close(struct journal *j);

@@ -18,18 +18,6 @@
 #include "util/schedattr.h"
 #include "util/util.h"
 
-int latact_read_u64(const char *path, uint64_t *ret)
-{
-	char buf[64], *end;
-	ssize_t r = util_read_file(path, buf, sizeof(buf));
-
-	if (r < 0)
-		return (int)r;
-	errno = 0;
-	*ret = strtoull(buf, &end, 10);
-	return errno || end == buf ? -EINVAL : 0;
-}
-
 int latact_init(struct latact *la, const struct act_ops *ops, const struct latact_opts *o,
 		const struct lat_conf *lc)
 {

@@ -17,7 +17,6 @@
 #include "policy/latency.h"
 
 #define LAT_JOURNAL_NAME "latency.journal"
-#define LAT_PATH_MAX 256
 /* A path as the journal writes it (\xHH for blanks, controls and '\\'): 4 bytes a byte. */
 #define LAT_ESC_MAX (4 * LAT_PATH_MAX)
 /* The longest journal record: a task's, with two escaped cgroup paths. */
@@ -355,7 +354,5 @@ int latact_parse_line(char *line, struct lat_entry *ret_e, struct lat_cg_entry *
 
 /* Reads what task tid has now. 0 or -errno. */
 int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret);
-/* A policy's name: "other", "batch", "idle", "fifo", "rr", "deadline". */
-const char *latact_policy_name(int policy);
 
 #endif

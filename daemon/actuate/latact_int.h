@@ -17,9 +17,6 @@
 /* Compact the journal when it holds this many more lines than live entries (as act.c). */
 #define LATACT_JOURNAL_SLACK 1024
 
-/* latact.c: small file helpers, rooted at paths the caller built. */
-int latact_read_u64(const char *path, uint64_t *ret);
-
 /* latact_journal.c: the journal's records. */
 void latact_escape_field(const char *s, char *ret, size_t size);
 int latact_unescape_field(const char *in, char *ret, size_t size);
@@ -45,6 +42,12 @@ int latact_cg_attach(struct latact *la, const char *cgroup, const struct act_tas
  * one wait for the kernel's grace period instead of one a thread. -ESRCH as above.
  */
 int latact_cg_attach_process(struct latact *la, const char *cgroup, const struct act_task *leader);
+/*
+ * A move of t into cgroup came back -ESTALE: the task that took t's number goes back
+ * to the cgroup it was made in, where it is in cgroup and its creator is not (as
+ * latact_undo_sched does for the sched knobs).
+ */
+void latact_undo_move(struct latact *la, const struct act_task *t, const char *cgroup);
 int latact_class_ensure(struct latact *la, int v, char *ret, size_t size);
 void latact_classes_find(struct latact *la);
 void latact_classes_stale(struct latact *la);
@@ -81,11 +84,11 @@ struct lat_entry *latact_entry_of(struct latact *la, pid_t tid);
 /*
  * latact_reuse.c: a write through t's number came back -ESTALE (act.h): the task that
  * took the number gets back what it was made with, where it holds exactly what was
- * written (the sched knobs of written; the class cgroup) and its creator does not.
+ * written (the sched knobs of written) and its creator does not. The class cgroup's
+ * counterpart is latact_undo_move.
  */
 void latact_undo_sched(struct latact *la, const struct act_task *t,
 		       const struct lat_state *written);
-void latact_undo_move(struct latact *la, const struct act_task *t, const char *cgroup);
 
 /* latact_move.c: class moves made by a worker thread (latact_moves_start). */
 /* Queues the move of task tid (started at start_time) into cgroup; -EAGAIN: make it now. */

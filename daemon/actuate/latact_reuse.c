@@ -69,29 +69,3 @@ void latact_undo_sched(struct latact *la, const struct act_task *t,
 	la->ops->close(&c);
 }
 
-void latact_undo_move(struct latact *la, const struct act_task *t, const char *cgroup)
-{
-	char hcg[LAT_PATH_MAX], ccg[LAT_PATH_MAX];
-	struct act_task h, c;
-	pid_t htgid;
-	int r;
-
-	/* On cgroup2 the write moved the holder's whole process: its parent made it. */
-	if (act_reuse_find(la->ops, t, la->cls.v2, &h, &htgid, &c) < 0)
-		return;
-	if (latact_read_task_cgroup(la, h.tid, hcg, sizeof(hcg)) == 0 && la->ops->alive(&h) == 0 &&
-	    strcmp(hcg, cgroup) == 0 && latact_read_task_cgroup(la, c.tid, ccg, sizeof(ccg)) == 0 &&
-	    la->ops->alive(&c) == 0 && strcmp(ccg, cgroup) != 0) {
-		r = latact_cg_write(la, ccg, &h);
-		if (r == 0)
-			log_notice("latency: task %d exited while rqbalance moved it into \"%s\", "
-				   "and task %d took its number: moved back to \"%s\", where it was "
-				   "made", (int)t->tid, cgroup, (int)h.tid, ccg);
-		else
-			log_warn("latency: task %d exited while rqbalance moved it into \"%s\", and "
-				 "task %d took its number: cannot move it back to \"%s\": %s",
-				 (int)t->tid, cgroup, (int)h.tid, ccg, strerror(-r));
-	}
-	la->ops->close(&h);
-	la->ops->close(&c);
-}

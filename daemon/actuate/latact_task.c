@@ -19,19 +19,6 @@
 #include "util/sorted.h"
 #include "util/util.h"
 
-const char *latact_policy_name(int policy)
-{
-	switch (policy) {
-	case SCHED_OTHER: return "other";
-	case SCHED_FIFO: return "fifo";
-	case SCHED_RR: return "rr";
-	case SCHED_BATCH: return "batch";
-	case SCHED_IDLE: return "idle";
-	case 6: return "deadline";
-	default: return "?";
-	}
-}
-
 static bool policy_is_rt(int policy)
 {
 	return policy == SCHED_FIFO || policy == SCHED_RR || policy == 6;

@@ -435,3 +435,16 @@ int latknob_parse_keyed(const char *tok, struct lat_state *prev, struct lat_stat
 	}
 	return -EINVAL;
 }
+
+const char *latact_policy_name(int policy)
+{
+	switch (policy) {
+	case SCHED_OTHER: return "other";
+	case SCHED_FIFO: return "fifo";
+	case SCHED_RR: return "rr";
+	case SCHED_BATCH: return "batch";
+	case SCHED_IDLE: return "idle";
+	case 6: return "deadline";
+	default: return "?";
+	}
+}

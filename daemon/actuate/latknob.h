@@ -98,5 +98,7 @@ void latknob_format_keyed(const struct lat_state *prev, const struct lat_state *
 /* The reverse: the positional fields from strtok_r; one " KEY=PREV/SET" token. 0 or -EINVAL. */
 int latknob_parse(char **save, struct lat_state *s);
 int latknob_parse_keyed(const char *tok, struct lat_state *prev, struct lat_state *set);
+/* A policy's name: "other", "batch", "idle", "fifo", "rr", "deadline". */
+const char *latact_policy_name(int policy);
 
 #endif

@@ -24,6 +24,7 @@
 #include "rqbalance.h"
 #include "util/log.h"
 #include "util/safedir.h"
+#include "testonly.h"
 
 static const char *const sampler_names[] = { "auto", "bpf", "proc", "replay", NULL };
 static const char *const class_names[] = { "auto", "yes", "no", NULL };

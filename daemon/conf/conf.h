@@ -139,9 +139,6 @@ void conf_spread(const struct rqb_conf *c, struct spread_conf *ret);
 void conf_placement_rules(const struct rqb_conf *c, char *buf, size_t len);
 /* Prints the [rule NAME] sections of rs as conf_dump does. */
 void conf_dump_rules(const struct rule_set *rs, FILE *out);
-/* Sets one key from its text form, as the file would; 0 or -EINVAL with reason. */
-int conf_set(struct rqb_conf *c, const char *section, const char *key, const char *value,
-	     const char **ret_reason);
 /* True if the section name is "rule NAME" (or "rule", NAME ""); *ret_name then points at NAME. */
 bool conf_rule_section(const char *section, const char **ret_name);
 /*

@@ -25,7 +25,7 @@
 #include "ctl/ctl_perm.h"
 #include "ctl/ctl_req.h"
 #include "ctl_proto.h"
-#include "latmgr/latmgr.h"
+#include "latmgr/latmgr_door.h"
 #include "rqbalance.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -266,7 +266,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 	if (m->hdr.type == CTL_SET &&
 	    (kv_count(m->payload, m->hdr.len, "value") != 1 ||
 	     ctl_proto_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
-	     lat_parse(v, &q.value, &why) < 0))
+	     latmgr_parse_value(v, &q.value, &why) < 0))
 		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");
 	r = reply_answer(c, m, &q, ctl_req_run(x, &c->who, &q, &a), &a);
 	free(a.explain);

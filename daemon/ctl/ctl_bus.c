@@ -19,7 +19,7 @@
 #include "conf/conf.h"
 #include "ctl/ctl_bus.h"
 #include "ctl/ctl_req.h"
-#include "latmgr/latmgr.h"
+#include "latmgr/latmgr_door.h"
 #include "sample/procfs.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -513,7 +513,7 @@ static int on_cgroup(sd_bus_message *m, void *userdata, sd_bus_error *e)
 		return r;
 	if (c.op == CTL_REQ_OP_SET && (c.value < LAT_MIN || c.value > LAT_MAX))
 		return bad_value(e, c.value);
-	if (strlen(path) >= sizeof(c.t.path) || !latact_cgroup_path_ok(path))
+	if (strlen(path) >= sizeof(c.t.path) || !latmgr_cgroup_path_ok(path))
 		return sd_bus_error_setf(e, SD_BUS_ERROR_INVALID_ARGS, "%s",
 					 "not an absolute cgroup path without . or .. "
 					 "components or blanks");

@@ -20,7 +20,7 @@
 #include "ctl/ctl_perm.h"
 #include "ctl/ctl_req.h"
 #include "diag/peers.h"
-#include "latmgr/latmgr.h"
+#include "latmgr/latmgr_door.h"
 #include "sample/procfs.h"
 #include "util/log.h"
 #include "util/schedattr.h"
@@ -164,7 +164,7 @@ enum ctl_req_act {
 static int check_target(struct ctl_env *x, struct lat_target *t, const char **why)
 {
 	if (t->kind == LAT_T_CGROUP) {
-		if (!latact_cgroup_path_ok(t->path)) {
+		if (!latmgr_cgroup_path_ok(t->path)) {
 			*why = "not an absolute cgroup path without . or .. components or blanks";
 			return -EINVAL;
 		}

@@ -18,7 +18,7 @@
 
 #include "ctl/ctl_peer.h"
 #include "ctl/ctl_perm.h"
-#include "latmgr/latmgr.h"
+#include "latmgr/latmgr_door.h"
 
 struct ctl_ops;
 struct rqb_conf;

@@ -24,6 +24,7 @@
 #include "rqlat.skel.h"
 #include "sample/bpfload.h"
 #include "util/log.h"
+#include "testonly.h"
 
 _Static_assert(RQB_RQLAT_MAX_CG == RQL_MAX_CGROUPS, "daemon/diag/rqlat.h and bpf/rqlat.bpf.h disagree");
 

@@ -49,8 +49,6 @@ void rqlat_cgroups(struct rqlat_state *rl, const char *mount, const char *const 
  * Returns malloc'd text, or NULL with errno set.
  */
 char *rqlat_text(struct rqlat_state *rl);
-/* The bucket a wait of wait_ns falls in: floor(log2(µs)), 0 below 2 µs, capped. */
-unsigned rqlat_bucket(uint64_t wait_ns);
 /* Bucket b's bounds in µs: [lo, hi); hi 0 for the open-ended last one. */
 void rqlat_bucket_range(unsigned b, uint64_t *ret_lo_us, uint64_t *ret_hi_us);
 

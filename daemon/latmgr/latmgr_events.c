@@ -16,32 +16,6 @@
 #include "util/log.h"
 #include "util/util.h"
 
-/* Rounded down to whole ticks, as the kernel rounds. */
-uint64_t latmgr_boot_ticks(uint64_t ns)
-{
-	long hz = sysconf(_SC_CLK_TCK);
-
-	return hz > 0 ? ns / (NSEC_PER_SEC / (uint64_t)hz) : 0;
-}
-
-/*
- * Events have CLOCK_MONOTONIC; start times count CLOCK_BOOTTIME, which runs on through
- * suspend. 0 also when the clocks cannot be read.
- */
-uint64_t latmgr_mono_ticks(uint64_t ns)
-{
-	struct timespec mono, boot;
-	long hz = sysconf(_SC_CLK_TCK);
-	uint64_t off;
-
-	if (!ns || hz <= 0 || clock_gettime(CLOCK_MONOTONIC, &mono) < 0 ||
-	    clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
-		return 0;
-	off = ((uint64_t)boot.tv_sec - (uint64_t)mono.tv_sec) * NSEC_PER_SEC +
-	      (uint64_t)boot.tv_nsec - (uint64_t)mono.tv_nsec;
-	return (ns + off) / (NSEC_PER_SEC / (uint64_t)hz);
-}
-
 /*
  * Whether the task that has the event's pid now is the one the event is about. An
  * event read late (a busy or descheduled daemon, a backlog after a fork storm) may
@@ -367,6 +341,15 @@ void latmgr_dispatch(struct latmgr *m)
 	m->empty_reads++;
 	if (m->resync)
 		m->drained = true;
+}
+
+int latmgr_events_ready(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	(void)s;
+	(void)fd;
+	(void)revents;
+	latmgr_dispatch(userdata);
+	return 0;
 }
 
 void latmgr_mark(struct latmgr *m, uint64_t now_ns, uint64_t margin_ns, struct latmgr_mark *ret)

@@ -28,11 +28,14 @@ struct latmgr_exe {
 	struct ident_exe id;    /* the file it runs */
 };
 
-/* ---- latmgr.c: the process table ---- */
+/* ---- latmgr_procs.c: the process table ---- */
 
 /* Adds p, or replaces the record of its tgid. 0 or -ENOMEM. */
 int latmgr_proc_put(struct latmgr *m, const struct latmgr_proc *p);
 void latmgr_proc_del(struct latmgr *m, pid_t tgid);
+/* The record of process rq->tgid, started at start, given rq's value. 0 or -ENOMEM. */
+int latmgr_proc_record(struct latmgr *m, const struct lat_req *rq, uint64_t start,
+		       bool from_rule);
 /*
  * The record under number tgid as the events read so far leave it, whichever process
  * it was made for: only for the event handlers, which read fork, exec and exit in the
@@ -67,7 +70,10 @@ void latmgr_read_task(const struct latmgr *m, pid_t tid, pid_t tgid, struct latp
 struct latpol_rec latmgr_rec_of(const struct latmgr_proc *p);
 /* The tasks that have a value (of process tgid; 0: all), as the policy reads them; to free. */
 struct latpol_task *latmgr_entries_of(const struct latmgr *m, pid_t tgid, size_t *ret_n);
-/* Hands a plan to the actuator: one result an action (to free), or NULL (nothing done). */
+/*
+ * Hands a plan to the actuator, the manager's one caller of latact_apply_plan: one
+ * result an action (to free), or NULL (nothing done).
+ */
 struct latact_result *latmgr_apply(struct latmgr *m, const struct plan *pl);
 /* The one result of a plan of one action, or the policy's answer r when it is not 1. */
 int latmgr_apply_one(struct latmgr *m, struct plan *pl, int r, const char **ret_why);
@@ -110,6 +116,11 @@ void latmgr_game_exited(struct latmgr *m, struct latmgr_fg *g);
  * may end after the call). True if a rule's value was given just now.
  */
 bool latmgr_apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx, bool at_exec);
+/* The rules' exe files by (device, inode), built again. */
+void latmgr_exetab_build(struct latmgr *m);
+/* Watches the folders of the exe rules' files, so that the table follows them. */
+void latmgr_exe_watch(struct latmgr *m);
+void latmgr_exe_unwatch(struct latmgr *m);
 
 /* ---- latmgr_events.c: fork, exec, exit ---- */
 
@@ -117,17 +128,8 @@ bool latmgr_apply_rules(struct latmgr *m, pid_t pid, const struct latmgr_exe *kx
 extern const struct evsrc_callbacks latmgr_event_callbacks;
 /* One bounded batch of events; notes when the source was read to empty. */
 void latmgr_dispatch(struct latmgr *m);
-/* The rules' exe files by (device, inode), built again (latmgr_rules.c). */
-void latmgr_exetab_build(struct latmgr *m);
-/* Watches the folders of the exe rules' files, so that the table follows them. */
-void latmgr_exe_watch(struct latmgr *m);
-void latmgr_exe_unwatch(struct latmgr *m);
-/* Whether an exec must wake the daemon at once, told to the event source. */
-void latmgr_events_pace(struct latmgr *m);
-/* CLOCK_BOOTTIME ns in the clock ticks of /proc/PID/stat's start time. */
-uint64_t latmgr_boot_ticks(uint64_t ns);
-/* CLOCK_MONOTONIC ns (an event's time) in the same ticks; 0 for 0. */
-uint64_t latmgr_mono_ticks(uint64_t ns);
+/* The loop's handler of the source's fd (ctx: the manager): latmgr_dispatch. */
+int latmgr_events_ready(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 /* The entry of the task a new one came from: that thread's, else its process's first. */
 const struct lat_entry *latmgr_from_of(const struct latmgr *m, pid_t tid, pid_t tgid);
 /* Whether the kernel gave task tid what rqbalance set on from (see latmgr_events.c). */
@@ -150,8 +152,18 @@ void latmgr_units_check_all(struct latmgr *m);
 
 /* ---- latmgr_source.c: which event source ---- */
 
-/* Opens the event source [latency] events allows, in loop e. 0, or -errno: none allowed. */
-int latmgr_events_open(struct latmgr *m, sd_event *e);
+/*
+ * Opens the event source [latency] events allows, reporting to cb, and in loop e reads
+ * it with ready (latmgr_events.c's). 0, or -errno: none allowed.
+ */
+int latmgr_events_open(struct latmgr *m, sd_event *e, const struct evsrc_callbacks *cb,
+		       sd_event_io_handler_t ready);
 void latmgr_events_close(struct latmgr *m);
+/* Whether an exec must wake the daemon at once, told to the event source. */
+void latmgr_events_pace(struct latmgr *m);
+/* CLOCK_BOOTTIME ns in the clock ticks of /proc/PID/stat's start time. */
+uint64_t latmgr_boot_ticks(uint64_t ns);
+/* CLOCK_MONOTONIC ns (an event's time) in the same ticks; 0 for 0. */
+uint64_t latmgr_mono_ticks(uint64_t ns);
 
 #endif

@@ -7,18 +7,23 @@
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "latmgr/latmgr_int.h"
+#include "rqbalance.h"
 #include "util/log.h"
 
-static int on_ev_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	(void)s;
-	(void)fd;
-	(void)revents;
-	latmgr_dispatch(userdata);
-	return 0;
-}
+/*
+ * Whom a source reports to: the manager's event handlers and, in a loop, its reader
+ * (latmgr_events.c, given by latmgr_events_open's caller, so that this file calls
+ * nothing above it). A probe's are none: it is closed before anything is read.
+ */
+struct events_sink {
+	const struct evsrc_callbacks *cb;
+	sd_event_io_handler_t ready;
+};
+static const struct evsrc_callbacks probe_callbacks;
 
 static const char *const bpf_what =
 	"bpf: sched_process_fork/exec/exit tracepoints into a ring buffer; exe rules match "
@@ -40,13 +45,14 @@ struct events_pick {
  * nothing) and, given a loop e, reads its fd there. 0, or -errno with why.
  */
 static int try_source(const struct evsrc_ops *ops, struct latmgr *m, sd_event *e,
-		      struct events_pick *ret, char *why, size_t len)
+		      const struct events_sink *to, struct events_pick *ret, char *why,
+		      size_t len)
 {
-	int r = evsrc_open(ops, &latmgr_event_callbacks, m, &ret->ev, why, len);
+	int r = evsrc_open(ops, to->cb, m, &ret->ev, why, len);
 
 	if (r < 0 || !e)
 		return r;
-	r = sd_event_add_io(e, &ret->src, evsrc_fd(ret->ev), EPOLLIN, on_ev_io, m);
+	r = sd_event_add_io(e, &ret->src, evsrc_fd(ret->ev), EPOLLIN, to->ready, m);
 	if (r < 0) {
 		evsrc_close(ret->ev);
 		ret->ev = NULL;
@@ -109,7 +115,7 @@ static void say_connector(struct events_pick *pk, const char *why, bool asked)
  * events = bpf, else none.
  */
 static void pick_events(const struct rqb_conf *c, struct latmgr *m, sd_event *e,
-			struct events_pick *ret)
+			const struct events_sink *to, struct events_pick *ret)
 {
 	char why[256] = "", cwhy[256];
 	int r = -ENOENT;
@@ -118,12 +124,12 @@ static void pick_events(const struct rqb_conf *c, struct latmgr *m, sd_event *e,
 	if (c->lat_events == CONF_EVENTS_CONNECTOR)
 		snprintf(why, sizeof(why), "[latency] events = connector");
 	else
-		r = try_source(&bpfev_ops, m, e, ret, why, sizeof(why));
+		r = try_source(&bpfev_ops, m, e, to, ret, why, sizeof(why));
 	if (r == 0)
 		say_bpf(ret);
 	else if (c->lat_events == CONF_EVENTS_BPF)
 		say_bpf_required(ret, r, why);
-	else if ((r = try_source(&procconn_ops, m, e, ret, cwhy, sizeof(cwhy))) < 0)
+	else if ((r = try_source(&procconn_ops, m, e, to, ret, cwhy, sizeof(cwhy))) < 0)
 		say_none(ret, why, r);
 	else
 		say_connector(ret, why, c->lat_events == CONF_EVENTS_CONNECTOR);
@@ -134,7 +140,7 @@ bool latmgr_probe_events(const struct rqb_conf *c, char *ret_detail, size_t len)
 	struct events_pick pk;
 	bool on;
 
-	pick_events(c, NULL, NULL, &pk);
+	pick_events(c, NULL, NULL, &(struct events_sink){ .cb = &probe_callbacks }, &pk);
 	on = pk.ev != NULL;
 	evsrc_close(pk.ev);
 	snprintf(ret_detail, len, "%s", pk.detail);
@@ -142,11 +148,12 @@ bool latmgr_probe_events(const struct rqb_conf *c, char *ret_detail, size_t len)
 }
 
 /* The source pick_events chooses, and what it says of it. */
-int latmgr_events_open(struct latmgr *m, sd_event *e)
+int latmgr_events_open(struct latmgr *m, sd_event *e, const struct evsrc_callbacks *cb,
+		       sd_event_io_handler_t ready)
 {
 	struct events_pick pk;
 
-	pick_events(m->conf, m, e, &pk);
+	pick_events(m->conf, m, e, &(struct events_sink){ .cb = cb, .ready = ready }, &pk);
 	m->ev = pk.ev;
 	m->ev_src = pk.src;
 	snprintf(m->pc_state, sizeof(m->pc_state), "%s", pk.state);
@@ -194,4 +201,30 @@ const char *latmgr_events_source(const struct latmgr *m)
 bool latmgr_walks_unprivileged(struct latmgr *m)
 {
 	return !m->ev || evsrc_walks_unprivileged(m->ev);
+}
+
+/* Rounded down to whole ticks, as the kernel rounds. */
+uint64_t latmgr_boot_ticks(uint64_t ns)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+
+	return hz > 0 ? ns / (NSEC_PER_SEC / (uint64_t)hz) : 0;
+}
+
+/*
+ * Events have CLOCK_MONOTONIC; start times count CLOCK_BOOTTIME, which runs on through
+ * suspend. 0 also when the clocks cannot be read.
+ */
+uint64_t latmgr_mono_ticks(uint64_t ns)
+{
+	struct timespec mono, boot;
+	long hz = sysconf(_SC_CLK_TCK);
+	uint64_t off;
+
+	if (!ns || hz <= 0 || clock_gettime(CLOCK_MONOTONIC, &mono) < 0 ||
+	    clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
+		return 0;
+	off = ((uint64_t)boot.tv_sec - (uint64_t)mono.tv_sec) * NSEC_PER_SEC +
+	      (uint64_t)boot.tv_nsec - (uint64_t)mono.tv_nsec;
+	return (ns + off) / (NSEC_PER_SEC / (uint64_t)hz);
 }

@@ -491,7 +491,8 @@ static void put_cgroup(FILE *f, const struct latact *la, const struct lat_entry 
 	if (!la->cls.on)
 		put(f, "knob_cgroup", "without effect: no class cgroups: %s", classes_off_why(la));
 	else if (e->cg != LAT_CG_OURS)
-		put(f, "knob_cgroup", "left where it is, \"%s\": %s", e->cg_left, lat_cg_why(e->cg));
+		put(f, "knob_cgroup", "left where it is, \"%s\": %s", e->cg_left,
+		    lat_cg_why(e->cg));
 	else if ((!e->set.cgroup[0] || strcmp(e->set.cgroup, e->prev.cgroup) == 0) &&
 		 lat_class_gains(e->value, e->left & LAT_K_NICE ? cur->nice : e->prev.nice,
 				 la->cls.root_shares))
@@ -541,7 +542,8 @@ static void put_notes(FILE *f, const struct latmgr *m, const struct lat_state *c
 {
 	if (rt)
 		put(f, "note_realtime", "it runs %s: real-time tasks run before all others, so "
-		    "nice, slice and weight do not count while it does", latact_policy_name(cur->policy));
+		    "nice, slice and weight do not count while it does",
+		    latact_policy_name(cur->policy));
 	if (m->la->o.autogroup && strcmp(cur->cgroup, "/") == 0)
 		put(f, "note_autogroup", "autogroup is on and it is in the root cpu cgroup: its nice "
 		    "counts only among the tasks of its session");

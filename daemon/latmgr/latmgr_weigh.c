@@ -5,6 +5,7 @@
  */
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "latmgr/latmgr_int.h"
@@ -75,6 +76,6 @@ void latmgr_weigh(struct latmgr *m, const struct snapshot *s, bool splits, const
 		count(m, s, &in);
 	plan_init(&pl);
 	if (latweigh_decide(&in, &m->weigh, &pl) > 0)
-		latact_apply_plan(m->la, &pl, NULL);
+		free(latmgr_apply(m, &pl));
 	plan_fini(&pl);
 }

@@ -12,10 +12,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* A task's comm as the kernel keeps it (TASK_COMM_LEN), its NUL included. */
+#define SNAP_COMM_LEN 16
+
 /* ---- latency-nice values ---- */
 #define LAT_MIN (-20)
 #define LAT_MAX 19
 #define LAT_NONE 127 /* "not managed": no value set */
+/* The longest cgroup path a target, a rule or the journal holds, its NUL included. */
+#define LAT_PATH_MAX 256
 
 /*
  * A request for a latency-nice value: whom, as of when, what, and as whose. The

@@ -12,6 +12,7 @@
 #include "rqbalance.h"
 #include "util/cpumask.h"
 #include "util/util.h"
+#include "testonly.h"
 
 void plan_init(struct plan *p)
 {

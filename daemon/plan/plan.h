@@ -95,7 +95,6 @@ void plan_finish(struct plan *p);
  * blanks too.
  */
 void plan_format(const struct plan_action *a, char *buf, size_t len);
-void plan_dump(const struct plan *p, FILE *out);
 const char *plan_op_name(enum plan_op op);
 /* Whether op is one of the PLAN_LAT_* actions. */
 bool plan_op_is_latency(enum plan_op op);

@@ -163,7 +163,6 @@ int spread_decide(const struct snapshot *s, const struct spread_conf *c, struct 
  * failed: not because the task is gone (keep_together counts those failures).
  */
 void spread_forget(struct spread_state *st, pid_t tid, uint64_t start_time, bool failed);
-const struct spread_pin *spread_find_pin(const struct spread_state *st, pid_t tid, uint64_t start_time);
 
 /*
  * The CPUs fast_cores keeps latency work on: the CCD the part's amd_x3d_mode prefers,

@@ -16,6 +16,7 @@
 #include "util/cpumask.h"
 #include "util/sorted.h"
 #include "util/util.h"
+#include "testonly.h"
 
 /* ---- the policy's memory: pins and recent moves, sorted by tid ---- */
 

@@ -35,6 +35,7 @@
 #include "util/cpumask.h"
 #include "util/log.h"
 #include "util/util.h"
+#include "testonly.h"
 
 /* The perf period: half a tick, within these bounds. */
 #define PERIOD_MIN_NS (1 * NSEC_PER_MSEC)

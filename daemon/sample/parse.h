@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "snapshot/snap.h"
+#include "model/model.h"
 
 /* A kernel thread's bit in a stat line's flags (PF_KTHREAD, include/linux/sched.h). */
 #define PARSE_PF_KTHREAD 0x00200000u

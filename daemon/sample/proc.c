@@ -22,6 +22,7 @@
 #include "sample/sampler.h"
 #include "util/log.h"
 #include "util/util.h"
+#include "testonly.h"
 
 /* An early walk (more running than followed) comes at most this often: ~17 ms each. */
 #define EARLY_WALK_GAP_NS NSEC_PER_SEC

@@ -85,7 +85,6 @@ struct bpf_stats {
 	uint64_t torn;          /* CPU reads that raced a write twice: last good one used */
 	uint64_t walks;         /* full task walks through the iterator */
 };
-void sampler_bpf_stats(const struct sampler *sm, struct bpf_stats *ret);
 /*
  * keep_pairs on or off, where the sampler can see who wakes whom (its pairs operation):
  * true if it now names partners. False for a sampler that cannot, and where the bpf
@@ -151,6 +150,5 @@ struct proc_stats {
 	uint64_t stat_reads;    /* per-task stat reads in ticks */
 	unsigned tracked;       /* tasks being followed now */
 };
-void sampler_proc_stats(const struct sampler *sm, struct proc_stats *ret);
 
 #endif

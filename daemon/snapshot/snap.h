@@ -14,7 +14,6 @@
 
 #include "model/model.h"
 
-#define SNAP_COMM_LEN 16
 #define SNAP_TASK_KTHREAD 0x1u /* a kernel thread: never touched */
 /* Used no CPU time since the last sample: caught runnable for an instant, not load to move. */
 #define SNAP_TASK_NO_CPU 0x2u

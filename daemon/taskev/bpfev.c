@@ -23,6 +23,7 @@
 #include "taskev/bpf/rqevents.bpf.h"
 #include "taskev/bpfev.h"
 #include "util/log.h"
+#include "testonly.h"
 
 _Static_assert(RQE_FORK == EVSRC_FORK && RQE_EXEC == EVSRC_EXEC && RQE_EXIT == EVSRC_EXIT,
 	       "bpf/rqevents.bpf.h and evsrc.h disagree");

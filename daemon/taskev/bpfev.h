@@ -42,8 +42,6 @@ int bpfev_fd(const struct bpfev *ev);
 int bpfev_dispatch(struct bpfev *ev);
 /* Whether the last bpfev_dispatch read the ring buffer empty. */
 bool bpfev_empty(const struct bpfev *ev);
-/* overflows counts the dispatches that found drops; dropped, the events lost. */
-void bpfev_counters(const struct bpfev *ev, struct evsrc_counters *ret, uint64_t *ret_dropped);
 /*
  * Walks every process (thread group leaders, no kernel threads) with the task
  * iterator: *ret (malloc'd, sorted by tgid) and *ret_n. 0 or -errno.

@@ -20,6 +20,7 @@
 #include "rqbalance.h"
 #include "taskev/procconn.h"
 #include "util/util.h"
+#include "testonly.h"
 
 /* Only delays overflow under a fork storm, but covers the bursts of a busy build. */
 #define PROCCONN_RCVBUF_BYTES (4 << 20)

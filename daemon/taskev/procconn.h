@@ -44,7 +44,5 @@ int procconn_dispatch(struct procconn *pc);
  */
 bool procconn_empty(const struct procconn *pc);
 
-/* overflows: times the socket overflowed; ignored: other connector messages (acks...). */
-void procconn_counters(const struct procconn *pc, struct evsrc_counters *ret);
 
 #endif

@@ -94,6 +94,18 @@ ssize_t util_read_file_at(int dirfd, const char *path, char *buf, size_t len)
 	return (ssize_t)n;
 }
 
+int latact_read_u64(const char *path, uint64_t *ret)
+{
+	char buf[64], *end;
+	ssize_t r = util_read_file(path, buf, sizeof(buf));
+
+	if (r < 0)
+		return (int)r;
+	errno = 0;
+	*ret = strtoull(buf, &end, 10);
+	return errno || end == buf ? -EINVAL : 0;
+}
+
 void util_read_line(const char *dir, const char *name, char *buf, size_t len)
 {
 	char path[PATH_MAX];

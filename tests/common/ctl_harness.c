@@ -1,5 +1,6 @@
 /* The ctl harness (ctl_harness.h): a fake system and a daemon in memory. */
 #include "ctl_harness.h"
+#include "testonly.h"
 #include "plan/plan.h"
 
 char ctlh_tmp[PATH_MAX], ctlh_proc_root[PATH_MAX], ctlh_cg_mount[PATH_MAX];

@@ -37,6 +37,7 @@
 #include "ctl/ctl_bus.h"
 #include "fuzz.h"
 #include "policy/latency.h"
+#include "testonly.h"
 
 #define MAX_CALLS 32
 

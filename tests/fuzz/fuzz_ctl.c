@@ -24,6 +24,7 @@
 #include "ctl_proto.h"
 #include "fuzz.h"
 #include "policy/latency.h"
+#include "testonly.h"
 
 static const char *const keys[] = { "pid", "tid", "self", "cgroup", "value",
 				    "errno", "message", "tasks", "source", "" };
@@ -47,7 +48,8 @@ static void kv(const struct ctl_msg *m)
 				/* The whole value: no NUL cut it short. */
 				FUZZ_CHECK(strlen(v) < sizes[s]);
 				FUZZ_CHECK(!strchr(v, '\n'));
-				if (strcmp(keys[k], "value") == 0 && lat_parse(v, &value, &why) == 0)
+				if (strcmp(keys[k], "value") == 0 &&
+				    lat_parse(v, &value, &why) == 0)
 					FUZZ_CHECK(value >= LAT_MIN && value <= LAT_MAX);
 			}
 			free(v);

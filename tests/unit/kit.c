@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "kit.h"
+#include "testonly.h"
 
 __attribute__((weak)) const struct kit_group kit_group = { .name = "tests" };
 

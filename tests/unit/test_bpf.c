@@ -24,6 +24,7 @@
 #include "rqbalance.h"
 #include "sample/sampler.h"
 #include "util/util.h"
+#include "testonly.h"
 
 #define TICK_NS (100 * NSEC_PER_MSEC)
 /*

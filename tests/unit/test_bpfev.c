@@ -24,6 +24,7 @@
 #include "taskev/bpfev.h"
 #include "kit.h"
 #include "util/util.h"
+#include "testonly.h"
 
 #define MAX_SEEN 64
 #define MAX_ATTEMPTS 10

@@ -10,6 +10,7 @@
 #include "rqbalance.h"
 #include "kit.h"
 #include "util/log.h"
+#include "testonly.h"
 
 #define SHIPPED_CONF "conf/rqbalance.conf"
 

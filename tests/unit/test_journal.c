@@ -11,6 +11,7 @@
 #include "rqbalance.h"
 #include "kit.h"
 #include "util/log.h"
+#include "testonly.h"
 
 struct fixture {
 	char root[64];          /* the mkdtemp directory */

@@ -25,6 +25,7 @@
 #include "sample/sampler.h"
 #include "util/log.h"
 #include "util/util.h"
+#include "testonly.h"
 
 /* ---- parse_stat ---- */
 

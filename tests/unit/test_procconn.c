@@ -27,6 +27,7 @@
 #include "kit.h"
 #include "util/log.h"
 #include "util/util.h"
+#include "testonly.h"
 
 #define MAX_SEEN 64
 #define MAX_ATTEMPTS 10

@@ -3,6 +3,7 @@
 
 #include "diag/rqlat.h"
 #include "kit.h"
+#include "testonly.h"
 
 /* floor(log2(µs)) the slow way, 0 below 2 µs, capped at the last bucket (25). */
 static unsigned slow_bucket(uint64_t ns)

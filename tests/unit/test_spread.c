@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "spread_fx.h"
+#include "testonly.h"
 
 static const char *const T2 = "package:1 l3cache:2 core:1 pu:1";           /* 2 LLCs x 1 CPU */
 static const char *const T64 = "package:2 l3cache:4 core:4 pu:2";          /* 8 LLCs x 8 */
