@@ -8,8 +8,9 @@
  * (place_fast_cpus), and tasks with a positive value listed there are pinned to the
  * others while a latency task lives (ran in the last APART_IDLE_NS). Soft pins, given
  * back: a latency task's when it sleeps or exits (as latency_apart's) or when more
- * latency tasks are busy (listed runnable, having used CPU, this tick or the last,
- * keep_together's test) than the fast CPUs have cores: such a game loses when squeezed
+ * latency tasks are busy (listed runnable, having used CPU, at a tick of the last
+ * min_residency_ms, or running since: place_kit.c) than the fast CPUs have cores:
+ * such a game loses when squeezed
  * onto them (GameMode's pinning of a whole game to one CCD, its issue 453), so then
  * none is held there until they fit for min_residency_ms; a batch task's when no
  * latency task lives, or when batch work outnumbers the other CPUs while a fast CPU is
@@ -93,13 +94,21 @@ static int cores_in(const struct topo *tp, const cpu_set_t *set)
 struct fast_seen {
 	cpu_set_t fast, rest;   /* the fast CPUs, the other online ones */
 	int live;               /* latency tasks that ran in the last APART_IDLE_NS */
-	int busy;               /* of them, listed runnable with CPU this tick or the last */
+	int busy;               /* of them, listed runnable with CPU within min_residency_ms */
 };
 
+/*
+ * Busy counts a latency task listed runnable with CPU at any tick of the last
+ * min_residency_ms (at least this tick or the last), not at one: a tick samples an
+ * instant, and a frame loop's workers, a few ms of each frame side by side, are caught
+ * at once seldom while apart, but every tick once held on too few cores, one after the
+ * other. A count of one instant thus flips with the rule's own pins (fitting while
+ * apart, crowded while held); over the window each busy worker counts wherever it runs.
+ */
 static void fast_look(const struct spread_tick *tk, struct fast_seen *w)
 {
 	const struct spread_state *st = tk->st;
-	uint64_t now = tk->s->now_ns;
+	uint64_t now = tk->s->now_ns, window = tk->c->min_residency_ms * NSEC_PER_MSEC;
 
 	w->live = w->busy = 0;
 	for (size_t i = 0; i < st->nlats; i++) {
@@ -108,14 +117,16 @@ static void fast_look(const struct spread_tick *tk, struct fast_seen *w)
 		if (l->llc < 0 || now - l->seen_ns >= APART_IDLE_NS)
 			continue;
 		w->live++;
-		w->busy += l->busy_ns && (l->busy_ns == now || l->busy_ns >= st->place_prev_ns);
+		w->busy += l->busy_ns && (l->busy_ns == now || l->busy_ns >= st->place_prev_ns ||
+					  now - l->busy_ns < window);
 	}
 }
 
 /*
- * Crowded: more busy latency tasks than fast cores, at once (the game loses now);
- * fitting again counts after min_residency_ms. Short: batch work outnumbers the other
- * CPUs while a fast CPU is idle, settled as latency_apart's.
+ * Crowded: more busy latency tasks than fast cores (the game loses now); fitting
+ * again counts after min_residency_ms, so a crowded verdict lasts until no more tasks
+ * than cores were busy for two windows running. Short: batch work outnumbers the
+ * other CPUs while a fast CPU is idle, settled as latency_apart's.
  */
 static void fast_states(const struct spread_tick *tk, const struct fast_seen *w)
 {

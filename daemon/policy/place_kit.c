@@ -27,6 +27,26 @@ struct place_lat *place_kit_find_lat(struct spread_state *st, pid_t tid, uint64_
 }
 
 /*
+ * A task seen busy stays busy while it runs again within min_residency_ms (listed, or
+ * its CPU time grown, latseen.c): a sample of instants sees a frame loop's workers
+ * runnable every tick when they share a CPU, one after the other, but seldom or never
+ * when each has one, though they work as much (fast_cores would else find them fitting
+ * one core once apart, and crowded once held there).
+ */
+static void keep_busy(const struct spread_tick *tk)
+{
+	uint64_t now = tk->s->now_ns, window = tk->c->min_residency_ms * NSEC_PER_MSEC;
+	struct spread_state *st = tk->st;
+
+	for (size_t i = 0; i < st->nlats; i++) {
+		struct place_lat *l = &st->lats[i];
+
+		if (l->seen_ns == now && l->busy_ns && now - l->busy_ns < window)
+			l->busy_ns = now;
+	}
+}
+
+/*
  * The latency tasks the snapshot names, each with where it last ran and when, kept
  * from the last tick: both lists are sorted by tid, so a merge. 0 or -ENOMEM.
  */
@@ -82,6 +102,7 @@ int place_kit_update_lats(const struct spread_tick *tk)
 			l->seen_ns = s->now_ns;
 		}
 	}
+	keep_busy(tk);
 	return 0;
 }
 

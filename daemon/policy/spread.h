@@ -64,7 +64,8 @@ struct place_lat {
 	uint64_t start_time;
 	int llc;                 /* -1 until it is seen runnable */
 	uint64_t seen_ns;
-	uint64_t busy_ns;        /* the last tick it was listed runnable, having used CPU; 0 */
+	uint64_t busy_ns;        /* the last tick it was listed runnable, having used CPU
+				    (or ran again within min_residency_ms of such a tick); 0 */
 };
 
 /* A task moved recently: not moved again before min_residency. */

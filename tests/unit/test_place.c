@@ -342,6 +342,7 @@ KIT_TEST(apart_gives_back_when_short)
 #define ULTRA KIT_DATA("topo-hybrid-lp.xml")      /* P 0-11, E 12-19, low-power E 20-21 */
 #define X7950 KIT_DATA("topo-7950x3d.xml")        /* V-cache CCD 0-7,16-23; other 8-15,24-31 */
 #define X9950 KIT_DATA("topo-9950x3d.xml")
+#define P1E1 KIT_DATA("topo-hybrid-1p1e.xml")     /* one P-core, CPU 0; one E-core, CPU 1 */
 
 static struct fx *fast_fx(const char *xml)
 {
@@ -551,6 +552,67 @@ KIT_TEST(fast_ccd_kept_from_spread)
 	d = tick(f, 100);
 	assert_null(strstr(d, "why=overload"));
 	assert_null(strstr(tick(f, 200), "why=overload"));
+	fx_free(f);
+}
+
+/* Whether task tid (start time as add's) holds a pin. */
+static bool pinned(const struct fx *f, pid_t tid)
+{
+	for (size_t i = 0; i < f->st.npins; i++)
+		if (f->st.pins[i].tid == tid && f->st.pins[i].start_time == 1000 + (uint64_t)tid)
+			return true;
+	return false;
+}
+
+/*
+ * bench/frames' game on one fast core (issue 53), as the daemon's recording of it
+ * showed: a render thread and two workers at -10, the workers running a few ms of
+ * each frame side by side. Held on the one fast core they run one after the other and
+ * are listed runnable every tick; apart, each on a CPU of its own, they are caught
+ * runnable one tick in five at most, for an instant, yet run every tick (latseen). The
+ * work does not fit one core wherever it runs: over 200 ticks the rule tries once,
+ * then leaves them apart, instead of pinning them and giving them back as crowded in
+ * a cycle. Then one worker sleeps: the other fits, and is held for good.
+ */
+KIT_TEST(fast_frame_loop_kept_apart)
+{
+	struct fx *f = fast_fx(P1E1);
+	int pins = 0, unpins = 0;
+
+	for (int k = 0; k < 240; k++) {
+		const char *d;
+
+		if (k == 200) {
+			assert_int_equal(pins, 2);
+			assert_int_equal(unpins, 2);
+			pins = unpins = 0;
+		}
+
+		snap_reset(f->s);
+		assert_int_equal(snap_add_lat(f->s, 500, 1500, -10), 0);
+		assert_int_equal(snap_lat_ran(f->s, 500, 1500, 0), 0);
+		for (int w = 0; w < 2; w++) {
+			pid_t tid = 501 + w;
+
+			if (k >= 200 && w == 1) {
+				assert_int_equal(snap_add_lat(f->s, tid, 1000 + tid, -10), 0);
+			} else if (pinned(f, tid)) {
+				lat(f, tid, 0);
+			} else {
+				if (k % 5 == 2 * w)
+					lat(f, tid, 1 - w)->flags |= SNAP_TASK_NO_CPU;
+				else
+					assert_int_equal(snap_add_lat(f->s, tid, 1000 + tid, -10), 0);
+				assert_int_equal(snap_lat_ran(f->s, tid, 1000 + tid, 1 - w), 0);
+			}
+		}
+		d = tick(f, 100 + 100 * (uint64_t)k);
+		pins += count_ops(d, "pin ");
+		unpins += count_ops(d, "unpin ");
+	}
+	assert_int_equal(pins, 1);
+	assert_int_equal(unpins, 0);
+	assert_true(pinned(f, 501));
 	fx_free(f);
 }
 
