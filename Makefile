@@ -22,7 +22,7 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 # The pipeline, in the order data walks it each tick.
 DAEMON_SRC = \
 	daemon/util/log.c daemon/util/util.c daemon/util/safedir.c daemon/util/safeopen.c daemon/util/timedread.c daemon/util/cpumask.c daemon/util/sorted.c daemon/conf/conf.c daemon/conf/conf_ruleset.c \
-	daemon/sample/parse.c daemon/sample/procfs.c daemon/sample/latseen.c daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
+	daemon/proc/parse.c daemon/proc/procfs.c daemon/sample/latseen.c daemon/sample/topo.c daemon/sample/proc.c daemon/sample/replay.c \
 	daemon/sample/sampler.c daemon/sample/bpf.c daemon/sample/bpfload.c \
 	daemon/taskev/ident.c daemon/taskev/evsrc.c daemon/taskev/procconn.c daemon/taskev/bpfev.c daemon/taskev/cgm.c \
 	daemon/diag/features.c daemon/diag/rqlat.c daemon/diag/peers.c \

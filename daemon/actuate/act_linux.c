@@ -31,7 +31,7 @@
 #include "actuate/cgsd.h"
 #include "actuate/journal.h"
 #include "rqbalance.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "util/cpumask.h"
 #include "util/log.h"
 #include "util/schedattr.h"

@@ -15,8 +15,8 @@
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
 #include "policy/latweigh.h"
-#include "sample/parse.h"
-#include "sample/procfs.h"
+#include "proc/parse.h"
+#include "proc/procfs.h"
 #include "util/log.h"
 #include "util/util.h"
 

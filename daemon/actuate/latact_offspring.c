@@ -15,7 +15,7 @@
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
 #include "actuate/latknob.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "util/log.h"
 #include "util/util.h"
 

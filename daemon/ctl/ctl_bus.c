@@ -20,7 +20,7 @@
 #include "ctl/ctl_bus.h"
 #include "ctl/ctl_req.h"
 #include "latmgr/latmgr_door.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "util/log.h"
 #include "util/util.h"
 

@@ -22,7 +22,7 @@
 
 #include "ctl/ctl_peer.h"
 #include "rqbalance.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "util/log.h"
 #include "util/safeopen.h"
 #include "util/util.h"

@@ -12,7 +12,7 @@
 
 #include <time.h>
 
-#include "sample/parse.h"
+#include "proc/parse.h"
 
 struct ctl_peer {
 	uint64_t start_time;  /* /proc/PID/stat field 22, clock ticks after boot */

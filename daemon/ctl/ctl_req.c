@@ -21,7 +21,7 @@
 #include "ctl/ctl_req.h"
 #include "diag/peers.h"
 #include "latmgr/latmgr_door.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "util/log.h"
 #include "util/schedattr.h"
 #include "util/util.h"

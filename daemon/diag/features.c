@@ -22,7 +22,7 @@
 
 #include "diag/features.h"
 #include "rqbalance.h"
-#include "sample/parse.h"
+#include "proc/parse.h"
 #include "util/log.h"
 #include "util/schedattr.h"
 

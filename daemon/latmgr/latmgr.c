@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "latmgr/latmgr_int.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "taskev/ident.h"
 #include "util/log.h"
 #include "util/sorted.h"

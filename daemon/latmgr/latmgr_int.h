@@ -62,7 +62,7 @@ int latmgr_refill_threads(struct latmgr *m, const struct latmgr_proc *p,
 
 /* ---- latmgr_plan.c: what the policy reads, and its plans to the actuator ---- */
 
-/* Start time and kernel-thread flag of a task (sample/procfs); -ESRCH when it is gone. */
+/* Start time and kernel-thread flag of a task (proc/procfs); -ESRCH when it is gone. */
 int latmgr_task_info(const struct latmgr *m, pid_t tid, uint64_t *ret_start, bool *ret_kthread);
 /* Task tid (of tgid) as it is now, with the value rqbalance gave it. */
 void latmgr_read_task(const struct latmgr *m, pid_t tid, pid_t tgid, struct latpol_task *ret);

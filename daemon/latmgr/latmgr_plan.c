@@ -1,6 +1,6 @@
 /*
  * Latency management, between the policy and the actuator: reads what the latency
- * policy decides on (tasks through sample/procfs, the actuator's entries, the manager's
+ * policy decides on (tasks through proc/procfs, the actuator's entries, the manager's
  * records) and hands the policy's plans to the actuator. It decides nothing itself.
  */
 #include <dirent.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "latmgr/latmgr_int.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "util/util.h"
 
 /*

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "latmgr/latmgr_int.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "util/sorted.h"
 #include "util/util.h"
 

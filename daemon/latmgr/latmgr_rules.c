@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "latmgr/latmgr_int.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "util/log.h"
 #include "util/util.h"
 

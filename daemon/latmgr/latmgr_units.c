@@ -18,7 +18,7 @@
 
 #include "actuate/cgsd.h"
 #include "latmgr/latmgr_int.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "taskev/cgm.h"
 #include "util/log.h"
 #include "util/util.h"

@@ -19,7 +19,7 @@
 #include "latmgr/latmgr.h"
 #include "model/stats.h"
 #include "policy/rules.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "taskev/ident.h"
 #include "util/schedattr.h"
 #include "util/util.h"

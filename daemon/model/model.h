@@ -176,7 +176,7 @@ struct proc_ident {
 	const char *exe;      /* readlink /proc/PID/exe; "" for kernel threads, when gone, or
 			       * when the path does not lead here to the file it runs */
 	const char *cmdline;  /* argv joined by single spaces */
-	const char *cgroup;   /* the cgroup path, as parse_cgroup picks it (sample/parse.h) */
+	const char *cgroup;   /* the cgroup path, as parse_cgroup picks it (proc/parse.h) */
 };
 
 #endif

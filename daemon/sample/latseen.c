@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "sample/latseen.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "util/util.h"
 
 void latseen_init(struct latseen *ls)

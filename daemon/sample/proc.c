@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "rqbalance.h"
-#include "sample/parse.h"
-#include "sample/procfs.h"
+#include "proc/parse.h"
+#include "proc/procfs.h"
 #include "sample/sampler.h"
 #include "util/log.h"
 #include "util/util.h"

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "rqbalance.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "sample/sampler.h"
 #include "util/log.h"
 #include "util/sorted.h"

@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "sample/latseen.h"
-#include "sample/parse.h"
+#include "proc/parse.h"
 #include "snapshot/snap.h"
 
 struct sampler;

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "rqbalance.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "taskev/cgm.h"
 #include "util/util.h"
 

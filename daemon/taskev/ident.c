@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "rqbalance.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "taskev/ident.h"
 #include "util/log.h"
 #include "util/timedread.h"

@@ -16,7 +16,7 @@
 
 #include "fuzz.h"
 #include "rqbalance.h"
-#include "sample/parse.h"
+#include "proc/parse.h"
 #include "sample/sampler.h"
 #include "taskev/ident.h"
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "rqbalance.h"
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "taskev/cgm.h"
 #include "taskev/ident.h"
 #include "kit.h"

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "diag/features.h"
-#include "sample/parse.h"
+#include "proc/parse.h"
 #include "kit.h"
 #include "util/schedattr.h"
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "sample/parse.h"
+#include "proc/parse.h"
 
 /*
  * Task tid's stat: PROC_ROOT/TGID/task/TID/stat when tgid > 0 (a tid that has left

@@ -1,5 +1,5 @@
 /*
- * Sample stage, its pure parsers: the text of /proc/TID/stat, /proc/TID/status's ids,
+ * /proc's home (proc/), its pure parsers: the text of /proc/TID/stat, /proc/TID/status's ids,
  * /proc/stat, /proc/PID/cgroup, /proc/mounts and /proc/PID/mountinfo into plain
  * values. Text in, values out: no I/O, no clock, no logging, so any stage that has
  * read such a file may parse it here.
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "rqbalance.h"
-#include "sample/parse.h"
+#include "proc/parse.h"
 
 int parse_stat(const char *buf, struct parse_stat_line *ret)
 {

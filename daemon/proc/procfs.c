@@ -1,5 +1,5 @@
 /*
- * sample/: the shared reader of a task's stat, status and cgroup files (see procfs.h). It never
+ * proc/: the shared reader of a task's stat, status and cgroup files (see procfs.h). It never
  * writes, and never reads a file that a user other than the kernel can have written.
  */
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sample/procfs.h"
+#include "proc/procfs.h"
 #include "util/util.h"
 
 /* A task directory that is gone reads as ENOENT, or as ESRCH half-way through exit. */

@@ -1,7 +1,7 @@
 /*
- * Pure parsers of the kernel's text files (parse.c): sample/ reads the files, and any
- * stage that has read one (the actuators, the ctl peer check) parses it with these
- * rather than reaching into a sampler.
+ * Pure parsers of the kernel's text files (parse.c): procfs.c and the samplers read
+ * the files, and any stage that has read one (the actuators, the ctl peer check)
+ * parses it with these rather than reaching into a sampler.
  */
 #ifndef RQB_PARSE_H
 #define RQB_PARSE_H
