@@ -196,23 +196,18 @@ uint64_t act_boot_ticks(void)
 static void threads_since(pid_t tgid, uint64_t since,
 			  void (*fn)(void *ctx, pid_t tid, pid_t tgid, uint64_t start), void *ctx)
 {
-	char path[PATH_MAX];
-	struct dirent *de;
-	DIR *d;
+	struct procfs_threads it;
+	pid_t tid;
 
-	if (util_proc_path(path, sizeof(path), NULL, "%d/task", (int)tgid) < 0)
+	if (procfs_threads_open(NULL, tgid, &it) < 0)
 		return;
-	d = opendir(path);
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		pid_t tid = (pid_t)atoi(de->d_name);
+	while ((tid = procfs_threads_next(&it)) > 0) {
 		uint64_t start;
 
-		if (tid > 0 && read_start_time(tid, &start) == 0 && start >= since)
+		if (read_start_time(tid, &start) == 0 && start >= since)
 			fn(ctx, tid, tgid, start);
 	}
-	closedir(d);
+	procfs_threads_close(&it);
 }
 
 /* A process started since the change, for linux_offspring: its parent, and if it descends. */

@@ -231,21 +231,17 @@ static void give_process(struct walk *w, pid_t pid, const struct lat_entry *rec)
 	bool sched = !sched_same(&rec->set, &rec->prev), elsewhere = false;
 	pid_t *in = NULL;
 	size_t nin = 0, cap = 0, counted = 0;
-	char path[PATH_MAX];
-	struct dirent *de;
-	DIR *d;
+	struct procfs_threads it;
+	pid_t tid;
 
-	snprintf(path, sizeof(path), "%s/%d/task", la->proc_root, (int)pid);
-	d = opendir(path);
-	if (!d)
+	if (procfs_threads_open(la->proc_root, pid, &it) < 0)
 		return;
-	while ((de = readdir(d))) {
-		pid_t tid = (pid_t)atoi(de->d_name);
+	while ((tid = procfs_threads_next(&it)) > 0) {
 		bool in_cls, given = false;
 		struct lat_state cur;
 		pid_t *arr;
 
-		if (tid <= 0 || latact_read(la, tid, &cur) < 0)
+		if (latact_read(la, tid, &cur) < 0)
 			continue;
 		in_cls = cls && strcmp(cur.cgroup, rec->set.cgroup) == 0;
 		/* A value someone gave it since the grant (the daemon runs) is theirs. */
@@ -265,7 +261,7 @@ static void give_process(struct walk *w, pid_t pid, const struct lat_entry *rec)
 			counted += given;
 		}
 	}
-	closedir(d);
+	procfs_threads_close(&it);
 	if (nin && !elsewhere && give_process_cgroup(w, rec, pid) == 0) {
 		w->given += (unsigned)(nin - counted);
 		la->cnt.restored += nin;

@@ -4,7 +4,6 @@
  * ctl_req.h; the limits are in ctl_req_lim.c). It reads /proc and the cpu hierarchy,
  * never waits on a caller, and writes only through the latency manager.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -205,11 +204,11 @@ static int look_target(struct ctl_env *x, const struct ctl_caller *k, struct lat
 }
 
 /* Task tid's real and effective uids, from its status. 0 or -ESRCH. */
-static int task_uids(const char *proc_root, pid_t tgid, pid_t tid, unsigned *ruid, unsigned *euid)
+static int task_uids(const char *proc_root, pid_t tid, unsigned *ruid, unsigned *euid)
 {
 	const unsigned both = PARSE_STATUS_RUID | PARSE_STATUS_EUID;
 	struct parse_status s;
-	int r = procfs_status(proc_root, tgid, tid, &s);
+	int r = procfs_status(proc_root, 0, tid, &s);
 
 	if (r < 0 || ((unsigned)r & both) != both)
 		return -ESRCH;
@@ -240,16 +239,19 @@ static int task_owner(const char *proc_root, pid_t pid, unsigned *ruid, unsigned
 }
 
 /*
- * A task target's threads, with their facts, for the permission rule, and their tids,
- * which travel with the request to the latency manager (lat_target.tids): the
- * threads judged are the threads set, and /proc/PID/task is walked once.
+ * A task target's threads, with their facts, for the permission rule, and what was
+ * read of them, which travels with the request to the latency manager and the
+ * actuator (lat_target.threads): the threads judged are the threads set, each is
+ * read once, /proc/PID/task is walked once, and the start time the write pins is the
+ * one read with the uids judged.
  */
 struct perm_threads {
 	struct ctl_perm_thread *th;
 	size_t n, cap;
-	pid_t *tid;
+	struct lat_thread *tid;
 	size_t ntid, tcap;
 	unsigned bound;       /* the threads a caller who is not an admin may name; 0: any */
+	struct procfs_thread target; /* the target itself (t->pid), read by task_facts */
 };
 
 /*
@@ -257,18 +259,20 @@ struct perm_threads {
  * set, or LAT_NONE for a reset, which gives back what it had before rqbalance. A knob
  * someone else changed since rqbalance set it is theirs and stays as it is.
  */
-static int thread_fact(struct ctl_env *x, pid_t tid, int want, struct ctl_perm_thread *ret)
+static int thread_fact(struct ctl_env *x, const struct lat_thread *th, int want,
+		       struct ctl_perm_thread *ret)
 {
 	struct rqb_sched_attr a;
-	int r = rqb_sched_getattr(tid, &a);
+	int r = rqb_sched_getattr(th->tid, &a);
 
 	if (r < 0)
 		return r;
 	ret->nice = a.sched_nice;
 	ret->idle = a.sched_policy == SCHED_IDLE;
-	latmgr_would_leave(x->lm, tid, want, &a, &ret->want_nice, &ret->want_idle);
+	latmgr_would_leave(x->lm, th->tid, th->start_time, want, &a, &ret->want_nice,
+			   &ret->want_idle);
 	/* A favour the caller was granted is not its own to build on. */
-	latmgr_ungranted(x->lm, tid, &ret->nice, &ret->idle);
+	latmgr_ungranted(x->lm, th->tid, th->start_time, &ret->nice, &ret->idle);
 	return 0;
 }
 
@@ -278,31 +282,35 @@ static int thread_fact(struct ctl_env *x, pid_t tid, int want, struct ctl_perm_t
  * setpriority(2) on that thread would be refused), its nice and policy now and after.
  * 0, -ESRCH when it is gone, or -ENOMEM.
  */
-static int add_thread(struct ctl_env *x, const struct ctl_caller *k, pid_t tgid, pid_t tid,
-		      int want, struct perm_threads *pt, struct ctl_perm_facts *f)
+static int add_thread(struct ctl_env *x, const struct ctl_caller *k, const struct lat_target *t,
+		      pid_t tid, int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
+	struct procfs_thread read;
 	struct ctl_perm_thread *a;
-	unsigned ruid, euid;
-	pid_t *at;
+	struct lat_thread *at;
 
-	if (task_uids(latmgr_proc_root(x->lm), tgid, tid, &ruid, &euid) < 0)
+	/* The target itself was read between its two start times (task_facts). */
+	if (tid == t->pid)
+		read = pt->target;
+	else if (procfs_thread(latmgr_proc_root(x->lm), t->tgid, tid, &read) < 0)
 		return -ESRCH;
-	if (ruid != k->uid && euid != k->uid) {
-		f->target_ruid = ruid;
-		f->target_euid = euid;
+	if (read.ruid != k->uid && read.euid != k->uid) {
+		f->target_ruid = read.ruid;
+		f->target_euid = read.euid;
 	}
 	at = util_grow(pt->tid, &pt->tcap, pt->ntid, sizeof(*at));
 	if (!at)
 		return -ENOMEM;
 	pt->tid = at;
-	pt->tid[pt->ntid++] = tid;
+	pt->tid[pt->ntid++] = (struct lat_thread){ .tid = tid, .start_time = read.start_time,
+						   .kthread = read.kthread };
 	if (f->owner_only)
 		return 0; /* no value: nothing to judge but the owner */
 	a = util_grow(pt->th, &pt->cap, pt->n, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
 	pt->th = a;
-	if (thread_fact(x, tid, want, &pt->th[pt->n]) < 0)
+	if (thread_fact(x, &pt->tid[pt->ntid - 1], want, &pt->th[pt->n]) < 0)
 		return -ESRCH;
 	pt->n++;
 	return 0;
@@ -316,30 +324,25 @@ static int add_thread(struct ctl_env *x, const struct ctl_caller *k, pid_t tgid,
 static int threads_facts(struct ctl_env *x, const struct ctl_caller *k, const struct lat_target *t,
 			 int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
-	char path[PATH_MAX];
-	struct dirent *de;
+	struct procfs_threads it;
 	unsigned seen = 0;
-	DIR *dir;
+	pid_t tid;
 	int r = 0;
 
 	if (t->kind == LAT_T_THREAD)
-		return add_thread(x, k, t->tgid, t->pid, want, pt, f);
-	snprintf(path, sizeof(path), "%s/%d/task", latmgr_proc_root(x->lm), (int)t->pid);
-	dir = opendir(path);
-	if (!dir)
+		return add_thread(x, k, t, t->pid, want, pt, f);
+	if (procfs_threads_open(latmgr_proc_root(x->lm), t->pid, &it) < 0)
 		return -ESRCH;
-	while (r >= 0 && (de = readdir(dir))) {
-		if (de->d_name[0] == '.')
-			continue;
+	while (r >= 0 && (tid = procfs_threads_next(&it)) > 0) {
 		if (pt->bound && ++seen > pt->bound) {
 			r = -E2BIG;
 			break;
 		}
-		r = add_thread(x, k, t->pid, (pid_t)atoi(de->d_name), want, pt, f);
+		r = add_thread(x, k, t, tid, want, pt, f);
 		if (r == -ESRCH)
 			r = 0; /* it exited meanwhile */
 	}
-	closedir(dir);
+	procfs_threads_close(&it);
 	return r < 0 ? r : pt->n || f->owner_only ? 0 : -ESRCH;
 }
 
@@ -354,14 +357,20 @@ static int task_facts(struct ctl_env *x, const struct ctl_caller *k, struct lat_
 	const char *root = latmgr_proc_root(x->lm);
 	unsigned ruid, euid, nthreads;
 	uint64_t before = 0, after = 0;
+	struct parse_stat_line l;
 	struct rlimit rl;
 	int r;
 
-	if (procfs_start_time(root, t->pid, &before) < 0 ||
-	    (t->start_time && before != t->start_time))
+	/* Under its own task directory: PID/stat sums every thread's CPU times. */
+	if (procfs_stat(root, t->pid, t->pid, &l) < 0 ||
+	    (t->start_time && l.start_time != t->start_time))
 		return -ESRCH;
+	before = l.start_time;
 	if (task_owner(root, t->pid, &ruid, &euid, &nthreads) < 0)
 		return -ESRCH;
+	pt->target = (struct procfs_thread){ .start_time = before,
+					     .kthread = (l.flags & PARSE_PF_KTHREAD) != 0,
+					     .ruid = ruid, .euid = euid };
 	/* Refused before a thread is read; the walk stops at the bound all the same. */
 	if (t->kind == LAT_T_PROCESS && pt->bound && nthreads > pt->bound)
 		return -E2BIG;
@@ -435,9 +444,9 @@ static int permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_t
 		r = ctl_perm_check(&f, why);
 	}
 	free(pt.th);
-	if (r == 0 && t->kind == LAT_T_PROCESS && !t->tids) {
-		t->tids = pt.tid;
-		t->ntids = pt.ntid;
+	if (r == 0 && t->kind == LAT_T_PROCESS && !t->threads) {
+		t->threads = pt.tid;
+		t->nthreads = pt.ntid;
 	} else {
 		free(pt.tid);
 	}
@@ -521,8 +530,8 @@ static int do_game(struct ctl_env *x, const struct ctl_caller *k, const struct c
 	r = latmgr_game(x->lm, k->share, q->conn,
 			&(struct lat_req){ .tid = q->t.pid, .tgid = q->t.pid,
 					   .start_time = q->t.start_time, .value = x->conf->lat_game,
-					   .source = source, .trusted = trusted, .tids = q->t.tids,
-					   .ntids = q->t.ntids },
+					   .source = source, .trusted = trusted,
+					   .threads = q->t.threads, .nthreads = q->t.nthreads },
 			&a->value, &a->why);
 	if (r == 0 && a->value == LAT_NONE)
 		a->value = 0;
@@ -563,8 +572,8 @@ static int do_foreground(struct ctl_env *x, const struct ctl_caller *k, const st
 			      &(struct lat_req){ .tid = q->t.pid, .tgid = q->t.pid,
 						 .start_time = q->t.start_time,
 						 .value = x->conf->lat_foreground, .source = source,
-						 .trusted = trusted, .tids = q->t.tids,
-						 .ntids = q->t.ntids },
+						 .trusted = trusted, .threads = q->t.threads,
+						 .nthreads = q->t.nthreads },
 			      &a->value, &a->why);
 	if (r == 0 && !q->t.pid)
 		a->value = 0; /* nothing in front */
@@ -587,7 +596,7 @@ static bool owns(struct ctl_env *x, const struct ctl_caller *k, const struct lat
 
 		return latmgr_cgroup_owner(x->lm, t->path, &owner) == 0 && owner == k->uid;
 	}
-	return task_uids(latmgr_proc_root(x->lm), 0, t->pid, &ruid, &euid) == 0 &&
+	return task_uids(latmgr_proc_root(x->lm), t->pid, &ruid, &euid) == 0 &&
 	       (ruid == k->uid || euid == k->uid);
 }
 
@@ -709,8 +718,8 @@ int ctl_req_run(struct ctl_env *x, const struct ctl_caller *k, struct ctl_reques
 	}
 out:
 	log_outcome(x, k, q, ret, r);
-	free(q->t.tids);
-	q->t.tids = NULL;
-	q->t.ntids = 0;
+	free(q->t.threads);
+	q->t.threads = NULL;
+	q->t.nthreads = 0;
 	return r;
 }

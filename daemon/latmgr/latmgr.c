@@ -92,8 +92,8 @@ int latmgr_set(struct latmgr *m, const struct lat_target *t, int value, const ch
 	bool proc = t->kind == LAT_T_PROCESS;
 	struct lat_req rq = { .tid = t->pid, .tgid = proc ? t->pid : 0,
 			      .start_time = t->start_time, .value = value, .source = source,
-			      .trusted = proc && trusted, .tids = proc ? t->tids : NULL,
-			      .ntids = proc ? t->ntids : 0 };
+			      .trusted = proc && trusted, .threads = proc ? t->threads : NULL,
+			      .nthreads = proc ? t->nthreads : 0 };
 	struct latact_result *res;
 	uint64_t start = 0;
 	struct plan pl;

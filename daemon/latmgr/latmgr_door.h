@@ -27,12 +27,13 @@ struct lat_target {
 	char path[LAT_PATH_MAX];  /* LAT_T_CGROUP */
 	/*
 	 * LAT_T_PROCESS, once judged (ctl_req_run, which frees it): the threads the
-	 * permission was judged on, which a set gives the value to without walking
-	 * /proc/PID/task again (a thread made since follows by its fork event). NULL:
-	 * whichever threads the process has now.
+	 * permission was judged on, with their start times as read then, which a set
+	 * gives the value to without reading them or walking /proc/PID/task again (a
+	 * thread made since follows by its fork event). NULL: whichever threads the
+	 * process has now.
 	 */
-	pid_t *tids;
-	size_t ntids;
+	struct lat_thread *threads;
+	size_t nthreads;
 };
 
 /*
@@ -142,20 +143,23 @@ char *latmgr_list(const struct latmgr *m, latmgr_visible_fn visible, void *ctx, 
 int latmgr_explain(struct latmgr *m, const struct lat_target *t, bool detail,
 		   latmgr_visible_fn visible, void *ctx, char **ret);
 /*
- * What a request would leave thread tid, which holds now, for the permission rule: its
- * nice and whether SCHED_IDLE, as the actuator's own decide step (latact_decide_knobs)
- * has them: with want a value, what that value maps to; with LAT_NONE (a reset), what
- * it had before rqbalance; a knob someone else changed since rqbalance set it stays.
+ * What a request would leave thread tid (started at start_time), which holds now, for
+ * the permission rule: its nice and whether SCHED_IDLE, as the actuator's own decide
+ * step (latact_decide_knobs) has them: with want a value, what that value maps to;
+ * with LAT_NONE (a reset), what it had before rqbalance; a knob someone else changed
+ * since rqbalance set it stays.
  */
-void latmgr_would_leave(const struct latmgr *m, pid_t tid, int want,
+void latmgr_would_leave(const struct latmgr *m, pid_t tid, uint64_t start_time, int want,
 			const struct rqb_sched_attr *now, int *ret_nice, bool *ret_idle);
 /*
- * What thread tid would have without a temporary grant (latmgr_proc.grant) it holds:
- * its nice and idle policy before rqbalance, where they are still what the grant
- * wrote, for the permission rule, which judges a caller's change against what the
- * caller could reach without the favour. Left as they are otherwise.
+ * What thread tid (started at start_time) would have without a temporary grant
+ * (latmgr_proc.grant) it holds: its nice and idle policy before rqbalance, where they
+ * are still what the grant wrote, for the permission rule, which judges a caller's
+ * change against what the caller could reach without the favour. Left as they are
+ * otherwise.
  */
-void latmgr_ungranted(const struct latmgr *m, pid_t tid, int *nice, bool *idle);
+void latmgr_ungranted(const struct latmgr *m, pid_t tid, uint64_t start_time, int *nice,
+		      bool *idle);
 /*
  * Who may write cgroup path's weight: the owner of its weight file, or root where it
  * has none (a cgroup2 group with no cpu controller: only systemd can give it one).

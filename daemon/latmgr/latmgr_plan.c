@@ -3,7 +3,6 @@
  * policy decides on (tasks through proc/procfs, the actuator's entries, the manager's
  * records) and hands the policy's plans to the actuator. It decides nothing itself.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -86,18 +85,43 @@ static void read_member(const struct latmgr *m, const struct lat_req *rq, pid_t 
 }
 
 /*
+ * Thread th of process rq->tgid as the request's judge read it (lat_req.threads): not
+ * read again, so that the start time the actuator pins is the one judged.
+ */
+static void judged_member(const struct latmgr *m, const struct lat_req *rq,
+			  const struct lat_thread *th, struct latpol_task *ret)
+{
+	const struct lat_entry *e = latact_find(m->la, th->tid);
+
+	*ret = (struct latpol_task){ .tid = th->tid, .tgid = rq->tgid,
+				     .start_time = th->start_time, .kthread = th->kthread,
+				     .value = e ? e->value : LAT_NONE,
+				     .source = e ? e->source : "" };
+}
+
+/* The process's first thread among those judged, else read now. */
+static void read_lead(const struct latmgr *m, const struct lat_req *rq, struct latpol_task *ret)
+{
+	for (size_t i = 0; rq->threads && i < rq->nthreads; i++)
+		if (rq->threads[i].tid == rq->tgid) {
+			judged_member(m, rq, &rq->threads[i], ret);
+			return;
+		}
+	latmgr_read_task(m, rq->tgid, rq->tgid, ret);
+}
+
+/*
  * Process rq->tgid and its threads (those that exit meanwhile left out, those that
- * have its value as read_member says); *ret_t to free.
+ * have its value as read_member says), as judged where the request carries them;
+ * *ret_t to free.
  */
 static void read_proc(const struct latmgr *m, const struct lat_req *rq, struct latpol_proc *ret,
 		      struct latpol_task **ret_t)
 {
 	struct latpol_task *t = NULL, *arr;
-	pid_t tgid = rq->tgid;
+	struct procfs_threads it = { 0 };
+	pid_t tgid = rq->tgid, tid;
 	size_t n = 0, cap = 0;
-	char path[PATH_MAX];
-	struct dirent *de;
-	DIR *d;
 
 	*ret = (struct latpol_proc){ 0 };
 	/*
@@ -121,29 +145,24 @@ static void read_proc(const struct latmgr *m, const struct lat_req *rq, struct l
 		*ret_t = t;
 		return;
 	}
-	latmgr_read_task(m, tgid, tgid, &ret->lead);
-	/* The threads a request was judged on, read by the judge's one walk. */
-	for (size_t i = 0; rq->tids && i < rq->ntids; i++) {
+	read_lead(m, rq, &ret->lead);
+	/* The threads a request was judged on, read once by the judge's one walk. */
+	for (size_t i = 0; rq->threads && i < rq->nthreads; i++) {
 		if (!(arr = util_grow(t, &cap, n, sizeof(*t))))
 			continue;
 		t = arr;
-		read_member(m, rq, rq->tids[i], &t[n]);
-		n += !t[n].gone;
+		judged_member(m, rq, &rq->threads[i], &t[n++]);
 	}
-	snprintf(path, sizeof(path), "%s/%d/task", m->proc_root, (int)tgid);
-	d = rq->tids ? NULL : opendir(path);
-	ret->no_threads = !rq->tids && !d;
-	while (d && (de = readdir(d))) {
-		pid_t tid = (pid_t)atoi(de->d_name);
-
-		if (tid <= 0 || !(arr = util_grow(t, &cap, n, sizeof(*t))))
+	ret->no_threads = !rq->threads && procfs_threads_open(m->proc_root, tgid, &it) < 0;
+	while (!rq->threads && !ret->no_threads && (tid = procfs_threads_next(&it)) > 0) {
+		if (!(arr = util_grow(t, &cap, n, sizeof(*t))))
 			continue;
 		t = arr;
 		read_member(m, rq, tid, &t[n]);
 		n += !t[n].gone;
 	}
-	if (d)
-		closedir(d);
+	if (!rq->threads && !ret->no_threads)
+		procfs_threads_close(&it);
 	ret->t = t;
 	ret->nt = n;
 	*ret_t = t;

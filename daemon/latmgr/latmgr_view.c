@@ -179,27 +179,30 @@ int latmgr_get(const struct latmgr *m, const struct lat_target *t, char *out, si
 
 /* ---- what a request would leave, for the permission rule ---- */
 
-void latmgr_would_leave(const struct latmgr *m, pid_t tid, int want,
+void latmgr_would_leave(const struct latmgr *m, pid_t tid, uint64_t start_time, int want,
 			const struct rqb_sched_attr *now, int *ret_nice, bool *ret_idle)
 {
+	const struct lat_entry *old = latact_find(m->la, tid);
 	struct lat_state cur, after;
 
+	/* An entry of a task that had the number before is dropped by the write too. */
+	if (old && old->task.start_time != start_time)
+		old = NULL;
 	latknob_init(&cur);
 	latknob_from_attr(m->la, now, &cur);
-	latact_decide_knobs(m->la, want, latact_find(m->la, tid), &cur, &after);
+	latact_decide_knobs(m->la, want, old, &cur, &after);
 	*ret_nice = after.nice;
 	*ret_idle = after.policy == SCHED_IDLE;
 }
 
-void latmgr_ungranted(const struct latmgr *m, pid_t tid, int *nice, bool *idle)
+void latmgr_ungranted(const struct latmgr *m, pid_t tid, uint64_t start_time, int *nice,
+		      bool *idle)
 {
 	const struct lat_entry *e = latmgr_entry(m, tid);
 	const struct latmgr_proc *p = e ? latmgr_find_process(m, e->tgid, LATMGR_START_NOW) : NULL;
-	uint64_t start;
 
-	/* The entry of the thread that has the number now, not of one that exited. */
-	if (!p || !p->grant || procfs_start_time(m->proc_root, tid, &start) < 0 ||
-	    start != e->task.start_time)
+	/* The entry of the thread judged, not of one that had its number before. */
+	if (!p || !p->grant || start_time != e->task.start_time)
 		return;
 	if (!(e->left & LAT_K_NICE) && *nice == e->set.nice)
 		*nice = e->prev.nice;

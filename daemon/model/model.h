@@ -23,6 +23,16 @@
 #define LAT_PATH_MAX 256
 
 /*
+ * A thread as a request's judge read it, once (ctl_req): its facts travel with the
+ * request to the manager and the actuator, so that the task acted on is the one judged.
+ */
+struct lat_thread {
+	pid_t tid;
+	uint64_t start_time;    /* clock ticks after boot, read with its uids */
+	bool kthread;
+};
+
+/*
  * A request for a latency-nice value: whom, as of when, what, and as whose. The
  * manager takes one from ctl, D-Bus and the rules; the policy turns it into plan
  * actions (latpol); the actuator carries out one task's (latact_task). A function
@@ -44,9 +54,9 @@ struct lat_req {
 				   says: its one thread is the whole of it (latmgr_decide_threads) */
 	bool no_inherit;        /* the value is not handed down to the processes the task
 				   makes (a rule's inherit = no): SCHED_FLAG_RESET_ON_FORK */
-	const pid_t *tids;      /* a process's threads as judged (lat_target.tids); NULL: read
-				   /proc/TGID/task */
-	size_t ntids;
+	const struct lat_thread *threads; /* a process's threads as judged, with what was
+				   read of them (lat_target.threads); NULL: read /proc/TGID/task */
+	size_t nthreads;
 };
 
 /* ---- the machine (sample/topo.c loads it) ---- */

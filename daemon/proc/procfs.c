@@ -2,7 +2,9 @@
  * proc/: the shared reader of a task's stat, status and cgroup files (see procfs.h). It never
  * writes, and never reads a file that a user other than the kernel can have written.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -171,5 +173,68 @@ int procfs_rss_kb(const char *proc_root, pid_t tgid, uint64_t *ret)
 	if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
 		return -EIO;
 	*ret = resident * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+	return 0;
+}
+
+int procfs_threads_open(const char *proc_root, pid_t tgid, struct procfs_threads *ret)
+{
+	char path[PATH_MAX];
+	DIR *d;
+
+	if (util_proc_path(path, sizeof(path), proc_root, "%d/task", (int)tgid) < 0)
+		return -EINVAL;
+	d = opendir(path);
+	if (!d)
+		return gone_or(-errno);
+	ret->dir = d;
+	return 0;
+}
+
+pid_t procfs_threads_next(struct procfs_threads *it)
+{
+	struct dirent *de;
+
+	while (it->dir && (de = readdir(it->dir))) {
+		long tid = strtol(de->d_name, NULL, 10);
+
+		if (tid > 0 && tid <= INT_MAX)
+			return (pid_t)tid;
+	}
+	return 0;
+}
+
+void procfs_threads_close(struct procfs_threads *it)
+{
+	if (it->dir)
+		closedir(it->dir);
+	it->dir = NULL;
+}
+
+int procfs_thread(const char *proc_root, pid_t tgid, pid_t tid, struct procfs_thread *ret)
+{
+	const unsigned both = PARSE_STATUS_RUID | PARSE_STATUS_EUID;
+	char path[PATH_MAX], buf[4096];
+	struct parse_stat_line l;
+	struct parse_status st;
+	int dfd, r;
+
+	r = task_path(path, sizeof(path), proc_root, tgid, tid, "");
+	if (r < 0)
+		return r;
+	dfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return gone_or(-errno);
+	r = stat_from(util_read_file_at(dfd, "stat", buf, sizeof(buf)), buf, &l);
+	if (r == 0) {
+		ssize_t n = util_read_file_at(dfd, "status", buf, sizeof(buf));
+
+		r = n <= 0 ? gone_or(n) : (parse_status(buf, &st) & both) == both ? 0 : -ESRCH;
+	}
+	close(dfd);
+	if (r < 0)
+		return r;
+	*ret = (struct procfs_thread){ .start_time = l.start_time,
+				       .kthread = (l.flags & PARSE_PF_KTHREAD) != 0,
+				       .ruid = st.ruid, .euid = st.euid };
 	return 0;
 }

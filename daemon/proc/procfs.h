@@ -1,12 +1,15 @@
 /*
  * The one reader of a task's own /proc files that every stage shares (procfs.c): a
  * sampler, the latency manager, the actuators and the ctl peer check read a task's
- * stat, cgroup and ids (its status's) here, and parse them with parse.c. It
- * reads and parses; it decides nothing.
+ * stat, cgroup and ids (its status's) here, and parse them with parse.c, and walk a
+ * process's threads with its one thread iterator. It reads and parses; it decides
+ * nothing.
  */
 #ifndef RQB_PROCFS_H
 #define RQB_PROCFS_H
 
+#include <dirent.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -69,4 +72,31 @@ int procfs_run_ns(const char *proc_root, pid_t tgid, pid_t tid, uint64_t *ret);
  * of keep_together. 0, -ESRCH when it is gone, or -errno.
  */
 int procfs_rss_kb(const char *proc_root, pid_t tgid, uint64_t *ret);
+
+/*
+ * One walk of process tgid's threads, PROC_ROOT/TGID/task, in the kernel's order: every
+ * stage that walks a process's threads walks them here.
+ */
+struct procfs_threads {
+	DIR *dir;
+};
+/* 0, or -ESRCH when the process is gone, or another -errno. */
+int procfs_threads_open(const char *proc_root, pid_t tgid, struct procfs_threads *ret);
+/* The next thread's tid, or 0 at the end of the walk. */
+pid_t procfs_threads_next(struct procfs_threads *it);
+void procfs_threads_close(struct procfs_threads *it);
+
+/* What a request reads of one thread (procfs_thread). */
+struct procfs_thread {
+	uint64_t start_time;    /* clock ticks after boot */
+	bool kthread;           /* PF_KTHREAD */
+	uid_t ruid, euid;       /* from its status */
+};
+/*
+ * Thread tid of process tgid: its stat and its status, both read through one open
+ * directory of that thread, so that both are of one task even if tid is taken again
+ * meanwhile (the directory stays the old task's and then reads as gone). 0, -ESRCH
+ * when it is gone (or is not tgid's), or another -errno.
+ */
+int procfs_thread(const char *proc_root, pid_t tgid, pid_t tid, struct procfs_thread *ret);
 #endif

@@ -416,6 +416,33 @@ KIT_TEST(test_status)
 	assert_int_equal(procfs_status("/nonexistent", 0, getpid(), &s), -ESRCH);
 }
 
+/* The thread iterator and one thread's facts, from this process's real /proc. */
+KIT_TEST(test_threads)
+{
+	struct procfs_thread th;
+	struct procfs_threads it;
+	uint64_t start;
+	pid_t tid;
+	int n = 0;
+
+	assert_int_equal(procfs_threads_open("", getpid(), &it), 0);
+	while ((tid = procfs_threads_next(&it)) > 0) {
+		assert_int_equal(tid, getpid()); /* one thread: this one */
+		n++;
+	}
+	procfs_threads_close(&it);
+	assert_int_equal(n, 1);
+	assert_int_equal(procfs_threads_open("/nonexistent", getpid(), &it), -ESRCH);
+	assert_int_equal(procfs_thread("", getpid(), getpid(), &th), 0);
+	assert_int_equal(procfs_start_time("", getpid(), &start), 0);
+	assert_true(th.start_time == start);
+	assert_false(th.kthread);
+	assert_int_equal(th.ruid, getuid());
+	assert_int_equal(th.euid, geteuid());
+	/* A thread of another process is not found under this one's task directory. */
+	assert_int_equal(procfs_thread("", getpid(), getppid(), &th), -ESRCH);
+}
+
 /* One line's text, for what the ctl peer check reads (Uid, Gid, Cap*, NSpid). */
 KIT_TEST(test_status_field)
 {
