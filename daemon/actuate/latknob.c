@@ -179,7 +179,7 @@ const struct latknob latknob_table[] = {
 	{
 		.name = "policy", .bit = LAT_K_POLICY, .nf = 1,
 		.f = { { ST(policy), MP(policy), false, SCHED_OTHER, SCHED_OTHER } },
-		.gate = LATKNOB_ALWAYS, .perm = LATKNOB_PERM_LEAVE_IDLE,
+		.gate = LATKNOB_ALWAYS, .perm = LAT_PERM_LEAVE_IDLE,
 		.to_attr = policy_to_attr, .from_attr = policy_from_attr,
 		.fork_reset = policy_fork_reset, .text = policy_text, .want = policy_want,
 	},
@@ -187,7 +187,7 @@ const struct latknob latknob_table[] = {
 		.name = "nice", .bit = LAT_K_NICE, .nf = 1,
 		/* Every value sets its nice: no "leave". */
 		.f = { { ST(nice), MP(nice), false, INT64_MIN, 0 } },
-		.gate = LATKNOB_ALWAYS, .perm = LATKNOB_PERM_NICE_DOWN,
+		.gate = LATKNOB_ALWAYS, .perm = LAT_PERM_NICE_DOWN,
 		.to_attr = nice_to_attr, .from_attr = nice_from_attr,
 		.fork_reset = nice_fork_reset, .text = nice_text,
 	},
@@ -196,7 +196,7 @@ const struct latknob latknob_table[] = {
 		.f = { { ST(slice_ns), MP(slice_ns), true, 0, 0 } },
 		.gate = OPT(slices),
 		.missing = "this kernel takes no slice from sched_setattr (EEVDF slices: 6.12)",
-		.perm = LATKNOB_PERM_OWNER,
+		.perm = LAT_PERM_OWNER,
 		.to_attr = slice_to_attr, .from_attr = slice_from_attr,
 		.fork_reset = slice_fork_reset, .text = slice_text,
 	},
@@ -205,14 +205,14 @@ const struct latknob latknob_table[] = {
 		.f = { { ST(umin), MP(uclamp_min), false, -1, -1 },
 		       { ST(umax), MP(uclamp_max), false, -1, -1 } },
 		.gate = OPT(uclamp), .missing = "this kernel has no uclamp (CONFIG_UCLAMP_TASK)",
-		.perm = LATKNOB_PERM_OWNER,
+		.perm = LAT_PERM_OWNER,
 		.to_attr = uclamp_to_attr, .from_attr = uclamp_from_attr,
 		.fork_reset = uclamp_fork_reset, .text = uclamp_text,
 	},
 	{
 		.name = "reset_on_fork", .bit = LAT_K_RESET_ON_FORK, .nf = 1,
 		.f = { { ST(rof), MP(reset_on_fork), false, -1, 0 } },
-		.journal = "rof", .gate = LATKNOB_ALWAYS, .perm = LATKNOB_PERM_CLEAR,
+		.journal = "rof", .gate = LATKNOB_ALWAYS, .perm = LAT_PERM_CLEAR,
 		.to_attr = rof_to_attr, .from_attr = rof_from_attr,
 		.fork_reset = rof_fork_reset, .text = rof_text,
 	},
@@ -446,5 +446,36 @@ const char *latact_policy_name(int policy)
 	case SCHED_IDLE: return "idle";
 	case 6: return "deadline";
 	default: return "?";
+	}
+}
+
+int64_t latknob_perm_measure(unsigned row, const struct lat_state *s)
+{
+	const struct latknob *k = &latknob_table[row];
+	int64_t v = field_get(&k->f[0], s, k->f[0].state);
+
+	switch (k->perm) {
+	case LAT_PERM_LEAVE_IDLE:
+		return v == SCHED_IDLE;
+	case LAT_PERM_CLEAR:
+		return v > 0;
+	default:
+		return v;
+	}
+}
+
+void latknob_perm(const struct lat_state *now, const struct lat_state *after,
+		  struct lat_perm_thread *ret)
+{
+	ret->n = 0;
+	for (unsigned i = 0; i < latknob_n && ret->n < LAT_PERM_KNOBS; i++) {
+		const struct latknob *k = &latknob_table[i];
+
+		if (k->perm == LAT_PERM_OWNER)
+			continue;
+		ret->k[ret->n++] = (struct lat_perm_knob){ .name = k->name, .row = i,
+							   .rule = k->perm,
+							   .now = latknob_perm_measure(i, now),
+							   .after = latknob_perm_measure(i, after) };
 	}
 }

@@ -15,14 +15,6 @@
 #include "actuate/latact.h"
 #include "util/schedattr.h"
 
-/* What the kernel asks of a caller without CAP_SYS_NICE who changes a knob on its own task. */
-enum latknob_perm {
-	LATKNOB_PERM_OWNER = 0, /* nothing more: user_check_sched_setscheduler() passes */
-	LATKNOB_PERM_NICE_DOWN, /* lowering it: RLIMIT_NICE (can_nice()) */
-	LATKNOB_PERM_LEAVE_IDLE,/* leaving SCHED_IDLE: an RLIMIT_NICE that covers its nice */
-	LATKNOB_PERM_CLEAR,     /* clearing it once set (sched_reset_on_fork) */
-};
-
 /* One field of a knob: an int or a uint64_t at these offsets. */
 struct latknob_field {
 	size_t state;    /* offsetof(struct lat_state, …) */
@@ -52,7 +44,7 @@ struct latknob {
 	/* The latact_opts flag (offsetof) the kernel must have, or LATKNOB_ALWAYS. */
 	size_t gate;
 	const char *missing;    /* why it does nothing without that feature (explain) */
-	enum latknob_perm perm;
+	enum lat_perm perm;     /* what the kernel asks of a caller who changes it (model.h) */
 	/* The kernel's sched_attr for it, both ways; s's fields as they are read. */
 	void (*to_attr)(const struct latact *la, const struct lat_state *s,
 			struct rqb_sched_attr *a);
@@ -100,5 +92,10 @@ int latknob_parse(char **save, struct lat_state *s);
 int latknob_parse_keyed(const char *tok, struct lat_state *prev, struct lat_state *set);
 /* A policy's name: "other", "batch", "idle", "fifo", "rr", "deadline". */
 const char *latact_policy_name(int policy);
+/* Knob row's value in s as its permission rule measures it (struct lat_perm_thread). */
+int64_t latknob_perm_measure(unsigned row, const struct lat_state *s);
+/* The knobs a rule other than the owner's covers, measured now and after, into *ret. */
+void latknob_perm(const struct lat_state *now, const struct lat_state *after,
+		  struct lat_perm_thread *ret);
 
 #endif

@@ -16,8 +16,9 @@
  * test; uclamp_validate() only checks the range (0 to 1024) and min <= max. What the
  * task then gets is bounded by the kernel itself: the sysctls sched_util_clamp_min and
  * sched_util_clamp_max, and its cgroup's cpu.uclamp.min and .max (uclamp_eff_value()).
- * So the owner check below covers the clamps; the nice and SCHED_IDLE checks are what
- * the kernel adds.
+ * So the owner check below covers the clamps; the nice, SCHED_IDLE and
+ * SCHED_RESET_ON_FORK checks are what the kernel adds. Which knob each applies to is
+ * its row's rule in the knob table (latknob.c); this file only says what each rule asks.
  */
 
 /* Whether the kernel lets an owner without CAP_SYS_NICE take nice to want (can_nice()). */
@@ -26,18 +27,55 @@ static bool nice_ok(int nice, int want, long rlim_nice)
 	return want >= nice || want >= 20 - rlim_nice;
 }
 
-static int thread_check(const struct ctl_perm_thread *t, long rlim_nice, const char **ret_why)
+/* The thread's nice now, which LAT_PERM_LEAVE_IDLE measures RLIMIT_NICE against. */
+static int64_t nice_now(const struct lat_perm_thread *t)
 {
-	if (!nice_ok(t->nice, t->want_nice, rlim_nice)) {
-		*ret_why = "permission denied: a thread's nice would go below what it has now, which "
-			   "needs CAP_SYS_NICE (or RLIMIT_NICE)";
-		return -EPERM;
+	for (unsigned i = 0; i < t->n; i++)
+		if (t->k[i].rule == LAT_PERM_NICE_DOWN)
+			return t->k[i].now;
+	return 0;
+}
+
+/* Whether the kernel lets an owner without CAP_SYS_NICE take knob k as the request would. */
+static bool knob_ok(const struct lat_perm_knob *k, int64_t nice, long rlim_nice)
+{
+	switch (k->rule) {
+	case LAT_PERM_NICE_DOWN:
+		return nice_ok((int)k->now, (int)k->after, rlim_nice);
+	case LAT_PERM_LEAVE_IDLE:
+		return !k->now || k->after || nice >= 20 - rlim_nice;
+	case LAT_PERM_CLEAR:
+		return !k->now || k->after;
+	default:
+		return true;
 	}
-	if (t->idle && !t->want_idle && t->nice < 20 - rlim_nice) {
-		*ret_why = "permission denied: a thread would leave SCHED_IDLE, which needs "
-			   "CAP_SYS_NICE (or an RLIMIT_NICE that covers its nice)";
-		return -EPERM;
-	}
+}
+
+/* A rule's refusal, in the order the kernel tests them (nice, then policy, then flags). */
+static const struct {
+	enum lat_perm rule;
+	const char *why;
+} refusals[] = {
+	{ LAT_PERM_NICE_DOWN, "permission denied: a thread's nice would go below what it has "
+			      "now, which needs CAP_SYS_NICE (or RLIMIT_NICE)" },
+	{ LAT_PERM_LEAVE_IDLE, "permission denied: a thread would leave SCHED_IDLE, which needs "
+			       "CAP_SYS_NICE (or an RLIMIT_NICE that covers its nice)" },
+	{ LAT_PERM_CLEAR, "permission denied: a thread's flag would be cleared "
+			  "(SCHED_RESET_ON_FORK), which needs CAP_SYS_NICE" },
+};
+
+/* Each knob of the thread by its rule (the knob table's row): 0 or -EPERM. */
+static int thread_check(const struct lat_perm_thread *t, long rlim_nice, const char **ret_why)
+{
+	int64_t nice = nice_now(t);
+
+	for (size_t r = 0; r < sizeof(refusals) / sizeof(refusals[0]); r++)
+		for (unsigned i = 0; i < t->n; i++)
+			if (t->k[i].rule == refusals[r].rule &&
+			    !knob_ok(&t->k[i], nice, rlim_nice)) {
+				*ret_why = refusals[r].why;
+				return -EPERM;
+			}
 	return 0;
 }
 

@@ -11,18 +11,7 @@
 #include <sys/types.h>
 
 #include "ctl/ctl_peer.h"
-
-/*
- * One thread of a task target, as the kernel holds it now and as the request would
- * leave it: the kernel judges setpriority(2) and sched_setattr(2) thread by thread.
- */
-struct ctl_perm_thread {
-	int nice;            /* its nice now */
-	bool idle;           /* SCHED_IDLE now */
-	int want_nice;       /* its nice after the request (a set: the value's; a reset:
-				what it had before rqbalance) */
-	bool want_idle;      /* SCHED_IDLE after it */
-};
+#include "model/model.h"
 
 struct ctl_perm_facts {
 	bool admin;          /* root, or a member of ctl_group */
@@ -33,7 +22,13 @@ struct ctl_perm_facts {
 	uid_t target_euid;
 	long rlim_nice;      /* the target's RLIMIT_NICE soft limit (as setrlimit: 0…40) */
 	/* A task target: every thread, judged on the kernel's state. */
-	const struct ctl_perm_thread *th;
+	/*
+	 * Each thread of a task target, as the kernel holds it now and as the request
+	 * would leave it (a set: the value's; a reset: what it had before rqbalance): the
+	 * kernel judges setpriority(2) and sched_setattr(2) thread by thread, and each
+	 * knob by its row's rule in the knob table.
+	 */
+	const struct lat_perm_thread *th;
 	size_t nth;
 	/* A cgroup target (nth 0): its value now (0 for none) and the one asked for. */
 	int cur;
@@ -48,7 +43,9 @@ struct ctl_perm_facts {
  * - without CAP_SYS_NICE, as the kernel rules on each thread's nice and policy now
  *   (never on rqbalance's record of them): a thread's nice may only go up, except
  *   down to 20 - RLIMIT_NICE; a SCHED_IDLE thread may leave SCHED_IDLE only where
- *   its nice is within that bound; a cgroup's value likewise only up, or down to it.
+ *   its nice is within that bound; a flag the kernel lets only CAP_SYS_NICE clear
+ *   (SCHED_RESET_ON_FORK) is not cleared; a cgroup's value likewise only up, or down
+ *   to the bound.
  */
 int ctl_perm_check(const struct ctl_perm_facts *f, const char **ret_why);
 

@@ -246,7 +246,7 @@ static int task_owner(const char *proc_root, pid_t pid, unsigned *ruid, unsigned
  * one read with the uids judged.
  */
 struct perm_threads {
-	struct ctl_perm_thread *th;
+	struct lat_perm_thread *th;
 	size_t n, cap;
 	struct lat_thread *tid;
 	size_t ntid, tcap;
@@ -260,19 +260,16 @@ struct perm_threads {
  * someone else changed since rqbalance set it is theirs and stays as it is.
  */
 static int thread_fact(struct ctl_env *x, const struct lat_thread *th, int want,
-		       struct ctl_perm_thread *ret)
+		       struct lat_perm_thread *ret)
 {
 	struct rqb_sched_attr a;
 	int r = rqb_sched_getattr(th->tid, &a);
 
 	if (r < 0)
 		return r;
-	ret->nice = a.sched_nice;
-	ret->idle = a.sched_policy == SCHED_IDLE;
-	latmgr_would_leave(x->lm, th->tid, th->start_time, want, &a, &ret->want_nice,
-			   &ret->want_idle);
+	latmgr_would_leave(x->lm, th->tid, th->start_time, want, &a, ret);
 	/* A favour the caller was granted is not its own to build on. */
-	latmgr_ungranted(x->lm, th->tid, th->start_time, &ret->nice, &ret->idle);
+	latmgr_ungranted(x->lm, th->tid, th->start_time, ret);
 	return 0;
 }
 
@@ -286,7 +283,7 @@ static int add_thread(struct ctl_env *x, const struct ctl_caller *k, const struc
 		      pid_t tid, int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
 	struct procfs_thread read;
-	struct ctl_perm_thread *a;
+	struct lat_perm_thread *a;
 	struct lat_thread *at;
 
 	/* The target itself was read between its two start times (task_facts). */

@@ -144,22 +144,21 @@ int latmgr_explain(struct latmgr *m, const struct lat_target *t, bool detail,
 		   latmgr_visible_fn visible, void *ctx, char **ret);
 /*
  * What a request would leave thread tid (started at start_time), which holds now, for
- * the permission rule: its nice and whether SCHED_IDLE, as the actuator's own decide
- * step (latact_decide_knobs) has them: with want a value, what that value maps to;
- * with LAT_NONE (a reset), what it had before rqbalance; a knob someone else changed
- * since rqbalance set it stays.
+ * the permission rule: each knob a rule covers (the knob table's), now and after, as
+ * the actuator's own decide step (latact_decide_knobs) has them: with want a value,
+ * what that value maps to; with LAT_NONE (a reset), what it had before rqbalance; a
+ * knob someone else changed since rqbalance set it stays.
  */
 void latmgr_would_leave(const struct latmgr *m, pid_t tid, uint64_t start_time, int want,
-			const struct rqb_sched_attr *now, int *ret_nice, bool *ret_idle);
+			const struct rqb_sched_attr *now, struct lat_perm_thread *ret);
 /*
  * What thread tid (started at start_time) would have without a temporary grant
- * (latmgr_proc.grant) it holds: its nice and idle policy before rqbalance, where they
- * are still what the grant wrote, for the permission rule, which judges a caller's
- * change against what the caller could reach without the favour. Left as they are
- * otherwise.
+ * (latmgr_proc.grant) it holds: each knob's value before rqbalance where it is still
+ * what the grant wrote, for the permission rule, which judges a caller's change
+ * against what the caller could reach without the favour. Left as they are otherwise.
  */
-void latmgr_ungranted(const struct latmgr *m, pid_t tid, uint64_t start_time, int *nice,
-		      bool *idle);
+void latmgr_ungranted(const struct latmgr *m, pid_t tid, uint64_t start_time,
+		      struct lat_perm_thread *t);
 /*
  * Who may write cgroup path's weight: the owner of its weight file, or root where it
  * has none (a cgroup2 group with no cpu controller: only systemd can give it one).

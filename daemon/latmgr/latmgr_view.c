@@ -180,7 +180,7 @@ int latmgr_get(const struct latmgr *m, const struct lat_target *t, char *out, si
 /* ---- what a request would leave, for the permission rule ---- */
 
 void latmgr_would_leave(const struct latmgr *m, pid_t tid, uint64_t start_time, int want,
-			const struct rqb_sched_attr *now, int *ret_nice, bool *ret_idle)
+			const struct rqb_sched_attr *now, struct lat_perm_thread *ret)
 {
 	const struct lat_entry *old = latact_find(m->la, tid);
 	struct lat_state cur, after;
@@ -191,12 +191,11 @@ void latmgr_would_leave(const struct latmgr *m, pid_t tid, uint64_t start_time, 
 	latknob_init(&cur);
 	latknob_from_attr(m->la, now, &cur);
 	latact_decide_knobs(m->la, want, old, &cur, &after);
-	*ret_nice = after.nice;
-	*ret_idle = after.policy == SCHED_IDLE;
+	latknob_perm(&cur, &after, ret);
 }
 
-void latmgr_ungranted(const struct latmgr *m, pid_t tid, uint64_t start_time, int *nice,
-		      bool *idle)
+void latmgr_ungranted(const struct latmgr *m, pid_t tid, uint64_t start_time,
+		      struct lat_perm_thread *t)
 {
 	const struct lat_entry *e = latmgr_entry(m, tid);
 	const struct latmgr_proc *p = e ? latmgr_find_process(m, e->tgid, LATMGR_START_NOW) : NULL;
@@ -204,10 +203,13 @@ void latmgr_ungranted(const struct latmgr *m, pid_t tid, uint64_t start_time, in
 	/* The entry of the thread judged, not of one that had its number before. */
 	if (!p || !p->grant || start_time != e->task.start_time)
 		return;
-	if (!(e->left & LAT_K_NICE) && *nice == e->set.nice)
-		*nice = e->prev.nice;
-	if (!(e->left & LAT_K_POLICY) && *idle == (e->set.policy == SCHED_IDLE))
-		*idle = e->prev.policy == SCHED_IDLE;
+	for (unsigned i = 0; i < t->n; i++) {
+		struct lat_perm_knob *k = &t->k[i];
+
+		if (!(e->left & latknob_table[k->row].bit) &&
+		    k->now == latknob_perm_measure(k->row, &e->set))
+			k->now = latknob_perm_measure(k->row, &e->prev);
+	}
 }
 
 int latmgr_cgroup_owner(const struct latmgr *m, const char *path, uid_t *ret)

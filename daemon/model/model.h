@@ -23,6 +23,34 @@
 #define LAT_PATH_MAX 256
 
 /*
+ * What the kernel asks of a caller without CAP_SYS_NICE who changes a knob of its own
+ * task (user_check_sched_setscheduler(), can_nice()): each row of the knob table
+ * (actuate/latknob.c) names one, and the ctl permission rule judges each (ctl_perm.c).
+ */
+enum lat_perm {
+	LAT_PERM_OWNER = 0,     /* nothing more: owning the task is enough */
+	LAT_PERM_NICE_DOWN,     /* lowering it: RLIMIT_NICE (can_nice()) */
+	LAT_PERM_LEAVE_IDLE,    /* leaving SCHED_IDLE: an RLIMIT_NICE that covers its nice */
+	LAT_PERM_CLEAR,         /* clearing it once set (sched_reset_on_fork) */
+};
+
+#define LAT_PERM_KNOBS 8
+/*
+ * A thread's knobs that a rule other than LAT_PERM_OWNER covers, now and after a
+ * request, as the rule measures them (LAT_PERM_NICE_DOWN: the nice; LAT_PERM_LEAVE_IDLE:
+ * 1 for SCHED_IDLE; LAT_PERM_CLEAR: 1 for set), in the knob table's order.
+ */
+struct lat_perm_thread {
+	unsigned n;
+	struct lat_perm_knob {
+		const char *name;       /* the knob's, for the refusal */
+		unsigned row;           /* its row in the knob table */
+		enum lat_perm rule;
+		int64_t now, after;
+	} k[LAT_PERM_KNOBS];
+};
+
+/*
  * A thread as a request's judge read it, once (ctl_req): its facts travel with the
  * request to the manager and the actuator, so that the task acted on is the one judged.
  */

@@ -189,6 +189,20 @@ static struct rqb_sched_attr attr_of(int nice, int policy)
 					.sched_policy = (uint32_t)policy, .sched_nice = nice };
 }
 
+/* Its nice and whether SCHED_IDLE after the request, from the knobs a rule covers. */
+static void leave(struct ctlh *d, pid_t tid, int want, const struct rqb_sched_attr *a,
+		  int *ret_nice, bool *ret_idle)
+{
+	struct lat_perm_thread t;
+
+	latmgr_would_leave(&d->lm, tid, CTLH_START_TIME, want, a, &t);
+	for (unsigned i = 0; i < t.n; i++)
+		if (t.k[i].rule == LAT_PERM_NICE_DOWN)
+			*ret_nice = (int)t.k[i].after;
+		else if (t.k[i].rule == LAT_PERM_LEAVE_IDLE)
+			*ret_idle = t.k[i].after != 0;
+}
+
 /*
  * What a request would leave a thread, as the actuator's decide step has it: the
  * mapping's, what it had before, or its own where someone else changed a knob.
@@ -205,38 +219,38 @@ KIT_TEST_FX(would_leave, setup, ctlh_teardown)
 	assert_non_null(e);
 	lat_map(&d->lat.lc, -5, &k);
 	a = attr_of(3, SCHED_IDLE);
-	latmgr_would_leave(&d->lm, CTLH_PROC_B, CTLH_START_TIME, -5, &a, &nice, &idle);
+	leave(d, CTLH_PROC_B, -5, &a, &nice, &idle);
 	assert_int_equal(nice, k.nice);
 	assert_false(idle);
 	/* A reset: what it had before rqbalance; for a task with none, what it has. */
 	e->prev.nice = 4;
 	e->prev.policy = SCHED_IDLE;
 	a = attr_of(e->set.nice, e->set.policy);
-	latmgr_would_leave(&d->lm, CTLH_PROC_A, CTLH_START_TIME, LAT_NONE, &a, &nice, &idle);
+	leave(d, CTLH_PROC_A, LAT_NONE, &a, &nice, &idle);
 	assert_int_equal(nice, 4);
 	assert_true(idle);
 	a = attr_of(7, SCHED_IDLE);
-	latmgr_would_leave(&d->lm, CTLH_PROC_B, CTLH_START_TIME, LAT_NONE, &a, &nice, &idle);
+	leave(d, CTLH_PROC_B, LAT_NONE, &a, &nice, &idle);
 	assert_int_equal(nice, 7);
 	assert_true(idle);
 	/* A knob someone else changed stays as it is now. */
 	e->left = LAT_K_NICE;
 	a = attr_of(2, e->set.policy);
-	latmgr_would_leave(&d->lm, CTLH_PROC_A, CTLH_START_TIME, LAT_NONE, &a, &nice, &idle);
+	leave(d, CTLH_PROC_A, LAT_NONE, &a, &nice, &idle);
 	assert_int_equal(nice, 2);
 	assert_true(idle);
 	e->left = LAT_K_POLICY;
 	a = attr_of(e->set.nice, SCHED_BATCH);
-	latmgr_would_leave(&d->lm, CTLH_PROC_A, CTLH_START_TIME, -5, &a, &nice, &idle);
+	leave(d, CTLH_PROC_A, -5, &a, &nice, &idle);
 	assert_int_equal(nice, k.nice);
 	assert_false(idle);
 	/* Changed since, and not noted yet: the decide step finds it as a set would. */
 	e->left = 0;
 	a = attr_of(2, SCHED_IDLE);
-	latmgr_would_leave(&d->lm, CTLH_PROC_A, CTLH_START_TIME, -5, &a, &nice, &idle);
+	leave(d, CTLH_PROC_A, -5, &a, &nice, &idle);
 	assert_int_equal(nice, 2);
 	assert_true(idle);
-	latmgr_would_leave(&d->lm, CTLH_PROC_A, CTLH_START_TIME, LAT_NONE, &a, &nice, &idle);
+	leave(d, CTLH_PROC_A, LAT_NONE, &a, &nice, &idle);
 	assert_int_equal(nice, 2);
 	assert_true(idle);
 }

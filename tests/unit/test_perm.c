@@ -14,8 +14,23 @@
 #include "ctl/ctl_perm.h"
 #include "kit.h"
 
+/*
+ * A thread at nice now asked for nice after: its two knobs a rule covers, as the knob
+ * table has them (policy, measured as SCHED_IDLE or not, then nice).
+ */
+static struct lat_perm_thread thread_of(int now, int after)
+{
+	return (struct lat_perm_thread){
+		.n = 2,
+		.k = { { .name = "policy", .rule = LAT_PERM_LEAVE_IDLE },
+		       { .name = "nice", .rule = LAT_PERM_NICE_DOWN, .now = now, .after = after } },
+	};
+}
+#define TH_IDLE(t) ((t).k[0])
+#define TH_NICE(t) ((t).k[1])
+
 /* The thread of user()'s facts: one each, as each test builds one set of facts. */
-static struct ctl_perm_thread one;
+static struct lat_perm_thread one;
 
 /* A one-thread task of uid 1000's at nice cur, asked for nice want by uid 1000. */
 static struct ctl_perm_facts user(int cur, int want)
@@ -25,7 +40,7 @@ static struct ctl_perm_facts user(int cur, int want)
 		.th = &one, .nth = 1,
 	};
 
-	one = (struct ctl_perm_thread){ .nice = cur, .want_nice = want };
+	one = thread_of(cur, want);
 	return f;
 }
 
@@ -78,10 +93,10 @@ KIT_TEST(rlimit_nice_allows_lowering_to_its_bound)
 
 	f.rlim_nice = 15; /* the kernel lets this user renice down to 20 - 15 = 5 */
 	assert_int_equal(check(&f), 0);
-	one.want_nice = 4;
+	TH_NICE(one).after = 4;
 	assert_int_equal(check(&f), -EPERM);
 	f.rlim_nice = 40;
-	one.want_nice = -20;
+	TH_NICE(one).after = -20;
 	assert_int_equal(check(&f), 0);
 }
 
@@ -119,24 +134,24 @@ KIT_TEST(judged_on_the_kernels_nice)
 	struct ctl_perm_facts f = user(19, 0); /* root reniced it to 19; rqbalance has nothing */
 
 	assert_int_equal(check(&f), -EPERM);
-	one.want_nice = 5;
+	TH_NICE(one).after = 5;
 	assert_int_equal(check(&f), -EPERM);
-	one.want_nice = 19;
+	TH_NICE(one).after = 19;
 	assert_int_equal(check(&f), 0);
 }
 
 KIT_TEST(every_thread_counts)
 {
-	struct ctl_perm_thread th[3] = {
-		{ .nice = 0, .want_nice = 5 }, { .nice = 0, .want_nice = 5 },
-		{ .nice = 10, .want_nice = 5 }, /* one thread root reniced */
+	struct lat_perm_thread th[3] = {
+		thread_of(0, 5), thread_of(0, 5),
+		thread_of(10, 5), /* one thread root reniced */
 	};
 	struct ctl_perm_facts f = user(0, 5);
 
 	f.th = th;
 	f.nth = 3;
 	assert_int_equal(check(&f), -EPERM);
-	th[2].want_nice = 10; /* a knob someone else set stays theirs: not written */
+	TH_NICE(th[2]).after = 10; /* a knob someone else set stays theirs: not written */
 	assert_int_equal(check(&f), 0);
 }
 
@@ -145,16 +160,39 @@ KIT_TEST(leaving_sched_idle)
 {
 	struct ctl_perm_facts f = user(0, 5);
 
-	one.idle = true;
+	TH_IDLE(one).now = 1;
 	assert_int_equal(check(&f), -EPERM);
-	one.want_idle = true;
+	TH_IDLE(one).after = 1;
 	assert_int_equal(check(&f), 0);
-	one.want_idle = false;
+	TH_IDLE(one).after = 0;
 	f.rlim_nice = 20; /* 20 - 0: nice 0 is within it */
 	assert_int_equal(check(&f), 0);
-	one.nice = one.want_nice = 19;
+	TH_NICE(one).now = TH_NICE(one).after = 19;
 	f.rlim_nice = 0;
 	assert_int_equal(check(&f), -EPERM); /* idle at 19 to batch at 19: refused too */
+}
+
+/*
+ * A knob whose row's rule is LAT_PERM_CLEAR (SCHED_RESET_ON_FORK): only CAP_SYS_NICE
+ * clears it once set, as sched_setattr(2) would rule; setting it or keeping it is the
+ * owner's.
+ */
+KIT_TEST(clearing_a_flag)
+{
+	struct ctl_perm_facts f = user(0, 5);
+
+	one.k[one.n++] = (struct lat_perm_knob){ .name = "reset_on_fork", .rule = LAT_PERM_CLEAR,
+						 .now = 1, .after = 0 };
+	assert_int_equal(check(&f), -EPERM);
+	one.k[2].after = 1;
+	assert_int_equal(check(&f), 0);
+	one.k[2].now = 0;
+	assert_int_equal(check(&f), 0);
+	one.k[2].after = 0;
+	assert_int_equal(check(&f), 0);
+	one.k[2] = (struct lat_perm_knob){ .rule = LAT_PERM_CLEAR, .now = 1 };
+	f.cap_sys_nice = true;
+	assert_int_equal(check(&f), 0);
 }
 
 KIT_TEST(owner_only_asks_no_value)
