@@ -48,6 +48,7 @@ void latact_undo_sched(struct latact *la, const struct act_task *t,
 {
 	struct lat_state hs, cs;
 	struct act_task h, c;
+	char names[64];
 	pid_t htgid;
 	int r;
 
@@ -56,14 +57,16 @@ void latact_undo_sched(struct latact *la, const struct act_task *t,
 	if (latact_read(la, h.tid, &hs) == 0 && la->ops->alive(&h) == 0 &&
 	    sched_same(&hs, written) && made_with(la, &c, &cs) == 0 && !sched_same(&cs, written)) {
 		r = latact_write_sched(la, &h, &cs);
+		/* The knobs one write carries: every row of the table. */
+		latknob_names(latknob_all(), names, sizeof(names));
 		if (r == 0)
-			log_notice("latency: task %d exited while rqbalance wrote its policy, nice "
-				   "and slice, and task %d took its number: given back what it was "
-				   "made with", (int)t->tid, (int)h.tid);
+			log_notice("latency: task %d exited while rqbalance wrote its %s, and task "
+				   "%d took its number: given back what it was made with",
+				   (int)t->tid, names, (int)h.tid);
 		else
-			log_warn("latency: task %d exited while rqbalance wrote its policy, nice "
-				 "and slice, and task %d took its number: cannot give it back what "
-				 "it was made with: %s", (int)t->tid, (int)h.tid, strerror(-r));
+			log_warn("latency: task %d exited while rqbalance wrote its %s, and task "
+				 "%d took its number: cannot give it back what it was made with: %s",
+				 (int)t->tid, names, (int)h.tid, strerror(-r));
 	}
 	la->ops->close(&h);
 	la->ops->close(&c);
