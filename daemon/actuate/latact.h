@@ -189,6 +189,8 @@ void latact_moves_done(struct latact *la);
 void latact_moves_wait(struct latact *la);
 /* Whether a move of task tid is queued or being made. */
 bool latact_move_pending(const struct latact *la, pid_t tid);
+/* Whether no move is queued, being made, or ended and not yet collected. */
+bool latact_moves_idle(const struct latact *la);
 /* Waits for the queue, stops the worker: moves are made inline again. */
 void latact_moves_stop(struct latact *la);
 /* Restores everything still as rqbalance set it, removes its class cgroups, closes. */

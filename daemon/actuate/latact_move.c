@@ -174,6 +174,19 @@ bool latact_move_pending(const struct latact *la, pid_t tid)
 	return found;
 }
 
+bool latact_moves_idle(const struct latact *la)
+{
+	struct latact_mover *mv = la->mv;
+	bool idle;
+
+	if (!mv)
+		return true;
+	pthread_mutex_lock(&mv->lock);
+	idle = !mv->n && !mv->ndone;
+	pthread_mutex_unlock(&mv->lock);
+	return idle;
+}
+
 /*
  * A move that did not happen: the entry, if it still records it, records where the
  * task is instead (nothing to give back there), and the log says why once.

@@ -87,7 +87,7 @@ struct latmgr_mark {
 };
 /* Sets a mark at now_ns and handles one bounded batch of what the source holds. */
 void latmgr_mark(struct latmgr *m, uint64_t now_ns, uint64_t margin_ns, struct latmgr_mark *ret);
-/* Whether every event queued before the mark has been handled. */
+/* Whether every event queued before the mark has been handled, and the class moves made. */
 bool latmgr_passed(const struct latmgr *m, const struct latmgr_mark *mk);
 
 /* A task's process id from /proc/TID/status. 0 or -ESRCH. */

@@ -365,6 +365,13 @@ bool latmgr_passed(const struct latmgr *m, const struct latmgr_mark *mk)
 {
 	bool lost = mk->lost || m->cnt.overflows != mk->overflows;
 
+	/*
+	 * A class move an event asked for is made by the mover, later: until it has ended
+	 * and been collected, what the events asked is not done (a sync would answer
+	 * before a rule's class is there).
+	 */
+	if (m->la && !latact_moves_idle(m->la))
+		return false;
 	/* Without events nothing is queued: each tick walks /proc instead. */
 	if (!latmgr_has_events(m))
 		return true;
