@@ -161,6 +161,14 @@ const struct conf_key conf_keys[] = {
 	  "Members of this group (a name, resolved at load and reload, or a gid) may put "
 	  "their own processes in front at the foreground value even below what their "
 	  "RLIMIT_NICE allows; empty: only root and ctl_group may.", false, 0 },
+	{ "latency", "game", CONF_NICE, LAT_MIN, LAT_MAX, NULL, "-10", OFF(lat_game),
+	  "The value a game gets while a session agent has registered it over the D-Bus API "
+	  "(RegisterGame: GameMode's clients); one that has a lower value keeps it. 0 turns "
+	  "games off: RegisterGame is refused.", false, 0 },
+	{ "latency", "game_group", CONF_STR, 0, 0, NULL, "", OFF(lat_game_group),
+	  "Members of this group (a name, resolved at load and reload, or a gid) may register "
+	  "their own games at the game value even below what their RLIMIT_NICE allows; "
+	  "empty: only root and ctl_group may.", false, 0 },
 	INTR("proc", "rescan_ms", 100, 600000, "10000", proc_rescan_ms,
 	    "The proc sampler walks all of /proc at most this far apart (sooner when "
 	    "more tasks run than it follows)."),
@@ -982,7 +990,7 @@ static void check_run_dir(struct parse_ctx *p, const char *key, const char *path
 }
 
 /*
- * ctl_group and foreground_group are resolved here, at start and reload, so that a
+ * ctl_group, foreground_group and game_group are resolved here, at start and reload, so that a
  * request never waits on NSS (LDAP, sssd) in the event loop. A name that does not
  * resolve is an error, not a silent "root only": a number needs no NSS, for groups a
  * directory serves late.
@@ -1029,6 +1037,8 @@ static int finish(struct parse_ctx *p, struct rqb_conf *ret)
 			      &p->conf.ctl_gid_set);
 		resolve_group(p, "latency", "foreground_group", p->conf.lat_fg_group,
 			      &p->conf.lat_fg_gid, &p->conf.lat_fg_gid_set);
+		resolve_group(p, "latency", "game_group", p->conf.lat_game_group,
+			      &p->conf.lat_game_gid, &p->conf.lat_game_gid_set);
 	}
 	if (!p->nerrors && conf_rules_check(&p->conf.rules, p->err) < 0)
 		p->nerrors++;

@@ -69,6 +69,10 @@ struct rqb_conf {
 	char lat_fg_group[CONF_MAX_STR]; /* its members may put their own in front at it */
 	bool lat_fg_gid_set;            /* lat_fg_group named a group: lat_fg_gid is its gid */
 	gid_t lat_fg_gid;
+	int lat_game;                   /* what a registered game gets (D-Bus); 0: games off */
+	char lat_game_group[CONF_MAX_STR]; /* its members may register their own at it */
+	bool lat_game_gid_set;          /* lat_game_group named a group: lat_game_gid is its gid */
+	gid_t lat_game_gid;
 	/* [proc] */
 	uint32_t proc_rescan_ms;        /* full /proc walk at most this far apart */
 	uint32_t proc_max_tracked;      /* tasks whose stat file stays open */

@@ -20,6 +20,7 @@
 #include "ctl/ctl_bus.h"
 #include "ctl/ctl_req.h"
 #include "latmgr/latmgr.h"
+#include "sample/procfs.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -34,6 +35,7 @@ struct bus_call {
 	sd_bus_message *m;      /* the call, answered once its sender is known */
 	enum ctl_req_op op;
 	bool s76;               /* SetForegroundProcess: answered with nothing */
+	int pidfd;              /* RegisterGame, UnregisterGame: the game's, m's own */
 	struct lat_target t;
 	int value;
 };
@@ -158,14 +160,52 @@ static void set_error(sd_bus_error *e, const struct lat_target *t, int r, const 
 	sd_bus_error_set(e, name, why ? why : strerror(-r));
 }
 
+/*
+ * The process game call c's pidfd stands for, pinned by its start time into c->t: its
+ * pid read from the pidfd, that pid's start time read, then the pidfd read again: a
+ * process that still runs then is the one whose start time was read, since a pid is
+ * reused only once its process is gone. 0, or -EINVAL (not a pidfd), -ESRCH (exited).
+ */
+static int pin_pidfd(struct bus_call *c, const char **ret_why)
+{
+	const char *root = latmgr_proc_root(c->b->env->lm);
+	pid_t pid, again;
+	uint64_t start;
+	int r;
+
+	r = procfs_pidfd_pid(root, c->pidfd, &pid);
+	if (r == 0 && procfs_start_time(root, pid, &start) < 0)
+		r = -ESRCH;
+	if (r == 0 && (procfs_pidfd_pid(root, c->pidfd, &again) < 0 || again != pid))
+		r = -ESRCH;
+	if (r == -EINVAL || (r < 0 && r != -ESRCH)) {
+		*ret_why = "not a pidfd";
+		return -EINVAL;
+	}
+	if (r < 0) {
+		*ret_why = "the pidfd's process has exited";
+		return r;
+	}
+	c->t.pid = pid;
+	c->t.start_time = start;
+	return 0;
+}
+
 /* Carries out c for caller k, through the one request procedure, and answers it. */
 static void call_serve(struct bus_call *c, const struct ctl_caller *k)
 {
-	struct ctl_request q = { .op = c->op, .name = op_name(c), .t = c->t, .value = c->value };
+	const char *sender = sd_bus_message_get_sender(c->m);
+	struct ctl_request q = { .op = c->op, .name = op_name(c), .value = c->value,
+				 .conn = sender ? sender : "" };
 	sd_bus_error e = SD_BUS_ERROR_NULL;
-	struct ctl_answer a;
-	int r = ctl_req_run(c->b->env, k, &q, &a);
+	struct ctl_answer a = { 0 };
+	int r = 0;
 
+	if (q.op == CTL_REQ_OP_GAME || q.op == CTL_REQ_OP_UNGAME)
+		r = pin_pidfd(c, &a.why);
+	q.t = c->t;
+	if (r == 0)
+		r = ctl_req_run(c->b->env, k, &q, &a);
 	if (r < 0) {
 		set_error(&e, &q.t, r, a.why);
 		sd_bus_reply_method_error(c->m, &e);
@@ -174,6 +214,10 @@ static void call_serve(struct bus_call *c, const struct ctl_caller *k)
 		sd_bus_reply_method_return(c->m, "is", a.value, a.source);
 	} else if (q.op == CTL_REQ_OP_FOREGROUND) {
 		sd_bus_reply_method_return(c->m, c->s76 ? "" : "i", a.value);
+	} else if (q.op == CTL_REQ_OP_GAME) {
+		sd_bus_reply_method_return(c->m, "i", a.value);
+	} else if (q.op == CTL_REQ_OP_UNGAME) {
+		sd_bus_reply_method_return(c->m, "");
 	} else {
 		sd_bus_reply_method_return(c->m, q.t.kind == LAT_T_CGROUP ? "" : "u", (uint32_t)a.n);
 	}
@@ -494,6 +538,23 @@ static int on_foreground(sd_bus_message *m, void *userdata, sd_bus_error *e)
 	return take(userdata, m, &c, e);
 }
 
+/*
+ * RegisterGame (h pidfd) -> (i value) and UnregisterGame (h pidfd): the game is named
+ * by a pidfd, read when the call is served (the message holds the fd until then).
+ */
+static int on_game(sd_bus_message *m, void *userdata, sd_bus_error *e)
+{
+	struct bus_call c = { .t.kind = LAT_T_PROCESS };
+	int r;
+
+	c.op = strcmp(sd_bus_message_get_member(m), "RegisterGame") == 0 ? CTL_REQ_OP_GAME
+									  : CTL_REQ_OP_UNGAME;
+	r = sd_bus_message_read(m, "h", &c.pidfd);
+	if (r < 0)
+		return r;
+	return take(userdata, m, &c, e);
+}
+
 static int get_fg_value(sd_bus *bus, const char *path, const char *iface, const char *prop,
 			sd_bus_message *reply, void *userdata, sd_bus_error *e)
 {
@@ -530,6 +591,9 @@ static const sd_bus_vtable vtable[] = {
 	SD_BUS_METHOD_WITH_NAMES("ResetCgroup", "s", SD_BUS_PARAM(path), "", , on_cgroup, U),
 	SD_BUS_METHOD_WITH_NAMES("SetForeground", "u", SD_BUS_PARAM(pid), "i",
 				 SD_BUS_PARAM(value), on_foreground, U),
+	SD_BUS_METHOD_WITH_NAMES("RegisterGame", "h", SD_BUS_PARAM(pidfd), "i",
+				 SD_BUS_PARAM(value), on_game, U),
+	SD_BUS_METHOD_WITH_NAMES("UnregisterGame", "h", SD_BUS_PARAM(pidfd), "", , on_game, U),
 	SD_BUS_PROPERTY("ForegroundValue", "i", get_fg_value, 0, 0),
 	SD_BUS_VTABLE_END
 };
@@ -631,6 +695,30 @@ static int on_name_lost(sd_bus_message *m, void *userdata, sd_bus_error *ret_err
 	return 0;
 }
 
+/*
+ * A connection left the bus: the games it registered are given back (their grant is
+ * the connection's), and calls of its still waiting are dropped, so that none is
+ * served after this, which would grant what nothing would end. Every departure since
+ * the match was made is told, in the order of the calls (the bus driver sends both),
+ * and the match is made before the name is asked for.
+ */
+static int on_left(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+	struct ctl_bus *b = userdata;
+	const char *name, *old, *new;
+	struct bus_sender *s;
+
+	(void)ret_error;
+	if (!sent_by(m, "org.freedesktop.DBus"))
+		return 0;
+	if (sd_bus_message_read(m, "sss", &name, &old, &new) < 0 || name[0] != ':' || new[0])
+		return 0;
+	if ((s = sender_find(b, name)))
+		sender_free(s);
+	ctl_req_conn_gone(b->env, name);
+	return 0;
+}
+
 static int on_disconnect(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
 	struct ctl_bus *b = userdata;
@@ -640,6 +728,8 @@ static int on_disconnect(sd_bus_message *m, void *userdata, sd_bus_error *ret_er
 		return 0;
 	log_notice("dbus: the system bus went away: the D-Bus API is off until a restart");
 	b->serving = b->s76 = false;
+	/* No connection's end can be told now: every game ends. */
+	ctl_req_conn_gone(b->env, NULL);
 	return 0;
 }
 
@@ -681,6 +771,10 @@ void ctl_bus_init(struct ctl_bus *b, sd_event *e, struct ctl_env *env)
 					      "/org/freedesktop/DBus", "org.freedesktop.DBus",
 					      "NameLost", on_name_lost, NULL, b);
 	if (r >= 0)
+		r = sd_bus_match_signal_async(b->bus, &b->left, "org.freedesktop.DBus",
+					      "/org/freedesktop/DBus", "org.freedesktop.DBus",
+					      "NameOwnerChanged", on_left, NULL, b);
+	if (r >= 0)
 		r = sd_bus_request_name_async(b->bus, &b->name, BUS_NAME, 0, on_name, b);
 	/* system76-scheduler's own name: it may take it over when it starts later. */
 	if (r >= 0)
@@ -706,6 +800,7 @@ void ctl_bus_fini(struct ctl_bus *b)
 	sd_bus_slot_unref(b->s76_name);
 	sd_bus_slot_unref(b->gone);
 	sd_bus_slot_unref(b->lost);
+	sd_bus_slot_unref(b->left);
 	if (b->bus) {
 		sd_bus_detach_event(b->bus);
 		sd_bus_flush_close_unref(b->bus);

@@ -1,6 +1,7 @@
 /*
  * The D-Bus API on the system bus: org.rqbalance1 (set, get, reset a latency value;
- * put a process in front) and, where nothing else owns it, system76-scheduler's
+ * put a process in front; register a game, by pidfd, for as long as the caller's
+ * connection lasts) and, where nothing else owns it, system76-scheduler's
  * com.system76.Scheduler SetForegroundProcess, for the shell plugins that call it.
  * Each call is judged as the ctl socket judges a request (ctl_req.h), on what the bus
  * took when the caller connected (its uid, groups and pid), asked for once a
@@ -33,6 +34,7 @@ struct bus_sender;
 struct ctl_bus {
 	sd_bus *bus;            /* NULL: no API (off, no system bus, or it went away) */
 	sd_bus_slot *obj, *s76_obj, *name, *s76_name, *gone, *lost;
+	sd_bus_slot *left;      /* NameOwnerChanged: a connection left, its games end */
 	struct bus_sender *senders; /* connections that called: known, or being asked */
 	unsigned nsenders, nknown;
 	bool serving;           /* owns BUS_NAME */

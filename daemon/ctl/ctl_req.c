@@ -487,6 +487,63 @@ static int fg_permitted(struct ctl_env *x, const struct ctl_caller *k, struct la
 	return r;
 }
 
+/*
+ * The game call: as the foreground's (fg_permitted), at [latency] game, below what the
+ * kernel would let the caller do only for root, ctl_group and game_group. The process
+ * was pinned by the door (the pidfd's process, its start time in t), and every fact is
+ * read of that process. [latency] game = 0 turns games off.
+ */
+static int game_permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
+			  bool *ret_trusted, const char **why)
+{
+	int v = x->conf->lat_game, r;
+
+	if (v == 0) {
+		*why = "games are off here ([latency] game = 0)";
+		return -EPERM;
+	}
+	r = check_target(x, t, why);
+	if (r < 0)
+		return r;
+	r = permitted(x, k, t, CTL_REQ_SET, v, ret_trusted, why);
+	if (r == -EPERM && x->conf->lat_game_gid_set && ctl_req_in_group(k, x->conf->lat_game_gid))
+		r = permitted(x, k, t, CTL_REQ_OWNER, v, ret_trusted, why);
+	return r;
+}
+
+static int do_game(struct ctl_env *x, const struct ctl_caller *k, const struct ctl_request *q,
+		   bool trusted, struct ctl_answer *a)
+{
+	char source[48];
+	int r;
+
+	snprintf(source, sizeof(source), "game uid %u pid %d %s", k->uid, (int)q->t.pid, q->conn);
+	r = latmgr_game(x->lm, k->share, q->conn,
+			&(struct lat_req){ .tid = q->t.pid, .tgid = q->t.pid,
+					   .start_time = q->t.start_time, .value = x->conf->lat_game,
+					   .source = source, .trusted = trusted, .tids = q->t.tids,
+					   .ntids = q->t.ntids },
+			&a->value, &a->why);
+	if (r == 0 && a->value == LAT_NONE)
+		a->value = 0;
+	return r;
+}
+
+static int do_ungame(struct ctl_env *x, const struct ctl_request *q, struct ctl_answer *a)
+{
+	int r = latmgr_game_end(x->lm, q->conn, q->t.pid, q->t.start_time);
+
+	if (r < 0)
+		a->why = "this connection has no such game registered";
+	return r;
+}
+
+void ctl_req_conn_gone(struct ctl_env *x, const char *conn)
+{
+	if (latmgr_on(x->lm))
+		latmgr_games_gone(x->lm, conn);
+}
+
 static int do_foreground(struct ctl_env *x, const struct ctl_caller *k, const struct ctl_request *q,
 			 bool trusted, struct ctl_answer *a)
 {
@@ -548,6 +605,11 @@ static int judge_request(struct ctl_env *x, const struct ctl_caller *k, struct c
 		return look_target(x, k, &q->t, why);
 	case CTL_REQ_OP_FOREGROUND:
 		return fg_permitted(x, k, &q->t, ret_trusted, why);
+	case CTL_REQ_OP_GAME:
+		return game_permitted(x, k, &q->t, ret_trusted, why);
+	case CTL_REQ_OP_UNGAME:
+		/* The connection's own record: nothing else to judge. */
+		return check_target(x, &q->t, why);
 	default:
 		r = check_target(x, &q->t, why);
 		if (r < 0)
@@ -584,6 +646,12 @@ static void log_outcome(struct ctl_env *x, const struct ctl_caller *k,
 	else if (r == 0 && q->op == CTL_REQ_OP_FOREGROUND && q->t.pid)
 		log_info("%s: uid %u put process %d in front: value %d", k->via, k->uid,
 			 (int)q->t.pid, a->value);
+	else if (r == 0 && q->op == CTL_REQ_OP_GAME)
+		log_info("%s: uid %u registered game %d (connection %s): value %d", k->via,
+			 k->uid, (int)q->t.pid, q->conn, a->value);
+	else if (r == 0 && q->op == CTL_REQ_OP_UNGAME)
+		log_info("%s: uid %u unregistered game %d (connection %s)", k->via, k->uid,
+			 (int)q->t.pid, q->conn);
 }
 
 /*
@@ -612,6 +680,12 @@ int ctl_req_run(struct ctl_env *x, const struct ctl_caller *k, struct ctl_reques
 		break;
 	case CTL_REQ_OP_FOREGROUND:
 		r = do_foreground(x, k, q, trusted, ret);
+		break;
+	case CTL_REQ_OP_GAME:
+		r = do_game(x, k, q, trusted, ret);
+		break;
+	case CTL_REQ_OP_UNGAME:
+		r = do_ungame(x, q, ret);
 		break;
 	case CTL_REQ_OP_SET:
 		snprintf(source, sizeof(source), "%s uid %u", k->via, k->uid);

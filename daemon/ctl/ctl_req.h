@@ -236,6 +236,8 @@ enum ctl_req_op {
 	CTL_REQ_OP_SET,        /* give it value */
 	CTL_REQ_OP_RESET,      /* give back what it had before rqbalance */
 	CTL_REQ_OP_FOREGROUND, /* [latency] foreground for a process (pid 0: none) */
+	CTL_REQ_OP_GAME,       /* [latency] game for a process, the connection's grant */
+	CTL_REQ_OP_UNGAME,     /* ends a grant CTL_REQ_OP_GAME gave the same connection */
 };
 
 struct ctl_request {
@@ -243,11 +245,12 @@ struct ctl_request {
 	const char *name;        /* the door's name for it, for the log: "set", "SetProcess" */
 	struct lat_target t;     /* as named; its tgid and start time once checked */
 	int value;               /* CTL_REQ_OP_SET's value */
+	const char *conn;        /* GAME, UNGAME: the caller's bus connection's unique name */
 };
 
 struct ctl_answer {
 	int n;                   /* SET, RESET: the tasks that have it now (0: a cgroup) */
-	int value;               /* GET, FOREGROUND: the value (0: nothing in front) */
+	int value;               /* GET, FOREGROUND, GAME: the value (0: nothing in front) */
 	const char *source;      /* GET: who gave it */
 	char text[2048];         /* GET: the target's lines; SET: what rqctl shows */
 	char *explain;           /* EXPLAIN: the text, for the door to free */
@@ -260,5 +263,10 @@ struct ctl_answer {
  */
 int ctl_req_run(struct ctl_env *x, const struct ctl_caller *k, struct ctl_request *q,
 		struct ctl_answer *ret);
+/*
+ * Bus connection conn left the bus (NULL: the daemon's own bus went away): the games it
+ * registered are given back.
+ */
+void ctl_req_conn_gone(struct ctl_env *x, const char *conn);
 
 #endif

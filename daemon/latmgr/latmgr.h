@@ -78,6 +78,7 @@ struct latmgr_fail {
  * the front exits.
  */
 #define LATMGR_FG_MAX 64
+#define LATMGR_CONN_MAX 32 /* a bus connection's unique name (":1.42"), with its NUL */
 struct latmgr_fg {
 	uid_t uid;                     /* the caller's share of the callers (its person) */
 	pid_t tgid;                    /* 0: nothing of this caller's is in front */
@@ -90,7 +91,17 @@ struct latmgr_fg {
 	struct lat_entry rec;          /* what the grant wrote on the front's leader, for the
 					  copies no event told of (latact_give_back_grant) */
 	uid_t owner;                   /* the front's owner then (latact_owner) */
+	char conn[LATMGR_CONN_MAX];    /* a game's: the bus connection that registered it */
 };
+
+/*
+ * The games session agents registered (latmgr_game): at most LATMGR_GAMES_PER_USER of
+ * one person's at once, LATMGR_GAMES_MAX in all. Each is a grant as the foreground's
+ * (struct latmgr_fg), but many a caller, and it belongs to the bus connection that
+ * registered it, not to the person: it ends when that connection leaves the bus.
+ */
+#define LATMGR_GAMES_PER_USER 16
+#define LATMGR_GAMES_MAX 256
 
 struct latmgr_counters {
 	uint64_t events;        /* fork/exec/exit events handled (BPF or connector) */
@@ -138,6 +149,8 @@ struct latmgr {
 	unsigned nfails;               /* recorded in all: the next goes at nfails % LATMGR_FAILS */
 	struct latmgr_fg fg[LATMGR_FG_MAX]; /* the processes callers put in front */
 	size_t nfg;
+	struct latmgr_fg games[LATMGR_GAMES_MAX]; /* the games agents registered; tgid 0: free */
+	size_t ngames;                 /* the slots up to the last used one */
 	char pc_state[96];             /* "bpf", "connector", or "none (why)" */
 	char events_why[320];          /* what the source is and why, for --features */
 	bool units_on;                 /* systemd owns the cgroups: units are weighed */
@@ -292,6 +305,27 @@ int latmgr_reset(struct latmgr *m, const struct lat_target *t);
  */
 int latmgr_foreground(struct latmgr *m, uid_t caller, const struct lat_req *rq, int *ret_value,
 		      const char **ret_why);
+/*
+ * Registers game rq->tgid (pinned by rq->start_time) for bus connection conn of caller
+ * (its share of the callers, as latmgr_foreground's): a grant as the foreground's, of
+ * rq->value, which a game with a value at most that already keeps (the record is kept
+ * all the same, so that its unregister is answered). It ends at latmgr_game_end, at
+ * the game's exit, and at latmgr_games_gone for conn. Asked again by the same
+ * connection, nothing changes. 0 with the value the game has now in *ret_value, or
+ * -errno with *ret_why: -EUSERS (LATMGR_GAMES_PER_USER of caller's, or
+ * LATMGR_GAMES_MAX in all), -ESRCH (gone).
+ */
+int latmgr_game(struct latmgr *m, uid_t caller, const char *conn, const struct lat_req *rq,
+		int *ret_value, const char **ret_why);
+/*
+ * Ends the grant connection conn holds on game tgid of start_time: 0, or -ESRCH where
+ * it holds none.
+ */
+int latmgr_game_end(struct latmgr *m, const char *conn, pid_t tgid, uint64_t start_time);
+/* Connection conn left the bus (NULL: the daemon's own bus went away): its games end. */
+void latmgr_games_gone(struct latmgr *m, const char *conn);
+/* Whether connection conn holds a game. */
+bool latmgr_games_of(const struct latmgr *m, const char *conn);
 /*
  * The record of process tgid, only where it is the record of the process that started
  * at start_time (clock ticks after boot): a record left by an earlier process that had

@@ -245,10 +245,13 @@ static void on_exit_event(struct latmgr *m, const struct evsrc_event *ev)
 		latact_given_gone(m->la, ev->tid);
 	if (ev->tid == ev->tgid && p && exit_is_about(ev, p->start_time))
 		latmgr_proc_del(m, ev->tgid);
-	/* A front's exit ends its grant: the favour does not outlive the foreground. */
+	/* A front's or a game's exit ends its grant: the favour does not outlive it. */
 	for (size_t i = 0; ev->tid == ev->tgid && !m->stopping && i < m->nfg; i++)
 		if (m->fg[i].tgid == ev->tgid && exit_is_about(ev, m->fg[i].start_time))
 			latmgr_fg_exited(m, &m->fg[i]);
+	for (size_t i = 0; ev->tid == ev->tgid && !m->stopping && i < m->ngames; i++)
+		if (m->games[i].tgid == ev->tgid && exit_is_about(ev, m->games[i].start_time))
+			latmgr_game_exited(m, &m->games[i]);
 	/* One that kept a unit from its processes' value may have left it to them. */
 	if (ev->tid == ev->tgid)
 		latmgr_units_exit(m, ev->tgid);

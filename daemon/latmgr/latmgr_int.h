@@ -2,7 +2,7 @@
  * What the latency manager's files share, and nothing outside daemon/latmgr/ includes:
  * latmgr.h is the manager's one face. The files, by job: latmgr.c the process table and
  * the requests on it; latmgr_plan.c what the policy reads and the plans it hands to
- * the actuator; latmgr_fg.c the foreground; latmgr_rules.c rules, /proc walks and the
+ * the actuator; latmgr_fg.c the foreground and games; latmgr_rules.c rules, /proc walks and the
  * tick; latmgr_events.c fork, exec and exit; latmgr_source.c which event source;
  * latmgr_units.c systemd units; latmgr_view.c what get, list, explain and status show.
  */
@@ -95,10 +95,12 @@ int latmgr_plan_threads(struct latmgr *m, const struct lat_req *rq, struct plan 
 int latmgr_decide_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
 			  const char **ret_why);
 
-/* ---- latmgr_fg.c: the foreground ---- */
+/* ---- latmgr_fg.c: the foreground, and games ---- */
 
 /* The front of f exited: its grant ends, as at the caller's call with no process. */
 void latmgr_fg_exited(struct latmgr *m, struct latmgr_fg *f);
+/* A game exited: its grant ends, and its record is freed. */
+void latmgr_game_exited(struct latmgr *m, struct latmgr_fg *g);
 
 /* ---- latmgr_rules.c ---- */
 

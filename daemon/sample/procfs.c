@@ -4,7 +4,10 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "sample/procfs.h"
@@ -93,6 +96,33 @@ int procfs_start_time(const char *proc_root, pid_t pid, uint64_t *ret)
 	if (procfs_stat(proc_root, pid, pid, &l) < 0)
 		return -ESRCH;
 	*ret = l.start_time;
+	return 0;
+}
+
+int procfs_pidfd_pid(const char *proc_root, int fd, pid_t *ret)
+{
+	char path[PATH_MAX], buf[512], *at, *end;
+	ssize_t n;
+	long v;
+
+	if (fd < 0)
+		return -EINVAL;
+	if (util_proc_path(path, sizeof(path), proc_root, "self/fdinfo/%d", fd) < 0)
+		return -ENAMETOOLONG;
+	n = util_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	at = strncmp(buf, "Pid:", 4) == 0 ? buf : strstr(buf, "\nPid:");
+	if (!at)
+		return -EINVAL;
+	at += at == buf ? 4 : 5;
+	errno = 0;
+	v = strtol(at, &end, 10);
+	if (end == at || errno || (*end != '\n' && *end != '\0') || v < -1 || v > INT32_MAX)
+		return -EINVAL;
+	if (v <= 0)
+		return -ESRCH;
+	*ret = (pid_t)v;
 	return 0;
 }
 

@@ -47,6 +47,14 @@ int procfs_cgroup(const char *proc_root, pid_t tgid, pid_t tid, char *ret, size_
  */
 int procfs_start_time(const char *proc_root, pid_t pid, uint64_t *ret);
 /*
+ * The process pidfd fd (one of the daemon's own fds) stands for, by the "Pid:" line
+ * of PROC_ROOT/self/fdinfo/FD: 0 and *ret; -ESRCH when it has exited (-1), or is in
+ * no pid namespace the daemon sees (0); -EINVAL when fd is not a pidfd (no such line);
+ * -errno when unread. Read twice around a read of the pid's start time, it proves the
+ * start time the pidfd's process's: a pid is reused only once its process is gone.
+ */
+int procfs_pidfd_pid(const char *proc_root, int fd, pid_t *ret);
+/*
  * Task tid's comm as the task set it (only the newline the kernel adds taken off), or
  * "?" when it cannot be read; for list and explain.
  */
