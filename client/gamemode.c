@@ -36,6 +36,11 @@
 #define RQB_PATH "/org/rqbalance1"
 #define RQB_IFACE "org.rqbalance1.Latency"
 
+/* The bus driver's word on who owns one name, and on no other name. */
+#define OWNER_MATCH(name)                                                                   \
+	"type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"          \
+	"interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" name "'"
+
 /* GameMode's answers (gamemoded 1.7's game_mode_context_register and friends). */
 #define GM_OK 0
 #define GM_ERROR (-1)
@@ -239,13 +244,20 @@ static int on_granted(sd_bus_message *m, void *userdata, sd_bus_error *err)
 	struct gm_game *g = userdata;
 	const sd_bus_error *e = sd_bus_message_get_error(m);
 	int32_t value = 0;
+	bool announced;
 
 	g->asking = sd_bus_slot_unref(g->asking);
+	announced = !g->beside && !g->caller; /* asked again after a daemon's restart */
 	if (e) {
-		fprintf(stderr, "gamemode-agent: game %d: rqbalanced: %s: %s\n", (int)g->pid,
-			e->name, e->message);
+		struct gm_agent *a = g->a;
+		pid_t pid = g->pid;
+
+		fprintf(stderr, "gamemode-agent: game %d: rqbalanced: %s: %s\n", (int)pid, e->name,
+			e->message);
 		answer(&g->caller, daemon_answer(e));
 		game_forget(g);
+		if (announced)
+			announce(a, pid, false);
 		return 0;
 	}
 	(void)sd_bus_message_read(m, "i", &value);
@@ -253,7 +265,7 @@ static int on_granted(sd_bus_message *m, void *userdata, sd_bus_error *err)
 	fprintf(stderr, "gamemode-agent: game %d (%s): latency-nice %d\n", (int)g->pid,
 		g->exe[0] ? g->exe : "?", (int)value);
 	answer(&g->caller, GM_OK);
-	if (!g->beside)
+	if (!g->beside && !announced)
 		announce(g->a, g->pid, true);
 	return 0;
 }
@@ -556,6 +568,29 @@ static const sd_bus_vtable game_vtable[] = {
 	SD_BUS_VTABLE_END,
 };
 
+/*
+ * A daemon that stopped gave every game back, and a new one knows none of them: each game
+ * still held is asked for again, by the same pidfd.
+ */
+static int on_daemon_owner(sd_bus_message *m, void *userdata, sd_bus_error *err)
+{
+	struct gm_agent *a = userdata;
+	const char *name, *old, *new;
+
+	if (sd_bus_message_read(m, "sss", &name, &old, &new) < 0 || strcmp(name, RQB_NAME) ||
+	    !*new)
+		return 0;
+	for (struct gm_game *g = a->games; g; g = g->next) {
+		if (!g->granted || g->asking)
+			continue;
+		g->granted = false;
+		if (ask_daemon(g) < 0)
+			fprintf(stderr, "gamemode-agent: game %d: cannot ask rqbalanced again\n",
+				(int)g->pid);
+	}
+	return 0;
+}
+
 /* Beside gamemoded: one of its games, by pid. */
 static void beside_add(struct gm_agent *a, pid_t pid)
 {
@@ -712,9 +747,7 @@ static int start_session(struct gm_agent *a)
 	if (r >= 0)
 		r = sd_bus_add_node_enumerator(a->user, NULL, GM_GAMES, game_nodes, a);
 	if (r >= 0)
-		r = sd_bus_match_signal(a->user, NULL, "org.freedesktop.DBus",
-					"/org/freedesktop/DBus", "org.freedesktop.DBus",
-					"NameOwnerChanged", on_owner_changed, a);
+		r = sd_bus_add_match(a->user, NULL, OWNER_MATCH(GM_NAME), on_owner_changed, a);
 	if (r >= 0)
 		/* No sender in the match: the owner's unique name is compared on receipt. */
 		r = sd_bus_match_signal(a->user, NULL, NULL, GM_PATH, GM_IFACE, NULL,
@@ -737,6 +770,13 @@ static int start_session(struct gm_agent *a)
 	set_owner(a, owner);
 	sd_bus_message_unref(reply);
 	return 0;
+}
+
+static int on_user_gone(sd_bus_message *m, void *userdata, sd_bus_error *err)
+{
+	struct gm_agent *a = userdata;
+
+	return sd_event_exit(a->ev, 0);
 }
 
 static void agent_usage(FILE *out)
@@ -793,8 +833,13 @@ static int agent_setup(struct gm_agent *a)
 	r = sd_bus_match_signal(a->sys, NULL, "org.freedesktop.DBus.Local",
 				"/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
 				"Disconnected", on_sys_gone, a);
+	/* The session's end is the agent's. */
 	if (r >= 0)
-		r = sd_bus_set_exit_on_disconnect(a->user, true);
+		r = sd_bus_match_signal(a->user, NULL, "org.freedesktop.DBus.Local",
+					"/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
+					"Disconnected", on_user_gone, a);
+	if (r >= 0)
+		r = sd_bus_add_match(a->sys, NULL, OWNER_MATCH(RQB_NAME), on_daemon_owner, a);
 	if (r >= 0)
 		r = sd_bus_attach_event(a->sys, a->ev, SD_EVENT_PRIORITY_NORMAL);
 	if (r >= 0)
