@@ -499,7 +499,7 @@ static int game_permitted(struct ctl_env *x, const struct ctl_caller *k, struct 
 	int v = x->conf->lat_game, r;
 
 	if (v == 0) {
-		*why = "games are off here ([latency] game = 0)";
+		*why = "permission denied: games are off here ([latency] game = 0)";
 		return -EPERM;
 	}
 	r = check_target(x, t, why);

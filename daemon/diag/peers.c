@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "diag/features.h"
@@ -335,6 +336,100 @@ void peers_tuned_text(const char *pids, const char *profile, const char *sched_i
 			 "rqbalance there", pids, profile);
 }
 
+/* ---- gamemoded's settings ---- */
+
+/* Where gamemoded reads its settings as root wrote them, the later over the earlier. */
+static const char *const gamemode_files[] = { "/usr/share/gamemode/gamemode.ini",
+					      "/etc/gamemode.ini" };
+#define GAMEMODE_INI_MAX 16384
+
+/* "renice 4 (on)": a setting's state, off when unset or a "no" gamemoded reads as off. */
+static void gamemode_state(const char *key, const char *v, bool unset_on, char *out, size_t len)
+{
+	bool off = !v[0] ? !unset_on
+			 : strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0 ||
+				   strcasecmp(v, "false") == 0;
+
+	if (!v[0])
+		snprintf(out, len, "%s unset (%s)", key,
+			 unset_on ? "1.8: on where it knows the CPU's core kinds" : "off");
+	else
+		snprintf(out, len, "%s=%s (%s)", key, v, off ? "off" : "on");
+}
+
+void peers_gamemode_text(const char *pids, const struct peers_gamemode_conf *c,
+			 struct peers_finding *ret)
+{
+	char renice[48], pin[80], park[48];
+
+	snprintf(ret->id, sizeof(ret->id), "%s", tool_names[PEERS_GAMEMODED]);
+	gamemode_state("renice", c->renice, false, renice, sizeof(renice));
+	gamemode_state("pin_cores", c->pin_cores, true, pin, sizeof(pin));
+	gamemode_state("park_cores", c->park_cores, false, park, sizeof(park));
+	if (!c->read)
+		snprintf(renice, sizeof(renice), "no system gamemode.ini read");
+	say(ret, "%s (%s) runs: %s; %s; for games, turn off in gamemode.ini its renice "
+		 "([general] renice=0) and 1.8's [cpu] pin_cores=no, park_cores=no; the "
+		 "system's: %s%s%s%s%s", tool_names[PEERS_GAMEMODED], pids,
+	    tool_does[PEERS_GAMEMODED], LAST_WINS, renice, c->read ? ", " : "",
+	    c->read ? pin : "", c->read ? ", " : "", c->read ? park : "");
+}
+
+/* tuned's parsers' helpers, below, serve gamemode.ini too. */
+static const char *next_line(const char *p, char *buf, size_t len);
+static bool key_value(char *line, char **ret_key, char **ret_value);
+
+/* v into out where plain (it is shown to any ctl caller), else "?". */
+static void gamemode_value(const char *v, char *out, size_t len)
+{
+	size_t n = strlen(v);
+	bool plain = n > 0 && n < len;
+
+	for (size_t i = 0; plain && i < n; i++)
+		plain = isalnum((unsigned char)v[i]) || v[i] == ',' || v[i] == '-';
+	snprintf(out, len, "%s", plain ? v : "?");
+}
+
+void peers_gamemode_parse(const char *text, struct peers_gamemode_conf *ret)
+{
+	char line[512], sect[32] = "", *k, *v;
+
+	ret->read = true;
+	for (const char *p = text; p && *p;) {
+		p = next_line(p, line, sizeof(line));
+		if (line[0] == ';' || line[0] == '#' || !line[0])
+			continue;
+		if (line[0] == '[') {
+			snprintf(sect, sizeof(sect), "%.*s", (int)strcspn(line + 1, "]"), line + 1);
+		} else if (key_value(line, &k, &v)) {
+			if (strcmp(sect, "general") == 0 && strcmp(k, "renice") == 0)
+				gamemode_value(v, ret->renice, sizeof(ret->renice));
+			else if (strcmp(sect, "cpu") == 0 && strcmp(k, "pin_cores") == 0)
+				gamemode_value(v, ret->pin_cores, sizeof(ret->pin_cores));
+			else if (strcmp(sect, "cpu") == 0 && strcmp(k, "park_cores") == 0)
+				gamemode_value(v, ret->park_cores, sizeof(ret->park_cores));
+		}
+	}
+}
+
+/* The system's gamemode.ini files under root, root's own only (util/safeopen.h). */
+static void gamemode_finding(const char *root, const char *pids, struct peers_finding *f)
+{
+	struct peers_gamemode_conf c = { 0 };
+	int rootfd = open(root[0] ? root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char *text = malloc(GAMEMODE_INI_MAX);
+
+	for (size_t i = 0; rootfd >= 0 && text && i < sizeof(gamemode_files) / sizeof(*gamemode_files);
+	     i++)
+		if (safeopen_read(rootfd, gamemode_files[i], SAFEOPEN_ROOT_OWNED, text,
+				  GAMEMODE_INI_MAX) >= 0)
+			peers_gamemode_parse(text, &c);
+	free(text);
+	if (rootfd >= 0)
+		close(rootfd);
+	peers_gamemode_text(pids, &c, f);
+}
+
 /* ---- tuned's profiles ---- */
 
 /* One line of text at p into buf, blanks around it cut; the next line, or NULL. */
@@ -563,6 +658,8 @@ static void scan_tools(const char *root, struct peers *p)
 		memset(&f, 0, sizeof(f));
 		if (t == PEERS_TUNED)
 			tuned_finding(root, pids[t].pid[0], who, &f);
+		else if (t == PEERS_GAMEMODED)
+			gamemode_finding(root, who, &f);
 		else
 			peers_tool_text((enum peers_tool)t, who, &f);
 		note_pids(&f, &pids[t], who);

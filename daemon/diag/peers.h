@@ -96,12 +96,30 @@ struct peers_tuned_conf {
 /* Parses a tuned.conf. */
 void peers_tuned_parse(const char *text, struct peers_tuned_conf *ret);
 
+/*
+ * The settings of gamemoded's that act on knobs rqbalance sets, as the system's
+ * gamemode.ini files leave them (/usr/share/gamemode/gamemode.ini, then
+ * /etc/gamemode.ini over it; a user's ~/.config/gamemode.ini is not read). A value is
+ * shown only when plain (letters, digits, ",-", at most 15 characters), else "?".
+ */
+struct peers_gamemode_conf {
+	bool read;          /* a file was read */
+	char renice[16];    /* [general] renice; "" unset (off: gamemoded's default is 0) */
+	char pin_cores[16]; /* [cpu] pin_cores (1.8); "" unset */
+	char park_cores[16]; /* [cpu] park_cores (1.8); "" unset */
+};
+/* Parses a gamemode.ini over ret (a later file's keys replace an earlier's). */
+void peers_gamemode_parse(const char *text, struct peers_gamemode_conf *ret);
+
 /* The finding lines, made from what was read. */
 void peers_sched_ext_text(const char *state, const char *ops, int switch_all,
 			  struct peers_finding *ret);
 void peers_autogroup_text(const struct peers_ctx *ctx, struct peers_finding *ret);
 /* ananicy-cpp, ananicy, gamemoded, system76-scheduler (not tuned). */
 void peers_tool_text(enum peers_tool t, const char *pids, struct peers_finding *ret);
+/* gamemoded: what to turn off in gamemode.ini, and what the system's files say (c). */
+void peers_gamemode_text(const char *pids, const struct peers_gamemode_conf *c,
+			 struct peers_finding *ret);
 /*
  * pids: "pid N" or "pids N, M" (the tool's processes).
  * tuned: its profile(s) as active_profile names them; sched_in the profile file with

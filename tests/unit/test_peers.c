@@ -319,6 +319,45 @@ static void tuned_planted(void **state)
 	rm_rf(root);
 }
 
+/* What gamemoded's finding says of the system's gamemode.ini: /etc's over /usr/share's. */
+static void gamemode_settings(void **state)
+{
+	char root[] = "/tmp/rqb-peers.XXXXXX";
+	struct peers_gamemode_conf c = { 0 };
+	struct peers_finding f;
+	struct peers p;
+	const char *text;
+
+	(void)state;
+	peers_gamemode_text("pid 40", &c, &f);
+	assert_non_null(strstr(f.text, "gamemoded (pid 40) runs: while a game asks for it"));
+	assert_non_null(strstr(f.text, "turn off in gamemode.ini its renice ([general] renice=0) "
+				       "and 1.8's [cpu] pin_cores=no, park_cores=no"));
+	assert_non_null(strstr(f.text, "the system's: no system gamemode.ini read"));
+	assert_true(strlen(f.text) < sizeof(f.text) - 1);
+
+	assert_non_null(mkdtemp(root));
+	quiet_tree(root);
+	PUT(root, "/proc/40/comm", "gamemoded\n");
+	PUT(root, "/usr/share/gamemode/gamemode.ini",
+	    "[general]\nrenice=0\n; renice=9\n[cpu]\n;park_cores=no\n;pin_cores=yes\n");
+	PUT(root, "/etc/gamemode.ini", "[general]\nrenice = 4\n[cpu]\npark_cores=1,8-15\n"
+				      "[gpu]\npin_cores=no\n");
+	peers_scan(root, &cg_on, &p);
+	text = find(&p, "gamemoded")->text;
+	assert_non_null(strstr(text, "gamemoded (pid 40) runs"));
+	assert_non_null(strstr(text, "the system's: renice=4 (on), pin_cores unset (1.8: on where "
+				     "it knows the CPU's core kinds), park_cores=1,8-15 (on)"));
+	assert_true(strlen(text) < sizeof(f.text) - 1);
+
+	memset(&c, 0, sizeof(c));
+	peers_gamemode_parse("[general]\nrenice=$(evil)\n[cpu]\npin_cores=No\n", &c);
+	assert_string_equal(c.renice, "?");
+	peers_gamemode_text("pid 40", &c, &f);
+	assert_non_null(strstr(f.text, "renice=? (on), pin_cores=No (off), park_cores unset (off)"));
+	rm_rf(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -330,6 +369,7 @@ int main(void)
 		cmocka_unit_test(tuned_parse),
 		cmocka_unit_test(tuned_profiles),
 		cmocka_unit_test(tuned_planted),
+		cmocka_unit_test(gamemode_settings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
