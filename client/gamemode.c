@@ -679,7 +679,10 @@ static void conn_comm(sd_bus *bus, const char *name, char *buf, size_t size)
 	}
 }
 
-/* A second agent in one session would ask for every game twice: the first one serves. */
+/*
+ * A second agent in one session would ask for every game twice: the first one serves,
+ * and this one ends as done (0), not failed, so that its unit is not restarted for it.
+ */
 static bool another_agent(struct gm_agent *a)
 {
 	char comm[32];
@@ -689,7 +692,7 @@ static bool another_agent(struct gm_agent *a)
 		return false;
 	fprintf(stderr, "gamemode-agent: another rqctl gamemode-agent (%s) serves this session\n",
 		a->owner);
-	(void)sd_event_exit(a->ev, 1);
+	(void)sd_event_exit(a->ev, 0);
 	return true;
 }
 
@@ -787,8 +790,8 @@ static void agent_usage(FILE *out)
 		"rqbalanced on the system bus: own com.feralinteractive.GameMode where nobody\n"
 		"else does, else follow gamemoded's games. Runs until the session ends.\n\n"
 		"  -h, --help  show this help\n\n"
-		"Exit status: 0 the session bus or a signal ended it, 1 it could not start or\n"
-		"the system bus went away. See rqctl(1).\n");
+		"Exit status: 0 the session bus or a signal ended it, or another agent serves\n"
+		"the session; 1 it could not start or the system bus went away. See rqctl(1).\n");
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)

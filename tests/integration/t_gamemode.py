@@ -11,8 +11,8 @@ member of [latency] game_group, RLIMIT_NICE 0) on a session bus of A's own
           game (ProcessId and Requester as sent); the plain RegisterGame(i) and
           UnregisterGame(i) work too; ClientCount, ListGames and the game's object say
           what is registered. B's process is refused (-2) and gets nothing. The game's
-          exit gives its child back and the agent forgets it; the agent's end
-          (SIGTERM) gives a game back.
+          exit gives its child back and the agent forgets it; a second agent leaves
+          the session to the first; the agent's end (SIGTERM) gives a game back.
   beside  the real gamemoded owns the name: a game it registered before the agent
           started (ListGames) and one after (GameRegistered) get the value;
           gamemoded's unregister (GameUnregistered) gives it back; the agent's end does.
@@ -228,6 +228,10 @@ def alone(d, bus, a, b, tmp, prog):
     check(wait_until(lambda: g.pid not in s.gm("ListGames"), 60),
           "and the agent forgets the game")
 
+    second = s.popen([prog, "gamemode-agent"], stderr=subprocess.PIPE, text=True)
+    out = second.stderr.read()
+    check(second.wait(60) == 0 and "another rqctl gamemode-agent" in out,
+          f"a second agent in the session leaves it to the first, and ends with 0: {out!r}")
     g2 = Game(s)
     gets(d, g2.pid, GAME, "a second game")
     os.kill(agent, signal.SIGTERM)
