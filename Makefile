@@ -52,12 +52,21 @@ UNIT_TESTS = conf latency latpol perm cpumask topo snapshot spread place plan pr
 	rules rulesidx ident bpf rqlat bpfev latact ctlsrv latmgr peers safeopen timedread idle latseen safedir metrics latact_journal latact_cls latmgr_view \
 	sorted sampler latmgr_plan latmgr_events latmgr_source latweigh
 UNIT_BIN   = $(UNIT_TESTS:%=$(B)/tests/unit/test_%)
-# The ctl and bus fuzz targets and the ctl server and latency manager tests share one
-# in-memory daemon.
-$(B)/tests/unit/test_ctlsrv $(B)/tests/unit/test_latmgr $(B)/tests/fuzz/fuzz_ctl $(B)/fuzz/fuzz_ctl \
-	$(B)/tests/unit/test_latmgr_view $(B)/tests/unit/test_latmgr_plan \
-	$(B)/tests/unit/test_latmgr_events $(B)/tests/unit/test_latmgr_source \
-	$(B)/tests/fuzz/fuzz_bus $(B)/fuzz/fuzz_bus: tests/common/ctl_harness.h
+# The unit-test kit (tests/unit/kit.h), compiled once into one archive that every unit
+# program links: the kit's main and temporary tree, the spread policy's fixture, and
+# the ctl harness (tests/common), the in-memory daemon the ctl and bus fuzz targets
+# also link.
+KIT_HDR = tests/unit/kit.h tests/unit/spread_fx.h tests/common/ctl_harness.h
+KIT_OBJ = $(B)/tests/unit/kit.o $(B)/tests/unit/spread_fx.o $(B)/tests/common/ctl_harness.o
+KIT_LIB = $(B)/tests/libkit.a
+$(KIT_OBJ) build-fuzz/tests/common/ctl_harness.o: $(KIT_HDR)
+$(KIT_LIB): $(KIT_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+$(B)/tests/fuzz/fuzz_ctl $(B)/tests/fuzz/fuzz_bus: FUZZ_LINK = $(B)/tests/common/ctl_harness.o
+$(B)/tests/fuzz/fuzz_ctl $(B)/tests/fuzz/fuzz_bus: $(B)/tests/common/ctl_harness.o
+$(B)/fuzz/fuzz_ctl $(B)/fuzz/fuzz_bus: FUZZ_LINK = build-fuzz/tests/common/ctl_harness.o
+$(B)/fuzz/fuzz_ctl $(B)/fuzz/fuzz_bus: build-fuzz/tests/common/ctl_harness.o
 
 SIM_SRC    = bench/sim/main.c bench/sim/machine.c bench/sim/balance.c bench/sim/plot.c
 SIM_OBJ    = $(SIM_SRC:%.c=$(B)/%.o)
@@ -75,6 +84,8 @@ BENCH_BIN += $(B)/bench/units
 BENCH_BIN += $(B)/bench/spinprobe
 # Processes whose threads share a buffer, or pairs passing a token (bench/placement-ab).
 BENCH_BIN += $(B)/bench/shareload
+# A game's frame loop: a render thread and its workers at 60 or 144 Hz (bench/frames).
+BENCH_BIN += $(B)/bench/frames
 
 # Fuzz targets, one per parser and one per door of the request layer (ctl: the
 # socket's bytes; bus: the D-Bus API's method calls): each builds with libFuzzer and
@@ -161,15 +172,15 @@ $(B)/daemon/taskev/bpfev.o build-fuzz/daemon/taskev/bpfev.o: CPPFLAGS += -I$(B)/
 $(B)/daemon/taskev/bpfev.o build-fuzz/daemon/taskev/bpfev.o: $(B)/bpf/rqevents.skel.h \
 	daemon/taskev/bpf/rqevents.bpf.h
 
-$(B)/tests/unit/test_%: tests/unit/test_%.c $(wildcard tests/unit/*.h) $(DAEMON_OBJ)
+$(B)/tests/unit/test_%: tests/unit/test_%.c $(KIT_HDR) $(KIT_LIB) $(DAEMON_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< \
-		$(DAEMON_OBJ) $(PKG_LIBS) -lcmocka
+		$(KIT_LIB) $(DAEMON_OBJ) $(PKG_LIBS) -lcmocka
 
 $(B)/tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c tests/fuzz/fuzz.h $(DAEMON_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/fuzz $(CFLAGS) $(LDFLAGS) -o $@ $< \
-		tests/fuzz/replay_main.c $(FUZZ_SRC_$*) $(DAEMON_OBJ) $(PKG_LIBS)
+		tests/fuzz/replay_main.c $(FUZZ_SRC_$*) $(FUZZ_LINK) $(DAEMON_OBJ) $(PKG_LIBS)
 
 build-fuzz/%.o: %.c $(wildcard include/*.h daemon/*/*.h)
 	@mkdir -p $(@D)
@@ -181,7 +192,7 @@ build-fuzz/%.o: %.c $(wildcard include/*.h daemon/*/*.h)
 $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CPPFLAGS) $(PKG_CFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< \
-		$(FUZZ_SRC_$*) $(FUZZ_OBJ) $(PKG_LIBS)
+		$(FUZZ_SRC_$*) $(FUZZ_LINK) $(FUZZ_OBJ) $(PKG_LIBS)
 
 $(B)/bench/samplecost $(B)/bench/rules $(B)/bench/units: $(B)/bench/%: bench/%.c $(DAEMON_OBJ)
 	@mkdir -p $(@D)
@@ -271,6 +282,12 @@ bench-flood: deps-test
 	@$(MAKE) --no-print-directory all
 	bench/flood
 
+# A game's frame times (60 and 144 Hz) beside a build at twice the CPUs: no daemon, the
+# game at [latency] game's -10, the build at +15 by a rule, both.
+bench-frames: deps-test
+	@$(MAKE) --no-print-directory all benches
+	bench/frames
+
 # The simulator's table and plots, kept in the tree for bench/sim/README.md.
 bench-sim: deps
 	@$(MAKE) --no-print-directory $(B)/bench/sim/sim
@@ -349,4 +366,4 @@ uninstall:
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all bpf-fallback deps deps-test run unit fuzz benches check check-build check-vm check-systemd bench bench-latency bench-small-llc bench-churn bench-flood bench-sim clean
+.PHONY: all bpf-fallback deps deps-test run unit fuzz benches check check-build check-vm check-systemd bench bench-latency bench-small-llc bench-churn bench-flood bench-frames bench-sim clean

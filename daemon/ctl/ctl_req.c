@@ -538,10 +538,18 @@ static int do_ungame(struct ctl_env *x, const struct ctl_request *q, struct ctl_
 	return r;
 }
 
+/*
+ * The end of a connection's games reads /proc once a game (the copies no event told
+ * of): it is charged to the share that registered them, as its own calls are, so
+ * that registering and leaving in a loop takes no more of the loop than calls do.
+ */
 void ctl_req_conn_gone(struct ctl_env *x, const char *conn)
 {
-	if (latmgr_on(x->lm))
-		latmgr_games_gone(x->lm, conn);
+	uint64_t t0 = util_now_ns();
+	uid_t owner;
+
+	if (latmgr_on(x->lm) && latmgr_games_gone(x->lm, conn, &owner) > 0 && conn)
+		ctl_req_lim_charge(x->req, owner, util_now_ns() - t0, util_now_ns());
 }
 
 static int do_foreground(struct ctl_env *x, const struct ctl_caller *k, const struct ctl_request *q,

@@ -322,8 +322,11 @@ int latmgr_game(struct latmgr *m, uid_t caller, const char *conn, const struct l
  * it holds none.
  */
 int latmgr_game_end(struct latmgr *m, const char *conn, pid_t tgid, uint64_t start_time);
-/* Connection conn left the bus (NULL: the daemon's own bus went away): its games end. */
-void latmgr_games_gone(struct latmgr *m, const char *conn);
+/*
+ * Connection conn left the bus (NULL: the daemon's own bus went away): its games end.
+ * The games ended; *ret_owner, when one was, the caller (share) that held the last.
+ */
+size_t latmgr_games_gone(struct latmgr *m, const char *conn, uid_t *ret_owner);
 /* Whether connection conn holds a game. */
 bool latmgr_games_of(const struct latmgr *m, const char *conn);
 /*

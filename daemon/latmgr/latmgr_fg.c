@@ -367,14 +367,16 @@ int latmgr_game(struct latmgr *m, uid_t caller, const char *conn, const struct l
 		return -EUSERS;
 	g->uid = caller;
 	v = fg_put(m, g, rq, &r, ret_why);
-	if (v != LAT_NONE && !g->tgid) {
+	/* The ends above may have changed the table: p is found again. */
+	p = latmgr_find_process(m, rq->tgid, rq->start_time);
+	if (v != LAT_NONE && !g->tgid && p) {
 		/* It keeps a value at most the game's: nothing granted, the record kept. */
 		g->tgid = rq->tgid;
 		g->start_time = p->start_time;
 		g->value = rq->value;
 		snprintf(g->source, sizeof(g->source), "%s", rq->source);
 	}
-	if (v == LAT_NONE) {
+	if (v == LAT_NONE || !g->tgid) {
 		game_end(m, g);
 		latmgr_units_refresh(m);
 		return r < 0 ? r : -ESRCH;
@@ -402,7 +404,7 @@ int latmgr_game_end(struct latmgr *m, const char *conn, pid_t tgid, uint64_t sta
 	return 0;
 }
 
-void latmgr_games_gone(struct latmgr *m, const char *conn)
+size_t latmgr_games_gone(struct latmgr *m, const char *conn, uid_t *ret_owner)
 {
 	size_t n = 0;
 
@@ -410,15 +412,17 @@ void latmgr_games_gone(struct latmgr *m, const char *conn)
 		struct latmgr_fg *g = &m->games[i];
 
 		if (g->tgid && (!conn || strcmp(g->conn, conn) == 0)) {
+			*ret_owner = g->uid;
 			game_end(m, g);
 			n++;
 		}
 	}
 	if (!n)
-		return;
+		return 0;
 	log_info("latency: %s left the bus: its %zu game%s given back", conn ? conn : "every "
 		 "connection", n, n == 1 ? "" : "s");
 	latmgr_units_refresh(m);
+	return n;
 }
 
 bool latmgr_games_of(const struct latmgr *m, const char *conn)

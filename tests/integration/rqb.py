@@ -21,11 +21,19 @@ TOPO_2LLC = os.path.join(ROOT, "tests", "data", "topo-2llc.xml")
 TOPO_1LLC = os.path.join(ROOT, "tests", "data", "topo-1llc.xml")
 RQCTL = os.path.join(ROOT, BUILD, "rqctl")
 CGROUP_ROOT = f"rqb-it-{os.getpid()}"
+CPU_V1 = "/sys/fs/cgroup/cpu"
 
 
 def skip(why):
     print(why)
     sys.exit(77)
+
+
+def require_cpu_v1(file="cpu.shares"):
+    """Skips the test unless the v1 cpu controller, with file, is at CPU_V1 (this
+    machine's layout)."""
+    if not os.path.exists(os.path.join(CPU_V1, file)):
+        skip(f"needs the v1 cpu controller with {file} at {CPU_V1} (this machine's layout)")
 
 
 def check(cond, what):
@@ -111,6 +119,14 @@ class Hogs:
         self.stop()
 
 
+def nice_of(pid):
+    """The nice of process pid, None where it is gone."""
+    try:
+        return os.getpriority(os.PRIO_PROCESS, pid)
+    except OSError:
+        return None
+
+
 def sched_field(pid, name):
     """A number from /proc/PID/sched ("policy", "se.slice"), its integer part."""
     with open(f"/proc/{pid}/sched") as f:
@@ -174,6 +190,42 @@ def comm_of(pid):
         return ""
 
 
+def namer(comm):
+    """A python3 program that names itself comm (bytes, as /proc/self/comm takes them),
+    prints its pid and waits for a line on stdin."""
+    return f"""
+import os, sys
+with open("/proc/self/comm", "wb") as f:
+    f.write({comm!r})
+print(os.getpid(), flush=True)
+sys.stdin.readline()
+"""
+
+
+def run_named(user, prog, d, py, comm):
+    """The namer of comm, run by user (rqb_user's User) through rqctl prog's run -l 5 on
+    daemon d with python py: its Popen and pid once it has named itself. It ends once
+    its stdin is closed."""
+    p = user.popen([prog, "-s", d.ctl, "run", "-l", "5", "--", py, "-c", namer(comm)],
+                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    pid = int(p.stdout.readline())
+    with open(f"/proc/{pid}/comm", "rb") as f:
+        check(f.read() == comm + b"\n", "the user's process named itself")
+    return p, pid
+
+
+def unsafe(out):
+    """The bytes of out a terminal would act on: C0 but newline, DEL, C1, not UTF-8."""
+    bad = [b for b in out if (b < 0x20 and b != 0x0a) or b == 0x7f]
+    if bad:
+        return bad
+    try:
+        text = out.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"not UTF-8: {e}"
+    return [c for c in text if 0x80 <= ord(c) < 0xa0]
+
+
 def wait_until(fn, timeout=3.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -232,6 +284,15 @@ def write_overload(path, a, b, comm="sh"):
     """Both tasks runnable on CPU 0 (LLC 0 of the fake topology), CPU 1 idle."""
     write_replay(path, [([(0, 2, 100), (1, 0, 0)],
                          [task_line(a, 0, comm=comm), task_line(b, 0, comm=comm)])])
+
+
+def overload_replay(tmp, hogs, comm="sh"):
+    """Two hogs' pids, the younger last, and tmp/overload.replay, where both are
+    runnable on CPU 0 (write_overload): the set-up of a test of one pin."""
+    a, b = sorted(hogs.pids)
+    replay = os.path.join(tmp, "overload.replay")
+    write_overload(replay, a, b, comm=comm)
+    return a, b, replay
 
 
 class Daemon:

@@ -12,11 +12,10 @@ import signal
 import subprocess
 import sys
 
-from rqb import (CGROUP_ROOT, Daemon, check, cpu_cgroup, default_slice_ns, main, require, rqctl,
-                 tmpdir)
+from rqb import (CGROUP_ROOT, CPU_V1, Daemon, check, cpu_cgroup, default_slice_ns, main, require,
+                 require_cpu_v1, rqctl, tmpdir)
 from rqb import sched_field as sched
 
-CPU_V1 = "/sys/fs/cgroup/cpu"
 IDLER = [sys.executable, "-c", "import time; time.sleep(600)"]
 
 
@@ -90,9 +89,7 @@ def own_cgroup_removed(tmp, crash):
 
 def test():
     require()
-    if not os.path.exists(f"{CPU_V1}/cpu.shares"):
-        print("needs the v1 cpu controller at /sys/fs/cgroup/cpu (this machine's layout)")
-        sys.exit(77)
+    require_cpu_v1()
     with tmpdir() as tmp:
         class_removed(tmp)
         own_cgroup_removed(tmp, crash=False)

@@ -14,14 +14,12 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 
-from rqb import (CGROUP_ROOT, RQCTL, TOPO_2LLC, Daemon, allowed, check, main, require,
-                 start_time, tmpdir)
+from rqb import (CGROUP_ROOT, CPU_V1, RQCTL, TOPO_2LLC, Daemon, allowed, check, main, require,
+                 require_cpu_v1, start_time, tmpdir)
 
-CPU_V1 = "/sys/fs/cgroup/cpu"
 NTASKS = 16
 VALUES = [-10, -5, -1, 3, 12, 19]
 CONF = ("[daemon]\ninterval_ms = 20\n[balance]\nmin_residency_ms = 0\nmax_pin_ms = 400\n"
@@ -148,9 +146,7 @@ def burst_then_kill(tmp, journal, replay, pids, cgroups, before, cg_before, rnd)
 
 def test():
     require()
-    if not os.path.exists(f"{CPU_V1}/cpu.shares"):
-        print("needs the v1 cpu controller at /sys/fs/cgroup/cpu (this machine's layout)")
-        sys.exit(77)
+    require_cpu_v1()
     cgroups = [f"/{CGROUP_ROOT}-w{i}" for i in range(2)]
     procs = []
     with tmpdir() as tmp:

@@ -7,33 +7,13 @@ import json
 import os
 import subprocess
 
-from rqb import Daemon, check, main, private_copy, require, skip, tmpdir, user_rqctl
+from rqb import (Daemon, check, main, private_copy, require, run_named, skip, tmpdir, unsafe,
+                 user_rqctl)
 from rqb_user import User
 
 CPU_V1 = "/sys/fs/cgroup/cpu"
 COMM = b"\x1b[2J\x1b[31mpw\xc2\x9b\xff"  # 15 bytes: the most comm holds
 CGNAME = b"\x1b[2Jcg\x1b]0;t\x07"
-
-NAMER = f"""
-import os, sys
-with open("/proc/self/comm", "wb") as f:
-    f.write({COMM!r})
-print(os.getpid(), flush=True)
-sys.stdin.readline()
-"""
-
-
-def unsafe(out):
-    """The bytes a terminal would act on: C0 but newline, DEL, C1, not UTF-8."""
-    bad = [b for b in out if (b < 0x20 and b != 0x0a) or b == 0x7f]
-    if bad:
-        return bad
-    try:
-        text = out.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return f"not UTF-8: {e}"
-    bad += [c for c in text if 0x80 <= ord(c) < 0xa0]
-    return bad
 
 
 def test():
@@ -52,11 +32,7 @@ def test():
                 os.chown(os.path.join(group, f), user.uid, -1)
             with Daemon(tmp) as d:
                 d.wait_for("ctl: serving")
-                p = user.popen([prog, "-s", d.ctl, "run", "-l", "5", "--", py, "-c", NAMER],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                pid = int(p.stdout.readline())
-                with open(f"/proc/{pid}/comm", "rb") as f:
-                    check(f.read() == COMM + b"\n", "the user's process named itself")
+                p, pid = run_named(user, prog, d, py, COMM)
                 r = user.run([prog, "-s", d.ctl, "set", "-l", "5", "-g", rel])
                 check(r.returncode == 0, f"the user gives its cgroup a value ({r.stderr!r})")
 

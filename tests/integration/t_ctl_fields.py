@@ -6,18 +6,10 @@ import json
 import os
 import subprocess
 
-from rqb import Daemon, check, main, private_copy, require, tmpdir, user_rqctl
+from rqb import Daemon, check, main, private_copy, require, run_named, tmpdir, user_rqctl
 from rqb_user import User
 
 COMM = b"a\tb\nc\\x41\\"
-
-NAMER = f"""
-import os, sys
-with open("/proc/self/comm", "wb") as f:
-    f.write({COMM!r})
-print(os.getpid(), flush=True)
-sys.stdin.readline()
-"""
 
 
 def test():
@@ -27,11 +19,7 @@ def test():
         py = private_copy(tmp, "python3")
         with Daemon(tmp) as d:
             d.wait_for("ctl: serving")
-            p = user.popen([prog, "-s", d.ctl, "run", "-l", "5", "--", py, "-c", NAMER],
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-            pid = int(p.stdout.readline())
-            with open(f"/proc/{pid}/comm", "rb") as f:
-                check(f.read() == COMM + b"\n", "the user's process named itself")
+            p, pid = run_named(user, prog, d, py, COMM)
 
             out = subprocess.run([prog, "-s", d.ctl, "list"], capture_output=True, timeout=30,
                                  env={**os.environ, "LC_ALL": "C.UTF-8"})

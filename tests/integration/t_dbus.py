@@ -37,7 +37,7 @@ METHODS = {
     "SetProcess": ("ui", "u"), "SetThread": ("ui", "u"), "SetCgroup": ("si", ""),
     "GetProcess": ("u", "is"), "GetThread": ("u", "is"), "GetCgroup": ("s", "is"),
     "ResetProcess": ("u", "u"), "ResetThread": ("u", "u"), "ResetCgroup": ("s", ""),
-    "SetForeground": ("u", "i"),
+    "SetForeground": ("u", "i"), "RegisterGame": ("h", "i"), "UnregisterGame": ("h", ""),
 }
 
 # A process with one thread besides its main one, which prints its tid and waits.

@@ -3,16 +3,14 @@ actions are logged as pins are), no journal. SIGINT stops it."""
 import os
 import signal
 
-from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, require, rqctl, tmpdir,
-                 write_overload)
+from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, overload_replay,
+                 require, rqctl, tmpdir)
 
 
 def test():
     require()
     with tmpdir() as tmp, Hogs(2) as hogs:
-        a, b = sorted(hogs.pids)
-        replay = os.path.join(tmp, "overload.replay")
-        write_overload(replay, a, b)
+        a, b, replay = overload_replay(tmp, hogs)
         with Daemon(tmp, ["--dry-run", "--topology", TOPO_2LLC, "--replay", replay]) as d:
             d.wait_for(rf"dry-run: pin tid={b} .* llc=0->1 cpus=1")
             # The line comes after the tick's actuation; some more ticks on the same

@@ -40,7 +40,7 @@ import subprocess
 import sys
 import time
 
-from rqb import Daemon, check, main, require, rqctl, skip, tmpdir, wait_until
+from rqb import Daemon, check, main, nice_of, require, rqctl, skip, tmpdir, wait_until
 from rqb_buscall import Caller, root_call
 from rqb_user import User
 
@@ -82,6 +82,19 @@ if "stay" in how:
 # line, and stays.
 FRONT = """
 import os, sys, threading, time
+
+
+def sleepers(n):
+    kids = []
+    for _ in range(n):
+        k = os.fork()
+        if k == 0:
+            time.sleep(300)
+            os._exit(0)
+        kids.append(k)
+    return " ".join(map(str, kids))
+
+
 print(os.getpid(), flush=True)
 for line in sys.stdin:
     what, n = line.split()
@@ -95,38 +108,17 @@ for line in sys.stdin:
         r, w = os.pipe()
         c = os.fork()
         if c == 0:
-            kids = []
-            for _ in range(int(n)):
-                k = os.fork()
-                if k == 0:
-                    time.sleep(300)
-                    os._exit(0)
-                kids.append(k)
-            os.write(w, " ".join(map(str, kids)).encode())
+            os.write(w, sleepers(int(n)).encode())
             os._exit(0)
         os.close(w)
         print(os.read(r, 1000).decode(), flush=True)
         os.waitpid(c, 0)
     else:
-        kids = []
-        for _ in range(int(n)):
-            k = os.fork()
-            if k == 0:
-                time.sleep(300)
-                os._exit(0)
-            kids.append(k)
-        print(" ".join(map(str, kids)), flush=True)
+        print(sleepers(int(n)), flush=True)
 """
 
 
 # ---- the processes
-
-
-def nice(pid):
-    try:
-        return os.getpriority(os.PRIO_PROCESS, pid)
-    except OSError:
-        return None
 
 
 def got(d, pid):
@@ -225,11 +217,11 @@ def reuse_round(d, ca, a, b, what):
     check(ca.ask("SetForeground", w) == ["ok", str(FG)], f"{what}: A puts a wrapper in front")
     older = go(wp, w, "stay")
     d.sync()
-    check(len(older) == 1 and nice(older[0]) == FG,
+    check(len(older) == 1 and nice_of(older[0]) == FG,
           f"{what}: its child {older} holds the foreground value")
     v = b.start("echo $$; exec sleep 300")
     d.sync()
-    check(rqctl(d, "set", "-l", "-15", "-p", str(v)).returncode == 0 and nice(v) == -15,
+    check(rqctl(d, "set", "-l", "-15", "-p", str(v)).returncode == 0 and nice_of(v) == -15,
           f"{what}: root gives B's process V -15")
     # Held stopped: V's exit and the new process's fork stay unread until after the call.
     os.kill(d.proc.pid, signal.SIGSTOP)
@@ -247,13 +239,13 @@ def reuse_round(d, ca, a, b, what):
     r = ca.ask("SetForeground", 0)
     check(r[0] == "ok", f"{what}: and SetForeground(0): {r}")
     d.sync()
-    check(nice(v) != -15 and got(d, v) != (-15, "ctl uid 0"),
-          f"{what}: A's process at V's number does not get B's -15: nice {nice(v)}, "
+    check(nice_of(v) != -15 and got(d, v) != (-15, "ctl uid 0"),
+          f"{what}: A's process at V's number does not get B's -15: nice {nice_of(v)}, "
           f"{got(d, v)}")
-    check(nice(v) == 0, f"{what}: it has nice 0 again ({nice(v)})")
-    check(nice(older[0]) not in (-15, FG),
+    check(nice_of(v) == 0, f"{what}: it has nice 0 again ({nice_of(v)})")
+    check(nice_of(older[0]) not in (-15, FG),
           f"{what}: A's older process neither gets -15 nor keeps {FG}: nice "
-          f"{nice(older[0])}, {got(d, older[0])}")
+          f"{nice_of(older[0])}, {got(d, older[0])}")
     os.kill(v, signal.SIGKILL)
     os.waitpid(v, 0)
     os.kill(older[0], signal.SIGKILL)
@@ -269,22 +261,22 @@ def fork_exit(d, bus, a):
         check(ca.ask("SetForeground", w) == ["ok", str(FG)], f"wrapper {i + 1} is put in front")
         kids += go(wp, w)
         d.sync()
-        check(nice(kids[-1]) == 0 and got(d, kids[-1]) is None,
+        check(nice_of(kids[-1]) == 0 and got(d, kids[-1]) is None,
               f"its exit ends the grant: its child {kids[-1]} is given back: nice "
-              f"{nice(kids[-1])}, {got(d, kids[-1])}")
+              f"{nice_of(kids[-1])}, {got(d, kids[-1])}")
     x = a.start("echo $$; exec sleep 300")
     check(ca.ask("SetForeground", x) == ["ok", str(FG)], "then X is put in front")
     d.sync()
-    check(nice(x) == FG, f"X at {FG}")
+    check(nice_of(x) == FG, f"X at {FG}")
     r = ca.ask("SetProcess", x, FG + 1)
     check(r == ["error", DENIED] or r[0] == "ok", f"A raises X to {FG + 1}: {r}")
-    check(r[0] != "ok" or nice(x) == FG + 1, "which, where allowed, it has")
+    check(r[0] != "ok" or nice_of(x) == FG + 1, "which, where allowed, it has")
     check(ca.ask("SetForeground", 0)[0] == "ok", "SetForeground(0)")
     d.sync()
-    left = [k for k in kids if nice(k) == FG]
+    left = [k for k in kids if nice_of(k) == FG]
     check(not left, f"no child of a wrapper keeps {FG}: {left} of {kids}")
-    check(nice(x) not in (FG, FG + 1),
-          f"X keeps neither {FG} nor {FG + 1}, below A's limit: nice {nice(x)}, {got(d, x)}")
+    check(nice_of(x) not in (FG, FG + 1),
+          f"X keeps neither {FG} nor {FG + 1}, below A's limit: nice {nice_of(x)}, {got(d, x)}")
     kill(kids)
     ca.p.stdin.close()
 
@@ -297,15 +289,15 @@ def chain(d, bus, a):
         made = go(wp, w, "thread grand stay")
         d.sync()
         tasks = [t for p in made for t in tids(p)]
-        check(len(made) == 2 and len(tasks) == 3 and all(nice(t) == FG for t in tasks),
+        check(len(made) == 2 and len(tasks) == 3 and all(nice_of(t) == FG for t in tasks),
               f"{who}: its child, the child's thread and its grandchild hold {FG}: "
-              f"{[(t, nice(t)) for t in tasks]}")
+              f"{[(t, nice_of(t)) for t in tasks]}")
         other = a.start("echo $$; exec sleep 300")
         check(ask("SetForeground", other) == ["ok", str(FG)], f"{who} puts another in front")
         d.sync()
-        check(all(nice(t) == 0 for t in tasks) and all(got(d, p) is None for p in made),
-              f"{who}: all of them are given back: {[(t, nice(t)) for t in tasks]}")
-        check(ask("SetForeground", 0)[0] == "ok" and nice(other) == 0,
+        check(all(nice_of(t) == 0 for t in tasks) and all(got(d, p) is None for p in made),
+              f"{who}: all of them are given back: {[(t, nice_of(t)) for t in tasks]}")
+        check(ask("SetForeground", 0)[0] == "ok" and nice_of(other) == 0,
               f"{who}: SetForeground(0) gives the other back")
         wp.stdin.close()
         wp.wait()
@@ -323,7 +315,7 @@ def front_exit(d, bus, a):
     first.p.wait()
     other = a.start("echo $$; exec sleep 300")
     d.sync()
-    check(nice(w) == FG and got(d, w) == (FG, f"foreground uid {a.uid}"),
+    check(nice_of(w) == FG and got(d, w) == (FG, f"foreground uid {a.uid}"),
           f"the caller's connection is gone: the front keeps the grant: {got(d, w)}")
     ca = Caller(a, bus.address)
     # It makes a child with a thread and a grandchild, then exits: nothing more is called.
@@ -339,16 +331,16 @@ def front_exit_made(d, ca, made, other):
     d.sync()
     tasks = [t for p in made for t in tids(p)]
     check(len(made) == 2 and len(tasks) == 3, f"its child, thread and grandchild: {tasks}")
-    check(wait_until(lambda: all(nice(t) == 0 for t in tasks), 30),
+    check(wait_until(lambda: all(nice_of(t) == 0 for t in tasks), 30),
           f"the front's exit ends the grant: all it made are given back: "
-          f"{[(t, nice(t)) for t in tasks]}")
+          f"{[(t, nice_of(t)) for t in tasks]}")
     check(all(got(d, p) is None for p in made), f"and none is managed: "
                                                f"{[got(d, p) for p in made]}")
-    check(nice(other) == 0, "a process of A's never in front is left as it was")
+    check(nice_of(other) == 0, "a process of A's never in front is left as it was")
     # The next call puts another in front, with nothing of the last to give back.
-    check(ca.ask("SetForeground", other) == ["ok", str(FG)] and nice(other) == FG,
+    check(ca.ask("SetForeground", other) == ["ok", str(FG)] and nice_of(other) == FG,
           "A puts another in front")
-    check(ca.ask("SetForeground", 0)[0] == "ok" and nice(other) == 0, "and none")
+    check(ca.ask("SetForeground", 0)[0] == "ok" and nice_of(other) == 0, "and none")
 
 
 def connector_drops(pid):
@@ -382,7 +374,7 @@ def lost_fork(d, bus, a):
 
     check(ca.ask("SetForeground", f) == ["ok", str(FG)], "A puts a front in front")
     d.sync()
-    check(nice(f) == FG, f"the front has {FG}")
+    check(nice_of(f) == FG, f"the front has {FG}")
     before = connector_drops(d.proc.pid)
     check(before is not None, "the daemon's proc connector socket is listed")
     os.kill(d.proc.pid, signal.SIGSTOP)
@@ -396,9 +388,9 @@ def lost_fork(d, bus, a):
         # orphans' parent exits: they are no front's descendants, only in its class.
         kids = [int(k) for k in ask("kids 20")]
         orphans = [int(k) for k in ask("orphans 5")]
-        check(len(kids) == 20 and all(nice(k) == FG for k in kids),
+        check(len(kids) == 20 and all(nice_of(k) == FG for k in kids),
               f"its 20 children inherited {FG}")
-        check(len(orphans) == 5 and all(nice(k) == FG for k in orphans),
+        check(len(orphans) == 5 and all(nice_of(k) == FG for k in orphans),
               f"and 5 grandchildren whose parent exited: {orphans}")
         kids += orphans
         check(ca.ask("send", "SetForeground", 0) == ["sent"], "A calls SetForeground(0)")
@@ -406,8 +398,8 @@ def lost_fork(d, bus, a):
         os.kill(d.proc.pid, signal.SIGCONT)
     check(ca.ask("wait")[0] == "ok", "SetForeground(0) answered")
     d.sync()
-    check(nice(f) == 0, f"the front is given back: {nice(f)}")
-    left = [(k, nice(k), got(d, k)) for k in kids if nice(k) == FG or got(d, k)]
+    check(nice_of(f) == 0, f"the front is given back: {nice_of(f)}")
+    left = [(k, nice_of(k), got(d, k)) for k in kids if nice_of(k) == FG or got(d, k)]
     check(not left, f"no child whose fork was lost keeps {FG}: {left}")
     for k in kids:
         os.kill(k, signal.SIGKILL)

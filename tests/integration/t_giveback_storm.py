@@ -26,8 +26,8 @@ import signal
 import subprocess
 import sys
 
-from rqb import (Daemon, check, cpu_cgroup, main, private_copy, require, rqctl, skip, tmpdir,
-                 wait_until)
+from rqb import (Daemon, check, cpu_cgroup, main, nice_of, private_copy, require, rqctl, skip,
+                 tmpdir, wait_until)
 from rqb_buscall import Caller
 from rqb_dbus import SystemBus
 from rqb_user import User
@@ -83,13 +83,6 @@ def descendants(pid):
         except OSError:
             pass
     return out
-
-
-def nice_of(pid):
-    try:
-        return os.getpriority(os.PRIO_PROCESS, pid)
-    except OSError:
-        return None
 
 
 def managed(d, pid):

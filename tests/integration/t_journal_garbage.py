@@ -8,9 +8,9 @@ import random
 import subprocess
 import sys
 
-from rqb import (CGROUP_ROOT, Daemon, allowed, check, main, require, start_time, tmpdir)
+from rqb import (CGROUP_ROOT, CPU_V1, Daemon, allowed, check, main, require, require_cpu_v1,
+                 start_time, tmpdir)
 
-CPU_V1 = "/sys/fs/cgroup/cpu"
 IDLER = [sys.executable, "-c", "import time; time.sleep(600)"]
 
 # Records that parse, or nearly, name pid 99999999, which no task has.
@@ -122,9 +122,7 @@ def random_bytes(tmp):
 
 def test():
     require()
-    if not os.path.exists(f"{CPU_V1}/cpu.idle"):
-        print("needs the v1 cpu controller with cpu.idle at /sys/fs/cgroup/cpu")
-        sys.exit(77)
+    require_cpu_v1("cpu.idle")
     with tmpdir() as tmp:
         garbage_with_records(tmp)
         random_bytes(tmp)

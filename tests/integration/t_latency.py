@@ -11,10 +11,9 @@ import signal
 import subprocess
 import sys
 
-from rqb import (CGROUP_ROOT, RQCTL, Daemon, check, cpu_cgroup, main, private_copy, require,
-                 rqctl, sched_field, tmpdir, value_slice_ns)
+from rqb import (CGROUP_ROOT, CPU_V1, RQCTL, Daemon, check, cpu_cgroup, main, private_copy,
+                 require, require_cpu_v1, rqctl, sched_field, tmpdir, value_slice_ns)
 
-CPU_V1 = "/sys/fs/cgroup/cpu"
 
 # A process that starts a thread and a child process once rqctl run has exec'd it (rqctl
 # run has its value set before the exec), then says so on stdout.
@@ -238,9 +237,7 @@ def cgroup_target(tmp):
 
 def test():
     require()
-    if not os.path.exists(f"{CPU_V1}/cpu.shares"):
-        print("needs the v1 cpu controller at /sys/fs/cgroup/cpu (this machine's layout)")
-        sys.exit(77)
+    require_cpu_v1()
     with tmpdir() as tmp:
         ref = subprocess.Popen([idler(tmp), "60"])
         before = state(ref.pid)

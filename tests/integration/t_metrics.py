@@ -9,7 +9,7 @@ import signal
 import stat
 import time
 
-from rqb import (Daemon, Hogs, TOPO_2LLC, check, main, require, tmpdir, write_overload)
+from rqb import (Daemon, Hogs, TOPO_2LLC, check, main, overload_replay, require, tmpdir)
 
 NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
@@ -168,9 +168,7 @@ def test():
     check_reader()
     require()
     with tmpdir() as tmp, Hogs(2) as hogs:
-        a, b = sorted(hogs.pids)
-        replay = os.path.join(tmp, "overload.replay")
-        write_overload(replay, a, b)
+        a, b, replay = overload_replay(tmp, hogs)
         prom = os.path.join(tmp, "rqbalance.prom")
         # max_pin_ms: the pin stands whenever the test reads the file (the default
         # releases it after 10 s, and a slow run would then see 0 tasks managed).

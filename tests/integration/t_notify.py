@@ -1,19 +1,16 @@
 """sd_notify: READY=1, a one-line STATUS= naming sampler, managed tasks and moves,
 WATCHDOG=1 when WATCHDOG_USEC is set, RELOADING=1 then READY=1 around SIGHUP,
 STOPPING=1 on SIGTERM."""
-import os
 import signal
 
-from rqb import (Daemon, Hogs, NotifySocket, TOPO_2LLC, check, main, require, tmpdir,
-                 write_overload)
+from rqb import (Daemon, Hogs, NotifySocket, TOPO_2LLC, check, main, overload_replay,
+                 require, tmpdir)
 
 
 def test():
     require()
     with tmpdir() as tmp, Hogs(2) as hogs:
-        a, b = sorted(hogs.pids)
-        replay = os.path.join(tmp, "overload.replay")
-        write_overload(replay, a, b)
+        a, b, replay = overload_replay(tmp, hogs)
         n = NotifySocket(tmp)
         env = {"NOTIFY_SOCKET": n.path, "WATCHDOG_USEC": "200000"}
         with Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", replay], env=env) as d:

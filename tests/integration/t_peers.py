@@ -14,7 +14,8 @@ import shutil
 import signal
 import subprocess
 
-from rqb import DAEMON, RQCTL, Daemon, check, main, require, skip, tmpdir, wait_until
+from rqb import (DAEMON, RQCTL, Daemon, check, comm_of, main, require, skip, tmpdir,
+                 wait_until)
 
 TUNED = r"""
 set -e
@@ -34,14 +35,6 @@ GAMEMODED_SAYS = "runs: while a game asks for it, it may renice the game"
 LAST_WINS = "(rqctl explain says whose it is): give no process a value in both"
 
 
-def comm(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
 def ppid(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -52,7 +45,7 @@ def ppid(pid):
 
 def child_named(parent, name):
     for d in os.listdir("/proc"):
-        if d.isdigit() and comm(d) == name and ppid(d) == parent:
+        if d.isdigit() and comm_of(d) == name and ppid(d) == parent:
             return int(d)
     return None
 
@@ -110,7 +103,7 @@ def wait_peers(tmp, gm, tu):
     """The gamemoded that dbus-run-session started, once tuned has applied its profile."""
     ok = wait_until(lambda: child_named(gm.pid, "gamemoded") and tuned_applied(tu.pid), 60)
     check(ok, f"gamemoded and tuned run (their output: {peers_log(tmp)!r})")
-    check(comm(tu.pid) == "tuned", "tuned is known by its comm")
+    check(comm_of(tu.pid) == "tuned", "tuned is known by its comm")
     return child_named(gm.pid, "gamemoded")
 
 

@@ -17,7 +17,8 @@ import shutil
 import subprocess
 import time
 
-from rqb import RQCTL, Daemon, check, main, require, skip, tmpdir, user_rqctl, wait_until
+from rqb import (RQCTL, Daemon, check, comm_of, main, require, skip, tmpdir, unsafe, user_rqctl,
+                 wait_until)
 from rqb_user import User
 
 MARKER = f"rqb-planted-{os.getpid()}"
@@ -29,26 +30,6 @@ mkdir /etc/tuned
 echo $$
 exec {tuned} 600
 """
-
-
-def unsafe(out):
-    """The bytes a terminal would act on: C0 but newline, DEL, C1, not UTF-8."""
-    bad = [b for b in out if (b < 0x20 and b != 0x0a) or b == 0x7f]
-    if bad:
-        return bad
-    try:
-        text = out.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return f"not UTF-8: {e}"
-    return [c for c in text if 0x80 <= ord(c) < 0xa0]
-
-
-def comm(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def root_only(tmp, name, text):
@@ -81,7 +62,7 @@ def start_tuned(popen, argv, tuned, kind, secret):
     script = FAKE_TUNED.format(plant=plant(kind, secret), tuned=tuned)
     p = popen([*argv, "sh", "-c", script], stdout=subprocess.PIPE, text=True)
     pid = int(p.stdout.readline())
-    check(wait_until(lambda: comm(pid) == "tuned", 10), f"the fake tuned {pid} runs")
+    check(wait_until(lambda: comm_of(pid) == "tuned", 10), f"the fake tuned {pid} runs")
     return p, pid
 
 
@@ -104,7 +85,7 @@ def stop(p, pid):
     except ProcessLookupError:
         pass
     p.wait()
-    wait_until(lambda: comm(pid) is None, 10)
+    wait_until(lambda: comm_of(pid) == "", 10)
 
 
 def ticks(text):

@@ -1,19 +1,16 @@
 """SIGHUP reloads; a bad file is refused and the running config kept, which shows in
 behaviour: an exclusion from the old config keeps protecting a task until a good
 reload lifts it."""
-import os
 import signal
 
-from rqb import (Daemon, Hogs, NotifySocket, TOPO_2LLC, allowed, check, main, require,
-                 tmpdir, write_overload)
+from rqb import (Daemon, Hogs, NotifySocket, TOPO_2LLC, allowed, check, main,
+                 overload_replay, require, tmpdir)
 
 
 def test():
     require()
     with tmpdir() as tmp, Hogs(2) as hogs:
-        a, b = sorted(hogs.pids)
-        replay = os.path.join(tmp, "overload.replay")
-        write_overload(replay, a, b, comm="busy")
+        a, b, replay = overload_replay(tmp, hogs, comm="busy")
         notify = NotifySocket(tmp)
         d = Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", replay],
                    conf="[exclude]\ncomms = busy\n", env={"NOTIFY_SOCKET": notify.path})

@@ -3,16 +3,14 @@ the daemon soft-pins one task to the idle LLC, and SIGTERM gives its affinity ba
 import os
 import re
 
-from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, require, tmpdir,
-                 write_overload)
+from rqb import (Daemon, Hogs, TOPO_2LLC, allowed, check, main, overload_replay,
+                 require, tmpdir)
 
 
 def test():
     require()
     with tmpdir() as tmp, Hogs(2) as hogs:
-        a, b = sorted(hogs.pids)
-        replay = os.path.join(tmp, "overload.replay")
-        write_overload(replay, a, b)
+        a, b, replay = overload_replay(tmp, hogs)
         with Daemon(tmp, ["--topology", TOPO_2LLC, "--replay", replay]) as d:
             d.wait_for(rf"pin tid={b} .* llc=0->1 cpus=1 why=overload")
             check(allowed(b) == {1}, f"the younger task {b} is pinned to LLC 1 (CPU 1)")

@@ -1,14 +1,14 @@
 /*
  * The fixture test_spread.c and test_place.c share: a synthetic machine, a snapshot
  * of runnable tasks on it, the config, and the spread policy's state, run a tick at a
- * time through spread_decide, its plan dumped as text.
+ * time through spread_decide, its plan dumped as text (spread_fx.c, in the kit).
  */
 #ifndef RQB_TEST_SPREAD_FX_H
 #define RQB_TEST_SPREAD_FX_H
 
+#include "kit.h"
 #include "policy/spread.h"
 #include "rqbalance.h"
-#include "unit.h"
 
 #define MS 1000000ULL
 
@@ -23,107 +23,22 @@ struct fx {
 };
 
 /* The policy's view of f->c, as the daemon builds it each tick. */
-static inline const struct spread_conf *sconf(struct fx *f)
-{
-	conf_spread(&f->c, &f->sc);
-	f->sc.whole_processes = f->whole;
-	return &f->sc;
-}
-
+const struct spread_conf *sconf(struct fx *f);
 /* The fixture on topology t, which it owns. */
-static inline struct fx *fx_on(struct topo *t)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-
-	f->topo = t;
-	f->s = snap_new(f->topo);
-	f->s->self_tgid = 1;
-	conf_defaults(&f->c);
-	/*
-	 * Every LLC counts, however small (a machine of one-core LLCs is below the default
-	 * min_llc_cores); the tests of a rule that needs more raise it.
-	 */
-	f->c.min_llc_cores = 1;
-	spread_init(&f->st);
-	plan_init(&f->plan);
-	return f;
-}
-
-static inline struct fx *fx_new(const char *synthetic)
-{
-	return fx_on(unit_topo(synthetic));
-}
-
+struct fx *fx_on(struct topo *t);
+struct fx *fx_new(const char *synthetic);
 /* The fixture on an hwloc XML topology (tests/data) instead of a synthetic one. */
-static inline struct fx *fx_new_xml(const char *path)
-{
-	return fx_on(unit_topo_xml(path));
-}
-
-static inline void fx_free(struct fx *f)
-{
-	plan_fini(&f->plan);
-	spread_fini(&f->st);
-	snap_free(f->s);
-	topo_free(f->topo);
-	free(f);
-}
-
+struct fx *fx_new_xml(const char *path);
+void fx_free(struct fx *f);
 /* A runnable task on cpu, allowed everywhere; start_time derives from tid. */
-static inline struct snap_task *add(struct fx *f, pid_t tid, int cpu)
-{
-	struct snap_task t = { .tid = tid, .tgid = tid, .cpu = cpu, .start_time = 1000 + tid,
-			       .allowed = f->topo->online };
-	struct snap_task *n;
-
-	snprintf(t.comm, sizeof(t.comm), "t%d", (int)tid);
-	n = snap_add_task(f->s, &t, "/user.slice");
-	assert_non_null(n);
-	f->s->cpus[cpu].nr_running++;
-	return n;
-}
-
+struct snap_task *add(struct fx *f, pid_t tid, int cpu);
 /* t, narrowed to the CPU it is on: load that counts everywhere and never moves. */
-static inline struct snap_task *narrowed(struct snap_task *t)
-{
-	CPU_ZERO(&t->allowed);
-	CPU_SET(t->cpu, &t->allowed);
-	return t;
-}
-
+struct snap_task *narrowed(struct snap_task *t);
 /* Runs one tick at now_ms; returns the plan's dump. */
-static inline const char *tick(struct fx *f, uint64_t now_ms)
-{
-	f->s->now_ns = now_ms * MS;
-	plan_clear(&f->plan);
-	assert_true(spread_decide(f->s, sconf(f), &f->st, &f->plan) >= 0);
-	return unit_plan_dump(&f->plan);
-}
-
+const char *tick(struct fx *f, uint64_t now_ms);
 /* Runs one tick on a snapshot in replay format (what --record writes), at its time. */
-static inline const char *replay_tick(struct fx *f, const char *text)
-{
-	FILE *in = fmemopen((void *)text, strlen(text), "r");
-	unsigned line = 0;
-	char err[256] = "";
-
-	assert_non_null(in);
-	if (snap_read(in, f->s, &line, err, sizeof(err)) != 1)
-		fail_msg("replay line %u: %s", line, err);
-	fclose(in);
-	plan_clear(&f->plan);
-	assert_true(spread_decide(f->s, sconf(f), &f->st, &f->plan) >= 0);
-	return unit_plan_dump(&f->plan);
-}
-
+const char *replay_tick(struct fx *f, const char *text);
 /* Counts plan lines that start with op. */
-static inline int count_ops(const char *dump, const char *op)
-{
-	int n = 0;
-
-	for (const char *p = dump; (p = strstr(p, op)); p++)
-		n += p == dump || p[-1] == '\n';
-	return n;
-}
+int count_ops(const char *dump, const char *op);
 
 #endif

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "actuate/act.h"
 #include "actuate/journal.h"
@@ -259,14 +259,14 @@ static cpu_set_t mask_of(pid_t tid)
 
 static void set_mask(pid_t tid, const char *list)
 {
-	cpu_set_t s = unit_mask(list);
+	cpu_set_t s = kit_mask(list);
 
 	assert_int_equal(sched_setaffinity(tid, sizeof(s), &s), 0);
 }
 
 #define assert_mask(tid, list)                                                           \
 	do {                                                                             \
-		cpu_set_t want_ = unit_mask(list), got_ = mask_of(tid);                  \
+		cpu_set_t want_ = kit_mask(list), got_ = mask_of(tid);                  \
 		char buf_[CPUMASK_STRLEN];                                               \
 		if (!CPU_EQUAL(&want_, &got_))                                           \
 			fail_msg("tid %d has cpus %s, want %s", (int)(tid),               \
@@ -401,7 +401,7 @@ static int apply(struct fix *f, struct act *a, enum plan_op op, pid_t tid, pid_t
 				  .from_llc = -1, .to_llc = -1, .comm = "kid", .why = "test" };
 
 	if (list)
-		pa.mask = unit_mask(list);
+		pa.mask = kit_mask(list);
 	plan_clear(&f->p);
 	assert_int_equal(plan_add(&f->p, &pa), 0);
 	plan_finish(&f->p);
@@ -425,7 +425,7 @@ static void crash(struct fix *f)
 
 /* ---- tests ---- */
 
-static void test_pin(void **state)
+KIT_TEST_FX(test_pin, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t kid = spawn(f, true);
@@ -447,7 +447,7 @@ static void test_pin(void **state)
 	assert_mask(getpid(), "0-1");
 }
 
-static void test_pin_again_is_noop(void **state)
+KIT_TEST_FX(test_pin_again_is_noop, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t kid = spawn(f, false);
@@ -472,7 +472,7 @@ static void test_pin_again_is_noop(void **state)
 	assert_mask(kid, "0-1");
 }
 
-static void test_unpin(void **state)
+KIT_TEST_FX(test_unpin, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t kid = spawn(f, true);
@@ -494,7 +494,7 @@ static void test_unpin(void **state)
 	assert_int_equal(f->a.cnt.restores, 1);
 }
 
-static void test_verify_task_changed_itself(void **state)
+KIT_TEST_FX(test_verify_task_changed_itself, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t moved = spawn(f, true), kept = spawn(f, false);
@@ -523,7 +523,7 @@ static void test_verify_task_changed_itself(void **state)
 	assert_int_equal(f->a.cnt.restores, 1);
 }
 
-static void test_verify_task_gone(void **state)
+KIT_TEST_FX(test_verify_task_gone, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t kid = spawn(f, false);
@@ -540,7 +540,7 @@ static void test_verify_task_gone(void **state)
 	assert_int_equal(f->a.cnt.left_alone, 0);
 }
 
-static void test_fini_restores_all(void **state)
+KIT_TEST_FX(test_fini_restores_all, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t k1 = spawn(f, true), k2 = spawn(f, false), k3 = spawn(f, true);
@@ -562,7 +562,7 @@ static void test_fini_restores_all(void **state)
 	assert_int_equal(journal_count(f, "clear "), 0);
 }
 
-static void test_pin_wrong_start_time(void **state)
+KIT_TEST_FX(test_pin_wrong_start_time, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t kid = spawn(f, true);
@@ -579,7 +579,7 @@ static void test_pin_wrong_start_time(void **state)
 	assert_int_equal(journal_count(f, "set "), 0);
 }
 
-static void test_pin_exited(void **state)
+KIT_TEST_FX(test_pin_exited, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t pid;
@@ -607,7 +607,7 @@ static void test_pin_exited(void **state)
 	assert_int_equal(apply(f, &f->a, PLAN_UNPIN, pid, pid, st, NULL), 1);
 }
 
-static void test_pin_thread(void **state)
+KIT_TEST_FX(test_pin_thread, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t tgid, tid = spawn_kind(f, KID_THREAD, &tgid, NULL);
@@ -626,7 +626,7 @@ static void test_pin_thread(void **state)
  * A pinned task that starts a thread and a child process after the pin passes the pin
  * on; at the stop both get back what the task had, except one that chose otherwise.
  */
-static void test_offspring_restored(void **state)
+KIT_TEST_FX(test_offspring_restored, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t kid, ids[2], thread, child;
@@ -663,7 +663,7 @@ static void test_offspring_restored(void **state)
 	}
 }
 
-static void test_crash_recovery(void **state)
+KIT_TEST_FX(test_crash_recovery, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t k1 = spawn(f, true), k2 = spawn(f, false);
@@ -695,7 +695,7 @@ static void test_crash_recovery(void **state)
  * the mask rqbalance set before, which the journal's last record does not name. It is
  * rqbalance's too, and given back at the next start.
  */
-static void test_crash_between_journal_and_write(void **state)
+KIT_TEST_FX(test_crash_between_journal_and_write, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t kid = spawn(f, true);
@@ -704,7 +704,7 @@ static void test_crash_between_journal_and_write(void **state)
 	init_a(f);
 	assert_int_equal(pin(f, &f->a, kid, kid, "1"), 1);
 	next = (struct journal_rec){ .tid = kid, .tgid = kid, .start_time = start_time_of(kid, kid),
-				     .prev = unit_mask("0-1"), .set = unit_mask("0") };
+				     .prev = kit_mask("0-1"), .set = kit_mask("0") };
 	assert_int_equal(journal_set(f->a.journal, &next), 0);
 	crash(f);
 	assert_mask(kid, "1");
@@ -715,7 +715,7 @@ static void test_crash_between_journal_and_write(void **state)
 	assert_int_equal(f->b.cnt.left_alone, 0);
 }
 
-static void test_journal_locked(void **state)
+KIT_TEST_FX(test_journal_locked, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 
@@ -723,7 +723,7 @@ static void test_journal_locked(void **state)
 	assert_int_equal(act_init(&f->b, &act_linux_ops, f->dir), -EBUSY);
 }
 
-static void test_failed_repin_keeps_journal_true(void **state)
+KIT_TEST_FX(test_failed_repin_keeps_journal_true, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t kid = spawn(f, false);
@@ -745,7 +745,7 @@ static void test_failed_repin_keeps_journal_true(void **state)
 	assert_int_equal(f->b.cnt.restores, 1);
 }
 
-static void test_malformed_journal(void **state)
+KIT_TEST_FX(test_malformed_journal, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t kid = spawn(f, true);
@@ -774,7 +774,7 @@ static void test_malformed_journal(void **state)
 	assert_int_equal(journal_count(f, "garbage"), 0);
 }
 
-static void test_dry_run(void **state)
+KIT_TEST_FX(test_dry_run, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t kid = spawn(f, true);
@@ -798,7 +798,7 @@ static void test_dry_run(void **state)
 	assert_int_equal(errno, ENOENT);
 }
 
-static void test_error_classes(void **state)
+KIT_TEST(test_error_classes)
 {
 	(void)state;
 	assert_true(act_error_is_transient(-EAGAIN));
@@ -815,30 +815,10 @@ static void test_error_classes(void **state)
 	assert_false(act_error_is_transient(EAGAIN));
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, fix_setup, fix_teardown)
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		T(test_pin),
-		T(test_pin_again_is_noop),
-		T(test_unpin),
-		T(test_verify_task_changed_itself),
-		T(test_verify_task_gone),
-		T(test_fini_restores_all),
-		T(test_pin_wrong_start_time),
-		T(test_pin_exited),
-		T(test_pin_thread),
-		T(test_offspring_restored),
-		T(test_crash_recovery),
-		T(test_crash_between_journal_and_write),
-		T(test_journal_locked),
-		T(test_failed_repin_keeps_journal_true),
-		T(test_malformed_journal),
-		T(test_dry_run),
-		cmocka_unit_test(test_error_classes),
-	};
-
 	log_set_level(LOG_ERR);
-	return cmocka_run_group_tests_name("act", tests, NULL, NULL);
 }
+
+KIT_GROUP("act", NULL, NULL);

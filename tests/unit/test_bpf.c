@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "util/caps.h"
 #include "rqbalance.h"
@@ -219,7 +219,7 @@ static const struct snap_task *tick_until_busy(struct fix *f)
 	return t;
 }
 
-static void busy_thread_listed(void **state)
+KIT_TEST_FX(busy_thread_listed, setup, teardown)
 {
 	struct fix *f = *state;
 	const struct snap_task *t;
@@ -248,7 +248,7 @@ static void busy_thread_listed(void **state)
  * The same through the tracepoint trigger: the spinning thread's CPU samples itself at
  * its scheduler ticks, though no perf event is open.
  */
-static void busy_thread_listed_tracepoints(void **state)
+KIT_TEST_FX(busy_thread_listed_tracepoints, setup_tp, teardown)
 {
 	struct fix *f = *state;
 	struct bpf_stats st;
@@ -261,7 +261,7 @@ static void busy_thread_listed_tracepoints(void **state)
 }
 
 /* A task the sampler lists for the first time is "caught runnable", not yet busy. */
-static void new_task_not_busy_yet(void **state)
+KIT_TEST_FX(new_task_not_busy_yet, setup, teardown)
 {
 	struct fix *f = *state;
 	const struct snap_task *t = NULL;
@@ -282,7 +282,7 @@ static void new_task_not_busy_yet(void **state)
 	stop_spin(f);
 }
 
-static void new_task_not_busy_yet_tracepoints(void **state)
+KIT_TEST_FX(new_task_not_busy_yet_tracepoints, setup_tp, teardown)
 {
 	new_task_not_busy_yet(state);
 }
@@ -291,7 +291,7 @@ static void new_task_not_busy_yet_tracepoints(void **state)
  * The bpf sampler is the one that fills the optional operations: with the
  * capabilities it loaded with, its task walk works.
  */
-static void optional_ops(void **state)
+KIT_TEST_FX(optional_ops, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -302,7 +302,7 @@ static void optional_ops(void **state)
 	assert_true(sampler_walks_unprivileged(f->sm));
 }
 
-static void caps_format_names(void **state)
+KIT_TEST(caps_format_names)
 {
 	char buf[128];
 
@@ -312,16 +312,4 @@ static void caps_format_names(void **state)
 	assert_string_equal(buf, "");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(busy_thread_listed, setup, teardown),
-		cmocka_unit_test_setup_teardown(new_task_not_busy_yet, setup, teardown),
-		cmocka_unit_test_setup_teardown(busy_thread_listed_tracepoints, setup_tp, teardown),
-		cmocka_unit_test_setup_teardown(new_task_not_busy_yet_tracepoints, setup_tp, teardown),
-		cmocka_unit_test_setup_teardown(optional_ops, setup, teardown),
-		cmocka_unit_test(caps_format_names),
-	};
-
-	return cmocka_run_group_tests_name("bpf", tests, NULL, NULL);
-}
+KIT_GROUP("bpf", NULL, NULL);

@@ -22,7 +22,7 @@
 #include "rqbalance.h"
 #include "taskev/bpf/rqevents.bpf.h"
 #include "taskev/bpfev.h"
-#include "unit.h"
+#include "kit.h"
 #include "util/util.h"
 
 #define MAX_SEEN 64
@@ -30,7 +30,7 @@
 
 /* ---- decoders ---- */
 
-static void test_dev(void **state)
+KIT_TEST(test_dev)
 {
 	(void)state;
 	assert_true(bpfev_dev((8u << 20) | 1) == makedev(8, 1));
@@ -49,7 +49,7 @@ static struct rqe_event record(__u32 kind)
 				   .flags = RQE_F_EXE };
 }
 
-static void test_decode(void **state)
+KIT_TEST(test_decode)
 {
 	struct rqe_event r = record(RQE_FORK);
 	struct evsrc_event e;
@@ -104,7 +104,7 @@ static void test_decode(void **state)
 	assert_int_equal(bpfev_decode(&r, sizeof(r), &e), -EINVAL);
 }
 
-static void test_decode_exes(void **state)
+KIT_TEST(test_decode_exes)
 {
 	struct rqe_exe in[3] = {
 		{ .tgid = 1, .flags = RQE_F_EXE, .start_ns = 10, .exe_dev = (8u << 20) | 1,
@@ -259,7 +259,7 @@ static pid_t spawn(const char *prog, int *ret_go)
 	return pid;
 }
 
-static void test_child_events(void **state)
+KIT_TEST(test_child_events)
 {
 	const char *prog = "/bin/true";
 	struct seen *s = calloc(1, sizeof(*s));
@@ -338,7 +338,7 @@ static void test_child_events(void **state)
 	free(s);
 }
 
-static void test_exes(void **state)
+KIT_TEST(test_exes)
 {
 	struct seen s;
 	struct bpfev *ev = open_or_skip(&s);
@@ -366,7 +366,7 @@ static void test_exes(void **state)
 }
 
 /* The same source through the event source interface, as the latency manager holds it. */
-static void test_through_evsrc(void **state)
+KIT_TEST(test_through_evsrc)
 {
 	struct seen s = { .parent = getpid() };
 	struct evsrc *es = NULL;
@@ -398,7 +398,7 @@ static void test_through_evsrc(void **state)
  * A fork storm the test does not read: the ring fills, the programs count the drops,
  * and the next dispatch reports them once; a dispatch delivers at most its bound.
  */
-static void test_overflow(void **state)
+KIT_TEST(test_overflow)
 {
 	struct seen s;
 	struct bpfev *ev = open_or_skip(&s);
@@ -433,19 +433,4 @@ static void test_overflow(void **state)
 	print_message("%d forks: %llu events dropped, %llu delivered\n", forks,
 		      (unsigned long long)dropped, (unsigned long long)s.events);
 	bpfev_close(ev);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_dev),
-		cmocka_unit_test(test_decode),
-		cmocka_unit_test(test_decode_exes),
-		cmocka_unit_test(test_child_events),
-		cmocka_unit_test(test_exes),
-		cmocka_unit_test(test_through_evsrc),
-		cmocka_unit_test(test_overflow),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

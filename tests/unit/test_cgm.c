@@ -11,27 +11,9 @@
 #include "sample/procfs.h"
 #include "taskev/cgm.h"
 #include "taskev/ident.h"
-#include "unit.h"
+#include "kit.h"
 
 static char top[64];
-
-static void put(const char *rel, const char *text)
-{
-	char path[PATH_MAX], dir[PATH_MAX], *slash;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", top, rel);
-	snprintf(dir, sizeof(dir), "%s", path);
-	for (slash = strchr(dir + strlen(top) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		mkdir(dir, 0755);
-		*slash = '/';
-	}
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
 
 static void proc(int pid, int ppid, int ruid, int euid)
 {
@@ -41,50 +23,46 @@ static void proc(int pid, int ppid, int ruid, int euid)
 	snprintf(text, sizeof(text), "Name:\tx\nUmask:\t0022\nState:\tS\nTgid:\t%d\nPid:\t%d\n"
 		 "PPid:\t%d\nTracerPid:\t0\nUid:\t%d\t%d\t%d\t%d\n", pid, pid, ppid, ruid, euid,
 		 euid, euid);
-	put(rel, text);
+	kit_put(top, rel, text);
 }
 
 static int setup(void **state)
 {
-	snprintf(top, sizeof(top), "/tmp/rqb-test-cgm.XXXXXX");
-	assert_non_null(mkdtemp(top));
-	put("cg/user.slice/a.scope/cgroup.procs", "101\n102\n999\n");
-	put("cg/user.slice/a.scope/sub/cgroup.procs", "103\n");
-	put("cg/user.slice/empty.scope/cgroup.procs", "");
+	kit_tmp(top, sizeof(top), "test-cgm");
+	kit_put(top, "cg/user.slice/a.scope/cgroup.procs", "101\n102\n999\n");
+	kit_put(top, "cg/user.slice/a.scope/sub/cgroup.procs", "103\n");
+	kit_put(top, "cg/user.slice/empty.scope/cgroup.procs", "");
 	proc(101, 1, 1000, 1000);
 	proc(102, 101, 1000, 0);
 	proc(103, 102, 1001, 1001);
 	/* 999 is listed but gone: it exited while being read */
-	put("proc/101/cgroup", "0::/user.slice/a.scope\n");
-	put("proc/102/cgroup", "12:cpu,cpuacct:/system.slice/b.service\n1:name=systemd:/x\n"
+	kit_put(top, "proc/101/cgroup", "0::/user.slice/a.scope\n");
+	kit_put(top, "proc/102/cgroup", "12:cpu,cpuacct:/system.slice/b.service\n1:name=systemd:/x\n"
 			       "0::/user.slice/a.scope\n");
 	/*
 	 * A hybrid host's file as Debian 11's systemd 247 writes it for a service with
 	 * CPUAccounting: the v1 cpu hierarchy holds the controller, the unified one only
 	 * systemd's tracking, and the two name different groups here.
 	 */
-	put("proc/104/cgroup", "13:rdma:/\n12:pids:/system.slice/db.service\n"
+	kit_put(top, "proc/104/cgroup", "13:rdma:/\n12:pids:/system.slice/db.service\n"
 			       "11:freezer:/\n10:cpu,cpuacct:/system.slice/db.service\n"
 			       "9:memory:/system.slice/db.service\n8:net_cls,net_prio:/\n"
 			       "7:cpuset:/\n6:blkio:/system.slice\n5:devices:/system.slice/db.service\n"
 			       "4:perf_event:/\n3:hugetlb:/\n2:misc:/\n"
 			       "1:name=systemd:/system.slice/db.service/worker\n"
 			       "0::/system.slice/db.service/worker\n");
-	put("proc/104/status", "Name:\tdb\nUid:\t0\t0\t0\t0\n");
-	put("proc/104/comm", "db\n");
+	kit_put(top, "proc/104/status", "Name:\tdb\nUid:\t0\t0\t0\t0\n");
+	kit_put(top, "proc/104/comm", "db\n");
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(kit_rm(top), 0);
 	return 0;
 }
 
-static void members_below(void **state)
+KIT_TEST(members_below)
 {
 	char mount[PATH_MAX], procs[PATH_MAX];
 	struct cgm_proc *m = NULL;
@@ -119,7 +97,7 @@ static void members_below(void **state)
 			 -ENOENT);
 }
 
-static void task_cgroup(void **state)
+KIT_TEST(task_cgroup)
 {
 	char procs[PATH_MAX], cg[256] = "untouched";
 
@@ -140,14 +118,14 @@ static void task_cgroup(void **state)
  * group, the cpu controller's. Each once had a parser of its own, and a rule's
  * "cgroup =" and "[exclude] cgroups" were matched against different paths.
  */
-static void hybrid_one_path(void **state)
+KIT_TEST(hybrid_one_path)
 {
 	static struct rule_set rules;
 	struct ident_buf buf;
 	struct proc_ident id;
 	char procs[PATH_MAX], cg[256];
 
-	unit_rules(&rules, 1);
+	kit_rules(&rules, 1);
 	rules.r[0].cgroup = "/system.slice/db.service";
 	snprintf(procs, sizeof(procs), "%s/proc", top);
 	assert_int_equal(procfs_cgroup(procs, 0, 104, cg, sizeof(cg)), 0);
@@ -156,13 +134,4 @@ static void hybrid_one_path(void **state)
 	assert_string_equal(id.cgroup, cg);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(members_below),
-		cmocka_unit_test(task_cgroup),
-		cmocka_unit_test(hybrid_one_path),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+KIT_GROUP("tests", setup, teardown);

@@ -16,7 +16,7 @@
 #include "actuate/cgsd.h"
 #include "actuate/latact.h"
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 
 #define SD_DEST "org.freedesktop.systemd1"
 #define SD_PATH "/org/freedesktop/systemd1"
@@ -407,7 +407,7 @@ static struct fake_record read_record(sd_bus *bus)
 
 /* ---- cgroup path → unit ---- */
 
-static void unit_for_cgroup(void **state)
+KIT_TEST(unit_for_cgroup)
 {
 	static const struct {
 		const char *path;
@@ -459,7 +459,7 @@ static void unit_for_cgroup(void **state)
 	assert_int_equal(cgsd_unit_for_cgroup(NULL, NULL, 0), -EINVAL);
 }
 
-static void unit_for_cgroup_size(void **state)
+KIT_TEST(unit_for_cgroup_size)
 {
 	char unit[12] = "untouched";
 
@@ -470,7 +470,7 @@ static void unit_for_cgroup_size(void **state)
 	assert_string_equal(unit, "foo.service");
 }
 
-static void unit_interface(void **state)
+KIT_TEST(unit_interface)
 {
 	assert_string_equal(cgsd_unit_interface("foo.service"), SD_DEST ".Service");
 	assert_string_equal(cgsd_unit_interface("a-b.slice"), SD_DEST ".Slice");
@@ -484,7 +484,7 @@ static void unit_interface(void **state)
 
 /* ---- against the fake systemd ---- */
 
-static void weight_round_trip(void **state)
+KIT_TEST(weight_round_trip)
 {
 	struct fixture *f = bus_fixture(state);
 	const char *u = "foo.service";
@@ -515,7 +515,7 @@ static void weight_round_trip(void **state)
 	assert_string_equal(err, "untouched");
 }
 
-static void weight_of_slice_and_scope(void **state)
+KIT_TEST(weight_of_slice_and_scope)
 {
 	struct fixture *f = bus_fixture(state);
 	uint64_t w = 0;
@@ -531,7 +531,7 @@ static void weight_of_slice_and_scope(void **state)
 	assert_true(w == CGSD_WEIGHT_UNSET);
 }
 
-static void weight_errors(void **state)
+KIT_TEST(weight_errors)
 {
 	struct fixture *f = bus_fixture(state);
 	uint32_t calls = read_record(f->bus).calls;
@@ -555,7 +555,7 @@ static void weight_errors(void **state)
 	assert_int_equal(w, 42);
 }
 
-static void open_bad_address(void **state)
+KIT_TEST(open_bad_address)
 {
 	static char sentinel;
 	sd_bus *bus = (sd_bus *)&sentinel; /* must stay as it was */
@@ -589,7 +589,7 @@ static int systemctl(const struct fixture *f, const char *const *args)
 }
 
 /* What systemd 252 itself puts on the wire: what cgsd_set_idle and the restore must match. */
-static void systemctl_encoding(void **state)
+KIT_TEST(systemctl_encoding)
 {
 	struct fixture *f = bus_fixture(state);
 	static const char *const idle[] = { "--runtime", "set-property", "foo.service",
@@ -766,7 +766,7 @@ static const struct unit_weight_case unit_weight_cases[] = {
 	{ "refused", NULL, refused, CGSD_WEIGHT_UNSET },
 };
 
-static void unit_weight(void **state)
+KIT_TEST(unit_weight)
 {
 	struct fixture *f = bus_fixture(state);
 
@@ -791,7 +791,7 @@ static void unit_weight(void **state)
 }
 
 /* Last: it stops the fake. */
-static void no_systemd_on_bus(void **state)
+KIT_TEST(no_systemd_on_bus)
 {
 	struct fixture *f = bus_fixture(state);
 	char err[256];
@@ -803,20 +803,4 @@ static void no_systemd_on_bus(void **state)
 	assert_non_null(strstr(err, "org.freedesktop.DBus.Error.ServiceUnknown"));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(unit_for_cgroup),
-		cmocka_unit_test(unit_for_cgroup_size),
-		cmocka_unit_test(unit_interface),
-		cmocka_unit_test(open_bad_address),
-		cmocka_unit_test(weight_round_trip),
-		cmocka_unit_test(weight_of_slice_and_scope),
-		cmocka_unit_test(weight_errors),
-		cmocka_unit_test(systemctl_encoding),
-		cmocka_unit_test(unit_weight),
-		cmocka_unit_test(no_systemd_on_bus),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+KIT_GROUP("tests", setup, teardown);

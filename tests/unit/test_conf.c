@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 #include "util/log.h"
 
 #define SHIPPED_CONF "conf/rqbalance.conf"
@@ -176,7 +176,7 @@ static void assert_conf_equal(const struct rqb_conf *a, const struct rqb_conf *b
 			fail_msg("[%s] %s differs", conf_keys[i].section, conf_keys[i].key);
 }
 
-static void defaults_match_table(void **state)
+KIT_TEST(defaults_match_table)
 {
 	struct rqb_conf c;
 
@@ -198,7 +198,7 @@ static void defaults_match_table(void **state)
 	assert_int_equal(c.exclude_comms.n, 0);
 }
 
-static void empty_file_gives_defaults(void **state)
+KIT_TEST(empty_file_gives_defaults)
 {
 	struct rqb_conf c, d;
 
@@ -210,7 +210,7 @@ static void empty_file_gives_defaults(void **state)
 	assert_conf_equal(&c, &d);
 }
 
-static void valid_file_sets_every_type(void **state)
+KIT_TEST(valid_file_sets_every_type)
 {
 	static const char text[] = "# a comment\n"
 				   "[daemon]\n"
@@ -251,7 +251,7 @@ static void valid_file_sets_every_type(void **state)
 	assert_int_equal(c.proc_max_tracked, d.proc_max_tracked);
 }
 
-static void bool_spellings(void **state)
+KIT_TEST(bool_spellings)
 {
 	static const char *const yes[] = { "yes", "true", "on", "1", "YES", "True" };
 	static const char *const no[] = { "no", "false", "off", "0", "NO", "Off" };
@@ -268,7 +268,7 @@ static void bool_spellings(void **state)
 	}
 }
 
-static void int_range_ends_accepted(void **state)
+KIT_TEST(int_range_ends_accepted)
 {
 	struct rqb_conf c;
 
@@ -277,18 +277,18 @@ static void int_range_ends_accepted(void **state)
 	assert_int_equal(c.imbalance_pct, 1000);
 }
 
-static void unknown_key(void **state)
+KIT_TEST(unknown_key)
 {
 	expect_error("[daemon]\ninterval = 100\n", "t.conf:2: [daemon] interval: unknown key\n");
 }
 
-static void unknown_section(void **state)
+KIT_TEST(unknown_section)
 {
 	expect_error("[daemon]\n\n[deamon]\ninterval_ms = 100\n",
 		     "t.conf:4: [deamon] interval_ms: unknown section\n");
 }
 
-static void int_out_of_range(void **state)
+KIT_TEST(int_out_of_range)
 {
 	expect_error("[daemon]\ninterval_ms = 9\n",
 		     "t.conf:2: [daemon] interval_ms: 9 is out of range 10..60000\n");
@@ -298,7 +298,7 @@ static void int_out_of_range(void **state)
 		     "t.conf:2: [proc] max_tracked: -1 is out of range 16..65536\n");
 }
 
-static void int_not_a_number(void **state)
+KIT_TEST(int_not_a_number)
 {
 	static const char *const bad[] = { "abc", "10ms", "1.5", "0x10", "99999999999999999999",
 					   "" };
@@ -310,7 +310,7 @@ static void int_not_a_number(void **state)
 	}
 }
 
-static void bad_bool(void **state)
+KIT_TEST(bad_bool)
 {
 	expect_error("[daemon]\ndry_run = maybe\n",
 		     "t.conf:2: [daemon] dry_run: not a boolean (yes or no)\n");
@@ -318,7 +318,7 @@ static void bad_bool(void **state)
 		     "t.conf:2: [daemon] dry_run: not a boolean (yes or no)\n");
 }
 
-static void bad_enum(void **state)
+KIT_TEST(bad_enum)
 {
 	expect_error("[daemon]\nsampler = ebpf\n",
 		     "t.conf:2: [daemon] sampler: must be one of: auto bpf proc replay\n");
@@ -327,7 +327,7 @@ static void bad_enum(void **state)
 		     "t.conf:2: [daemon] sampler: must be one of: auto bpf proc replay\n");
 }
 
-static void bad_log_level(void **state)
+KIT_TEST(bad_log_level)
 {
 	static const char msg[] =
 		"t.conf:2: [daemon] log_level: must be one of: err warning notice info debug\n";
@@ -338,7 +338,7 @@ static void bad_log_level(void **state)
 	expect_error("[daemon]\nlog_level = emerg\n", msg);
 }
 
-static void key_set_twice(void **state)
+KIT_TEST(key_set_twice)
 {
 	expect_error("[daemon]\n\ndry_run = yes\n# again\ndry_run = no\n",
 		     "t.conf:5: [daemon] dry_run: set twice (first on line 3)\n");
@@ -347,7 +347,7 @@ static void key_set_twice(void **state)
 		     "t.conf:5: [proc] rescan_ms: set twice (first on line 2)\n");
 }
 
-static void relative_journal_dir(void **state)
+KIT_TEST(relative_journal_dir)
 {
 	expect_error("[daemon]\njournal_dir = run/rqbalance\n",
 		     "t.conf:2: [daemon] journal_dir: must be an absolute path\n");
@@ -356,7 +356,7 @@ static void relative_journal_dir(void **state)
 }
 
 /* The metrics file is off when empty; a relative path would follow the working directory. */
-static void metrics_path(void **state)
+KIT_TEST(metrics_path)
 {
 	struct rqb_conf c;
 
@@ -371,7 +371,7 @@ static void metrics_path(void **state)
 	assert_int_equal(c.metrics_interval_ms, 10000);
 }
 
-static void too_many_list_entries(void **state)
+KIT_TEST(too_many_list_entries)
 {
 	char text[2048], msg[128];
 	size_t off = (size_t)snprintf(text, sizeof(text), "[exclude]\ncomms =");
@@ -388,7 +388,7 @@ static void too_many_list_entries(void **state)
 	expect_error(text, msg);
 }
 
-static void line_too_long(void **state)
+KIT_TEST(line_too_long)
 {
 	char text[1200];
 	int n = snprintf(text, sizeof(text), "[daemon]\ntopology = /");
@@ -401,7 +401,7 @@ static void line_too_long(void **state)
 			   "t.conf:3: [daemon] interval_ms: 1 is out of range 10..60000\n");
 }
 
-static void syntax_error(void **state)
+KIT_TEST(syntax_error)
 {
 	expect_error("[daemon]\ninterval_ms = 100\ndry_run\n",
 		     "t.conf:3: line: syntax error (expected [section] or key = value)\n");
@@ -409,7 +409,7 @@ static void syntax_error(void **state)
 		     "t.conf:3: line: syntax error (expected [section] or key = value)\n");
 }
 
-static void several_errors_all_reported(void **state)
+KIT_TEST(several_errors_all_reported)
 {
 	expect_error("[daemon]\n"
 		     "interval = 100\n"
@@ -428,7 +428,7 @@ static void several_errors_all_reported(void **state)
 }
 
 /* A second bad line must not hide behind the first: the user fixes all in one go. */
-static void several_syntax_errors_all_reported(void **state)
+KIT_TEST(several_syntax_errors_all_reported)
 {
 	expect_error("[daemon]\n"
 		     "dry_run\n"
@@ -450,7 +450,7 @@ static void write_temp(char *path, size_t len, const char *text)
 	close(fd);
 }
 
-static void file_errors_name_the_file(void **state)
+KIT_TEST(file_errors_name_the_file)
 {
 	struct rqb_conf c;
 	char path[64], expect[256], msg[256];
@@ -470,7 +470,7 @@ static void file_errors_name_the_file(void **state)
 	assert_sentinel(&c);
 }
 
-static void file_loads(void **state)
+KIT_TEST(file_loads)
 {
 	struct rqb_conf c;
 	char path[64];
@@ -483,7 +483,7 @@ static void file_loads(void **state)
 	assert_int_equal(c.proc_max_tracked, 16);
 }
 
-static void missing_file(void **state)
+KIT_TEST(missing_file)
 {
 	static const char path[] = "/nonexistent/rqbalance-test/rqbalance.conf";
 	struct rqb_conf c;
@@ -515,7 +515,7 @@ static void dump_round_trip(const struct rqb_conf *c)
 	conf_free(&back);
 }
 
-static void dump_of_defaults_parses_back(void **state)
+KIT_TEST(dump_of_defaults_parses_back)
 {
 	struct rqb_conf c;
 
@@ -523,7 +523,7 @@ static void dump_of_defaults_parses_back(void **state)
 	dump_round_trip(&c);
 }
 
-static void dump_of_changed_values_parses_back(void **state)
+KIT_TEST(dump_of_changed_values_parses_back)
 {
 	struct rqb_conf c;
 
@@ -550,7 +550,7 @@ static void dump_of_changed_values_parses_back(void **state)
 	dump_round_trip(&c);
 }
 
-static void dump_lists_every_key_in_its_section(void **state)
+KIT_TEST(dump_lists_every_key_in_its_section)
 {
 	static char text[1 << 16];
 	struct rqb_conf c;
@@ -572,7 +572,7 @@ static void dump_lists_every_key_in_its_section(void **state)
 	}
 }
 
-static void set_one_key(void **state)
+KIT_TEST(set_one_key)
 {
 	struct rqb_conf c;
 	const char *reason = NULL;
@@ -590,7 +590,7 @@ static void set_one_key(void **state)
 }
 
 /* Longer than a file line can be, so only conf_set reaches these checks. */
-static void set_refuses_long_values(void **state)
+KIT_TEST(set_refuses_long_values)
 {
 	char value[CONF_MAX_STR + 2];
 	const char *reason = NULL;
@@ -614,7 +614,7 @@ static void set_refuses_long_values(void **state)
 
 /* ---- [rule NAME] sections and rules_dir ---- */
 
-static void rule_sections(void **state)
+KIT_TEST(rule_sections)
 {
 	struct rqb_conf c;
 
@@ -644,7 +644,7 @@ static void rule_sections(void **state)
 	conf_free(&c);
 }
 
-static void rule_errors(void **state)
+KIT_TEST(rule_errors)
 {
 	expect_error("[rule db]\nlatency_nice = 30\nexe = /usr/sbin/mysqld\n",
 		     "t.conf:2: [rule db] latency_nice: out of range -20…19\n");
@@ -665,7 +665,7 @@ static void rule_errors(void **state)
 }
 
 /* A rule section with nothing in it would be dropped without a word: it is an error. */
-static void empty_rule_section(void **state)
+KIT_TEST(empty_rule_section)
 {
 	static const char msg[] = ": no keys: a rule needs latency_nice and a match key\n";
 	char want[256];
@@ -677,7 +677,7 @@ static void empty_rule_section(void **state)
 }
 
 /* inih cuts a section name at 49 bytes, which would merge two long rule names. */
-static void long_section_name(void **state)
+KIT_TEST(long_section_name)
 {
 	struct rqb_conf c;
 	char text[256];
@@ -690,7 +690,7 @@ static void long_section_name(void **state)
 	conf_free(&c);
 }
 
-static void rules_dir_must_be_absolute(void **state)
+KIT_TEST(rules_dir_must_be_absolute)
 {
 	struct rqb_conf c;
 
@@ -706,45 +706,24 @@ struct dropins {
 	char main[PATH_MAX];
 };
 
-static void put_file(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static int dropins_setup(void **state)
 {
 	struct dropins *d = calloc(1, sizeof(*d));
 
 	if (!d)
 		return -1;
-	snprintf(d->dir, sizeof(d->dir), "/tmp/rqb-test-rules.XXXXXX");
-	if (!mkdtemp(d->dir)) {
-		free(d);
-		return -1;
-	}
+	kit_tmp(d->dir, sizeof(d->dir), "test-rules");
 	/* The main file lives elsewhere: the directory holds only what it reads. */
 	snprintf(d->main, sizeof(d->main), "%s.conf", d->dir);
 	*state = d;
 	return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
 static int dropins_teardown(void **state)
 {
 	struct dropins *d = *state;
 
-	nftw(d->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	kit_rm(d->dir);
 	unlink(d->main);
 	free(d);
 	return 0;
@@ -769,7 +748,7 @@ static int load_file(const char *path, struct rqb_conf *c, char *msg, size_t len
 	return r;
 }
 
-static void rules_dir_two_dropins(void **state)
+KIT_TEST_FX(rules_dir_two_dropins, dropins_setup, dropins_teardown)
 {
 	struct dropins *d = *state;
 	char msg[1024], file[PATH_MAX];
@@ -778,16 +757,16 @@ static void rules_dir_two_dropins(void **state)
 	put_main(d, "[rule first]\nlatency_nice = 1\ncomm = a\n"
 		    "[rule second]\nlatency_nice = 2\ncomm = b\n");
 	/* Written out of order: they are read in byte order of name. */
-	put_file(d->dir, "20-b.conf", "[rule third]\nlatency_nice = 4\ncomm = c2\n"
+	kit_put(d->dir, "20-b.conf", "[rule third]\nlatency_nice = 4\ncomm = c2\n"
 				      "\n[rule fourth]\nlatency_nice = 5\nuid = 0\n");
-	put_file(d->dir, "10-a.conf",
+	kit_put(d->dir, "10-a.conf",
 		 "# replaces second, and adds third\n"
 		 "[rule second]\nlatency_nice = -3\nexe = /usr/bin/b\nuid = 0\n"
 		 "[rule third]\nlatency_nice = 3\ncomm = c\n");
 	/* Not rule files: no .conf ending, hidden, an editor's backup. */
-	put_file(d->dir, "README", "not an INI file\n");
-	put_file(d->dir, ".10-a.conf.swp.conf", "junk\n");
-	put_file(d->dir, "10-a.conf~", "junk\n");
+	kit_put(d->dir, "README", "not an INI file\n");
+	kit_put(d->dir, ".10-a.conf.swp.conf", "junk\n");
+	kit_put(d->dir, "10-a.conf~", "junk\n");
 	assert_int_equal(load_file(d->main, &c, msg, sizeof(msg)), 0);
 	assert_string_equal(msg, "");
 	assert_int_equal(c.rules.n, 4);
@@ -809,17 +788,17 @@ static void rules_dir_two_dropins(void **state)
 	conf_free(&c);
 }
 
-static void rules_dir_errors(void **state)
+KIT_TEST_FX(rules_dir_errors, dropins_setup, dropins_teardown)
 {
 	struct dropins *d = *state;
 	char msg[2048], want[2048], path[PATH_MAX];
 	struct rqb_conf c;
 
 	put_main(d, "");
-	put_file(d->dir, "30-c.conf", "[rule ok]\nlatency_nice = 1\ncomm = x\n"
+	kit_put(d->dir, "30-c.conf", "[rule ok]\nlatency_nice = 1\ncomm = x\n"
 				      "[daemon]\ninterval_ms = 100\n[balance]\n");
-	put_file(d->dir, "31-nosection.conf", "latency_nice = 1\n");
-	put_file(d->dir, "35-syntax.conf", "[rule s]\nlatency_nice = 1\ncomm x\n");
+	kit_put(d->dir, "31-nosection.conf", "latency_nice = 1\n");
+	kit_put(d->dir, "35-syntax.conf", "[rule s]\nlatency_nice = 1\ncomm x\n");
 	snprintf(path, sizeof(path), "%s/40-d.conf", d->dir);
 	assert_int_equal(mkdir(path, 0755), 0);
 	/* A FIFO with no writer: refused at once, never waited on. */
@@ -843,7 +822,7 @@ static void rules_dir_errors(void **state)
 	assert_sentinel(&c);
 }
 
-static void rules_dir_missing(void **state)
+KIT_TEST_FX(rules_dir_missing, dropins_setup, dropins_teardown)
 {
 	struct dropins *d = *state;
 	char msg[256];
@@ -858,7 +837,7 @@ static void rules_dir_missing(void **state)
 	conf_free(&c);
 }
 
-static void sampler_names(void **state)
+KIT_TEST(sampler_names)
 {
 	assert_string_equal(conf_sampler_name(CONF_SAMPLER_AUTO), "auto");
 	assert_string_equal(conf_sampler_name(CONF_SAMPLER_BPF), "bpf");
@@ -897,7 +876,7 @@ static bool commented_default(const char *line, const struct conf_key *k)
 	return strcmp(line, want) == 0;
 }
 
-static void shipped_conf_lists_every_key(void **state)
+KIT_TEST(shipped_conf_lists_every_key)
 {
 	bool found[64] = { false };
 	char line[1024], section[64] = "";
@@ -925,7 +904,7 @@ static void shipped_conf_lists_every_key(void **state)
 }
 
 /* rqbalance.conf(5) has an entry ".It Cm KEY ..." for every key of the table. */
-static void man_page_documents_every_key(void **state)
+KIT_TEST(man_page_documents_every_key)
 {
 	char line[1024];
 	bool found[64] = { false }, restart[64] = { false };
@@ -957,52 +936,4 @@ static void man_page_documents_every_key(void **state)
 			fail_msg("man/rqbalance.conf.5: %s %s say it takes a restart", conf_keys[i].key,
 				 conf_keys[i].restart ? "does not" : "should not");
 	}
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(defaults_match_table),
-		cmocka_unit_test(empty_file_gives_defaults),
-		cmocka_unit_test(valid_file_sets_every_type),
-		cmocka_unit_test(bool_spellings),
-		cmocka_unit_test(int_range_ends_accepted),
-		cmocka_unit_test(unknown_key),
-		cmocka_unit_test(unknown_section),
-		cmocka_unit_test(int_out_of_range),
-		cmocka_unit_test(int_not_a_number),
-		cmocka_unit_test(bad_bool),
-		cmocka_unit_test(bad_enum),
-		cmocka_unit_test(bad_log_level),
-		cmocka_unit_test(key_set_twice),
-		cmocka_unit_test(relative_journal_dir),
-		cmocka_unit_test(metrics_path),
-		cmocka_unit_test(too_many_list_entries),
-		cmocka_unit_test(line_too_long),
-		cmocka_unit_test(syntax_error),
-		cmocka_unit_test(several_errors_all_reported),
-		cmocka_unit_test(several_syntax_errors_all_reported),
-		cmocka_unit_test(file_errors_name_the_file),
-		cmocka_unit_test(file_loads),
-		cmocka_unit_test(missing_file),
-		cmocka_unit_test(dump_of_defaults_parses_back),
-		cmocka_unit_test(dump_of_changed_values_parses_back),
-		cmocka_unit_test(dump_lists_every_key_in_its_section),
-		cmocka_unit_test(set_one_key),
-		cmocka_unit_test(set_refuses_long_values),
-		cmocka_unit_test(sampler_names),
-		cmocka_unit_test(shipped_conf_lists_every_key),
-		cmocka_unit_test(man_page_documents_every_key),
-		cmocka_unit_test(rule_sections),
-		cmocka_unit_test(rule_errors),
-		cmocka_unit_test(empty_rule_section),
-		cmocka_unit_test(long_section_name),
-		cmocka_unit_test(rules_dir_must_be_absolute),
-		cmocka_unit_test_setup_teardown(rules_dir_two_dropins, dropins_setup,
-						dropins_teardown),
-		cmocka_unit_test_setup_teardown(rules_dir_errors, dropins_setup, dropins_teardown),
-		cmocka_unit_test_setup_teardown(rules_dir_missing, dropins_setup, dropins_teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

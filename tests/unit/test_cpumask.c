@@ -2,7 +2,7 @@
 #include <errno.h>
 
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 
 /* Parses s, formats the set again and checks the text is the canonical form. */
 static void round_trip(const char *s, const char *canonical)
@@ -14,7 +14,7 @@ static void round_trip(const char *s, const char *canonical)
 	assert_string_equal(cpumask_format(&set, buf, sizeof(buf)), canonical);
 }
 
-static void format_parse_round_trips(void **state)
+KIT_TEST(format_parse_round_trips)
 {
 	static const char *const lists[] = { "", "0", "0-3,8", "1,3,5", "0-1023" };
 
@@ -22,7 +22,7 @@ static void format_parse_round_trips(void **state)
 		round_trip(lists[i], lists[i]);
 }
 
-static void format_writes_what_is_set(void **state)
+KIT_TEST(format_writes_what_is_set)
 {
 	char buf[CPUMASK_STRLEN];
 	cpu_set_t set;
@@ -37,7 +37,7 @@ static void format_writes_what_is_set(void **state)
 	assert_string_equal(cpumask_format(&set, buf, sizeof(buf)), "0-1,1022-1023");
 }
 
-static void ranges_collapse(void **state)
+KIT_TEST(ranges_collapse)
 {
 	round_trip("0,1,2,3", "0-3");
 	round_trip("0-1,2-3,8", "0-3,8");
@@ -47,7 +47,7 @@ static void ranges_collapse(void **state)
 	round_trip("1,1,1", "1");
 }
 
-static void every_other_cpu_fits(void **state)
+KIT_TEST(every_other_cpu_fits)
 {
 	char buf[CPUMASK_STRLEN];
 	cpu_set_t set, back;
@@ -95,7 +95,7 @@ static void expect_rejected(const char *s, int err)
 	assert_true(CPU_EQUAL(&set, &before));
 }
 
-static void bad_input_rejected(void **state)
+KIT_TEST(bad_input_rejected)
 {
 	expect_rejected("a", -EINVAL);
 	expect_rejected("1-", -EINVAL);
@@ -115,7 +115,7 @@ static void bad_input_rejected(void **state)
 	expect_rejected("99999999999999999999", -ERANGE);
 }
 
-static void trailing_newline_accepted(void **state)
+KIT_TEST(trailing_newline_accepted)
 {
 	round_trip("0-3,8\n", "0-3,8");
 	round_trip("5\n", "5");
@@ -123,51 +123,34 @@ static void trailing_newline_accepted(void **state)
 }
 
 /* Only a newline that ends the text is allowed: one that starts it is not an empty list. */
-static void junk_after_leading_newline_rejected(void **state)
+KIT_TEST(junk_after_leading_newline_rejected)
 {
 	expect_rejected("\n1", -EINVAL);
 	expect_rejected("\njunk", -EINVAL);
 }
 
-static void subset(void **state)
+KIT_TEST(subset)
 {
-	cpu_set_t empty = unit_mask(""), a = unit_mask("1-2"), b = unit_mask("0-3,8");
+	cpu_set_t empty = kit_mask(""), a = kit_mask("1-2"), b = kit_mask("0-3,8");
 
 	assert_true(cpumask_subset(&a, &b));
 	assert_false(cpumask_subset(&b, &a));
 	assert_true(cpumask_subset(&b, &b));
 	assert_true(cpumask_subset(&empty, &a));
 	assert_false(cpumask_subset(&a, &empty));
-	a = unit_mask("3-4");
+	a = kit_mask("3-4");
 	assert_false(cpumask_subset(&a, &b));
 }
 
-static void first(void **state)
+KIT_TEST(first)
 {
-	cpu_set_t s = unit_mask("");
+	cpu_set_t s = kit_mask("");
 
 	assert_int_equal(cpumask_first(&s), -1);
-	s = unit_mask("0-3,8");
+	s = kit_mask("0-3,8");
 	assert_int_equal(cpumask_first(&s), 0);
-	s = unit_mask("5,9");
+	s = kit_mask("5,9");
 	assert_int_equal(cpumask_first(&s), 5);
-	s = unit_mask("1023");
+	s = kit_mask("1023");
 	assert_int_equal(cpumask_first(&s), 1023);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(format_parse_round_trips),
-		cmocka_unit_test(format_writes_what_is_set),
-		cmocka_unit_test(ranges_collapse),
-		cmocka_unit_test(every_other_cpu_fits),
-		cmocka_unit_test(bad_input_rejected),
-		cmocka_unit_test(trailing_newline_accepted),
-		cmocka_unit_test(junk_after_leading_newline_rejected),
-		cmocka_unit_test(subset),
-		cmocka_unit_test(first),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,11 +3,11 @@
 
 #include "ctl_proto.h"
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 
 static uint8_t buf[sizeof(struct ctl_hdr) + CTL_MAX_PAYLOAD + 16];
 
-static void round_trip(void **state)
+KIT_TEST(round_trip)
 {
 	struct ctl_msg m;
 	size_t n = ctl_proto_encode(buf, CTL_OK, 7, "sampler proc\n", 13);
@@ -26,7 +26,7 @@ static void round_trip(void **state)
 	assert_int_equal(m.hdr.type, CTL_STATUS);
 }
 
-static void partial_waits(void **state)
+KIT_TEST(partial_waits)
 {
 	struct ctl_msg m = { .hdr.seq = 99 };
 	size_t n = ctl_proto_encode(buf, CTL_ERR, 1, "errno 1\n", 8);
@@ -36,7 +36,7 @@ static void partial_waits(void **state)
 	assert_int_equal(m.hdr.seq, 99); /* untouched */
 }
 
-static void bad_headers(void **state)
+KIT_TEST(bad_headers)
 {
 	struct ctl_hdr h = { CTL_MAGIC, CTL_VERSION, CTL_STATUS, 0, 1 };
 	struct ctl_msg m = { .hdr.seq = 99 };
@@ -62,7 +62,7 @@ static void bad_headers(void **state)
 			 (ssize_t)(sizeof(h) + CTL_MAX_PAYLOAD));
 }
 
-static void requests_and_names(void **state)
+KIT_TEST(requests_and_names)
 {
 	assert_true(ctl_proto_is_request(CTL_STATUS));
 	assert_true(ctl_proto_is_request(CTL_RELOAD));
@@ -77,16 +77,4 @@ static void requests_and_names(void **state)
 	assert_string_equal(ctl_proto_type_name(CTL_SYNC), "sync");
 	assert_string_equal(ctl_proto_type_name(CTL_EXPLAIN), "explain");
 	assert_string_equal(ctl_proto_type_name(77), "unknown");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(round_trip),
-		cmocka_unit_test(partial_waits),
-		cmocka_unit_test(bad_headers),
-		cmocka_unit_test(requests_and_names),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@
 #include <inttypes.h>
 #include <sys/socket.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "../common/ctl_harness.h"
 #include "ctl/ctl.h"
@@ -125,7 +125,7 @@ static void mask_fds(char *text)
 	*p = 'N';
 }
 
-static void test_status_to_anyone(void **state)
+KIT_TEST_FX(test_status_to_anyone, setup, teardown)
 {
 	struct conn_t c;
 	char want[2048], got[2048];
@@ -160,7 +160,7 @@ static void test_status_to_anyone(void **state)
  * a type with a space cannot split its line's words. The fake system is put back before
  * anything is checked, for the tests after this one.
  */
-static void test_status_kinds_and_x3d(void **state)
+KIT_TEST_FX(test_status_kinds_and_x3d, setup, teardown)
 {
 	struct topo_kind *k = ctlh_topo->kinds;
 	struct conn_t c;
@@ -187,7 +187,7 @@ static void test_status_kinds_and_x3d(void **state)
 				    "fast_cpus 0\nshaping "));
 }
 
-static void test_reload_for_root_and_ctl_group(void **state)
+KIT_TEST_FX(test_reload_for_root_and_ctl_group, setup, teardown)
 {
 	struct conn_t c;
 
@@ -206,7 +206,7 @@ static void test_reload_for_root_and_ctl_group(void **state)
 	conn_close(&c);
 }
 
-static void test_set_negative_needs_cap_sys_nice(void **state)
+KIT_TEST_FX(test_set_negative_needs_cap_sys_nice, setup, teardown)
 {
 	struct conn_t c;
 
@@ -226,7 +226,7 @@ static void test_set_negative_needs_cap_sys_nice(void **state)
 	conn_close(&c);
 }
 
-static void test_malformed_closes(void **state)
+KIT_TEST_FX(test_malformed_closes, setup, teardown)
 {
 	struct ctl_hdr h = { CTL_MAGIC ^ 1, CTL_VERSION, CTL_STATUS, 0, 1 };
 	struct conn_t c;
@@ -240,7 +240,7 @@ static void test_malformed_closes(void **state)
 	conn_close(&c);
 }
 
-static void test_seventeenth_refused(void **state)
+KIT_TEST_FX(test_seventeenth_refused, setup, teardown)
 {
 	uint8_t msgs[(CTL_MAX_MSGS + 1) * sizeof(struct ctl_hdr)];
 	char want[4096] = "";
@@ -261,7 +261,7 @@ static void test_seventeenth_refused(void **state)
 	conn_close(&c);
 }
 
-static void test_credentials_changed(void **state)
+KIT_TEST_FX(test_credentials_changed, setup, teardown)
 {
 	struct conn_t c;
 
@@ -277,7 +277,7 @@ static void test_credentials_changed(void **state)
 	conn_close(&c);
 }
 
-static void test_pid_namespace(void **state)
+KIT_TEST_FX(test_pid_namespace, setup, teardown)
 {
 	struct conn_t c;
 
@@ -295,7 +295,7 @@ static void test_pid_namespace(void **state)
 
 /* 3000 managed tasks, more than one reply holds: the list says how many there are. */
 #define FIRST "ok 1\ntask\t4194500\t4194500\t7\tctl uid 1000\tthread\tother\t0\t/user\t?\n"
-static void test_list_truncated(void **state)
+KIT_TEST_FX(test_list_truncated, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct latact *la = &d->lat;
@@ -345,7 +345,7 @@ static bool lists(const char *text, pid_t tid)
 }
 
 /* Where the caller's /proc is hidepid=invisible, it is shown only its own tasks. */
-static void test_hidepid_shows_a_user_its_own(void **state)
+KIT_TEST_FX(test_hidepid_shows_a_user_its_own, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct conn_t c;
@@ -390,7 +390,7 @@ static void test_hidepid_shows_a_user_its_own(void **state)
  * With no proc mounted at the caller's /proc, or from a process out of sight (another
  * pid namespace), nothing of another user's is shown.
  */
-static void test_no_view_fails_closed(void **state)
+KIT_TEST_FX(test_no_view_fails_closed, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct conn_t c;
@@ -428,7 +428,7 @@ static void test_no_view_fails_closed(void **state)
 }
 
 /* status's findings name another tool's processes only as the caller's /proc would. */
-static void test_finding_names_only_what_it_may_see(void **state)
+KIT_TEST_FX(test_finding_names_only_what_it_may_see, setup, teardown)
 {
 	struct ctlh *d = *state;
 	struct ctl_caller k = { .uid = 1000, .gid = 1000, .via = "ctl",
@@ -466,7 +466,7 @@ static void test_finding_names_only_what_it_may_see(void **state)
  * maps them; a namespace that maps one uid counts as that uid; one that maps uids no
  * one person holds (a container root made) shares one share with every such caller.
  */
-static void test_shares(void **state)
+KIT_TEST_FX(test_shares, setup, teardown)
 {
 	char path[] = "/tmp/rqb-subuid.XXXXXX";
 	struct ctl_subids s = { 0 };
@@ -526,7 +526,7 @@ static void test_shares(void **state)
 }
 
 /* The callers' slots both doors share: a user's share, root's reserve, the waiting pool. */
-static void test_limits(void **state)
+KIT_TEST_FX(test_limits, setup, teardown)
 {
 	struct ctl_req_lim l = { 0 };
 	struct ctl_caller k = { .uid = 1000, .share = 1000 };
@@ -574,7 +574,7 @@ static void test_limits(void **state)
  * The loop's time a share owes: paid back at CTL_REQ_LOOP_PCT of the time that
  * passes; over CTL_REQ_OWED_NS its requests wait until it is not; others owe nothing.
  */
-static void test_loop_time(void **state)
+KIT_TEST_FX(test_loop_time, setup, teardown)
 {
 	const uint64_t ms = 1000000, t0 = 1000 * ms;
 	struct ctl_req_lim l = { 0 };
@@ -599,29 +599,9 @@ static void test_loop_time(void **state)
 	assert_true(ctl_req_lim_owed(&l, 3000, t0 + 1000 * ms) > 0);
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		T(test_status_to_anyone),
-		T(test_status_kinds_and_x3d),
-		T(test_reload_for_root_and_ctl_group),
-		T(test_set_negative_needs_cap_sys_nice),
-		T(test_malformed_closes),
-		T(test_seventeenth_refused),
-		T(test_credentials_changed),
-		T(test_pid_namespace),
-		T(test_list_truncated),
-		T(test_hidepid_shows_a_user_its_own),
-		T(test_no_view_fails_closed),
-		T(test_finding_names_only_what_it_may_see),
-		T(test_limits),
-		T(test_loop_time),
-		T(test_shares),
-	};
-
 	log_set_level(-1);
 	ctlh_init("rqb-test-ctlsrv");
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

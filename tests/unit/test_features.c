@@ -9,34 +9,10 @@
 
 #include "diag/features.h"
 #include "sample/parse.h"
-#include "unit.h"
+#include "kit.h"
 #include "util/schedattr.h"
 
-static void put(const char *root, const char *path, const char *text)
-{
-	char p[PATH_MAX], cmd[PATH_MAX + 16];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s%s", root, path);
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", p);
-	*strrchr(cmd, '/') = '\0';
-	strcat(cmd, "'");
-	assert_int_equal(system(cmd), 0);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-static void rm_rf(const char *root)
-{
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	assert_int_equal(system(cmd), 0);
-}
-
-static void mounts_v1_and_v2(void **state)
+KIT_TEST(mounts_v1_and_v2)
 {
 	char v1[PATH_MAX], v2[PATH_MAX];
 
@@ -56,7 +32,7 @@ static void mounts_v1_and_v2(void **state)
  * favordynmods on any cgroup mount, v1 or cgroup2 (the rwsem a move takes is one for
  * all), and only as a whole option of a cgroup mount.
  */
-static void mounts_favordynmods(void **state)
+KIT_TEST(mounts_favordynmods)
 {
 	(void)state;
 	assert_false(parse_mounts_favordynmods(
@@ -78,18 +54,18 @@ static void mounts_favordynmods(void **state)
 }
 
 /* A 6.1-like tree: pure cgroup2 with cpu, schedstats, BTF, autogroup off. */
-static void fake_tree(void **state)
+KIT_TEST(fake_tree)
 {
 	char root[] = "/tmp/rqb-feat.XXXXXX";
-	struct topo *t = unit_topo("package:1 l3cache:2 core:1 pu:1");
+	struct topo *t = kit_topo("package:1 l3cache:2 core:1 pu:1");
 	struct features f;
 
-	assert_non_null(mkdtemp(root));
-	put(root, "/proc/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n");
-	put(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io pids\n");
-	put(root, "/proc/schedstat", "version 15\n");
-	put(root, "/sys/kernel/btf/vmlinux", "");
-	put(root, "/proc/sys/kernel/sched_autogroup_enabled", "0\n");
+	kit_tmp(root, sizeof(root), "feat");
+	kit_put(root, "/proc/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n");
+	kit_put(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io pids\n");
+	kit_put(root, "/proc/schedstat", "version 15\n");
+	kit_put(root, "/sys/kernel/btf/vmlinux", "");
+	kit_put(root, "/proc/sys/kernel/sched_autogroup_enabled", "0\n");
 	features_probe(root, t, 1, &f);
 	assert_int_equal(f.f[FEAT_LLC_GROUPS].state, FEAT_USED);
 	assert_int_equal(f.f[FEAT_CGROUP_V1_CPU].state, FEAT_MISSING);
@@ -100,24 +76,24 @@ static void fake_tree(void **state)
 	assert_int_equal(f.f[FEAT_AUTOGROUP].state, FEAT_MISSING);
 
 	/* The mount's favordynmods is part of what --features says. */
-	put(root, "/proc/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw,favordynmods 0 0\n");
+	kit_put(root, "/proc/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw,favordynmods 0 0\n");
 	features_probe(root, t, 1, &f);
 	assert_string_equal(f.f[FEAT_CGROUP_V2_CPU].detail,
 			    "/sys/fs/cgroup (cpu.weight, cpu.idle, favordynmods)");
 
 	/* "cpuset" alone is not the cpu controller. */
-	put(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset io\n");
+	kit_put(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset io\n");
 	features_probe(root, NULL, 2, &f);
 	assert_int_equal(f.f[FEAT_CGROUP_V2_CPU].state, FEAT_MISSING);
 	assert_int_equal(f.f[FEAT_LLC_GROUPS].state, FEAT_MISSING);
 	topo_free(t);
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 /* LLCs of fewer than min_llc_cores cores are nothing to spread across. */
-static void single_core_llcs(void **state)
+KIT_TEST(single_core_llcs)
 {
-	struct topo *ones = unit_topo("package:1 l3cache:2 core:1 pu:2");
+	struct topo *ones = kit_topo("package:1 l3cache:2 core:1 pu:2");
 	struct features f;
 
 	(void)state;
@@ -129,7 +105,7 @@ static void single_core_llcs(void **state)
 	topo_free(ones);
 }
 
-static void print_names_every_feature(void **state)
+KIT_TEST(print_names_every_feature)
 {
 	struct features f;
 	char buf[8192];
@@ -146,7 +122,7 @@ static void print_names_every_feature(void **state)
 }
 
 /* The kernel's default slice by online CPUs: 0.7 ms x (1 + log2(min(CPUs, 8))). */
-static void slice_formula(void **state)
+KIT_TEST(slice_formula)
 {
 	static const struct { int cpus; uint64_t ns; } rows[] = {
 		{ 1, 700000 }, { 2, 1400000 }, { 3, 1400000 }, { 4, 2100000 },
@@ -159,7 +135,7 @@ static void slice_formula(void **state)
 }
 
 /* 6.12 on: the daemon's own thread shows the default, and keeps the slice it had. */
-static void default_slice_of_self(void **state)
+KIT_TEST(default_slice_of_self)
 {
 	struct rqb_sched_attr a;
 	struct utsname u;
@@ -192,22 +168,22 @@ static void default_slice_of_self(void **state)
 }
 
 /* debugfs base_slice_ns through the root prefix; 0 where it cannot be read. */
-static void base_slice_debugfs(void **state)
+KIT_TEST(base_slice_debugfs)
 {
 	char root[] = "/tmp/rqb-feat.XXXXXX";
 
 	(void)state;
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "feat");
 	assert_int_equal(features_base_slice_debugfs(root), 0);
-	put(root, "/sys/kernel/debug/sched/base_slice_ns", "2100000\n");
+	kit_put(root, "/sys/kernel/debug/sched/base_slice_ns", "2100000\n");
 	assert_int_equal(features_base_slice_debugfs(root), 2100000);
-	put(root, "/sys/kernel/debug/sched/base_slice_ns", "x\n");
+	kit_put(root, "/sys/kernel/debug/sched/base_slice_ns", "x\n");
 	assert_int_equal(features_base_slice_debugfs(root), 0);
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 /* 7.3's cgroup_mode: the word in parentheses; "unknown" where there is none. */
-static void cgroup_mode(void **state)
+KIT_TEST(cgroup_mode)
 {
 	char root[] = "/tmp/rqb-feat.XXXXXX", mode[16];
 	struct features f;
@@ -226,42 +202,42 @@ static void cgroup_mode(void **state)
 	assert_int_equal(features_parse_cgroup_mode("(averyveryverylongmode)", mode, sizeof(mode)),
 			 -EINVAL);
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "feat");
 	assert_int_equal(features_cgroup_mode(root, mode, sizeof(mode)), -ENOENT);
 	assert_string_equal(mode, "unknown");
 	features_probe(root, NULL, 2, &f);
 	assert_int_equal(f.f[FEAT_CGROUP_MODE].state, FEAT_MISSING);
 	assert_string_equal(f.cgroup_mode, "unknown");
-	put(root, "/sys/kernel/debug/sched/cgroup_mode", "up (smp) concur max tasks\n");
+	kit_put(root, "/sys/kernel/debug/sched/cgroup_mode", "up (smp) concur max tasks\n");
 	assert_int_equal(features_cgroup_mode(root, mode, sizeof(mode)), 0);
 	assert_string_equal(mode, "smp");
 	features_probe(root, NULL, 2, &f);
 	assert_int_equal(f.f[FEAT_CGROUP_MODE].state, FEAT_FOUND);
 	assert_string_equal(f.cgroup_mode, "smp");
-	put(root, "/sys/kernel/debug/sched/cgroup_mode", "garbage\n");
+	kit_put(root, "/sys/kernel/debug/sched/cgroup_mode", "garbage\n");
 	assert_int_equal(features_cgroup_mode(root, mode, sizeof(mode)), -EINVAL);
 	assert_string_equal(mode, "unknown");
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 /* keep_together and latency_apart stand down where the kernel places by cache. */
-static void kernel_places(void **state)
+KIT_TEST(kernel_places)
 {
 	char root[] = "/tmp/rqb-feat-XXXXXX", why[320] = "", src[160], path[PATH_MAX];
 	struct features f = { 0 };
 	const char *built = "CONFIG_SCHED_CACHE=y in /boot/config-7.3.4";
 	gzFile gz;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "feat");
 	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_NOT);
 	/* No config and no BTF: not built, and said so. */
 	assert_false(features_sched_cache_built(root, "6.20.0-1", src, sizeof(src)));
 	assert_string_equal(src, "no kernel config and no BTF to read");
 	/* Each place a distribution puts the config, for its own release only. */
-	put(root, "/boot/config-6.20.0-1", "CONFIG_SCHED_DEBUG=y\nCONFIG_SCHED_CACHE=y\n");
-	put(root, "/boot/config-6.20.0-2", "# CONFIG_SCHED_CACHE is not set\n");
-	put(root, "/usr/lib/modules/7.3.4+deb13-amd64/config", "CONFIG_SCHED_CACHE=y\n");
-	put(root, "/lib/modules/7.2.13/config", "CONFIG_SCHED_CACHE=yy\nCONFIG_SCHED_CACHE=y\n");
+	kit_put(root, "/boot/config-6.20.0-1", "CONFIG_SCHED_DEBUG=y\nCONFIG_SCHED_CACHE=y\n");
+	kit_put(root, "/boot/config-6.20.0-2", "# CONFIG_SCHED_CACHE is not set\n");
+	kit_put(root, "/usr/lib/modules/7.3.4+deb13-amd64/config", "CONFIG_SCHED_CACHE=y\n");
+	kit_put(root, "/lib/modules/7.2.13/config", "CONFIG_SCHED_CACHE=yy\nCONFIG_SCHED_CACHE=y\n");
 	assert_true(features_sched_cache_built(root, "6.20.0-1", src, sizeof(src)));
 	assert_string_equal(src, "CONFIG_SCHED_CACHE=y in /boot/config-6.20.0-1");
 	assert_false(features_sched_cache_built(root, "6.20.0-2", src, sizeof(src)));
@@ -272,7 +248,7 @@ static void kernel_places(void **state)
 	assert_string_equal(src, "CONFIG_SCHED_CACHE=y in /lib/modules/7.2.13/config");
 	/* /proc/config.gz, compressed, when no file names the release. */
 	snprintf(path, sizeof(path), "%s/proc/config.gz", root);
-	put(root, "/proc/config.gz", "");
+	kit_put(root, "/proc/config.gz", "");
 	gz = gzopen(path, "wb");
 	assert_non_null(gz);
 	gzputs(gz, "CONFIG_SMP=y\nCONFIG_SCHED_CACHE=y\n");
@@ -287,31 +263,31 @@ static void kernel_places(void **state)
 	assert_int_equal(features_kernel_places(root, built, 1, why, sizeof(why)),
 			 KERNEL_PLACES_NOT);
 	/* debugfs says: it decides. */
-	put(root, "/sys/kernel/debug/sched/llc_balancing/enabled", "0\n");
+	kit_put(root, "/sys/kernel/debug/sched/llc_balancing/enabled", "0\n");
 	assert_int_equal(features_kernel_places(root, built, 2, why, sizeof(why)), KERNEL_PLACES_NOT);
-	put(root, "/sys/kernel/debug/sched/llc_balancing/enabled", "1\n");
+	kit_put(root, "/sys/kernel/debug/sched/llc_balancing/enabled", "1\n");
 	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_CACHE);
 	assert_non_null(strstr(why, "llc_balancing/enabled"));
 	assert_int_equal(features_kernel_places(root, "", 1, why, sizeof(why)), KERNEL_PLACES_NOT);
-	rm_rf(root);
-	assert_non_null(mkdtemp(strcpy(root, "/tmp/rqb-feat-XXXXXX")));
-	put(root, "/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS NO_SCHED_CACHE\n");
+	assert_int_equal(kit_rm(root), 0);
+	kit_tmp(root, sizeof(root), "feat");
+	kit_put(root, "/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS NO_SCHED_CACHE\n");
 	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_NOT);
-	put(root, "/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS SCHED_CACHE\n");
+	kit_put(root, "/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS SCHED_CACHE\n");
 	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_CACHE);
 	assert_non_null(strstr(why, "SCHED_CACHE"));
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 	/* A sched_ext scheduler, loaded or not; loaded, it places on one LLC too. */
-	assert_non_null(mkdtemp(strcpy(root, "/tmp/rqb-feat-XXXXXX")));
-	put(root, "/sys/kernel/sched_ext/state", "disabled\n");
+	kit_tmp(root, sizeof(root), "feat");
+	kit_put(root, "/sys/kernel/sched_ext/state", "disabled\n");
 	assert_int_equal(features_kernel_places(root, "", 2, why, sizeof(why)), KERNEL_PLACES_NOT);
-	put(root, "/sys/kernel/sched_ext/state", "enabled\n");
-	put(root, "/sys/kernel/sched_ext/root/ops", "lavd_1.0\n");
+	kit_put(root, "/sys/kernel/sched_ext/state", "enabled\n");
+	kit_put(root, "/sys/kernel/sched_ext/root/ops", "lavd_1.0\n");
 	assert_int_equal(features_kernel_places(root, built, 1, why, sizeof(why)),
 			 KERNEL_PLACES_SCHED_EXT);
 	assert_string_equal(why, "sched_ext scheduler lavd_1.0 is enabled: it places the tasks "
 				 "it takes");
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 	/* This host: its config or its BTF answers, and says which. */
 	{
 		struct utsname u;
@@ -331,22 +307,4 @@ static void kernel_places(void **state)
 	assert_int_equal(f.f[FEAT_PLACEMENT].state, FEAT_MISSING);
 	assert_string_equal(f.f[FEAT_PLACEMENT].detail, "keep_together, latency_apart standing "
 							"down: sched_ext scheduler x is enabled");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(mounts_v1_and_v2),
-		cmocka_unit_test(mounts_favordynmods),
-		cmocka_unit_test(fake_tree),
-		cmocka_unit_test(single_core_llcs),
-		cmocka_unit_test(print_names_every_feature),
-		cmocka_unit_test(kernel_places),
-		cmocka_unit_test(slice_formula),
-		cmocka_unit_test(default_slice_of_self),
-		cmocka_unit_test(base_slice_debugfs),
-		cmocka_unit_test(cgroup_mode),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "rqbalance.h"
 #include "policy/rules.h"
@@ -23,18 +23,6 @@ struct tree {
 	char target[PATH_MAX];   /* a real file for exe links to lead to */
 };
 
-static void put(const struct tree *t, const char *name, const char *text, size_t len)
-{
-	char p[PATH_MAX];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/%s", t->root, name);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	assert_int_equal(fwrite(text, 1, len, f), len);
-	fclose(f);
-}
-
 static void link_to(const struct tree *t, const char *name, const char *target)
 {
 	char p[PATH_MAX];
@@ -43,46 +31,29 @@ static void link_to(const struct tree *t, const char *name, const char *target)
 	assert_int_equal(symlink(target, p), 0);
 }
 
-static void mkdir_in(const struct tree *t, const char *name)
-{
-	char p[PATH_MAX];
-
-	snprintf(p, sizeof(p), "%s/%s", t->root, name);
-	assert_int_equal(mkdir(p, 0755), 0);
-}
-
 static int setup(void **state)
 {
 	struct tree *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return -1;
-	snprintf(t->root, sizeof(t->root), "/tmp/rqb-test-ident.XXXXXX");
-	if (!mkdtemp(t->root)) {
-		free(t);
-		return -1;
-	}
+	kit_tmp(t->root, sizeof(t->root), "test-ident");
 	snprintf(t->target, sizeof(t->target), "%s/mysqld", t->root);
-	put(t, "mysqld", "#!/bin/false\n", 13);
+	kit_putn(t->root, "mysqld", "#!/bin/false\n", 13);
 	*state = t;
 	return 0;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
 }
 
 static int teardown(void **state)
 {
 	struct tree *t = *state;
 
-	nftw(t->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	kit_rm(t->root);
 	free(t);
 	return 0;
 }
 
-static void parse_uid(void **state)
+KIT_TEST(parse_uid)
 {
 	uid_t uid = 77;
 
@@ -98,7 +69,7 @@ static void parse_uid(void **state)
 	assert_int_equal(uid, 0);
 }
 
-static void join_cmdline(void **state)
+KIT_TEST(join_cmdline)
 {
 	char a[] = "python3\0-m\0http.server\0";
 	char b[] = "\0";
@@ -117,7 +88,7 @@ static void join_cmdline(void **state)
 	assert_string_equal(d, "ab \xe2\x82\xac");
 }
 
-static void fake_process(void **state)
+KIT_TEST_FX(fake_process, setup, teardown)
 {
 	static const char cmdline[] = "/usr/sbin/mysqld\0--user=mysql\0";
 	struct tree *t = *state;
@@ -125,11 +96,11 @@ static void fake_process(void **state)
 	struct ident_buf *buf = calloc(1, sizeof(*buf));
 
 	assert_non_null(buf);
-	mkdir_in(t, "1234");
-	put(t, "1234/status", STATUS_1000, strlen(STATUS_1000));
-	put(t, "1234/comm", "mysqld\n", 7);
-	put(t, "1234/cmdline", cmdline, sizeof(cmdline) - 1);
-	put(t, "1234/cgroup", "0::/system.slice/mysql.service\n", 31);
+	kit_mkdir(t->root, "1234");
+	kit_putn(t->root, "1234/status", STATUS_1000, strlen(STATUS_1000));
+	kit_putn(t->root, "1234/comm", "mysqld\n", 7);
+	kit_putn(t->root, "1234/cmdline", cmdline, sizeof(cmdline) - 1);
+	kit_putn(t->root, "1234/cgroup", "0::/system.slice/mysql.service\n", 31);
 	link_to(t, "1234/exe", t->target);
 	assert_int_equal(ident_read(t->root, 1234, buf, &id), 0);
 	assert_int_equal(id.pid, 1234);
@@ -151,7 +122,7 @@ static void fake_process(void **state)
  * and leaves uid, exe, cmdline and cgroup unread (a status that would not parse
  * refuses nothing); a rule on uid reads status too. A pid not there is still gone.
  */
-static void reads_only_what_rules_name(void **state)
+KIT_TEST_FX(reads_only_what_rules_name, setup, teardown)
 {
 	struct tree *t = *state;
 	struct proc_ident id;
@@ -160,13 +131,13 @@ static void reads_only_what_rules_name(void **state)
 
 	assert_non_null(buf);
 	assert_non_null(rs);
-	mkdir_in(t, "8");
-	put(t, "8/status", "Name:\tx\n", 8);
-	put(t, "8/comm", "worker\n", 7);
-	put(t, "8/cmdline", "worker\0", 7);
-	put(t, "8/cgroup", "0::/a\n", 6);
+	kit_mkdir(t->root, "8");
+	kit_putn(t->root, "8/status", "Name:\tx\n", 8);
+	kit_putn(t->root, "8/comm", "worker\n", 7);
+	kit_putn(t->root, "8/cmdline", "worker\0", 7);
+	kit_putn(t->root, "8/cgroup", "0::/a\n", 6);
 	link_to(t, "8/exe", t->target);
-	unit_rules(rs, 1);
+	kit_rules(rs, 1);
 	rs->r[0].uid = RULE_UID_ANY;
 	rs->r[0].comm = "work*";
 	assert_int_equal(ident_read_known(t->root, 8, NULL, rs, NULL, buf, &id), 0);
@@ -186,36 +157,36 @@ static void reads_only_what_rules_name(void **state)
 }
 
 /* A kernel thread: no exe, no cmdline; and a process whose exe path leads nowhere here. */
-static void missing_and_unverified(void **state)
+KIT_TEST_FX(missing_and_unverified, setup, teardown)
 {
 	struct tree *t = *state;
 	struct proc_ident id;
 	struct ident_buf *buf = calloc(1, sizeof(*buf));
 
 	assert_non_null(buf);
-	mkdir_in(t, "2");
-	put(t, "2/status", STATUS_1000, strlen(STATUS_1000));
-	put(t, "2/comm", "kthreadd\n", 9);
-	put(t, "2/cmdline", "", 0);
+	kit_mkdir(t->root, "2");
+	kit_putn(t->root, "2/status", STATUS_1000, strlen(STATUS_1000));
+	kit_putn(t->root, "2/comm", "kthreadd\n", 9);
+	kit_putn(t->root, "2/cmdline", "", 0);
 	assert_int_equal(ident_read(t->root, 2, buf, &id), 0);
 	assert_string_equal(id.comm, "kthreadd");
 	assert_string_equal(id.exe, "");
 	assert_string_equal(id.cmdline, "");
 	assert_string_equal(id.cgroup, "");
 	/* As another mount namespace, or a deleted binary, would show it. */
-	mkdir_in(t, "3");
-	put(t, "3/status", STATUS_1000, strlen(STATUS_1000));
+	kit_mkdir(t->root, "3");
+	kit_putn(t->root, "3/status", STATUS_1000, strlen(STATUS_1000));
 	link_to(t, "3/exe", "/nonexistent/rqb-test/usr/sbin/mysqld");
 	assert_int_equal(ident_read(t->root, 3, buf, &id), 0);
 	assert_string_equal(id.exe, "");
 	/* status is the one file that must be readable and make sense. */
-	mkdir_in(t, "4");
-	put(t, "4/status", "Name:\tx\n", 8);
+	kit_mkdir(t->root, "4");
+	kit_putn(t->root, "4/status", "Name:\tx\n", 8);
 	assert_int_equal(ident_read(t->root, 4, buf, &id), -EINVAL);
 	free(buf);
 }
 
-static void long_cmdline_is_cut(void **state)
+KIT_TEST_FX(long_cmdline_is_cut, setup, teardown)
 {
 	struct tree *t = *state;
 	struct proc_ident id;
@@ -228,9 +199,9 @@ static void long_cmdline_is_cut(void **state)
 	memcpy(text, "jav", 3);
 	for (size_t i = 3; i < IDENT_CMDLINE_MAX * 2; i++)
 		text[i] = i % 2 ? '\0' : 'x';
-	mkdir_in(t, "5");
-	put(t, "5/status", STATUS_1000, strlen(STATUS_1000));
-	put(t, "5/cmdline", text, IDENT_CMDLINE_MAX * 2);
+	kit_mkdir(t->root, "5");
+	kit_putn(t->root, "5/status", STATUS_1000, strlen(STATUS_1000));
+	kit_putn(t->root, "5/cmdline", text, IDENT_CMDLINE_MAX * 2);
 	assert_int_equal(ident_read(t->root, 5, buf, &id), 0);
 	assert_int_equal(strlen(id.cmdline), IDENT_CMDLINE_MAX - 1);
 	assert_memory_equal(id.cmdline, "jav x x x", 9);
@@ -244,7 +215,7 @@ static void long_cmdline_is_cut(void **state)
  * exe that is that file here, with no /proc/PID/exe read at all (here a link to
  * nowhere, as another user's is to a daemon without CAP_SYS_PTRACE).
  */
-static void known_exe(void **state)
+KIT_TEST_FX(known_exe, setup, teardown)
 {
 	struct tree *t = *state;
 	struct proc_ident id;
@@ -259,18 +230,18 @@ static void known_exe(void **state)
 	assert_int_equal(stat(t->target, &st), 0);
 	k = (struct ident_exe){ .dev = st.st_dev, .ino = st.st_ino };
 	snprintf(other, sizeof(other), "%s/other", t->root);
-	put(t, "other", "x", 1);
+	kit_putn(t->root, "other", "x", 1);
 	snprintf(alias, sizeof(alias), "%s/alias", t->root);
 	assert_int_equal(symlink(t->target, alias), 0);
-	mkdir_in(t, "6");
-	put(t, "6/status", STATUS_1000, strlen(STATUS_1000));
+	kit_mkdir(t->root, "6");
+	kit_putn(t->root, "6/status", STATUS_1000, strlen(STATUS_1000));
 	link_to(t, "6/exe", "/nonexistent/rqb-test/unreadable");
 	/* A pattern, another file, a link to the file: none is it; then the file itself. */
-	unit_rules(rs, 4);
-	rs->r[0].exe = unit_str(rs, "%s/*", t->root);
-	rs->r[1].exe = unit_str(rs, "%s", other);
-	rs->r[2].exe = unit_str(rs, "%s", alias);
-	rs->r[3].exe = unit_str(rs, "%s", t->target);
+	kit_rules(rs, 4);
+	rs->r[0].exe = kit_str(rs, "%s/*", t->root);
+	rs->r[1].exe = kit_str(rs, "%s", other);
+	rs->r[2].exe = kit_str(rs, "%s", alias);
+	rs->r[3].exe = kit_str(rs, "%s", t->target);
 	assert_int_equal(ident_read_known(t->root, 6, &k, rs, NULL, buf, &id), 0);
 	assert_string_equal(id.exe, t->target);
 	assert_int_equal(id.uid, 1000);
@@ -282,8 +253,8 @@ static void known_exe(void **state)
 	assert_string_equal(id.exe, "");
 	/* No plain-path rule is the file: /proc/PID/exe as before, for the patterns. */
 	k.ino = st.st_ino;
-	mkdir_in(t, "7");
-	put(t, "7/status", STATUS_1000, strlen(STATUS_1000));
+	kit_mkdir(t->root, "7");
+	kit_putn(t->root, "7/status", STATUS_1000, strlen(STATUS_1000));
 	link_to(t, "7/exe", t->target);
 	rs->n = 1;
 	assert_int_equal(ident_read_known(t->root, 7, &k, rs, NULL, buf, &id), 0);
@@ -328,7 +299,7 @@ static void same_both_ways(const struct tree *t, pid_t pid, const struct ident_e
  * rule, in order, whose file is the one the kernel named; not a symbolic link to it;
  * a hard link to it, which is that file; and nothing once the file was replaced.
  */
-static void exe_table(void **state)
+KIT_TEST_FX(exe_table, setup, teardown)
 {
 	struct tree *t = *state;
 	struct rule_set *rs = calloc(1, sizeof(*rs));
@@ -343,27 +314,27 @@ static void exe_table(void **state)
 	assert_int_equal(link(t->target, hard), 0);
 	snprintf(alias, sizeof(alias), "%s/alias", t->root);
 	assert_int_equal(symlink(t->target, alias), 0);
-	mkdir_in(t, "6");
-	put(t, "6/status", STATUS_1000, strlen(STATUS_1000));
-	put(t, "6/comm", "mysqld\n", 7);
+	kit_mkdir(t->root, "6");
+	kit_putn(t->root, "6/status", STATUS_1000, strlen(STATUS_1000));
+	kit_putn(t->root, "6/comm", "mysqld\n", 7);
 	link_to(t, "6/exe", "/nonexistent/rqb-test/unreadable");
-	unit_rules(rs, 4);
-	rs->r[0].exe = unit_str(rs, "%s/*", t->root);
-	rs->r[1].exe = unit_str(rs, "%s", alias);
-	rs->r[2].exe = unit_str(rs, "%s", t->target);
-	rs->r[3].exe = unit_str(rs, "%s", hard);
-	rs->r[3].comm = unit_str(rs, "mysqld");
+	kit_rules(rs, 4);
+	rs->r[0].exe = kit_str(rs, "%s/*", t->root);
+	rs->r[1].exe = kit_str(rs, "%s", alias);
+	rs->r[2].exe = kit_str(rs, "%s", t->target);
+	rs->r[3].exe = kit_str(rs, "%s", hard);
+	rs->r[3].comm = kit_str(rs, "mysqld");
 	same_both_ways(t, 6, &k, rs, t->target);
 	/* The hard link first: it is the same file, so it is the one named. */
-	rs->r[2].exe = unit_str(rs, "%s", hard);
-	rs->r[3].exe = unit_str(rs, "%s", t->target);
+	rs->r[2].exe = kit_str(rs, "%s", hard);
+	rs->r[3].exe = kit_str(rs, "%s", t->target);
 	same_both_ways(t, 6, &k, rs, hard);
 	/*
 	 * Another file under either name since (made while the old one lives, so that
 	 * its inode number is another): neither is what the kernel named.
 	 */
-	put(t, "new", "#!/bin/true\n", 12);
-	put(t, "new2", "#!/bin/true\n", 12);
+	kit_putn(t->root, "new", "#!/bin/true\n", 12);
+	kit_putn(t->root, "new2", "#!/bin/true\n", 12);
 	snprintf(alias, sizeof(alias), "%s/new", t->root);
 	assert_int_equal(rename(alias, t->target), 0);
 	snprintf(alias, sizeof(alias), "%s/new2", t->root);
@@ -373,7 +344,7 @@ static void exe_table(void **state)
 	free(rs);
 }
 
-static void real_self(void **state)
+KIT_TEST(real_self)
 {
 	char comm[IDENT_COMM_MAX] = "", exe[PATH_MAX];
 	struct ident_buf *buf = calloc(1, sizeof(*buf));
@@ -402,21 +373,4 @@ static void real_self(void **state)
 	assert_non_null(strstr(id.cmdline, "test_ident"));
 	assert_true(id.cgroup[0] == '/');
 	free(buf);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(parse_uid),
-		cmocka_unit_test(join_cmdline),
-		cmocka_unit_test_setup_teardown(fake_process, setup, teardown),
-		cmocka_unit_test_setup_teardown(missing_and_unverified, setup, teardown),
-		cmocka_unit_test_setup_teardown(long_cmdline_is_cut, setup, teardown),
-		cmocka_unit_test_setup_teardown(known_exe, setup, teardown),
-		cmocka_unit_test_setup_teardown(exe_table, setup, teardown),
-		cmocka_unit_test_setup_teardown(reads_only_what_rules_name, setup, teardown),
-		cmocka_unit_test(real_self),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,7 @@
  */
 #include "rqbalance.h"
 #include "core/idle.h"
-#include "unit.h"
+#include "kit.h"
 
 #define TICK (100 * NSEC_PER_MSEC)
 #define MAX (5000 * NSEC_PER_MSEC)
@@ -16,7 +16,7 @@ static uint64_t quiet(struct idle_state *st, uint64_t max_ns)
 	return idle_next(st, &in);
 }
 
-static void backs_off_after_quiet_ticks(void **state)
+KIT_TEST(backs_off_after_quiet_ticks)
 {
 	struct idle_state st = { 0 };
 
@@ -32,7 +32,7 @@ static void backs_off_after_quiet_ticks(void **state)
 	assert_int_equal(quiet(&st, MAX), MAX);
 }
 
-static void busy_or_woken_comes_back(void **state)
+KIT_TEST(busy_or_woken_comes_back)
 {
 	struct idle_state st = { 0 };
 	struct idle_in busy = { .tick_ns = TICK, .max_ns = MAX, .busy = true };
@@ -51,7 +51,7 @@ static void busy_or_woken_comes_back(void **state)
 	assert_false(idle_backed_off(&st, TICK));
 }
 
-static void off_never_backs_off(void **state)
+KIT_TEST(off_never_backs_off)
 {
 	struct idle_state st = { 0 };
 
@@ -60,7 +60,7 @@ static void off_never_backs_off(void **state)
 	assert_false(idle_backed_off(&st, TICK));
 }
 
-static void bound_below_first_heartbeat(void **state)
+KIT_TEST(bound_below_first_heartbeat)
 {
 	struct idle_state st = { 0 };
 	struct idle_in slow = { .tick_ns = 2 * NSEC_PER_SEC, .max_ns = 3 * NSEC_PER_SEC };
@@ -76,16 +76,4 @@ static void bound_below_first_heartbeat(void **state)
 		assert_true(v >= slow.tick_ns && v <= slow.max_ns);
 	}
 	assert_int_equal(v, slow.max_ns);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(backs_off_after_quiet_ticks),
-		cmocka_unit_test(busy_or_woken_comes_back),
-		cmocka_unit_test(off_never_backs_off),
-		cmocka_unit_test(bound_below_first_heartbeat),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,7 @@
 #include "actuate/journal.h"
 #include "actuate/latact.h"
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 #include "util/log.h"
 
 struct fixture {
@@ -29,18 +29,12 @@ static int setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	snprintf(f->root, sizeof(f->root), "/tmp/rqb-test-journal.XXXXXX");
-	assert_non_null(mkdtemp(f->root));
+	kit_tmp(f->root, sizeof(f->root), "test-journal");
 	snprintf(f->dir, sizeof(f->dir), "%s/run/rqbalance", f->root);
 	/* Replay warns about each bad line; the tests count them instead. */
 	log_set_level(LOG_ERR);
 	*state = f;
 	return 0;
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
 }
 
 static int teardown(void **state)
@@ -50,7 +44,7 @@ static int teardown(void **state)
 
 	for (size_t i = 0; i < ARRAY_SIZE(f->j); i++)
 		journal_close(f->j[i]);
-	r = nftw(f->root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+	r = kit_rm(f->root);
 	free(f);
 	return r;
 }
@@ -61,8 +55,8 @@ static struct journal_rec rec(pid_t tid, uint64_t start, const char *prev, const
 		.tid = tid,
 		.tgid = tid + 1000,
 		.start_time = start,
-		.prev = unit_mask(prev),
-		.set = unit_mask(set),
+		.prev = kit_mask(prev),
+		.set = kit_mask(set),
 	};
 
 	return r;
@@ -133,7 +127,7 @@ static void close_journal(struct fixture *f, struct journal *j)
 	journal_close(j);
 }
 
-static void open_creates_nested_dir_and_file(void **state)
+KIT_TEST_FX(open_creates_nested_dir_and_file, setup, teardown)
 {
 	struct fixture *f = *state;
 	char path[PATH_MAX + 32];
@@ -157,7 +151,7 @@ static void open_creates_nested_dir_and_file(void **state)
 	close_journal(f, j);
 }
 
-static void second_open_is_busy(void **state)
+KIT_TEST_FX(second_open_is_busy, setup, teardown)
 {
 	struct fixture *f = *state;
 	/* Any non-NULL pointer will do to see that a failed open leaves *ret alone. */
@@ -170,7 +164,7 @@ static void second_open_is_busy(void **state)
 	close_journal(f, other);
 }
 
-static void fresh_journal_replays_nothing(void **state)
+KIT_TEST_FX(fresh_journal_replays_nothing, setup, teardown)
 {
 	struct fixture *f = *state;
 	struct journal *j = open_journal(f);
@@ -182,7 +176,7 @@ static void fresh_journal_replays_nothing(void **state)
 	close_journal(f, j);
 }
 
-static void replay_yields_set_and_not_cleared(void **state)
+KIT_TEST_FX(replay_yields_set_and_not_cleared, setup, teardown)
 {
 	struct fixture *f = *state;
 	struct journal *j = open_journal(f);
@@ -202,14 +196,14 @@ static void replay_yields_set_and_not_cleared(void **state)
 	assert_int_equal(journal_lines(j), 7);
 	assert_int_equal(replay(j, &s), 0);
 	assert_int_equal(s.n, 3);
-	a.set = unit_mask("4-7");
+	a.set = kit_mask("4-7");
 	assert_rec_equal(&s.r[0], &a);
 	assert_rec_equal(&s.r[1], &c);
 	assert_rec_equal(&s.r[2], &d);
 	close_journal(f, j);
 }
 
-static void set_after_clear_starts_afresh(void **state)
+KIT_TEST_FX(set_after_clear_starts_afresh, setup, teardown)
 {
 	struct fixture *f = *state;
 	struct journal *j = open_journal(f);
@@ -219,7 +213,7 @@ static void set_after_clear_starts_afresh(void **state)
 	set(j, a);
 	set(j, b);
 	assert_int_equal(journal_clear(j, 10, 100), 0);
-	a.prev = unit_mask("1-2");
+	a.prev = kit_mask("1-2");
 	set(j, a);
 	assert_int_equal(replay(j, &s), 0);
 	assert_int_equal(s.n, 2);
@@ -228,7 +222,7 @@ static void set_after_clear_starts_afresh(void **state)
 	close_journal(f, j);
 }
 
-static void replay_survives_reopen(void **state)
+KIT_TEST_FX(replay_survives_reopen, setup, teardown)
 {
 	struct fixture *f = *state;
 	struct journal *j = open_journal(f);
@@ -247,7 +241,7 @@ static void replay_survives_reopen(void **state)
 	close_journal(f, j);
 }
 
-static void malformed_lines_counted_and_skipped(void **state)
+KIT_TEST_FX(malformed_lines_counted_and_skipped, setup, teardown)
 {
 	struct fixture *f = *state;
 	struct journal *j = open_journal(f);
@@ -272,7 +266,7 @@ static void malformed_lines_counted_and_skipped(void **state)
 }
 
 /* A crash can cut the last record short; the next run's records must not be lost to it. */
-static void truncated_last_line_does_not_swallow_the_next(void **state)
+KIT_TEST_FX(truncated_last_line_does_not_swallow_the_next, setup, teardown)
 {
 	struct fixture *f = *state;
 	struct journal *j = open_journal(f);
@@ -305,7 +299,7 @@ static unsigned set_lines(const struct journal *j)
 	return n;
 }
 
-static void rewrite_keeps_only_given_records(void **state)
+KIT_TEST_FX(rewrite_keeps_only_given_records, setup, teardown)
 {
 	struct fixture *f = *state;
 	struct journal_rec keep[2] = { rec(11, 100, "0-7", "4-7"), rec(14, 3, "0-1", "1") };
@@ -347,7 +341,7 @@ static void rewrite_keeps_only_given_records(void **state)
 	close_journal(f, other);
 }
 
-static void rewrite_to_nothing(void **state)
+KIT_TEST_FX(rewrite_to_nothing, setup, teardown)
 {
 	struct fixture *f = *state;
 	struct journal *j = open_journal(f);
@@ -361,7 +355,7 @@ static void rewrite_to_nothing(void **state)
 	close_journal(f, j);
 }
 
-static void parse_set_and_clear(void **state)
+KIT_TEST(parse_set_and_clear)
 {
 	struct journal_rec r, want = rec(42, 123456789012ULL, "0-3,8", "8");
 	char op = '?';
@@ -385,7 +379,7 @@ static void parse_set_and_clear(void **state)
 	assert_int_equal(r.tid, 7);
 }
 
-static void parse_rejects(void **state)
+KIT_TEST(parse_rejects)
 {
 	static const char *const bad[] = {
 		"",
@@ -427,7 +421,7 @@ static void parse_rejects(void **state)
  * records escape them (\xHH) and the parser gives the real bytes back; an unescaped
  * blank (an older record) or an escaped NUL is a malformed record, not a shifted one.
  */
-static void latency_paths_round_trip(void **state)
+KIT_TEST(latency_paths_round_trip)
 {
 	char line[LAT_LINE_MAX];
 	struct lat_entry e;
@@ -452,27 +446,4 @@ static void latency_paths_round_trip(void **state)
 	assert_int_equal(latact_parse_line(line, &e, &c), -EINVAL);
 	snprintf(line, sizeof(line), "uncg /x y");
 	assert_int_equal(latact_parse_line(line, &e, &c), -EINVAL);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(open_creates_nested_dir_and_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(second_open_is_busy, setup, teardown),
-		cmocka_unit_test_setup_teardown(fresh_journal_replays_nothing, setup, teardown),
-		cmocka_unit_test_setup_teardown(replay_yields_set_and_not_cleared, setup, teardown),
-		cmocka_unit_test_setup_teardown(set_after_clear_starts_afresh, setup, teardown),
-		cmocka_unit_test_setup_teardown(replay_survives_reopen, setup, teardown),
-		cmocka_unit_test_setup_teardown(malformed_lines_counted_and_skipped, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(truncated_last_line_does_not_swallow_the_next,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(rewrite_keeps_only_given_records, setup, teardown),
-		cmocka_unit_test_setup_teardown(rewrite_to_nothing, setup, teardown),
-		cmocka_unit_test(parse_set_and_clear),
-		cmocka_unit_test(parse_rejects),
-		cmocka_unit_test(latency_paths_round_trip),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

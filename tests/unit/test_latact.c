@@ -12,7 +12,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "actuate/act.h"
 #include "actuate/journal.h"
@@ -32,29 +32,6 @@ struct fix {
 
 /* ---- the fake kernel: files a cgroupfs has, written as it replaces them ---- */
 
-static void put(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-static char *get(const char *path)
-{
-	static char buf[4096];
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	if (!f)
-		return NULL;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 static void cg_files(const char *dir)
 {
 	static const char *const files[][2] = {
@@ -66,7 +43,7 @@ static void cg_files(const char *dir)
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i][0]);
-		put(path, files[i][1]);
+		kit_put(NULL, path, files[i][1]);
 	}
 }
 
@@ -99,7 +76,7 @@ static int tree_attach(const char *procs_file, const struct act_task *t)
 		 rel);
 	snprintf(proc, sizeof(proc), "%s/%d/cgroup", tree_proc, (int)t->tid);
 	if (r == 0)
-		put(proc, text[3] == '\n' ? "0::/\n" : text);
+		kit_put(NULL, proc, text[3] == '\n' ? "0::/\n" : text);
 	return r;
 }
 
@@ -240,21 +217,13 @@ static struct act_ops dryrun_on_fake(void)
 
 /* ---- the tree ---- */
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static int setup(void **state)
 {
 	struct fix *f = calloc(1, sizeof(*f));
 	char path[PATH_MAX];
 
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/rqb-latact.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
+	kit_tmp(f->dir, sizeof(f->dir), "latact");
 	snprintf(f->cg, sizeof(f->cg), "%s/cg", f->dir);
 	snprintf(f->proc, sizeof(f->proc), "%s/proc", f->dir);
 	snprintf(f->mounts, sizeof(f->mounts), "%s/mounts", f->dir);
@@ -264,10 +233,10 @@ static int setup(void **state)
 	assert_int_equal(mkdir(f->journal, 0755), 0);
 	snprintf(path, sizeof(path), "proc %s/proc proc rw 0 0\ncgroup2 %s cgroup2 rw,nosuid 0 0\n",
 		 f->dir, f->cg);
-	put(f->mounts, path);
+	kit_put(NULL, f->mounts, path);
 	cg_files(f->cg);
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", f->cg);
-	put(path, "cpuset cpu io memory pids\n");
+	kit_put(NULL, path, "cpuset cpu io memory pids\n");
 	/* A cgroup target, and this thread's cgroup as /proc says it. */
 	snprintf(path, sizeof(path), "%s/app", f->cg);
 	assert_int_equal(mkdir(path, 0755), 0);
@@ -275,7 +244,7 @@ static int setup(void **state)
 	snprintf(path, sizeof(path), "%s/%d", f->proc, (int)gettid());
 	assert_int_equal(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)gettid());
-	put(path, "0::/\n");
+	kit_put(NULL, path, "0::/\n");
 	snprintf(tree_cg, sizeof(tree_cg), "%s", f->cg);
 	snprintf(tree_proc, sizeof(tree_proc), "%s", f->proc);
 	f->ops = fake_ops;
@@ -296,7 +265,7 @@ static int teardown(void **state)
 {
 	struct fix *f = *state;
 
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	kit_rm(f->dir);
 	free(f);
 	return 0;
 }
@@ -315,7 +284,7 @@ static uint64_t file_u64(const char *dir, const char *name)
 	const char *text;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	text = get(path);
+	text = kit_slurp(NULL, path);
 	assert_non_null(text);
 	return strtoull(text, NULL, 10);
 }
@@ -323,7 +292,7 @@ static uint64_t file_u64(const char *dir, const char *name)
 /* ---- tests ---- */
 
 /* A negative value moves the task into a class made with the mapping's weight. */
-static void test_class_made_with_mapped_weight(void **state)
+KIT_TEST_FX(test_class_made_with_mapped_weight, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -339,9 +308,9 @@ static void test_class_made_with_mapped_weight(void **state)
 	assert_true(weight_of(&f->lc, -5) > 100);
 	/* The class has no CFS quota, and the task was written into it. */
 	snprintf(cls, sizeof(cls), "%s/rqbalance-lat-5/cpu.max", f->cg);
-	assert_string_equal(get(cls), "max");
+	assert_string_equal(kit_slurp(NULL, cls), "max");
 	snprintf(cls, sizeof(cls), "%s/rqbalance-lat-5/cgroup.procs", f->cg);
-	assert_int_equal(atoi(get(cls)), (int)tid);
+	assert_int_equal(atoi(kit_slurp(NULL, cls)), (int)tid);
 	/* Its sched knobs went to the driver in one call: the value's nice. */
 	lat_map(&f->lc, -5, &k);
 	assert_int_equal(attr_calls, 1);
@@ -352,11 +321,11 @@ static void test_class_made_with_mapped_weight(void **state)
 	snprintf(cls, sizeof(cls), "%s/rqbalance-lat-5", f->cg);
 	assert_int_equal(access(cls, F_OK), -1);
 	snprintf(cls, sizeof(cls), "%s/cgroup.procs", f->cg);
-	assert_int_equal(atoi(get(cls)), (int)tid);
+	assert_int_equal(atoi(kit_slurp(NULL, cls)), (int)tid);
 }
 
 /* A reload gives the classes the new mapping's weights. */
-static void test_class_reweighed_on_reload(void **state)
+KIT_TEST_FX(test_class_reweighed_on_reload, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -378,7 +347,7 @@ static void test_class_reweighed_on_reload(void **state)
  * its own that still shows the old default reads as "the default", not as a slice
  * someone set, and a value's slice is the new default's ratio.
  */
-static void test_slice_follows_default(void **state)
+KIT_TEST_FX(test_slice_follows_default, setup, teardown)
 {
 	struct fix *f = *state;
 	struct rqb_sched_attr a;
@@ -409,7 +378,7 @@ static void test_slice_follows_default(void **state)
 }
 
 /* A cgroup target's weight and idle, given back at reset. */
-static void test_cgroup_target_restored(void **state)
+KIT_TEST_FX(test_cgroup_target_restored, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -433,7 +402,7 @@ static void test_cgroup_target_restored(void **state)
 }
 
 /* At 19 (idle_at_19) a cgroup target is made idle, and given back its idle 0. */
-static void test_cgroup_target_idle(void **state)
+KIT_TEST_FX(test_cgroup_target_idle, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -452,7 +421,7 @@ static void test_cgroup_target_idle(void **state)
 }
 
 /* A weight someone else changed since is theirs: left as it is, at reset and at fini. */
-static void test_cgroup_target_changed_left_alone(void **state)
+KIT_TEST_FX(test_cgroup_target_changed_left_alone, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -464,7 +433,7 @@ static void test_cgroup_target_changed_left_alone(void **state)
 	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_int_equal(latact_cgroup(&f->la, "/app", -8, "test", &why), 0);
 	assert_int_equal(file_u64(app, "cpu.weight"), weight_of(&f->lc, -8));
-	put(path, "42\n");
+	kit_put(NULL, path, "42\n");
 	latact_fini(&f->la);
 	assert_int_equal(file_u64(app, "cpu.weight"), 42);
 }
@@ -473,7 +442,7 @@ static void test_cgroup_target_changed_left_alone(void **state)
  * A weight someone else changed is theirs: another value does not write it again,
  * the entry says it was left, and the stop leaves it.
  */
-static void test_cgroup_target_changed_not_rewritten(void **state)
+KIT_TEST_FX(test_cgroup_target_changed_not_rewritten, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -490,7 +459,7 @@ static void test_cgroup_target_changed_not_rewritten(void **state)
 	assert_false(g->left);
 	latact_check_cg(&f->la, "/app");
 	assert_false(g->left);
-	put(path, "42\n");
+	kit_put(NULL, path, "42\n");
 	assert_int_equal(latact_cgroup(&f->la, "/app", 5, "test", &why), 0);
 	assert_int_equal(file_u64(app, "cpu.weight"), 42);
 	g = latact_find_cgroup(&f->la, "/app");
@@ -501,7 +470,7 @@ static void test_cgroup_target_changed_not_rewritten(void **state)
 }
 
 /* What a crashed run left in the journal is given back at the next start. */
-static void test_cgroup_target_restored_after_crash(void **state)
+KIT_TEST_FX(test_cgroup_target_restored_after_crash, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -526,7 +495,7 @@ static void test_cgroup_target_restored_after_crash(void **state)
  * value before gave it (value -5's class), which the journal's last record does not
  * name. That is rqbalance's too, and is given back at the next start.
  */
-static void test_class_restored_after_crash_mid_change(void **state)
+KIT_TEST_FX(test_class_restored_after_crash_mid_change, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -556,16 +525,16 @@ static void test_class_restored_after_crash_mid_change(void **state)
 	free(f->la.cg);
 	journal_close(f->la.journal);
 	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)tid);
-	assert_string_equal(get(path), "0::/rqbalance-lat-5\n");
+	assert_string_equal(kit_slurp(NULL, path), "0::/rqbalance-lat-5\n");
 	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
-	assert_string_equal(get(path), "0::/\n");
+	assert_string_equal(kit_slurp(NULL, path), "0::/\n");
 	/* Its nice and slice, still value -5's, are rqbalance's too: none left alone. */
 	assert_int_equal(f->la.cnt.left_alone, 0);
 	latact_fini(&f->la);
 }
 
 /* The same for a cgroup: killed after journalling its next weight, before writing it. */
-static void test_cgroup_restored_after_crash_mid_change(void **state)
+KIT_TEST_FX(test_cgroup_restored_after_crash_mid_change, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -604,7 +573,7 @@ static int snap_one(const char *path, const struct stat *st, int flag, struct FT
 	(void)ftw;
 	fprintf(snap_cur->f, "%s %o %lld\n", path, (unsigned)st->st_mode, (long long)st->st_size);
 	if (flag == FTW_F) {
-		const char *t = get(path);
+		const char *t = kit_slurp(NULL, path);
 
 		fprintf(snap_cur->f, "%s\n", t ? t : "?");
 	}
@@ -647,7 +616,7 @@ static void dry_run_everything(struct fix *f)
  * As the daemon's -n runs it, the dry-run driver alone: no journal, no class
  * cgroups, and the tree (cgroups, /proc, the journal's directory) as it was.
  */
-static void test_dry_run_writes_nothing(void **state)
+KIT_TEST_FX(test_dry_run_writes_nothing, setup, teardown)
 {
 	struct fix *f = *state;
 	char *before, *after;
@@ -691,7 +660,7 @@ static int set_task_async(struct latact *la, pid_t tid, int v)
  * A queued move is recorded as made, left alone by the checks until it ends, and
  * made by the worker; one that fails leaves the record saying where the task is.
  */
-static void test_class_move_by_worker(void **state)
+KIT_TEST_FX(test_class_move_by_worker, setup, teardown)
 {
 	struct fix *f = *state;
 	pid_t tid = gettid();
@@ -703,7 +672,7 @@ static void test_class_move_by_worker(void **state)
 	snprintf(stat_line, sizeof(stat_line),
 		 "%d (test) R 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 "
 		 "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", (int)tid);
-	put(path, stat_line);
+	kit_put(NULL, path, stat_line);
 	gate_r = 0;
 	assert_int_equal(pipe(gate), 0);
 	f->ops.attach = gated_attach;
@@ -723,7 +692,7 @@ static void test_class_move_by_worker(void **state)
 	latact_moves_wait(&f->la);
 	assert_false(latact_move_pending(&f->la, tid));
 	snprintf(path, sizeof(path), "%s/rqbalance-lat-5/cgroup.procs", f->cg);
-	assert_int_equal(atoi(get(path)), (int)tid);
+	assert_int_equal(atoi(kit_slurp(NULL, path)), (int)tid);
 	latact_verify(&f->la);
 	assert_int_equal(latact_find(&f->la, tid)->cg, LAT_CG_OURS);
 	assert_string_equal(latact_find(&f->la, tid)->set.cgroup, "/rqbalance-lat-5");
@@ -760,7 +729,7 @@ static int stale_attach(const char *procs_file, const struct act_task *t)
  * that one. The driver says -ESTALE; the new task is moved back where its parent is,
  * and nothing is recorded for it.
  */
-static void test_class_move_reused_undone(void **state)
+KIT_TEST_FX(test_class_move_reused_undone, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -770,24 +739,24 @@ static void test_class_move_reused_undone(void **state)
 	snprintf(path, sizeof(path), "%s/%d", f->proc, (int)creator);
 	assert_int_equal(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)creator);
-	put(path, "0::/app\n");
+	kit_put(NULL, path, "0::/app\n");
 	f->ops.attach = stale_attach;
 	reuse_creator = creator;
 	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_int_equal(set_task(&f->la, tid, 5, &why), -ESRCH);
 	assert_null(latact_find(&f->la, tid));
 	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)tid);
-	assert_string_equal(get(path), "0::/app\n");
+	assert_string_equal(kit_slurp(NULL, path), "0::/app\n");
 	snprintf(path, sizeof(path), "%s/app/cgroup.procs", f->cg);
-	assert_int_equal(atoi(get(path)), (int)tid);
+	assert_int_equal(atoi(kit_slurp(NULL, path)), (int)tid);
 	/* A holder its maker passed the class to (made inside it) keeps it. */
 	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)tid);
-	put(path, "0::/\n");
+	kit_put(NULL, path, "0::/\n");
 	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)creator);
-	put(path, "0::/rqbalance-lat5\n");
+	kit_put(NULL, path, "0::/rqbalance-lat5\n");
 	assert_int_equal(set_task(&f->la, tid, 5, &why), -ESRCH);
 	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)tid);
-	assert_string_equal(get(path), "0::/rqbalance-lat5\n");
+	assert_string_equal(kit_slurp(NULL, path), "0::/rqbalance-lat5\n");
 	reuse_creator = 0;
 	latact_fini(&f->la);
 }
@@ -796,7 +765,7 @@ static void test_class_move_reused_undone(void **state)
  * Where the kernel clamps groups and uclamp is on, a negative class gets the mapping's
  * uclamp_min and a positive one its uclamp_max, as the percent the files take.
  */
-static void test_class_uclamp(void **state)
+KIT_TEST_FX(test_class_uclamp, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *why = NULL;
@@ -808,15 +777,15 @@ static void test_class_uclamp(void **state)
 	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_int_equal(set_task(&f->la, tid, -10, &why), 0);
 	snprintf(file, sizeof(file), "%s/rqbalance-lat-10/cpu.uclamp.min", f->cg);
-	assert_string_equal(get(file), "50.00");
+	assert_string_equal(kit_slurp(NULL, file), "50.00");
 	snprintf(file, sizeof(file), "%s/rqbalance-lat-10/cpu.uclamp.max", f->cg);
-	assert_string_equal(get(file), "max\n");
+	assert_string_equal(kit_slurp(NULL, file), "max\n");
 	assert_int_equal(set_task(&f->la, tid, 10, &why), 0);
 	snprintf(file, sizeof(file), "%s/rqbalance-lat10/cpu.uclamp.max", f->cg);
-	assert_string_equal(get(file), "73.73");
+	assert_string_equal(kit_slurp(NULL, file), "73.73");
 	assert_int_equal(set_task(&f->la, tid, -20, &why), 0);
 	snprintf(file, sizeof(file), "%s/rqbalance-lat-20/cpu.uclamp.min", f->cg);
-	assert_string_equal(get(file), "max");
+	assert_string_equal(kit_slurp(NULL, file), "max");
 	latact_fini(&f->la);
 }
 
@@ -825,7 +794,7 @@ static void test_class_uclamp(void **state)
  * out; at stop (given_all, after a reserve) it keeps every one, in order, so that a
  * fork read late finds its creator's record however many were given back.
  */
-static void test_given_ring_keeps_all_at_stop(void **state)
+KIT_TEST(test_given_ring_keeps_all_at_stop)
 {
 	struct latact la = { 0 };
 	struct lat_entry e = { 0 };
@@ -932,12 +901,12 @@ static void ftask_put(struct fix *f, const struct ftask *t)
 		 "%d (t) S %d 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0 "
 		 "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
 		 (int)t->tid, (int)t->ppid, (unsigned long long)t->start);
-	put(path, text);
+	kit_put(NULL, path, text);
 	snprintf(path, sizeof(path), "%s/%d", f->proc, (int)t->tid);
 	mkdir(path, 0755);
 	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)t->tid);
 	snprintf(text, sizeof(text), "0::%s\n", t->cgroup);
-	put(path, text);
+	kit_put(NULL, path, text);
 }
 
 /*
@@ -949,7 +918,7 @@ static void ftask_put(struct fix *f, const struct ftask *t)
  * 2000 out of the class whole, and leaves 2001's knobs, 4000 and 1000 (given back as
  * itself) alone.
  */
-static void test_offspring_given_back_by_state(void **state)
+KIT_TEST_FX(test_offspring_given_back_by_state, setup, teardown)
 {
 	struct fix *f = *state;
 	const struct ftask init[] = {
@@ -975,7 +944,7 @@ static void test_offspring_given_back_by_state(void **state)
 	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_int_equal(latact_class_ensure(&f->la, -5, cls, sizeof(cls)), 0);
 	snprintf(path, sizeof(path), "%s%s/cgroup.procs", f->cg, cls);
-	put(path, "2000\n3000\n5000\n");
+	kit_put(NULL, path, "2000\n3000\n5000\n");
 	rec.prev = (struct lat_state){ .policy = SCHED_OTHER, .umin = -1, .umax = -1,
 				       .cgroup = "/" };
 	rec.set = (struct lat_state){ .policy = SCHED_OTHER, .nice = -5, .slice_ns = 500000,
@@ -994,11 +963,11 @@ static void test_offspring_given_back_by_state(void **state)
 	}
 	/* 2000 and 2001 left the class in one write; 3000 and 5000 went with their own. */
 	snprintf(path, sizeof(path), "%s/2000/cgroup", f->proc);
-	assert_string_equal(get(path), "0::/\n");
+	assert_string_equal(kit_slurp(NULL, path), "0::/\n");
 	snprintf(path, sizeof(path), "%s/4000/cgroup", f->proc);
-	assert_string_equal(get(path), "0::/\n");
+	assert_string_equal(kit_slurp(NULL, path), "0::/\n");
 	snprintf(path, sizeof(path), "%s/5000/cgroup", f->proc);
-	assert_string_equal(get(path), "0::/\n");
+	assert_string_equal(kit_slurp(NULL, path), "0::/\n");
 	latact_fini(&f->la);
 }
 
@@ -1018,7 +987,7 @@ static void owned_by(struct fix *f, pid_t pid, uid_t uid)
  * live grants' fronts 6000 (uid 1002) and 6500 (uid 1001), 6000's child 6001, and 7000,
  * uid 1001's, started after 6500: it may be that grant's.
  */
-static void test_grant_given_back_by_state(void **state)
+KIT_TEST_FX(test_grant_given_back_by_state, setup, teardown)
 {
 	struct fix *f = *state;
 	const struct ftask init[] = {
@@ -1052,7 +1021,7 @@ static void test_grant_given_back_by_state(void **state)
 	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_int_equal(latact_class_ensure(&f->la, -5, cls, sizeof(cls)), 0);
 	snprintf(path, sizeof(path), "%s%s/cgroup.procs", f->cg, cls);
-	put(path, "2000\n5000\n5100\n5200\n6000\n6001\n6500\n7000\n");
+	kit_put(NULL, path, "2000\n5000\n5100\n5200\n6000\n6001\n6500\n7000\n");
 	rec.prev = (struct lat_state){ .policy = SCHED_OTHER, .umin = -1, .umax = -1,
 				       .cgroup = "/" };
 	rec.set = (struct lat_state){ .policy = SCHED_OTHER, .nice = -5, .slice_ns = 500000,
@@ -1071,7 +1040,7 @@ static void test_grant_given_back_by_state(void **state)
 		assert_int_equal(t->writes, copy);
 		assert_int_equal(t->nice, copy ? 0 : init[i].nice);
 		snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)t->tid);
-		assert_string_equal(get(path), copy || t->tid == 1000 ? "0::/\n" :
+		assert_string_equal(kit_slurp(NULL, path), copy || t->tid == 1000 ? "0::/\n" :
 							      "0::/rqbalance-lat-5\n");
 	}
 	latact_fini(&f->la);
@@ -1084,7 +1053,7 @@ static void test_grant_given_back_by_state(void **state)
  * parses as off), a reset gives it back, and a task's own flag survives rqbalance's
  * writes instead of being cleared by them.
  */
-static void test_reset_on_fork_knob(void **state)
+KIT_TEST_FX(test_reset_on_fork_knob, setup, teardown)
 {
 	struct fix *f = *state;
 	const struct ftask init[] = {
@@ -1118,7 +1087,7 @@ static void test_reset_on_fork_knob(void **state)
 	assert_int_equal(e->set.rof, 1);
 	/* The journal's record carries it by key, after both states; it reads back. */
 	snprintf(path, sizeof(path), "%s/%s", f->journal, LAT_JOURNAL_NAME);
-	text = get(path);
+	text = kit_slurp(NULL, path);
 	assert_non_null(text);
 	rec = strstr(text, "lat 1000 ");
 	assert_non_null(rec);
@@ -1148,35 +1117,4 @@ static void test_reset_on_fork_knob(void **state)
 	assert_int_equal(ftask_flags[1], SCHED_FLAG_RESET_ON_FORK);
 	latact_fini(&f->la);
 	memset(ftask_flags, 0, sizeof(ftask_flags));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_class_made_with_mapped_weight, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_class_reweighed_on_reload, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cgroup_target_restored, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_slice_follows_default, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cgroup_target_idle, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cgroup_target_changed_left_alone, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_cgroup_target_changed_not_rewritten, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_cgroup_target_restored_after_crash, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_class_restored_after_crash_mid_change, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_cgroup_restored_after_crash_mid_change, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_class_move_by_worker, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_class_move_reused_undone, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_class_uclamp, setup, teardown),
-		cmocka_unit_test(test_given_ring_keeps_all_at_stop),
-		cmocka_unit_test_setup_teardown(test_offspring_given_back_by_state, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_grant_given_back_by_state, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reset_on_fork_knob, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

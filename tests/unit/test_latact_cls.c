@@ -16,7 +16,7 @@
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
 #include "policy/latency.h"
-#include "unit.h"
+#include "kit.h"
 
 struct fix {
 	char dir[32];               /* /tmp/rqb-latcls.XXXXXX */
@@ -30,29 +30,6 @@ static char tree[64];            /* the temporary directory: stripped from recor
 static bool tree_v1, tree_rt;    /* the files a new group gets */
 static char oplog[16384];        /* "OP PATH [TEXT]\n" for each write, PATH below tree */
 static int attach_ret;           /* what attach returns after its write (-ESTALE…) */
-
-static void put(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-static const char *get(const char *path)
-{
-	static char buf[4096];
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	if (!f)
-		return NULL;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
 
 static void note(const char *op, const char *path, const char *text)
 {
@@ -71,11 +48,11 @@ static void group_files(const char *dir)
 
 	for (size_t i = 0; i < (tree_v1 ? 3 : 4); i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, tree_v1 ? v1[i] : v2[i]);
-		put(path, "");
+		kit_put(NULL, path, "");
 	}
 	if (tree_rt) {
 		snprintf(path, sizeof(path), "%s/cpu.rt_runtime_us", dir);
-		put(path, "0\n");
+		kit_put(NULL, path, "0\n");
 	}
 }
 
@@ -85,7 +62,7 @@ static int tree_write(const char *path, const char *text)
 	if (access(path, F_OK) < 0)
 		return -errno;
 	note("write", path, text);
-	put(path, text);
+	kit_put(NULL, path, text);
 	return 0;
 }
 
@@ -159,20 +136,13 @@ static const struct act_ops fake_ops = {
 
 /* ---- the tree ---- */
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static int setup(void **state)
 {
 	struct fix *f = calloc(1, sizeof(*f));
 	char path[PATH_MAX];
 
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/rqb-latcls.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
+	kit_tmp(f->dir, sizeof(f->dir), "latcls");
 	assert_int_equal(chmod(f->dir, 0755), 0);
 	snprintf(tree, sizeof(tree), "%s", f->dir);
 	snprintf(f->cg, sizeof(f->cg), "%s/cg", f->dir);
@@ -185,13 +155,13 @@ static int setup(void **state)
 	tree_v1 = tree_rt = false;
 	group_files(f->cg);
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", f->cg);
-	put(path, "cpuset cpu io memory pids\n");
+	kit_put(NULL, path, "cpuset cpu io memory pids\n");
 	tree_v1 = true;
 	group_files(f->v1);
 	tree_v1 = false;
 	/* cgroup2 alone until a test says otherwise */
 	snprintf(path, sizeof(path), "cgroup2 %s cgroup2 rw,nosuid 0 0\n", f->cg);
-	put(f->mounts, path);
+	kit_put(NULL, f->mounts, path);
 	oplog[0] = '\0';
 	attach_ret = 0;
 	f->la.ops = &fake_ops;
@@ -209,7 +179,7 @@ static int teardown(void **state)
 
 	if (f->la.journal)
 		journal_close(f->la.journal);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	kit_rm(f->dir);
 	free(f);
 	return 0;
 }
@@ -221,12 +191,12 @@ static void use_v1(struct fix *f, bool rt)
 
 	snprintf(text, sizeof(text), "cgroup %s cgroup rw,cpu,cpuacct 0 0\ncgroup2 %s cgroup2 rw 0 0\n",
 		 f->v1, f->cg);
-	put(f->mounts, text);
+	kit_put(NULL, f->mounts, text);
 	tree_v1 = true;
 	tree_rt = rt;
 	if (rt) {
 		snprintf(text, sizeof(text), "%s/cpu.rt_runtime_us", f->v1);
-		put(text, "950000\n");
+		kit_put(NULL, text, "950000\n");
 	}
 }
 
@@ -235,7 +205,7 @@ static const char *file(const char *dir, const char *rel)
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	return get(path);
+	return kit_slurp(NULL, path);
 }
 
 static bool logged(const char *line)
@@ -262,12 +232,12 @@ static void proc_cgroup(struct fix *f, pid_t tid, const char *text)
 	snprintf(path, sizeof(path), "%s/%d", f->proc, (int)tid);
 	mkdir(path, 0755);
 	snprintf(path, sizeof(path), "%s/%d/cgroup", f->proc, (int)tid);
-	put(path, text);
+	kit_put(NULL, path, text);
 }
 
 /* ---- finding the hierarchy ---- */
 
-static void finds_cgroup2_with_cpu(void **state)
+KIT_TEST_FX(finds_cgroup2_with_cpu, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -281,7 +251,7 @@ static void finds_cgroup2_with_cpu(void **state)
 }
 
 /* A parent of the classes' own is made, with cpu enabled down to it, and said to be ours. */
-static void makes_the_parent(void **state)
+KIT_TEST_FX(makes_the_parent, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -300,18 +270,18 @@ static void makes_the_parent(void **state)
 	assert_false(f->la.cls.made_root);
 }
 
-static void no_hierarchy_no_classes(void **state)
+KIT_TEST_FX(no_hierarchy_no_classes, setup, teardown)
 {
 	struct fix *f = *state;
 	char path[PATH_MAX];
 
 	/* cgroup2 without the cpu controller. */
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", f->cg);
-	put(path, "cpuset io memory\n");
+	kit_put(NULL, path, "cpuset io memory\n");
 	latact_classes_find(&f->la);
 	assert_false(f->la.cls.on);
 	/* No cgroup mount, or no mounts file at all. */
-	put(f->mounts, "proc /proc proc rw 0 0\n");
+	kit_put(NULL, f->mounts, "proc /proc proc rw 0 0\n");
 	latact_classes_find(&f->la);
 	assert_false(f->la.cls.on);
 	unlink(f->mounts);
@@ -321,7 +291,7 @@ static void no_hierarchy_no_classes(void **state)
 }
 
 /* Found, but no classes: not asked for, or no journal to record what is made. */
-static void classes_only_where_asked(void **state)
+KIT_TEST_FX(classes_only_where_asked, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -338,7 +308,7 @@ static void classes_only_where_asked(void **state)
 }
 
 /* The v1 cpu controller comes before cgroup2; it has no subtree_control. */
-static void prefers_v1(void **state)
+KIT_TEST_FX(prefers_v1, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -353,7 +323,7 @@ static void prefers_v1(void **state)
 
 /* ---- making classes ---- */
 
-static void class_made_once(void **state)
+KIT_TEST_FX(class_made_once, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX], want[512];
@@ -389,7 +359,7 @@ static void class_made_once(void **state)
 }
 
 /* A class the kernel refuses is not counted as made. */
-static void class_refused(void **state)
+KIT_TEST_FX(class_refused, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX];
@@ -406,7 +376,7 @@ static void class_refused(void **state)
  * but not made by rqbalance counts as one of those): a class made later takes nothing
  * from an older one.
  */
-static void v1_classes_share_rt(void **state)
+KIT_TEST_FX(v1_classes_share_rt, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX], path[PATH_MAX], want[64];
@@ -415,11 +385,11 @@ static void v1_classes_share_rt(void **state)
 	snprintf(path, sizeof(path), "%s/other", f->v1);
 	assert_int_equal(tree_mkdir(path), 0);
 	snprintf(path, sizeof(path), "%s/other/cpu.rt_runtime_us", f->v1);
-	put(path, "100000\n");
+	kit_put(NULL, path, "100000\n");
 	snprintf(path, sizeof(path), "%s/rqbalance-lat99", f->v1);
 	assert_int_equal(tree_mkdir(path), 0);
 	snprintf(path, sizeof(path), "%s/rqbalance-lat99/cpu.rt_runtime_us", f->v1);
-	put(path, "50000\n");
+	kit_put(NULL, path, "50000\n");
 	latact_classes_find(&f->la);
 	assert_true(f->la.cls.rt);
 	oplog[0] = '\0';
@@ -439,7 +409,7 @@ static void v1_classes_share_rt(void **state)
 	 * over their parent.
 	 */
 	snprintf(path, sizeof(path), "%s/rqbalance-lat3/cpu.rt_runtime_us", f->v1);
-	put(path, "400000\n");
+	kit_put(NULL, path, "400000\n");
 	oplog[0] = '\0';
 	assert_int_equal(latact_class_ensure(&f->la, -7, ret, sizeof(ret)), 0);
 	assert_string_equal(file(f->v1, "rqbalance-lat3/cpu.rt_runtime_us"), "20512");
@@ -450,7 +420,7 @@ static void v1_classes_share_rt(void **state)
 }
 
 /* A parent rqbalance makes on v1 takes half the runtime its top has free, for its classes. */
-static void v1_parent_takes_half(void **state)
+KIT_TEST_FX(v1_parent_takes_half, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX];
@@ -466,7 +436,7 @@ static void v1_parent_takes_half(void **state)
 }
 
 /* The parent's weight, which bounds a raise's class (lat_class_gains): read at start and reload. */
-static void parent_weight_read(void **state)
+KIT_TEST_FX(parent_weight_read, setup, teardown)
 {
 	struct fix *f = *state;
 	char path[PATH_MAX];
@@ -478,12 +448,12 @@ static void parent_weight_read(void **state)
 	latact_classes_find(&f->la);
 	assert_int_equal(f->la.cls.root_shares, 1024);
 	snprintf(path, sizeof(path), "%s/rqb/cpu.shares", f->v1);
-	put(path, "100\n");
+	kit_put(NULL, path, "100\n");
 	latact_classes_reweigh(&f->la);
 	assert_int_equal(f->la.cls.root_shares, 100);
 }
 
-static void reweigh_restores_weight(void **state)
+KIT_TEST_FX(reweigh_restores_weight, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX], path[PATH_MAX], want[32];
@@ -491,16 +461,16 @@ static void reweigh_restores_weight(void **state)
 	latact_classes_find(&f->la);
 	assert_int_equal(latact_class_ensure(&f->la, 10, ret, sizeof(ret)), 0);
 	snprintf(path, sizeof(path), "%s/rqbalance-lat10/cpu.weight", f->cg);
-	put(path, "1");
+	kit_put(NULL, path, "1");
 	latact_classes_reweigh(&f->la);
 	snprintf(want, sizeof(want), "%u",
 		 lat_shares_to_weight((uint32_t)mapped_shares(&f->la.lc, 10)));
-	assert_string_equal(get(path), want);
+	assert_string_equal(kit_slurp(NULL, path), want);
 }
 
 /* ---- finding them again, and taking them away ---- */
 
-static void stale_classes_found(void **state)
+KIT_TEST_FX(stale_classes_found, setup, teardown)
 {
 	struct fix *f = *state;
 	static const char *const dirs[] = { "rqbalance-lat-3", "rqbalance-lat5", "rqbalance-latx",
@@ -521,7 +491,7 @@ static void stale_classes_found(void **state)
  * Removal: a task still in a class is moved to the top, one that /proc says has left
  * it is not; the classes go, and the parent rqbalance made.
  */
-static void remove_evicts_and_removes(void **state)
+KIT_TEST_FX(remove_evicts_and_removes, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX], path[PATH_MAX];
@@ -532,7 +502,7 @@ static void remove_evicts_and_removes(void **state)
 	assert_int_equal(latact_class_ensure(&f->la, -5, ret, sizeof(ret)), 0);
 	assert_int_equal(latact_class_ensure(&f->la, 5, ret, sizeof(ret)), 0);
 	snprintf(path, sizeof(path), "%s/rqb/rqbalance-lat-5/cgroup.procs", f->cg);
-	put(path, "501\n502\n");
+	kit_put(NULL, path, "501\n502\n");
 	proc_cgroup(f, 501, "0::/rqb/rqbalance-lat-5\n");
 	proc_cgroup(f, 502, "0::/elsewhere\n");
 	oplog[0] = '\0';
@@ -554,7 +524,7 @@ static void remove_evicts_and_removes(void **state)
 }
 
 /* A parent found there is the admin's: it stays. */
-static void remove_keeps_found_parent(void **state)
+KIT_TEST_FX(remove_keeps_found_parent, setup, teardown)
 {
 	struct fix *f = *state;
 	char ret[LAT_PATH_MAX], path[PATH_MAX];
@@ -571,7 +541,7 @@ static void remove_keeps_found_parent(void **state)
 
 /* ---- a task's cgroup, and moves ---- */
 
-static void task_cgroup_read(void **state)
+KIT_TEST_FX(task_cgroup_read, setup, teardown)
 {
 	struct fix *f = *state;
 	char cg[LAT_PATH_MAX] = "x";
@@ -591,7 +561,7 @@ static void task_cgroup_read(void **state)
 	assert_string_equal(cg, "");
 }
 
-static void moves_write_the_groups_file(void **state)
+KIT_TEST_FX(moves_write_the_groups_file, setup, teardown)
 {
 	struct fix *f = *state;
 	struct act_task t = { .tid = 700, .start_time = 1, .pidfd = -1 };
@@ -617,7 +587,7 @@ static void moves_write_the_groups_file(void **state)
 	assert_int_equal(latact_cg_attach(&f->la, "/app", &t), -ESRCH);
 }
 
-static void movable_cgroups(void **state)
+KIT_TEST_FX(movable_cgroups, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -631,29 +601,4 @@ static void movable_cgroups(void **state)
 	assert_true(latact_cg_movable(&f->la, "/rqb/rqbalance-lat3"));
 	assert_false(latact_cg_movable(&f->la, "/rqbalance-lat3"));
 	assert_false(latact_cg_movable(&f->la, "/rqb"));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(finds_cgroup2_with_cpu, setup, teardown),
-		cmocka_unit_test_setup_teardown(makes_the_parent, setup, teardown),
-		cmocka_unit_test_setup_teardown(no_hierarchy_no_classes, setup, teardown),
-		cmocka_unit_test_setup_teardown(classes_only_where_asked, setup, teardown),
-		cmocka_unit_test_setup_teardown(prefers_v1, setup, teardown),
-		cmocka_unit_test_setup_teardown(class_made_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(class_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(v1_classes_share_rt, setup, teardown),
-		cmocka_unit_test_setup_teardown(parent_weight_read, setup, teardown),
-		cmocka_unit_test_setup_teardown(v1_parent_takes_half, setup, teardown),
-		cmocka_unit_test_setup_teardown(reweigh_restores_weight, setup, teardown),
-		cmocka_unit_test_setup_teardown(stale_classes_found, setup, teardown),
-		cmocka_unit_test_setup_teardown(remove_evicts_and_removes, setup, teardown),
-		cmocka_unit_test_setup_teardown(remove_keeps_found_parent, setup, teardown),
-		cmocka_unit_test_setup_teardown(task_cgroup_read, setup, teardown),
-		cmocka_unit_test_setup_teardown(moves_write_the_groups_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(movable_cgroups, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,7 @@
 #include "actuate/journal.h"
 #include "actuate/latact.h"
 #include "actuate/latact_int.h"
-#include "unit.h"
+#include "kit.h"
 
 struct fix {
 	char dir[32];               /* /tmp/rqb-latjournal.XXXXXX */
@@ -33,28 +33,6 @@ struct parsed {
 	unsigned lineno[64];
 };
 
-static void put(const char *path, const char *text, size_t len)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(text, 1, len, f), len);
-	fclose(f);
-}
-
-static const char *slurp(const char *path)
-{
-	static char buf[1 << 20];
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	assert_non_null(f);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 static void open_journal(struct fix *f)
 {
 	assert_int_equal(journal_open_named(f->dir, LAT_JOURNAL_NAME, &f->la.journal), 0);
@@ -65,8 +43,7 @@ static int setup(void **state)
 	struct fix *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/rqb-latjournal.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
+	kit_tmp(f->dir, sizeof(f->dir), "latjournal");
 	assert_int_equal(chmod(f->dir, 0755), 0);
 	snprintf(f->path, sizeof(f->path), "%s/%s", f->dir, LAT_JOURNAL_NAME);
 	f->ent[0] = (struct lat_entry){
@@ -95,12 +72,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fix *f = *state;
-	char cmd[PATH_MAX];
 
 	if (f->la.journal)
 		journal_close(f->la.journal);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(kit_rm(f->dir), 0);
 	free(f);
 	return 0;
 }
@@ -158,7 +133,7 @@ static void assert_cg_equal(const struct lat_cg_entry *a, const struct lat_cg_en
 
 /* ---- the escaped field ---- */
 
-static void escape_round_trips_every_byte(void **state)
+KIT_TEST(escape_round_trips_every_byte)
 {
 	char in[LAT_PATH_MAX], esc[LAT_ESC_MAX], out[LAT_PATH_MAX];
 
@@ -183,7 +158,7 @@ static void escape_round_trips_every_byte(void **state)
 	assert_string_equal(out, in);
 }
 
-static void escape_empty_and_short(void **state)
+KIT_TEST(escape_empty_and_short)
 {
 	char esc[16], out[16];
 
@@ -199,7 +174,7 @@ static void escape_empty_and_short(void **state)
 	assert_string_equal(esc, "abcd");
 }
 
-static void unescape_refuses_garbage(void **state)
+KIT_TEST(unescape_refuses_garbage)
 {
 	static const char *const bad[] = {
 		"\\x00", "\\x0", "\\x", "\\", "a\\", "\\y41", "\\xg1", "\\x1g", "\\X41", "/a\\x00b",
@@ -221,7 +196,7 @@ static void unescape_refuses_garbage(void **state)
 
 /* ---- the records ---- */
 
-static void records_read_back(void **state)
+KIT_TEST_FX(records_read_back, setup, teardown)
 {
 	struct fix *f = *state;
 	struct parsed *p;
@@ -251,7 +226,7 @@ static void records_read_back(void **state)
 }
 
 /* Without a journal (the dry-run driver's), nothing is written and nothing fails. */
-static void no_journal_no_record(void **state)
+KIT_TEST_FX(no_journal_no_record, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -267,7 +242,7 @@ static void no_journal_no_record(void **state)
  * A journal a crash or someone else left garbage in: the records appended after it
  * still read back whole, and the garbage is refused line by line, never taken for one.
  */
-static void garbage_around_records(void **state)
+KIT_TEST_FX(garbage_around_records, setup, teardown)
 {
 	static const char garbage[] =
 		LATACT_JOURNAL_HEAD
@@ -288,7 +263,7 @@ static void garbage_around_records(void **state)
 	struct fix *f = *state;
 	struct parsed *p;
 
-	put(f->path, garbage, sizeof(garbage) - 1);
+	kit_putn(NULL, f->path, garbage, sizeof(garbage) - 1);
 	open_journal(f);
 	assert_int_equal(latact_journal_task(&f->la, &f->ent[0]), 0);
 	assert_int_equal(latact_journal_cg(&f->la, &f->cg[0]), 0);
@@ -304,14 +279,14 @@ static void garbage_around_records(void **state)
 
 /* ---- compaction ---- */
 
-static void compacts_to_live_entries(void **state)
+KIT_TEST_FX(compacts_to_live_entries, setup, teardown)
 {
 	struct fix *f = *state;
 	char want[4 * LAT_LINE_MAX];
 	struct parsed *p;
 	size_t len;
 
-	put(f->path, "garbage\n", 8);
+	kit_putn(NULL, f->path, "garbage\n", 8);
 	open_journal(f);
 	f->la.e = f->ptrs;
 	f->la.n = 2;
@@ -320,15 +295,15 @@ static void compacts_to_live_entries(void **state)
 	/* Short of the slack: left as it is. */
 	for (unsigned i = 0; i < LATACT_JOURNAL_SLACK + 2; i++)
 		latact_journal_untask(&f->la, 100 + (pid_t)i, 1);
-	len = strlen(slurp(f->path));
+	len = strlen(kit_slurp(NULL, f->path));
 	latact_compact(&f->la);
-	assert_int_equal(strlen(slurp(f->path)), len);
+	assert_int_equal(strlen(kit_slurp(NULL, f->path)), len);
 	assert_int_equal(journal_lines(f->la.journal), LATACT_JOURNAL_SLACK + 2);
 	/* One line more: the live entries alone, the garbage gone with the rest. */
 	latact_journal_untask(&f->la, 99, 1);
 	latact_compact(&f->la);
 	assert_int_equal(journal_lines(f->la.journal), 0);
-	snprintf(want, sizeof(want), "%s", slurp(f->path));
+	snprintf(want, sizeof(want), "%s", kit_slurp(NULL, f->path));
 	assert_int_equal(strncmp(want, LATACT_JOURNAL_HEAD, strlen(LATACT_JOURNAL_HEAD)), 0);
 	p = parse(f);
 	assert_int_equal(p->n, 3);
@@ -342,11 +317,11 @@ static void compacts_to_live_entries(void **state)
 	/* The journal stays the one appended to. */
 	latact_journal_uncg(&f->la, "/x");
 	assert_int_equal(journal_lines(f->la.journal), 1);
-	assert_non_null(strstr(slurp(f->path), "\nuncg /x\n"));
+	assert_non_null(strstr(kit_slurp(NULL, f->path), "\nuncg /x\n"));
 }
 
 /* A classes' parent rqbalance made stays recorded through compaction. */
-static void compaction_keeps_root(void **state)
+KIT_TEST_FX(compaction_keeps_root, setup, teardown)
 {
 	struct fix *f = *state;
 	struct parsed *p;
@@ -356,24 +331,8 @@ static void compaction_keeps_root(void **state)
 	for (unsigned i = 0; i < LATACT_JOURNAL_SLACK; i++)
 		latact_journal_untask(&f->la, 100 + (pid_t)i, 1);
 	latact_compact(&f->la);
-	assert_string_equal(slurp(f->path), LATACT_JOURNAL_HEAD "root\n");
+	assert_string_equal(kit_slurp(NULL, f->path), LATACT_JOURNAL_HEAD "root\n");
 	p = parse(f);
 	assert_int_equal(p->n, 1);
 	assert_int_equal(p->rec[0], LATACT_REC_ROOT);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(escape_round_trips_every_byte),
-		cmocka_unit_test(escape_empty_and_short),
-		cmocka_unit_test(unescape_refuses_garbage),
-		cmocka_unit_test_setup_teardown(records_read_back, setup, teardown),
-		cmocka_unit_test_setup_teardown(no_journal_no_record, setup, teardown),
-		cmocka_unit_test_setup_teardown(garbage_around_records, setup, teardown),
-		cmocka_unit_test_setup_teardown(compacts_to_live_entries, setup, teardown),
-		cmocka_unit_test_setup_teardown(compaction_keeps_root, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,7 @@
 #include <sched.h>
 
 #include "policy/latency.h"
-#include "unit.h"
+#include "kit.h"
 
 static const struct lat_conf defaults = {
 	.batch_from = 10, .idle_at_19 = false, .uclamp = true, .class_cgroups = true,
@@ -17,7 +17,7 @@ static struct lat_knobs map(const struct lat_conf *c, int v)
 	return k;
 }
 
-static void zero_changes_nothing(void **state)
+KIT_TEST(zero_changes_nothing)
 {
 	struct lat_knobs k = map(&defaults, 0);
 
@@ -32,7 +32,7 @@ static void zero_changes_nothing(void **state)
 }
 
 /* The documented table at this host's default (1.4 ms): slice in µs, shares, policy. */
-static void table(void **state)
+KIT_TEST(table)
 {
 	static const struct {
 		int v;
@@ -76,7 +76,7 @@ static void table(void **state)
  * bound (0.1-100 ms) leaves none, where it keeps the default; the slice a task runs
  * with never falls as the value rises, and rises at every step between the bounds.
  */
-static void slice_monotone_around_the_default(void **state)
+KIT_TEST(slice_monotone_around_the_default)
 {
 	static const uint64_t defs[] = { 700000, 1400000, 2100000, 2800000, 2800000,
 					 350000, 100000, 4000000 };
@@ -118,7 +118,7 @@ static void slice_monotone_around_the_default(void **state)
 	assert_true(lat_slice_ns(200000000, -20) < 200000000);
 }
 
-static void idle_only_where_configured(void **state)
+KIT_TEST(idle_only_where_configured)
 {
 	struct lat_conf c = defaults;
 
@@ -131,7 +131,7 @@ static void idle_only_where_configured(void **state)
 	assert_false(map(&c, 18).cg_idle);
 }
 
-static void batch_threshold(void **state)
+KIT_TEST(batch_threshold)
 {
 	struct lat_conf c = defaults;
 
@@ -143,7 +143,7 @@ static void batch_threshold(void **state)
 	assert_int_equal(map(&c, -1).policy, SCHED_OTHER);
 }
 
-static void uclamp_both_sides_and_off(void **state)
+KIT_TEST(uclamp_both_sides_and_off)
 {
 	struct lat_conf c = defaults;
 
@@ -157,7 +157,7 @@ static void uclamp_both_sides_and_off(void **state)
 	assert_int_equal(map(&c, 19).uclamp_max, -1);
 }
 
-static void no_class_without_class_cgroups(void **state)
+KIT_TEST(no_class_without_class_cgroups)
 {
 	struct lat_conf c = defaults;
 
@@ -170,7 +170,7 @@ static void no_class_without_class_cgroups(void **state)
  * A raise's class below a parent weighs the parent's weight: never more than the task's
  * own nice did. At the top, and for a favour, the class is the value's own weight.
  */
-static void raise_class_never_outweighs_the_nice(void **state)
+KIT_TEST(raise_class_never_outweighs_the_nice)
 {
 	assert_false(lat_class_gains(19, 0, 1024));
 	assert_true(lat_class_gains(19, 19, 1024));
@@ -182,7 +182,7 @@ static void raise_class_never_outweighs_the_nice(void **state)
 	assert_false(lat_class_gains(0, 19, 1024));
 }
 
-static void weights_convert_to_cgroup2(void **state)
+KIT_TEST(weights_convert_to_cgroup2)
 {
 	assert_int_equal(lat_shares_to_weight(1024), 100);
 	assert_int_equal(lat_shares_to_weight(88761), 8668);
@@ -193,7 +193,7 @@ static void weights_convert_to_cgroup2(void **state)
 	assert_int_equal(lat_nice_weight(40), 15);
 }
 
-static void parse(void **state)
+KIT_TEST(parse)
 {
 	const char *why = NULL;
 	int v = 99;
@@ -216,7 +216,7 @@ static void parse(void **state)
  * boost_cpu_pct caps a negative weight at 1024 x pct / (100 - pct), never below the
  * default; it leaves positive values, and weights already under the cap, alone.
  */
-static void boost_bound_is_a_weight(void **state)
+KIT_TEST(boost_bound_is_a_weight)
 {
 	struct lat_conf c = defaults;
 
@@ -248,7 +248,7 @@ static struct lat_unit_decision decide(const struct lat_conf *c, const char *uni
 	{ .pid = (pid_), .ruid = (uid_), .euid = (uid_), .value = (v_), .trusted = (trusted_) }
 
 /* Every process in the unit carries the value: the unit gets its weight, either side. */
-static void unit_of_its_own(void **state)
+KIT_TEST(unit_of_its_own)
 {
 	struct lat_member one[] = { MEMBER(10, 1000, -20, true) };
 	struct lat_member three[] = { MEMBER(10, 1000, 19, false), MEMBER(11, 1000, 19, false),
@@ -271,7 +271,7 @@ static void unit_of_its_own(void **state)
 }
 
 /* The mapping's settings hold for the unit too: the boost's cap, idle at 19. */
-static void unit_follows_the_mapping(void **state)
+KIT_TEST(unit_follows_the_mapping)
 {
 	struct lat_member one[] = { MEMBER(10, 0, -20, true) };
 	struct lat_conf c = defaults;
@@ -287,7 +287,7 @@ static void unit_follows_the_mapping(void **state)
 }
 
 /* A login shell beside the process: the unit stays as it is, and the reason says what to do. */
-static void unit_shared_with_processes_without_a_value(void **state)
+KIT_TEST(unit_shared_with_processes_without_a_value)
 {
 	struct lat_member m[] = { MEMBER(10, 1000, LAT_NONE, false), MEMBER(11, 1000, -5, true),
 				  MEMBER(12, 1000, LAT_NONE, false) };
@@ -304,7 +304,7 @@ static void unit_shared_with_processes_without_a_value(void **state)
 	assert_int_equal(decide(&defaults, "session-2.scope", m, 0).verdict, LAT_UNIT_SHARED);
 }
 
-static void unit_shared_with_another_value(void **state)
+KIT_TEST(unit_shared_with_another_value)
 {
 	struct lat_member m[] = { MEMBER(10, 1000, -5, true), MEMBER(11, 1000, 19, true) };
 	struct lat_unit_decision d = decide(&defaults, "a.service", m, 2);
@@ -318,7 +318,7 @@ static void unit_shared_with_another_value(void **state)
  * Another user's process in the unit: a user's request never changes it, even when the
  * values agree; values a rule or root gave do (a service that drops privileges).
  */
-static void unit_of_two_users(void **state)
+KIT_TEST(unit_of_two_users)
 {
 	struct lat_member m[] = { MEMBER(10, 1000, 19, false), MEMBER(11, 1001, 19, true) };
 	struct lat_unit_decision d = decide(&defaults, "a.scope", m, 2);
@@ -337,7 +337,7 @@ static void unit_of_two_users(void **state)
 }
 
 /* Not rqbalance's to set: a delegated subtree, no unit, a unit too big to check. */
-static void unit_refused(void **state)
+KIT_TEST(unit_refused)
 {
 	struct lat_member one[] = { MEMBER(10, 1000, -20, true) };
 	struct lat_unit_view v = { .cgroup = "/user.slice/user-1000.slice/user@1000.service/app.slice/a.scope",
@@ -365,7 +365,7 @@ static void unit_refused(void **state)
  * A unit whose weight someone set below the default (or idle) holds its CPU back: a
  * value may lower it further, never raise it; one at or above the default is no limit.
  */
-static void unit_held_back(void **state)
+KIT_TEST(unit_held_back)
 {
 	struct lat_member boost[] = { MEMBER(10, 1000, -5, false) };
 	struct lat_member calm[] = { MEMBER(10, 1000, 10, false) };
@@ -398,7 +398,7 @@ static void unit_held_back(void **state)
 }
 
 /* rqbalance moves a task only from where it put it, or from where it may move one. */
-static void cgroup_only_where_put(void **state)
+KIT_TEST(cgroup_only_where_put)
 {
 	struct lat_cg_view v = { .cur = "/rqbalance-lat5" };
 
@@ -435,7 +435,7 @@ static void cgroup_only_where_put(void **state)
  * The allow-list: the top, a class under the classes' parent, or a move_from pattern;
  * an admin's cgroup of default weight and no limit is as much someone's as a capped one.
  */
-static void cgroup_movable_allow_list(void **state)
+KIT_TEST(cgroup_movable_allow_list)
 {
 	struct lat_conf c = defaults;
 
@@ -464,32 +464,4 @@ static void cgroup_movable_allow_list(void **state)
 	assert_true(lat_cg_movable(&c, "/", "/batch"));
 	assert_false(lat_cg_movable(&c, "/", "/batch/child"));
 	assert_false(lat_cg_movable(&c, "/", "/users/alice"));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(zero_changes_nothing),
-		cmocka_unit_test(table),
-		cmocka_unit_test(slice_monotone_around_the_default),
-		cmocka_unit_test(idle_only_where_configured),
-		cmocka_unit_test(batch_threshold),
-		cmocka_unit_test(uclamp_both_sides_and_off),
-		cmocka_unit_test(no_class_without_class_cgroups),
-		cmocka_unit_test(raise_class_never_outweighs_the_nice),
-		cmocka_unit_test(weights_convert_to_cgroup2),
-		cmocka_unit_test(parse),
-		cmocka_unit_test(boost_bound_is_a_weight),
-		cmocka_unit_test(unit_of_its_own),
-		cmocka_unit_test(unit_follows_the_mapping),
-		cmocka_unit_test(unit_shared_with_processes_without_a_value),
-		cmocka_unit_test(unit_shared_with_another_value),
-		cmocka_unit_test(unit_of_two_users),
-		cmocka_unit_test(unit_refused),
-		cmocka_unit_test(unit_held_back),
-		cmocka_unit_test(cgroup_only_where_put),
-		cmocka_unit_test(cgroup_movable_allow_list),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

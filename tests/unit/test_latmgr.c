@@ -6,7 +6,7 @@
  */
 #include <sys/socket.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "../common/ctl_harness.h"
 #include "latmgr/latmgr.h"
@@ -17,17 +17,6 @@
 #define PROC_W (CTLH_BASE + 20) /* comm "worker", threads W and W + 1 */
 #define PROC_E (CTLH_BASE + 30) /* threads E and E + 1; E + 2 listed, its stat gone */
 #define OTHER (PROC_E + 2)      /* another process that has E + 2's pid in /proc */
-
-static char plans[1 << 14]; /* every plan the manager made, dumped, in order */
-
-static void on_plan(void *ctx, const struct plan *p)
-{
-	(void)ctx;
-	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", unit_plan_dump(p));
-}
-
-/* The harness's driver (the dry-run driver on fake tasks), but every task opens. */
-static struct act_ops fake_ops;
 
 /* W runs "worker"; E's task directory lists a tid whose stat is not there. */
 static void more_processes(void)
@@ -43,18 +32,6 @@ static void more_processes(void)
 	ctlh_dir(rel);
 	/* The pid is now another process's, which /proc/PID/stat shows. */
 	ctlh_task_files("proc", OTHER, OTHER, 1, 1000, 1000, 0);
-}
-
-static struct ctlh *daemon_with(uint8_t managed)
-{
-	struct ctlh_scenario sc = { .managed = managed };
-	struct ctlh *d = ctlh_daemon_new(&sc);
-
-	ctlh_ops_all_open(&fake_ops);
-	d->lat.ops = &fake_ops;
-	d->lat.on_plan = on_plan;
-	plans[0] = '\0';
-	return d;
 }
 
 /* Process tgid gets v from source, as a ctl request (trusted: a privileged one's) asks. */
@@ -81,28 +58,22 @@ static int front(struct ctlh *d, uid_t uid, pid_t tgid, const char *source, int 
 	return latmgr_foreground(&d->lm, uid, &rq, ret_value, &why);
 }
 
-static int setup(void **state)
+/* Connection conn of caller uid registers game tgid at -10 (pinned as it is now). */
+static int game(struct ctlh *d, uid_t uid, const char *conn, pid_t tgid, int *ret_value)
 {
-	*state = daemon_with(0);
-	return 0;
+	char source[48];
+	struct lat_req rq = { .tid = tgid, .tgid = tgid, .value = -10, .source = source };
+	const char *why = NULL;
+
+	snprintf(source, sizeof(source), "game uid %u pid %d %s", (unsigned)uid, (int)tgid, conn);
+	assert_int_equal(latmgr_task_info(&d->lm, tgid, &rq.start_time, &(bool){ false }), 0);
+	return latmgr_game(&d->lm, uid, conn, &rq, ret_value, &why);
 }
 
-static int setup_managed(void **state)
-{
-	*state = daemon_with(1 | 2);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	ctlh_daemon_free(*state);
-	return 0;
-}
-
-static void test_rule_at_rescan(void **state)
+KIT_TEST_FX(test_rule_at_rescan, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
-	struct rule *r = &unit_rules(&d->conf.rules, 1)->r[0];
+	struct rule *r = &kit_rules(&d->conf.rules, 1)->r[0];
 	const struct latmgr_proc *p;
 
 	r->name = "w";
@@ -115,7 +86,7 @@ static void test_rule_at_rescan(void **state)
 	 * a process a rule has just given its value (in a dry run none of its threads
 	 * holds it, and that pass used to plan the match a second time).
 	 */
-	assert_string_equal(plans,
+	assert_string_equal(ctlh_plans,
 			    "lat tid=4194420 tgid=4194420 start=4242 value=7 source=\"rule w\" whole\n"
 			    "lat tid=4194421 tgid=4194420 start=4242 value=7 source=\"rule w\" whole\n");
 	assert_int_equal(d->lm.cnt.rule_matches, 1);
@@ -127,41 +98,41 @@ static void test_rule_at_rescan(void **state)
 	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 }
 
-static void test_set_process_threads(void **state)
+KIT_TEST_FX(test_set_process_threads, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 
 	assert_int_equal(set_proc(d, CTLH_PROC_A, 5, "ctl uid 1000", false), 2);
-	assert_string_equal(plans,
+	assert_string_equal(ctlh_plans,
 			    "lat tid=4194401 tgid=4194401 start=4242 value=5 source=\"ctl uid 1000\" whole\n"
 			    "lat tid=4194402 tgid=4194401 start=4242 value=5 source=\"ctl uid 1000\" whole\n");
 	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 }
 
-static void test_thread_not_under_task_dir(void **state)
+KIT_TEST_FX(test_thread_not_under_task_dir, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 
 	/* E + 2 is listed under /proc/E/task, but its stat there is gone: left out. */
 	assert_int_equal(set_proc(d, PROC_E, 3, "ctl uid 0", true), 2);
-	assert_string_equal(plans,
+	assert_string_equal(ctlh_plans,
 			    "lat tid=4194430 tgid=4194430 start=4242 value=3 source=\"ctl uid 0\" whole\n"
 			    "lat tid=4194431 tgid=4194430 start=4242 value=3 source=\"ctl uid 0\" whole\n");
 }
 
-static void test_reset_gives_back(void **state)
+KIT_TEST_FX(test_reset_gives_back, ctlh_lat_setup_managed, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 
 	/* Its two threads have entries (ctlh_managed): both are given back. */
 	assert_int_equal(reset_proc(d, CTLH_PROC_A), 2);
-	assert_string_equal(plans, "unlat tid=4194401 tgid=4194401 start=4242\n"
+	assert_string_equal(ctlh_plans, "unlat tid=4194401 tgid=4194401 start=4242\n"
 				   "unlat tid=4194402 tgid=4194401 start=4242\n");
 	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 	/* Not managed: nothing to give back, no plan. */
-	plans[0] = '\0';
+	ctlh_plans[0] = '\0';
 	assert_int_equal(reset_proc(d, PROC_W), -ENOENT);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 }
 
 /*
@@ -169,7 +140,7 @@ static void test_reset_gives_back(void **state)
  * E none once nothing is in front; a value someone set meanwhile stays; a process with
  * a lower value keeps it.
  */
-static void test_foreground_gives_back(void **state)
+KIT_TEST_FX(test_foreground_gives_back, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	const struct latmgr_proc *p;
@@ -180,9 +151,9 @@ static void test_foreground_gives_back(void **state)
 	assert_int_equal(v, -5);
 	assert_int_equal(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->value, -5);
 	/* Asked again: nothing changes, nothing is given back. */
-	plans[0] = '\0';
+	ctlh_plans[0] = '\0';
 	assert_int_equal(front(d, 1000, PROC_W, "foreground uid 1000", &v), 0);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	assert_int_equal(front(d, 1000, PROC_E, "foreground uid 1000", &v), 0);
 	p = latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW);
 	assert_non_null(p);
@@ -224,7 +195,7 @@ static void test_foreground_gives_back(void **state)
  * W's: putting W in front saves nothing of it as what W had, so nothing of it (a
  * value, a trusted source) is given back to W, nor to anything else, at the end.
  */
-static void test_foreground_pinned(void **state)
+KIT_TEST_FX(test_foreground_pinned, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_proc stale = { .tgid = PROC_W, .start_time = CTLH_START_TIME + 1,
@@ -252,7 +223,7 @@ static void test_foreground_pinned(void **state)
  * W, which exited, leaves the front; a process that holds the same value as someone
  * else's stays.
  */
-static void test_foreground_front_gone(void **state)
+KIT_TEST_FX(test_foreground_front_gone, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_proc child;
@@ -286,7 +257,7 @@ static void unit_proc(pid_t pid, const char *name)
 
 	if (!name) {
 		snprintf(text, sizeof(text), "%s/proc/%d", ctlh_tmp, (int)pid);
-		nftw(text, ctlh_rm_one, 8, FTW_DEPTH | FTW_PHYS);
+		kit_rm(text);
 		return;
 	}
 	ctlh_process(pid, uid, 1, 0);
@@ -347,7 +318,7 @@ static size_t units_used(const struct ctlh *d)
 	return n;
 }
 
-static void test_units_follow_changes(void **state)
+KIT_TEST_FX(test_units_follow_changes, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	char pids[64];
@@ -417,21 +388,58 @@ static void test_units_follow_changes(void **state)
 	unit_proc(UNIT_A + 1, NULL);
 }
 
-int main(void)
+/*
+ * A game's grant is its connection's: another connection cannot end it, its own
+ * unregister or its leaving the bus does; the value someone set since stays; a game
+ * that had a lower value keeps it, and its record is kept for its unregister.
+ */
+KIT_TEST_FX(test_games, ctlh_lat_setup, ctlh_teardown)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_rule_at_rescan, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_set_process_threads, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_thread_not_under_task_dir, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reset_gives_back, setup_managed, teardown),
-		cmocka_unit_test_setup_teardown(test_foreground_gives_back, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_foreground_pinned, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_foreground_front_gone, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_units_follow_changes, setup, teardown),
-	};
+	struct ctlh *d = *state;
+	uint64_t start;
+	uid_t owner = 0;
+	int v = 0;
 
+	assert_int_equal(latmgr_task_info(&d->lm, PROC_W, &start, &(bool){ false }), 0);
+	assert_int_equal(game(d, 1000, ":1.5", PROC_W, &v), 0);
+	assert_int_equal(v, -10);
+	assert_true(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->grant);
+	assert_int_equal(game(d, 1000, ":1.5", PROC_W, &v), 0); /* again: nothing changes */
+	assert_int_equal(v, -10);
+	assert_true(latmgr_games_of(&d->lm, ":1.5"));
+	assert_false(latmgr_games_of(&d->lm, ":1.6"));
+	assert_int_equal(latmgr_game_end(&d->lm, ":1.6", PROC_W, start), -ESRCH);
+	assert_int_equal(latmgr_game_end(&d->lm, ":1.5", PROC_W, start + 1), -ESRCH);
+	assert_int_equal(latmgr_games_gone(&d->lm, ":1.6", &(uid_t){ 0 }), 0);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->value, -10);
+	assert_int_equal(latmgr_games_gone(&d->lm, ":1.5", &owner), 1);
+	assert_int_equal(owner, 1000);
+	assert_null(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW));
+	assert_false(latmgr_games_of(&d->lm, ":1.5"));
+	assert_int_equal(d->lm.ngames, 0);
+
+	/* A value set since stays at the unregister. */
+	assert_int_equal(game(d, 1000, ":1.5", PROC_W, &v), 0);
+	assert_int_equal(set_proc(d, PROC_W, -3, "ctl uid 0", true), 2);
+	assert_int_equal(latmgr_game_end(&d->lm, ":1.5", PROC_W, start), 0);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->value, -3);
+
+	/* A lower value is kept, and left at the unregister. */
+	assert_int_equal(set_proc(d, PROC_W, -15, "ctl uid 0", true), 2);
+	assert_int_equal(game(d, 1000, ":1.5", PROC_W, &v), 0);
+	assert_int_equal(v, -15);
+	assert_int_equal(latmgr_game_end(&d->lm, ":1.5", PROC_W, start), 0);
+	assert_int_equal(latmgr_find_process(&d->lm, PROC_W, LATMGR_START_NOW)->value, -15);
+	assert_int_equal(latmgr_game_end(&d->lm, ":1.5", PROC_W, start), -ESRCH);
+
+	/* No unique name, or a longer one than kept: refused. */
+	assert_int_equal(game(d, 1000, "", PROC_E, &v), -EINVAL);
+	assert_int_equal(game(d, 1000, ":1.123456789012345678901234567890", PROC_E, &v), -EINVAL);
+}
+
+void kit_before(void)
+{
 	log_set_level(-1);
 	ctlh_init("rqb-test-latmgr");
 	more_processes();
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

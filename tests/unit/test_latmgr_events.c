@@ -14,7 +14,7 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "../common/ctl_harness.h"
 #include "latmgr/latmgr.h"
@@ -27,16 +27,7 @@
 #define PROC_K (CTLH_BASE + 70) /* a new process, one thread, comm "worker" */
 #define PROC_X (CTLH_BASE + 80) /* runs "worker", threads X and X + 1 */
 
-static char plans[1 << 14]; /* every plan handed to the actuator, dumped, in order */
-
-static void on_plan(void *ctx, const struct plan *p)
-{
-	(void)ctx;
-	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", unit_plan_dump(p));
-}
-
-/* The harness's driver with every task opening; task nice_tid has nice nice_val. */
-static struct act_ops fake_ops;
+/* Task nice_tid has nice nice_val (ctlh_lat_ops's get_attr). */
 static pid_t nice_tid;
 static int nice_val;
 
@@ -94,50 +85,14 @@ static void processes(void)
 	ctlh_put(rel, "worker\n");
 }
 
-static struct ctlh *daemon_with(uint8_t managed)
+/* Each new daemon's fakes, as ctlh_lat_fresh. */
+static void fresh(struct ctlh *d)
 {
-	struct ctlh_scenario sc = { .managed = managed };
-	struct ctlh *d = ctlh_daemon_new(&sc);
-
-	ctlh_ops_all_open(&fake_ops);
-	fake_ops.get_attr = attr_of;
+	ctlh_lat_ops.get_attr = attr_of;
 	nice_tid = 0;
-	d->lat.ops = &fake_ops;
-	d->lat.on_plan = on_plan;
-	plans[0] = '\0';
 	nqueue = 0;
 	backlog = false;
 	script = (struct evsrc){ .ops = &script_ops, .cb = latmgr_event_callbacks, .ctx = &d->lm };
-	return d;
-}
-
-static int setup(void **state)
-{
-	*state = daemon_with(0);
-	return 0;
-}
-
-/* A's threads have 5 (entries), A, B and D are managed processes (records). */
-static int setup_managed(void **state)
-{
-	*state = daemon_with(1 | 2);
-	return 0;
-}
-
-/* A, B and D are managed processes, and no task has an entry. */
-static int setup_records(void **state)
-{
-	*state = daemon_with(2);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct ctlh *d = *state;
-
-	d->lm.ev = NULL;
-	ctlh_daemon_free(d);
-	return 0;
 }
 
 static void feed(struct ctlh *d, const struct evsrc_event *ev)
@@ -165,14 +120,15 @@ static struct evsrc_event bpf_fork(pid_t creator, pid_t tgid, uint64_t start_ns)
 
 /* ---- fork ---- */
 
-static void test_new_thread_of_managed_process_gets_its_value(void **state)
+KIT_TEST_FX(test_new_thread_of_managed_process_gets_its_value,
+	    ctlh_lat_setup_records, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_FORK, .tid = CTLH_PROC_A + 1,
 				  .tgid = CTLH_PROC_A, .parent_tid = 1, .parent_tgid = 1 };
 
 	feed(d, &ev);
-	assert_string_equal(plans, "lat tid=4194402 tgid=4194401 start=4242 value=5 "
+	assert_string_equal(ctlh_plans, "lat tid=4194402 tgid=4194401 start=4242 value=5 "
 				   "source=\"ctl uid 1000\"\n");
 	assert_int_equal(d->lm.cnt.events, 1);
 	assert_int_equal(d->lm.cnt.threads, 1);
@@ -180,14 +136,14 @@ static void test_new_thread_of_managed_process_gets_its_value(void **state)
 	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A + 1, LATMGR_START_NOW));
 }
 
-static void test_child_of_managed_process_is_managed(void **state)
+KIT_TEST_FX(test_child_of_managed_process_is_managed, ctlh_lat_setup_records, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = bpf_fork(CTLH_PROC_A, CTLH_PROC_A, ticks_ns(CTLH_START_TIME));
 	const struct latmgr_proc *p;
 
 	feed(d, &ev);
-	assert_string_equal(plans, "lat tid=4194470 tgid=4194470 start=4242 value=5 "
+	assert_string_equal(ctlh_plans, "lat tid=4194470 tgid=4194470 start=4242 value=5 "
 				   "source=\"ctl uid 1000\"\n");
 	p = latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW);
 	assert_non_null(p);
@@ -198,19 +154,19 @@ static void test_child_of_managed_process_is_managed(void **state)
 }
 
 /* The event's task started at another time: the pid is another task's now. */
-static void test_fork_of_reused_pid_changes_nothing(void **state)
+KIT_TEST_FX(test_fork_of_reused_pid_changes_nothing, ctlh_lat_setup_records, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = bpf_fork(CTLH_PROC_A, CTLH_PROC_A, ticks_ns(CTLH_START_TIME + 1));
 
 	feed(d, &ev);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	assert_null(latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW));
 	assert_int_equal(d->lm.cnt.threads, 0);
 	assert_int_equal(d->lm.cnt.events, 1);
 }
 
-static void test_fork_under_unmanaged_process_changes_nothing(void **state)
+KIT_TEST_FX(test_fork_under_unmanaged_process_changes_nothing, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_FORK, .tid = CTLH_PROC_A + 1,
@@ -219,7 +175,7 @@ static void test_fork_under_unmanaged_process_changes_nothing(void **state)
 	feed(d, &ev);
 	ev = bpf_fork(CTLH_PROC_A, CTLH_PROC_A, 0);
 	feed(d, &ev);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	assert_int_equal(d->lm.np, 0);
 	assert_int_equal(d->lm.cnt.threads, 0);
 	assert_int_equal(d->lm.cnt.events, 2);
@@ -229,7 +185,8 @@ static void test_fork_under_unmanaged_process_changes_nothing(void **state)
  * The connector names only the parent: the child is managed where it has what
  * rqbalance set on the parent. A's entry says nice 5 in cgroup /user; K has nice 0.
  */
-static void test_connector_child_managed_only_if_it_inherited(void **state)
+KIT_TEST_FX(test_connector_child_managed_only_if_it_inherited,
+	    ctlh_lat_setup_managed, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_FORK, .tid = PROC_K, .tgid = PROC_K,
@@ -238,7 +195,7 @@ static void test_connector_child_managed_only_if_it_inherited(void **state)
 
 	assert_int_equal(a->task.tid, CTLH_PROC_A);
 	feed(d, &ev);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	assert_null(latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW));
 
 	/* K has what rqbalance set on A: the kernel gave it that at fork. */
@@ -246,12 +203,12 @@ static void test_connector_child_managed_only_if_it_inherited(void **state)
 	nice_tid = PROC_K;
 	nice_val = 5;
 	feed(d, &ev);
-	assert_string_equal(plans, "lat tid=4194470 tgid=4194470 start=4242 value=5 "
+	assert_string_equal(ctlh_plans, "lat tid=4194470 tgid=4194470 start=4242 value=5 "
 				   "source=\"ctl uid 1000\" from=4194401\n");
 	assert_non_null(latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW));
 }
 
-static void test_kernel_inherited_compares_what_was_set(void **state)
+KIT_TEST_FX(test_kernel_inherited_compares_what_was_set, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_entry from = { .task = { .tid = CTLH_PROC_A, .pidfd = -1 },
@@ -286,7 +243,7 @@ static void test_kernel_inherited_compares_what_was_set(void **state)
 }
 
 /* A task made by one given back meanwhile gives back what it inherited of it. */
-static void test_child_of_given_back_task_gives_inherited_back(void **state)
+KIT_TEST_FX(test_child_of_given_back_task_gives_inherited_back, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_entry a = { .task = { .tid = CTLH_PROC_A, .start_time = CTLH_START_TIME,
@@ -306,13 +263,13 @@ static void test_child_of_given_back_task_gives_inherited_back(void **state)
 	feed(d, &ev);
 	assert_int_equal(d->lm.cnt.inherited_back, 1);
 	/* Nothing was given a value, nor managed. */
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	assert_int_equal(d->lm.np, 0);
 }
 
 /* ---- exit ---- */
 
-static void test_exit_forgets_task_and_process(void **state)
+KIT_TEST_FX(test_exit_forgets_task_and_process, ctlh_lat_setup_managed, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXIT, .tid = CTLH_PROC_A + 1,
@@ -329,11 +286,11 @@ static void test_exit_forgets_task_and_process(void **state)
 	assert_null(latmgr_entry(&d->lm, CTLH_PROC_A));
 	assert_null(latmgr_find_process(&d->lm, CTLH_PROC_A, LATMGR_START_NOW));
 	assert_non_null(latmgr_find_process(&d->lm, CTLH_PROC_B, LATMGR_START_NOW));
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 }
 
 /* An exit read late, of a task older than what has its pid now, forgets nothing. */
-static void test_late_exit_forgets_nothing(void **state)
+KIT_TEST_FX(test_late_exit_forgets_nothing, ctlh_lat_setup_managed, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXIT, .tid = CTLH_PROC_A, .tgid = CTLH_PROC_A,
@@ -353,7 +310,7 @@ static void test_late_exit_forgets_nothing(void **state)
 
 static void rule_worker(struct ctlh *d)
 {
-	struct rule *r = &unit_rules(&d->conf.rules, 1)->r[0];
+	struct rule *r = &kit_rules(&d->conf.rules, 1)->r[0];
 
 	r->name = "w";
 	r->comm = "worker";
@@ -361,7 +318,7 @@ static void rule_worker(struct ctlh *d)
 	r->uid = RULE_UID_ANY;
 }
 
-static void test_exec_applies_rules(void **state)
+KIT_TEST_FX(test_exec_applies_rules, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXEC, .tid = PROC_X + 1, .tgid = PROC_X, .ts_ns = 1 };
@@ -370,11 +327,11 @@ static void test_exec_applies_rules(void **state)
 	rule_worker(d);
 	/* A thread's exec (it becomes the first thread, its own event says so): nothing. */
 	feed(d, &ev);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	ev.tid = PROC_X;
 	feed(d, &ev);
 	/* An exec leaves a process one thread, its first: only that one is planned. */
-	assert_string_equal(plans,
+	assert_string_equal(ctlh_plans,
 			    "lat tid=4194480 tgid=4194480 start=4242 value=7 source=\"rule w\" whole\n");
 	p = latmgr_find_process(&d->lm, PROC_X, LATMGR_START_NOW);
 	assert_non_null(p);
@@ -386,7 +343,7 @@ static void test_exec_applies_rules(void **state)
 }
 
 /* Stopped: every record forgotten, and an exec applies no rule. */
-static void test_stopped_forgets_and_ignores_exec(void **state)
+KIT_TEST_FX(test_stopped_forgets_and_ignores_exec, ctlh_lat_setup_records, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXEC, .tid = PROC_X, .tgid = PROC_X };
@@ -397,13 +354,13 @@ static void test_stopped_forgets_and_ignores_exec(void **state)
 	assert_true(d->lm.stopping);
 	assert_int_equal(d->lm.np, 0);
 	feed(d, &ev);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	assert_null(latmgr_find_process(&d->lm, PROC_X, LATMGR_START_NOW));
 }
 
 /* ---- losses and the barrier ---- */
 
-static void test_overflow_asks_for_a_rescan(void **state)
+KIT_TEST_FX(test_overflow_asks_for_a_rescan, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 
@@ -419,7 +376,7 @@ static void test_overflow_asks_for_a_rescan(void **state)
 }
 
 /* Without an event source nothing is queued: any mark is passed at once. */
-static void test_mark_without_source_is_passed(void **state)
+KIT_TEST_FX(test_mark_without_source_is_passed, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_mark mk;
@@ -437,7 +394,7 @@ static void test_mark_without_source_is_passed(void **state)
 	assert_true(latmgr_passed(&d->lm, &mk));
 }
 
-static void test_mark_passed_once_read_empty(void **state)
+KIT_TEST_FX(test_mark_passed_once_read_empty, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_mark mk;
@@ -452,7 +409,7 @@ static void test_mark_passed_once_read_empty(void **state)
 }
 
 /* A source never read empty: an event stamped the margin after the mark passes it. */
-static void test_mark_passed_by_later_event(void **state)
+KIT_TEST_FX(test_mark_passed_by_later_event, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct evsrc_event ev = { .kind = EVSRC_EXIT, .tid = PROC_K, .tgid = PROC_K };
@@ -472,7 +429,7 @@ static void test_mark_passed_by_later_event(void **state)
 }
 
 /* Events were lost: only a /proc walk begun after the mark covers them. */
-static void test_mark_after_loss_needs_rescan(void **state)
+KIT_TEST_FX(test_mark_after_loss_needs_rescan, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct latmgr_mark mk;
@@ -496,39 +453,10 @@ static void test_mark_after_loss_needs_rescan(void **state)
 	assert_true(latmgr_passed(&d->lm, &mk));
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_new_thread_of_managed_process_gets_its_value,
-						setup_records, teardown),
-		cmocka_unit_test_setup_teardown(test_child_of_managed_process_is_managed,
-						setup_records, teardown),
-		cmocka_unit_test_setup_teardown(test_fork_of_reused_pid_changes_nothing,
-						setup_records, teardown),
-		cmocka_unit_test_setup_teardown(test_fork_under_unmanaged_process_changes_nothing,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_connector_child_managed_only_if_it_inherited,
-						setup_managed, teardown),
-		cmocka_unit_test_setup_teardown(test_kernel_inherited_compares_what_was_set, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_child_of_given_back_task_gives_inherited_back,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_exit_forgets_task_and_process, setup_managed,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_late_exit_forgets_nothing, setup_managed,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_exec_applies_rules, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stopped_forgets_and_ignores_exec,
-						setup_records, teardown),
-		cmocka_unit_test_setup_teardown(test_overflow_asks_for_a_rescan, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mark_without_source_is_passed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mark_passed_once_read_empty, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mark_passed_by_later_event, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mark_after_loss_needs_rescan, setup, teardown),
-	};
-
 	log_set_level(-1);
 	ctlh_init("rqb-test-latmgr-events");
 	processes();
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	ctlh_lat_fresh = fresh;
 }

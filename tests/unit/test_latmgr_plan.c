@@ -8,7 +8,7 @@
  * failure, a refused first thread refuses the whole process. Plans are compared as
  * text dumps; no real task is named (the fake pids are above PID_MAX_LIMIT).
  */
-#include "unit.h"
+#include "kit.h"
 
 #include "../common/ctl_harness.h"
 #include "latmgr/latmgr.h"
@@ -18,16 +18,7 @@
 #define PROC_P (CTLH_BASE + 60) /* threads P and P + 1; P started at P_START */
 #define P_START 5151
 
-static char plans[1 << 14]; /* every plan handed to the actuator, dumped, in order */
-
-static void on_plan(void *ctx, const struct plan *p)
-{
-	(void)ctx;
-	snprintf(plans + strlen(plans), sizeof(plans) - strlen(plans), "%s", unit_plan_dump(p));
-}
-
-/* The harness's driver with every task opening, but for the two named here. */
-static struct act_ops fake_ops;
+/* ctlh_lat_ops's open: every task opens but for the two named here. */
 static pid_t open_esrch, open_eperm; /* opening this task fails so; 0: none */
 
 static int open_some(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret)
@@ -64,36 +55,12 @@ static void process_p(void)
 	stat_file(rel, PROC_P, PROC_P, P_START);
 }
 
-static struct ctlh *daemon_with(uint8_t managed)
+/* Each new daemon's fakes, as ctlh_lat_fresh. */
+static void fresh(struct ctlh *d)
 {
-	struct ctlh_scenario sc = { .managed = managed };
-	struct ctlh *d = ctlh_daemon_new(&sc);
-
-	ctlh_ops_all_open(&fake_ops);
-	fake_ops.open = open_some;
+	(void)d;
+	ctlh_lat_ops.open = open_some;
 	open_esrch = open_eperm = 0;
-	d->lat.ops = &fake_ops;
-	d->lat.on_plan = on_plan;
-	plans[0] = '\0';
-	return d;
-}
-
-static int setup(void **state)
-{
-	*state = daemon_with(0);
-	return 0;
-}
-
-static int setup_managed(void **state)
-{
-	*state = daemon_with(1 | 2);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	ctlh_daemon_free(*state);
-	return 0;
 }
 
 /* A whole-process SET of task tid of tgid to value v, as the policy plans one. */
@@ -116,7 +83,7 @@ static struct lat_req req(pid_t tgid, int v, uint64_t start)
 
 /* ---- what the policy reads ---- */
 
-static void test_rec_of_no_record_is_unmanaged(void **state)
+KIT_TEST(test_rec_of_no_record_is_unmanaged)
 {
 	struct latpol_rec r = latmgr_rec_of(NULL);
 
@@ -127,7 +94,7 @@ static void test_rec_of_no_record_is_unmanaged(void **state)
 	assert_false(r.from_rule);
 }
 
-static void test_rec_of_record_is_copied(void **state)
+KIT_TEST(test_rec_of_record_is_copied)
 {
 	struct latmgr_proc p = { .tgid = PROC_P, .start_time = 77, .value = -4,
 				 .from_rule = true, .source = "rule db" };
@@ -142,7 +109,7 @@ static void test_rec_of_record_is_copied(void **state)
 }
 
 /* The harness's entries: A and A + 1 (5), C + 1 (-3), the ghost (19), by tid. */
-static void test_entries_of_all_or_one_process(void **state)
+KIT_TEST_FX(test_entries_of_all_or_one_process, ctlh_lat_setup_managed, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct latpol_task *t;
@@ -177,7 +144,7 @@ static void test_entries_of_all_or_one_process(void **state)
 	free(t);
 }
 
-static void test_entries_of_none_managed(void **state)
+KIT_TEST_FX(test_entries_of_none_managed, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	size_t n = 99;
@@ -191,7 +158,7 @@ static void test_entries_of_none_managed(void **state)
 /* ---- plans to the actuator ---- */
 
 /* The policy said nothing to do (0) or no (-errno): the plan is dropped, not carried out. */
-static void test_apply_one_without_action_applies_nothing(void **state)
+KIT_TEST_FX(test_apply_one_without_action_applies_nothing, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct plan_action a = set_action(CTLH_PROC_B, CTLH_PROC_B, 3);
@@ -208,10 +175,10 @@ static void test_apply_one_without_action_applies_nothing(void **state)
 	assert_int_equal(latmgr_apply_one(&d->lm, &pl, -EPERM, &why), -EPERM);
 	assert_int_equal(pl.n, 0);
 	assert_string_equal(why, "untouched");
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 }
 
-static void test_apply_one_carries_out_the_action(void **state)
+KIT_TEST_FX(test_apply_one_carries_out_the_action, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct plan_action a = set_action(CTLH_PROC_B, CTLH_PROC_B, 3);
@@ -223,12 +190,12 @@ static void test_apply_one_carries_out_the_action(void **state)
 	assert_int_equal(latmgr_apply_one(&d->lm, &pl, 1, &why), 0);
 	assert_null(why);
 	assert_int_equal(pl.n, 0);
-	assert_string_equal(plans, "lat tid=4194405 tgid=4194405 start=4242 value=3 "
+	assert_string_equal(ctlh_plans, "lat tid=4194405 tgid=4194405 start=4242 value=3 "
 				   "source=\"ctl uid 0\" whole\n");
 }
 
 /* Its answer is the first action's, with the actuator's reason. */
-static void test_apply_one_answers_with_first_result(void **state)
+KIT_TEST_FX(test_apply_one_answers_with_first_result, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct plan_action gone = set_action(CTLH_PROC_B, CTLH_PROC_B, 3);
@@ -253,7 +220,7 @@ static void test_apply_one_answers_with_first_result(void **state)
 
 /* ---- a process's threads ---- */
 
-static void test_decide_threads_plans_every_thread(void **state)
+KIT_TEST_FX(test_decide_threads_plans_every_thread, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, 0);
@@ -262,13 +229,13 @@ static void test_decide_threads_plans_every_thread(void **state)
 
 	assert_int_equal(latmgr_decide_threads(&d->lm, &rq, &start, &why), 2);
 	assert_int_equal(start, P_START);
-	assert_string_equal(plans,
+	assert_string_equal(ctlh_plans,
 			    "lat tid=4194460 tgid=4194460 start=5151 value=4 source=\"ctl uid 0\" whole\n"
 			    "lat tid=4194461 tgid=4194460 start=4242 value=4 source=\"ctl uid 0\" whole\n");
 }
 
 /* latmgr_plan_threads makes the same plan and carries nothing out. */
-static void test_plan_threads_carries_nothing_out(void **state)
+KIT_TEST_FX(test_plan_threads_carries_nothing_out, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, P_START);
@@ -279,15 +246,15 @@ static void test_plan_threads_carries_nothing_out(void **state)
 	plan_init(&pl);
 	assert_int_equal(latmgr_plan_threads(&d->lm, &rq, &pl, &start, &why), 2);
 	assert_int_equal(start, P_START);
-	assert_string_equal(unit_plan_dump(&pl),
+	assert_string_equal(kit_plan_dump(&pl),
 			    "lat tid=4194460 tgid=4194460 start=5151 value=4 source=\"ctl uid 0\" whole\n"
 			    "lat tid=4194461 tgid=4194460 start=4242 value=4 source=\"ctl uid 0\" whole\n");
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	plan_fini(&pl);
 }
 
 /* Decided on another start time: another process has the pid now; nothing is done. */
-static void test_decide_threads_other_start_time_is_another_process(void **state)
+KIT_TEST_FX(test_decide_threads_other_start_time_is_another_process, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, CTLH_START_TIME);
@@ -298,11 +265,11 @@ static void test_decide_threads_other_start_time_is_another_process(void **state
 	assert_non_null(why);
 	assert_string_equal(why, "no such process (or its pid was reused)");
 	assert_int_equal(start, 1);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 }
 
 /* Both threads of A have 5 from "ctl uid 1000" already (the harness's entries). */
-static void test_decide_threads_nothing_to_change(void **state)
+KIT_TEST_FX(test_decide_threads_nothing_to_change, ctlh_lat_setup_managed, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = { .tid = CTLH_PROC_A, .tgid = CTLH_PROC_A, .value = 5,
@@ -312,17 +279,17 @@ static void test_decide_threads_nothing_to_change(void **state)
 
 	assert_int_equal(latmgr_decide_threads(&d->lm, &rq, &start, &why), 0);
 	assert_int_equal(start, CTLH_START_TIME);
-	assert_string_equal(plans, "");
+	assert_string_equal(ctlh_plans, "");
 	/* Another value: both are planned again. */
 	rq.value = 6;
 	assert_int_equal(latmgr_decide_threads(&d->lm, &rq, &start, &why), 2);
-	assert_string_equal(plans,
+	assert_string_equal(ctlh_plans,
 			    "lat tid=4194401 tgid=4194401 start=4242 value=6 source=\"ctl uid 1000\" whole\n"
 			    "lat tid=4194402 tgid=4194401 start=4242 value=6 source=\"ctl uid 1000\" whole\n");
 }
 
 /* A thread gone between the plan and its write: the process still got its value. */
-static void test_decide_threads_vanished_thread_is_no_failure(void **state)
+KIT_TEST_FX(test_decide_threads_vanished_thread_is_no_failure, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, 0);
@@ -334,7 +301,7 @@ static void test_decide_threads_vanished_thread_is_no_failure(void **state)
 }
 
 /* Its first thread refused: the whole process is, its other threads left alone. */
-static void test_decide_threads_refused_lead_refuses_process(void **state)
+KIT_TEST_FX(test_decide_threads_refused_lead_refuses_process, ctlh_lat_setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_req rq = req(PROC_P, 4, 0);
@@ -365,7 +332,7 @@ static void lead_and_thread(struct plan *pl)
 	assert_int_equal(plan_add(pl, &thread), 0);
 }
 
-static void test_threads_result_counts_done(void **state)
+KIT_TEST(test_threads_result_counts_done)
 {
 	struct latact_result res[2] = { { 0, NULL }, { 0, NULL } };
 	const char *why = "untouched";
@@ -382,7 +349,7 @@ static void test_threads_result_counts_done(void **state)
 	plan_fini(&pl);
 }
 
-static void test_threads_result_lead_refusal_wins(void **state)
+KIT_TEST(test_threads_result_lead_refusal_wins)
 {
 	struct latact_result res[2] = { { -EPERM, "real-time" }, { -ECANCELED, NULL } };
 	const char *why = NULL;
@@ -404,7 +371,7 @@ static void test_threads_result_lead_refusal_wins(void **state)
 }
 
 /* Another error is one only where nothing took; the first one's reason is kept. */
-static void test_threads_result_error_only_where_none_took(void **state)
+KIT_TEST(test_threads_result_error_only_where_none_took)
 {
 	struct latact_result res[2] = { { -EIO, "first" }, { -ENOMEM, "second" } };
 	const char *why = NULL;
@@ -419,39 +386,10 @@ static void test_threads_result_error_only_where_none_took(void **state)
 	plan_fini(&pl);
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rec_of_no_record_is_unmanaged),
-		cmocka_unit_test(test_rec_of_record_is_copied),
-		cmocka_unit_test_setup_teardown(test_entries_of_all_or_one_process, setup_managed,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_entries_of_none_managed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_apply_one_without_action_applies_nothing,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_apply_one_carries_out_the_action, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_apply_one_answers_with_first_result, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_decide_threads_plans_every_thread, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_plan_threads_carries_nothing_out, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_decide_threads_other_start_time_is_another_process,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_decide_threads_nothing_to_change, setup_managed,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_decide_threads_vanished_thread_is_no_failure,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_decide_threads_refused_lead_refuses_process,
-						setup, teardown),
-		cmocka_unit_test(test_threads_result_counts_done),
-		cmocka_unit_test(test_threads_result_lead_refusal_wins),
-		cmocka_unit_test(test_threads_result_error_only_where_none_took),
-	};
-
 	log_set_level(-1);
 	ctlh_init("rqb-test-latmgr-plan");
 	process_p();
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	ctlh_lat_fresh = fresh;
 }

@@ -8,7 +8,7 @@
  * sources (latmgr_probe_events, latmgr_events_open) loads BPF or opens the proc
  * connector, which a unit test does not do: those are left to the integration tests.
  */
-#include "unit.h"
+#include "kit.h"
 
 #include "../common/ctl_harness.h"
 #include "latmgr/latmgr.h"
@@ -69,15 +69,9 @@ static struct ctlh *daemon_with(uint8_t managed, struct evsrc *ev)
 	return d;
 }
 
-static void daemon_free(struct ctlh *d)
-{
-	d->lm.ev = NULL;
-	ctlh_daemon_free(d);
-}
-
 /* ---- what the manager says of its source ---- */
 
-static void test_no_source_no_events(void **state)
+KIT_TEST(test_no_source_no_events)
 {
 	struct ctlh *d = daemon_with(0, NULL);
 
@@ -89,10 +83,10 @@ static void test_no_source_no_events(void **state)
 	/* Nothing to tell. */
 	latmgr_events_pace(&d->lm);
 	assert_false(d->lm.exec_lazy);
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
-static void test_source_named_by_its_driver(void **state)
+KIT_TEST(test_source_named_by_its_driver)
 {
 	struct ctlh *d = daemon_with(0, &script);
 
@@ -101,10 +95,10 @@ static void test_source_named_by_its_driver(void **state)
 	assert_string_equal(latmgr_events_source(&d->lm), "script");
 	d->lm.ev = &plain;
 	assert_string_equal(latmgr_events_source(&d->lm), "plain");
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
-static void test_walks_unprivileged_is_the_source_answer(void **state)
+KIT_TEST(test_walks_unprivileged_is_the_source_answer)
 {
 	struct ctlh *d = daemon_with(0, &script);
 
@@ -116,13 +110,13 @@ static void test_walks_unprivileged_is_the_source_answer(void **state)
 	/* A source that needs no capability after it opened. */
 	d->lm.ev = &plain;
 	assert_true(latmgr_walks_unprivileged(&d->lm));
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
 /* ---- whether an exec wakes the daemon ---- */
 
 /* No rule, nothing managed: an exec waits for the next tick; said once. */
-static void test_pace_idle_daemon_lets_exec_wait(void **state)
+KIT_TEST(test_pace_idle_daemon_lets_exec_wait)
 {
 	struct ctlh *d = daemon_with(0, &script);
 
@@ -133,11 +127,11 @@ static void test_pace_idle_daemon_lets_exec_wait(void **state)
 	assert_true(d->lm.exec_lazy);
 	latmgr_events_pace(&d->lm);
 	assert_int_equal(nwakes, 1);
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
 /* A rule, a managed process, a task entry or a cgroup entry: an exec wakes it again. */
-static void test_pace_wakes_for_rule_or_anything_managed(void **state)
+KIT_TEST(test_pace_wakes_for_rule_or_anything_managed)
 {
 	static const uint8_t managed[] = { 1, 2, 4 };
 	struct ctlh *d;
@@ -150,39 +144,39 @@ static void test_pace_wakes_for_rule_or_anything_managed(void **state)
 		assert_int_equal(nwakes, 1);
 		assert_true(last_wake);
 		assert_false(d->lm.exec_lazy);
-		daemon_free(d);
+		ctlh_daemon_free(d);
 	}
 
 	d = daemon_with(0, &script);
 	latmgr_events_pace(&d->lm);
 	assert_true(d->lm.exec_lazy);
-	unit_rules(&d->conf.rules, 1);
+	kit_rules(&d->conf.rules, 1);
 	latmgr_events_pace(&d->lm);
 	assert_int_equal(nwakes, 2);
 	assert_true(last_wake);
 	assert_false(d->lm.exec_lazy);
 	/* The rule removed: lazy again. */
-	unit_rules(&d->conf.rules, 0);
+	kit_rules(&d->conf.rules, 0);
 	latmgr_events_pace(&d->lm);
 	assert_int_equal(nwakes, 3);
 	assert_false(last_wake);
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
 /* A source where every event wakes is told nothing. */
-static void test_pace_source_without_lazy_execs(void **state)
+KIT_TEST(test_pace_source_without_lazy_execs)
 {
 	struct ctlh *d = daemon_with(0, &plain);
 
 	(void)state;
 	latmgr_events_pace(&d->lm);
 	assert_false(d->lm.exec_lazy);
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
 /* ---- closing ---- */
 
-static void test_close_forgets_source(void **state)
+KIT_TEST(test_close_forgets_source)
 {
 	struct ctlh *d = daemon_with(0, NULL);
 	char why[64];
@@ -201,22 +195,11 @@ static void test_close_forgets_source(void **state)
 	/* Closed twice: nothing more. */
 	latmgr_events_close(&d->lm);
 	assert_int_equal(ncloses, 1);
-	daemon_free(d);
+	ctlh_daemon_free(d);
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_no_source_no_events),
-		cmocka_unit_test(test_source_named_by_its_driver),
-		cmocka_unit_test(test_walks_unprivileged_is_the_source_answer),
-		cmocka_unit_test(test_pace_idle_daemon_lets_exec_wait),
-		cmocka_unit_test(test_pace_wakes_for_rule_or_anything_managed),
-		cmocka_unit_test(test_pace_source_without_lazy_execs),
-		cmocka_unit_test(test_close_forgets_source),
-	};
-
 	log_set_level(-1);
 	ctlh_init("rqb-test-latmgr-source");
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

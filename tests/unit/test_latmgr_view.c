@@ -5,7 +5,7 @@
  */
 #include <sched.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "../common/ctl_harness.h"
 #include "latmgr/latmgr.h"
@@ -59,14 +59,8 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	ctlh_daemon_free(*state);
-	return 0;
-}
-
 /* A process's record first, else the thread's entry; a cgroup's own; -ENOENT for none. */
-static void value_and_source(void **state)
+KIT_TEST_FX(value_and_source, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_target t;
@@ -99,7 +93,7 @@ static void value_and_source(void **state)
 	assert_null(src);
 }
 
-static void tasks_holding_it(void **state)
+KIT_TEST_FX(tasks_holding_it, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_target t;
@@ -118,7 +112,7 @@ static void tasks_holding_it(void **state)
 	assert_int_equal(latmgr_tasks_of(&d->lm, &t), 0);
 }
 
-static void get_text(void **state)
+KIT_TEST_FX(get_text, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_target t;
@@ -152,7 +146,7 @@ static void get_text(void **state)
 	assert_int_equal(latmgr_get(&d->lm, &t, out, sizeof(out)), -ENOENT);
 }
 
-static void list_lines(void **state)
+KIT_TEST_FX(list_lines, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	pid_t hidden = CTLH_PROC_C + 1;
@@ -199,7 +193,7 @@ static struct rqb_sched_attr attr_of(int nice, int policy)
  * What a request would leave a thread, as the actuator's decide step has it: the
  * mapping's, what it had before, or its own where someone else changed a knob.
  */
-static void would_leave(void **state)
+KIT_TEST_FX(would_leave, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct lat_entry *e = (struct lat_entry *)latact_find(&d->lat, CTLH_PROC_A);
@@ -247,7 +241,7 @@ static void would_leave(void **state)
 	assert_true(idle);
 }
 
-static void cgroup_owner(void **state)
+KIT_TEST_FX(cgroup_owner, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	uid_t uid = 77;
@@ -270,7 +264,7 @@ static void cgroup_owner(void **state)
 	assert_int_equal(uid, 77);
 }
 
-static void stats_fields(void **state)
+KIT_TEST_FX(stats_fields, setup, ctlh_teardown)
 {
 	struct ctlh *d = *state;
 	struct daemon_stats st = { 0 };
@@ -316,18 +310,7 @@ static void stats_fields(void **state)
 	assert_string_equal(latmgr_proc_root(&d->lm), ctlh_proc_root);
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(value_and_source, setup, teardown),
-		cmocka_unit_test_setup_teardown(tasks_holding_it, setup, teardown),
-		cmocka_unit_test_setup_teardown(get_text, setup, teardown),
-		cmocka_unit_test_setup_teardown(list_lines, setup, teardown),
-		cmocka_unit_test_setup_teardown(would_leave, setup, teardown),
-		cmocka_unit_test_setup_teardown(cgroup_owner, setup, teardown),
-		cmocka_unit_test_setup_teardown(stats_fields, setup, teardown),
-	};
-
 	ctlh_init("rqb-latmgr-view");
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@
 
 #include "policy/latency.h"
 #include "policy/latpol.h"
-#include "unit.h"
+#include "kit.h"
 
 #define SELF 999
 /* A request as the manager hands it on, for the process or task passed beside it. */
@@ -44,7 +44,7 @@ static struct latpol_rec rec(int v, const char *source, bool from_rule)
 				    .source = source, .from_rule = from_rule };
 }
 
-static void process_first_thread_first_all_whole(void **state)
+KIT_TEST(process_first_thread_first_all_whole)
 {
 	struct latpol_proc p = proc10();
 	const char *why = "x";
@@ -53,7 +53,7 @@ static void process_first_thread_first_all_whole(void **state)
 	plan_init(&pl);
 	assert_int_equal(latpol_process(&p, REQ(100, -5, "ctl uid 0", 0), SELF, &pl, &why), 3);
 	assert_null(why);
-	assert_string_equal(unit_plan_dump(&pl),
+	assert_string_equal(kit_plan_dump(&pl),
 		"lat tid=10 tgid=10 start=100 value=-5 source=\"ctl uid 0\" whole\n"
 		"lat tid=11 tgid=10 start=101 value=-5 source=\"ctl uid 0\" whole\n"
 		"lat tid=13 tgid=10 start=105 value=-5 source=\"ctl uid 0\" whole\n");
@@ -61,7 +61,7 @@ static void process_first_thread_first_all_whole(void **state)
 }
 
 /* A task that has the value from that source already is left; another source is not. */
-static void process_skips_tasks_that_have_it(void **state)
+KIT_TEST(process_skips_tasks_that_have_it)
 {
 	struct latpol_proc p = proc10();
 	const char *why;
@@ -71,7 +71,7 @@ static void process_skips_tasks_that_have_it(void **state)
 	threads[0] = valued(threads[0], 3, "ctl uid 0");
 	plan_init(&pl);
 	assert_int_equal(latpol_process(&p, REQ(0, 3, "rule db", 10), SELF, &pl, &why), 2);
-	assert_string_equal(unit_plan_dump(&pl),
+	assert_string_equal(kit_plan_dump(&pl),
 		"lat tid=11 tgid=10 start=101 value=3 source=\"rule db\" from=10 whole\n"
 		"lat tid=13 tgid=10 start=105 value=3 source=\"rule db\" from=10 whole\n");
 	plan_clear(&pl);
@@ -79,7 +79,7 @@ static void process_skips_tasks_that_have_it(void **state)
 	plan_fini(&pl);
 }
 
-static void process_refusals_plan_nothing(void **state)
+KIT_TEST(process_refusals_plan_nothing)
 {
 	struct latpol_proc p = proc10();
 	const char *why;
@@ -101,11 +101,11 @@ static void process_refusals_plan_nothing(void **state)
 	p = proc10();
 	assert_int_equal(latpol_process(&p, REQ(0, 1, "ctl uid 0", 0), 10, &pl, &why), -EPERM);
 	assert_string_equal(why, "rqbalanced itself");
-	assert_string_equal(unit_plan_dump(&pl), "");
+	assert_string_equal(kit_plan_dump(&pl), "");
 	plan_fini(&pl);
 }
 
-static void thread_alone_is_not_whole(void **state)
+KIT_TEST(thread_alone_is_not_whole)
 {
 	struct latpol_task t = valued(task(11, 10, 101), 4, "ctl uid 0");
 	const char *why;
@@ -116,12 +116,12 @@ static void thread_alone_is_not_whole(void **state)
 	assert_int_equal(latpol_task(&t, REQ(101, 4, "ctl uid 0", 0), SELF, &pl, &why), 1);
 	assert_int_equal(latpol_task(&t, REQ(102, 4, "ctl uid 0", 0), SELF, &pl, &why), -ESRCH);
 	assert_string_equal(why, "no such task (or its pid was reused)");
-	assert_string_equal(unit_plan_dump(&pl),
+	assert_string_equal(kit_plan_dump(&pl),
 		"lat tid=11 tgid=10 start=101 value=4 source=\"ctl uid 0\"\n");
 	plan_fini(&pl);
 }
 
-static void reset_process_keeps_another_process(void **state)
+KIT_TEST(reset_process_keeps_another_process)
 {
 	struct latpol_task e[] = { task(10, 10, 100), task(11, 10, 101), task(21, 20, 200) };
 	struct latpol_rec r = rec(2, "ctl uid 0", false);
@@ -129,7 +129,7 @@ static void reset_process_keeps_another_process(void **state)
 
 	plan_init(&pl);
 	assert_int_equal(latpol_reset_process(10, &r, 0, e, 3, &pl), 2);
-	assert_string_equal(unit_plan_dump(&pl),
+	assert_string_equal(kit_plan_dump(&pl),
 		"unlat tid=10 tgid=10 start=100\n"
 		"unlat tid=11 tgid=10 start=101\n");
 	plan_clear(&pl);
@@ -138,17 +138,17 @@ static void reset_process_keeps_another_process(void **state)
 	/* No record: the first thread must be the one meant; the others go back. */
 	r.managed = false;
 	assert_int_equal(latpol_reset_process(10, &r, 77, e, 3, &pl), 1);
-	assert_string_equal(unit_plan_dump(&pl), "unlat tid=11 tgid=10 start=101\n");
+	assert_string_equal(kit_plan_dump(&pl), "unlat tid=11 tgid=10 start=101\n");
 	plan_clear(&pl);
 	assert_int_equal(latpol_reset_process(30, &r, 0, e, 3, &pl), -ENOENT);
 	assert_int_equal(latpol_reset_task(&e[2], 200, &pl), 1);
 	assert_int_equal(latpol_reset_task(&e[2], 201, &pl), -ENOENT);
 	assert_int_equal(latpol_reset_task(NULL, 0, &pl), -ENOENT);
-	assert_string_equal(unit_plan_dump(&pl), "unlat tid=21 tgid=20 start=200\n");
+	assert_string_equal(kit_plan_dump(&pl), "unlat tid=21 tgid=20 start=200\n");
 	plan_fini(&pl);
 }
 
-static void cgroups_by_path_escaped(void **state)
+KIT_TEST(cgroups_by_path_escaped)
 {
 	struct plan pl;
 
@@ -156,7 +156,7 @@ static void cgroups_by_path_escaped(void **state)
 	assert_int_equal(latpol_cgroup("/srv/b", 7, "ctl uid 0", &pl), 1);
 	assert_int_equal(latpol_cgroup_reset("/a b", &pl), 1);
 	plan_finish(&pl);
-	assert_string_equal(unit_plan_dump(&pl),
+	assert_string_equal(kit_plan_dump(&pl),
 		"unlatcg path=/a\\x20b\n"
 		"latcg path=/srv/b value=7 source=\"ctl uid 0\"\n");
 	plan_fini(&pl);
@@ -166,7 +166,7 @@ static void cgroups_by_path_escaped(void **state)
  * A unit's weight follows its processes: set where they all carry a value (and the
  * unit does not hold it yet), given back once they do not, nothing where nothing changes.
  */
-static void unit_weight_follows_processes(void **state)
+KIT_TEST(unit_weight_follows_processes)
 {
 	struct lat_unit_decision own = { .verdict = LAT_UNIT_OWN, .value = 5 };
 	struct lat_unit_decision shared = { .verdict = LAT_UNIT_SHARED, .value = LAT_NONE };
@@ -182,7 +182,7 @@ static void unit_weight_follows_processes(void **state)
 	assert_int_equal(latpol_unit("/s.slice/f.service", NULL, -2, "", &pl), 1);
 	assert_int_equal(latpol_unit("/s.slice/g.service", NULL, LAT_NONE, "", &pl), 0);
 	plan_finish(&pl);
-	assert_string_equal(unit_plan_dump(&pl),
+	assert_string_equal(kit_plan_dump(&pl),
 		"latunit path=/s.slice/a.service value=5 source=\"unit of rule db\"\n"
 		"latunit path=/s.slice/b.service value=5 source=\"unit of rule db\"\n"
 		"unlatunit path=/s.slice/d.service\n"
@@ -194,7 +194,7 @@ static struct rule_set *two_rules(void)
 {
 	static struct rule_set rs;
 
-	unit_rules(&rs, 2);
+	kit_rules(&rs, 2);
 	rs.r[0].name = "db";
 	rs.r[0].comm = "postgres*";
 	rs.r[0].latency_nice = -5;
@@ -204,7 +204,7 @@ static struct rule_set *two_rules(void)
 	return &rs;
 }
 
-static void rules_apply_keep_and_give_back(void **state)
+KIT_TEST(rules_apply_keep_and_give_back)
 {
 	struct proc_ident pg = { .pid = 10, .comm = "postgres", .exe = "", .cmdline = "",
 				 .cgroup = "/" };
@@ -232,7 +232,7 @@ static void rules_apply_keep_and_give_back(void **state)
 	assert_true(latpol_rules_may_change(&none, false));
 }
 
-static void fork_inherits_the_creators_value(void **state)
+KIT_TEST(fork_inherits_the_creators_value)
 {
 	struct latpol_fork f = { .creator = rec(-3, "rule db", true), .thread = true,
 				 .from_tid = 10, .child = task(12, 10, 103) };
@@ -253,13 +253,13 @@ static void fork_inherits_the_creators_value(void **state)
 	f.child = task(50, 50, 120);
 	assert_int_equal(latpol_fork(&f, SELF, &pl, &why), 0);
 	plan_finish(&pl);
-	assert_string_equal(unit_plan_dump(&pl),
+	assert_string_equal(kit_plan_dump(&pl),
 		"lat tid=12 tgid=10 start=103 value=-3 source=\"rule db\" from=10\n"
 		"lat tid=40 tgid=40 start=110 value=-3 source=\"rule db\" from=10\n");
 	plan_fini(&pl);
 }
 
-static void walk_adopts_ctl_children_only(void **state)
+KIT_TEST(walk_adopts_ctl_children_only)
 {
 	struct latpol_rec ctl = rec(2, "ctl uid 0", false), rule = rec(2, "rule db", true);
 
@@ -269,7 +269,7 @@ static void walk_adopts_ctl_children_only(void **state)
 	assert_false(latpol_adopt(&rule, 150, true)); /* a rule's: only by matching */
 }
 
-static void reload_gives_every_task_its_value_anew(void **state)
+KIT_TEST(reload_gives_every_task_its_value_anew)
 {
 	struct latpol_task e[] = { valued(task(21, 20, 200), 1, "ctl uid 0"),
 				   valued(task(10, 10, 100), -2, "rule db"),
@@ -278,28 +278,9 @@ static void reload_gives_every_task_its_value_anew(void **state)
 
 	plan_init(&pl);
 	assert_int_equal(latpol_reapply(e, 3, &pl), 3);
-	assert_string_equal(unit_plan_dump(&pl),
+	assert_string_equal(kit_plan_dump(&pl),
 		"lat tid=10 tgid=10 start=100 value=-2 source=\"rule db\"\n"
 		"lat tid=20 tgid=20 start=199 value=1 source=\"ctl uid 0\"\n"
 		"lat tid=21 tgid=20 start=200 value=1 source=\"ctl uid 0\"\n");
 	plan_fini(&pl);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(process_first_thread_first_all_whole),
-		cmocka_unit_test(unit_weight_follows_processes),
-		cmocka_unit_test(process_skips_tasks_that_have_it),
-		cmocka_unit_test(process_refusals_plan_nothing),
-		cmocka_unit_test(thread_alone_is_not_whole),
-		cmocka_unit_test(reset_process_keeps_another_process),
-		cmocka_unit_test(cgroups_by_path_escaped),
-		cmocka_unit_test(rules_apply_keep_and_give_back),
-		cmocka_unit_test(fork_inherits_the_creators_value),
-		cmocka_unit_test(walk_adopts_ctl_children_only),
-		cmocka_unit_test(reload_gives_every_task_its_value_anew),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

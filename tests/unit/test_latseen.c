@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "sample/latseen.h"
-#include "unit.h"
+#include "kit.h"
 
 struct fx {
 	char root[32];
@@ -17,43 +17,25 @@ struct fx {
 	struct latseen ls;
 };
 
-static void put(const char *root, pid_t tid, const char *file, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void put(const char *root, pid_t tid, const char *file, const char *fmt, ...)
-{
-	char dir[PATH_MAX], path[PATH_MAX + 32], cmd[PATH_MAX + 16];
-	va_list ap;
-	FILE *f;
-
-	snprintf(dir, sizeof(dir), "%s/%d/task/%d", root, (int)tid, (int)tid);
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
-	assert_int_equal(system(cmd), 0);
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-	fclose(f);
-}
-
 /* Task tid: run_ns on a CPU in all, last on cpu, started at start. */
 static void task(struct fx *f, pid_t tid, uint64_t run_ns, int cpu, uint64_t start)
 {
-	put(f->root, tid, "schedstat", "%llu 100 7\n", (unsigned long long)run_ns);
-	put(f->root, tid, "stat",
-	    "%d (lat) S 1 %d %d 0 -1 4194304 0 0 0 0 1 1 0 0 20 0 1 0 %llu 1000 10 "
-	    "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 %d 0 0 0 0 0\n",
-	    (int)tid, (int)tid, (int)tid, (unsigned long long)start, cpu);
+	char dir[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s/%d/task/%d", f->root, (int)tid, (int)tid);
+	kit_putf(dir, "schedstat", "%llu 100 7\n", (unsigned long long)run_ns);
+	kit_putf(dir, "stat",
+		 "%d (lat) S 1 %d %d 0 -1 4194304 0 0 0 0 1 1 0 0 20 0 1 0 %llu 1000 10 "
+		 "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 %d 0 0 0 0 0\n",
+		 (int)tid, (int)tid, (int)tid, (unsigned long long)start, cpu);
 }
 
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 
-	snprintf(f->root, sizeof(f->root), "/tmp/rqb-latseen-XXXXXX");
-	assert_non_null(mkdtemp(f->root));
-	f->topo = unit_topo("package:1 l3cache:2 core:2 pu:1");
+	kit_tmp(f->root, sizeof(f->root), "latseen");
+	f->topo = kit_topo("package:1 l3cache:2 core:2 pu:1");
 	f->s = snap_new(f->topo);
 	latseen_init(&f->ls);
 	*state = f;
@@ -63,10 +45,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *f = *state;
-	char cmd[64];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->root);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(kit_rm(f->root), 0);
 	latseen_fini(&f->ls);
 	snap_free(f->s);
 	topo_free(f->topo);
@@ -82,7 +62,7 @@ static const struct snapshot *tick(struct fx *f, const struct latseen_task *in, 
 	return f->s;
 }
 
-static void seen_where_it_ran(void **state)
+KIT_TEST_FX(seen_where_it_ran, setup, teardown)
 {
 	struct fx *f = *state;
 	struct latseen_task in[] = { { .tid = 40, .tgid = 40, .start_time = 500, .value = -10 },
@@ -118,7 +98,7 @@ static void seen_where_it_ran(void **state)
 }
 
 /* Many tasks: LATSEEN_LOOKS looks a tick, in turn, so each is looked at in time. */
-static void bounded_looks_in_turn(void **state)
+KIT_TEST_FX(bounded_looks_in_turn, setup, teardown)
 {
 	struct fx *f = *state;
 	size_t n = 3 * LATSEEN_LOOKS;
@@ -145,14 +125,4 @@ static void bounded_looks_in_turn(void **state)
 	}
 	assert_int_equal(seen, n);
 	free(in);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(seen_where_it_ran, setup, teardown),
-		cmocka_unit_test_setup_teardown(bounded_looks_in_turn, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /* The classes' weights by what they run (policy/latweigh.c): the kernel's split, followed. */
 #include "policy/latweigh.h"
-#include "unit.h"
+#include "kit.h"
 
 #define SEC 1000000000ULL
 #define IX(v) ((v) - LAT_MIN)
@@ -37,7 +37,7 @@ static void busy(struct latweigh_in *in, int v, unsigned n, unsigned cpus)
 	in->cpus[IX(v)] = cpus;
 }
 
-static void which_kernels_split(void **state)
+KIT_TEST(which_kernels_split)
 {
 	assert_true(latweigh_splits("unknown", 6, 1));
 	assert_true(latweigh_splits("unknown", 6, 18));
@@ -56,7 +56,7 @@ static void which_kernels_split(void **state)
 }
 
 /* --features says whether classes are scaled and why: the version or the mode. */
-static void described_by_version_or_mode(void **state)
+KIT_TEST(described_by_version_or_mode)
 {
 	char buf[256];
 
@@ -78,7 +78,7 @@ static void described_by_version_or_mode(void **state)
 }
 
 /* The guest's case: 4 hogs at -5 and 4 at 5 on 4 CPUs; more tasks than CPUs count once a CPU. */
-static void busy_tasks_at_most_one_a_cpu(void **state)
+KIT_TEST(busy_tasks_at_most_one_a_cpu)
 {
 	struct latweigh_state st = { 0 };
 	struct latweigh_in in = tick(SEC, true);
@@ -99,7 +99,7 @@ static void busy_tasks_at_most_one_a_cpu(void **state)
 }
 
 /* A rise at once; a fall after LATWEIGH_HOLD_NS of lower counts, to the highest seen. */
-static void follows_with_hysteresis(void **state)
+KIT_TEST(follows_with_hysteresis)
 {
 	struct latweigh_state st = { 0 };
 	struct latweigh_in in = tick(SEC, true);
@@ -140,7 +140,7 @@ static void follows_with_hysteresis(void **state)
 }
 
 /* Where each entity weighs by itself (7.3's concur), every class goes back to 1 at once. */
-static void per_entity_kernels_do_not_scale(void **state)
+KIT_TEST(per_entity_kernels_do_not_scale)
 {
 	struct latweigh_state st = { 0 };
 	struct latweigh_in in = tick(SEC, true);
@@ -161,7 +161,7 @@ static void per_entity_kernels_do_not_scale(void **state)
  * CPUs is 3121 : 1024 : 335, the nice ratio's 70 / 23 / 7; a positive class stays below
  * the untouched tasks it competes with.
  */
-static void weights_per_cpu_are_the_values(void **state)
+KIT_TEST(weights_per_cpu_are_the_values)
 {
 	struct lat_conf c = defaults;
 
@@ -185,7 +185,7 @@ static void weights_per_cpu_are_the_values(void **state)
 }
 
 /* boost_cpu_pct caps a negative value's weight per CPU: the cap scales as the weight does. */
-static void boost_cap_holds_per_cpu(void **state)
+KIT_TEST(boost_cap_holds_per_cpu)
 {
 	struct lat_conf c = defaults;
 
@@ -195,19 +195,4 @@ static void boost_cap_holds_per_cpu(void **state)
 	c.boost_cpu_pct = 80; /* 4096 */
 	assert_int_equal(latweigh_class_weight(&c, -10, 4, false), 4 * 4096);
 	assert_int_equal(latweigh_class_weight(&c, -5, 4, false), 4 * 3121);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(which_kernels_split),
-		cmocka_unit_test(described_by_version_or_mode),
-		cmocka_unit_test(busy_tasks_at_most_one_a_cpu),
-		cmocka_unit_test(follows_with_hysteresis),
-		cmocka_unit_test(per_entity_kernels_do_not_scale),
-		cmocka_unit_test(weights_per_cpu_are_the_values),
-		cmocka_unit_test(boost_cap_holds_per_cpu),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

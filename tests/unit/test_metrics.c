@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "core/metrics.h"
-#include "unit.h"
+#include "kit.h"
 
 struct fix {
 	char top[32];                /* /tmp/rqb-metrics.XXXXXX, root's, 0700 */
@@ -27,12 +27,11 @@ static int setup(void **state)
 	struct fix *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	snprintf(f->top, sizeof(f->top), "/tmp/rqb-metrics.XXXXXX");
-	assert_non_null(mkdtemp(f->top));
+	kit_tmp(f->top, sizeof(f->top), "metrics");
 	snprintf(f->dir, sizeof(f->dir), "%s/m", f->top);
 	assert_int_equal(mkdir(f->dir, 0755), 0);
 	assert_int_equal(chmod(f->dir, 0755), 0);
-	f->topo = unit_topo("package:1 l3cache:2 core:2 pu:1");
+	f->topo = kit_topo("package:1 l3cache:2 core:2 pu:1");
 	f->snap = snap_new(f->topo);
 	assert_non_null(f->snap);
 	for (int c = 0; c < 4; c++)
@@ -54,12 +53,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fix *f = *state;
-	char cmd[PATH_MAX];
 
 	snap_free(f->snap);
 	topo_free(f->topo);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->top);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(kit_rm(f->top), 0);
 	free(f);
 	return 0;
 }
@@ -88,18 +85,14 @@ static bool has(const char *text, const char *line)
 	return strstr(text, want) != NULL;
 }
 
-/* A file's whole text, in a static buffer. */
+/* A file's whole text after a newline (for has()), in a static buffer. */
 static const char *slurp(const char *path)
 {
 	static char buf[1 << 16];
-	FILE *in = fopen(path, "r");
-	size_t n;
+	const char *text = kit_slurp(NULL, path);
 
-	assert_non_null(in);
-	buf[0] = '\n';
-	n = fread(buf + 1, 1, sizeof(buf) - 2, in);
-	buf[n + 1] = '\0';
-	fclose(in);
+	assert_non_null(text);
+	snprintf(buf, sizeof(buf), "\n%s", text);
 	return buf;
 }
 
@@ -117,7 +110,7 @@ static int entries(const char *dir)
 	return n;
 }
 
-static void format_names_every_counter(void **state)
+KIT_TEST_FX(format_names_every_counter, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *t;
@@ -157,7 +150,7 @@ static void format_names_every_counter(void **state)
 }
 
 /* Each sample follows its family's HELP and TYPE, which come once each. */
-static void every_sample_has_its_header(void **state)
+KIT_TEST_FX(every_sample_has_its_header, setup, teardown)
 {
 	struct fix *f = *state;
 	char *text = strdup(format(f) + 1), *save = NULL, *line;
@@ -191,7 +184,7 @@ static void every_sample_has_its_header(void **state)
 }
 
 /* Backslash, double quote and newline in a label value are escaped. */
-static void label_escaped(void **state)
+KIT_TEST_FX(label_escaped, setup, teardown)
 {
 	struct fix *f = *state;
 
@@ -199,7 +192,7 @@ static void label_escaped(void **state)
 	assert_true(has(format(f), "rqbalance_sampler{name=\"a\\\"b\\\\c\\nd\"} 1"));
 }
 
-static void per_llc_counts(void **state)
+KIT_TEST_FX(per_llc_counts, setup, teardown)
 {
 	struct fix *f = *state;
 	const char *t = format(f);
@@ -210,7 +203,7 @@ static void per_llc_counts(void **state)
 	assert_true(has(t, "rqbalance_llc_runnable{llc=\"1\",cpus=\"2-3\"} 7"));
 }
 
-static void format_reports_a_failed_stream(void **state)
+KIT_TEST_FX(format_reports_a_failed_stream, setup, teardown)
 {
 	struct fix *f = *state;
 	FILE *full = fopen("/dev/full", "w");
@@ -221,7 +214,7 @@ static void format_reports_a_failed_stream(void **state)
 	fclose(full);
 }
 
-static void writes_whole_file(void **state)
+KIT_TEST_FX(writes_whole_file, setup, teardown)
 {
 	struct fix *f = *state;
 	char path[PATH_MAX], want[1 << 16];
@@ -254,7 +247,7 @@ static void writes_whole_file(void **state)
 }
 
 /* A new path removes the old file; an empty one writes nothing and removes it too. */
-static void path_change_removes_old(void **state)
+KIT_TEST_FX(path_change_removes_old, setup, teardown)
 {
 	struct fix *f = *state;
 	char a[PATH_MAX], b[PATH_MAX];
@@ -272,7 +265,7 @@ static void path_change_removes_old(void **state)
 }
 
 /* Failures are counted (and shown in the file) until a write works again. */
-static void failures_counted(void **state)
+KIT_TEST_FX(failures_counted, setup, teardown)
 {
 	struct fix *f = *state;
 	char path[PATH_MAX], open_dir[PATH_MAX], name[NAME_MAX + 8];
@@ -310,7 +303,7 @@ static void failures_counted(void **state)
 }
 
 /* What stands at the path is replaced, never followed: a link, or kept: a directory. */
-static void planted_names(void **state)
+KIT_TEST_FX(planted_names, setup, teardown)
 {
 	struct fix *f = *state;
 	char path[PATH_MAX], target[PATH_MAX];
@@ -337,21 +330,4 @@ static void planted_names(void **state)
 	snprintf(path, sizeof(path), "%s/link/y.prom", f->top);
 	assert_int_equal(metrics_write(&f->m, &f->st, path), -ENOTDIR);
 	assert_int_equal(entries(f->dir), 1);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(format_names_every_counter, setup, teardown),
-		cmocka_unit_test_setup_teardown(every_sample_has_its_header, setup, teardown),
-		cmocka_unit_test_setup_teardown(label_escaped, setup, teardown),
-		cmocka_unit_test_setup_teardown(per_llc_counts, setup, teardown),
-		cmocka_unit_test_setup_teardown(format_reports_a_failed_stream, setup, teardown),
-		cmocka_unit_test_setup_teardown(writes_whole_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(path_change_removes_old, setup, teardown),
-		cmocka_unit_test_setup_teardown(failures_counted, setup, teardown),
-		cmocka_unit_test_setup_teardown(planted_names, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,25 +7,9 @@
 #include <unistd.h>
 
 #include "diag/peers.h"
-#include "unit.h"
+#include "kit.h"
 
-static void put(const char *root, const char *path, const char *text, size_t len)
-{
-	char p[PATH_MAX], cmd[PATH_MAX + 16];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s%s", root, path);
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s", p);
-	*strrchr(cmd, '/') = '\0';
-	strcat(cmd, "'");
-	assert_int_equal(system(cmd), 0);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fwrite(text, 1, len, f);
-	fclose(f);
-}
-
-#define PUT(root, path, text) put(root, path, text, sizeof(text) - 1)
+#define PUT(root, path, text) kit_putn(root, path, text, sizeof(text) - 1)
 
 /* /proc/PID/status of a process whose uids are all uid. */
 static void uid_is(const char *root, int pid, unsigned uid)
@@ -34,15 +18,7 @@ static void uid_is(const char *root, int pid, unsigned uid)
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	snprintf(text, sizeof(text), "Name:\tx\nUid:\t%u\t%u\t%u\t%u\n", uid, uid, uid, uid);
-	put(root, path, text, strlen(text));
-}
-
-static void rm_rf(const char *root)
-{
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	assert_int_equal(system(cmd), 0);
+	kit_put(root, path, text);
 }
 
 static const struct peers_finding *find(const struct peers *p, const char *id)
@@ -64,12 +40,12 @@ static void quiet_tree(const char *root)
 	PUT(root, "/proc/2/cmdline", "python3\0-Es\0/usr/bin/other\0");
 }
 
-static void nothing_found(void **state)
+KIT_TEST(nothing_found)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX";
 	struct peers p;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "peers");
 	quiet_tree(root);
 	peers_scan(root, &cg_on, &p);
 	assert_int_equal(p.n, 0);
@@ -77,16 +53,16 @@ static void nothing_found(void **state)
 	PUT(root, "/sys/kernel/sched_ext/state", "disabled\n");
 	peers_scan(root, &cg_on, &p);
 	assert_int_equal(p.n, 0);
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
-static void sched_ext_loaded(void **state)
+KIT_TEST(sched_ext_loaded)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX";
 	const struct peers_finding *f;
 	struct peers p;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "peers");
 	quiet_tree(root);
 	PUT(root, "/sys/kernel/sched_ext/state", "enabled\n");
 	PUT(root, "/sys/kernel/sched_ext/root/ops", "lavd_1.0.6_x86_64\n");
@@ -106,17 +82,17 @@ static void sched_ext_loaded(void **state)
 	PUT(root, "/sys/kernel/sched_ext/state", "disabling\n");
 	peers_scan(root, &cg_on, &p);
 	assert_non_null(strstr(find(&p, "sched-ext")->text, "is disabling"));
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
-static void autogroup_and_controller(void **state)
+KIT_TEST(autogroup_and_controller)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX";
 	const struct peers_ctx off = { .cpu_controller = true, .class_cgroups = false };
 	const struct peers_ctx none = { 0 };
 	struct peers p;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "peers");
 	quiet_tree(root);
 	PUT(root, "/proc/sys/kernel/sched_autogroup_enabled", "1\n");
 	peers_scan(root, &cg_on, &p);
@@ -134,10 +110,10 @@ static void autogroup_and_controller(void **state)
 	peers_scan(root, &none, &p);
 	assert_int_equal(p.n, 1);
 	assert_null(find(&p, "autogroup"));
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
-static void match_by_comm_and_cmdline(void **state)
+KIT_TEST(match_by_comm_and_cmdline)
 {
 	static const char tuned[] = "/usr/bin/python3\0-Es\0/usr/sbin/tuned\0-l\0-P\0";
 	static const char ananicy[] = "python3\0/usr/bin/ananicy\0start\0";
@@ -157,12 +133,12 @@ static void match_by_comm_and_cmdline(void **state)
 	assert_false(peers_wants_cmdline("gamemoded"));
 }
 
-static void tools_found(void **state)
+KIT_TEST(tools_found)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX";
 	struct peers p;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "peers");
 	quiet_tree(root);
 	PUT(root, "/proc/300/comm", "ananicy-cpp\n");
 	PUT(root, "/proc/41/comm", "gamemoded\n");
@@ -172,7 +148,7 @@ static void tools_found(void **state)
 		char path[64];
 
 		snprintf(path, sizeof(path), "/proc/%d/comm", 90 - i);
-		put(root, path, "tuned\n", 6);
+		kit_put(root, path, "tuned\n");
 		uid_is(root, 90 - i, 0);
 	}
 	PUT(root, "/proc/600/comm", "python3\n");
@@ -197,10 +173,10 @@ static void tools_found(void **state)
 							"runs, its profile unknown"));
 	for (size_t i = 0; i < p.n; i++)
 		assert_non_null(strstr(p.f[i].text, "leaves it to a tool that changes it after"));
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
-static void tuned_parse(void **state)
+KIT_TEST(tuned_parse)
 {
 	struct peers_tuned_conf c;
 
@@ -216,13 +192,13 @@ static void tuned_parse(void **state)
 	assert_true(c.scheduler);
 }
 
-static void tuned_profiles(void **state)
+KIT_TEST(tuned_profiles)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX";
 	const struct peers_finding *f;
 	struct peers p;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "peers");
 	quiet_tree(root);
 	PUT(root, "/proc/700/comm", "tuned\n");
 	uid_is(root, 700, 0);
@@ -249,7 +225,7 @@ static void tuned_profiles(void **state)
 	PUT(root, "/etc/tuned/active_profile", "gone\n");
 	peers_scan(root, &cg_on, &p);
 	assert_non_null(strstr(find(&p, "tuned")->text, "its profile unknown (profile \"gone\": "));
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 /* A tree where tuned (pid 700, root) runs; its /etc/tuned/active_profile is the test's. */
@@ -271,11 +247,11 @@ static const char *tuned_says(const char *root)
 }
 
 /* What another user may plant in tuned's root is neither followed, nor opened, nor shown. */
-static void tuned_planted(void **state)
+KIT_TEST(tuned_planted)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX", secret[PATH_MAX], path[PATH_MAX];
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "peers");
 	planted_tree(root);
 	snprintf(secret, sizeof(secret), "%s/secret", root);
 	PUT(root, "/secret", "rqb-secret-line\n");
@@ -316,11 +292,11 @@ static void tuned_planted(void **state)
 		assert_non_null(strstr(tuned_says(root), "(/etc/tuned/active_profile: owned by "
 							 "another user than root)"));
 	}
-	rm_rf(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 /* What gamemoded's finding says of the system's gamemode.ini: /etc's over /usr/share's. */
-static void gamemode_settings(void **state)
+KIT_TEST(gamemode_settings)
 {
 	char root[] = "/tmp/rqb-peers.XXXXXX";
 	struct peers_gamemode_conf c = { 0 };
@@ -328,7 +304,6 @@ static void gamemode_settings(void **state)
 	struct peers p;
 	const char *text;
 
-	(void)state;
 	peers_gamemode_text("pid 40", &c, &f);
 	assert_non_null(strstr(f.text, "gamemoded (pid 40) runs: while a game asks for it"));
 	assert_non_null(strstr(f.text, "turn off in gamemode.ini its renice ([general] renice=0) "
@@ -336,7 +311,7 @@ static void gamemode_settings(void **state)
 	assert_non_null(strstr(f.text, "the system's: no system gamemode.ini read"));
 	assert_true(strlen(f.text) < sizeof(f.text) - 1);
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "peers");
 	quiet_tree(root);
 	PUT(root, "/proc/40/comm", "gamemoded\n");
 	PUT(root, "/usr/share/gamemode/gamemode.ini",
@@ -355,22 +330,5 @@ static void gamemode_settings(void **state)
 	assert_string_equal(c.renice, "?");
 	peers_gamemode_text("pid 40", &c, &f);
 	assert_non_null(strstr(f.text, "renice=? (on), pin_cores=No (off), park_cores unset (off)"));
-	rm_rf(root);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(nothing_found),
-		cmocka_unit_test(sched_ext_loaded),
-		cmocka_unit_test(autogroup_and_controller),
-		cmocka_unit_test(match_by_comm_and_cmdline),
-		cmocka_unit_test(tools_found),
-		cmocka_unit_test(tuned_parse),
-		cmocka_unit_test(tuned_profiles),
-		cmocka_unit_test(tuned_planted),
-		cmocka_unit_test(gamemode_settings),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	assert_int_equal(kit_rm(root), 0);
 }

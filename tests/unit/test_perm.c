@@ -12,7 +12,7 @@
 #include "ctl/ctl_peer.h"
 
 #include "ctl/ctl_perm.h"
-#include "unit.h"
+#include "kit.h"
 
 /* The thread of user()'s facts: one each, as each test builds one set of facts. */
 static struct ctl_perm_thread one;
@@ -50,7 +50,7 @@ static int check(const struct ctl_perm_facts *f)
 	return r;
 }
 
-static void own_task_raise_allowed(void **state)
+KIT_TEST(own_task_raise_allowed)
 {
 	struct ctl_perm_facts f = user(0, 5);
 
@@ -61,7 +61,7 @@ static void own_task_raise_allowed(void **state)
 	assert_int_equal(check(&f), 0);
 }
 
-static void own_task_lower_refused(void **state)
+KIT_TEST(own_task_lower_refused)
 {
 	struct ctl_perm_facts f = user(0, -1);
 
@@ -72,7 +72,7 @@ static void own_task_lower_refused(void **state)
 	assert_int_equal(check(&f), -EPERM);
 }
 
-static void rlimit_nice_allows_lowering_to_its_bound(void **state)
+KIT_TEST(rlimit_nice_allows_lowering_to_its_bound)
 {
 	struct ctl_perm_facts f = user(10, 5);
 
@@ -85,7 +85,7 @@ static void rlimit_nice_allows_lowering_to_its_bound(void **state)
 	assert_int_equal(check(&f), 0);
 }
 
-static void other_users_task_refused(void **state)
+KIT_TEST(other_users_task_refused)
 {
 	struct ctl_perm_facts f = user(0, 10);
 
@@ -95,7 +95,7 @@ static void other_users_task_refused(void **state)
 	assert_int_equal(check(&f), 0);
 }
 
-static void cap_sys_nice_allows_any(void **state)
+KIT_TEST(cap_sys_nice_allows_any)
 {
 	struct ctl_perm_facts f = user(0, -20);
 
@@ -104,7 +104,7 @@ static void cap_sys_nice_allows_any(void **state)
 	assert_int_equal(check(&f), 0);
 }
 
-static void admin_allows_any(void **state)
+KIT_TEST(admin_allows_any)
 {
 	struct ctl_perm_facts f = user(19, -20);
 
@@ -114,7 +114,7 @@ static void admin_allows_any(void **state)
 }
 
 /* Finding 3 of the second review: the kernel's nice counts, not rqbalance's record. */
-static void judged_on_the_kernels_nice(void **state)
+KIT_TEST(judged_on_the_kernels_nice)
 {
 	struct ctl_perm_facts f = user(19, 0); /* root reniced it to 19; rqbalance has nothing */
 
@@ -125,7 +125,7 @@ static void judged_on_the_kernels_nice(void **state)
 	assert_int_equal(check(&f), 0);
 }
 
-static void every_thread_counts(void **state)
+KIT_TEST(every_thread_counts)
 {
 	struct ctl_perm_thread th[3] = {
 		{ .nice = 0, .want_nice = 5 }, { .nice = 0, .want_nice = 5 },
@@ -141,7 +141,7 @@ static void every_thread_counts(void **state)
 }
 
 /* The kernel lets a SCHED_IDLE thread leave it only where RLIMIT_NICE covers its nice. */
-static void leaving_sched_idle(void **state)
+KIT_TEST(leaving_sched_idle)
 {
 	struct ctl_perm_facts f = user(0, 5);
 
@@ -157,7 +157,7 @@ static void leaving_sched_idle(void **state)
 	assert_int_equal(check(&f), -EPERM); /* idle at 19 to batch at 19: refused too */
 }
 
-static void owner_only_asks_no_value(void **state)
+KIT_TEST(owner_only_asks_no_value)
 {
 	struct ctl_perm_facts f = user(19, -20);
 
@@ -167,7 +167,7 @@ static void owner_only_asks_no_value(void **state)
 	assert_int_equal(check(&f), -EPERM);
 }
 
-static void cgroup_values(void **state)
+KIT_TEST(cgroup_values)
 {
 	struct ctl_perm_facts f = cgroup(0, 5);
 
@@ -188,7 +188,7 @@ static struct ctl_peer peer(const char *uid, uint64_t cap_eff, uid_t owner)
 
 #define NICE (1ULL << 23)
 
-static void accept_counts_cap_sys_nice_only_when_sound(void **state)
+KIT_TEST(accept_counts_cap_sys_nice_only_when_sound)
 {
 	struct ctl_peer p = peer("1000\t1000\t1000\t1000", NICE, 1000);
 	const char *why = NULL;
@@ -207,7 +207,7 @@ static void accept_counts_cap_sys_nice_only_when_sound(void **state)
 	assert_false(cap);
 }
 
-static void accept_refuses_ids_changed_since_connect(void **state)
+KIT_TEST(accept_refuses_ids_changed_since_connect)
 {
 	struct ctl_peer p = peer("1000\t0\t0\t0", ~0ULL, 0); /* a set-user-ID root exec */
 	const char *why = NULL;
@@ -220,7 +220,7 @@ static void accept_refuses_ids_changed_since_connect(void **state)
 	assert_int_equal(ctl_perm_peer_accept(0, 100, &p, &cap, &why), -EPERM);
 }
 
-static void same_peer_or_stale(void **state)
+KIT_TEST(same_peer_or_stale)
 {
 	struct ctl_peer a = peer("1000\t1000\t1000\t1000", 0, 1000), b = a;
 	const char *why = NULL;
@@ -244,7 +244,7 @@ static void same_peer_or_stale(void **state)
 }
 
 /* The real /proc: this process as its own peer, then a child that has exited. */
-static void read_self_and_a_gone_child(void **state)
+KIT_TEST(read_self_and_a_gone_child)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	struct ctl_peer p, q;
@@ -286,7 +286,7 @@ static struct ctl_peer task(void)
 	return peer("1000\t1000\t1000\t1000", 0, 1000);
 }
 
-static void hidepid_off_shows_everything(void **state)
+KIT_TEST(hidepid_off_shows_everything)
 {
 	struct ctl_perm_seer s = { .uid = 1001, .gid = 1001 };
 	struct ctl_peer t = peer("0\t0\t0\t0", 0, 0);
@@ -294,7 +294,7 @@ static void hidepid_off_shows_everything(void **state)
 	assert_true(ctl_perm_visible(&off, &s, &t));
 }
 
-static void hidepid_shows_the_same_user_its_own(void **state)
+KIT_TEST(hidepid_shows_the_same_user_its_own)
 {
 	struct ctl_perm_seer s = { .uid = 1000, .gid = 100 };
 	struct ctl_peer t = task();
@@ -308,7 +308,7 @@ static void hidepid_shows_the_same_user_its_own(void **state)
 	assert_false(ctl_perm_visible(&ptraceable, &s, &t));
 }
 
-static void hidepid_hides_what_ptrace_would_refuse(void **state)
+KIT_TEST(hidepid_hides_what_ptrace_would_refuse)
 {
 	struct ctl_perm_seer s = { .uid = 1000, .gid = 100 };
 	struct ctl_peer t = task();
@@ -335,7 +335,7 @@ static void hidepid_hides_what_ptrace_would_refuse(void **state)
 	assert_false(ctl_perm_visible(&invisible, &s, &t));
 }
 
-static void hidepid_spares_ptrace_and_the_group(void **state)
+KIT_TEST(hidepid_spares_ptrace_and_the_group)
 {
 	struct ctl_perm_seer s = { .uid = 1001, .gid = 1001 };
 	struct ctl_peer t = peer("0\t0\t0\t0", 0, 0);
@@ -358,7 +358,7 @@ static void hidepid_spares_ptrace_and_the_group(void **state)
 }
 
 /* The real /proc: this process's own view, and the daemon's (pid 0). */
-static void view_of_self(void **state)
+KIT_TEST(view_of_self)
 {
 	struct parse_procfs v;
 
@@ -366,32 +366,4 @@ static void view_of_self(void **state)
 	assert_int_equal(ctl_peer_view("/proc", 0, &v), 0);
 	assert_int_equal(ctl_peer_view("/nonexistent-rqb", 0, &v), -ENOENT);
 	assert_int_equal(ctl_peer_view("/nonexistent-rqb", getpid(), &v), -ESRCH);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(own_task_raise_allowed),
-		cmocka_unit_test(own_task_lower_refused),
-		cmocka_unit_test(rlimit_nice_allows_lowering_to_its_bound),
-		cmocka_unit_test(other_users_task_refused),
-		cmocka_unit_test(cap_sys_nice_allows_any),
-		cmocka_unit_test(admin_allows_any),
-		cmocka_unit_test(judged_on_the_kernels_nice),
-		cmocka_unit_test(every_thread_counts),
-		cmocka_unit_test(leaving_sched_idle),
-		cmocka_unit_test(owner_only_asks_no_value),
-		cmocka_unit_test(cgroup_values),
-		cmocka_unit_test(accept_counts_cap_sys_nice_only_when_sound),
-		cmocka_unit_test(accept_refuses_ids_changed_since_connect),
-		cmocka_unit_test(same_peer_or_stale),
-		cmocka_unit_test(read_self_and_a_gone_child),
-		cmocka_unit_test(hidepid_off_shows_everything),
-		cmocka_unit_test(hidepid_shows_the_same_user_its_own),
-		cmocka_unit_test(hidepid_hides_what_ptrace_would_refuse),
-		cmocka_unit_test(hidepid_spares_ptrace_and_the_group),
-		cmocka_unit_test(view_of_self),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,7 @@ static struct fx *together_fx(const char *topo)
 }
 
 /* Two busy threads that fit one LLC, one on each: both held where most ran. */
-static void together_holds_what_fits(void **state)
+KIT_TEST(together_holds_what_fits)
 {
 	struct fx *f = together_fx(T2x4S);
 
@@ -47,7 +47,7 @@ static void together_holds_what_fits(void **state)
 
 /* More busy threads than the LLC has cores (5 > 4), or too big a resident set, or an
  * LLC of unknown size: never held. */
-static void together_gates(void **state)
+KIT_TEST(together_gates)
 {
 	struct fx *f = together_fx(T2x4S);
 
@@ -83,7 +83,7 @@ static void together_gates(void **state)
  * tasks than CPUs is not held; nor one whose resident set, added to those held there
  * already, would overflow the cache though each fits alone.
  */
-static void together_needs_room(void **state)
+KIT_TEST(together_needs_room)
 {
 	struct fx *f = together_fx(T2x4S);
 
@@ -111,7 +111,7 @@ static void together_needs_room(void **state)
 }
 
 /* A held process that grows past the LLC's cores is let go; so is one that idles. */
-static void together_released_when_unfit(void **state)
+KIT_TEST(together_released_when_unfit)
 {
 	struct fx *f = together_fx(T2x4S);
 
@@ -145,7 +145,7 @@ static void together_released_when_unfit(void **state)
  * by every gate (here: no room in the old process's LLC), not pinned where the old one
  * was held.
  */
-static void together_new_process_on_old_number(void **state)
+KIT_TEST(together_new_process_on_old_number)
 {
 	struct fx *f = together_fx(T2x4S);
 
@@ -180,7 +180,7 @@ static void together_new_process_on_old_number(void **state)
 }
 
 /* Its LLC more than 20 % busier per CPU than the other, for min_residency: let go. */
-static void together_released_from_busy_llc(void **state)
+KIT_TEST(together_released_from_busy_llc)
 {
 	struct fx *f = together_fx(T2x4S);
 	uint64_t t;
@@ -203,7 +203,7 @@ static void together_released_from_busy_llc(void **state)
  * Pins refused or undone three times within max_pin_ms: left alone for max_pin_ms. A
  * pin lost is made again only after min_residency_ms (rule d).
  */
-static void together_gives_up_after_failures(void **state)
+KIT_TEST(together_gives_up_after_failures)
 {
 	struct fx *f = together_fx(T2x4S);
 	uint64_t t = 100;
@@ -237,7 +237,7 @@ static struct fx *apart_fx(void)
 
 /* A -10 task's LLC is kept for it: the batch task beside it goes to the other LLC, and
  * comes back once the latency task is gone. */
-static void apart_moves_batch_off_and_back(void **state)
+KIT_TEST(apart_moves_batch_off_and_back)
 {
 	struct fx *f = apart_fx();
 
@@ -265,7 +265,7 @@ static void apart_moves_batch_off_and_back(void **state)
  * having used no CPU): seen where its looks found it ran, kept there, and pinned there
  * when listed at all.
  */
-static void apart_sees_short_bursts(void **state)
+KIT_TEST(apart_sees_short_bursts)
 {
 	struct fx *f = apart_fx();
 
@@ -287,7 +287,7 @@ static void apart_sees_short_bursts(void **state)
 }
 
 /* A latency task asleep for 5 s keeps no LLC; one LLC is never kept. */
-static void apart_sleeper_and_one_llc(void **state)
+KIT_TEST(apart_sleeper_and_one_llc)
 {
 	struct fx *f = apart_fx();
 
@@ -315,7 +315,7 @@ static void apart_sleeper_and_one_llc(void **state)
 
 /* Batch work outnumbering the CPUs left to it while the kept LLC idles: given back,
  * and none pinned again until it fits. */
-static void apart_gives_back_when_short(void **state)
+KIT_TEST(apart_gives_back_when_short)
 {
 	struct fx *f = apart_fx();
 	uint64_t t;
@@ -338,10 +338,10 @@ static void apart_gives_back_when_short(void **state)
 
 /* ---- fast_cores, on the parts of tests/data ---- */
 
-#define P8E16 UNIT_DATA("topo-hybrid-8p16e.xml")   /* P-cores 0-15 (SMT), E-cores 16-31 */
-#define ULTRA UNIT_DATA("topo-hybrid-lp.xml")      /* P 0-11, E 12-19, low-power E 20-21 */
-#define X7950 UNIT_DATA("topo-7950x3d.xml")        /* V-cache CCD 0-7,16-23; other 8-15,24-31 */
-#define X9950 UNIT_DATA("topo-9950x3d.xml")
+#define P8E16 KIT_DATA("topo-hybrid-8p16e.xml")   /* P-cores 0-15 (SMT), E-cores 16-31 */
+#define ULTRA KIT_DATA("topo-hybrid-lp.xml")      /* P 0-11, E 12-19, low-power E 20-21 */
+#define X7950 KIT_DATA("topo-7950x3d.xml")        /* V-cache CCD 0-7,16-23; other 8-15,24-31 */
+#define X9950 KIT_DATA("topo-9950x3d.xml")
 
 static struct fx *fast_fx(const char *xml)
 {
@@ -372,18 +372,18 @@ static const char *fast_set(const struct topo *tp)
 }
 
 /* Which CPUs are fast on each part, and on each X3D mode; none on one kind of core. */
-static void fast_cpus_of_each_part(void **state)
+KIT_TEST(fast_cpus_of_each_part)
 {
 	static const char *const x3d[] = { X7950, X9950 };
-	struct topo *t = unit_topo_xml(P8E16);
+	struct topo *t = kit_topo_xml(P8E16);
 
 	assert_string_equal(fast_set(t), "0-15");
 	topo_free(t);
-	t = unit_topo_xml(ULTRA);
+	t = kit_topo_xml(ULTRA);
 	assert_string_equal(fast_set(t), "0-11");
 	topo_free(t);
 	for (int i = 0; i < 2; i++) {
-		t = unit_topo_xml(x3d[i]);
+		t = kit_topo_xml(x3d[i]);
 		assert_string_equal(fast_set(t), "8-15,24-31"); /* hwloc's rank: frequency */
 		t->x3d_mode = TOPO_X3D_FREQUENCY;
 		assert_string_equal(fast_set(t), "8-15,24-31");
@@ -391,7 +391,7 @@ static void fast_cpus_of_each_part(void **state)
 		assert_string_equal(fast_set(t), "0-7,16-23");
 		topo_free(t);
 	}
-	t = unit_topo("package:1 l3cache:2 core:4 pu:1");
+	t = kit_topo("package:1 l3cache:2 core:4 pu:1");
 	assert_string_equal(fast_set(t), "none");
 	t->x3d_mode = TOPO_X3D_CACHE; /* two LLCs of one size (none known): no larger one */
 	assert_string_equal(fast_set(t), "none");
@@ -403,7 +403,7 @@ static void fast_cpus_of_each_part(void **state)
  * a P-core to the E-cores; a task without a value and one already off stay; all given
  * back when the latency task exits.
  */
-static void fast_latency_on_p_batch_off(void **state)
+KIT_TEST(fast_latency_on_p_batch_off)
 {
 	struct fx *f = fast_fx(P8E16);
 
@@ -425,7 +425,7 @@ static void fast_latency_on_p_batch_off(void **state)
 }
 
 /* An X3D part in cache mode: the V-cache CCD is kept for the latency task. */
-static void fast_x3d_cache_ccd(void **state)
+KIT_TEST(fast_x3d_cache_ccd)
 {
 	struct fx *f = fast_fx(X9950);
 
@@ -453,7 +453,7 @@ static void fast_x3d_cache_ccd(void **state)
  * More busy latency tasks than P-cores (9 > 8): none is held there, and held ones go
  * back at once; pinned again only once they fit for min_residency_ms.
  */
-static void fast_never_crowds_the_game(void **state)
+KIT_TEST(fast_never_crowds_the_game)
 {
 	struct fx *f = fast_fx(P8E16);
 	uint64_t t;
@@ -469,7 +469,7 @@ static void fast_never_crowds_the_game(void **state)
 	assert_int_equal(count_ops(tick(f, 100), "pin "), 8);
 	lat(f, 608, 30);
 	assert_int_equal(count_ops(tick(f, 200), "unpin "), 8);
-	assert_null(strstr(unit_plan_dump(&f->plan), "why=fast"));
+	assert_null(strstr(kit_plan_dump(&f->plan), "why=fast"));
 	snap_reset(f->s);
 	for (int i = 0; i < 8; i++)
 		lat(f, 600 + i, 16 + i);
@@ -481,7 +481,7 @@ static void fast_never_crowds_the_game(void **state)
 }
 
 /* Batch work outnumbering the E-cores while a P-core idles: given back, none made. */
-static void fast_gives_back_when_short(void **state)
+KIT_TEST(fast_gives_back_when_short)
 {
 	struct fx *f = fast_fx(ULTRA);
 	const char *d;
@@ -503,7 +503,7 @@ static void fast_gives_back_when_short(void **state)
 }
 
 /* A latency task asleep for 5 s keeps nothing; off gives every pin back; one kind pins none. */
-static void fast_sleeper_off_and_one_kind(void **state)
+KIT_TEST(fast_sleeper_off_and_one_kind)
 {
 	struct fx *f = fast_fx(X7950);
 	const char *d;
@@ -539,7 +539,7 @@ static void fast_sleeper_off_and_one_kind(void **state)
 }
 
 /* On an X3D part spread sends no batch task to the fast CCD while a latency task lives. */
-static void fast_ccd_kept_from_spread(void **state)
+KIT_TEST(fast_ccd_kept_from_spread)
 {
 	struct fx *f = fast_fx(X7950);
 	const char *d;
@@ -570,7 +570,7 @@ static int count_str(const char *hay, const char *needle)
  * asleep (its latency records without ran=) for 5 s. Every game thread is pinned to
  * the part's fast CPUs, each batch task on them to the rest, and all are given back.
  */
-static void fast_replayed_on_each_part(void **state)
+KIT_TEST(fast_replayed_on_each_part)
 {
 	static const struct {
 		const char *xml;
@@ -628,31 +628,4 @@ static void fast_replayed_on_each_part(void **state)
 		assert_int_equal(count_ops(d, "unpin "), 6);
 		fx_free(f);
 	}
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(together_holds_what_fits),
-		cmocka_unit_test(together_gates),
-		cmocka_unit_test(together_needs_room),
-		cmocka_unit_test(together_released_when_unfit),
-		cmocka_unit_test(together_released_from_busy_llc),
-		cmocka_unit_test(together_new_process_on_old_number),
-		cmocka_unit_test(together_gives_up_after_failures),
-		cmocka_unit_test(apart_moves_batch_off_and_back),
-		cmocka_unit_test(apart_sleeper_and_one_llc),
-		cmocka_unit_test(apart_sees_short_bursts),
-		cmocka_unit_test(apart_gives_back_when_short),
-		cmocka_unit_test(fast_cpus_of_each_part),
-		cmocka_unit_test(fast_latency_on_p_batch_off),
-		cmocka_unit_test(fast_x3d_cache_ccd),
-		cmocka_unit_test(fast_never_crowds_the_game),
-		cmocka_unit_test(fast_gives_back_when_short),
-		cmocka_unit_test(fast_sleeper_off_and_one_kind),
-		cmocka_unit_test(fast_ccd_kept_from_spread),
-		cmocka_unit_test(fast_replayed_on_each_part),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

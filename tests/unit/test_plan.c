@@ -1,5 +1,5 @@
 /* The plan: sorted by task, first action of a task wins, a dump exactly as plan.h says. */
-#include "unit.h"
+#include "kit.h"
 
 static struct plan_action pin(pid_t tid, uint64_t start, int from, int to, const char *cpus,
 			      const char *why)
@@ -11,7 +11,7 @@ static struct plan_action pin(pid_t tid, uint64_t start, int from, int to, const
 		.start_time = start,
 		.from_llc = from,
 		.to_llc = to,
-		.mask = unit_mask(cpus),
+		.mask = kit_mask(cpus),
 		.why = why,
 	};
 
@@ -32,7 +32,7 @@ static void add(struct plan *p, struct plan_action a)
 	assert_int_equal(plan_add(p, &a), 0);
 }
 
-static void finish_sorts_by_tid_then_start_time(void **state)
+KIT_TEST(finish_sorts_by_tid_then_start_time)
 {
 	struct plan p;
 
@@ -56,7 +56,7 @@ static void finish_sorts_by_tid_then_start_time(void **state)
 	plan_fini(&p);
 }
 
-static void first_added_action_of_a_task_stays(void **state)
+KIT_TEST(first_added_action_of_a_task_stays)
 {
 	struct plan p;
 
@@ -78,7 +78,7 @@ static void first_added_action_of_a_task_stays(void **state)
 }
 
 /* Enough duplicates that a sort which is not stable would mix them up. */
-static void first_stays_among_many_duplicates(void **state)
+KIT_TEST(first_stays_among_many_duplicates)
 {
 	static const char *const whys[] = { "w0", "w1", "w2", "w3", "w4" };
 	struct plan p;
@@ -96,7 +96,7 @@ static void first_stays_among_many_duplicates(void **state)
 	plan_fini(&p);
 }
 
-static void dump_is_exact(void **state)
+KIT_TEST(dump_is_exact)
 {
 	struct plan p;
 	struct plan_action a = pin(12, 5, 0, 1, "2-3", "overload");
@@ -112,7 +112,7 @@ static void dump_is_exact(void **state)
 	snprintf(a.comm, sizeof(a.comm), "my prog");
 	add(&p, a);
 	plan_finish(&p);
-	assert_string_equal(unit_plan_dump(&p),
+	assert_string_equal(kit_plan_dump(&p),
 			    "pin tid=9 tgid=0 comm=\"t9\" llc=-1->0 cpus=0 why=new task\n"
 			    "pin tid=12 tgid=10 comm=\"x\" llc=0->1 cpus=2-3 why=overload\n"
 			    "pin tid=25 tgid=20 comm=\"my prog\" llc=1->0 cpus=1 "
@@ -122,28 +122,16 @@ static void dump_is_exact(void **state)
 	plan_fini(&p);
 }
 
-static void dump_of_empty_plan_is_empty(void **state)
+KIT_TEST(dump_of_empty_plan_is_empty)
 {
 	struct plan p;
 
 	plan_init(&p);
-	assert_string_equal(unit_plan_dump(&p), "");
+	assert_string_equal(kit_plan_dump(&p), "");
 	plan_fini(&p);
 }
 
-/* The policy finishes a plan on every tick, also on one that planned nothing yet. */
-static void finish_of_never_used_plan(void **state)
-{
-	struct plan p;
-
-	plan_init(&p);
-	plan_finish(&p);
-	assert_int_equal(p.n, 0);
-	assert_string_equal(unit_plan_dump(&p), "");
-	plan_fini(&p);
-}
-
-static void format_one_action(void **state)
+KIT_TEST(format_one_action)
 {
 	struct plan_action a = unpin(8, 3, 0, "");
 	char buf[256];
@@ -172,7 +160,7 @@ static struct plan_action latcg(enum plan_op op, const char *path, int v)
 	return a;
 }
 
-static void latency_actions_format_one_line_each(void **state)
+KIT_TEST(latency_actions_format_one_line_each)
 {
 	struct plan_action a = lat(12, 10, 345, -5, "rule db");
 	char buf[PLAN_LINE_MAX];
@@ -206,7 +194,7 @@ static void latency_actions_format_one_line_each(void **state)
 }
 
 /* Pins first, then tasks by process (first thread first), then cgroups by path. */
-static void latency_actions_sort_beside_pins(void **state)
+KIT_TEST(latency_actions_sort_beside_pins)
 {
 	struct plan p;
 
@@ -223,7 +211,7 @@ static void latency_actions_sort_beside_pins(void **state)
 	/* A pin and a latency value on one task are two knobs: both stay. */
 	add(&p, lat(40, 40, 2, 0, "ctl uid 0"));
 	plan_finish(&p);
-	assert_string_equal(unit_plan_dump(&p),
+	assert_string_equal(kit_plan_dump(&p),
 		"pin tid=40 tgid=40 comm=\"t40\" llc=0->1 cpus=2-3 why=overload\n"
 		"lat tid=7 tgid=7 start=1 value=-3 source=\"rule a\"\n"
 		"lat tid=30 tgid=30 start=4 value=2 source=\"ctl uid 0\"\n"
@@ -234,7 +222,7 @@ static void latency_actions_sort_beside_pins(void **state)
 	plan_fini(&p);
 }
 
-static void clear_keeps_capacity(void **state)
+KIT_TEST(clear_keeps_capacity)
 {
 	struct plan_action *a;
 	struct plan p;
@@ -250,7 +238,7 @@ static void clear_keeps_capacity(void **state)
 	assert_int_equal(p.n, 0);
 	assert_int_equal(p.cap, cap);
 	assert_ptr_equal(p.a, a);
-	assert_string_equal(unit_plan_dump(&p), "");
+	assert_string_equal(kit_plan_dump(&p), "");
 	/* Refilling to the old size needs no new memory. */
 	for (pid_t tid = 1; tid <= 20; tid++)
 		add(&p, pin(tid, 1, 0, 1, "2", "fill"));
@@ -261,21 +249,17 @@ static void clear_keeps_capacity(void **state)
 	assert_int_equal(p.cap, 0);
 }
 
-int main(void)
+/*
+ * The policy finishes a plan on every tick, also on one that planned nothing yet. Last
+ * (defined, so run): the sanitizer build aborts the program if this one goes wrong.
+ */
+KIT_TEST(finish_of_never_used_plan)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(finish_sorts_by_tid_then_start_time),
-		cmocka_unit_test(first_added_action_of_a_task_stays),
-		cmocka_unit_test(first_stays_among_many_duplicates),
-		cmocka_unit_test(dump_is_exact),
-		cmocka_unit_test(dump_of_empty_plan_is_empty),
-		cmocka_unit_test(format_one_action),
-		cmocka_unit_test(clear_keeps_capacity),
-		cmocka_unit_test(latency_actions_format_one_line_each),
-		cmocka_unit_test(latency_actions_sort_beside_pins),
-		/* Last: the sanitizer build aborts the program if this one goes wrong. */
-		cmocka_unit_test(finish_of_never_used_plan),
-	};
+	struct plan p;
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	plan_init(&p);
+	plan_finish(&p);
+	assert_int_equal(p.n, 0);
+	assert_string_equal(kit_plan_dump(&p), "");
+	plan_fini(&p);
 }

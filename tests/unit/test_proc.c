@@ -11,12 +11,13 @@
 #include <stdbool.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "rqbalance.h"
 #include "sample/parse.h"
@@ -51,7 +52,7 @@ static struct parse_stat_line stat_sentinel(void)
 	return l;
 }
 
-static void test_stat_comm_with_paren_and_space(void **state)
+KIT_TEST(test_stat_comm_with_paren_and_space)
 {
 	const char *f[53] = { [4] = "1", [5] = "4242", [6] = "4242", [8] = "-1", [9] = "4194560",
 			      [10] = "120", [14] = "57", [15] = "13", [18] = "20", [20] = "1",
@@ -73,7 +74,7 @@ static void test_stat_comm_with_paren_and_space(void **state)
 	assert_int_equal(l.cpu, 1);
 }
 
-static void test_stat_long_comm_is_cut(void **state)
+KIT_TEST(test_stat_long_comm_is_cut)
 {
 	const char *f[53] = { [22] = "5", [39] = "0" };
 	struct parse_stat_line l;
@@ -88,7 +89,7 @@ static void test_stat_long_comm_is_cut(void **state)
 	assert_int_equal(l.start_time, 5);
 }
 
-static void test_stat_negative_fields(void **state)
+KIT_TEST(test_stat_negative_fields)
 {
 	/* tpgid -1, an RT priority of -51, nice -20, exit_signal -1: none shift the others. */
 	const char *f[53] = { [4] = "1", [8] = "-1", [9] = "2097216", [14] = "9", [15] = "8",
@@ -110,7 +111,7 @@ static void test_stat_negative_fields(void **state)
 	assert_string_equal(l.comm, "kworker/1:1-ev");
 }
 
-static void test_stat_truncated(void **state)
+KIT_TEST(test_stat_truncated)
 {
 	const char *f[53] = { [22] = "123", [39] = "1" };
 	struct parse_stat_line l, sentinel = stat_sentinel();
@@ -150,7 +151,7 @@ static void test_stat_truncated(void **state)
 	assert_int_equal(parse_stat(buf, &l), -EINVAL);
 }
 
-static void test_stat_cpu_range(void **state)
+KIT_TEST(test_stat_cpu_range)
 {
 	const char *f[53] = { [22] = "77" };
 	struct parse_stat_line l, sentinel = stat_sentinel();
@@ -226,7 +227,7 @@ static char stat_state(pid_t pid)
 	return p[2];
 }
 
-static void test_stat_real_self(void **state)
+KIT_TEST(test_stat_real_self)
 {
 	char buf[2048], comm[64];
 	struct parse_stat_line l;
@@ -267,7 +268,7 @@ static const char cpustat_4[] =
 #define BUSY(u, ni, sy, id, io, irq, si, st) ((uint64_t)(u) + (ni) + (sy) + (irq) + (si) + (st))
 #define TOTAL(u, ni, sy, id, io, irq, si, st) (BUSY(u, ni, sy, id, io, irq, si, st) + (id) + (io))
 
-static void test_cpustat_multi(void **state)
+KIT_TEST(test_cpustat_multi)
 {
 	uint64_t busy[4], total[4];
 	unsigned running = 0;
@@ -285,7 +286,7 @@ static void test_cpustat_multi(void **state)
 	assert_int_equal(total[3], 1 + 2 + 3 + 6 + 7 + 8 + 4 + 5);
 }
 
-static void test_cpustat_fewer_slots(void **state)
+KIT_TEST(test_cpustat_fewer_slots)
 {
 	uint64_t busy[4] = { 9, 9, 7, 7 }, total[4] = { 9, 9, 7, 7 };
 	unsigned running = 0;
@@ -300,7 +301,7 @@ static void test_cpustat_fewer_slots(void **state)
 	assert_int_equal(total[3], 7);
 }
 
-static void test_cpustat_unlisted_stay_zero(void **state)
+KIT_TEST(test_cpustat_unlisted_stay_zero)
 {
 	/* CPU 1 offline: not listed, so it reads 0 (stale values are cleared). */
 	static const char text[] = "cpu  5000 0 5000 90000 0 0 0 0 0 0\n"
@@ -322,7 +323,7 @@ static void test_cpustat_unlisted_stay_zero(void **state)
 	assert_int_equal(total[3], 0);
 }
 
-static void test_cpustat_aggregate_is_not_a_cpu(void **state)
+KIT_TEST(test_cpustat_aggregate_is_not_a_cpu)
 {
 	/*
 	 * Just after boot the aggregate "cpu  " line holds small numbers. Its first
@@ -347,7 +348,7 @@ static void test_cpustat_aggregate_is_not_a_cpu(void **state)
 	}
 }
 
-static void test_cpustat_no_procs_running(void **state)
+KIT_TEST(test_cpustat_no_procs_running)
 {
 	static const char text[] = "cpu  1 2 3 4 5 6 7 8 9 10\n"
 				   "cpu0 1 2 3 4 5 6 7 8 9 10\n"
@@ -362,7 +363,7 @@ static void test_cpustat_no_procs_running(void **state)
 	assert_int_equal(running, 12345);
 }
 
-static void test_cpustat_real(void **state)
+KIT_TEST(test_cpustat_real)
 {
 	static uint64_t busy[RQB_MAX_CPUS], total[RQB_MAX_CPUS];
 	static char buf[65536];
@@ -378,7 +379,7 @@ static void test_cpustat_real(void **state)
 
 /* ---- parse_status, procfs_status ---- */
 
-static void test_status(void **state)
+KIT_TEST(test_status)
 {
 	const unsigned all = PARSE_STATUS_TGID | PARSE_STATUS_PPID | PARSE_STATUS_RUID |
 			     PARSE_STATUS_EUID;
@@ -415,7 +416,7 @@ static void test_status(void **state)
 }
 
 /* One line's text, for what the ctl peer check reads (Uid, Gid, Cap*, NSpid). */
-static void test_status_field(void **state)
+KIT_TEST(test_status_field)
 {
 	const char *text = "Name:\tNSpid: 9\nPid:\t12\nPPid:\t1\nNSpid:\t12 3\nCapEff:\t00ff\n";
 	char v[16], buf[4096];
@@ -438,9 +439,49 @@ static void test_status_field(void **state)
 	assert_int_equal(procfs_status_text("/nonexistent", 0, getpid(), buf, sizeof(buf)), -ESRCH);
 }
 
+/* ---- procfs_pidfd_pid ---- */
+
+/*
+ * A pidfd names its process while it runs, and no pid once it has exited and been
+ * reaped (even where its number is given to another); an fd that is not a pidfd is
+ * none.
+ */
+KIT_TEST(test_pidfd_pid)
+{
+	int fds[2], pidfd, status;
+	pid_t pid, child;
+
+	pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (pidfd < 0)
+		skip();
+	assert_int_equal(procfs_pidfd_pid("", pidfd, &pid), 0);
+	assert_int_equal(pid, getpid());
+	close(pidfd);
+
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+	assert_true(pidfd >= 0);
+	assert_int_equal(procfs_pidfd_pid("", pidfd, &pid), 0);
+	assert_int_equal(pid, child);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	pid = -7;
+	assert_int_equal(procfs_pidfd_pid("", pidfd, &pid), -ESRCH);
+	assert_int_equal(pid, -7);
+	close(pidfd);
+
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(procfs_pidfd_pid("", fds[0], &pid), -EINVAL);
+	close(fds[0]);
+	close(fds[1]);
+	assert_int_equal(procfs_pidfd_pid("", -1, &pid), -EINVAL);
+}
+
 /* ---- parse_cgroup ---- */
 
-static void test_cgroup_v1(void **state)
+KIT_TEST(test_cgroup_v1)
 {
 	static const char text[] = "12:cpuset:/wrong-cpuset\n"
 				   "5:cpuacct:/wrong-cpuacct\n"
@@ -461,7 +502,7 @@ static void test_cgroup_v1(void **state)
 	assert_string_equal(path, "/");
 }
 
-static void test_cgroup_v2(void **state)
+KIT_TEST(test_cgroup_v2)
 {
 	char path[256];
 
@@ -472,7 +513,7 @@ static void test_cgroup_v2(void **state)
 	assert_string_equal(path, "/user.slice/a b.scope");
 }
 
-static void test_cgroup_unified_fallback(void **state)
+KIT_TEST(test_cgroup_unified_fallback)
 {
 	static const char text[] = "3:cpuset:/c\n2:cpuacct:/d\n1:name=systemd:/s\n0::/u\n";
 	char path[256];
@@ -488,7 +529,7 @@ static void test_cgroup_unified_fallback(void **state)
 }
 
 /* A proc mount's hidepid= and gid= from /proc/PID/mountinfo lines, as 6.18 writes them. */
-static void test_mountinfo_proc(void **state)
+KIT_TEST(test_mountinfo_proc)
 {
 	struct parse_procfs v = { .hidepid = 9 };
 
@@ -543,7 +584,7 @@ static void test_mountinfo_proc(void **state)
  * A mount found by the kernel's fields (ID, superblock device, root), not by the mount
  * point its owner chose: a blank or a newline in a path is escaped, never a field.
  */
-static void test_mountinfo_line(void **state)
+KIT_TEST(test_mountinfo_line)
 {
 	struct parse_mount m;
 
@@ -580,7 +621,7 @@ static void test_mountinfo_line(void **state)
 	assert_int_equal(parse_mountinfo("", "/proc", &m), -EINVAL);
 }
 
-static void test_cgroup_neither(void **state)
+KIT_TEST(test_cgroup_neither)
 {
 	char path[16] = "untouched";
 
@@ -870,32 +911,14 @@ static void check_pinned(struct fix *f, int cpu)
 	}
 }
 
-static void test_sampler_pinned_cpu1(void **state)
+KIT_TEST_FX(test_sampler_pinned_cpu1, fix_setup, fix_teardown)
 {
 	check_pinned(*state, 1);
 }
 
-static void test_sampler_pinned_cpu0(void **state)
+KIT_TEST_FX(test_sampler_pinned_cpu0, fix_setup, fix_teardown)
 {
 	check_pinned(*state, 0);
-}
-
-static void test_sampler_sleeper_not_runnable(void **state)
-{
-	struct fix *f = *state;
-	pid_t kid = spawn(f, -1, false);
-	int i;
-
-	/* Wait for it to be asleep in pause(). */
-	for (i = 0; i < CHILD_WAIT_MS / 10 && stat_state(kid) != 'S'; i++)
-		sleep_ms(10);
-	assert_int_equal(stat_state(kid), 'S');
-	for (i = 0; i < 5; i++) {
-		if (i)
-			sleep_ms(150);
-		tick(f);
-		assert_null(find_task(f->snap, kid));
-	}
 }
 
 /*
@@ -909,7 +932,7 @@ static bool lists(const struct snapshot *s, pid_t tid, uint64_t start_time)
 	return t && t->start_time == start_time;
 }
 
-static void test_sampler_forgets_reaped(void **state)
+KIT_TEST_FX(test_sampler_forgets_reaped, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	pid_t kid = spawn(f, cpu_usable(f, 1) ? 1 : 0, true);
@@ -926,7 +949,7 @@ static void test_sampler_forgets_reaped(void **state)
 	assert_false(lists(f->snap, kid, start_time));
 }
 
-static void test_sampler_reads_cheaply(void **state)
+KIT_TEST_FX(test_sampler_reads_cheaply, fix_setup, fix_teardown)
 {
 	struct fix *f = *state;
 	struct proc_stats st, prev = { 0 };
@@ -991,7 +1014,49 @@ static void fake_cpustat(const struct fix *f, unsigned busy0, unsigned idle0, un
 	fake_file(f, "proc/stat", text);
 }
 
-static void test_sampler_fake_root(void **state)
+/*
+ * The proc sampler has no pairs or walks_unprivileged operation: asked through the
+ * generic calls, it names no partner and needs no CAP_BPF kept.
+ */
+KIT_TEST_FX(test_sampler_optional_ops, fix_setup, fix_teardown)
+{
+	struct fix *f = *state;
+
+	assert_null(f->sm->ops->pairs);
+	assert_null(f->sm->ops->walks_unprivileged);
+	assert_false(sampler_pairs(f->sm, f->topo, true));
+	assert_false(sampler_pairs(f->sm, f->topo, false));
+	assert_true(sampler_walks_unprivileged(f->sm));
+}
+
+void kit_before(void)
+{
+	log_set_level(LOG_WARNING);
+}
+
+/*
+ * Last (defined, so run): these two can follow no task at all, which UBSan has caught
+ * aborting.
+ */
+KIT_TEST_FX(test_sampler_sleeper_not_runnable, fix_setup, fix_teardown)
+{
+	struct fix *f = *state;
+	pid_t kid = spawn(f, -1, false);
+	int i;
+
+	/* Wait for it to be asleep in pause(). */
+	for (i = 0; i < CHILD_WAIT_MS / 10 && stat_state(kid) != 'S'; i++)
+		sleep_ms(10);
+	assert_int_equal(stat_state(kid), 'S');
+	for (i = 0; i < 5; i++) {
+		if (i)
+			sleep_ms(150);
+		tick(f);
+		assert_null(find_task(f->snap, kid));
+	}
+}
+
+KIT_TEST_FX(test_sampler_fake_root, fix_setup, fix_teardown)
 {
 	const char *f_sleeper[53] = { [4] = "1", [14] = "5", [15] = "5", [22] = "100", [39] = "1" };
 	struct fix *f = *state;
@@ -1057,55 +1122,4 @@ static void test_sampler_fake_root(void **state)
 	assert_int_equal(sampler_sample(f->sm, t0 + 11 * NSEC_PER_SEC, f->snap), -EINVAL);
 }
 
-/*
- * The proc sampler has no pairs or walks_unprivileged operation: asked through the
- * generic calls, it names no partner and needs no CAP_BPF kept.
- */
-static void test_sampler_optional_ops(void **state)
-{
-	struct fix *f = *state;
-
-	assert_null(f->sm->ops->pairs);
-	assert_null(f->sm->ops->walks_unprivileged);
-	assert_false(sampler_pairs(f->sm, f->topo, true));
-	assert_false(sampler_pairs(f->sm, f->topo, false));
-	assert_true(sampler_walks_unprivileged(f->sm));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_stat_comm_with_paren_and_space),
-		cmocka_unit_test(test_stat_long_comm_is_cut),
-		cmocka_unit_test(test_stat_negative_fields),
-		cmocka_unit_test(test_stat_truncated),
-		cmocka_unit_test(test_stat_cpu_range),
-		cmocka_unit_test(test_stat_real_self),
-		cmocka_unit_test(test_cpustat_multi),
-		cmocka_unit_test(test_cpustat_fewer_slots),
-		cmocka_unit_test(test_cpustat_unlisted_stay_zero),
-		cmocka_unit_test(test_cpustat_aggregate_is_not_a_cpu),
-		cmocka_unit_test(test_cpustat_no_procs_running),
-		cmocka_unit_test(test_cpustat_real),
-		cmocka_unit_test(test_status),
-		cmocka_unit_test(test_status_field),
-		cmocka_unit_test(test_cgroup_v1),
-		cmocka_unit_test(test_cgroup_v2),
-		cmocka_unit_test(test_cgroup_unified_fallback),
-		cmocka_unit_test(test_cgroup_neither),
-		cmocka_unit_test(test_mountinfo_proc),
-		cmocka_unit_test(test_mountinfo_line),
-		cmocka_unit_test_setup_teardown(test_sampler_pinned_cpu1, fix_setup, fix_teardown),
-		cmocka_unit_test_setup_teardown(test_sampler_pinned_cpu0, fix_setup, fix_teardown),
-		cmocka_unit_test_setup_teardown(test_sampler_forgets_reaped, fix_setup, fix_teardown),
-		cmocka_unit_test_setup_teardown(test_sampler_reads_cheaply, fix_setup, fix_teardown),
-		cmocka_unit_test_setup_teardown(test_sampler_optional_ops, fix_setup, fix_teardown),
-		/* Last: these two can follow no task at all, which UBSan has caught aborting. */
-		cmocka_unit_test_setup_teardown(test_sampler_sleeper_not_runnable, fix_setup,
-						fix_teardown),
-		cmocka_unit_test_setup_teardown(test_sampler_fake_root, fix_setup, fix_teardown),
-	};
-
-	log_set_level(LOG_WARNING);
-	return cmocka_run_group_tests_name("proc", tests, NULL, NULL);
-}
+KIT_GROUP("proc", NULL, NULL);

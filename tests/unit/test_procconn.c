@@ -24,7 +24,7 @@
 
 #include "rqbalance.h"
 #include "taskev/procconn.h"
-#include "unit.h"
+#include "kit.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -255,7 +255,7 @@ static void report_latency(struct seen *s)
 		      s->n, lat[0] / 1e3, lat[s->n / 2] / 1e3, lat[s->n - 1] / 1e3);
 }
 
-static void test_child_lifecycle(void **state)
+KIT_TEST(test_child_lifecycle)
 {
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
@@ -300,7 +300,7 @@ static void test_child_lifecycle(void **state)
 	procconn_close(pc);
 }
 
-static void test_counters(void **state)
+KIT_TEST(test_counters)
 {
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
@@ -339,7 +339,7 @@ static void test_counters(void **state)
  * test's own children are missing; the next child after the overflow is still seen.
  * Other processes' forks only make the overflow bigger.
  */
-static void test_overflow(void **state)
+KIT_TEST(test_overflow)
 {
 	struct seen s;
 	struct procconn *pc = open_or_skip(&s);
@@ -393,7 +393,7 @@ static int open_fds(void)
 }
 
 /* procconn_close: NULL is a no-op; an open connector's socket goes with it. */
-static void test_close(void **state)
+KIT_TEST(test_close)
 {
 	int before = open_fds(), fd;
 	struct procconn *pc;
@@ -422,7 +422,7 @@ static void evsrc_drain_all(struct evsrc *es)
 }
 
 /* The connector through the event source interface, as the latency manager holds it. */
-static void test_through_evsrc(void **state)
+KIT_TEST(test_through_evsrc)
 {
 	struct seen s = { .parent = getpid() };
 	struct evsrc *es = NULL;
@@ -458,16 +458,9 @@ static void test_through_evsrc(void **state)
 	evsrc_close(NULL);
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_close),
-		cmocka_unit_test(test_child_lifecycle),
-		cmocka_unit_test(test_counters),
-		cmocka_unit_test(test_overflow),
-		cmocka_unit_test(test_through_evsrc),
-	};
-
 	log_set_level(LOG_WARNING);
-	return cmocka_run_group_tests_name("procconn", tests, NULL, NULL);
 }
+
+KIT_GROUP("procconn", NULL, NULL);

@@ -2,7 +2,7 @@
 #include <stdint.h>
 
 #include "diag/rqlat.h"
-#include "unit.h"
+#include "kit.h"
 
 /* floor(log2(µs)) the slow way, 0 below 2 µs, capped at the last bucket (25). */
 static unsigned slow_bucket(uint64_t ns)
@@ -17,7 +17,7 @@ static unsigned slow_bucket(uint64_t ns)
 	return b > 25 ? 25 : b;
 }
 
-static void buckets_are_log2_of_microseconds(void **state)
+KIT_TEST(buckets_are_log2_of_microseconds)
 {
 	assert_int_equal(rqlat_bucket(0), 0);
 	assert_int_equal(rqlat_bucket(1999), 0);
@@ -32,7 +32,7 @@ static void buckets_are_log2_of_microseconds(void **state)
 	}
 }
 
-static void every_wait_falls_in_its_bucket_range(void **state)
+KIT_TEST(every_wait_falls_in_its_bucket_range)
 {
 	for (uint64_t us = 0; us < (1u << 26) + 5; us = us < 64 ? us + 1 : us * 5 / 4) {
 		uint64_t lo, hi;
@@ -41,14 +41,4 @@ static void every_wait_falls_in_its_bucket_range(void **state)
 		assert_true(us >= lo);
 		assert_true(hi == 0 || us < hi);
 	}
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(buckets_are_log2_of_microseconds),
-		cmocka_unit_test(every_wait_falls_in_its_bucket_range),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <pwd.h>
 
-#include "unit.h"
+#include "kit.h"
 
 #include "conf/conf.h"
 #include "policy/latency.h"
@@ -89,7 +89,7 @@ static struct proc_ident ident(const char *comm, const char *exe, const char *cm
 				    .cmdline = cmdline, .cgroup = cgroup };
 }
 
-static void order_and_first_match(void **state)
+KIT_TEST(order_and_first_match)
 {
 	struct rule_set *rs = new_set();
 	struct proc_ident fb = ident("foobar", "/usr/bin/foobar", "foobar -x", "/", 1000);
@@ -110,7 +110,7 @@ static void order_and_first_match(void **state)
 }
 
 /* explain's words: the first condition that fails, and the conditions a rule names. */
-static void why_not_and_conditions(void **state)
+KIT_TEST(why_not_and_conditions)
 {
 	struct rule_set *rs = new_set();
 	struct proc_ident db = ident("mysqld", "/usr/sbin/mysqld", "mysqld", "/", 27);
@@ -133,7 +133,7 @@ static void why_not_and_conditions(void **state)
 	free_set(rs);
 }
 
-static void later_file_replaces_in_place(void **state)
+KIT_TEST(later_file_replaces_in_place)
 {
 	struct rule_set *rs = new_set();
 	struct proc_ident db = ident("mysqld", "/usr/sbin/mysqld", "mysqld", "/", 27);
@@ -172,7 +172,7 @@ static struct rule_set *one_rule(const char *key, const char *value)
 	return rs;
 }
 
-static void match_comm(void **state)
+KIT_TEST(match_comm)
 {
 	struct rule_set *rs = one_rule("comm", "kworker/*");
 	struct proc_ident a = ident("kworker/0:1", "", "", "/", 0);
@@ -183,7 +183,7 @@ static void match_comm(void **state)
 	free_set(rs);
 }
 
-static void match_exe(void **state)
+KIT_TEST(match_exe)
 {
 	struct rule_set *rs = one_rule("exe", "/usr/bin/*");
 	struct proc_ident a = ident("x", "/usr/bin/python3", "", "/", 0);
@@ -197,7 +197,7 @@ static void match_exe(void **state)
 	free_set(rs);
 }
 
-static void match_cmdline(void **state)
+KIT_TEST(match_cmdline)
 {
 	struct rule_set *rs = one_rule("cmdline", "python3 -m http.server*");
 	struct proc_ident a = ident("python3", "", "python3 -m http.server 8000", "/", 0);
@@ -208,7 +208,7 @@ static void match_cmdline(void **state)
 	free_set(rs);
 }
 
-static void match_uid(void **state)
+KIT_TEST(match_uid)
 {
 	struct rule_set *rs = one_rule("uid", "1000");
 	struct proc_ident a = ident("x", "", "", "/", 1000);
@@ -219,7 +219,7 @@ static void match_uid(void **state)
 	free_set(rs);
 }
 
-static void match_cgroup_at_slash(void **state)
+KIT_TEST(match_cgroup_at_slash)
 {
 	static const char *const yes[] = { "/a/b", "/a/b/c", "/a/b/c/d.scope" };
 	static const char *const no[] = { "/a/bc", "/a", "/", "", "/x/a/b" };
@@ -248,7 +248,7 @@ static void match_cgroup_at_slash(void **state)
 }
 
 /* Every key a rule names must match, not just one of them. */
-static void all_keys_must_match(void **state)
+KIT_TEST(all_keys_must_match)
 {
 	struct rule_set *rs = new_set();
 	struct proc_ident ok = ident("web", "/srv/web", "web --serve", "/system.slice/web", 33);
@@ -268,7 +268,7 @@ static void all_keys_must_match(void **state)
 	free_set(rs);
 }
 
-static void uid_by_name_and_number(void **state)
+KIT_TEST(uid_by_name_and_number)
 {
 	struct rule_set *rs = new_set();
 	struct passwd *pw = getpwnam("root");
@@ -288,7 +288,7 @@ static void uid_by_name_and_number(void **state)
 	free_set(rs);
 }
 
-static void value_errors(void **state)
+KIT_TEST(value_errors)
 {
 	struct rule_set *rs = new_set();
 	char name[RULE_NAME_MAX + 1], value[RULE_STR_MAX + 1];
@@ -319,7 +319,7 @@ static void value_errors(void **state)
 	free_set(rs);
 }
 
-static void set_twice_in_one_file(void **state)
+KIT_TEST(set_twice_in_one_file)
 {
 	struct rule_set *rs = new_set();
 
@@ -332,7 +332,7 @@ static void set_twice_in_one_file(void **state)
 	free_set(rs);
 }
 
-static void too_many_rules(void **state)
+KIT_TEST(too_many_rules)
 {
 	struct rule_set *rs = new_set();
 	char name[16];
@@ -347,7 +347,7 @@ static void too_many_rules(void **state)
 	free_set(rs);
 }
 
-static void check_errors(void **state)
+KIT_TEST(check_errors)
 {
 	struct rule_set *rs = new_set();
 	const char *reason;
@@ -379,7 +379,7 @@ static void check_errors(void **state)
 }
 
 /* A favour for the real mysqld must not go to a program that only calls itself mysqld. */
-static void comm_alone_cannot_claim_a_favour(void **state)
+KIT_TEST(comm_alone_cannot_claim_a_favour)
 {
 	struct rule_set *rs = new_set();
 	struct proc_ident evil = ident("mysqld", "/tmp/evil", "mysqld --datadir=/var/lib/mysql",
@@ -395,7 +395,7 @@ static void comm_alone_cannot_claim_a_favour(void **state)
 	free_set(rs);
 }
 
-static void section_names(void **state)
+KIT_TEST(section_names)
 {
 	const char *name = NULL;
 
@@ -408,7 +408,7 @@ static void section_names(void **state)
 	assert_false(conf_rule_section("ruledb", &name));
 }
 
-static void dump_lists_set_keys(void **state)
+KIT_TEST(dump_lists_set_keys)
 {
 	static char buf[4096];
 	struct rule_set *rs = new_set();
@@ -439,29 +439,4 @@ static void dump_lists_set_keys(void **state)
 				 "cgroup = /batch.slice\n"
 				 "spoofable = no\n");
 	free_set(rs);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(order_and_first_match),
-		cmocka_unit_test(later_file_replaces_in_place),
-		cmocka_unit_test(why_not_and_conditions),
-		cmocka_unit_test(match_comm),
-		cmocka_unit_test(match_exe),
-		cmocka_unit_test(match_cmdline),
-		cmocka_unit_test(match_uid),
-		cmocka_unit_test(match_cgroup_at_slash),
-		cmocka_unit_test(all_keys_must_match),
-		cmocka_unit_test(uid_by_name_and_number),
-		cmocka_unit_test(value_errors),
-		cmocka_unit_test(set_twice_in_one_file),
-		cmocka_unit_test(too_many_rules),
-		cmocka_unit_test(check_errors),
-		cmocka_unit_test(comm_alone_cannot_claim_a_favour),
-		cmocka_unit_test(section_names),
-		cmocka_unit_test(dump_lists_set_keys),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

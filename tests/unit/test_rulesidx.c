@@ -4,7 +4,7 @@
  * cgroup, cmdline and overlaps, the two must name the same rule, every time.
  * RQB_SEED=N replays one seed.
  */
-#include "unit.h"
+#include "kit.h"
 
 #include "policy/rules.h"
 #include "policy/rules_index.h"
@@ -78,7 +78,7 @@ static void one_seed(unsigned seed, struct rule_set *rs)
 	struct proc_ident id;
 
 	srand(seed);
-	unit_rules(rs, 1 + (unsigned)rand() % SET_MAX);
+	kit_rules(rs, 1 + (unsigned)rand() % SET_MAX);
 	for (unsigned i = 0; i < rs->n; i++)
 		random_rule(&rs->r[i], i);
 	assert_int_equal(rules_index_build(rs, &ix), 0);
@@ -92,7 +92,7 @@ static void one_seed(unsigned seed, struct rule_set *rs)
 	rules_index_free(ix);
 }
 
-static void index_winner_is_linear_winner(void **state)
+KIT_TEST(index_winner_is_linear_winner)
 {
 	struct rule_set *rs = calloc(1, sizeof(*rs));
 	const char *env = getenv("RQB_SEED");
@@ -108,7 +108,7 @@ static void index_winner_is_linear_winner(void **state)
 }
 
 /* The empty set matches nothing; a lone exact rule is found through its bucket. */
-static void empty_and_exact(void **state)
+KIT_TEST(empty_and_exact)
 {
 	struct rule_set *rs = calloc(1, sizeof(*rs));
 	struct proc_ident id = { .uid = 0, .comm = "bash", .exe = "/usr/bin/bash",
@@ -119,7 +119,7 @@ static void empty_and_exact(void **state)
 	assert_int_equal(rules_index_build(rs, &ix), 0);
 	assert_int_equal(rules_index_match(ix, rs, &id), -1);
 	rules_index_free(ix);
-	unit_rules(rs, 2);
+	kit_rules(rs, 2);
 	random_rule(&rs->r[0], 0);
 	rs->r[0].comm = "sshd";
 	rs->r[1].comm = "bash";
@@ -129,14 +129,4 @@ static void empty_and_exact(void **state)
 	rules_index_free(ix);
 	conf_rules_free(rs);
 	free(rs);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(index_winner_is_linear_winner),
-		cmocka_unit_test(empty_and_exact),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "util/safedir.h"
-#include "unit.h"
+#include "kit.h"
 
 struct tree {
 	char top[32]; /* /tmp/rqb-safedir.XXXXXX, root's, 0700 */
@@ -46,8 +46,7 @@ static int setup(void **state)
 	struct tree *t = calloc(1, sizeof(*t));
 
 	assert_non_null(t);
-	snprintf(t->top, sizeof(t->top), "/tmp/rqb-safedir.XXXXXX");
-	assert_non_null(mkdtemp(t->top));
+	kit_tmp(t->top, sizeof(t->top), "safedir");
 	mkdir_mode(t, "ok", 0755);
 	*state = t;
 	return 0;
@@ -56,15 +55,13 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct tree *t = *state;
-	char cmd[PATH_MAX];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->top);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(kit_rm(t->top), 0);
 	free(t);
 	return 0;
 }
 
-static void opens_roots_directory(void **state)
+KIT_TEST_FX(opens_roots_directory, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], why[256] = "";
@@ -87,7 +84,7 @@ static void opens_roots_directory(void **state)
 }
 
 /* Group- or other-writable, sticky or not: refused, with the mode in the reason. */
-static void writable_by_others_refused(void **state)
+KIT_TEST_FX(writable_by_others_refused, setup, teardown)
 {
 	static const mode_t modes[] = { 0775, 0757, 01777, 0770 };
 	struct tree *t = *state;
@@ -111,7 +108,7 @@ static void writable_by_others_refused(void **state)
 	}
 }
 
-static void other_owner_refused(void **state)
+KIT_TEST_FX(other_owner_refused, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], why[256] = "";
@@ -127,7 +124,7 @@ static void other_owner_refused(void **state)
 }
 
 /* The parents may be anyone's and writable by all: only the directory itself counts. */
-static void parents_may_be_anyones(void **state)
+KIT_TEST_FX(parents_may_be_anyones, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], why[256] = "";
@@ -142,7 +139,7 @@ static void parents_may_be_anyones(void **state)
 	close(fd);
 }
 
-static void link_not_followed(void **state)
+KIT_TEST_FX(link_not_followed, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], q[PATH_MAX], why[256] = "";
@@ -167,7 +164,7 @@ static void link_not_followed(void **state)
 	assert_int_equal(safedir_check_path(p, why, sizeof(why)), -ENOTDIR);
 }
 
-static void file_not_directory(void **state)
+KIT_TEST_FX(file_not_directory, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], why[256] = "";
@@ -190,7 +187,7 @@ static void file_not_directory(void **state)
 }
 
 /* Without create, a missing directory gives the deepest one that exists, checked. */
-static void missing_gives_deepest(void **state)
+KIT_TEST_FX(missing_gives_deepest, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], q[PATH_MAX], why[256] = "";
@@ -213,7 +210,7 @@ static void missing_gives_deepest(void **state)
 	assert_int_equal(safedir_check_path(p, why, sizeof(why)), -EPERM);
 }
 
-static void create_makes_the_rest(void **state)
+KIT_TEST_FX(create_makes_the_rest, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], why[256] = "";
@@ -234,7 +231,7 @@ static void create_makes_the_rest(void **state)
 	close(fd);
 }
 
-static void relative_or_long_refused(void **state)
+KIT_TEST(relative_or_long_refused)
 {
 	char why[256] = "", *big;
 	int fd = -2;
@@ -260,7 +257,7 @@ static void relative_or_long_refused(void **state)
 	assert_int_equal(safedir_check_parent("dir/file", why, sizeof(why)), -EINVAL);
 }
 
-static void parent_of_a_file(void **state)
+KIT_TEST_FX(parent_of_a_file, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], q[PATH_MAX], why[256] = "";
@@ -288,22 +285,4 @@ static void parent_of_a_file(void **state)
 	assert_int_equal(safedir_check_parent(p, why, sizeof(why)), -EPERM);
 	assert_int_equal(symlink(at(q, t, "ok"), at(p, t, "link")), 0);
 	assert_int_equal(safedir_check_parent(at(p, t, "link/x"), why, sizeof(why)), -ENOTDIR);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(opens_roots_directory, setup, teardown),
-		cmocka_unit_test_setup_teardown(writable_by_others_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(other_owner_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(parents_may_be_anyones, setup, teardown),
-		cmocka_unit_test_setup_teardown(link_not_followed, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_not_directory, setup, teardown),
-		cmocka_unit_test_setup_teardown(missing_gives_deepest, setup, teardown),
-		cmocka_unit_test_setup_teardown(create_makes_the_rest, setup, teardown),
-		cmocka_unit_test(relative_or_long_refused),
-		cmocka_unit_test_setup_teardown(parent_of_a_file, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

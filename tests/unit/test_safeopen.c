@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "util/safeopen.h"
-#include "unit.h"
+#include "kit.h"
 
 struct tree {
 	char top[32];       /* holds both: /tmp/rqb-safeopen.XXXXXX */
@@ -19,18 +19,6 @@ struct tree {
 	char outside[64];   /* a file beside it, never to be read: TOP/secret */
 	int fd;             /* root, O_PATH */
 };
-
-static void put(const char *dir, const char *name, const char *text)
-{
-	char p[PATH_MAX];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
 
 static void at(char *buf, const struct tree *t, const char *name)
 {
@@ -43,15 +31,14 @@ static int setup(void **state)
 	char p[PATH_MAX];
 
 	assert_non_null(t);
-	snprintf(t->top, sizeof(t->top), "/tmp/rqb-safeopen.XXXXXX");
-	assert_non_null(mkdtemp(t->top));
+	kit_tmp(t->top, sizeof(t->top), "safeopen");
 	snprintf(t->root, sizeof(t->root), "%s/root", t->top);
 	snprintf(t->outside, sizeof(t->outside), "%s/secret", t->top);
 	assert_int_equal(mkdir(t->root, 0755), 0);
-	put(t->top, "secret", "outside\n");
+	kit_put(t->top, "secret", "outside\n");
 	at(p, t, "etc");
 	assert_int_equal(mkdir(p, 0755), 0);
-	put(p, "profile", "balanced\n");
+	kit_put(p, "profile", "balanced\n");
 	t->fd = open(t->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(t->fd >= 0);
 	*state = t;
@@ -62,17 +49,15 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct tree *t = *state;
-	char cmd[PATH_MAX];
 
 	alarm(0);
 	close(t->fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->top);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(kit_rm(t->top), 0);
 	free(t);
 	return 0;
 }
 
-static void reads_a_regular_file(void **state)
+KIT_TEST_FX(reads_a_regular_file, setup, teardown)
 {
 	struct tree *t = *state;
 	char buf[64];
@@ -84,7 +69,7 @@ static void reads_a_regular_file(void **state)
 	assert_int_equal(safeopen_read(t->fd, "etc/missing", 0, buf, sizeof(buf)), -ENOENT);
 }
 
-static void link_last_refused(void **state)
+KIT_TEST_FX(link_last_refused, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], buf[64];
@@ -100,7 +85,7 @@ static void link_last_refused(void **state)
 	assert_string_equal(safeopen_strerror(-ELOOP), "a symbolic link, not followed");
 }
 
-static void link_escaping_stays_inside(void **state)
+KIT_TEST_FX(link_escaping_stays_inside, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], buf[64];
@@ -114,7 +99,7 @@ static void link_escaping_stays_inside(void **state)
 	assert_int_equal(symlink(t->top, p), 0);
 	assert_int_equal(safeopen_read(t->fd, "abs/secret", 0, buf, sizeof(buf)), -ENOENT);
 	/* What the link names inside the root is what is read. */
-	put(t->root, "secret", "inside\n");
+	kit_put(t->root, "secret", "inside\n");
 	assert_int_equal(safeopen_read(t->fd, "up/secret", 0, buf, sizeof(buf)), 7);
 	assert_string_equal(buf, "inside\n");
 	at(p, t, "etc/home");
@@ -122,7 +107,7 @@ static void link_escaping_stays_inside(void **state)
 	assert_int_equal(safeopen_read(t->fd, "etc/home/etc/profile", 0, buf, sizeof(buf)), 9);
 }
 
-static void magic_link_refused(void **state)
+KIT_TEST(magic_link_refused)
 {
 	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	char buf[64];
@@ -134,7 +119,7 @@ static void magic_link_refused(void **state)
 	close(root);
 }
 
-static void fifo_refused_without_blocking(void **state)
+KIT_TEST_FX(fifo_refused_without_blocking, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], buf[64];
@@ -147,7 +132,7 @@ static void fifo_refused_without_blocking(void **state)
 	assert_int_equal(safeopen_dir(t->fd, "etc/fifo", &fd), -ENOTDIR);
 }
 
-static void directory_refused(void **state)
+KIT_TEST_FX(directory_refused, setup, teardown)
 {
 	struct tree *t = *state;
 	char buf[64];
@@ -159,7 +144,7 @@ static void directory_refused(void **state)
 	close(fd);
 }
 
-static void dir_link_refused(void **state)
+KIT_TEST_FX(dir_link_refused, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX];
@@ -171,7 +156,7 @@ static void dir_link_refused(void **state)
 	assert_int_equal(fd, -1);
 }
 
-static void size_bound(void **state)
+KIT_TEST_FX(size_bound, setup, teardown)
 {
 	struct tree *t = *state;
 	char big[101], buf[100];
@@ -179,7 +164,7 @@ static void size_bound(void **state)
 
 	memset(big, 'x', 100);
 	big[100] = '\0';
-	put(t->root, "big", big);
+	kit_put(t->root, "big", big);
 	assert_int_equal(safeopen_file(t->fd, "big", 0, 99, &fd), -EFBIG);
 	assert_int_equal(safeopen_file(t->fd, "big", 0, 100, &fd), 0);
 	close(fd);
@@ -188,7 +173,7 @@ static void size_bound(void **state)
 	assert_int_equal(safeopen_read(t->fd, "big", 0, big, sizeof(big)), 100);
 }
 
-static void other_users_file(void **state)
+KIT_TEST_FX(other_users_file, setup, teardown)
 {
 	struct tree *t = *state;
 	char p[PATH_MAX], buf[64];
@@ -200,21 +185,4 @@ static void other_users_file(void **state)
 	assert_int_equal(safeopen_read(t->fd, "etc/profile", SAFEOPEN_ROOT_OWNED, buf,
 				       sizeof(buf)), -EPERM);
 	assert_int_equal(safeopen_read(t->fd, "etc/profile", 0, buf, sizeof(buf)), 9);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(reads_a_regular_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(link_last_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(link_escaping_stays_inside, setup, teardown),
-		cmocka_unit_test(magic_link_refused),
-		cmocka_unit_test_setup_teardown(fifo_refused_without_blocking, setup, teardown),
-		cmocka_unit_test_setup_teardown(directory_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(dir_link_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(size_bound, setup, teardown),
-		cmocka_unit_test_setup_teardown(other_users_file, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

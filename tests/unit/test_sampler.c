@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "sample/sampler.h"
-#include "unit.h"
+#include "kit.h"
 
 /* Far above any pid_max: /proc has none of them, so latseen finds nothing to look at. */
 #define T(n) (2000000000 + (n))
@@ -57,7 +57,7 @@ static int setup(void **state)
 	struct fx *x = calloc(1, sizeof(*x));
 
 	assert_non_null(x);
-	x->topo = unit_topo("package:1 l3cache:2 core:2 pu:1");
+	x->topo = kit_topo("package:1 l3cache:2 core:2 pu:1");
 	x->s = snap_new(x->topo);
 	assert_non_null(x->s);
 	latseen_init(&x->seen);
@@ -94,7 +94,7 @@ static const struct sample_lat lats[] = {
 	{ .tid = T(9), .tgid = T(9), .start_time = 99, .value = -1 },  /* asleep: not listed */
 };
 
-static void latency_values_and_records(void **state)
+KIT_TEST_FX(latency_values_and_records, setup, teardown)
 {
 	struct fx *x = *state;
 	struct sample_asks a = { .lat = lats, .nlat = 4, .seen = &x->seen };
@@ -119,7 +119,7 @@ static void latency_values_and_records(void **state)
 	assert_int_equal(task(x, T(1))->rss_kb, 0);
 }
 
-static void resident_sets(void **state)
+KIT_TEST_FX(resident_sets, setup, teardown)
 {
 	struct fx *x = *state;
 	struct sample_asks a = { .rss = true };
@@ -140,7 +140,7 @@ static void resident_sets(void **state)
 	assert_int_equal(x->s->nlat, 0);
 }
 
-static void failed_or_not_asked(void **state)
+KIT_TEST_FX(failed_or_not_asked, setup, teardown)
 {
 	struct fx *x = *state;
 	struct sample_asks a = { .lat = lats, .nlat = 4, .seen = &x->seen, .rss = true };
@@ -158,15 +158,4 @@ static void failed_or_not_asked(void **state)
 	assert_int_equal(task(x, T(1))->lat_nice, 0);
 	assert_int_equal(task(x, T(1))->rss_kb, 0);
 	assert_int_equal(x->s->nlat, 0);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(latency_values_and_records, setup, teardown),
-		cmocka_unit_test_setup_teardown(resident_sets, setup, teardown),
-		cmocka_unit_test_setup_teardown(failed_or_not_asked, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

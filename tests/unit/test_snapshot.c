@@ -2,7 +2,7 @@
 #include <errno.h>
 
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 
 #define TWO_LLCS "package:1 l3cache:2 core:1 pu:1"
 
@@ -20,7 +20,7 @@ static int setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	f->topo = unit_topo(TWO_LLCS);
+	f->topo = kit_topo(TWO_LLCS);
 	f->s = snap_new(f->topo);
 	f->back = snap_new(f->topo);
 	assert_non_null(f->s);
@@ -53,7 +53,7 @@ static void add_task(struct snapshot *s, pid_t tid, int cpu, const char *allowed
 		.cpu = cpu,
 		.start_time = 1000 + (uint64_t)tid,
 		.flags = tid % 2 ? SNAP_TASK_KTHREAD : 0,
-		.allowed = unit_mask(allowed),
+		.allowed = kit_mask(allowed),
 	};
 
 	assert_true(strlen(comm) < sizeof(t.comm));
@@ -137,7 +137,7 @@ static FILE *reading(struct fixture *fx, const char *text)
 	return fx->in;
 }
 
-static void round_trip(void **state)
+KIT_TEST_FX(round_trip, setup, teardown)
 {
 	struct fixture *fx = *state;
 	char err[256] = "";
@@ -154,7 +154,7 @@ static void round_trip(void **state)
 	assert_int_equal(snap_read(in, fx->back, &lineno, err, sizeof(err)), 0);
 }
 
-static void text_form_is_escaped(void **state)
+KIT_TEST_FX(text_form_is_escaped, setup, teardown)
 {
 	struct fixture *fx = *state;
 	const char *text;
@@ -174,7 +174,7 @@ static void text_form_is_escaped(void **state)
 				     "end\n"));
 }
 
-static void several_snapshots_then_eof(void **state)
+KIT_TEST_FX(several_snapshots_then_eof, setup, teardown)
 {
 	struct fixture *fx = *state;
 	unsigned lineno = 0;
@@ -205,7 +205,7 @@ static void several_snapshots_then_eof(void **state)
 	assert_int_equal(snap_read(in, fx->s, &lineno, err, sizeof(err)), 0);
 }
 
-static void comments_and_blank_lines_ignored(void **state)
+KIT_TEST_FX(comments_and_blank_lines_ignored, setup, teardown)
 {
 	static const char text[] = "# recorded by a test\n"
 				   "\n"
@@ -255,7 +255,7 @@ static void expect_bad(struct snapshot *s, const char *text, unsigned line, cons
 		fail_msg("message \"%s\" does not say \"%s\"", err, what);
 }
 
-static void unknown_record(void **state)
+KIT_TEST_FX(unknown_record, setup, teardown)
 {
 	struct fixture *fx = *state;
 
@@ -268,7 +268,7 @@ static void unknown_record(void **state)
 		   HDR_ERR);
 }
 
-static void cpu_outside_topology(void **state)
+KIT_TEST_FX(cpu_outside_topology, setup, teardown)
 {
 	struct fixture *fx = *state;
 
@@ -278,7 +278,7 @@ static void cpu_outside_topology(void **state)
 		   "cpu 2 is not in this topology");
 }
 
-static void cpu_record_malformed(void **state)
+KIT_TEST_FX(cpu_record_malformed, setup, teardown)
 {
 	struct fixture *fx = *state;
 
@@ -287,7 +287,7 @@ static void cpu_record_malformed(void **state)
 	expect_bad(fx->s, "snapshot 1 2 3\ncpu 0 1 50%\nend\n", 2, "cpu: expected");
 }
 
-static void busy_above_100(void **state)
+KIT_TEST_FX(busy_above_100, setup, teardown)
 {
 	struct fixture *fx = *state;
 
@@ -295,7 +295,7 @@ static void busy_above_100(void **state)
 		   "cpu 1: busy_pct 101 above 100");
 }
 
-static void task_bad_cpu_list(void **state)
+KIT_TEST_FX(task_bad_cpu_list, setup, teardown)
 {
 	struct fixture *fx = *state;
 
@@ -305,7 +305,7 @@ static void task_bad_cpu_list(void **state)
 		   "task 5: bad cpu list '3-1'");
 }
 
-static void task_ids_positive(void **state)
+KIT_TEST_FX(task_ids_positive, setup, teardown)
 {
 	struct fixture *fx = *state;
 
@@ -317,7 +317,7 @@ static void task_ids_positive(void **state)
 		   "tid and tgid must be positive");
 }
 
-static void task_fields_missing_or_extra(void **state)
+KIT_TEST_FX(task_fields_missing_or_extra, setup, teardown)
 {
 	struct fixture *fx = *state;
 
@@ -338,7 +338,7 @@ static void task_fields_missing_or_extra(void **state)
 }
 
 /* The optional partner= field survives a write and a read. */
-static void partner_round_trip(void **state)
+KIT_TEST_FX(partner_round_trip, setup, teardown)
 {
 	struct fixture *fx = *state;
 	char buf[4096];
@@ -374,7 +374,7 @@ static void partner_round_trip(void **state)
 }
 
 /* keep_together's and latency_apart's inputs: lat= and rss= on tasks, latency records. */
-static void placement_round_trip(void **state)
+KIT_TEST_FX(placement_round_trip, setup, teardown)
 {
 	struct fixture *fx = *state;
 	char err[256] = "";
@@ -416,7 +416,7 @@ static void placement_round_trip(void **state)
 	assert_int_equal(fx->back->nlat, 0);
 }
 
-static void placement_fields_checked(void **state)
+KIT_TEST_FX(placement_fields_checked, setup, teardown)
 {
 	struct fixture *fx = *state;
 	static const char *const bad[] = { "lat=0", "lat=20", "lat=-21", "lat=+5", "lat= 5",
@@ -442,7 +442,7 @@ static void placement_fields_checked(void **state)
 }
 
 /* The clock of the tasks' start times rides in the header, both fields or neither. */
-static void uptime_round_trip(void **state)
+KIT_TEST_FX(uptime_round_trip, setup, teardown)
 {
 	struct fixture *fx = *state;
 	char err[256] = "";
@@ -460,7 +460,7 @@ static void uptime_round_trip(void **state)
 }
 
 /* A CPU's older counts keep their time; counts of the snapshot's moment write none. */
-static void sampled_round_trip(void **state)
+KIT_TEST_FX(sampled_round_trip, setup, teardown)
 {
 	struct fixture *fx = *state;
 	char err[256] = "";
@@ -482,14 +482,14 @@ static void sampled_round_trip(void **state)
 	expect_bad(fx->s, "snapshot 1 2 3\ncpu 0 0 0 sampled=\nend\n", 2, "cpu: expected");
 }
 
-static void missing_end(void **state)
+KIT_TEST_FX(missing_end, setup, teardown)
 {
 	struct fixture *fx = *state;
 
 	expect_bad(fx->s, "snapshot 1 2 3\ncpu 0 1 1\n\n", 3, "not closed by 'end'");
 }
 
-static void missing_end_after_good_snapshot(void **state)
+KIT_TEST_FX(missing_end_after_good_snapshot, setup, teardown)
 {
 	static const char text[] = "snapshot 1 2 3\nend\nsnapshot 2 2 3\ncpu 0 1 1\n";
 	struct fixture *fx = *state;
@@ -503,7 +503,7 @@ static void missing_end_after_good_snapshot(void **state)
 	assert_non_null(strstr(err, "not closed by 'end'"));
 }
 
-static void bad_escape(void **state)
+KIT_TEST_FX(bad_escape, setup, teardown)
 {
 	static const char *const bad[] = { "a\\q", "a\\x", "a\\x4", "a\\xg0", "a\\x00", "a\\" };
 	struct fixture *fx = *state;
@@ -519,7 +519,7 @@ static void bad_escape(void **state)
 	}
 }
 
-static void comm_too_long(void **state)
+KIT_TEST_FX(comm_too_long, setup, teardown)
 {
 	struct fixture *fx = *state;
 
@@ -530,7 +530,7 @@ static void comm_too_long(void **state)
 		   2, "task 5: bad comm");
 }
 
-static void comm_of_fifteen_fits(void **state)
+KIT_TEST_FX(comm_of_fifteen_fits, setup, teardown)
 {
 	static const char text[] = "snapshot 1 2 3\ntask 5 5 0 1 0 0 0123456789abcd\\x20 -\nend\n";
 	struct fixture *fx = *state;
@@ -540,33 +540,4 @@ static void comm_of_fifteen_fits(void **state)
 
 	assert_int_equal(snap_read(in, fx->s, &lineno, err, sizeof(err)), 1);
 	assert_string_equal(fx->s->tasks[0].comm, "0123456789abcd ");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(text_form_is_escaped, setup, teardown),
-		cmocka_unit_test_setup_teardown(several_snapshots_then_eof, setup, teardown),
-		cmocka_unit_test_setup_teardown(comments_and_blank_lines_ignored, setup, teardown),
-		cmocka_unit_test_setup_teardown(unknown_record, setup, teardown),
-		cmocka_unit_test_setup_teardown(cpu_outside_topology, setup, teardown),
-		cmocka_unit_test_setup_teardown(cpu_record_malformed, setup, teardown),
-		cmocka_unit_test_setup_teardown(busy_above_100, setup, teardown),
-		cmocka_unit_test_setup_teardown(task_bad_cpu_list, setup, teardown),
-		cmocka_unit_test_setup_teardown(task_ids_positive, setup, teardown),
-		cmocka_unit_test_setup_teardown(task_fields_missing_or_extra, setup, teardown),
-		cmocka_unit_test_setup_teardown(partner_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(sampled_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(uptime_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(missing_end, setup, teardown),
-		cmocka_unit_test_setup_teardown(missing_end_after_good_snapshot, setup, teardown),
-		cmocka_unit_test_setup_teardown(bad_escape, setup, teardown),
-		cmocka_unit_test_setup_teardown(placement_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(placement_fields_checked, setup, teardown),
-		cmocka_unit_test_setup_teardown(comm_too_long, setup, teardown),
-		cmocka_unit_test_setup_teardown(comm_of_fifteen_fits, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

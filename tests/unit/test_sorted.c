@@ -6,7 +6,7 @@
 #include <errno.h>
 
 #include "rqbalance.h"
-#include "unit.h"
+#include "kit.h"
 #include "util/sorted.h"
 
 struct item {
@@ -28,7 +28,7 @@ static int cmp_item(const void *key, const void *elem)
 	return cmp_key(&((const struct item *)key)->key, elem);
 }
 
-static void empty_table(void **state)
+KIT_TEST(empty_table)
 {
 	int key = 3;
 
@@ -36,7 +36,7 @@ static void empty_table(void **state)
 	assert_null(sorted_find(NULL, 0, sizeof(struct item), &key, cmp_key));
 }
 
-static void lower_is_first_of_equals(void **state)
+KIT_TEST(lower_is_first_of_equals)
 {
 	const struct item t[] = {{1, 0}, {3, 1}, {3, 2}, {3, 3}, {7, 4}};
 	const int keys[] = {0, 1, 2, 3, 4, 7, 8};
@@ -51,7 +51,7 @@ static void lower_is_first_of_equals(void **state)
 	assert_null(sorted_find(t, ARRAY_SIZE(t), sizeof(*t), &keys[6], cmp_key));
 }
 
-static void insert_shifts_and_refuses_when_full(void **state)
+KIT_TEST(insert_shifts_and_refuses_when_full)
 {
 	struct item t[4] = {{1, 0}, {5, 1}};
 	size_t n = 2;
@@ -73,7 +73,7 @@ static void insert_shifts_and_refuses_when_full(void **state)
 	assert_int_equal(t[0].key, 1);
 }
 
-static void add_goes_after_equals(void **state)
+KIT_TEST(add_goes_after_equals)
 {
 	struct item t[8];
 	size_t n = 0;
@@ -92,7 +92,7 @@ static void add_goes_after_equals(void **state)
 	}
 }
 
-static void remove_keeps_order(void **state)
+KIT_TEST(remove_keeps_order)
 {
 	struct item t[] = {{1, 0}, {2, 1}, {3, 2}, {4, 3}};
 	size_t n = ARRAY_SIZE(t);
@@ -125,7 +125,7 @@ static unsigned next_rand(unsigned *seed)
 	return *seed >> 16;
 }
 
-static void random_adds_and_removes(void **state)
+KIT_TEST(random_adds_and_removes)
 {
 	enum { CAP = 512 };
 	struct item t[CAP];
@@ -155,16 +155,4 @@ static void random_adds_and_removes(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(empty_table),
-	    cmocka_unit_test(lower_is_first_of_equals),
-	    cmocka_unit_test(insert_shifts_and_refuses_when_full),
-	    cmocka_unit_test(add_goes_after_equals),
-	    cmocka_unit_test(remove_keeps_order),
-	    cmocka_unit_test(random_adds_and_removes),
-	};
-
-	return cmocka_run_group_tests_name("sorted", tests, NULL, NULL);
-}
+KIT_GROUP("sorted", NULL, NULL);

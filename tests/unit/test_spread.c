@@ -28,7 +28,7 @@ static const char *decide(struct fx *f, uint64_t now_ms)
 }
 
 /* (a) Two tasks on CPU0, CPU1 idle: the younger one goes to LLC 1. */
-static void spreads_to_idle_llc(void **state)
+KIT_TEST(spreads_to_idle_llc)
 {
 	struct fx *f = fx_new(T2);
 
@@ -45,7 +45,7 @@ static void spreads_to_idle_llc(void **state)
  * together there. A task alone of its process still moves, and threads of one process
  * already apart may.
  */
-static void whole_processes_keeps_threads_together(void **state)
+KIT_TEST(whole_processes_keeps_threads_together)
 {
 	struct fx *f = fx_new(T2);
 
@@ -73,7 +73,7 @@ static void whole_processes_keeps_threads_together(void **state)
 }
 
 /* (a) Idle means no runnable task, whatever the utilization says. */
-static void counts_tasks_not_utilization(void **state)
+KIT_TEST(counts_tasks_not_utilization)
 {
 	struct fx *f = fx_new(T2);
 
@@ -87,7 +87,7 @@ static void counts_tasks_not_utilization(void **state)
 }
 
 /* (a) With no idle CPU anywhere, nothing moves: the kernel balances busy CPUs. */
-static void no_idle_cpu_no_move(void **state)
+KIT_TEST(no_idle_cpu_no_move)
 {
 	struct fx *f = fx_new(T2);
 
@@ -100,7 +100,7 @@ static void no_idle_cpu_no_move(void **state)
 }
 
 /* (b) A lone task is never pulled, however busy its CPU and idle the rest. */
-static void lone_task_never_pulled(void **state)
+KIT_TEST(lone_task_never_pulled)
 {
 	struct fx *f = fx_new(T2);
 
@@ -116,7 +116,7 @@ static void lone_task_never_pulled(void **state)
  * from CPU 3; when both tasks there are ineligible, nothing moves, even though seven
  * single-task CPUs of the overloaded LLC have eligible tasks.
  */
-static void takes_only_from_shared_cpu(void **state)
+KIT_TEST(takes_only_from_shared_cpu)
 {
 	struct fx *f = fx_new(T64);
 
@@ -137,7 +137,7 @@ static void takes_only_from_shared_cpu(void **state)
 }
 
 /* (c) 5 tasks on 4 CPUs against 3 on 4: 1.25 > 1.00 * 1.17, so move; at 130 % stay. */
-static void moves_only_when_clearly_less_loaded(void **state)
+KIT_TEST(moves_only_when_clearly_less_loaded)
 {
 	for (int pct = 117; pct <= 130; pct += 13) {
 		struct fx *f = fx_new(T2x4);
@@ -160,7 +160,7 @@ static void moves_only_when_clearly_less_loaded(void **state)
 }
 
 /* (c) 9 on 8 CPUs against 7 on 8: 1.125 is not clearly more than 1.0: keep it local. */
-static void keeps_local_when_close(void **state)
+KIT_TEST(keeps_local_when_close)
 {
 	struct fx *f = fx_new(T2x8);
 
@@ -174,7 +174,7 @@ static void keeps_local_when_close(void **state)
 }
 
 /* (d) An overload seen in one sample only (a short task caught running) moves nothing. */
-static void one_sample_overload_moves_nothing(void **state)
+KIT_TEST(one_sample_overload_moves_nothing)
 {
 	struct fx *f = fx_new(T2);
 
@@ -193,7 +193,7 @@ static void one_sample_overload_moves_nothing(void **state)
  * (d) A pin holds for min_residency, and is released once its LLC of origin could take
  * back every task pinned away from it, and could for min_residency without a break.
  */
-static void residency_and_release(void **state)
+KIT_TEST(residency_and_release)
 {
 	struct fx *f = fx_new(T2);
 
@@ -273,7 +273,7 @@ static const char *silent_cpu_ticks(struct fx *f, const char *silent)
 	return plans;
 }
 
-static void silent_cpu_keeps_its_pin(void **state)
+KIT_TEST(silent_cpu_keeps_its_pin)
 {
 	struct fx *f = fx_new(T2x2);
 
@@ -288,7 +288,7 @@ static void silent_cpu_keeps_its_pin(void **state)
  * older than the last tick it vouches for nothing: the other hog counts there, and LLC 1
  * is not clearly less loaded than LLC 0 with its two hogs and the shell.
  */
-static void held_record_hides_a_stacked_hog(void **state)
+KIT_TEST(held_record_hides_a_stacked_hog)
 {
 	struct fx *f = fx_new(T2x2);
 
@@ -300,7 +300,7 @@ static void held_record_hides_a_stacked_hog(void **state)
 
 /* The control: CPU 3's counts are fresh, so the hog pinned there sleeps. LLC 1 has an
  * idle CPU in both ticks, LLC 0 one task too many: a third hog goes. */
-static void pinned_sleeper_is_no_load(void **state)
+KIT_TEST(pinned_sleeper_is_no_load)
 {
 	struct fx *f = fx_new(T2x2);
 
@@ -332,7 +332,7 @@ static void nothing_moves_after_pins(struct fx *f, const char *body)
  * pinned away. Counts that predate a pin hold no task the pin moved off that CPU: LLC
  * 0 has three tasks, LLC 1 two on one CPU, and nothing moves.
  */
-static void left_behind_count_is_no_load(void **state)
+KIT_TEST(left_behind_count_is_no_load)
 {
 	struct fx *f = fx_new(T2x2);
 
@@ -352,7 +352,7 @@ static void left_behind_count_is_no_load(void **state)
  * 3 idle), and a third hog was pinned away. A kernel thread's instant is no reason to
  * move: LLC 0's three are not clearly more than LLC 1 would hold after.
  */
-static void kernel_instant_moves_nothing(void **state)
+KIT_TEST(kernel_instant_moves_nothing)
 {
 	struct fx *f = fx_new(T2x2);
 
@@ -373,7 +373,7 @@ static void kernel_instant_moves_nothing(void **state)
  * 2026-12-02). A kernel thread is the kernel's to place and does not stay: no reason
  * to move a task, in a tick alone or in two.
  */
-static void kernel_thread_moves_nothing(void **state)
+KIT_TEST(kernel_thread_moves_nothing)
 {
 	struct fx *f = fx_new(T2x2);
 
@@ -390,7 +390,7 @@ static void kernel_thread_moves_nothing(void **state)
 }
 
 /* (d) Hysteresis: while LLC 0 stays full, the pin holds until max_pin_ms. */
-static void pin_released_at_max_age(void **state)
+KIT_TEST(pin_released_at_max_age)
 {
 	struct fx *f = fx_new(T2);
 
@@ -413,7 +413,7 @@ static void pin_released_at_max_age(void **state)
  * core each, get no pin by default, and a pin made across them is released as soon as
  * a reload raises min_llc_cores.
  */
-static void single_core_llcs_not_spread(void **state)
+KIT_TEST(single_core_llcs_not_spread)
 {
 	struct fx *f = fx_new(T2);
 
@@ -441,7 +441,7 @@ static void single_core_llcs_not_spread(void **state)
 }
 
 /* (d) A cap on moves per tick, and a task moved is not moved again within residency. */
-static void moves_capped_per_tick(void **state)
+KIT_TEST(moves_capped_per_tick)
 {
 	struct fx *f = fx_new(T64);
 	const char *dump;
@@ -459,7 +459,7 @@ static void moves_capped_per_tick(void **state)
 }
 
 /* (e) Each kind of task rqbalance must never touch. */
-static void never_touches_ineligible(void **state)
+KIT_TEST(never_touches_ineligible)
 {
 	struct fx *f = fx_new(T2);
 	struct snap_task *t;
@@ -499,7 +499,7 @@ static void never_touches_ineligible(void **state)
  * (e) A task that used no CPU since the last sample (a short command caught running)
  * counts as load but is not moved: the hog beside it on the same CPU goes instead.
  */
-static void moves_no_task_that_used_no_cpu(void **state)
+KIT_TEST(moves_no_task_that_used_no_cpu)
 {
 	struct fx *f = fx_new(T2);
 
@@ -516,7 +516,7 @@ static void moves_no_task_that_used_no_cpu(void **state)
  * task move; on a target it counts. Once old enough it moves like any other. Start
  * times are clock ticks (100 a second); the young ones started at tick 5000.
  */
-static void young_tasks_are_the_kernels(void **state)
+KIT_TEST(young_tasks_are_the_kernels)
 {
 	struct fx *f = fx_new(T2);
 
@@ -570,7 +570,7 @@ static void young_tasks_are_the_kernels(void **state)
  * 256 CPUs: 40 tasks on LLC 3 (CPUs 48-55 run three each). Each pick takes the youngest
  * task of the busiest CPU; targets are idle LLCs of the same NUMA node (0-7) first.
  */
-static void big_machine_prefers_near_llcs(void **state)
+KIT_TEST(big_machine_prefers_near_llcs)
 {
 	struct fx *f = fx_new(T256);
 
@@ -644,7 +644,7 @@ static bool spread_done(const struct fx *f, const int *load)
 	return !(over && idle);
 }
 
-static void converges_without_ping_pong(void **state)
+KIT_TEST(converges_without_ping_pong)
 {
 	struct fx *f = fx_new(T64);
 	enum { N = 48 };
@@ -694,7 +694,7 @@ static struct fx *pair_fixture(int llc1_tasks, bool keep)
 	return f;
 }
 
-static void keep_pairs_moves_pairs_together(void **state)
+KIT_TEST(keep_pairs_moves_pairs_together)
 {
 	struct fx *f = pair_fixture(0, true);
 
@@ -736,7 +736,7 @@ static struct fx *sleeping_partner_fixture(bool keep, int partner_cpu)
 	return f;
 }
 
-static void keep_pairs_sleeping_partner(void **state)
+KIT_TEST(keep_pairs_sleeping_partner)
 {
 	static const char *const moved =
 		"pin tid=10 tgid=10 comm=\"t10\" llc=0->1 cpus=4-7 why=overload\n";
@@ -775,7 +775,7 @@ static int llc_cpus(const struct topo *t, int l, int *cpus)
 	return n;
 }
 
-static void rules_on_each_machine(void **state)
+KIT_TEST(rules_on_each_machine)
 {
 	int cpus[RQB_MAX_CPUS];
 
@@ -839,39 +839,4 @@ static void rules_on_each_machine(void **state)
 		}
 		fx_free(f);
 	}
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(spreads_to_idle_llc),
-		cmocka_unit_test(whole_processes_keeps_threads_together),
-		cmocka_unit_test(counts_tasks_not_utilization),
-		cmocka_unit_test(no_idle_cpu_no_move),
-		cmocka_unit_test(lone_task_never_pulled),
-		cmocka_unit_test(takes_only_from_shared_cpu),
-		cmocka_unit_test(moves_only_when_clearly_less_loaded),
-		cmocka_unit_test(keeps_local_when_close),
-		cmocka_unit_test(one_sample_overload_moves_nothing),
-		cmocka_unit_test(residency_and_release),
-		cmocka_unit_test(silent_cpu_keeps_its_pin),
-		cmocka_unit_test(pinned_sleeper_is_no_load),
-		cmocka_unit_test(held_record_hides_a_stacked_hog),
-		cmocka_unit_test(left_behind_count_is_no_load),
-		cmocka_unit_test(kernel_instant_moves_nothing),
-		cmocka_unit_test(kernel_thread_moves_nothing),
-		cmocka_unit_test(pin_released_at_max_age),
-		cmocka_unit_test(single_core_llcs_not_spread),
-		cmocka_unit_test(moves_capped_per_tick),
-		cmocka_unit_test(never_touches_ineligible),
-		cmocka_unit_test(moves_no_task_that_used_no_cpu),
-		cmocka_unit_test(young_tasks_are_the_kernels),
-		cmocka_unit_test(big_machine_prefers_near_llcs),
-		cmocka_unit_test(converges_without_ping_pong),
-		cmocka_unit_test(rules_on_each_machine),
-		cmocka_unit_test(keep_pairs_moves_pairs_together),
-		cmocka_unit_test(keep_pairs_sleeping_partner),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

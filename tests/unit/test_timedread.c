@@ -11,7 +11,7 @@
 
 #include "rqbalance.h"
 #include "util/timedread.h"
-#include "unit.h"
+#include "kit.h"
 
 /* The bound of the reads that are held; one that answers gets a minute, so that a
  * loaded machine, slow to run the worker, does not turn its result into a timeout. */
@@ -56,7 +56,7 @@ static void reads_a_file(void)
 	assert_int_equal(timedread_file(path, buf, sizeof(buf), ANSWER_NS), -ENOENT);
 }
 
-static void normal_read(void **state)
+KIT_TEST(normal_read)
 {
 	reads_a_file();
 	assert_int_equal(timedread_stuck(), 0);
@@ -73,7 +73,7 @@ static void held_read(int rfd)
 	assert_string_equal(buf, "same");
 }
 
-static void bounded_and_left(void **state)
+KIT_TEST(bounded_and_left)
 {
 	int p[TIMEDREAD_STUCK_MAX][2], fd;
 	char buf[8], path[] = "/tmp/rqb-timedread.XXXXXX";
@@ -116,7 +116,7 @@ static void bounded_and_left(void **state)
 	reads_a_file();
 }
 
-static void after_fini(void **state)
+KIT_TEST(after_fini)
 {
 	reads_a_file();
 	timedread_fini();
@@ -124,14 +124,7 @@ static void after_fini(void **state)
 	timedread_fini();
 }
 
-int main(void)
+void kit_before(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(normal_read),
-		cmocka_unit_test(bounded_and_left),
-		cmocka_unit_test(after_fini),
-	};
-
 	alarm(60); /* a read that is not bounded fails the program, it does not hang it */
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,11 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "unit.h"
+#include "kit.h"
 
-static void two_llcs_one_cpu_each(void **state)
+KIT_TEST(two_llcs_one_cpu_each)
 {
-	struct topo *t = unit_topo("package:1 l3cache:2 core:1 pu:1");
+	struct topo *t = kit_topo("package:1 l3cache:2 core:1 pu:1");
 
 	assert_int_equal(t->ncpus, 2);
 	assert_int_equal(t->nllcs, 2);
@@ -22,9 +22,9 @@ static void two_llcs_one_cpu_each(void **state)
 	topo_free(t);
 }
 
-static void smt_siblings_share_a_core(void **state)
+KIT_TEST(smt_siblings_share_a_core)
 {
-	struct topo *t = unit_topo("package:2 l3cache:4 core:4 pu:2");
+	struct topo *t = kit_topo("package:2 l3cache:4 core:4 pu:2");
 	char buf[256];
 
 	assert_int_equal(t->ncpus, 64);
@@ -45,10 +45,10 @@ static void smt_siblings_share_a_core(void **state)
 	topo_free(t);
 }
 
-static void big_numa_machine(void **state)
+KIT_TEST(big_numa_machine)
 {
 	struct topo *t =
-		unit_topo("package:2 [numa(memory=64GB)] l3cache:8(size=32MB) core:8 pu:2");
+		kit_topo("package:2 [numa(memory=64GB)] l3cache:8(size=32MB) core:8 pu:2");
 
 	assert_int_equal(t->ncpus, 256);
 	assert_int_equal(t->nllcs, 16);
@@ -59,9 +59,9 @@ static void big_numa_machine(void **state)
 	topo_free(t);
 }
 
-static void no_cache_means_one_llc_per_package(void **state)
+KIT_TEST(no_cache_means_one_llc_per_package)
 {
-	struct topo *t = unit_topo("package:2 core:2 pu:1");
+	struct topo *t = kit_topo("package:2 core:2 pu:1");
 
 	assert_int_equal(t->nllcs, 2);
 	assert_int_equal(t->cpus[0].llc, t->cpus[1].llc);
@@ -69,9 +69,9 @@ static void no_cache_means_one_llc_per_package(void **state)
 	topo_free(t);
 }
 
-static void fake_xml_maps_real_cpus(void **state)
+KIT_TEST(fake_xml_maps_real_cpus)
 {
-	struct topo_opts o = { .xml = UNIT_DATA("topo-2llc.xml") };
+	struct topo_opts o = { .xml = KIT_DATA("topo-2llc.xml") };
 	struct topo *t = NULL;
 
 	assert_int_equal(topo_load(&o, &t), 0);
@@ -107,9 +107,9 @@ static void kind_is(const struct topo *t, int k, const char *cpus, int eff, cons
  * The desktop parts of issue #44 (tests/data/gen_topo.py): kinds of core in hwloc's
  * order, most efficient first, each CPU knowing its own; each LLC with its size.
  */
-static void hybrid_kinds(void **state)
+KIT_TEST(hybrid_kinds)
 {
-	struct topo *t = load_xml(UNIT_DATA("topo-hybrid-8p16e.xml"));
+	struct topo *t = load_xml(KIT_DATA("topo-hybrid-8p16e.xml"));
 
 	assert_int_equal(t->ncpus, 32);
 	assert_int_equal(t->ncores, 24);
@@ -124,7 +124,7 @@ static void hybrid_kinds(void **state)
 	topo_free(t);
 
 	/* The low-power E-cores have an LLC of their own: their L2. */
-	t = load_xml(UNIT_DATA("topo-hybrid-lp.xml"));
+	t = load_xml(KIT_DATA("topo-hybrid-lp.xml"));
 	assert_int_equal(t->ncpus, 22);
 	assert_int_equal(t->nllcs, 2);
 	assert_int_equal(t->cpus[0].llc, t->cpus[19].llc);
@@ -139,10 +139,10 @@ static void hybrid_kinds(void **state)
 }
 
 /* Two CCDs: the V-cache one is the larger LLC and the slower kind. */
-static void x3d_ccds(void **state)
+KIT_TEST(x3d_ccds)
 {
-	static const char *const parts[] = { UNIT_DATA("topo-7950x3d.xml"),
-					     UNIT_DATA("topo-9950x3d.xml") };
+	static const char *const parts[] = { KIT_DATA("topo-7950x3d.xml"),
+					     KIT_DATA("topo-9950x3d.xml") };
 	static const unsigned mhz0[] = { 5250, 5450 };
 
 	for (int i = 0; i < 2; i++) {
@@ -163,16 +163,16 @@ static void x3d_ccds(void **state)
 }
 
 /* A machine with one kind: none listed, every CPU of kind -1. */
-static void one_kind(void **state)
+KIT_TEST(one_kind)
 {
-	struct topo *t = load_xml(UNIT_DATA("topo-2llc.xml"));
+	struct topo *t = load_xml(KIT_DATA("topo-2llc.xml"));
 
 	assert_int_equal(t->nkinds, 0);
 	assert_int_equal(t->cpus[0].kind, -1);
 	topo_free(t);
 }
 
-static void missing_xml_is_an_error(void **state)
+KIT_TEST(missing_xml_is_an_error)
 {
 	struct topo_opts o = { .xml = "/nonexistent/topo.xml" };
 	struct topo *t = (struct topo *)0x1;
@@ -181,22 +181,15 @@ static void missing_xml_is_an_error(void **state)
 	assert_ptr_equal(t, (struct topo *)0x1);
 }
 
-static void offline_cpus_left_out(void **state)
+KIT_TEST(offline_cpus_left_out)
 {
-	char root[] = "/tmp/rqb-topo.XXXXXX", path[PATH_MAX];
+	char root[] = "/tmp/rqb-topo.XXXXXX";
 	struct topo_opts o = { .synthetic = "package:1 l3cache:2 core:4 pu:1",
 			       .filter_online = true, .root = root };
 	struct topo *t = NULL;
-	FILE *f;
 
-	assert_non_null(mkdtemp(root));
-	snprintf(path, sizeof(path), "mkdir -p %s/sys/devices/system/cpu", root);
-	assert_int_equal(system(path), 0);
-	snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online", root);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("0-2,5\n", f);
-	fclose(f);
+	kit_tmp(root, sizeof(root), "topo");
+	kit_put(root, "sys/devices/system/cpu/online", "0-2,5\n");
 	assert_int_equal(topo_load(&o, &t), 0);
 	assert_int_equal(t->ncpus, 4);
 	assert_int_equal(t->noffline, 4);
@@ -207,34 +200,24 @@ static void offline_cpus_left_out(void **state)
 	assert_int_equal(t->llcs[1].ncpus, 1);
 	assert_int_equal(topo_llc_of(t, 4), -1);
 	topo_free(t);
-	snprintf(path, sizeof(path), "rm -rf %s", root);
-	assert_int_equal(system(path), 0);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 static void write_online(const char *root, const char *list)
 {
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/sys/devices/system/cpu/online", root);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(list, f);
-	fclose(f);
+	kit_put(root, "sys/devices/system/cpu/online", list);
 }
 
 /* CPUs going offline and back after the load: out of their LLC, then in again. */
-static void hotplug_followed(void **state)
+KIT_TEST(hotplug_followed)
 {
-	char root[] = "/tmp/rqb-topo.XXXXXX", path[PATH_MAX];
+	char root[] = "/tmp/rqb-topo.XXXXXX";
 	struct topo_opts o = { .synthetic = "package:1 l3cache:2 core:2 pu:1",
 			       .filter_online = true, .root = root };
 	struct topo *t = NULL;
 	cpu_set_t went, came;
 
-	assert_non_null(mkdtemp(root));
-	snprintf(path, sizeof(path), "mkdir -p %s/sys/devices/system/cpu", root);
-	assert_int_equal(system(path), 0);
+	kit_tmp(root, sizeof(root), "topo");
 	write_online(root, "0-2\n");
 	assert_int_equal(topo_load(&o, &t), 0);
 	assert_int_equal(t->ncpus, 3);
@@ -261,24 +244,21 @@ static void hotplug_followed(void **state)
 	assert_int_equal(t->ncpus, 3);
 	assert_int_equal(t->noffline, 1);
 
-	snprintf(path, sizeof(path), "rm -rf %s", root);
-	assert_int_equal(system(path), 0);
+	assert_int_equal(kit_rm(root), 0);
 	assert_true(topo_follow_online(t, root, &went, &came) < 0);
 	assert_int_equal(t->ncpus, 3);
 	topo_free(t);
 }
 
 /* A CPU of a kind going offline and back: out of its kind's CPUs, then in again. */
-static void kinds_follow_hotplug(void **state)
+KIT_TEST(kinds_follow_hotplug)
 {
-	char root[] = "/tmp/rqb-topo.XXXXXX", path[PATH_MAX];
-	struct topo_opts o = { .xml = UNIT_DATA("topo-hybrid-8p16e.xml"),
+	char root[] = "/tmp/rqb-topo.XXXXXX";
+	struct topo_opts o = { .xml = KIT_DATA("topo-hybrid-8p16e.xml"),
 			       .filter_online = true, .root = root };
 	struct topo *t = NULL;
 
-	assert_non_null(mkdtemp(root));
-	snprintf(path, sizeof(path), "mkdir -p %s/sys/devices/system/cpu", root);
-	assert_int_equal(system(path), 0);
+	kit_tmp(root, sizeof(root), "topo");
 	/* CPU 31 offline at the load: in no kind, and never placed. */
 	write_online(root, "0-30\n");
 	assert_int_equal(topo_load(&o, &t), 0);
@@ -292,8 +272,7 @@ static void kinds_follow_hotplug(void **state)
 	assert_int_equal(topo_follow_online(t, root, NULL, NULL), 1);
 	kind_is(t, 0, "16-30", 0, "IntelAtom", 4300);
 	topo_free(t);
-	snprintf(path, sizeof(path), "rm -rf %s", root);
-	assert_int_equal(system(path), 0);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 /*
@@ -303,27 +282,19 @@ static void kinds_follow_hotplug(void **state)
  */
 static void x3d_fake(const char *root, const char *word)
 {
-	char cmd[PATH_MAX * 2], dir[PATH_MAX];
-	FILE *f;
+	char dir[PATH_MAX];
 
 	snprintf(dir, sizeof(dir), "%s/sys/bus/platform/drivers/amd_x3d_vcache", root);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s' && touch '%s/bind' '%s/uevent'",
-		 dir, dir, dir, dir);
-	assert_int_equal(system(cmd), 0);
-	if (!word)
-		return;
-	snprintf(cmd, sizeof(cmd), "mkdir '%s/AMDI0101:00'", dir);
-	assert_int_equal(system(cmd), 0);
-	snprintf(cmd, sizeof(cmd), "%s/AMDI0101:00/amd_x3d_mode", dir);
-	f = fopen(cmd, "w");
-	assert_non_null(f);
-	fputs(word, f);
-	fclose(f);
+	kit_rm(dir);
+	kit_put(dir, "bind", "");
+	kit_put(dir, "uevent", "");
+	if (word)
+		kit_put(dir, "AMDI0101:00/amd_x3d_mode", word);
 }
 
 static enum topo_x3d x3d_loaded(const char *root)
 {
-	struct topo_opts o = { .xml = UNIT_DATA("topo-7950x3d.xml"), .root = root };
+	struct topo_opts o = { .xml = KIT_DATA("topo-7950x3d.xml"), .root = root };
 	struct topo *t = NULL;
 	enum topo_x3d m;
 
@@ -333,20 +304,12 @@ static enum topo_x3d x3d_loaded(const char *root)
 	return m;
 }
 
-static void rm_root(const char *root)
-{
-	char cmd[PATH_MAX];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	assert_int_equal(system(cmd), 0);
-}
-
 /* The driver's two words, at load, for a fake XML topology too; anything else is none. */
-static void x3d_mode_at_load(void **state)
+KIT_TEST(x3d_mode_at_load)
 {
 	char root[] = "/tmp/rqb-topo.XXXXXX";
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "topo");
 	assert_int_equal(x3d_loaded(root), TOPO_X3D_NONE); /* no driver */
 	x3d_fake(root, NULL);
 	assert_int_equal(x3d_loaded(root), TOPO_X3D_NONE); /* a driver, no device */
@@ -362,17 +325,17 @@ static void x3d_mode_at_load(void **state)
 	assert_int_equal(x3d_loaded(root), TOPO_X3D_NONE);
 	x3d_fake(root, "");
 	assert_int_equal(x3d_loaded(root), TOPO_X3D_NONE);
-	rm_root(root);
+	assert_int_equal(kit_rm(root), 0);
 }
 
 /* A switch at run time (x3dctl) is seen once; the driver going away is a change too. */
-static void x3d_mode_followed(void **state)
+KIT_TEST(x3d_mode_followed)
 {
 	char root[] = "/tmp/rqb-topo.XXXXXX";
-	struct topo_opts o = { .xml = UNIT_DATA("topo-9950x3d.xml"), .root = root };
+	struct topo_opts o = { .xml = KIT_DATA("topo-9950x3d.xml"), .root = root };
 	struct topo *t = NULL;
 
-	assert_non_null(mkdtemp(root));
+	kit_tmp(root, sizeof(root), "topo");
 	x3d_fake(root, "frequency\n");
 	assert_int_equal(topo_load(&o, &t), 0);
 	assert_int_equal(t->x3d_mode, TOPO_X3D_FREQUENCY);
@@ -389,7 +352,7 @@ static void x3d_mode_followed(void **state)
 	assert_int_equal(topo_follow_x3d(t, root), 1);
 	assert_int_equal(t->x3d_mode, TOPO_X3D_FREQUENCY);
 
-	rm_root(root);
+	assert_int_equal(kit_rm(root), 0);
 	assert_int_equal(topo_follow_x3d(t, root), 1);
 	assert_int_equal(t->x3d_mode, TOPO_X3D_NONE);
 	assert_int_equal(topo_follow_x3d(t, root), 0);
@@ -397,7 +360,7 @@ static void x3d_mode_followed(void **state)
 }
 
 /* The words rqctl status and --show-topology print: the driver's own. */
-static void x3d_names(void **state)
+KIT_TEST(x3d_names)
 {
 	assert_string_equal(topo_x3d_name(TOPO_X3D_NONE), "none");
 	assert_string_equal(topo_x3d_name(TOPO_X3D_FREQUENCY), "frequency");
@@ -408,7 +371,7 @@ static void x3d_names(void **state)
  * A kind in the words status, --show-topology and the log print: the type pair left
  * out where hwloc names none, and a byte that would split or colour it made '_'.
  */
-static void kind_words(void **state)
+KIT_TEST(kind_words)
 {
 	struct topo t = { .nkinds = 2 };
 	char buf[256];
@@ -423,28 +386,4 @@ static void kind_words(void **state)
 	assert_string_equal(buf, "cpus 1 efficiency 0 type Intel_Atom_ max_mhz 4300");
 	topo_kind_describe(&t, 1, buf, sizeof(buf));
 	assert_string_equal(buf, "cpus 0,2 efficiency -1 max_mhz 0");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(two_llcs_one_cpu_each),
-		cmocka_unit_test(smt_siblings_share_a_core),
-		cmocka_unit_test(big_numa_machine),
-		cmocka_unit_test(no_cache_means_one_llc_per_package),
-		cmocka_unit_test(fake_xml_maps_real_cpus),
-		cmocka_unit_test(hybrid_kinds),
-		cmocka_unit_test(x3d_ccds),
-		cmocka_unit_test(one_kind),
-		cmocka_unit_test(missing_xml_is_an_error),
-		cmocka_unit_test(offline_cpus_left_out),
-		cmocka_unit_test(hotplug_followed),
-		cmocka_unit_test(kinds_follow_hotplug),
-		cmocka_unit_test(x3d_mode_at_load),
-		cmocka_unit_test(x3d_mode_followed),
-		cmocka_unit_test(x3d_names),
-		cmocka_unit_test(kind_words),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -363,3 +363,43 @@ scx_unload() {
 	scx_end
 	poll_until 600 scx_is disabled || fail "the scheduler did not unload: $(scx_state)"
 }
+
+# cgroup2 for a test: the guest boots with its cpu controller in cgroup v1. use_cgroup2
+# RC unmounts v1's cpu hierarchy and mounts cgroup2 at V2 until exit, and exits RC
+# where cgroup2 does not get the cpu controller. At exit, v1_back puts back the cgroup
+# mode the kernel booted in (use_debugfs noted it), runs the test's own cgroup2_undo
+# where it defines one, unmounts debugfs where use_debugfs mounted it, and mounts v1's
+# cpu hierarchy again.
+V2=/sys/fs/cgroup/unified
+MODE_FILE=/sys/kernel/debug/sched/cgroup_mode
+DEBUGFS=""
+BOOT_MODE=""
+v1_back() {
+	[ -n "$BOOT_MODE" ] && echo "$BOOT_MODE" >$MODE_FILE
+	command -v cgroup2_undo >/dev/null && cgroup2_undo
+	[ -n "$DEBUGFS" ] && umount /sys/kernel/debug
+	umount $V2
+	mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu
+}
+use_cgroup2() {
+	umount /sys/fs/cgroup/cpu || fail "cannot unmount the v1 cpu hierarchy"
+	mkdir -p $V2
+	mount -t cgroup2 none $V2 || fail "cannot mount cgroup2"
+	trap v1_back EXIT
+	# A v1 hierarchy lets its controllers go only once it is destroyed, a moment later:
+	# the kernel's doing, so polled, with a limit only as a safety net.
+	poll_until 600 grep -qw cpu $V2/cgroup.controllers || {
+		echo "cgroup2 has no cpu controller here: $(cat $V2/cgroup.controllers)"
+		exit "$1"
+	}
+}
+# "up smp (concur) max tasks": the one in parentheses is in force.
+mode_now() { sed 's/.*(\(.*\)).*/\1/' $MODE_FILE 2>/dev/null || echo unknown; }
+# debugfs, where the scheduler's cgroup mode is (7.3), mounted if it is not; the mode
+# the kernel booted in noted, for v1_back.
+use_debugfs() {
+	if [ ! -e /sys/kernel/debug/sched ]; then
+		mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null && DEBUGFS=mounted
+	fi
+	[ -e $MODE_FILE ] && BOOT_MODE=$(mode_now)
+}

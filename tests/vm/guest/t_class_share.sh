@@ -10,32 +10,10 @@
 # and again in smp (split, scaled, checked as on 6.1).
 # The guest's v1 cpu hierarchy is unmounted for the test and mounted again after.
 . /tests/lib.sh
-V2=/sys/fs/cgroup/unified
-MODE_FILE=/sys/kernel/debug/sched/cgroup_mode
 NCPU=$(list_len "$ALL")
 [ "$NCPU" -ge 4 ] || { echo "needs 4 CPUs, the guest has $NCPU"; exit 77; }
-umount /sys/fs/cgroup/cpu || fail "cannot unmount the v1 cpu hierarchy"
-mkdir -p $V2
-mount -t cgroup2 none $V2 || fail "cannot mount cgroup2"
-DEBUGFS=""
-restore() {
-	[ -n "$BOOT_MODE" ] && echo "$BOOT_MODE" >$MODE_FILE
-	[ -n "$DEBUGFS" ] && umount /sys/kernel/debug
-	umount $V2
-	mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu
-}
-BOOT_MODE=""
-trap restore EXIT
-poll_until 600 grep -qw cpu $V2/cgroup.controllers || {
-	echo "cgroup2 has no cpu controller here: $(cat $V2/cgroup.controllers)"
-	exit 77
-}
-if [ ! -e /sys/kernel/debug/sched ]; then
-	mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null && DEBUGFS=mounted
-fi
-# "up smp (concur) max tasks": the one in parentheses is in force.
-mode_now() { sed 's/.*(\(.*\)).*/\1/' $MODE_FILE 2>/dev/null || echo unknown; }
-[ -e $MODE_FILE ] && BOOT_MODE=$(mode_now)
+use_cgroup2 77
+use_debugfs
 # One LLC group for the daemon: no pins, only the latency half and the kernel's balancing.
 DAEMON_CONF='[balance]
 min_llc_cores = 1024'

@@ -13,8 +13,6 @@
 # below 10; elsewhere (7.3's concur) only their order. On 7.3 the window runs again in
 # smp. Shares of CPU time are a behaviour TCG shows faithfully, unlike timings.
 . /tests/lib.sh
-V2=/sys/fs/cgroup/unified
-MODE_FILE=/sys/kernel/debug/sched/cgroup_mode
 NCPU=$(list_len "$ALL")
 [ "$NCPU" -ge 8 ] || { echo "needs 8 CPUs, the guest has $NCPU"; exit 77; }
 A=$(llc_of 0)
@@ -23,30 +21,11 @@ B=$(llc_of "$(($(list_len "$A")))")
 	echo "needs two L3 groups of 4 CPUs, the guest has $A and $B"
 	exit 77
 }
-umount /sys/fs/cgroup/cpu || fail "cannot unmount the v1 cpu hierarchy"
-mkdir -p $V2
-mount -t cgroup2 none $V2 || fail "cannot mount cgroup2"
-DEBUGFS=""
-BOOT_MODE=""
-restore() {
-	[ -n "$BOOT_MODE" ] && echo "$BOOT_MODE" >$MODE_FILE
-	# The classes hold the cpu controller in cgroup2 after its unmount: v1 could not
-	# take it back.
-	rmdir $V2/rqbalance-lat* 2>/dev/null
-	[ -n "$DEBUGFS" ] && umount /sys/kernel/debug
-	umount $V2
-	mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu
-}
-trap restore EXIT
-poll_until 600 grep -qw cpu $V2/cgroup.controllers || {
-	echo "cgroup2 has no cpu controller here: $(cat $V2/cgroup.controllers)"
-	exit 77
-}
-if [ ! -e /sys/kernel/debug/sched ]; then
-	mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null && DEBUGFS=mounted
-fi
-mode_now() { sed 's/.*(\(.*\)).*/\1/' $MODE_FILE 2>/dev/null || echo unknown; }
-[ -e $MODE_FILE ] && BOOT_MODE=$(mode_now)
+# The classes hold the cpu controller in cgroup2 after its unmount: v1 could not take
+# it back.
+cgroup2_undo() { rmdir $V2/rqbalance-lat* 2>/dev/null; }
+use_cgroup2 77
+use_debugfs
 # No pins: only the latency half and the kernel's balancing, inside the test's groups.
 DAEMON_CONF='[balance]
 min_llc_cores = 1024

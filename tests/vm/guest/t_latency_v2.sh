@@ -4,21 +4,7 @@
 # all of it back.
 # The guest's v1 cpu hierarchy is unmounted for the test and mounted again after.
 . /tests/lib.sh
-V2=/sys/fs/cgroup/unified
-umount /sys/fs/cgroup/cpu || fail "cannot unmount the v1 cpu hierarchy"
-mkdir -p $V2
-mount -t cgroup2 none $V2 || fail "cannot mount cgroup2"
-restore_v1() {
-	umount $V2
-	mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu
-}
-trap restore_v1 EXIT
-# A v1 hierarchy lets its controllers go only once it is destroyed, a moment later:
-# the kernel's doing, so polled, with a limit only as a safety net.
-poll_until 600 grep -qw cpu $V2/cgroup.controllers || {
-	echo "cgroup2 has no cpu controller here: $(cat $V2/cgroup.controllers)"
-	exit 77
-}
+use_cgroup2 77
 start_daemon
 check "the daemon runs" wait_running
 check "it found the classes' place in cgroup2" grep -q "class cgroups in $V2 (cgroup2)" "$LOG"

@@ -6,20 +6,8 @@
 # it so that each has a test's whole time limit under emulation.
 . /tests/lib.sh
 need_scx
-V2=/sys/fs/cgroup/unified
-umount /sys/fs/cgroup/cpu || fail "cannot unmount the v1 cpu hierarchy"
-mkdir -p $V2
-mount -t cgroup2 none $V2 || fail "cannot mount cgroup2"
-restore_v1() {
-	[ -n "$SCX" ] && kill -INT "$SCX" 2>/dev/null
-	umount $V2
-	mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu
-}
-trap restore_v1 EXIT
-poll_until 600 grep -qw cpu $V2/cgroup.controllers || {
-	echo "cgroup2 has no cpu controller here: $(cat $V2/cgroup.controllers)"
-	exit 0
-}
+cgroup2_undo() { [ -n "$SCX" ] && kill -INT "$SCX" 2>/dev/null; }
+use_cgroup2 0
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 sum_ticks() { local p n=0; for p in "$@"; do n=$((n + $(cpu_ticks "$p"))); done; echo $n; }
 # share LABEL: the hogs' CPU time over a window of 40 half seconds; prints the -5
