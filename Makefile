@@ -115,9 +115,11 @@ $(B)/rqbalanced: $(DAEMON_OBJ) $(MAIN_OBJ)
 
 # rqctl needs only the protocol, not the daemon, and the safe open, which import-ananicy
 # reads a user's tree through; import-ananicy is its own.
-CLIENT_OBJ = $(B)/client/rqctl.o $(B)/client/ananicy.o $(B)/client/jsonl.o $(B)/client/term.o
+# gamemode-agent speaks D-Bus through sd-bus, as the daemon does.
+CLIENT_OBJ = $(B)/client/rqctl.o $(B)/client/ananicy.o $(B)/client/jsonl.o $(B)/client/term.o \
+	$(B)/client/gamemode.o
 $(B)/rqctl: $(CLIENT_OBJ) $(B)/daemon/ctl/ctl_proto.o $(B)/daemon/util/safeopen.o
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libsystemd 2>/dev/null)
 
 $(CLIENT_OBJ): $(wildcard client/*.h)
 
@@ -301,10 +303,13 @@ bench-sim: deps
 # The systemd units, from their templates with this build's paths: made every time,
 # since a different PREFIX on the command line must not leave old paths behind.
 UNITS = $(B)/systemd/rqbalance.service $(B)/systemd/rqbalance.socket
+# The session agent's user unit and its D-Bus activation file.
+USER_UNIT = $(B)/systemd/rqbalance-gamemode.service
+DBUS_SERVICE = $(B)/systemd/com.feralinteractive.GameMode.rqbalance.service
 
 all: units
 
-units: $(UNITS)
+units: $(UNITS) $(USER_UNIT) $(DBUS_SERVICE)
 
 $(B)/systemd/%: systemd/%.in FORCE
 	@mkdir -p $(@D)
@@ -325,10 +330,13 @@ install: all
 	$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)/examples \
-		$(DESTDIR)$(DBUSPOLICYDIR) $(DESTDIR)$(SYSCONFDIR)/rqbalance/rules.d
+		$(DESTDIR)$(DBUSPOLICYDIR) $(DESTDIR)$(SYSCONFDIR)/rqbalance/rules.d \
+		$(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(DBUSSERVICEDIR)
 	$(INSTALL) -m 0755 $(B)/rqbalanced $(DESTDIR)$(SBINDIR)/rqbalanced
 	$(INSTALL) -m 0755 $(B)/rqctl $(DESTDIR)$(BINDIR)/rqctl
 	$(INSTALL) -m 0644 $(UNITS) $(DESTDIR)$(UNITDIR)/
+	$(INSTALL) -m 0644 $(USER_UNIT) $(DESTDIR)$(USERUNITDIR)/
+	$(INSTALL) -m 0644 $(DBUS_SERVICE) $(DESTDIR)$(DBUSSERVICEDIR)/
 	$(INSTALL) -m 0644 systemd/org.rqbalance1.conf $(DESTDIR)$(DBUSPOLICYDIR)/org.rqbalance1.conf
 	$(INSTALL) -m 0644 man/rqctl.1 $(DESTDIR)$(MANDIR)/man1/rqctl.1
 	$(INSTALL) -m 0644 man/rqbalance.conf.5 $(DESTDIR)$(MANDIR)/man5/rqbalance.conf.5
@@ -348,6 +356,8 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man1/rqctl.1 $(DESTDIR)$(MANDIR)/man5/rqbalance.conf.5 \
 		$(DESTDIR)$(MANDIR)/man8/rqbalanced.8 $(DESTDIR)$(BASHCOMPDIR)/rqctl \
 		$(DESTDIR)$(DBUSPOLICYDIR)/org.rqbalance1.conf \
+		$(DESTDIR)$(USERUNITDIR)/$(notdir $(USER_UNIT)) \
+		$(DESTDIR)$(DBUSSERVICEDIR)/$(notdir $(DBUS_SERVICE)) \
 		$(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES)))
 	@rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 	@if [ -e $(CONFFILE) ] && ! cmp -s conf/rqbalance.conf $(CONFFILE); then \

@@ -11,6 +11,11 @@ RUNDIR     = /run/rqbalance
 # systemd units; a distribution package passes what
 # pkg-config --variable=systemdsystemunitdir systemd says.
 UNITDIR    = $(PREFIX)/lib/systemd/system
+# The GameMode agent (rqctl gamemode-agent): its systemd user unit, and its D-Bus
+# activation file for the session bus (which reads $XDG_DATA_DIRS/dbus-1/services,
+# /usr/local/share included).
+USERUNITDIR = $(PREFIX)/lib/systemd/user
+DBUSSERVICEDIR = $(PREFIX)/share/dbus-1/services
 BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
 DOCDIR     = $(PREFIX)/share/doc/rqbalance
 # The bus policy of the D-Bus interface. dbus-daemon reads /usr/share/dbus-1/system.d

@@ -55,7 +55,7 @@ _rqctl()
 			COMPREPLY=($(compgen -W '--socket --json --help --version' -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W 'status reload set get explain reset list run latency sync
-				import-ananicy' -- "$cur"))
+				import-ananicy gamemode-agent' -- "$cur"))
 		fi
 		return
 	fi
@@ -127,6 +127,7 @@ _rqctl()
 		fi
 		return
 		;;
+	gamemode-agent) opts='--help' ;;
 	set) opts='-l --latency -p --pid -t --tid -g --cgroup' ;;
 	get | explain | reset) opts='-p --pid -t --tid -g --cgroup' ;;
 	latency) opts='--json' ;;

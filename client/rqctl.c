@@ -16,6 +16,7 @@
 
 #include "ananicy.h"
 #include "ctl_proto.h"
+#include "gamemode.h"
 #include "policy/rules.h"
 #include "rqbalance.h"
 #include "term.h"
@@ -49,6 +50,8 @@ static void usage(FILE *out)
 		"                         sections for rules.d (needs no daemon); negative\n"
 		"                         values are written commented out unless\n"
 		"                         --allow-spoofable; FILE:LINE of each bad line on stderr\n"
+		"  gamemode-agent         carry GameMode's requests (gamemoderun, libgamemode)\n"
+		"                         from the session bus to the daemon (a user service)\n"
 		"\n"
 		"TARGET is one of:\n"
 		"  -p, --pid PID          a process: all its threads, now and later\n"
@@ -805,6 +808,13 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		return import_ananicy(argc - optind, argv + optind);
+	}
+	if (!strcmp(argv[optind], "gamemode-agent")) {
+		if (json) {
+			fprintf(stderr, "rqctl: gamemode-agent writes no JSON\n");
+			return 2;
+		}
+		return gm_agent_main(argc - optind, argv + optind);
 	}
 	if (parse_command(argc - optind, argv + optind, &q) < 0) {
 		fprintf(stderr, "Try 'rqctl --help'.\n");

@@ -102,7 +102,9 @@ def check_files(root, version, deb):
             "/usr/share/doc/rqbalance/examples/rqbalance-nobpf.conf",
             "/usr/share/doc/rqbalance/examples/rqbalance-cgroupfs.conf",
             "/usr/share/doc/rqbalance/examples/rqbalance-daemonset.yaml",
-            "/usr/share/dbus-1/system.d/org.rqbalance1.conf"}
+            "/usr/share/dbus-1/system.d/org.rqbalance1.conf",
+            "/usr/lib/systemd/user/rqbalance-gamemode.service",
+            "/usr/share/dbus-1/services/com.feralinteractive.GameMode.rqbalance.service"}
     check(files == want, f"the package holds exactly its files: {sorted(files ^ want) or 'ok'}")
     check(os.path.isdir(os.path.join(root, "etc/rqbalance/rules.d")), "and an empty rules.d")
     check(os.path.basename(deb) == f"rqbalance_{version}_" + subprocess.run(

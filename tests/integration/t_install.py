@@ -6,7 +6,7 @@ import os
 import stat
 import subprocess
 
-from packaging import config_mk, make, read_unit, value
+from packaging import config_mk, make, read_unit, value, values
 from rqb import ROOT, check, main, tmpdir
 
 
@@ -29,6 +29,8 @@ def expected(prefix, unitdir, sysconfdir="etc"):
         f"{p}/share/doc/rqbalance/examples/rqbalance-cgroupfs.conf",
         f"{p}/share/doc/rqbalance/examples/rqbalance-daemonset.yaml",
         f"{p}/share/dbus-1/system.d/org.rqbalance1.conf",
+        f"{p}/lib/systemd/user/rqbalance-gamemode.service",
+        f"{p}/share/dbus-1/services/com.feralinteractive.GameMode.rqbalance.service",
         f"{sysconfdir}/rqbalance/rqbalance.conf",
     }
 
@@ -67,6 +69,13 @@ def distro(tmp):
     unit = read_unit(os.path.join(dest, "lib/systemd/system/rqbalance.service"))
     check(value(unit, "ExecStart").startswith("/usr/sbin/rqbalanced "),
           "the unit runs /usr/sbin/rqbalanced")
+    agent = read_unit(os.path.join(dest, "usr/lib/systemd/user/rqbalance-gamemode.service"))
+    act = read_unit(os.path.join(
+        dest, "usr/share/dbus-1/services/com.feralinteractive.GameMode.rqbalance.service"))
+    check(value(agent, "ExecStart") == "/usr/bin/rqctl gamemode-agent" and
+          values(act, "Exec", "D-BUS Service") == ["/usr/bin/rqctl gamemode-agent"] and
+          values(act, "SystemdService", "D-BUS Service") == ["rqbalance-gamemode.service"],
+          "the agent's user unit and D-Bus activation file run /usr/bin/rqctl gamemode-agent")
     check(value(unit, "ExecReload") == "/usr/bin/rqctl reload", "and reloads with /usr/bin/rqctl")
 
     conf = os.path.join(dest, "etc/rqbalance/rqbalance.conf")
@@ -104,17 +113,20 @@ def each_directory(tmp):
     """Every directory variable on its own: nothing lands where another one points."""
     dest = os.path.join(tmp, "each")
     variables = dict(DESTDIR=dest, PREFIX="/p", SBINDIR="/s", BINDIR="/b", MANDIR="/m",
-                     UNITDIR="/u", SYSCONFDIR="/c", DBUSPOLICYDIR="/d")
+                     UNITDIR="/u", SYSCONFDIR="/c", DBUSPOLICYDIR="/d", USERUNITDIR="/uu",
+                     DBUSSERVICEDIR="/ds")
     make("install", **variables)
     want = {"s/rqbalanced", "b/rqctl", "m/man8/rqbalanced.8", "m/man1/rqctl.1",
             "m/man5/rqbalance.conf.5", "u/rqbalance.service", "u/rqbalance.socket",
             "c/rqbalance/rqbalance.conf", "d/org.rqbalance1.conf",
+            "uu/rqbalance-gamemode.service", "ds/com.feralinteractive.GameMode.rqbalance.service",
             "p/share/bash-completion/completions/rqctl",
             "p/share/doc/rqbalance/examples/rqbalance-nobpf.conf",
             "p/share/doc/rqbalance/examples/rqbalance-cgroupfs.conf",
             "p/share/doc/rqbalance/examples/rqbalance-daemonset.yaml"}
-    check(installed(dest) == want, "SBINDIR, BINDIR, MANDIR, UNITDIR, SYSCONFDIR and "
-          f"DBUSPOLICYDIR are each honoured: {sorted(installed(dest) ^ want) or 'ok'}")
+    check(installed(dest) == want, "SBINDIR, BINDIR, MANDIR, UNITDIR, SYSCONFDIR, "
+          "DBUSPOLICYDIR, USERUNITDIR and "
+          f"DBUSSERVICEDIR are each honoured: {sorted(installed(dest) ^ want) or 'ok'}")
     unit = read_unit(os.path.join(dest, "u/rqbalance.service"))
     check(value(unit, "ExecStartPre") == "/s/rqbalanced --check-config" and
           value(unit, "ExecReload") == "/b/rqctl reload", "the unit follows SBINDIR and BINDIR")
