@@ -20,7 +20,7 @@ import sys
 
 CGROUP_FS = "/sys/fs/cgroup"
 GROUP_NAME = re.compile(r"rqb-it-(\d+)(-[\w-]+)?")
-USER_NAME = re.compile(r"rqb[a-z](\d{1,7})")
+USER_NAME = re.compile(r"rqb[a-z]{1,2}(\d{1,7})")
 # rqb_user.User folds pids into five digits; t_ctl's user once had the whole pid.
 USER_PIDS = 100000
 
