@@ -69,6 +69,16 @@ entity_weights() {
 		/sys/kernel/debug/sched/debug
 	echo
 }
+# entity_ok CLASS WEIGHT: on every CPU where class CLASS has an entity, the kernel gives
+# it WEIGHT (cpu.shares' unit) within 4 % (the cgroup2 weight's rounding to a hundredth
+# of 1024, and a load average a little stale): what the daemon undoes is the kernel's
+# multiplier, read back. Not the shares' noise: the kernel's arithmetic, exact.
+entity_ok() {
+	awk -v c="$1" -v e="$2" '/^cfs_rq\[/ { g = $0 }
+		/se->load.weight/ && g ~ ("/rqbalance-lat" c "$") { n++; w = $NF / 1024
+			if (w < e * 0.96 || w > e * 1.04) bad++ }
+		END { exit !(n > 0 && !bad) }' /sys/kernel/debug/sched/debug
+}
 in_range() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
 ordered() { [ "$1" -gt "$2" ] && [ "$2" -gt "$3" ]; }
 
@@ -100,6 +110,10 @@ measure() {
 		check "$1: -5 gets more than the untouched, they more than 5" ordered $n $u $p
 		return
 	fi
+	if [ -r /sys/kernel/debug/sched/debug ]; then
+		check "$1: the kernel gives -5's class 3121 on each CPU" entity_ok -5 3121
+		check "$1: the kernel gives 5's class 335 on each CPU" entity_ok 5 335
+	fi
 	check "$1: the hogs at -5 get 70 % within 5 points ($n %)" in_range $n 65 75
 	check "$1: the untouched get 23 % within 5 points ($u %)" in_range $u 18 28
 	check "$1: the hogs at 5 get 7 % within 5 points ($p %)" in_range $p 2 12
@@ -110,7 +124,7 @@ measure() {
 if [ "$BOOT_MODE" = up ]; then
 	measure up no
 else
-	measure "${BOOT_MODE:-unread}" yes
+	if kver_ge 7 3; then measure "${BOOT_MODE:-unread}" yes; else measure split yes; fi
 fi
 if [ -n "$BOOT_MODE" ] && [ "$BOOT_MODE" != smp ] && grep -qw smp $MODE_FILE; then
 	echo smp >$MODE_FILE || fail "cannot set cgroup_mode smp"
