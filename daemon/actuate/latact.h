@@ -102,9 +102,10 @@ struct lat_classes {
 	bool made[LAT_MAX - LAT_MIN + 1];
 	/*
 	 * Each class's multiplier (PLAN_LAT_CLASS, latweigh.h): its weight is its value's
-	 * times this; 0 is 1. Kept for a class not made yet, which is made with it.
+	 * times k over div; 0 is 1. Kept for a class not made yet, which is made with it.
 	 */
 	unsigned k[LAT_MAX - LAT_MIN + 1];
+	unsigned div[LAT_MAX - LAT_MIN + 1];
 };
 
 struct latact_opts {
@@ -289,12 +290,17 @@ int latact_cgroup_reset(struct latact *la, const char *path);
 int latact_unit(struct latact *la, const char *path, int v, const char *source,
 		const char **ret_why);
 /*
- * Class v weighs its value's weight times k from now on (latweigh_class_weight): its
- * weight file is written where the class exists and holds another weight. 0 or -errno.
+ * Class v weighs its value's weight times k over div from now on
+ * (latweigh_class_weight): its weight file is written where the class exists and holds
+ * another weight. 0 or -errno.
  */
-int latact_class_scale(struct latact *la, int v, unsigned k);
-/* Class v's multiplier in force (1 or more) and the weight it gives, in the file's unit. */
-unsigned latact_class_k(const struct latact *la, int v, uint64_t *ret_weight);
+int latact_class_scale(struct latact *la, int v, unsigned k, unsigned div);
+/*
+ * Class v's busy tasks weighed for (1 or more), the kernel's multiplier undone in
+ * *ret_div (1 or more), and the weight they give, in the file's unit.
+ */
+unsigned latact_class_k(const struct latact *la, int v, unsigned *ret_div,
+			uint64_t *ret_weight);
 /* Gives back what latact_unit set on path; -ENOENT if it set nothing there. */
 int latact_unit_release(struct latact *la, const char *path);
 /* An absolute path, no . or .. components, no blanks, short enough. */

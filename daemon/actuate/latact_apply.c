@@ -95,7 +95,7 @@ int latact_apply_plan(struct latact *la, const struct plan *p, struct latact_res
 			res.r = latact_unit_release(la, pa->path);
 			break;
 		case PLAN_LAT_CLASS:
-			res.r = latact_class_scale(la, pa->value, pa->class_k);
+			res.r = latact_class_scale(la, pa->value, pa->class_k, pa->class_div);
 			break;
 		default:
 			res.r = -EINVAL; /* a pin: the affinity actuator's (act_apply) */

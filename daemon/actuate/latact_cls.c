@@ -223,18 +223,22 @@ static void classes_share_rt(struct latact *la)
 static void class_weight(const struct latact *la, int v, const char **ret_key, uint64_t *ret_w)
 {
 	*ret_key = la->cls.v2 ? "cpu.weight" : "cpu.shares";
-	*ret_w = latweigh_class_weight(&la->lc, v, la->cls.k[v - LAT_MIN], la->cls.v2);
+	*ret_w = latweigh_class_weight(&la->lc, v, la->cls.k[v - LAT_MIN],
+				       la->cls.div[v - LAT_MIN], la->cls.v2);
 }
 
-unsigned latact_class_k(const struct latact *la, int v, uint64_t *ret_weight)
+unsigned latact_class_k(const struct latact *la, int v, unsigned *ret_div,
+			uint64_t *ret_weight)
 {
 	const char *key;
 
 	class_weight(la, v, &key, ret_weight);
+	if (ret_div)
+		*ret_div = la->cls.div[v - LAT_MIN] ? la->cls.div[v - LAT_MIN] : 1;
 	return la->cls.k[v - LAT_MIN] ? la->cls.k[v - LAT_MIN] : 1;
 }
 
-int latact_class_scale(struct latact *la, int v, unsigned k)
+int latact_class_scale(struct latact *la, int v, unsigned k, unsigned div)
 {
 	char rel[LAT_PATH_MAX], path[PATH_MAX], text[32];
 	const char *key;
@@ -244,6 +248,7 @@ int latact_class_scale(struct latact *la, int v, unsigned k)
 	if (v < LAT_MIN || v > LAT_MAX)
 		return -EINVAL;
 	la->cls.k[v - LAT_MIN] = k;
+	la->cls.div[v - LAT_MIN] = div;
 	if (!la->cls.on || !la->cls.made[v - LAT_MIN])
 		return 0;
 	class_rel(la, v, rel, sizeof(rel));
@@ -257,8 +262,8 @@ int latact_class_scale(struct latact *la, int v, unsigned k)
 	if (r < 0)
 		log_warn("latency: class cgroup \"%s\": cannot set %s %s", rel, key, text);
 	else
-		log_debug("latency: class cgroup \"%s\": %s %s, for %u busy task%s", rel, key,
-			  text, k, k == 1 ? "" : "s");
+		log_debug("latency: class cgroup \"%s\": %s %s, for %u busy task%s over the "
+			  "kernel's x%u", rel, key, text, k, k == 1 ? "" : "s", div ? div : 1);
 	return r;
 }
 

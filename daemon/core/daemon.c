@@ -422,15 +422,15 @@ static void follow_default_slice(struct daemon *d)
 
 /*
  * Whether the running kernel splits a group's weight among the CPUs it runs on
- * (latweigh_splits): its version, from uname as the features probe read it, and 7.3's
- * cgroup_mode, followed once a second.
+ * and how (latweigh_kernel_of): its version, from uname as the features probe read it,
+ * and 7.3's cgroup_mode, followed once a second.
  */
-static bool weight_splits(const struct daemon *d)
+static enum latweigh_kernel weight_kind(const struct daemon *d)
 {
 	unsigned major = 0, minor = 0;
 
 	sscanf(d->features.kernel, "Linux %u.%u", &major, &minor);
-	return latweigh_splits(d->features.cgroup_mode, major, minor);
+	return latweigh_kernel_of(d->features.cgroup_mode, major, minor);
 }
 
 /*
@@ -674,7 +674,7 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	tick_stage(d, TICK_VERIFY, &t);
 	if (latmgr_on(&d->lm)) {
 		latmgr_tick(&d->lm);
-		latmgr_weigh(&d->lm, d->snap, weight_splits(d), d->features.cgroup_mode);
+		latmgr_weigh(&d->lm, d->snap, weight_kind(d), d->features.cgroup_mode);
 	}
 	daemon_rqlat_cgroups(d);
 	tick_stage(d, TICK_LATENCY, &t);

@@ -164,7 +164,7 @@ struct latmgr {
 	size_t sweep_at, verify_at, decide_at; /* where the next tick's share of checks starts */
 	/* The classes' weights by what they run (latmgr_weigh, latweigh.h). */
 	struct latweigh_state weigh;
-	bool weigh_splits;                 /* the kernel splits a group's weight among CPUs */
+	enum latweigh_kernel weigh_kind;   /* what the kernel gives a group on each CPU */
 	char weigh_mode[16];               /* cgroup_mode when last weighed; "" before */
 };
 
@@ -267,12 +267,13 @@ const struct latmgr_proc *latmgr_find_process(const struct latmgr *m, pid_t tgid
 
 /*
  * Once a sampled tick, after latmgr_tick: weighs each class cgroup for the busy tasks
- * it runs in snapshot s (latweigh_decide), where splits says the kernel divides a
- * group's weight among the CPUs it runs on (latweigh_splits of mode, cgroup_mode's
- * word, which explain names).
+ * it runs in snapshot s (latweigh_decide), where kind says what the kernel gives a
+ * group on each CPU (latweigh_kernel_of of mode, cgroup_mode's word, which explain
+ * names).
  */
 struct snapshot;
-void latmgr_weigh(struct latmgr *m, const struct snapshot *s, bool splits, const char *mode);
+void latmgr_weigh(struct latmgr *m, const struct snapshot *s, enum latweigh_kernel kind,
+		  const char *mode);
 
 /* Once a tick: rescans after an overflow, drops what exited. */
 void latmgr_tick(struct latmgr *m);

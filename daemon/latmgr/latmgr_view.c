@@ -414,7 +414,7 @@ static void put_maps_to(FILE *f, const struct latact *la, int v)
 	if (k.use_class) {
 		uint64_t w;
 
-		latact_class_k(la, v, &w);
+		latact_class_k(la, v, NULL, &w);
 		snprintf(cls, sizeof(cls), "rqbalance-lat%d (%s %" PRIu64 ")", v,
 			 la->cls.v2 ? "cpu.weight" : "cpu.shares", w);
 	}
@@ -425,36 +425,39 @@ static void put_maps_to(FILE *f, const struct latact *la, int v)
 
 /*
  * What a class's weight stands for on this kernel: the value's weight times the busy
- * tasks it runs where the kernel splits a group's weight among CPUs (latweigh.h), the
- * value's weight alone where it does not.
+ * tasks it runs over the kernel's own multiplier for them (latweigh.h), the value's
+ * weight alone where the kernel gives a group its whole weight on each CPU.
  */
 static void put_class_weight(FILE *f, const struct latmgr *m, int v)
 {
 	struct lat_knobs k;
-	uint64_t w, base = latweigh_class_weight(&m->la->lc, v, 1, m->la->cls.v2);
-	char mode[64];
-	unsigned n;
+	uint64_t w, base = latweigh_class_weight(&m->la->lc, v, 1, 1, m->la->cls.v2);
+	char mode[64], over[64] = "";
+	unsigned n, div;
 
 	lat_map(&m->la->lc, v, &k);
 	if (!k.use_class || !m->la->cls.on)
 		return;
-	n = latact_class_k(m->la, v, &w);
-	/* "unknown": before 7.3 where it splits, else 7.3's default (latweigh_splits). */
+	n = latact_class_k(m->la, v, &div, &w);
+	/* "unknown": before 7.3 where it splits, else 7.3's default (latweigh_kernel_of). */
 	if (strcmp(m->weigh_mode, "unknown") == 0)
-		snprintf(mode, sizeof(mode), "%s", m->weigh_splits ? "a kernel before 7.3"
+		snprintf(mode, sizeof(mode), "%s", m->weigh_kind == LATWEIGH_SPLIT
+				 ? "a kernel before 7.3"
 				 : "cgroup_mode unreadable, 7.3's default concur taken");
 	else
 		snprintf(mode, sizeof(mode), "cgroup_mode %s", m->weigh_mode);
+	if (div > 1)
+		snprintf(over, sizeof(over), " over the kernel's own x%u", div);
 	if (!m->weigh_mode[0])
 		put(f, "class_weight", "%" PRIu64 ": the value's weight, until the first tick "
 		    "weighs the class for what it runs", w);
-	else if (!m->weigh_splits)
+	else if (!latweigh_scales(m->weigh_kind))
 		put(f, "class_weight", "%" PRIu64 ": the value's weight, not scaled (%s: the "
-		    "kernel does not split a group's weight among the CPUs it runs on)", w, mode);
+		    "kernel gives a group its whole weight on each CPU it runs on)", w, mode);
 	else
 		put(f, "class_weight", "%" PRIu64 ": the value's %" PRIu64 " scaled by %u busy "
-		    "CPU%s (the kernel splits a group's weight among the CPUs it runs on; "
-		    "%s)%s", w, base, n, n == 1 ? "" : "s", mode,
+		    "CPU%s%s (the kernel splits a group's weight among the CPUs it runs on; "
+		    "%s)%s", w, base, n, n == 1 ? "" : "s", over, mode,
 		    n > 1 && w == (m->la->cls.v2 ? LATWEIGH_V2_MAX : LATWEIGH_V1_MAX)
 			    ? ", held at the interface's bound" : "");
 }

@@ -46,6 +46,7 @@ static void count(const struct latmgr *m, const struct snapshot *s, struct latwe
 		in->busy[i]++;
 		CPU_OR(&may[i], &may[i], &s->tasks[j].allowed);
 	}
+	in->online = s->topo ? (unsigned)CPU_COUNT(&s->topo->online) : 1;
 	for (int i = 0; i < LATWEIGH_NVALUES; i++) {
 		if (!in->busy[i])
 			continue;
@@ -55,24 +56,26 @@ static void count(const struct latmgr *m, const struct snapshot *s, struct latwe
 	}
 }
 
-void latmgr_weigh(struct latmgr *m, const struct snapshot *s, bool splits, const char *mode)
+void latmgr_weigh(struct latmgr *m, const struct snapshot *s, enum latweigh_kernel kind,
+		  const char *mode)
 {
-	struct latweigh_in in = { .now_ns = s->now_ns, .splits = splits };
+	struct latweigh_in in = { .now_ns = s->now_ns, .kind = kind };
+	bool scales = latweigh_scales(kind);
 	struct plan pl;
 
 	if (!latmgr_class_cgroups_on(m))
 		return;
-	if (splits != m->weigh_splits || strcmp(mode, m->weigh_mode) != 0)
+	if (kind != m->weigh_kind || strcmp(mode, m->weigh_mode) != 0)
 		log_info("latency: %s (cgroup_mode %s)",
-			 splits ? "the kernel splits a class's weight among the CPUs it runs on: "
+			 scales ? "the kernel splits a class's weight among the CPUs it runs on: "
 				  "each class weighs its value's weight times its busy tasks, "
-				  "at most one a CPU"
-				: "the kernel does not split a class's weight among the CPUs "
-				  "it runs on: classes keep their value's weight",
+				  "at most one a CPU, over the kernel's own multiplier"
+				: "the kernel gives a class its whole weight on each CPU it runs "
+				  "on: classes keep their value's weight",
 			 mode);
-	m->weigh_splits = splits;
+	m->weigh_kind = kind;
 	snprintf(m->weigh_mode, sizeof(m->weigh_mode), "%s", mode);
-	if (splits)
+	if (scales)
 		count(m, s, &in);
 	plan_init(&pl);
 	if (latweigh_decide(&in, &m->weigh, &pl) > 0)

@@ -171,7 +171,11 @@ static void format_latency(const struct plan_action *a, char *buf, size_t len)
 			 (int)a->tgid, a->start_time);
 		break;
 	case PLAN_LAT_CLASS:
-		snprintf(buf, len, "%s value=%d k=%u", name, a->value, a->class_k);
+		if (a->class_div > 1)
+			snprintf(buf, len, "%s value=%d k=%u/%u", name, a->value, a->class_k,
+				 a->class_div);
+		else
+			snprintf(buf, len, "%s value=%d k=%u", name, a->value, a->class_k);
 		break;
 	case PLAN_LAT_CG_SET:
 	case PLAN_LAT_UNIT_SET:

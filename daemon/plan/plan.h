@@ -32,7 +32,7 @@ enum plan_op {
 	PLAN_LAT_UNIT_RESET,
 	/*
 	 * Weigh the class cgroup of value for class_k busy tasks (latweigh.h): its value's
-	 * weight times class_k, where the kernel splits a group's weight among CPUs.
+	 * weight times class_k over class_div, the kernel's own multiplier for them.
 	 */
 	PLAN_LAT_CLASS,
 };
@@ -64,7 +64,8 @@ struct plan_action {
 	bool no_inherit;          /* LAT_SET: not handed down to its children (lat_req's) */
 	char source[PLAN_SOURCE_MAX]; /* who asked: "ctl uid N", "rule NAME" */
 	char path[PLAN_PATH_MAX];     /* LAT_CG_*, LAT_UNIT_*: the cgroup, in the cpu hierarchy */
-	unsigned class_k;         /* LAT_CLASS: the multiplier, 1 or more */
+	unsigned class_k;         /* LAT_CLASS: the busy tasks weighed for, 1 or more */
+	unsigned class_div;       /* LAT_CLASS: the kernel's multiplier undone; 0 is 1 */
 	unsigned order;           /* set by plan_add: keeps the first of duplicates first */
 };
 
@@ -91,7 +92,7 @@ void plan_finish(struct plan *p);
  * "lat tid=12 tgid=10 start=345 value=-5 source="rule db" from=11 whole" (from only
  * when inherited, whole only for a whole process, then " noinherit" for no_inherit), "unlat tid=12 tgid=10 start=345",
  * "latcg path=/a value=3 source="…"", "unlatcg path=/a", and for a unit's weight
- * "latunit path=/a.slice/b.service value=3 source="…"", "unlatunit path=…", and a class's weight "latclass value=-5 k=4". Paths and sources escape controls, '"' and '\' as \xHH, paths
+ * "latunit path=/a.slice/b.service value=3 source="…"", "unlatunit path=…", and a class's weight "latclass value=-5 k=4" (over a kernel's own multiplier: "k=4/3"). Paths and sources escape controls, '"' and '\' as \xHH, paths
  * blanks too.
  */
 void plan_format(const struct plan_action *a, char *buf, size_t len);

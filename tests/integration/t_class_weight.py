@@ -42,10 +42,10 @@ def run():
     if len(allowed(os.getpid()) & {0, 1}) < 2:
         skip("needs CPUs 0 and 1")
     mode = debugfs_mode()
-    if re.search(r"\((concur|max|tasks)\)", mode):
-        skip(f"this kernel weighs each task by itself (cgroup_mode {mode.strip()})")
+    if re.search(r"\((up|concur|max|tasks)\)", mode):
+        skip(f"cgroup_mode {mode.strip()}: not a plain split (the guests' t_class_share)")
     if tuple(int(x) for x in os.uname().release.split(".")[:2]) >= (7, 3) and not mode:
-        skip("a 7.3 kernel whose cgroup_mode cannot be read: taken as concur, not scaled")
+        skip("a 7.3 kernel whose cgroup_mode cannot be read: taken as concur")
     with tmpdir() as tmp, Daemon(tmp) as d, Hogs(2, cpus="0-1") as hogs:
         d.wait_for("ctl: serving")
         mount = class_mount(d)

@@ -38,12 +38,13 @@ if kver_ge 6 12; then
 	check "default slice is a fresh task's ($slice ms)" \
 		grep -q "^default slice: $slice ms (sched_getattr" /tmp/features
 fi
-# Whether class weights are scaled (the kernel splits a group's weight): by the version
-# where cgroup_mode cannot be read, 7.3's default concur taken; by the mode where it can.
+# Whether class weights are scaled (the kernel scales a group's weight by what it runs):
+# by the version where cgroup_mode cannot be read, 7.3's default concur taken; by the
+# mode where it can (every mode but up).
 grep '^class weights' /tmp/features
 if kver_ge 7 3; then
-	check "7.3, cgroup_mode unread: classes not scaled (concur taken)" \
-		grep -q "^class weights: not scaled: .*cgroup_mode unreadable" /tmp/features
+	check "7.3, cgroup_mode unread: classes scaled (concur taken)" \
+		grep -q "^class weights: scaled: .*cgroup_mode unreadable, taken at 7.3's default concur" /tmp/features
 else
 	check "before 7.3: classes scaled, by the version" \
 		grep -q "^class weights: scaled: .*(Linux [0-9.]*, before 7.3," /tmp/features
@@ -56,7 +57,7 @@ if [ -r /sys/kernel/debug/sched/cgroup_mode ]; then
 	check "cgroup-mode found in debugfs: $mode" \
 		grep -q "^cgroup-mode  *found  *$mode " /tmp/features.mode
 	grep '^class weights' /tmp/features.mode
-	if [ "$mode" = smp ]; then scaled="scaled"; else scaled="not scaled"; fi
+	if [ "$mode" = up ]; then scaled="not scaled"; else scaled="scaled"; fi
 	check "class weights $scaled in cgroup_mode $mode" \
 		grep -q "^class weights: $scaled: .*cgroup_mode $mode " /tmp/features.mode
 fi
