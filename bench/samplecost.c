@@ -45,10 +45,10 @@ static int make(const char *name, uint64_t interval_ns, struct sampler **ret)
 	int r;
 
 	if (strcmp(name, "proc") == 0)
-		return sampler_proc_new(&po, ret);
+		return proc_sampler_new(&po, ret);
 	if (strcmp(name, "bpf") != 0)
 		return -EINVAL;
-	r = sampler_bpf_new(&bo, ret);
+	r = bpf_sampler_new(&bo, ret);
 	if (r < 0)
 		fprintf(stderr, "samplecost: bpf sampler: %s\n", why);
 	return r;

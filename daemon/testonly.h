@@ -57,9 +57,9 @@ int conf_set(struct rqb_conf *c, const char *section, const char *key, const cha
 	     const char **ret_reason);
 
 /* ---- sample/bpf.c ---- */
-void sampler_bpf_stats(const struct sampler *sm, struct bpf_stats *ret);
+void bpf_sampler_stats(const struct sampler *sm, struct bpf_stats *ret);
 /* ---- sample/proc.c ---- */
-void sampler_proc_stats(const struct sampler *sm, struct proc_stats *ret);
+void proc_sampler_stats(const struct sampler *sm, struct proc_stats *ret);
 
 /* ---- plan/plan.c ---- */
 void plan_dump(const struct plan *p, FILE *out);

@@ -859,7 +859,7 @@ static uint64_t cpu_load(const struct sim *s, int c)
 	uint64_t w = 0;
 
 	for (int k = 0; k < s->cpu[c].n; k++)
-		w += lat_nice_weight(s->t[s->cpu[c].q[k]].lat_nice);
+		w += latency_nice_weight(s->t[s->cpu[c].q[k]].lat_nice);
 	return w;
 }
 
@@ -890,9 +890,9 @@ static void llc_balance(struct sim *s, int dst)
 	for (int k = 1; k < s->cpu[hi].n; k++) {
 		int i = s->cpu[hi].q[k];
 
-		w = lat_nice_weight(s->t[i].lat_nice);
+		w = latency_nice_weight(s->t[i].lat_nice);
 		if (cpu_ok(s, i, dst) && hw - dw > w &&
-		    (pick < 0 || w > lat_nice_weight(s->t[pick].lat_nice)))
+		    (pick < 0 || w > latency_nice_weight(s->t[pick].lat_nice)))
 			pick = i;
 	}
 	if (pick >= 0)

@@ -67,7 +67,7 @@ int latact_restore_all(struct latact *la)
 	latact_given_reserve(la, la->ngiven + la->n + LATACT_GIVEN_MAX);
 	for (size_t i = 0; i < la->n; i++) {
 		latact_restore_entry(la, la->e[i]);
-		latact_note_given(la, la->e[i]);
+		latact_given_note(la, la->e[i]);
 		latact_journal_untask(la, la->e[i]->task.tid, la->e[i]->task.start_time);
 		la->ops->close(&la->e[i]->task);
 		free(la->e[i]);

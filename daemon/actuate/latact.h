@@ -66,7 +66,7 @@ struct lat_entry {
 				       back what they copied of it (lat_req.no_inherit) */
 	int64_t since;              /* when it got its value (CLOCK_REALTIME, seconds) */
 	/*
-	 * Whether its cgroup is rqbalance's to move (lat_cg_decide). When it is not,
+	 * Whether its cgroup is rqbalance's to move (latency_cg_decide). When it is not,
 	 * set.cgroup is "" (nothing to give back) and cg_left is where it was left.
 	 */
 	enum lat_cg_verdict cg;
@@ -151,7 +151,7 @@ struct latact {
 	 * What the last given_cap tasks given back had from rqbalance (a ring, the oldest
 	 * replaced first; LATACT_GIVEN_MAX while running, every entry at stop): a task
 	 * created before its creator was given back inherited that, and the fork event
-	 * may be read only after (latact_given).
+	 * may be read only after (latact_given_find).
 	 */
 	struct lat_entry *given;
 	size_t ngiven, given_next, given_cap;
@@ -205,7 +205,7 @@ void latact_set_conf(struct latact *la, const struct lat_conf *lc);
  * settings it inherited: what that one had before rqbalance is what the new task had,
  * and its cgroup is rqbalance's to move only if the kernel put it where rqbalance put
  * the creator. A task rqbalance did not put where it is now (someone else moved it,
- * or its cgroup limits its CPU) keeps its cgroup (lat_cg_decide). 0, or -errno with
+ * or its cgroup limits its CPU) keeps its cgroup (latency_cg_decide). 0, or -errno with
  * *ret_why set to a reason for the caller.
  */
 int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_entry *from,
@@ -232,19 +232,19 @@ void latact_task_gone(struct latact *la, pid_t tid);
  * What task tid had from rqbalance when it was given back, where that was one of the
  * last give-backs the ring holds and the task has not exited since; else NULL.
  */
-const struct lat_entry *latact_given(const struct latact *la, pid_t tid);
+const struct lat_entry *latact_given_find(const struct latact *la, pid_t tid);
 /* The give-backs the ring holds, and the k-th of them (0: the oldest). */
 size_t latact_given_count(const struct latact *la);
 const struct lat_entry *latact_given_nth(const struct latact *la, size_t k);
-/* Remembers what e had from rqbalance, as it is given back (latact_given). */
-void latact_note_given(struct latact *la, const struct lat_entry *e);
+/* Remembers what e had from rqbalance, as it is given back (latact_given_find). */
+void latact_given_note(struct latact *la, const struct lat_entry *e);
 /* Makes the give-back ring hold at least cap, keeping what it holds. 0 or -ENOMEM. */
 int latact_given_reserve(struct latact *la, size_t cap);
 /* Forgets tid's give-back record: it exited, and its tid may go to another task. */
-void latact_given_gone(struct latact *la, pid_t tid);
+void latact_given_forget(struct latact *la, pid_t tid);
 /*
  * Task tid (of tgid, started at start_time) was created by a task since given back,
- * whose record is from (latact_given): where the kernel gave it what rqbalance had set
+ * whose record is from (latact_given_find): where the kernel gave it what rqbalance had set
  * on from (nice, policy, and a class cgroup of rqbalance's), it gets what from had
  * before rqbalance, and is itself remembered as given back, for the tasks it made in
  * turn. 1 if it had inherited, 0 if not (made after the give-back, or changed since),
@@ -283,7 +283,7 @@ int latact_cgroup(struct latact *la, const char *path, int v, const char *source
 int latact_cgroup_reset(struct latact *la, const char *path);
 /*
  * The unit that owns cgroup path (a systemd host only) gets the weight of value v for
- * the processes in it, which all carry v (lat_unit_decide): journalled, and given back
+ * the processes in it, which all carry v (latency_unit_decide): journalled, and given back
  * as a cgroup target's is. A cgroup given a value of its own (latact_cgroup) keeps it:
  * -EEXIST. 0 or -errno with *ret_why.
  */

@@ -37,11 +37,11 @@ static int cg_read(const struct latact *la, const char *path, uint64_t *ret_w, i
 	int r;
 
 	cg_file(la, path, la->cls.v2 ? "cpu.weight" : "cpu.shares", f, sizeof(f));
-	r = latact_read_u64(f, ret_w);
+	r = util_read_u64(f, ret_w);
 	if (r < 0)
 		return r;
 	cg_file(la, path, "cpu.idle", f, sizeof(f));
-	*ret_idle = latact_read_u64(f, &idle) == 0 ? (int)idle : -1;
+	*ret_idle = util_read_u64(f, &idle) == 0 ? (int)idle : -1;
 	return 0;
 }
 
@@ -283,8 +283,8 @@ static int cg_apply(struct latact *la, const char *path, int v, const char *sour
 	c.prev_weight = i == SIZE_MAX ? w : la->cg[i].prev_weight;
 	c.prev_idle = i == SIZE_MAX ? idle : la->cg[i].prev_idle;
 	c.since = i != SIZE_MAX && la->cg[i].value == v ? la->cg[i].since : (int64_t)time(NULL);
-	lat_map(&la->lc, v, &k);
-	c.set_weight = la->cls.v2 || c.unit[0] ? lat_shares_to_weight(k.shares) : k.shares;
+	latency_map(&la->lc, v, &k);
+	c.set_weight = la->cls.v2 || c.unit[0] ? latency_shares_to_weight(k.shares) : k.shares;
 	c.set_idle = idle < 0 ? -1 : k.cg_idle ? 1 : 0;
 	if (c.set_idle == 1 && c.unit[0])
 		c.set_weight = CGSD_WEIGHT_IDLE;

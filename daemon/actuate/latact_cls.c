@@ -37,7 +37,7 @@ int latact_read_task_cgroup(const struct latact *la, pid_t tid, char *ret, size_
 	return r;
 }
 
-int latact_cg_write(const struct latact *la, const char *cgroup, const struct act_task *t)
+int latact_cls_write(const struct latact *la, const char *cgroup, const struct act_task *t)
 {
 	char path[PATH_MAX];
 
@@ -48,18 +48,18 @@ int latact_cg_write(const struct latact *la, const char *cgroup, const struct ac
 	return la->ops->attach(path, t);
 }
 
-int latact_cg_attach(struct latact *la, const char *cgroup, const struct act_task *t)
+int latact_cls_attach(struct latact *la, const char *cgroup, const struct act_task *t)
 {
-	int r = latact_cg_write(la, cgroup, t);
+	int r = latact_cls_write(la, cgroup, t);
 
 	if (r == -ESTALE) {
-		latact_undo_move(la, t, cgroup);
+		latact_cls_undo_move(la, t, cgroup);
 		r = -ESRCH;
 	}
 	return r;
 }
 
-int latact_cg_attach_process(struct latact *la, const char *cgroup, const struct act_task *leader)
+int latact_cls_attach_process(struct latact *la, const char *cgroup, const struct act_task *leader)
 {
 	const char *rel = cgroup;
 	char path[PATH_MAX];
@@ -70,7 +70,7 @@ int latact_cg_attach_process(struct latact *la, const char *cgroup, const struct
 	snprintf(path, sizeof(path), "%s/%s%scgroup.procs", la->cls.mount, rel, rel[0] ? "/" : "");
 	r = la->ops->attach(path, leader);
 	if (r == -ESTALE) {
-		latact_undo_move(la, leader, cgroup);
+		latact_cls_undo_move(la, leader, cgroup);
 		r = -ESRCH;
 	}
 	return r;
@@ -145,7 +145,7 @@ static uint64_t rt_of(const char *dir)
 	uint64_t v = 0;
 
 	snprintf(path, sizeof(path), "%s/cpu.rt_runtime_us", dir);
-	return latact_read_u64(path, &v) == 0 ? v : 0;
+	return util_read_u64(path, &v) == 0 ? v : 0;
 }
 
 static bool is_our_class(const struct latact *la, const char *name)
@@ -191,7 +191,7 @@ static void classes_share_rt(struct latact *la)
 		return;
 	snprintf(dir, sizeof(dir), "%s%s%s", la->cls.mount, la->cls.root[0] ? "/" : "", la->cls.root);
 	for (int v = LAT_MIN; v <= LAT_MAX; v++) {
-		lat_map(&la->lc, v, &k);
+		latency_map(&la->lc, v, &k);
 		n += k.use_class;
 	}
 	if (!n)
@@ -255,7 +255,7 @@ int latact_class_scale(struct latact *la, int v, unsigned k, unsigned div)
 	class_weight(la, v, &key, &w);
 	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel, key);
 	/* Written only where it differs: a class made since already has this weight. */
-	if (latact_read_u64(path, &cur) == 0 && cur == w)
+	if (util_read_u64(path, &cur) == 0 && cur == w)
 		return 0;
 	snprintf(text, sizeof(text), "%" PRIu64, w);
 	r = la->ops->write(path, text);
@@ -284,7 +284,7 @@ static void class_uclamp(struct latact *la, int v, const char *rel)
 
 	if (!la->o.uclamp)
 		return;
-	lat_map(&la->lc, v, &k);
+	latency_map(&la->lc, v, &k);
 	key = k.uclamp_min >= 0 ? "cpu.uclamp.min" : "cpu.uclamp.max";
 	util = k.uclamp_min >= 0 ? k.uclamp_min : k.uclamp_max >= 0 ? k.uclamp_max : 1024;
 	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, rel, key);
@@ -384,7 +384,7 @@ static int classes_root_setup(struct latact *la)
 
 /*
  * The weight of the classes' parent, which bounds what any class gives a task, in v1
- * cpu.shares (lat_class_gains); 0 at the top. Unreadable, it counts as the default.
+ * cpu.shares (latency_class_gains); 0 at the top. Unreadable, it counts as the default.
  */
 static void root_weigh(struct latact *la)
 {
@@ -396,7 +396,7 @@ static void root_weigh(struct latact *la)
 		return;
 	snprintf(path, sizeof(path), "%s/%s/%s", la->cls.mount, la->cls.root,
 		 la->cls.v2 ? "cpu.weight" : "cpu.shares");
-	if (latact_read_u64(path, &w) < 0)
+	if (util_read_u64(path, &w) < 0)
 		w = la->cls.v2 ? 100 : 1024;
 	la->cls.root_shares = la->cls.v2 ? w * 1024 / 100 : w;
 }
@@ -499,7 +499,7 @@ static void class_evict(struct latact *la, const char *rel, pid_t tid)
 		return;
 	snprintf(want, sizeof(want), "/%s", rel);
 	if (latact_read_task_cgroup(la, tid, cur, sizeof(cur)) == 0 && strcmp(cur, want) == 0 &&
-	    la->ops->alive(&t) == 0 && latact_cg_attach(la, "/", &t) == 0)
+	    la->ops->alive(&t) == 0 && latact_cls_attach(la, "/", &t) == 0)
 		log_info("latency: task %d left in %s moved to /", (int)tid, rel);
 	la->ops->close(&t);
 }
@@ -595,17 +595,17 @@ void latact_classes_stale(struct latact *la)
 
 /*
  * Whether cgroup cg (as /proc/PID/cgroup names it) is rqbalance's to move a task out
- * of (lat_cg_movable): the top, its classes, or one [latency] move_from names.
+ * of (latency_cg_movable): the top, its classes, or one [latency] move_from names.
  */
-bool latact_cg_movable(const struct latact *la, const char *cg)
+bool latact_cls_movable(const struct latact *la, const char *cg)
 {
 	char parent[LAT_PATH_MAX];
 
 	snprintf(parent, sizeof(parent), "/%s", la->cls.root);
-	return lat_cg_movable(&la->lc, parent, cg);
+	return latency_cg_movable(&la->lc, parent, cg);
 }
 
-void latact_undo_move(struct latact *la, const struct act_task *t, const char *cgroup)
+void latact_cls_undo_move(struct latact *la, const struct act_task *t, const char *cgroup)
 {
 	char hcg[LAT_PATH_MAX], ccg[LAT_PATH_MAX];
 	struct act_task h, c;
@@ -618,7 +618,7 @@ void latact_undo_move(struct latact *la, const struct act_task *t, const char *c
 	if (latact_read_task_cgroup(la, h.tid, hcg, sizeof(hcg)) == 0 && la->ops->alive(&h) == 0 &&
 	    strcmp(hcg, cgroup) == 0 && latact_read_task_cgroup(la, c.tid, ccg, sizeof(ccg)) == 0 &&
 	    la->ops->alive(&c) == 0 && strcmp(ccg, cgroup) != 0) {
-		r = latact_cg_write(la, ccg, &h);
+		r = latact_cls_write(la, ccg, &h);
 		if (r == 0)
 			log_notice("latency: task %d exited while rqbalance moved it into \"%s\", "
 				   "and task %d took its number: moved back to \"%s\", where it was "

@@ -30,24 +30,24 @@ void latact_compact(struct latact *la);
 int latact_read_task_cgroup(const struct latact *la, pid_t tid, char *ret, size_t size);
 /*
  * Moves task t into cgroup (a path in the cpu hierarchy; "/" is its top): the driver's
- * checked write (act.h). latact_cg_attach undoes a write that may have reached a task
- * that took t's number (-ESTALE: latact_undo_move) and says -ESRCH for it;
- * latact_cg_write leaves that to its caller (the class moves' worker, which touches no
+ * checked write (act.h). latact_cls_attach undoes a write that may have reached a task
+ * that took t's number (-ESTALE: latact_cls_undo_move) and says -ESRCH for it;
+ * latact_cls_write leaves that to its caller (the class moves' worker, which touches no
  * entry).
  */
-int latact_cg_write(const struct latact *la, const char *cgroup, const struct act_task *t);
-int latact_cg_attach(struct latact *la, const char *cgroup, const struct act_task *t);
+int latact_cls_write(const struct latact *la, const char *cgroup, const struct act_task *t);
+int latact_cls_attach(struct latact *la, const char *cgroup, const struct act_task *t);
 /*
  * Moves leader's whole process into cgroup in one write (cgroup.procs, v1 and cgroup2):
  * one wait for the kernel's grace period instead of one a thread. -ESRCH as above.
  */
-int latact_cg_attach_process(struct latact *la, const char *cgroup, const struct act_task *leader);
+int latact_cls_attach_process(struct latact *la, const char *cgroup, const struct act_task *leader);
 /*
  * A move of t into cgroup came back -ESTALE: the task that took t's number goes back
  * to the cgroup it was made in, where it is in cgroup and its creator is not (as
  * latact_undo_sched does for the sched knobs).
  */
-void latact_undo_move(struct latact *la, const struct act_task *t, const char *cgroup);
+void latact_cls_undo_move(struct latact *la, const struct act_task *t, const char *cgroup);
 int latact_class_ensure(struct latact *la, int v, char *ret, size_t size);
 void latact_classes_find(struct latact *la);
 void latact_classes_stale(struct latact *la);
@@ -59,7 +59,7 @@ void latact_classes_clear(struct latact *la);
 int latact_class_members(const struct latact *la, int v, pid_t **ret, size_t *ret_n);
 /* The processes with a task in class v (cgroup.procs, v1 and cgroup2): *ret to free. */
 int latact_class_procs(const struct latact *la, int v, pid_t **ret, size_t *ret_n);
-bool latact_cg_movable(const struct latact *la, const char *cg);
+bool latact_cls_movable(const struct latact *la, const char *cg);
 
 /* latact_task.c and latact_cg.c: give back what an entry set, where still as set. */
 void latact_restore_entry(struct latact *la, const struct lat_entry *e);
@@ -85,7 +85,7 @@ struct lat_entry *latact_entry_of(struct latact *la, pid_t tid);
  * latact_reuse.c: a write through t's number came back -ESTALE (act.h): the task that
  * took the number gets back what it was made with, where it holds exactly what was
  * written (the sched knobs of written) and its creator does not. The class cgroup's
- * counterpart is latact_undo_move.
+ * counterpart is latact_cls_undo_move.
  */
 void latact_undo_sched(struct latact *la, const struct act_task *t,
 		       const struct lat_state *written);

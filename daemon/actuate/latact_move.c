@@ -65,7 +65,7 @@ static int move_one(const struct latact *la, const struct move_job *j)
 
 	if (r < 0)
 		return r;
-	r = latact_cg_write(la, j->cgroup, &t);
+	r = latact_cls_write(la, j->cgroup, &t);
 	la->ops->close(&t);
 	return r;
 }
@@ -229,7 +229,7 @@ void latact_moves_done(struct latact *la)
 			struct act_task t = { .tid = done[i].tid, .start_time = done[i].start_time,
 					      .pidfd = -1 };
 
-			latact_undo_move(la, &t, done[i].cgroup);
+			latact_cls_undo_move(la, &t, done[i].cgroup);
 		} else if (done[i].r < 0 && done[i].r != -ESRCH) {
 			move_failed(la, &done[i]);
 		}

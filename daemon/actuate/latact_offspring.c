@@ -212,7 +212,7 @@ static int give_process_cgroup(struct walk *w, const struct lat_entry *rec, pid_
 		r = la->ops->open(pid, pid, l.start_time, &t);
 	if (r < 0)
 		return r;
-	r = latact_cg_attach_process(la, rec->prev.cgroup[0] ? rec->prev.cgroup : "/", &t);
+	r = latact_cls_attach_process(la, rec->prev.cgroup[0] ? rec->prev.cgroup : "/", &t);
 	la->ops->close(&t);
 	return r;
 }

@@ -80,7 +80,7 @@ static void decide_knobs(const struct latact *la, int v, bool no_inherit,
 {
 	struct lat_knobs k;
 
-	lat_map(&la->lc, v, &k);
+	latency_map(&la->lc, v, &k);
 	if (no_inherit)
 		k.reset_on_fork = 1;
 	*ret_set = *prev;
@@ -95,7 +95,7 @@ static void class_for(struct latact *la, int v, pid_t tid, pid_t tgid, const cha
 {
 	struct lat_knobs k;
 
-	lat_map(&la->lc, v, &k);
+	latency_map(&la->lc, v, &k);
 	/* cgroup2 moves whole processes: a lone thread keeps its process's group. */
 	if (!k.use_class || !la->cls.on || (la->cls.v2 && tid != tgid) ||
 	    latact_class_ensure(la, v, ret, size) < 0)
@@ -208,7 +208,7 @@ static int write_state(struct latact *la, const struct act_task *t, pid_t tgid,
 		if (async && latact_move_async(la, want->cgroup, t->tid, tgid, t->start_time) == 0)
 			*ret_queued = true;
 		else
-			r = latact_cg_attach(la, want->cgroup, t);
+			r = latact_cls_attach(la, want->cgroup, t);
 	}
 	return r;
 }
@@ -245,11 +245,11 @@ static void cg_decide(struct latact *la, const struct lat_entry *old,
 		v.held = held ? held->set.cgroup : NULL;
 		/* A new task made before its creator's move into a class landed. */
 		v.held_before = !old && from ? from->prev.cgroup : NULL;
-		v.movable = !held && latact_cg_movable(la, cur->cgroup);
-		e->cg = lat_cg_decide(&v);
+		v.movable = !held && latact_cls_movable(la, cur->cgroup);
+		e->cg = latency_cg_decide(&v);
 		if (e->cg != LAT_CG_OURS && cg_says(la, e))
 			log_notice("latency: task %d is in cgroup \"%s\": %s", (int)e->task.tid,
-				   cur->cgroup, lat_cg_why(e->cg));
+				   cur->cgroup, latency_cg_why(e->cg));
 	}
 	if (e->cg != LAT_CG_OURS)
 		snprintf(e->cg_left, sizeof(e->cg_left), "%s", cur->cgroup);
@@ -319,7 +319,7 @@ static void task_decide(struct latact *la, const struct lat_req *rq, const struc
 	class_for(la, rq->value, rq->tid, rq->tgid, e->prev.cgroup, want->cgroup,
 		  sizeof(want->cgroup));
 	/* A raise's class below a parent must not weigh more than the task's own nice. */
-	if (lat_class_gains(rq->value, e->left & LAT_K_NICE ? cur->nice : e->prev.nice,
+	if (latency_class_gains(rq->value, e->left & LAT_K_NICE ? cur->nice : e->prev.nice,
 			    la->cls.root_shares))
 		snprintf(want->cgroup, sizeof(want->cgroup), "%s", e->prev.cgroup);
 	/* A cgroup left to others stays as it is, and is not rqbalance's to give back. */
@@ -501,7 +501,7 @@ void latact_restore_crashed(struct latact *la, const struct lat_entry *e,
 		if (latknob_differ(&cur, &want) || strcmp(cur.cgroup, want.cgroup) != 0)
 			la->cnt.restored++;
 	} else if (want.cgroup[0] && strcmp(cur.cgroup, want.cgroup) != 0 &&
-		   latact_cg_attach(la, "/", &e->task) == 0) {
+		   latact_cls_attach(la, "/", &e->task) == 0) {
 		log_warn("latency: task %d: cgroup \"%s\" is gone; moved to /", (int)tid,
 			 want.cgroup);
 	} else {
@@ -530,7 +530,7 @@ int latact_given_reserve(struct latact *la, size_t cap)
 	return 0;
 }
 
-void latact_note_given(struct latact *la, const struct lat_entry *e)
+void latact_given_note(struct latact *la, const struct lat_entry *e)
 {
 	if (!la->given && latact_given_reserve(la, LATACT_GIVEN_MAX) < 0)
 		return; /* its children's inheritance goes unnoticed: logged by none */
@@ -553,7 +553,7 @@ const struct lat_entry *latact_given_nth(const struct latact *la, size_t k)
 	return &la->given[(la->given_next + la->given_cap - la->ngiven + k) % la->given_cap];
 }
 
-const struct lat_entry *latact_given(const struct latact *la, pid_t tid)
+const struct lat_entry *latact_given_find(const struct latact *la, pid_t tid)
 {
 	/* The newest first: a tid given back twice is the later task's. */
 	for (size_t k = la->ngiven; k > 0; k--) {
@@ -565,7 +565,7 @@ const struct lat_entry *latact_given(const struct latact *la, pid_t tid)
 	return NULL;
 }
 
-void latact_given_gone(struct latact *la, pid_t tid)
+void latact_given_forget(struct latact *la, pid_t tid)
 {
 	for (size_t i = 0; i < la->ngiven; i++)
 		if (la->given[i].task.tid == tid)
@@ -606,7 +606,7 @@ int latact_give_back_inherited(struct latact *la, pid_t tid, pid_t tgid, uint64_
 		e.tgid = tgid;
 		e.from_tid = from->task.tid;
 		latact_restore_entry(la, &e);
-		latact_note_given(la, &e);
+		latact_given_note(la, &e);
 		log_debug("latency: task %d, made by task %d before it was given back, had "
 			  "what rqbalance set on it: given back too", (int)tid, (int)from->task.tid);
 	}
@@ -621,7 +621,7 @@ int latact_task_reset(struct latact *la, pid_t tid, uint64_t start_time)
 	if (!e || (start_time && e->task.start_time != start_time))
 		return -ENOENT;
 	latact_restore_entry(la, e);
-	latact_note_given(la, e);
+	latact_given_note(la, e);
 	latact_journal_untask(la, tid, e->task.start_time);
 	entry_del(la, tid);
 	latact_compact(la);
@@ -632,7 +632,7 @@ void latact_task_gone(struct latact *la, pid_t tid)
 {
 	const struct lat_entry *e = latact_find(la, tid);
 
-	latact_given_gone(la, tid);
+	latact_given_forget(la, tid);
 	if (!e)
 		return;
 	latact_journal_untask(la, tid, e->task.start_time);

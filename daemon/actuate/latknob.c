@@ -41,7 +41,7 @@ static void policy_fork_reset(struct lat_state *s)
 
 static void policy_text(const struct lat_state *s, char *ret, size_t size)
 {
-	snprintf(ret, size, "%s", latact_policy_name(s->policy));
+	snprintf(ret, size, "%s", latknob_policy_name(s->policy));
 }
 
 /* A negative value takes a task to SCHED_OTHER; a positive one to the mapping's, if any. */
@@ -436,7 +436,7 @@ int latknob_parse_keyed(const char *tok, struct lat_state *prev, struct lat_stat
 	return -EINVAL;
 }
 
-const char *latact_policy_name(int policy)
+const char *latknob_policy_name(int policy)
 {
 	switch (policy) {
 	case SCHED_OTHER: return "other";

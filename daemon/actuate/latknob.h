@@ -91,7 +91,7 @@ void latknob_format_keyed(const struct lat_state *prev, const struct lat_state *
 int latknob_parse(char **save, struct lat_state *s);
 int latknob_parse_keyed(const char *tok, struct lat_state *prev, struct lat_state *set);
 /* A policy's name: "other", "batch", "idle", "fifo", "rr", "deadline". */
-const char *latact_policy_name(int policy);
+const char *latknob_policy_name(int policy);
 /* Knob row's value in s as its permission rule measures it (struct lat_perm_thread). */
 int64_t latknob_perm_measure(unsigned row, const struct lat_state *s);
 /* The knobs a rule other than the owner's covers, measured now and after, into *ret. */

@@ -413,7 +413,7 @@ static int set_value(void *base, const struct conf_key *k, const char *v, const 
 		*(int *)field = lvl;
 		return 0;
 	case CONF_NICE:
-		return lat_parse(v, (int *)field, reason);
+		return latency_parse(v, (int *)field, reason);
 	case CONF_UID:
 		return parse_uid(v, (uid_t *)field, reason);
 	}

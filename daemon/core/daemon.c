@@ -97,13 +97,13 @@ static int make_sampler(struct daemon *d)
 	int r;
 
 	if (d->conf.sampler == CONF_SAMPLER_REPLAY)
-		r = sampler_replay_new(d->conf.replay_file, d->topo, po.self_tgid, &d->sampler);
+		r = replay_sampler_new(d->conf.replay_file, d->topo, po.self_tgid, &d->sampler);
 	else if (d->conf.sampler == CONF_SAMPLER_PROC)
-		r = sampler_proc_new(&po, &d->sampler);
-	else if ((r = sampler_bpf_new(&bo, &d->sampler)) < 0 &&
+		r = proc_sampler_new(&po, &d->sampler);
+	else if ((r = bpf_sampler_new(&bo, &d->sampler)) < 0 &&
 		 d->conf.sampler == CONF_SAMPLER_AUTO) {
 		log_notice("bpf sampler unavailable: %s; using the proc sampler", why);
-		r = sampler_proc_new(&po, &d->sampler);
+		r = proc_sampler_new(&po, &d->sampler);
 	}
 	if (r < 0)
 		log_err("%s sampler: cannot start: %s", conf_sampler_name(d->conf.sampler),
@@ -653,7 +653,7 @@ int daemon_tick(struct daemon *d, uint64_t now_ns)
 	d->snap->seq = ++d->ticks;
 	d->snap->now_ns = now_ns;
 	asks = placement_asks(d, &asks_buf, &lat);
-	r = sample_tick(d->sampler, now_ns, asks, d->snap);
+	r = sampler_tick(d->sampler, now_ns, asks, d->snap);
 	free(lat);
 	tick_stage(d, TICK_SAMPLE, &t);
 	if (r < 0) {

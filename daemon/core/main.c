@@ -228,7 +228,7 @@ static int sampler_bpf_quiet_new(const struct bpf_sampler_opts *o, struct sample
 	int level = log_get_level(), r;
 
 	log_set_level(LOG_WARNING);
-	r = sampler_bpf_new(o, ret);
+	r = bpf_sampler_new(o, ret);
 	log_set_level(level);
 	return r;
 }
@@ -286,7 +286,7 @@ static enum kernel_places probe_placement(const struct rqb_conf *c, const struct
 
 /* The line --features ends its table with: who places tasks by cache, and why. */
 /*
- * The slice each value gets from the kernel's default (lat_slice_ns), ten values a
+ * The slice each value gets from the kernel's default (latency_slice_ns), ten values a
  * line; 0 and a value the bound leaves on the default show the default.
  */
 static void print_slices(const struct features *f)
@@ -296,7 +296,7 @@ static void print_slices(const struct features *f)
 	printf("slices: the kernel's default %.2f ms x 2^(value/5), within 0.1-100 ms%s\n",
 	       (double)f->default_slice_ns / 1e6, on ? "" : " (this kernel takes no slice)");
 	for (int v = LAT_MIN; v <= LAT_MAX; v++) {
-		uint64_t ns = lat_slice_ns(f->default_slice_ns, v);
+		uint64_t ns = latency_slice_ns(f->default_slice_ns, v);
 
 		if ((v - LAT_MIN) % 10 == 0)
 			printf("slices %d..%d ms:", v, v + 9);

@@ -19,7 +19,7 @@ int selfsched_apply(const struct lat_conf *lc, int v, bool slices, char *desc, s
 	DIR *d;
 	int r = 0;
 
-	lat_map(lc, v, &k);
+	latency_map(lc, v, &k);
 	a.sched_nice = k.nice;
 	a.sched_runtime = slices ? k.slice_ns : 0;
 	if (slices && k.slice_ns)

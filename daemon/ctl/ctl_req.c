@@ -687,7 +687,7 @@ int ctl_req_run(struct ctl_env *x, const struct ctl_caller *k, struct ctl_reques
 	case CTL_REQ_OP_GET:
 		r = latmgr_value(x->lm, &q->t, &ret->value, &ret->source);
 		if (r >= 0)
-			r = latmgr_get(x->lm, &q->t, ret->text, sizeof(ret->text));
+			r = latmgr_get_text(x->lm, &q->t, ret->text, sizeof(ret->text));
 		break;
 	case CTL_REQ_OP_EXPLAIN:
 		r = do_explain(x, k, q, ret);

@@ -32,7 +32,7 @@ int latmgr_tgid_of(const struct latmgr *m, pid_t tid, pid_t *ret)
 
 int latmgr_parse_value(const char *s, int *ret, const char **ret_why)
 {
-	return lat_parse(s, ret, ret_why);
+	return latency_parse(s, ret, ret_why);
 }
 
 bool latmgr_cgroup_path_ok(const char *path)
@@ -183,7 +183,7 @@ int latmgr_init(struct latmgr *m, struct latact *la, const struct rqb_conf *c, s
 	latmgr_exe_watch(m);
 	m->self = getpid();
 	snprintf(m->proc_root, sizeof(m->proc_root), "%s", util_proc_root(proc_root));
-	r = latmgr_events_open(m, e, &latmgr_event_callbacks, latmgr_events_ready);
+	r = latmgr_source_open(m, e, &latmgr_event_callbacks, latmgr_events_ready);
 	if (r < 0)
 		return r;
 	m->units_on = la->o.systemd && la->cls.mount[0];
@@ -276,7 +276,7 @@ void latmgr_follow_tasks(struct latmgr *m, void (*fn)(void *ctx, pid_t tid, int 
 
 void latmgr_fini(struct latmgr *m)
 {
-	latmgr_events_close(m);
+	latmgr_source_close(m);
 	latmgr_exe_unwatch(m);
 	ident_exetab_free(m->exetab);
 	for (size_t i = 0; i < m->np; i++)

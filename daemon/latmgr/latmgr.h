@@ -40,7 +40,7 @@ struct latmgr_proc {
 
 /*
  * A unit that holds a managed process, on a systemd host: whether its processes all
- * carry one value, and so whether it has that value's CPUWeight (lat_unit_decide).
+ * carry one value, and so whether it has that value's CPUWeight (latency_unit_decide).
  * A record keeps its slot while a managed process is in it (latmgr_proc.unit).
  */
 struct latmgr_unit {
@@ -125,7 +125,7 @@ struct latmgr {
 	bool exe_watched;              /* every folder is watched: no periodic rebuild */
 	/* The event source: BPF where it loads, else the connector, else none (walks). */
 	struct evsrc *ev;              /* NULL: none */
-	bool exec_lazy;                /* told ev that an exec need not wake (latmgr_events_pace) */
+	bool exec_lazy;                /* told ev that an exec need not wake (latmgr_source_pace) */
 	sd_event_source *ev_src;       /* its fd in the loop */
 	struct evsrc_exe *exes;        /* during a rescan: a task walk's, sorted by tgid */
 	size_t nexes;
@@ -177,7 +177,7 @@ bool latmgr_probe_events(const struct rqb_conf *c, char *ret_detail, size_t len)
 /* Whether fork/exec/exit events arrive (from BPF or the connector). */
 bool latmgr_has_events(const struct latmgr *m);
 /* Where they come from: "bpf", "connector" (evsrc_ops.name), or "none". */
-const char *latmgr_events_source(const struct latmgr *m);
+const char *latmgr_source_name(const struct latmgr *m);
 /* Whether a rescan's task walk works without CAP_BPF effective (true without BPF). */
 bool latmgr_walks_unprivileged(struct latmgr *m);
 
@@ -284,7 +284,7 @@ void latmgr_rescan(struct latmgr *m);
 
 /*
  * Units on a systemd host: decides again each unit whose processes changed since
- * (lat_unit_decide) and gives it, or takes back, its processes' weight. Each managed
+ * (latency_unit_decide) and gives it, or takes back, its processes' weight. Each managed
  * process's unit is kept with its record: a process that comes, goes or changes value
  * marks its own unit, an exit the unit it kept shared; the rest (moves between cgroups,
  * which no event tells) is checked a share each tick. The ctl requests call it at once;

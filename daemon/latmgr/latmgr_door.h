@@ -120,7 +120,7 @@ size_t latmgr_tasks_of(const struct latmgr *m, const struct lat_target *t);
  * rqctl get: "key value" lines of what t has from rqbalance (its value, source, scope,
  * tasks, knobs, and the unit of a process), -ENOENT when it has nothing.
  */
-int latmgr_get(const struct latmgr *m, const struct lat_target *t, char *out, size_t size);
+int latmgr_get_text(const struct latmgr *m, const struct lat_target *t, char *out, size_t size);
 /*
  * rqctl set's reply after process tgid was given a value: its unit and what the unit
  * got ("unit", "unit_weight", "unit_why" lines), or "" where no unit is weighed.

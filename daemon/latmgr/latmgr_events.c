@@ -114,7 +114,7 @@ bool latmgr_kernel_inherited(const struct latmgr *m, pid_t tid, const struct lat
  */
 static void inherited_given_back(struct latmgr *m, const struct evsrc_event *ev, pid_t ctid)
 {
-	const struct lat_entry *from = latact_given(m->la, ctid);
+	const struct lat_entry *from = latact_given_find(m->la, ctid);
 	struct latpol_task child;
 	int r;
 
@@ -146,7 +146,7 @@ static void stale_given_back(struct latmgr *m, const struct evsrc_event *ev,
 {
 	pid_t ctid = creator_of(ev);
 
-	if (!latact_given(m->la, ctid) ||
+	if (!latact_given_find(m->la, ctid) ||
 	    latmgr_kernel_inherited(m, ev->tid, latmgr_from_of(m, ctid, p->tgid)))
 		return;
 	inherited_given_back(m, ev, ctid);
@@ -259,7 +259,7 @@ static void on_exit_event(struct latmgr *m, const struct evsrc_event *ev)
 	if (e && exit_is_about(ev, e->task.start_time))
 		latact_task_gone(m->la, ev->tid);
 	else if (!e)
-		latact_given_gone(m->la, ev->tid);
+		latact_given_forget(m->la, ev->tid);
 	if (ev->tid == ev->tgid && p && exit_is_about(ev, p->start_time))
 		latmgr_proc_del(m, ev->tgid);
 	/* A front's or a game's exit ends its grant: the favour does not outlive it. */

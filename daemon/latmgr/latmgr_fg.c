@@ -56,7 +56,7 @@ static int fg_restore(struct latmgr *m, const struct latmgr_fg *f, const struct 
 
 /*
  * The tasks of the processes that hold what f granted. The give-back remembers each
- * as given back (latact_given), and the rest must not push out the first, f's process,
+ * as given back (latact_given_find), and the rest must not push out the first, f's process,
  * whose children's forks may still be unread (a front that forked 300 children).
  */
 static size_t fg_tasks(const struct latmgr *m, const struct latmgr_fg *f)

@@ -43,7 +43,7 @@ int latmgr_proc_record(struct latmgr *m, const struct lat_req *rq, uint64_t star
  */
 const struct latmgr_proc *latmgr_event_process(const struct latmgr *m, pid_t tgid);
 /*
- * Process rq->tgid gets rq's value (latmgr_decide_threads) and a record, a rule's if
+ * Process rq->tgid gets rq's value (latmgr_set_threads) and a record, a rule's if
  * from_rule. Returns the tasks given the value, or -errno with *ret_why.
  */
 int latmgr_give_process(struct latmgr *m, const struct lat_req *rq, bool from_rule,
@@ -55,7 +55,7 @@ int latmgr_give_process(struct latmgr *m, const struct lat_req *rq, bool from_ru
 int latmgr_take_back(struct latmgr *m, pid_t tgid, uint64_t expect);
 /*
  * Every thread of managed process p gets its value; from: the entry of the task they
- * inherited their settings from, or NULL. As latmgr_decide_threads.
+ * inherited their settings from, or NULL. As latmgr_set_threads.
  */
 int latmgr_refill_threads(struct latmgr *m, const struct latmgr_proc *p,
 			  const struct lat_entry *from);
@@ -86,7 +86,7 @@ int latmgr_threads_result(const struct plan *pl, const struct latact_result *res
 			  const char **ret_why);
 /*
  * The plan for every thread of process rq->tgid to have rq's value (each thread read),
- * into pl: as latmgr_decide_threads, without carrying it out. Its count of actions,
+ * into pl: as latmgr_set_threads, without carrying it out. Its count of actions,
  * 0 where nothing is to change, or -errno with *ret_why.
  */
 int latmgr_plan_threads(struct latmgr *m, const struct lat_req *rq, struct plan *pl,
@@ -98,7 +98,7 @@ int latmgr_plan_threads(struct latmgr *m, const struct lat_req *rq, struct plan 
  * ret_start, if not NULL, gets the process's. Returns the tasks given the value, or
  * -errno with *ret_why.
  */
-int latmgr_decide_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
+int latmgr_set_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
 			  const char **ret_why);
 
 /* ---- latmgr_fg.c: the foreground, and games ---- */
@@ -156,11 +156,11 @@ void latmgr_units_check_all(struct latmgr *m);
  * Opens the event source [latency] events allows, reporting to cb, and in loop e reads
  * it with ready (latmgr_events.c's). 0, or -errno: none allowed.
  */
-int latmgr_events_open(struct latmgr *m, sd_event *e, const struct evsrc_callbacks *cb,
+int latmgr_source_open(struct latmgr *m, sd_event *e, const struct evsrc_callbacks *cb,
 		       sd_event_io_handler_t ready);
-void latmgr_events_close(struct latmgr *m);
+void latmgr_source_close(struct latmgr *m);
 /* Whether an exec must wake the daemon at once, told to the event source. */
-void latmgr_events_pace(struct latmgr *m);
+void latmgr_source_pace(struct latmgr *m);
 /* CLOCK_BOOTTIME ns in the clock ticks of /proc/PID/stat's start time. */
 uint64_t latmgr_boot_ticks(uint64_t ns);
 /* CLOCK_MONOTONIC ns (an event's time) in the same ticks; 0 for 0. */

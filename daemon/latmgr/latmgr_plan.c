@@ -204,7 +204,7 @@ struct latact_result *latmgr_apply(struct latmgr *m, const struct plan *pl)
 		free(res);
 		res = NULL;
 	}
-	latmgr_events_pace(m);
+	latmgr_source_pace(m);
 	return res;
 }
 
@@ -263,7 +263,7 @@ int latmgr_plan_threads(struct latmgr *m, const struct lat_req *rq, struct plan 
 	return r;
 }
 
-int latmgr_decide_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
+int latmgr_set_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret_start,
 			  const char **ret_why)
 {
 	struct latact_result *res;

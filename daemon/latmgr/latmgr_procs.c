@@ -106,7 +106,7 @@ int latmgr_refill_threads(struct latmgr *m, const struct latmgr_proc *p,
 			      .from_tid = from ? from->task.tid : 0, .no_inherit = p->no_inherit };
 	const char *why;
 
-	return latmgr_decide_threads(m, &rq, NULL, &why);
+	return latmgr_set_threads(m, &rq, NULL, &why);
 }
 
 int latmgr_proc_record(struct latmgr *m, const struct lat_req *rq, uint64_t start,
@@ -127,7 +127,7 @@ int latmgr_give_process(struct latmgr *m, const struct lat_req *rq, bool from_ru
 	int n, r;
 
 	*ret_why = NULL;
-	n = latmgr_decide_threads(m, rq, &start, ret_why);
+	n = latmgr_set_threads(m, rq, &start, ret_why);
 	if (n < 0)
 		return n;
 	r = latmgr_proc_record(m, rq, start, from_rule);

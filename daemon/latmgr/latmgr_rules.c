@@ -376,7 +376,7 @@ void latmgr_rules_changed(struct latmgr *m)
 	free(res);
 	plan_fini(&pl);
 	latmgr_rescan(m);
-	latmgr_events_pace(m);
+	latmgr_source_pace(m);
 }
 
 /*
@@ -478,5 +478,5 @@ void latmgr_tick(struct latmgr *m)
 	if (again)
 		m->resync = true;
 	latmgr_units_refresh(m);
-	latmgr_events_pace(m);
+	latmgr_source_pace(m);
 }

@@ -16,7 +16,7 @@
 
 /*
  * Whom a source reports to: the manager's event handlers and, in a loop, its reader
- * (latmgr_events.c, given by latmgr_events_open's caller, so that this file calls
+ * (latmgr_events.c, given by latmgr_source_open's caller, so that this file calls
  * nothing above it). A probe's are none: it is closed before anything is read.
  */
 struct events_sink {
@@ -148,7 +148,7 @@ bool latmgr_probe_events(const struct rqb_conf *c, char *ret_detail, size_t len)
 }
 
 /* The source pick_events chooses, and what it says of it. */
-int latmgr_events_open(struct latmgr *m, sd_event *e, const struct evsrc_callbacks *cb,
+int latmgr_source_open(struct latmgr *m, sd_event *e, const struct evsrc_callbacks *cb,
 		       sd_event_io_handler_t ready)
 {
 	struct events_pick pk;
@@ -162,7 +162,7 @@ int latmgr_events_open(struct latmgr *m, sd_event *e, const struct evsrc_callbac
 	return pk.r;
 }
 
-void latmgr_events_close(struct latmgr *m)
+void latmgr_source_close(struct latmgr *m)
 {
 	sd_event_source_disable_unref(m->ev_src);
 	evsrc_close(m->ev);
@@ -181,7 +181,7 @@ bool latmgr_has_events(const struct latmgr *m)
  * up), so that an idle daemon is not woken by every exec on the machine. Called after
  * anything that changes either: a tick, a reload, an apply.
  */
-void latmgr_events_pace(struct latmgr *m)
+void latmgr_source_pace(struct latmgr *m)
 {
 	bool lazy = !m->conf->rules.n && !m->np && !m->la->n && !m->la->ncg;
 
@@ -193,7 +193,7 @@ void latmgr_events_pace(struct latmgr *m)
 		  "managed" : "wakes the daemon at once");
 }
 
-const char *latmgr_events_source(const struct latmgr *m)
+const char *latmgr_source_name(const struct latmgr *m)
 {
 	return m->ev ? m->ev->ops->name : "none";
 }

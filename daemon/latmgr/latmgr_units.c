@@ -1,7 +1,7 @@
 /*
  * Latency management, units on a systemd host: the unit of each managed process, and
  * whether all its processes carry one value, which gives the unit that value's
- * CPUWeight (lat_unit_decide). It weighs no unit whose processes do not all agree.
+ * CPUWeight (latency_unit_decide). It weighs no unit whose processes do not all agree.
  *
  * What it costs follows what changed, not what is managed: each process record keeps
  * the slot of its unit, read once when it joins the table; a record that comes, goes
@@ -230,7 +230,7 @@ static void unit_decide(struct latmgr *m, struct latmgr_unit *u, struct lat_unit
 		v.m = mem;
 		v.n = n;
 	}
-	lat_unit_decide(&lc, &v, ret);
+	latency_unit_decide(&lc, &v, ret);
 	/*
 	 * A unit it would weigh: what someone else left its weight at decides too. Asked of
 	 * systemd only then, as each ask is a call over D-Bus (where it cannot be asked, the
@@ -238,7 +238,7 @@ static void unit_decide(struct latmgr *m, struct latmgr_unit *u, struct lat_unit
 	 */
 	if (ret->verdict == LAT_UNIT_OWN &&
 	    latact_unit_before(m->la, u->cgroup, u->unit, &v.before_weight, &v.before_idle) == 0)
-		lat_unit_decide(&lc, &v, ret);
+		latency_unit_decide(&lc, &v, ret);
 	free(procs);
 	free(mem);
 }

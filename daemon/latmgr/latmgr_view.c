@@ -67,7 +67,7 @@ void latmgr_stats(const struct latmgr *m, struct daemon_stats *ret)
 	ret->events_state = m->pc_state;
 	ret->events_up = latmgr_has_events(m);
 	ret->exec_lazy = m->exec_lazy;
-	ret->events_bpf = strcmp(latmgr_events_source(m), "bpf") == 0;
+	ret->events_bpf = strcmp(latmgr_source_name(m), "bpf") == 0;
 	ret->events = m->cnt.events;
 	ret->overflows = m->cnt.overflows;
 	ret->rescans = m->cnt.rescans;
@@ -144,11 +144,11 @@ void latmgr_unit_text(const struct latmgr *m, pid_t tgid, char *out, size_t size
 static void knobs_text(const struct lat_state *s, char *out, size_t size)
 {
 	snprintf(out, size, "policy %s\nslice_ns %" PRIu64 "\nuclamp %d %d\ncgroup %s\n",
-		 latact_policy_name(s->policy), s->slice_ns, s->umin, s->umax,
+		 latknob_policy_name(s->policy), s->slice_ns, s->umin, s->umax,
 		 s->cgroup[0] ? s->cgroup : "-");
 }
 
-int latmgr_get(const struct latmgr *m, const struct lat_target *t, char *out, size_t size)
+int latmgr_get_text(const struct latmgr *m, const struct lat_target *t, char *out, size_t size)
 {
 	const struct latmgr_proc *p = proc_of(m, t);
 	const struct lat_entry *e = entry_of_target(m, t);
@@ -171,7 +171,7 @@ int latmgr_get(const struct latmgr *m, const struct lat_target *t, char *out, si
 		 p ? p->source : e->source, p ? "process" : "thread", latmgr_tasks_of(m, t), knobs);
 	if (e && e->cg != LAT_CG_OURS)
 		snprintf(out + strlen(out), size - strlen(out), "cgroup_left %s: %s\n", e->cg_left,
-			 lat_cg_why(e->cg));
+			 latency_cg_why(e->cg));
 	if (p)
 		latmgr_unit_text(m, t->pid, out + strlen(out), size - strlen(out));
 	return 0;
@@ -242,7 +242,7 @@ static void list_task(FILE *f, const struct latmgr *m, const struct lat_entry *e
 	fprintf(f, "task\t%d\t%d\t%d\t", (int)e->task.tid, (int)e->tgid, e->value);
 	util_put_field(f, e->source);
 	fprintf(f, "\t%s\t%s\t%" PRIu64 "\t", p ? "process" : "thread",
-		latact_policy_name(e->set.policy), e->set.slice_ns);
+		latknob_policy_name(e->set.policy), e->set.slice_ns);
 	util_put_field(f, e->set.cgroup[0] ? e->set.cgroup : "-");
 	fputc('\t', f);
 	util_put_field(f, comm);
@@ -401,7 +401,7 @@ static void put_maps_to(FILE *f, const struct latact *la, int v)
 	double def_ms = (double)(la->lc.default_slice_ns ? la->lc.default_slice_ns
 							 : LAT_SLICE_DEFAULT_NS) / 1e6;
 
-	lat_map(&la->lc, v, &k);
+	latency_map(&la->lc, v, &k);
 	/* A ratio of the kernel's default, which follows the CPUs: both are shown. */
 	if (k.slice_ns)
 		snprintf(slice, sizeof(slice), "%.2f ms (the kernel's default %.2f ms x 2^(%d/5)%s)",
@@ -419,7 +419,7 @@ static void put_maps_to(FILE *f, const struct latact *la, int v)
 			 la->cls.v2 ? "cpu.weight" : "cpu.shares", w);
 	}
 	put(f, "maps_to", "nice %d, policy %s, slice %s%s, class cgroup %s", k.nice,
-	    v < 0 ? "other" : latact_policy_name(k.policy), slice,
+	    v < 0 ? "other" : latknob_policy_name(k.policy), slice,
 	    la->o.uclamp && k.uclamp_min >= 0 ? ", uclamp" : "", cls);
 }
 
@@ -435,7 +435,7 @@ static void put_class_weight(FILE *f, const struct latmgr *m, int v)
 	char mode[64], over[64] = "";
 	unsigned n, div;
 
-	lat_map(&m->la->lc, v, &k);
+	latency_map(&m->la->lc, v, &k);
 	if (!k.use_class || !m->la->cls.on)
 		return;
 	n = latact_class_k(m->la, v, &div, &w);
@@ -500,9 +500,9 @@ static void put_cgroup(FILE *f, const struct latact *la, const struct lat_entry 
 		put(f, "knob_cgroup", "without effect: no class cgroups: %s", classes_off_why(la));
 	else if (e->cg != LAT_CG_OURS)
 		put(f, "knob_cgroup", "left where it is, \"%s\": %s", e->cg_left,
-		    lat_cg_why(e->cg));
+		    latency_cg_why(e->cg));
 	else if ((!e->set.cgroup[0] || strcmp(e->set.cgroup, e->prev.cgroup) == 0) &&
-		 lat_class_gains(e->value, e->left & LAT_K_NICE ? cur->nice : e->prev.nice,
+		 latency_class_gains(e->value, e->left & LAT_K_NICE ? cur->nice : e->prev.nice,
 				 la->cls.root_shares))
 		put(f, "knob_cgroup", "unchanged: \"%s\" (the class's parent weighs %" PRIu64
 		    " shares, more than its nice did: the class would raise it)", cur->cgroup,
@@ -551,7 +551,7 @@ static void put_notes(FILE *f, const struct latmgr *m, const struct lat_state *c
 	if (rt)
 		put(f, "note_realtime", "it runs %s: real-time tasks run before all others, so "
 		    "nice, slice and weight do not count while it does",
-		    latact_policy_name(cur->policy));
+		    latknob_policy_name(cur->policy));
 	if (m->la->o.autogroup && strcmp(cur->cgroup, "/") == 0)
 		put(f, "note_autogroup", "autogroup is on and it is in the root cpu cgroup: its nice "
 		    "counts only among the tasks of its session");

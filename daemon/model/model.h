@@ -79,7 +79,7 @@ struct lat_req {
 	bool async_move;        /* its class move may end after the call (latact_moves_start):
 				   an exec's rule, so that the next exec does not wait on it */
 	bool at_exec;           /* a process (tid = tgid) that has just exec'd, as start_time
-				   says: its one thread is the whole of it (latmgr_decide_threads) */
+				   says: its one thread is the whole of it (latmgr_set_threads) */
 	bool no_inherit;        /* the value is not handed down to the processes the task
 				   makes (a rule's inherit = no): SCHED_FLAG_RESET_ON_FORK */
 	const struct lat_thread *threads; /* a process's threads as judged, with what was

@@ -20,7 +20,7 @@ static const uint32_t nice_weight[40] = {
 	110,   87,    70,    56,    45,    36,    29,    23,    18,    15,
 };
 
-uint32_t lat_nice_weight(int nice)
+uint32_t latency_nice_weight(int nice)
 {
 	if (nice < LAT_MIN)
 		nice = LAT_MIN;
@@ -39,12 +39,12 @@ uint32_t lat_nice_weight(int nice)
  * where the parent weighs no more than the task's nice did. A negative value is a
  * favour its caller was allowed: its bound is the parent's weight by design.
  */
-bool lat_class_gains(int v, int nice, uint64_t parent_shares)
+bool latency_class_gains(int v, int nice, uint64_t parent_shares)
 {
-	return v > 0 && parent_shares > lat_nice_weight(nice);
+	return v > 0 && parent_shares > latency_nice_weight(nice);
 }
 
-uint32_t lat_shares_to_weight(uint32_t shares)
+uint32_t latency_shares_to_weight(uint32_t shares)
 {
 	/* cgroup2 and systemd: 100 is the default weight, as 1024 shares are in v1. */
 	uint64_t w = ((uint64_t)shares * 100 + 512) / 1024;
@@ -65,7 +65,7 @@ uint32_t lat_shares_to_weight(uint32_t shares)
  * steps beyond it share its slice, and a value the bound would put on the wrong side
  * of the default (or on it) keeps the default: monotone, strictly so between bounds.
  */
-uint64_t lat_slice_ns(uint64_t def, int v)
+uint64_t latency_slice_ns(uint64_t def, int v)
 {
 	/* 2^(k/5) for k = 0…4, in millionths */
 	static const uint64_t frac[5] = { 1000000, 1148698, 1319508, 1515717, 1741101 };
@@ -106,7 +106,7 @@ uint64_t lat_slice_ns(uint64_t def, int v)
 static uint32_t weight_for(const struct lat_conf *c, int v)
 {
 	uint64_t cap;
-	uint32_t w = lat_nice_weight(v);
+	uint32_t w = latency_nice_weight(v);
 
 	if (v >= 0 || !c->boost_cpu_pct || c->boost_cpu_pct >= 100)
 		return w;
@@ -116,7 +116,7 @@ static uint32_t weight_for(const struct lat_conf *c, int v)
 	return w < cap ? w : (uint32_t)cap;
 }
 
-void lat_map(const struct lat_conf *c, int v, struct lat_knobs *ret)
+void latency_map(const struct lat_conf *c, int v, struct lat_knobs *ret)
 {
 	struct lat_knobs k = { .policy = SCHED_OTHER, .uclamp_min = -1, .uclamp_max = -1,
 			       .reset_on_fork = -1 };
@@ -125,7 +125,7 @@ void lat_map(const struct lat_conf *c, int v, struct lat_knobs *ret)
 		v = LAT_MIN;
 	if (v > LAT_MAX)
 		v = LAT_MAX;
-	k.slice_ns = lat_slice_ns(c->default_slice_ns, v);
+	k.slice_ns = latency_slice_ns(c->default_slice_ns, v);
 	k.shares = weight_for(c, v);
 	/*
 	 * Weight is what buys latency, in both directions: the nice value's among the
@@ -151,7 +151,7 @@ void lat_map(const struct lat_conf *c, int v, struct lat_knobs *ret)
 	*ret = k;
 }
 
-int lat_parse(const char *s, int *ret, const char **ret_reason)
+int latency_parse(const char *s, int *ret, const char **ret_reason)
 {
 	char *end;
 	long v;
@@ -221,7 +221,7 @@ static void unit_refuse(struct lat_unit_decision *d, enum lat_unit_verdict verdi
 	snprintf(d->why, sizeof(d->why), "%s: only the task's nice applies", why);
 }
 
-void lat_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
+void latency_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
 		     struct lat_unit_decision *ret)
 {
 	struct lat_unit_decision d = { .value = LAT_NONE };
@@ -252,9 +252,9 @@ void lat_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
 		unit_refuse(&d, LAT_UNIT_USERS, "its unit is shared with another user's "
 			    "processes, and a user's request changes no unit another user shares");
 	} else {
-		lat_map(c, value, &k);
+		latency_map(c, value, &k);
 		d.value = value;
-		d.weight = k.cg_idle ? 0 : lat_shares_to_weight(k.shares);
+		d.weight = k.cg_idle ? 0 : latency_shares_to_weight(k.shares);
 		if (raises_held_back(v, &d)) {
 			d.value = LAT_NONE;
 			d.weight = 0;
@@ -278,7 +278,7 @@ static bool class_name(const char *name)
 	return !*end && v >= LAT_MIN && v <= LAT_MAX;
 }
 
-bool lat_cg_movable(const struct lat_conf *c, const char *class_parent, const char *cur)
+bool latency_cg_movable(const struct lat_conf *c, const char *class_parent, const char *cur)
 {
 	const char *slash = strrchr(cur, '/');
 	size_t plen;
@@ -299,7 +299,7 @@ bool lat_cg_movable(const struct lat_conf *c, const char *class_parent, const ch
 	return false;
 }
 
-enum lat_cg_verdict lat_cg_decide(const struct lat_cg_view *v)
+enum lat_cg_verdict latency_cg_decide(const struct lat_cg_view *v)
 {
 	if (!v->held)
 		return v->movable ? LAT_CG_OURS : LAT_CG_PLACED;
@@ -308,7 +308,7 @@ enum lat_cg_verdict lat_cg_decide(const struct lat_cg_view *v)
 	return v->held_before && strcmp(v->cur, v->held_before) == 0 ? LAT_CG_OURS : LAT_CG_MOVED;
 }
 
-const char *lat_cg_why(enum lat_cg_verdict verdict)
+const char *latency_cg_why(enum lat_cg_verdict verdict)
 {
 	switch (verdict) {
 	case LAT_CG_MOVED:

@@ -31,7 +31,7 @@ struct lat_conf {
 	bool uclamp;        /* use uclamp where the kernel has it */
 	bool class_cgroups; /* values move tasks into rqbalance's class cgroups */
 	bool reset_on_fork; /* values but 0 set SCHED_FLAG_RESET_ON_FORK on their tasks */
-	unsigned boost_cpu_pct; /* bounds a negative weight (see lat_map); 0 = no bound */
+	unsigned boost_cpu_pct; /* bounds a negative weight (see latency_map); 0 = no bound */
 	/*
 	 * The kernel's default slice (base_slice_ns, which follows the online CPUs), that
 	 * a value's slice is a ratio of; read by the features probe, not the config.
@@ -60,25 +60,25 @@ struct lat_knobs {
 };
 
 /* The knobs for value v (LAT_MIN…LAT_MAX) under c. */
-void lat_map(const struct lat_conf *c, int v, struct lat_knobs *ret);
+void latency_map(const struct lat_conf *c, int v, struct lat_knobs *ret);
 /*
  * The slice value v gets where the kernel's default is default_ns (0: unknown): the
  * default x 2^(v/5) within the kernel's 0.1-100 ms, and 0 (the default itself) for
  * 0 and wherever the bound leaves no slice on the value's side of the default.
  */
-uint64_t lat_slice_ns(uint64_t default_ns, int v);
+uint64_t latency_slice_ns(uint64_t default_ns, int v);
 /* The kernel's nice → weight table, nice -20…19 (1024 at 0). */
-uint32_t lat_nice_weight(int nice);
+uint32_t latency_nice_weight(int nice);
 /*
  * Whether moving a task whose own nice is nice into the class of value v gives it more
  * weight than that nice does, where the classes share a parent of weight parent_shares
  * (in v1 cpu.shares; 0 where they sit at the top): see latency.c.
  */
-bool lat_class_gains(int v, int nice, uint64_t parent_shares);
+bool latency_class_gains(int v, int nice, uint64_t parent_shares);
 /* v1 cpu.shares → cgroup2 cpu.weight (and systemd CPUWeight=), 1…10000. */
-uint32_t lat_shares_to_weight(uint32_t shares);
+uint32_t latency_shares_to_weight(uint32_t shares);
 /* A value given as text: -20…19, with a reason on error. 0 or -EINVAL. */
-int lat_parse(const char *s, int *ret, const char **ret_reason);
+int latency_parse(const char *s, int *ret, const char **ret_reason);
 
 /*
  * A process target on a systemd host. Each scope and service is a cgroup of systemd's,
@@ -119,7 +119,7 @@ struct lat_unit_view {
 	 * Its CPUWeight before rqbalance set it (now, where it has not): 0 where it is not
 	 * set (the default, 100), else 1…10000; before_idle for idle. Below the default
 	 * someone holds the unit's CPU back, and no value raises it above that, as no
-	 * value moves a task out of a cgroup someone else put it in (lat_cg_decide).
+	 * value moves a task out of a cgroup someone else put it in (latency_cg_decide).
 	 */
 	uint64_t before_weight;
 	bool before_idle;
@@ -134,12 +134,12 @@ struct lat_unit_decision {
 };
 
 /* What the unit of a process target gets; the decision, pure. */
-void lat_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
+void latency_unit_decide(const struct lat_conf *c, const struct lat_unit_view *v,
 		     struct lat_unit_decision *ret);
 
 /*
  * Whose a task's cgroup is, before rqbalance moves it into a class. rqbalance moves a
- * task only out of a cgroup it can show is its own to move from (lat_cg_movable): the
+ * task only out of a cgroup it can show is its own to move from (latency_cg_movable): the
  * top, its classes, or one the config names. Anywhere else someone put the task, and
  * it keeps its cgroup and gets the value's nice, policy and slice: an allow-list,
  * never a judgement of what the cgroup's limits look like.
@@ -164,7 +164,7 @@ struct lat_cg_view {
 	 * the worker) was made there, not moved there by anyone. NULL: not a new task.
 	 */
 	const char *held_before;
-	bool movable;       /* cur is rqbalance's to move a task out of (lat_cg_movable) */
+	bool movable;       /* cur is rqbalance's to move a task out of (latency_cg_movable) */
 };
 
 /*
@@ -173,9 +173,9 @@ struct lat_cg_view {
  * its session's autogroup), one of its own classes (class_parent/rqbalance-latN, with
  * class_parent "/" for the top), or one that c->move_from names.
  */
-bool lat_cg_movable(const struct lat_conf *c, const char *class_parent, const char *cur);
-enum lat_cg_verdict lat_cg_decide(const struct lat_cg_view *v);
+bool latency_cg_movable(const struct lat_conf *c, const char *class_parent, const char *cur);
+enum lat_cg_verdict latency_cg_decide(const struct lat_cg_view *v);
 /* What a verdict says, for rqctl get and the log: "" for LAT_CG_OURS. */
-const char *lat_cg_why(enum lat_cg_verdict verdict);
+const char *latency_cg_why(enum lat_cg_verdict verdict);
 
 #endif

@@ -75,7 +75,7 @@ int latpol_cgroup(const char *path, int v, const char *source, struct plan *ret)
 int latpol_cgroup_reset(const char *path, struct plan *ret);
 
 /*
- * The unit (its cgroup, path) of managed processes, as lat_unit_decide found it
+ * The unit (its cgroup, path) of managed processes, as latency_unit_decide found it
  * (d; NULL: no managed process is left in it). held: the value rqbalance gave the
  * unit for its processes, LAT_NONE if none. A unit whose processes all carry a value
  * gets its weight; one that no longer does gets back what it had. Returns the

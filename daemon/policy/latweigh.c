@@ -154,10 +154,10 @@ uint64_t latweigh_class_weight(const struct lat_conf *c, int v, unsigned k, unsi
 	struct lat_knobs kn;
 	uint64_t w, d = div ? div : 1;
 
-	lat_map(c, v, &kn);
+	latency_map(c, v, &kn);
 	w = (uint64_t)kn.shares * (k ? k : 1);
 	if (v2) {
-		/* As lat_shares_to_weight rounds, without its 32-bit argument. */
+		/* As latency_shares_to_weight rounds, without its 32-bit argument. */
 		w = (w * 100 + 512 * d) / (1024 * d);
 		return w < 1 ? 1 : w > LATWEIGH_V2_MAX ? LATWEIGH_V2_MAX : w;
 	}

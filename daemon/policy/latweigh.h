@@ -107,7 +107,7 @@ int latweigh_decide(const struct latweigh_in *in, struct latweigh_state *st, str
  * The weight of class v under c with multiplier k / div (0 is 1), rounded, in the
  * interface's unit: cgroup2's cpu.weight (1…10000) when v2, else v1's cpu.shares
  * (2…262144), at most the interface's bound. The multiplier applies to the value's
- * weight as lat_map gives it, boost_cpu_pct's cap included: the cap holds per CPU, as
+ * weight as latency_map gives it, boost_cpu_pct's cap included: the cap holds per CPU, as
  * the weight does.
  */
 uint64_t latweigh_class_weight(const struct lat_conf *c, int v, unsigned k, unsigned div,

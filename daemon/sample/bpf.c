@@ -1085,7 +1085,7 @@ static int alloc_cpus(struct bpf_sampler *bs)
 	return 0;
 }
 
-static int start(struct bpf_sampler *bs)
+static int start_sampler(struct bpf_sampler *bs)
 {
 	char btf[PATH_MAX];
 	int r;
@@ -1125,7 +1125,7 @@ static int start(struct bpf_sampler *bs)
 	return r;
 }
 
-int sampler_bpf_new(const struct bpf_sampler_opts *o, struct sampler **ret)
+int bpf_sampler_new(const struct bpf_sampler_opts *o, struct sampler **ret)
 {
 	struct sampler *sm = calloc(1, sizeof(*sm));
 	struct bpf_sampler *bs = calloc(1, sizeof(*bs));
@@ -1148,7 +1148,7 @@ int sampler_bpf_new(const struct bpf_sampler_opts *o, struct sampler **ret)
 		bs->used_ns = o->interval_ns / 4;
 	sm->ops = &bpf_ops;
 	sm->priv = bs;
-	r = bs->clk_tck > 0 ? start(bs) : why(o, -EINVAL, "no clock tick rate");
+	r = bs->clk_tck > 0 ? start_sampler(bs) : why(o, -EINVAL, "no clock tick rate");
 	if (r < 0) {
 		bpf_free(sm);
 		return r;
@@ -1170,7 +1170,7 @@ int sampler_bpf_new(const struct bpf_sampler_opts *o, struct sampler **ret)
 	return 0;
 }
 
-void sampler_bpf_stats(const struct sampler *sm, struct bpf_stats *ret)
+void bpf_sampler_stats(const struct sampler *sm, struct bpf_stats *ret)
 {
 	const struct bpf_sampler *bs = sm->priv;
 

@@ -397,7 +397,7 @@ static const struct sampler_ops proc_ops = {
 	.free = proc_free,
 };
 
-int sampler_proc_new(const struct proc_sampler_opts *o, struct sampler **ret)
+int proc_sampler_new(const struct proc_sampler_opts *o, struct sampler **ret)
 {
 	struct sampler *sm = calloc(1, sizeof(*sm));
 	struct proc_sampler *ps = calloc(1, sizeof(*ps));
@@ -424,7 +424,7 @@ int sampler_proc_new(const struct proc_sampler_opts *o, struct sampler **ret)
 	return 0;
 }
 
-void sampler_proc_stats(const struct sampler *sm, struct proc_stats *ret)
+void proc_sampler_stats(const struct sampler *sm, struct proc_stats *ret)
 {
 	const struct proc_sampler *ps = sm->priv;
 

@@ -79,7 +79,7 @@ static const struct sampler_ops replay_ops = {
 	.free = replay_free,
 };
 
-static int load(struct replay *rp, const char *path, FILE *f, const struct topo *t)
+static int read_replay(struct replay *rp, const char *path, FILE *f, const struct topo *t)
 {
 	unsigned line = 0;
 	char err[256];
@@ -109,7 +109,7 @@ static int load(struct replay *rp, const char *path, FILE *f, const struct topo 
 	}
 }
 
-int sampler_replay_new(const char *path, const struct topo *t, pid_t self_tgid,
+int replay_sampler_new(const char *path, const struct topo *t, pid_t self_tgid,
 		       struct sampler **ret)
 {
 	struct sampler *sm = calloc(1, sizeof(*sm));
@@ -132,7 +132,7 @@ int sampler_replay_new(const char *path, const struct topo *t, pid_t self_tgid,
 		replay_free(sm);
 		return r;
 	}
-	r = load(rp, path, f, t);
+	r = read_replay(rp, path, f, t);
 	fclose(f);
 	if (r < 0) {
 		replay_free(sm);

@@ -1,5 +1,5 @@
 /*
- * Sample stage: what all samplers share, and the tick's whole snapshot (sample_tick):
+ * Sample stage: what all samplers share, and the tick's whole snapshot (sampler_tick):
  * the sampler's counts, then what the placement rules read beside them.
  */
 #include <errno.h>
@@ -120,7 +120,7 @@ static int processes_rss(struct snapshot *s)
 	return 0;
 }
 
-int sample_tick(struct sampler *sm, uint64_t now_ns, const struct sample_asks *a,
+int sampler_tick(struct sampler *sm, uint64_t now_ns, const struct sample_asks *a,
 		struct snapshot *s)
 {
 	int r = sampler_sample(sm, now_ns, s);

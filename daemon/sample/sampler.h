@@ -44,7 +44,7 @@ struct proc_sampler_opts {
 	unsigned max_tracked;      /* open stat files at most */
 };
 
-int sampler_proc_new(const struct proc_sampler_opts *o, struct sampler **ret);
+int proc_sampler_new(const struct proc_sampler_opts *o, struct sampler **ret);
 
 struct bpf_sampler_opts {
 	pid_t self_tgid;           /* counted apart and never listed */
@@ -71,7 +71,7 @@ struct bpf_sampler_opts {
  * and sched_switch tracepoints instead, and waits for a first sample. 0, or -errno
  * with the reason in o->why.
  */
-int sampler_bpf_new(const struct bpf_sampler_opts *o, struct sampler **ret);
+int bpf_sampler_new(const struct bpf_sampler_opts *o, struct sampler **ret);
 
 /* Counters of the bpf sampler, for tests and the bench. */
 struct bpf_stats {
@@ -102,7 +102,7 @@ bool sampler_walks_unprivileged(struct sampler *sm);
  * fails here, with "path:line: reason" logged. Whatever the file says, self_tgid (the
  * running daemon) is the snapshot's "itself".
  */
-int sampler_replay_new(const char *path, const struct topo *t, pid_t self_tgid,
+int replay_sampler_new(const char *path, const struct topo *t, pid_t self_tgid,
 		       struct sampler **ret);
 
 static inline int sampler_sample(struct sampler *sm, uint64_t now_ns, struct snapshot *s)
@@ -118,7 +118,7 @@ struct sample_lat {
 };
 
 /*
- * What the placement rules read beside a sampler's counts, asked of sample_tick:
+ * What the placement rules read beside a sampler's counts, asked of sampler_tick:
  * - lat, nlat: the tasks with a latency-nice value, sorted by tid. Each one the
  *   sampler listed takes its value (lat_nice), and those with a negative value are
  *   placed through seen (latseen.h: they run too briefly for a sample to list them)
@@ -138,7 +138,7 @@ struct sample_asks {
  * asks; a NULL: nothing (a replay brings its own). 0, or the sampler's -errno (then
  * nothing asked is read). An ask that runs out of memory is left out, logged.
  */
-int sample_tick(struct sampler *sm, uint64_t now_ns, const struct sample_asks *a,
+int sampler_tick(struct sampler *sm, uint64_t now_ns, const struct sample_asks *a,
 		struct snapshot *s);
 void sampler_free(struct sampler *sm);
 /* Stamps s with the clock of the tasks' start times (uptime_ticks, tick_hz): live samplers. */

@@ -323,7 +323,7 @@ static int parse_lat(struct snapshot *s, const char *line, char *err, size_t err
 	return r;
 }
 
-static int parse_cpu(struct snapshot *s, const char *line, char *err, size_t errlen)
+static int parse_cpu_line(struct snapshot *s, const char *line, char *err, size_t errlen)
 {
 	int cpu, n = 0, m = 0;
 	unsigned nr, busy;
@@ -389,7 +389,7 @@ int snap_read(FILE *in, struct snapshot *s, unsigned *lineno, char *err, size_t 
 		} else if (strcmp(line, "end") == 0) {
 			return 1;
 		} else if (strncmp(line, "cpu ", 4) == 0) {
-			r = parse_cpu(s, line, err, errlen);
+			r = parse_cpu_line(s, line, err, errlen);
 		} else if (strncmp(line, "task ", 5) == 0) {
 			r = parse_task(s, line, err, errlen);
 		} else if (strncmp(line, "latency ", 8) == 0) {

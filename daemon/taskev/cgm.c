@@ -75,7 +75,7 @@ static int add_procs(struct members *s, const char *dir)
 	return err;
 }
 
-static int walk(struct members *s, const char *dir, unsigned depth)
+static int walk_members(struct members *s, const char *dir, unsigned depth)
 {
 	char sub[PATH_MAX];
 	struct dirent *de;
@@ -96,7 +96,7 @@ static int walk(struct members *s, const char *dir, unsigned depth)
 		if (de->d_type != DT_DIR || de->d_name[0] == '.')
 			continue;
 		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
-		r = walk(s, sub, depth + 1);
+		r = walk_members(s, sub, depth + 1);
 		/* A child cgroup removed meanwhile held nobody. */
 		if (r == -ENOENT)
 			r = 0;
@@ -113,7 +113,7 @@ int cgm_read(const char *mount, const char *path, const char *proc_root, size_t 
 	int r;
 
 	snprintf(dir, sizeof(dir), "%s%s", mount, strcmp(path, "/") ? path : "");
-	r = walk(&s, dir, 0);
+	r = walk_members(&s, dir, 0);
 	if (r < 0) {
 		free(s.m);
 		return r;

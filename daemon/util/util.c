@@ -94,7 +94,7 @@ ssize_t util_read_file_at(int dirfd, const char *path, char *buf, size_t len)
 	return (ssize_t)n;
 }
 
-int latact_read_u64(const char *path, uint64_t *ret)
+int util_read_u64(const char *path, uint64_t *ret)
 {
 	char buf[64], *end;
 	ssize_t r = util_read_file(path, buf, sizeof(buf));

@@ -61,7 +61,7 @@ ssize_t util_read_file(const char *path, char *buf, size_t len);
  */
 ssize_t util_read_file_at(int dirfd, const char *path, char *buf, size_t len);
 /* A file holding one decimal number (a cgroup's weight, say): 0, or -errno (-EINVAL). */
-int latact_read_u64(const char *path, uint64_t *ret);
+int util_read_u64(const char *path, uint64_t *ret);
 /* The first line of file name in dir, its newline cut; "" where it cannot be read. */
 void util_read_line(const char *dir, const char *name, char *buf, size_t len);
 

@@ -49,7 +49,7 @@ static void kv(const struct ctl_msg *m)
 				FUZZ_CHECK(strlen(v) < sizes[s]);
 				FUZZ_CHECK(!strchr(v, '\n'));
 				if (strcmp(keys[k], "value") == 0 &&
-				    lat_parse(v, &value, &why) == 0)
+				    latency_parse(v, &value, &why) == 0)
 					FUZZ_CHECK(value >= LAT_MIN && value <= LAT_MAX);
 			}
 			free(v);

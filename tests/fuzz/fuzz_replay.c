@@ -41,7 +41,7 @@ static void sampler_ticks(const uint8_t *data, size_t size)
 
 	if (ftruncate(memfd, 0) < 0 || pwrite(memfd, data, size, 0) != (ssize_t)size)
 		abort();
-	if (sampler_replay_new(memfd_path, topo, SELF, &sm) < 0)
+	if (replay_sampler_new(memfd_path, topo, SELF, &sm) < 0)
 		return;
 	s = snap_new(topo);
 	if (!s)

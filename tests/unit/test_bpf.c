@@ -92,7 +92,7 @@ static int setup_with(void **state, bool tracepoints)
 	assert_int_equal(topo_load(&to, &f->topo), 0);
 	f->snap = snap_new(f->topo);
 	assert_non_null(f->snap);
-	if (sampler_bpf_new(&o, &f->sm) < 0) {
+	if (bpf_sampler_new(&o, &f->sm) < 0) {
 		/*
 		 * Where it must load it fails the test: a skip there would hide a program
 		 * that a change made the verifier refuse.
@@ -240,7 +240,7 @@ KIT_TEST_FX(busy_thread_listed, setup, teardown)
 	assert_true(f->snap->cpus[f->cpu].nr_running >= 1);
 	assert_true(f->snap->cpus[f->cpu].busy_pct > 0);
 	stop_spin(f);
-	sampler_bpf_stats(f->sm, &st);
+	bpf_sampler_stats(f->sm, &st);
 	assert_non_null(st.rq_path);
 	assert_true(st.samples >= 2 * 2);
 }
@@ -256,7 +256,7 @@ KIT_TEST_FX(busy_thread_listed_tracepoints, setup_tp, teardown)
 
 	if (!f->sm)
 		skip();
-	sampler_bpf_stats(f->sm, &st);
+	bpf_sampler_stats(f->sm, &st);
 	assert_string_equal(st.trigger, "scheduler tracepoints");
 	busy_thread_listed(state);
 }

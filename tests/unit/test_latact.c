@@ -274,8 +274,8 @@ static uint64_t weight_of(const struct lat_conf *lc, int v)
 {
 	struct lat_knobs k;
 
-	lat_map(lc, v, &k);
-	return lat_shares_to_weight(k.shares);
+	latency_map(lc, v, &k);
+	return latency_shares_to_weight(k.shares);
 }
 
 static uint64_t file_u64(const char *dir, const char *name)
@@ -312,7 +312,7 @@ KIT_TEST_FX(test_class_made_with_mapped_weight, setup, teardown)
 	snprintf(cls, sizeof(cls), "%s/rqbalance-lat-5/cgroup.procs", f->cg);
 	assert_int_equal(atoi(kit_slurp(NULL, cls)), (int)tid);
 	/* Its sched knobs went to the driver in one call: the value's nice. */
-	lat_map(&f->lc, -5, &k);
+	latency_map(&f->lc, -5, &k);
 	assert_int_equal(attr_calls, 1);
 	assert_int_equal(attr_tid, tid);
 	assert_int_equal(attr_last.sched_nice, k.nice);
@@ -372,7 +372,7 @@ KIT_TEST_FX(test_slice_follows_default, setup, teardown)
 	assert_int_equal(latact_read(&f->la, tid, &st), 0);
 	assert_int_equal(st.slice_ns, 0);
 	assert_int_equal(set_task(&f->la, tid, -5, &why), 0);
-	assert_int_equal(attr_last.sched_runtime, lat_slice_ns(lc2.default_slice_ns, -5));
+	assert_int_equal(attr_last.sched_runtime, latency_slice_ns(lc2.default_slice_ns, -5));
 	assert_true(attr_last.sched_runtime < lc2.default_slice_ns);
 	latact_fini(&f->la);
 }
@@ -389,7 +389,7 @@ KIT_TEST_FX(test_cgroup_target_restored, setup, teardown)
 	snprintf(app, sizeof(app), "%s/app", f->cg);
 	assert_int_equal(latact_init(&f->la, &f->ops, &f->o, &f->lc), 0);
 	assert_int_equal(latact_cgroup(&f->la, "/app", 5, "test", &why), 0);
-	lat_map(&f->lc, 5, &k);
+	latency_map(&f->lc, 5, &k);
 	assert_false(k.cg_idle);
 	assert_int_equal(file_u64(app, "cpu.weight"), weight_of(&f->lc, 5));
 	assert_int_equal(file_u64(app, "cpu.idle"), 0);
@@ -802,22 +802,22 @@ KIT_TEST(test_given_ring_keeps_all_at_stop)
 	(void)state;
 	for (pid_t t = 1; t <= LATACT_GIVEN_MAX + 10; t++) {
 		e.task.tid = t;
-		latact_note_given(&la, &e);
+		latact_given_note(&la, &e);
 	}
 	assert_int_equal(latact_given_count(&la), LATACT_GIVEN_MAX);
-	assert_null(latact_given(&la, 10));
-	assert_non_null(latact_given(&la, 11));
+	assert_null(latact_given_find(&la, 10));
+	assert_non_null(latact_given_find(&la, 11));
 	assert_int_equal(latact_given_nth(&la, 0)->task.tid, 11);
 	la.given_all = true;
 	assert_int_equal(latact_given_reserve(&la, LATACT_GIVEN_MAX + 100), 0);
 	assert_int_equal(latact_given_nth(&la, 0)->task.tid, 11);
 	for (pid_t t = 1000; t < 1000 + 3 * LATACT_GIVEN_MAX; t++) {
 		e.task.tid = t;
-		latact_note_given(&la, &e);
+		latact_given_note(&la, &e);
 	}
 	assert_int_equal(latact_given_count(&la), 4 * LATACT_GIVEN_MAX);
-	assert_non_null(latact_given(&la, 11));
-	assert_non_null(latact_given(&la, 1000));
+	assert_non_null(latact_given_find(&la, 11));
+	assert_non_null(latact_given_find(&la, 1000));
 	for (size_t k = 0; k < latact_given_count(&la); k++)
 		assert_int_equal(latact_given_nth(&la, k)->task.tid,
 				 k < LATACT_GIVEN_MAX ? (pid_t)(11 + k) :

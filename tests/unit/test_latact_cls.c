@@ -220,7 +220,7 @@ static uint64_t mapped_shares(const struct lat_conf *lc, int v)
 {
 	struct lat_knobs k;
 
-	lat_map(lc, v, &k);
+	latency_map(lc, v, &k);
 	return k.shares;
 }
 
@@ -336,7 +336,7 @@ KIT_TEST_FX(class_made_once, setup, teardown)
 	snprintf(want, sizeof(want), "mkdir /cg/rqbalance-lat-5\n"
 		 "write /cg/rqbalance-lat-5/cpu.weight %u\n"
 		 "write /cg/rqbalance-lat-5/cpu.max max\n",
-		 lat_shares_to_weight((uint32_t)mapped_shares(&f->la.lc, -5)));
+		 latency_shares_to_weight((uint32_t)mapped_shares(&f->la.lc, -5)));
 	assert_string_equal(oplog, want);
 	/* There already: nothing written. */
 	oplog[0] = '\0';
@@ -435,7 +435,7 @@ KIT_TEST_FX(v1_parent_takes_half, setup, teardown)
 	assert_string_equal(file(f->v1, "rqb/rqbalance-lat-1/cpu.rt_runtime_us"), "12179");
 }
 
-/* The parent's weight, which bounds a raise's class (lat_class_gains): read at start and reload. */
+/* The parent's weight, which bounds a raise's class (latency_class_gains): read at start and reload. */
 KIT_TEST_FX(parent_weight_read, setup, teardown)
 {
 	struct fix *f = *state;
@@ -464,7 +464,7 @@ KIT_TEST_FX(reweigh_restores_weight, setup, teardown)
 	kit_put(NULL, path, "1");
 	latact_classes_reweigh(&f->la);
 	snprintf(want, sizeof(want), "%u",
-		 lat_shares_to_weight((uint32_t)mapped_shares(&f->la.lc, 10)));
+		 latency_shares_to_weight((uint32_t)mapped_shares(&f->la.lc, 10)));
 	assert_string_equal(kit_slurp(NULL, path), want);
 }
 
@@ -568,9 +568,9 @@ KIT_TEST_FX(moves_write_the_groups_file, setup, teardown)
 
 	latact_classes_find(&f->la);
 	oplog[0] = '\0';
-	assert_int_equal(latact_cg_write(&f->la, "/app", &t), 0);
-	assert_int_equal(latact_cg_write(&f->la, "/", &t), 0);
-	assert_int_equal(latact_cg_attach(&f->la, "//app/x", &t), 0);
+	assert_int_equal(latact_cls_write(&f->la, "/app", &t), 0);
+	assert_int_equal(latact_cls_write(&f->la, "/", &t), 0);
+	assert_int_equal(latact_cls_attach(&f->la, "//app/x", &t), 0);
 	assert_string_equal(oplog, "attach /cg/app/cgroup.procs 700\n"
 				   "attach /cg/cgroup.procs 700\n"
 				   "attach /cg/app/x/cgroup.procs 700\n");
@@ -579,26 +579,26 @@ KIT_TEST_FX(moves_write_the_groups_file, setup, teardown)
 	memset(&f->la.cls, 0, sizeof(f->la.cls));
 	latact_classes_find(&f->la);
 	oplog[0] = '\0';
-	assert_int_equal(latact_cg_write(&f->la, "/app", &t), 0);
+	assert_int_equal(latact_cls_write(&f->la, "/app", &t), 0);
 	assert_string_equal(oplog, "attach /cpu/app/tasks 700\n");
 	/* Written after the task let its number go: -ESRCH to the caller, -ESTALE below. */
 	attach_ret = -ESTALE;
-	assert_int_equal(latact_cg_write(&f->la, "/app", &t), -ESTALE);
-	assert_int_equal(latact_cg_attach(&f->la, "/app", &t), -ESRCH);
+	assert_int_equal(latact_cls_write(&f->la, "/app", &t), -ESTALE);
+	assert_int_equal(latact_cls_attach(&f->la, "/app", &t), -ESRCH);
 }
 
 KIT_TEST_FX(movable_cgroups, setup, teardown)
 {
 	struct fix *f = *state;
 
-	assert_true(latact_cg_movable(&f->la, "/"));
-	assert_true(latact_cg_movable(&f->la, "/rqbalance-lat-5"));
-	assert_true(latact_cg_movable(&f->la, "/rqbalance-lat19"));
-	assert_false(latact_cg_movable(&f->la, "/rqbalance-lat99"));
-	assert_false(latact_cg_movable(&f->la, "/app"));
-	assert_false(latact_cg_movable(&f->la, "/app/rqbalance-lat-5"));
+	assert_true(latact_cls_movable(&f->la, "/"));
+	assert_true(latact_cls_movable(&f->la, "/rqbalance-lat-5"));
+	assert_true(latact_cls_movable(&f->la, "/rqbalance-lat19"));
+	assert_false(latact_cls_movable(&f->la, "/rqbalance-lat99"));
+	assert_false(latact_cls_movable(&f->la, "/app"));
+	assert_false(latact_cls_movable(&f->la, "/app/rqbalance-lat-5"));
 	snprintf(f->la.cls.root, sizeof(f->la.cls.root), "rqb");
-	assert_true(latact_cg_movable(&f->la, "/rqb/rqbalance-lat3"));
-	assert_false(latact_cg_movable(&f->la, "/rqbalance-lat3"));
-	assert_false(latact_cg_movable(&f->la, "/rqb"));
+	assert_true(latact_cls_movable(&f->la, "/rqb/rqbalance-lat3"));
+	assert_false(latact_cls_movable(&f->la, "/rqbalance-lat3"));
+	assert_false(latact_cls_movable(&f->la, "/rqb"));
 }

@@ -13,7 +13,7 @@ static struct lat_knobs map(const struct lat_conf *c, int v)
 {
 	struct lat_knobs k;
 
-	lat_map(c, v, &k);
+	latency_map(c, v, &k);
 	return k;
 }
 
@@ -89,7 +89,7 @@ KIT_TEST(slice_monotone_around_the_default)
 		for (int v = LAT_MIN; v <= LAT_MAX; v++) {
 			uint64_t ns = map(&c, v).slice_ns, runs = ns ? ns : def;
 
-			assert_int_equal(ns, lat_slice_ns(def, v));
+			assert_int_equal(ns, latency_slice_ns(def, v));
 			if (v == 0)
 				assert_int_equal(ns, 0);
 			if (ns) {
@@ -110,12 +110,12 @@ KIT_TEST(slice_monotone_around_the_default)
 		}
 		/* Between the bounds the steps are the default's: -5 halves it, 5 doubles it. */
 		if (def / 2 >= LAT_SLICE_MIN_NS)
-			assert_int_equal(lat_slice_ns(def, -5), def / 2);
-		assert_int_equal(lat_slice_ns(def, 5), def * 2);
+			assert_int_equal(latency_slice_ns(def, -5), def / 2);
+		assert_int_equal(latency_slice_ns(def, 5), def * 2);
 	}
 	/* A default past the upper bound leaves no longer slice: positives keep it. */
-	assert_int_equal(lat_slice_ns(200000000, 1), 0);
-	assert_true(lat_slice_ns(200000000, -20) < 200000000);
+	assert_int_equal(latency_slice_ns(200000000, 1), 0);
+	assert_true(latency_slice_ns(200000000, -20) < 200000000);
 }
 
 KIT_TEST(idle_only_where_configured)
@@ -172,25 +172,25 @@ KIT_TEST(no_class_without_class_cgroups)
  */
 KIT_TEST(raise_class_never_outweighs_the_nice)
 {
-	assert_false(lat_class_gains(19, 0, 1024));
-	assert_true(lat_class_gains(19, 19, 1024));
-	assert_true(lat_class_gains(19, 1, 1024));
-	assert_false(lat_class_gains(19, 10, 110));
-	assert_true(lat_class_gains(19, 10, 111));
-	assert_false(lat_class_gains(19, 19, 0));
-	assert_false(lat_class_gains(-5, 19, 1024));
-	assert_false(lat_class_gains(0, 19, 1024));
+	assert_false(latency_class_gains(19, 0, 1024));
+	assert_true(latency_class_gains(19, 19, 1024));
+	assert_true(latency_class_gains(19, 1, 1024));
+	assert_false(latency_class_gains(19, 10, 110));
+	assert_true(latency_class_gains(19, 10, 111));
+	assert_false(latency_class_gains(19, 19, 0));
+	assert_false(latency_class_gains(-5, 19, 1024));
+	assert_false(latency_class_gains(0, 19, 1024));
 }
 
 KIT_TEST(weights_convert_to_cgroup2)
 {
-	assert_int_equal(lat_shares_to_weight(1024), 100);
-	assert_int_equal(lat_shares_to_weight(88761), 8668);
-	assert_int_equal(lat_shares_to_weight(15), 1);
-	assert_int_equal(lat_shares_to_weight(2), 1);
-	assert_int_equal(lat_shares_to_weight(262144), 10000);
-	assert_int_equal(lat_nice_weight(-30), 88761);
-	assert_int_equal(lat_nice_weight(40), 15);
+	assert_int_equal(latency_shares_to_weight(1024), 100);
+	assert_int_equal(latency_shares_to_weight(88761), 8668);
+	assert_int_equal(latency_shares_to_weight(15), 1);
+	assert_int_equal(latency_shares_to_weight(2), 1);
+	assert_int_equal(latency_shares_to_weight(262144), 10000);
+	assert_int_equal(latency_nice_weight(-30), 88761);
+	assert_int_equal(latency_nice_weight(40), 15);
 }
 
 KIT_TEST(parse)
@@ -198,17 +198,17 @@ KIT_TEST(parse)
 	const char *why = NULL;
 	int v = 99;
 
-	assert_int_equal(lat_parse("-20", &v, &why), 0);
+	assert_int_equal(latency_parse("-20", &v, &why), 0);
 	assert_int_equal(v, -20);
-	assert_int_equal(lat_parse("19", &v, &why), 0);
+	assert_int_equal(latency_parse("19", &v, &why), 0);
 	assert_int_equal(v, 19);
 	v = 99;
-	assert_int_equal(lat_parse("20", &v, &why), -EINVAL);
+	assert_int_equal(latency_parse("20", &v, &why), -EINVAL);
 	assert_string_equal(why, "out of range -20…19");
-	assert_int_equal(lat_parse("-21", &v, &why), -EINVAL);
-	assert_int_equal(lat_parse("", &v, &why), -EINVAL);
-	assert_int_equal(lat_parse("1x", &v, &why), -EINVAL);
-	assert_int_equal(lat_parse("99999999999999999999", &v, &why), -EINVAL);
+	assert_int_equal(latency_parse("-21", &v, &why), -EINVAL);
+	assert_int_equal(latency_parse("", &v, &why), -EINVAL);
+	assert_int_equal(latency_parse("1x", &v, &why), -EINVAL);
+	assert_int_equal(latency_parse("99999999999999999999", &v, &why), -EINVAL);
 	assert_int_equal(v, 99);
 }
 
@@ -240,7 +240,7 @@ static struct lat_unit_decision decide(const struct lat_conf *c, const char *uni
 	struct lat_unit_decision d;
 
 	memset(&d, 0x5a, sizeof(d));
-	lat_unit_decide(c, &v, &d);
+	latency_unit_decide(c, &v, &d);
 	return d;
 }
 
@@ -344,19 +344,19 @@ KIT_TEST(unit_refused)
 				   .unit = "", .delegated = true, .m = one, .n = 1 };
 	struct lat_unit_decision d;
 
-	lat_unit_decide(&defaults, &v, &d);
+	latency_unit_decide(&defaults, &v, &d);
 	assert_int_equal(d.verdict, LAT_UNIT_DELEGATED);
 	assert_non_null(strstr(d.why, "delegated subtree"));
 	assert_non_null(strstr(d.why, "only the task's nice applies"));
 	v.delegated = false;
-	lat_unit_decide(&defaults, &v, &d);
+	latency_unit_decide(&defaults, &v, &d);
 	assert_int_equal(d.verdict, LAT_UNIT_NOT_A_UNIT);
 	v.unit = NULL;
-	lat_unit_decide(&defaults, &v, &d);
+	latency_unit_decide(&defaults, &v, &d);
 	assert_int_equal(d.verdict, LAT_UNIT_NOT_A_UNIT);
 	v.unit = "a.scope";
 	v.truncated = true;
-	lat_unit_decide(&defaults, &v, &d);
+	latency_unit_decide(&defaults, &v, &d);
 	assert_int_equal(d.verdict, LAT_UNIT_TOO_MANY);
 	assert_int_equal(d.value, LAT_NONE);
 }
@@ -374,25 +374,25 @@ KIT_TEST(unit_held_back)
 	struct lat_unit_decision d;
 
 	(void)state;
-	lat_unit_decide(&defaults, &v, &d);
+	latency_unit_decide(&defaults, &v, &d);
 	assert_int_equal(d.verdict, LAT_UNIT_HELD_BACK);
 	assert_int_equal(d.value, LAT_NONE);
 	assert_non_null(strstr(d.why, "below the default"));
 	v.m = calm;
-	lat_unit_decide(&defaults, &v, &d);
+	latency_unit_decide(&defaults, &v, &d);
 	assert_int_equal(d.verdict, LAT_UNIT_OWN);
 	assert_true(d.weight < 50);
 	v.before_weight = 0;
 	v.before_idle = true;
-	lat_unit_decide(&defaults, &v, &d);
+	latency_unit_decide(&defaults, &v, &d);
 	assert_int_equal(d.verdict, LAT_UNIT_HELD_BACK);
 	/* Not set, or set at or above the default: no limit. */
 	v.before_idle = false;
 	v.m = boost;
-	lat_unit_decide(&defaults, &v, &d);
+	latency_unit_decide(&defaults, &v, &d);
 	assert_int_equal(d.verdict, LAT_UNIT_OWN);
 	v.before_weight = 100;
-	lat_unit_decide(&defaults, &v, &d);
+	latency_unit_decide(&defaults, &v, &d);
 	assert_int_equal(d.verdict, LAT_UNIT_OWN);
 	assert_true(d.weight > 100);
 }
@@ -404,13 +404,13 @@ KIT_TEST(cgroup_only_where_put)
 
 	(void)state;
 	v.held = "/rqbalance-lat5";
-	assert_int_equal(lat_cg_decide(&v), LAT_CG_OURS);
-	assert_string_equal(lat_cg_why(LAT_CG_OURS), "");
+	assert_int_equal(latency_cg_decide(&v), LAT_CG_OURS);
+	assert_string_equal(latency_cg_why(LAT_CG_OURS), "");
 	/* Moved since, whatever the new cgroup is like. */
 	v.cur = "/elsewhere";
-	assert_int_equal(lat_cg_decide(&v), LAT_CG_MOVED);
+	assert_int_equal(latency_cg_decide(&v), LAT_CG_MOVED);
 	v.movable = true;
-	assert_int_equal(lat_cg_decide(&v), LAT_CG_MOVED);
+	assert_int_equal(latency_cg_decide(&v), LAT_CG_MOVED);
 	v.movable = false;
 	/*
 	 * A new task where its creator was before rqbalance moved it: made before that move
@@ -418,17 +418,17 @@ KIT_TEST(cgroup_only_where_put)
 	 */
 	v.held_before = "/";
 	v.cur = "/";
-	assert_int_equal(lat_cg_decide(&v), LAT_CG_OURS);
+	assert_int_equal(latency_cg_decide(&v), LAT_CG_OURS);
 	v.cur = "/elsewhere";
-	assert_int_equal(lat_cg_decide(&v), LAT_CG_MOVED);
+	assert_int_equal(latency_cg_decide(&v), LAT_CG_MOVED);
 	v.held_before = NULL;
 	/* A first value: only out of a cgroup shown to be rqbalance's to move from. */
 	v.held = NULL;
-	assert_int_equal(lat_cg_decide(&v), LAT_CG_PLACED);
+	assert_int_equal(latency_cg_decide(&v), LAT_CG_PLACED);
 	v.movable = true;
-	assert_int_equal(lat_cg_decide(&v), LAT_CG_OURS);
-	assert_non_null(strstr(lat_cg_why(LAT_CG_MOVED), "someone else"));
-	assert_non_null(strstr(lat_cg_why(LAT_CG_PLACED), "someone else's cgroup"));
+	assert_int_equal(latency_cg_decide(&v), LAT_CG_OURS);
+	assert_non_null(strstr(latency_cg_why(LAT_CG_MOVED), "someone else"));
+	assert_non_null(strstr(latency_cg_why(LAT_CG_PLACED), "someone else's cgroup"));
 }
 
 /*
@@ -440,28 +440,28 @@ KIT_TEST(cgroup_movable_allow_list)
 	struct lat_conf c = defaults;
 
 	(void)state;
-	assert_true(lat_cg_movable(&c, "/", "/"));
-	assert_true(lat_cg_movable(&c, "/", "/rqbalance-lat5"));
-	assert_true(lat_cg_movable(&c, "/", "/rqbalance-lat-20"));
-	assert_false(lat_cg_movable(&c, "/", "/rqbalance-lat20"));
-	assert_false(lat_cg_movable(&c, "/", "/rqbalance-lat"));
-	assert_false(lat_cg_movable(&c, "/", "/rqbalance-lat5x"));
+	assert_true(latency_cg_movable(&c, "/", "/"));
+	assert_true(latency_cg_movable(&c, "/", "/rqbalance-lat5"));
+	assert_true(latency_cg_movable(&c, "/", "/rqbalance-lat-20"));
+	assert_false(latency_cg_movable(&c, "/", "/rqbalance-lat20"));
+	assert_false(latency_cg_movable(&c, "/", "/rqbalance-lat"));
+	assert_false(latency_cg_movable(&c, "/", "/rqbalance-lat5x"));
 	/* A class's name elsewhere is not a class. */
-	assert_false(lat_cg_movable(&c, "/", "/users/rqbalance-lat5"));
-	assert_true(lat_cg_movable(&c, "/rqb", "/rqb/rqbalance-lat5"));
-	assert_false(lat_cg_movable(&c, "/rqb", "/rqbalance-lat5"));
-	assert_false(lat_cg_movable(&c, "/rqb", "/rqbx/rqbalance-lat5"));
-	assert_false(lat_cg_movable(&c, "/rqb", "/rqb"));
+	assert_false(latency_cg_movable(&c, "/", "/users/rqbalance-lat5"));
+	assert_true(latency_cg_movable(&c, "/rqb", "/rqb/rqbalance-lat5"));
+	assert_false(latency_cg_movable(&c, "/rqb", "/rqbalance-lat5"));
+	assert_false(latency_cg_movable(&c, "/rqb", "/rqbx/rqbalance-lat5"));
+	assert_false(latency_cg_movable(&c, "/rqb", "/rqb"));
 	/* The admin's per-user group, however plain, is theirs. */
-	assert_false(lat_cg_movable(&c, "/", "/users/alice"));
+	assert_false(latency_cg_movable(&c, "/", "/users/alice"));
 	c.nmove_from = 2;
 	c.move_from[0] = "/user.slice/user-*.slice/session-*.scope";
 	c.move_from[1] = "/batch";
-	assert_true(lat_cg_movable(&c, "/", "/user.slice/user-1000.slice/session-2.scope"));
+	assert_true(latency_cg_movable(&c, "/", "/user.slice/user-1000.slice/session-2.scope"));
 	/* A * stays within one component; a pattern names a cgroup, not those below it. */
-	assert_false(lat_cg_movable(&c, "/", "/user.slice/user-1000.slice/x/session-2.scope"));
-	assert_false(lat_cg_movable(&c, "/", "/user.slice/user-1000.slice"));
-	assert_true(lat_cg_movable(&c, "/", "/batch"));
-	assert_false(lat_cg_movable(&c, "/", "/batch/child"));
-	assert_false(lat_cg_movable(&c, "/", "/users/alice"));
+	assert_false(latency_cg_movable(&c, "/", "/user.slice/user-1000.slice/x/session-2.scope"));
+	assert_false(latency_cg_movable(&c, "/", "/user.slice/user-1000.slice"));
+	assert_true(latency_cg_movable(&c, "/", "/batch"));
+	assert_false(latency_cg_movable(&c, "/", "/batch/child"));
+	assert_false(latency_cg_movable(&c, "/", "/users/alice"));
 }

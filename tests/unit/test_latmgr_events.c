@@ -259,7 +259,7 @@ KIT_TEST_FX(test_child_of_given_back_task_gives_inherited_back, ctlh_lat_setup, 
 					.umax = -1 } };
 	struct evsrc_event ev = bpf_fork(CTLH_PROC_A, CTLH_PROC_A, 0);
 
-	latact_note_given(&d->lat, &a);
+	latact_given_note(&d->lat, &a);
 	/* K has nice 0: it inherited nothing of rqbalance's. */
 	feed(d, &ev);
 	assert_int_equal(d->lm.cnt.inherited_back, 0);
@@ -294,7 +294,7 @@ KIT_TEST_FX(test_child_of_launcher_gives_its_copy_back, ctlh_lat_setup_managed, 
 	feed(d, &ev);
 	assert_string_equal(ctlh_plans, "");
 	assert_null(latmgr_find_process(&d->lm, PROC_K, LATMGR_START_NOW));
-	assert_non_null(latact_given(&d->lat, PROC_K));
+	assert_non_null(latact_given_find(&d->lat, PROC_K));
 	feed(d, &th);
 	assert_string_equal(ctlh_plans, "lat tid=4194402 tgid=4194401 start=4242 value=5 "
 				   "source=\"ctl uid 1000\" from=4194401 noinherit\n");

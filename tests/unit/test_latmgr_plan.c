@@ -227,7 +227,7 @@ KIT_TEST_FX(test_decide_threads_plans_every_thread, ctlh_lat_setup, ctlh_teardow
 	const char *why = NULL;
 	uint64_t start = 0;
 
-	assert_int_equal(latmgr_decide_threads(&d->lm, &rq, &start, &why), 2);
+	assert_int_equal(latmgr_set_threads(&d->lm, &rq, &start, &why), 2);
 	assert_int_equal(start, P_START);
 	assert_string_equal(ctlh_plans,
 			    "lat tid=4194460 tgid=4194460 start=5151 value=4 source=\"ctl uid 0\" whole\n"
@@ -261,7 +261,7 @@ KIT_TEST_FX(test_decide_threads_other_start_time_is_another_process, ctlh_lat_se
 	const char *why = NULL;
 	uint64_t start = 1;
 
-	assert_int_equal(latmgr_decide_threads(&d->lm, &rq, &start, &why), -ESRCH);
+	assert_int_equal(latmgr_set_threads(&d->lm, &rq, &start, &why), -ESRCH);
 	assert_non_null(why);
 	assert_string_equal(why, "no such process (or its pid was reused)");
 	assert_int_equal(start, 1);
@@ -277,12 +277,12 @@ KIT_TEST_FX(test_decide_threads_nothing_to_change, ctlh_lat_setup_managed, ctlh_
 	const char *why = NULL;
 	uint64_t start = 0;
 
-	assert_int_equal(latmgr_decide_threads(&d->lm, &rq, &start, &why), 0);
+	assert_int_equal(latmgr_set_threads(&d->lm, &rq, &start, &why), 0);
 	assert_int_equal(start, CTLH_START_TIME);
 	assert_string_equal(ctlh_plans, "");
 	/* Another value: both are planned again. */
 	rq.value = 6;
-	assert_int_equal(latmgr_decide_threads(&d->lm, &rq, &start, &why), 2);
+	assert_int_equal(latmgr_set_threads(&d->lm, &rq, &start, &why), 2);
 	assert_string_equal(ctlh_plans,
 			    "lat tid=4194401 tgid=4194401 start=4242 value=6 source=\"ctl uid 1000\" whole\n"
 			    "lat tid=4194402 tgid=4194401 start=4242 value=6 source=\"ctl uid 1000\" whole\n");
@@ -296,7 +296,7 @@ KIT_TEST_FX(test_decide_threads_vanished_thread_is_no_failure, ctlh_lat_setup, c
 	const char *why = NULL;
 
 	open_esrch = PROC_P + 1;
-	assert_int_equal(latmgr_decide_threads(&d->lm, &rq, NULL, &why), 1);
+	assert_int_equal(latmgr_set_threads(&d->lm, &rq, NULL, &why), 1);
 	assert_null(why);
 }
 
@@ -308,7 +308,7 @@ KIT_TEST_FX(test_decide_threads_refused_lead_refuses_process, ctlh_lat_setup, ct
 	const char *why = NULL;
 
 	open_eperm = PROC_P;
-	assert_int_equal(latmgr_decide_threads(&d->lm, &rq, NULL, &why), -EPERM);
+	assert_int_equal(latmgr_set_threads(&d->lm, &rq, NULL, &why), -EPERM);
 	assert_non_null(why);
 	assert_string_equal(why, strerror(EPERM));
 
@@ -316,7 +316,7 @@ KIT_TEST_FX(test_decide_threads_refused_lead_refuses_process, ctlh_lat_setup, ct
 	open_eperm = 0;
 	open_esrch = PROC_P;
 	why = NULL;
-	assert_int_equal(latmgr_decide_threads(&d->lm, &rq, NULL, &why), -ESRCH);
+	assert_int_equal(latmgr_set_threads(&d->lm, &rq, NULL, &why), -ESRCH);
 	assert_string_equal(why, "no such task (or its pid was reused)");
 }
 

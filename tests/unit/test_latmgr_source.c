@@ -5,7 +5,7 @@
  * the source's name, whether a rescan's task walk needs no privilege), that an exec is
  * let wait only while no rule exists and nothing is managed, the source told only when
  * that changes, and that closing forgets the source. Choosing and opening the real
- * sources (latmgr_probe_events, latmgr_events_open) loads BPF or opens the proc
+ * sources (latmgr_probe_events, latmgr_source_open) loads BPF or opens the proc
  * connector, which a unit test does not do: those are left to the integration tests.
  */
 #include "kit.h"
@@ -77,11 +77,11 @@ KIT_TEST(test_no_source_no_events)
 
 	(void)state;
 	assert_false(latmgr_has_events(&d->lm));
-	assert_string_equal(latmgr_events_source(&d->lm), "none");
+	assert_string_equal(latmgr_source_name(&d->lm), "none");
 	/* Without BPF a rescan reads /proc, which needs no CAP_BPF. */
 	assert_true(latmgr_walks_unprivileged(&d->lm));
 	/* Nothing to tell. */
-	latmgr_events_pace(&d->lm);
+	latmgr_source_pace(&d->lm);
 	assert_false(d->lm.exec_lazy);
 	ctlh_daemon_free(d);
 }
@@ -92,9 +92,9 @@ KIT_TEST(test_source_named_by_its_driver)
 
 	(void)state;
 	assert_true(latmgr_has_events(&d->lm));
-	assert_string_equal(latmgr_events_source(&d->lm), "script");
+	assert_string_equal(latmgr_source_name(&d->lm), "script");
 	d->lm.ev = &plain;
-	assert_string_equal(latmgr_events_source(&d->lm), "plain");
+	assert_string_equal(latmgr_source_name(&d->lm), "plain");
 	ctlh_daemon_free(d);
 }
 
@@ -121,11 +121,11 @@ KIT_TEST(test_pace_idle_daemon_lets_exec_wait)
 	struct ctlh *d = daemon_with(0, &script);
 
 	(void)state;
-	latmgr_events_pace(&d->lm);
+	latmgr_source_pace(&d->lm);
 	assert_int_equal(nwakes, 1);
 	assert_false(last_wake);
 	assert_true(d->lm.exec_lazy);
-	latmgr_events_pace(&d->lm);
+	latmgr_source_pace(&d->lm);
 	assert_int_equal(nwakes, 1);
 	ctlh_daemon_free(d);
 }
@@ -140,7 +140,7 @@ KIT_TEST(test_pace_wakes_for_rule_or_anything_managed)
 	for (size_t i = 0; i < sizeof(managed); i++) {
 		d = daemon_with(managed[i], &script);
 		d->lm.exec_lazy = true;
-		latmgr_events_pace(&d->lm);
+		latmgr_source_pace(&d->lm);
 		assert_int_equal(nwakes, 1);
 		assert_true(last_wake);
 		assert_false(d->lm.exec_lazy);
@@ -148,16 +148,16 @@ KIT_TEST(test_pace_wakes_for_rule_or_anything_managed)
 	}
 
 	d = daemon_with(0, &script);
-	latmgr_events_pace(&d->lm);
+	latmgr_source_pace(&d->lm);
 	assert_true(d->lm.exec_lazy);
 	kit_rules(&d->conf.rules, 1);
-	latmgr_events_pace(&d->lm);
+	latmgr_source_pace(&d->lm);
 	assert_int_equal(nwakes, 2);
 	assert_true(last_wake);
 	assert_false(d->lm.exec_lazy);
 	/* The rule removed: lazy again. */
 	kit_rules(&d->conf.rules, 0);
-	latmgr_events_pace(&d->lm);
+	latmgr_source_pace(&d->lm);
 	assert_int_equal(nwakes, 3);
 	assert_false(last_wake);
 	ctlh_daemon_free(d);
@@ -169,7 +169,7 @@ KIT_TEST(test_pace_source_without_lazy_execs)
 	struct ctlh *d = daemon_with(0, &plain);
 
 	(void)state;
-	latmgr_events_pace(&d->lm);
+	latmgr_source_pace(&d->lm);
 	assert_false(d->lm.exec_lazy);
 	ctlh_daemon_free(d);
 }
@@ -186,14 +186,14 @@ KIT_TEST(test_close_forgets_source)
 				    sizeof(why)),
 			 0);
 	assert_true(latmgr_has_events(&d->lm));
-	latmgr_events_close(&d->lm);
+	latmgr_source_close(&d->lm);
 	assert_int_equal(ncloses, 1);
 	assert_null(d->lm.ev);
 	assert_null(d->lm.ev_src);
 	assert_false(latmgr_has_events(&d->lm));
-	assert_string_equal(latmgr_events_source(&d->lm), "none");
+	assert_string_equal(latmgr_source_name(&d->lm), "none");
 	/* Closed twice: nothing more. */
-	latmgr_events_close(&d->lm);
+	latmgr_source_close(&d->lm);
 	assert_int_equal(ncloses, 1);
 	ctlh_daemon_free(d);
 }

@@ -119,12 +119,12 @@ KIT_TEST_FX(get_text, setup, ctlh_teardown)
 	char out[2048];
 
 	t = process(CTLH_PROC_A);
-	assert_int_equal(latmgr_get(&d->lm, &t, out, sizeof(out)), 0);
+	assert_int_equal(latmgr_get_text(&d->lm, &t, out, sizeof(out)), 0);
 	assert_string_equal(out, "value 5\nsource ctl uid 1000\nscope process\ntasks 2\n"
 				 "policy other\nslice_ns 0\nuclamp -1 -1\ncgroup /user\n");
 	/* A thread rqbalance did not move says where it was left, and why. */
 	t = thread(CTLH_PROC_A + 1, CTLH_PROC_A);
-	assert_int_equal(latmgr_get(&d->lm, &t, out, sizeof(out)), 0);
+	assert_int_equal(latmgr_get_text(&d->lm, &t, out, sizeof(out)), 0);
 	assert_int_equal(strncmp(out, "value 5\nsource ctl uid 1000\nscope thread\ntasks 1\n"
 				      "policy other\nslice_ns 0\nuclamp -1 -1\ncgroup -\n"
 				      "cgroup_left /elsewhere",
@@ -132,18 +132,18 @@ KIT_TEST_FX(get_text, setup, ctlh_teardown)
 					"policy other\nslice_ns 0\nuclamp -1 -1\ncgroup -\n"
 					"cgroup_left /elsewhere")),
 			 0);
-	assert_non_null(strstr(out, lat_cg_why(LAT_CG_MOVED)));
+	assert_non_null(strstr(out, latency_cg_why(LAT_CG_MOVED)));
 	/* A process without a thread entry: no knobs to show. */
 	t = process(CTLH_PROC_B);
-	assert_int_equal(latmgr_get(&d->lm, &t, out, sizeof(out)), 0);
+	assert_int_equal(latmgr_get_text(&d->lm, &t, out, sizeof(out)), 0);
 	assert_string_equal(out, "value -10\nsource ctl uid 1000\nscope process\ntasks 0\n");
 	t = cgroup("/sys");
-	assert_int_equal(latmgr_get(&d->lm, &t, out, sizeof(out)), 0);
+	assert_int_equal(latmgr_get_text(&d->lm, &t, out, sizeof(out)), 0);
 	assert_string_equal(out, "value -2\nsource ctl uid 0\nweight 100\nidle 0\n");
 	t = cgroup("/nocpu");
-	assert_int_equal(latmgr_get(&d->lm, &t, out, sizeof(out)), -ENOENT);
+	assert_int_equal(latmgr_get_text(&d->lm, &t, out, sizeof(out)), -ENOENT);
 	t = process(CTLH_PROC_C);
-	assert_int_equal(latmgr_get(&d->lm, &t, out, sizeof(out)), -ENOENT);
+	assert_int_equal(latmgr_get_text(&d->lm, &t, out, sizeof(out)), -ENOENT);
 }
 
 KIT_TEST_FX(list_lines, setup, ctlh_teardown)
@@ -217,7 +217,7 @@ KIT_TEST_FX(would_leave, setup, ctlh_teardown)
 	int nice;
 
 	assert_non_null(e);
-	lat_map(&d->lat.lc, -5, &k);
+	latency_map(&d->lat.lc, -5, &k);
 	a = attr_of(3, SCHED_IDLE);
 	leave(d, CTLH_PROC_B, -5, &a, &nice, &idle);
 	assert_int_equal(nice, k.nice);

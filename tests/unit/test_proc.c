@@ -761,7 +761,7 @@ static int setup_sampler(struct fix *f, uint64_t rescan_ns)
 
 	sampler_free(f->sm);
 	f->sm = NULL;
-	return sampler_proc_new(&o, &f->sm);
+	return proc_sampler_new(&o, &f->sm);
 }
 
 static int fix_setup(void **state)
@@ -994,7 +994,7 @@ KIT_TEST_FX(test_sampler_reads_cheaply, fix_setup, fix_teardown)
 	for (int i = 0; i < 10; i++) {
 		tick_at(f, t0 + (uint64_t)i * 100 * NSEC_PER_MSEC);
 		assert_non_null(find_task(f->snap, kid));
-		sampler_proc_stats(f->sm, &st);
+		proc_sampler_stats(f->sm, &st);
 		assert_true(st.tracked >= 1);
 		/* Every tick re-reads the followed tasks, the busy child among them. */
 		assert_true(st.stat_reads > prev.stat_reads);
@@ -1112,13 +1112,13 @@ KIT_TEST_FX(test_sampler_fake_root, fix_setup, fix_teardown)
 	sampler_free(f->sm);
 	f->sm = NULL;
 	o.root = f->root;
-	assert_int_equal(sampler_proc_new(&o, &f->sm), 0);
+	assert_int_equal(proc_sampler_new(&o, &f->sm), 0);
 
 	snap_reset(f->snap);
 	assert_int_equal(sampler_sample(f->sm, t0, f->snap), 0);
 	assert_int_equal(f->snap->ntasks, 0);
 	assert_int_equal(f->snap->cpus[0].busy_pct, 0); /* no previous read yet */
-	sampler_proc_stats(f->sm, &st);
+	proc_sampler_stats(f->sm, &st);
 	assert_int_equal(st.rescans, 1);
 	assert_int_equal(st.tracked, 0);
 
@@ -1139,7 +1139,7 @@ KIT_TEST_FX(test_sampler_fake_root, fix_setup, fix_teardown)
 		assert_int_equal(f->snap->ntasks, 0);
 		assert_int_equal(f->snap->cpus[0].busy_pct, 100);
 		assert_int_equal(f->snap->cpus[1].busy_pct, 0);
-		sampler_proc_stats(f->sm, &st);
+		proc_sampler_stats(f->sm, &st);
 		assert_int_equal(st.rescans, i < 10 ? 1 : 2);
 	}
 	assert_int_equal(st.stat_reads, 0);

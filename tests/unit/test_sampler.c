@@ -1,5 +1,5 @@
 /*
- * The tick's whole snapshot (sample_tick): a sampler of the test's own lists the
+ * The tick's whole snapshot (sampler_tick): a sampler of the test's own lists the
  * tasks, then what the placement rules ask is read in the sample stage: latency
  * values onto the tasks they were given to (not a reused tid), the negative ones as
  * latency records, the resident set of each process with two user tasks listed. A
@@ -103,7 +103,7 @@ KIT_TEST_FX(latency_values_and_records, setup, teardown)
 	add(x, T(2), T(1), 81, 0);
 	add(x, T(3), T(3), 90, 0);
 	add(x, T(4), T(4), 10, 0);
-	assert_int_equal(sample_tick(&x->sm, 1, &a, x->s), 0);
+	assert_int_equal(sampler_tick(&x->sm, 1, &a, x->s), 0);
 	assert_int_equal(task(x, T(1))->lat_nice, -3);
 	/* The tid came back as another task: it is not the one the value was given to. */
 	assert_int_equal(task(x, T(2))->lat_nice, 0);
@@ -131,7 +131,7 @@ KIT_TEST_FX(resident_sets, setup, teardown)
 	add(x, parent, parent, 3, 0);
 	/* Two kernel threads of one "process": not user tasks. */
 	add(x, T(6), parent, 4, SNAP_TASK_KTHREAD);
-	assert_int_equal(sample_tick(&x->sm, 1, &a, x->s), 0);
+	assert_int_equal(sampler_tick(&x->sm, 1, &a, x->s), 0);
 	assert_true(task(x, me)->rss_kb > 0);
 	assert_int_equal(task(x, T(5))->rss_kb, task(x, me)->rss_kb);
 	assert_int_equal(task(x, parent)->rss_kb, 0);
@@ -149,12 +149,12 @@ KIT_TEST_FX(failed_or_not_asked, setup, teardown)
 	add(x, me, me, 50, 0);
 	add(x, T(1), me, 50, 0);
 	x->f.err = -EIO;
-	assert_int_equal(sample_tick(&x->sm, 1, &a, x->s), -EIO);
+	assert_int_equal(sampler_tick(&x->sm, 1, &a, x->s), -EIO);
 	assert_int_equal(x->s->ntasks, 0);
 	assert_int_equal(x->s->nlat, 0);
 	x->f.err = 0;
 	snap_reset(x->s);
-	assert_int_equal(sample_tick(&x->sm, 1, NULL, x->s), 0);
+	assert_int_equal(sampler_tick(&x->sm, 1, NULL, x->s), 0);
 	assert_int_equal(task(x, T(1))->lat_nice, 0);
 	assert_int_equal(task(x, T(1))->rss_kb, 0);
 	assert_int_equal(x->s->nlat, 0);
