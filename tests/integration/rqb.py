@@ -2,11 +2,13 @@
 only on processes the test starts. A test exits 0 to pass, 77 to skip (the last line
 printed says why), anything else to fail."""
 
+import ctypes
 import os
 import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -190,6 +192,53 @@ def comm_of(pid):
         return ""
 
 
+def ppid_of(pid):
+    """The parent of process pid, None once it is gone."""
+    try:
+        return int(stat_fields(pid)[4 - 3])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def uid_of(pid):
+    """The real uid of process pid, None once it is gone."""
+    try:
+        return int(status_field(pid, "Uid").split()[0])
+    except (OSError, KeyError):
+        return None
+
+
+def tids_of(pid):
+    """The threads of process pid, [] once it is gone."""
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
+def spawn_at(pid, user):
+    """A process of user's (all its ids) at pid, which must be free (clone3's set_tid),
+    made by root: it sleeps, with no exec (an exec would wake the daemon)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    SYS_CLONE3 = 435
+    tid = (ctypes.c_int * 1)(pid)
+    args = struct.pack("<11Q", 0, 0, 0, 0, signal.SIGCHLD, 0, 0, 0, ctypes.addressof(tid), 1, 0)
+    buf = ctypes.create_string_buffer(args, len(args))
+    r = libc.syscall(SYS_CLONE3, buf, ctypes.c_size_t(len(args)))
+    if r < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    if r == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(user.gid, user.gid, user.gid)
+            os.setresuid(user.uid, user.uid, user.uid)
+            time.sleep(300)
+        finally:
+            os._exit(0)
+    return r
+
+
 def namer(comm):
     """A python3 program that names itself comm (bytes, as /proc/self/comm takes them),
     prints its pid and waits for a line on stdin."""
@@ -244,6 +293,15 @@ def rqctl(d, *args):
 def fields(text):
     """'key value' lines (rqctl status) as a dict."""
     return dict(l.split(" ", 1) for l in text.splitlines() if " " in l)
+
+
+def managed(d, pid):
+    """(value, source) of rqctl get -p pid, or None where pid is not managed."""
+    p = rqctl(d, "get", "-p", str(pid))
+    if p.returncode != 0:
+        return None
+    f = fields(p.stdout)
+    return int(f["value"]), f["source"]
 
 
 def class_mount(d):

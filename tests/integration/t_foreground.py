@@ -32,15 +32,13 @@ calls.
 
 Finding 1 (a front that forks hundreds of children) is t_giveback_storm.py's
 foreground case. Arguments name the cases to run; all without."""
-import ctypes
 import os
 import signal
-import struct
 import subprocess
 import sys
-import time
 
-from rqb import Daemon, check, main, nice_of, require, rqctl, skip, tmpdir, wait_until
+from rqb import (Daemon, check, main, managed, nice_of, require, rqctl, skip, spawn_at,
+                 tids_of, tmpdir, uid_of, wait_until)
 from rqb_buscall import Caller, root_call
 from rqb_user import User
 
@@ -121,15 +119,6 @@ for line in sys.stdin:
 # ---- the processes
 
 
-def got(d, pid):
-    """(value, source) of rqctl get -p, or None where it is not managed."""
-    p = rqctl(d, "get", "-p", str(pid))
-    if p.returncode != 0:
-        return None
-    f = dict(line.split(" ", 1) for line in p.stdout.splitlines() if " " in line)
-    return int(f["value"]), f["source"]
-
-
 def wrapper(user):
     """A wrapper of the user's (WRAPPER): (its Popen, its pid)."""
     p = user.popen(["/usr/bin/python3", "-c", WRAPPER], stdin=subprocess.PIPE,
@@ -148,13 +137,6 @@ def go(p, pid, how=""):
     return made
 
 
-def tids(pid):
-    try:
-        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return []
-
-
 def kill(pids):
     """The orphans a wrapper left (its session is gone, so the user's end misses them)."""
     for pid in pids:
@@ -162,41 +144,6 @@ def kill(pids):
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-
-
-# clone3(2) with set_tid: a process at a chosen number, made by root, that becomes the
-# user's (all its ids) and sleeps, with no exec (an exec would wake the daemon).
-libc = ctypes.CDLL(None, use_errno=True)
-SYS_CLONE3 = 435
-
-
-def spawn_at(pid, user):
-    tid = (ctypes.c_int * 1)(pid)
-    args = struct.pack("<11Q", 0, 0, 0, 0, signal.SIGCHLD, 0, 0, 0, ctypes.addressof(tid), 1, 0)
-    buf = ctypes.create_string_buffer(args, len(args))
-    r = libc.syscall(SYS_CLONE3, buf, ctypes.c_size_t(len(args)))
-    if r < 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e))
-    if r == 0:
-        try:
-            os.setgroups([])
-            os.setresgid(user.gid, user.gid, user.gid)
-            os.setresuid(user.uid, user.uid, user.uid)
-            time.sleep(300)
-        finally:
-            os._exit(0)
-    return r
-
-
-def uid_of(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Uid:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
 
 
 # ---- the cases
@@ -239,13 +186,13 @@ def reuse_round(d, ca, a, b, what):
     r = ca.ask("SetForeground", 0)
     check(r[0] == "ok", f"{what}: and SetForeground(0): {r}")
     d.sync()
-    check(nice_of(v) != -15 and got(d, v) != (-15, "ctl uid 0"),
+    check(nice_of(v) != -15 and managed(d, v) != (-15, "ctl uid 0"),
           f"{what}: A's process at V's number does not get B's -15: nice {nice_of(v)}, "
-          f"{got(d, v)}")
+          f"{managed(d, v)}")
     check(nice_of(v) == 0, f"{what}: it has nice 0 again ({nice_of(v)})")
     check(nice_of(older[0]) not in (-15, FG),
           f"{what}: A's older process neither gets -15 nor keeps {FG}: nice "
-          f"{nice_of(older[0])}, {got(d, older[0])}")
+          f"{nice_of(older[0])}, {managed(d, older[0])}")
     os.kill(v, signal.SIGKILL)
     os.waitpid(v, 0)
     os.kill(older[0], signal.SIGKILL)
@@ -261,9 +208,9 @@ def fork_exit(d, bus, a):
         check(ca.ask("SetForeground", w) == ["ok", str(FG)], f"wrapper {i + 1} is put in front")
         kids += go(wp, w)
         d.sync()
-        check(nice_of(kids[-1]) == 0 and got(d, kids[-1]) is None,
+        check(nice_of(kids[-1]) == 0 and managed(d, kids[-1]) is None,
               f"its exit ends the grant: its child {kids[-1]} is given back: nice "
-              f"{nice_of(kids[-1])}, {got(d, kids[-1])}")
+              f"{nice_of(kids[-1])}, {managed(d, kids[-1])}")
     x = a.start("echo $$; exec sleep 300")
     check(ca.ask("SetForeground", x) == ["ok", str(FG)], "then X is put in front")
     d.sync()
@@ -276,7 +223,7 @@ def fork_exit(d, bus, a):
     left = [k for k in kids if nice_of(k) == FG]
     check(not left, f"no child of a wrapper keeps {FG}: {left} of {kids}")
     check(nice_of(x) not in (FG, FG + 1),
-          f"X keeps neither {FG} nor {FG + 1}, below A's limit: nice {nice_of(x)}, {got(d, x)}")
+          f"X keeps neither {FG} nor {FG + 1}, below A's limit: nice {nice_of(x)}, {managed(d, x)}")
     kill(kids)
     ca.p.stdin.close()
 
@@ -288,14 +235,14 @@ def chain(d, bus, a):
         check(ask("SetForeground", w) == ["ok", str(FG)], f"{who} puts a wrapper in front")
         made = go(wp, w, "thread grand stay")
         d.sync()
-        tasks = [t for p in made for t in tids(p)]
+        tasks = [t for p in made for t in tids_of(p)]
         check(len(made) == 2 and len(tasks) == 3 and all(nice_of(t) == FG for t in tasks),
               f"{who}: its child, the child's thread and its grandchild hold {FG}: "
               f"{[(t, nice_of(t)) for t in tasks]}")
         other = a.start("echo $$; exec sleep 300")
         check(ask("SetForeground", other) == ["ok", str(FG)], f"{who} puts another in front")
         d.sync()
-        check(all(nice_of(t) == 0 for t in tasks) and all(got(d, p) is None for p in made),
+        check(all(nice_of(t) == 0 for t in tasks) and all(managed(d, p) is None for p in made),
               f"{who}: all of them are given back: {[(t, nice_of(t)) for t in tasks]}")
         check(ask("SetForeground", 0)[0] == "ok" and nice_of(other) == 0,
               f"{who}: SetForeground(0) gives the other back")
@@ -315,8 +262,8 @@ def front_exit(d, bus, a):
     first.p.wait()
     other = a.start("echo $$; exec sleep 300")
     d.sync()
-    check(nice_of(w) == FG and got(d, w) == (FG, f"foreground uid {a.uid}"),
-          f"the caller's connection is gone: the front keeps the grant: {got(d, w)}")
+    check(nice_of(w) == FG and managed(d, w) == (FG, f"foreground uid {a.uid}"),
+          f"the caller's connection is gone: the front keeps the grant: {managed(d, w)}")
     ca = Caller(a, bus.address)
     # It makes a child with a thread and a grandchild, then exits: nothing more is called.
     made = go(wp, w, "thread grand")
@@ -329,13 +276,13 @@ def front_exit(d, bus, a):
 
 def front_exit_made(d, ca, made, other):
     d.sync()
-    tasks = [t for p in made for t in tids(p)]
+    tasks = [t for p in made for t in tids_of(p)]
     check(len(made) == 2 and len(tasks) == 3, f"its child, thread and grandchild: {tasks}")
     check(wait_until(lambda: all(nice_of(t) == 0 for t in tasks), 30),
           f"the front's exit ends the grant: all it made are given back: "
           f"{[(t, nice_of(t)) for t in tasks]}")
-    check(all(got(d, p) is None for p in made), f"and none is managed: "
-                                               f"{[got(d, p) for p in made]}")
+    check(all(managed(d, p) is None for p in made), f"and none is managed: "
+                                               f"{[managed(d, p) for p in made]}")
     check(nice_of(other) == 0, "a process of A's never in front is left as it was")
     # The next call puts another in front, with nothing of the last to give back.
     check(ca.ask("SetForeground", other) == ["ok", str(FG)] and nice_of(other) == FG,
@@ -399,7 +346,7 @@ def lost_fork(d, bus, a):
     check(ca.ask("wait")[0] == "ok", "SetForeground(0) answered")
     d.sync()
     check(nice_of(f) == 0, f"the front is given back: {nice_of(f)}")
-    left = [(k, nice_of(k), got(d, k)) for k in kids if nice_of(k) == FG or got(d, k)]
+    left = [(k, nice_of(k), managed(d, k)) for k in kids if nice_of(k) == FG or managed(d, k)]
     check(not left, f"no child whose fork was lost keeps {FG}: {left}")
     for k in kids:
         os.kill(k, signal.SIGKILL)

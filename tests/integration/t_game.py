@@ -23,16 +23,13 @@ member of [latency] game_group, RLIMIT_NICE 0) that passes fds, as the session a
               the P-core while registered, and unpinned when unregistered.
 
 Arguments name the cases to run; all without."""
-import ctypes
 import os
 import signal
-import struct
 import subprocess
 import sys
-import time
 
-from rqb import (ROOT, Daemon, allowed, check, main, require, rqctl, skip, tmpdir,
-                 wait_until)
+from rqb import (ROOT, Daemon, allowed, check, main, managed, nice_of, require, rqctl,
+                 skip, spawn_at, tids_of, tmpdir, uid_of, wait_until)
 from rqb_gamecall import GameCaller
 from rqb_user import User
 
@@ -107,67 +104,10 @@ class Game:
         self.exit()
 
 
-def nice(pid):
-    try:
-        return os.getpriority(os.PRIO_PROCESS, pid)
-    except OSError:
-        return None
-
-
-def tids(pid):
-    try:
-        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return []
-
-
 def all_at(pids, v):
     """Whether every thread of pids has nice v."""
-    ts = [t for p in pids for t in tids(p)]
-    return bool(ts) and all(nice(t) == v for t in ts)
-
-
-def got(d, pid):
-    """(value, source) of rqctl get -p, or None where it is not managed."""
-    p = rqctl(d, "get", "-p", str(pid))
-    if p.returncode != 0:
-        return None
-    f = dict(line.split(" ", 1) for line in p.stdout.splitlines() if " " in line)
-    return int(f["value"]), f["source"]
-
-
-def uid_of(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Uid:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-
-
-libc = ctypes.CDLL(None, use_errno=True)
-SYS_CLONE3 = 435
-
-
-def spawn_at(pid, user):
-    """A process of user's at pid, which must be free (clone3's set_tid): it sleeps."""
-    tid = (ctypes.c_int * 1)(pid)
-    args = struct.pack("<11Q", 0, 0, 0, 0, signal.SIGCHLD, 0, 0, 0, ctypes.addressof(tid), 1, 0)
-    buf = ctypes.create_string_buffer(args, len(args))
-    r = libc.syscall(SYS_CLONE3, buf, ctypes.c_size_t(len(args)))
-    if r < 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e))
-    if r == 0:
-        try:
-            os.setgroups([])
-            os.setresgid(user.gid, user.gid, user.gid)
-            os.setresuid(user.uid, user.uid, user.uid)
-            time.sleep(300)
-        finally:
-            os._exit(0)
-    return r
+    ts = [t for p in pids for t in tids_of(p)]
+    return bool(ts) and all(nice_of(t) == v for t in ts)
 
 
 # ---- the cases
@@ -182,18 +122,18 @@ def grant(d, bus, a, b):
     kid = g.fork()
     d.sync()
     check(all_at([g.pid], GAME), f"the game's threads have {GAME}: "
-          f"{[(t, nice(t)) for t in tids(g.pid)]}")
-    check(later in tids(g.pid) and nice(later) == GAME, f"a thread started since too")
-    check(all_at([kid], GAME), f"and the child it forked: {nice(kid)}, {got(d, kid)}")
-    v = got(d, g.pid)
+          f"{[(t, nice_of(t)) for t in tids_of(g.pid)]}")
+    check(later in tids_of(g.pid) and nice_of(later) == GAME, f"a thread started since too")
+    check(all_at([kid], GAME), f"and the child it forked: {nice_of(kid)}, {managed(d, kid)}")
+    v = managed(d, g.pid)
     check(v is not None and v[0] == GAME and v[1].startswith(f"game uid {a.uid}"),
           f"rqctl get names the grant: {v}")
     check(ca.ask("RegisterGame", fd) == ["ok", str(GAME)], "asked again: the same value")
     check(ca.ask("UnregisterGame", fd) == ["ok"], "A unregisters it")
     d.sync()
     check(all_at([g.pid, kid], 0), f"the game, its threads and its child are given back: "
-          f"{[(t, nice(t)) for t in tids(g.pid) + tids(kid)]}")
-    check(got(d, g.pid) is None and got(d, kid) is None, "and not managed")
+          f"{[(t, nice_of(t)) for t in tids_of(g.pid) + tids_of(kid)]}")
+    check(managed(d, g.pid) is None and managed(d, kid) is None, "and not managed")
     check(ca.ask("UnregisterGame", fd) == ["error", NO_TASK], "unregistered again: NoSuchTask")
     g.end()
     ca.end()
@@ -209,8 +149,8 @@ def exit_(d, bus, a, b):
     check(all_at([g.pid, kid], GAME), f"the game and its child have {GAME}")
     g.exit()
     d.sync()
-    check(all_at([kid], 0) and got(d, kid) is None,
-          f"the game's exit gives its child back: {nice(kid)}, {got(d, kid)}")
+    check(all_at([kid], 0) and managed(d, kid) is None,
+          f"the game's exit gives its child back: {nice_of(kid)}, {managed(d, kid)}")
     check(ca.ask("UnregisterGame", fd) == ["error", NO_TASK], "its unregister: NoSuchTask")
     g.end()
     ca.end()
@@ -228,9 +168,9 @@ def disconnect(d, bus, a, b):
     ca.end()
     wait_until(lambda: all_at([g.pid, kid], 0), 60)
     d.sync()
-    check(all_at([g.pid, kid], 0) and got(d, g.pid) is None,
-          f"the end of G's connection gives G and its child back: {nice(g.pid)}, {nice(kid)}")
-    check(all_at([h.pid], GAME), f"H, the other connection's, keeps {GAME}: {nice(h.pid)}")
+    check(all_at([g.pid, kid], 0) and managed(d, g.pid) is None,
+          f"the end of G's connection gives G and its child back: {nice_of(g.pid)}, {nice_of(kid)}")
+    check(all_at([h.pid], GAME), f"H, the other connection's, keeps {GAME}: {nice_of(h.pid)}")
     other.end()
     wait_until(lambda: all_at([h.pid], 0), 60)
     check(all_at([h.pid], 0), "and its connection's end gives H back")
@@ -244,7 +184,7 @@ def refused(d, bus, a, b):
     check(ca.ask("RegisterGame", ca.pidfd(theirs)) == ["error", DENIED],
           "B's process: AccessDenied")
     d.sync()
-    check(nice(theirs) == 0 and got(d, theirs) is None, "and B's process has nothing")
+    check(nice_of(theirs) == 0 and managed(d, theirs) is None, "and B's process has nothing")
     check(ca.ask("RegisterGame", "pipe") == ["error", INVALID], "a pipe's fd: InvalidArgs")
 
     # A pidfd of A's process P; P exits and a new process of A's gets P's number.
@@ -259,8 +199,8 @@ def refused(d, bus, a, b):
         check(ca.ask("RegisterGame", fd) == ["error", NO_TASK],
               "the pidfd of the exited P: NoSuchTask")
         d.sync()
-        check(nice(new) == 0 and got(d, new) is None,
-              f"the new process at P's number gets nothing: {nice(new)}, {got(d, new)}")
+        check(nice_of(new) == 0 and managed(d, new) is None,
+              f"the new process at P's number gets nothing: {nice_of(new)}, {managed(d, new)}")
     finally:
         os.kill(new, signal.SIGKILL)
         os.waitpid(new, 0)
@@ -272,7 +212,7 @@ def refused(d, bus, a, b):
     r = ca.ask("RegisterGame", ca.pidfd(games[16].pid))
     check(r == ["error", LIMITS], f"a 17th at once: LimitsExceeded ({r})")
     d.sync()
-    check(nice(games[16].pid) == 0, "and it has nothing")
+    check(nice_of(games[16].pid) == 0, "and it has nothing")
     games[0].end()
     r = ca.ask("RegisterGame", ca.pidfd(games[16].pid))
     check(r == ["ok", str(GAME)], f"once one of the 16 exited, it may ({r})")
@@ -281,24 +221,19 @@ def refused(d, bus, a, b):
     ca.end()
 
 
-def no_group(d, bus, a, b):
-    ca = GameCaller(a, bus.address)
-    g = Game(a)
-    r = ca.ask("RegisterGame", ca.pidfd(g.pid))
-    check(r == ["error", DENIED], f"without game_group, below A's RLIMIT_NICE: {r}")
-    d.sync()
-    check(all_at([g.pid], 0), "and the game has nothing")
-    g.end()
-    ca.end()
-
-
-def off(d, bus, a, b):
-    ca = GameCaller(a, bus.address)
-    g = Game(a)
-    r = ca.ask("RegisterGame", ca.pidfd(g.pid))
-    check(r == ["error", DENIED], f"with game = 0: AccessDenied ({r})")
-    g.end()
-    ca.end()
+def denied(what):
+    """The case where the conf gives A no game: A's RegisterGame is AccessDenied, and
+    the game gets nothing."""
+    def case(d, bus, a, b):
+        ca = GameCaller(a, bus.address)
+        g = Game(a)
+        r = ca.ask("RegisterGame", ca.pidfd(g.pid))
+        check(r == ["error", DENIED], f"{what}: AccessDenied ({r})")
+        d.sync()
+        check(all_at([g.pid], 0), "and the game has nothing")
+        g.end()
+        ca.end()
+    return case
 
 
 def kept(d, bus, a, b):
@@ -311,8 +246,8 @@ def kept(d, bus, a, b):
           "root gives the game -3 since")
     check(ca.ask("UnregisterGame", fd) == ["ok"], "A unregisters it")
     d.sync()
-    check(all_at([g.pid], -3) and got(d, g.pid) == (-3, "ctl uid 0"),
-          f"the value root set stays: {nice(g.pid)}, {got(d, g.pid)}")
+    check(all_at([g.pid], -3) and managed(d, g.pid) == (-3, "ctl uid 0"),
+          f"the value root set stays: {nice_of(g.pid)}, {managed(d, g.pid)}")
     g.end()
 
     g = Game(a)
@@ -322,8 +257,8 @@ def kept(d, bus, a, b):
     check(ca.ask("RegisterGame", fd) == ["ok", "-15"], "registered, it keeps its lower -15")
     check(ca.ask("UnregisterGame", fd) == ["ok"], "its unregister is answered")
     d.sync()
-    check(all_at([g.pid], -15) and got(d, g.pid) == (-15, "ctl uid 0"),
-          f"and leaves it: {nice(g.pid)}, {got(d, g.pid)}")
+    check(all_at([g.pid], -15) and managed(d, g.pid) == (-15, "ctl uid 0"),
+          f"and leaves it: {nice_of(g.pid)}, {managed(d, g.pid)}")
     g.end()
     ca.end()
 
@@ -343,8 +278,8 @@ def crash(tmp, bus, a, conf, env):
     with Daemon(tmp, conf=conf, env=env) as d:
         d.wait_for(r"dbus: serving org\.rqbalance1")
         d.sync()
-        check(all_at([g.pid, kid], 0) and got(d, g.pid) is None,
-              f"the next start gave the game and its child back: {nice(g.pid)}, {nice(kid)}")
+        check(all_at([g.pid, kid], 0) and managed(d, g.pid) is None,
+              f"the next start gave the game and its child back: {nice_of(g.pid)}, {nice_of(kid)}")
         ca.end()
         check(d.stop() == 0, "crash: clean stop")
     g.end()
@@ -381,7 +316,8 @@ def test():
         skip("python has no os.pidfd_open")
     from rqb_dbus import SystemBus
     cases = {"grant": grant, "exit": exit_, "disconnect": disconnect, "refused": refused,
-             "no_group": no_group, "off": off, "kept": kept}
+             "no_group": denied("without game_group, below A's RLIMIT_NICE"),
+             "off": denied("with game = 0"), "kept": kept}
     apart = {"crash": crash, "fast": fast}
     group = f"rqbgm{os.getpid() % 100000}"
     with tmpdir() as tmp, SystemBus() as bus, User("rqbga") as a, User("rqbgb") as b:

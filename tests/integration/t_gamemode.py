@@ -29,7 +29,8 @@ import signal
 import subprocess
 import sys
 
-from rqb import ROOT, Daemon, check, main, require, rqctl, skip, tmpdir, user_rqctl, wait_until
+from rqb import (ROOT, Daemon, check, comm_of, main, managed, ppid_of, require, skip, tmpdir,
+                 user_rqctl, wait_until)
 from rqb_user import User
 
 GAME = -10  # [latency] game's default
@@ -76,19 +77,8 @@ for line in sys.stdin:
 
 def value(d, pid):
     """The value rqctl get -p gives pid, or None."""
-    p = rqctl(d, "get", "-p", str(pid))
-    if p.returncode != 0:
-        return None
-    f = dict(line.split(" ", 1) for line in p.stdout.splitlines() if " " in line)
-    return int(f["value"])
-
-
-def comm(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
+    m = managed(d, pid)
+    return m[0] if m else None
 
 
 class Session:
@@ -182,7 +172,7 @@ def alone(d, bus, a, b, tmp, prog):
     g = Game(s)
     gets(d, g.pid, GAME, "gamemoderun's game, through the agent D-Bus activated")
     agent = s.owner_pid()
-    check(comm(agent) == "rqctl", f"the agent owns {GM} ({agent}, {comm(agent)!r})")
+    check(comm_of(agent) == "rqctl", f"the agent owns {GM} ({agent}, {comm_of(agent)!r})")
     kid = g.ask("fork")
     gets(d, kid, GAME, "the child the game forks")
     check(g.ask("query_status") == 2, "libgamemode's QueryStatus: on, for this game (2)")
@@ -242,26 +232,18 @@ def alone(d, bus, a, b, tmp, prog):
 
 def start_gamemoded(s):
     gm = s.popen(["gamemoded"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    check(wait_until(lambda: comm(s.owner_pid()) == "gamemoded", 60),
+    check(wait_until(lambda: comm_of(s.owner_pid()) == "gamemoded", 60),
           f"gamemoded owns {GM} ({s.owner_pid()})")
     return gm
-
-
-def parent(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def descendant(top, name):
     """The pid of a process named name below top (runuser's), or None."""
     for d in os.listdir("/proc"):
-        if d.isdigit() and comm(d) == name:
+        if d.isdigit() and comm_of(d) == name:
             p = int(d)
             while p and p != top:
-                p = parent(p)
+                p = ppid_of(p)
             if p == top:
                 return int(d)
     return None

@@ -14,7 +14,7 @@ import shutil
 import signal
 import subprocess
 
-from rqb import (DAEMON, RQCTL, Daemon, check, comm_of, main, require, skip, tmpdir,
+from rqb import (DAEMON, RQCTL, Daemon, check, comm_of, main, ppid_of, require, skip, tmpdir,
                  wait_until)
 
 TUNED = r"""
@@ -35,17 +35,9 @@ GAMEMODED_SAYS = "runs: while a game asks for it, it may renice the game"
 LAST_WINS = "(rqctl explain says whose it is): give no process a value in both"
 
 
-def ppid(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def child_named(parent, name):
     for d in os.listdir("/proc"):
-        if d.isdigit() and comm_of(d) == name and ppid(d) == parent:
+        if d.isdigit() and comm_of(d) == name and ppid_of(d) == parent:
             return int(d)
     return None
 
