@@ -21,32 +21,9 @@ import socket
 import struct
 import sys
 
+from rqb_buscall import header_fields, message
+
 LIMITS = "org.freedesktop.DBus.Error.LimitsExceeded"
-
-
-def pad(n, to):
-    return b"\0" * (-n % to)
-
-
-def string(s, offset):
-    b = s.encode()
-    return pad(offset, 4) + struct.pack("<I", len(b)) + b + b"\0"
-
-
-def message(serial, fields, body, signature=None):
-    """A method call: fields is [(code, type, value)], body already marshalled."""
-    if signature:
-        fields = fields + [(8, "g", signature)]
-    hdr = b""
-    for code, sig, val in fields:
-        hdr += pad(16 + len(hdr), 8)
-        hdr += bytes([code, 1]) + sig.encode() + b"\0"
-        if sig == "g":
-            hdr += bytes([len(val)]) + val.encode() + b"\0"
-        else:
-            hdr += string(val, 16 + len(hdr))
-    msg = struct.pack("<cBBBIII", b"l", 1, 0, 1, len(body), serial, len(hdr)) + hdr
-    return msg + pad(len(msg), 8) + body
 
 
 def driver_call(serial, member):
@@ -58,31 +35,6 @@ def api_call(serial, method, pid):
     return message(serial, [(1, "o", "/org/rqbalance1"), (2, "s", "org.rqbalance1.Latency"),
                             (3, "s", method), (6, "s", "org.rqbalance1")],
                    struct.pack("<I", pid), "u")
-
-
-def header_fields(fields, flen):
-    """{code: value} of the string and uint32 header fields."""
-    out, i = {}, 0
-    while i < flen:
-        i += -i % 8
-        code, slen = fields[i], fields[i + 1]
-        sig = fields[i + 2:i + 2 + slen].decode()
-        i += 3 + slen
-        if sig == "u":
-            i += -(16 + i) % 4
-            out[code] = struct.unpack("<I", fields[i:i + 4])[0]
-            i += 4
-        elif sig in ("s", "o"):
-            i += -(16 + i) % 4
-            n = struct.unpack("<I", fields[i:i + 4])[0]
-            out[code] = fields[i + 4:i + 4 + n].decode()
-            i += 4 + n + 1
-        elif sig == "g":
-            out[code] = fields[i + 1:i + 1 + fields[i]].decode()
-            i += 1 + fields[i] + 1
-        else:
-            raise AssertionError(f"unexpected header field type {sig!r}")
-    return out
 
 
 class Conn:

@@ -21,38 +21,91 @@ def _str(s, off):
     return b"\0" * (-off % 4) + struct.pack("<I", len(b)) + b + b"\0"
 
 
-class Bus:
-    """A plain D-Bus client over the bus socket: EXTERNAL auth, Hello, method calls."""
+def message(serial, fields, body, sig=""):
+    """A method call: fields is [(code, type, value)] (types o, s, g, u), body already
+    marshalled in the signature sig."""
+    if sig:
+        fields = fields + [(8, "g", sig)]
+    hdr = b""
+    for code, t, v in fields:
+        hdr = _pad(hdr, 8) if hdr else hdr
+        hdr += bytes([code, 1]) + t.encode() + b"\0"
+        if t == "g":
+            hdr += bytes([len(v)]) + v.encode() + b"\0"
+        elif t == "u":
+            hdr += struct.pack("<I", v)
+        else:
+            hdr += _str(v, 16 + len(hdr))
+    msg = struct.pack("<cBBBIII", b"l", 1, 0, 1, len(body), serial, len(hdr)) + hdr
+    return _pad(msg, 8) + body
 
-    def __init__(self, address):
+
+def header_fields(fields, flen):
+    """{code: value} of a received message's header fields (a(yv), flen bytes): the
+    string, object path, signature and uint32 ones."""
+    out, i = {}, 0
+    while i < flen:
+        i += -i % 8
+        code, slen = fields[i], fields[i + 1]
+        t = fields[i + 2:i + 2 + slen].decode()
+        i += 3 + slen
+        if t == "u":
+            i += -(16 + i) % 4
+            out[code] = struct.unpack("<I", fields[i:i + 4])[0]
+            i += 4
+        elif t in ("s", "o"):
+            i += -(16 + i) % 4
+            n = struct.unpack("<I", fields[i:i + 4])[0]
+            out[code] = fields[i + 4:i + 4 + n].decode()
+            i += 4 + n + 1
+        elif t == "g":
+            out[code] = fields[i + 1:i + 1 + fields[i]].decode()
+            i += 1 + fields[i] + 1
+        else:
+            raise RuntimeError(f"unexpected header field type {t!r}")
+    return out
+
+
+def answer(typ, error, body):
+    """The line a client prints for a reply: "ok VALUE..." or "error NAME"."""
+    if typ == 3:
+        return f"error {error}"
+    return " ".join(["ok", *map(str, struct.unpack(f"<{len(body) // 4}i",
+                                                  body[:len(body) // 4 * 4]))])
+
+
+class Bus:
+    """A plain D-Bus client over the bus socket: EXTERNAL auth (with fds: and
+    NEGOTIATE_UNIX_FD), Hello, method calls."""
+
+    def __init__(self, address, fds=False):
         path = address.split("unix:path=", 1)[1].split(",")[0]
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(60)
         self.sock.connect(path)
         self.sock.sendall(b"\0AUTH EXTERNAL " + str(os.getuid()).encode().hex().encode()
                           + b"\r\n")
-        line = b""
-        while not line.endswith(b"\r\n"):
-            line += self.sock.recv(1)
-        if not line.startswith(b"OK "):
+        if not self._line().startswith(b"OK "):
             raise RuntimeError("EXTERNAL auth refused")
+        if fds:
+            self.sock.sendall(b"NEGOTIATE_UNIX_FD\r\n")
+            if not self._line().startswith(b"AGREE_UNIX_FD"):
+                raise RuntimeError("the bus does not pass fds")
         self.sock.sendall(b"BEGIN\r\n")
         self.serial = 0
         self.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                   "Hello", "", b"")
 
+    def _line(self):
+        line = b""
+        while not line.endswith(b"\r\n"):
+            line += self.sock.recv(1)
+        return line
+
     def send(self, dest, path, iface, member, sig, body):
         self.serial += 1
         fields = [(1, "o", path), (2, "s", iface), (3, "s", member), (6, "s", dest)]
-        if sig:
-            fields.append((8, "g", sig))
-        hdr = b""
-        for code, t, v in fields:
-            hdr = _pad(hdr, 8) if hdr else hdr
-            hdr += bytes([code, 1]) + t.encode() + b"\0"
-            hdr += (bytes([len(v)]) + v.encode() + b"\0") if t == "g" else _str(v, 16 + len(hdr))
-        msg = struct.pack("<cBBBIII", b"l", 1, 0, 1, len(body), self.serial, len(hdr)) + hdr
-        self.sock.sendall(_pad(msg, 8) + body)
+        self.sock.sendall(message(self.serial, fields, body, sig))
         return self.serial
 
     def _exact(self, n):
@@ -71,27 +124,9 @@ class Bus:
             _, typ, _, _, blen, _, flen = struct.unpack("<cBBBIII", head)
             fields = self._exact(flen + (-flen % 8))
             body = self._exact(blen)
-            reply_to, error, i = None, None, 0
-            while i < flen:
-                i += -i % 8
-                code, slen = fields[i], fields[i + 1]
-                t = fields[i + 2:i + 2 + slen].decode()
-                i += 3 + slen
-                if t == "u":
-                    i += -(16 + i) % 4
-                    if code == 5:
-                        reply_to = struct.unpack("<I", fields[i:i + 4])[0]
-                    i += 4
-                elif t in ("s", "o"):
-                    i += -(16 + i) % 4
-                    n = struct.unpack("<I", fields[i:i + 4])[0]
-                    if code == 4:
-                        error = fields[i + 4:i + 4 + n].decode()
-                    i += 4 + n + 1
-                elif t == "g":
-                    i += 1 + fields[i] + 1
-            if reply_to == serial:
-                return typ, error, body
+            f = header_fields(fields, flen)
+            if f.get(5) == serial:  # REPLY_SERIAL; 4 is ERROR_NAME
+                return typ, f.get(4), body
 
     def call(self, dest, path, iface, member, sig, body):
         return self.reply(self.send(dest, path, iface, member, sig, body))
@@ -119,18 +154,16 @@ def client(address):
                 print("sent", flush=True)
                 continue
             typ, error, body = bus.reply(serial)
-        if typ == 3:
-            print("error", error, flush=True)
-        else:
-            print("ok", *struct.unpack(f"<{len(body) // 4}i", body[:len(body) // 4 * 4]),
-                  flush=True)
+        print(answer(typ, error, body), flush=True)
 
 
 class Caller:
-    """The user's client, started as the user (client() above)."""
+    """The user's client, started as the user (SCRIPT's client())."""
+
+    SCRIPT = os.path.abspath(__file__)
 
     def __init__(self, user, address):
-        self.p = user.popen(["/usr/bin/python3", os.path.abspath(__file__), address],
+        self.p = user.popen(["/usr/bin/python3", self.SCRIPT, address],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.p.stdout.readline().strip()
         if line != "ready":

@@ -9,12 +9,12 @@ import os
 import re
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import tempfile
 
 from rqb import ROOT, skip
+from rqb_buscall import Bus, _str
 
 POLICY = os.path.join(ROOT, "systemd", "org.rqbalance1.conf")
 
@@ -126,111 +126,28 @@ def call(address, dest, path, method, *args, user=None):
 
 
 class NameOwner:
-    """A connection of root's that owns a well-known name until close(): a few lines of
-    the wire protocol (EXTERNAL auth, Hello, RequestName), so that no client library
+    """A connection of root's that owns a well-known name until close(): rqb_buscall's
+    plain client (EXTERNAL auth, Hello) that asks RequestName, so that no client library
     is needed. The name is granted by the policy under test, not by this class."""
 
     DO_NOT_QUEUE, REPLACE_EXISTING = 4, 2
 
     def __init__(self, address, name, flags=DO_NOT_QUEUE):
-        path = re.search(r"unix:path=([^,;]+)", address).group(1)
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(30)
-        self.sock.connect(path)
-        uid = str(os.getuid()).encode().hex()
-        self.sock.sendall(b"\0AUTH EXTERNAL " + uid.encode() + b"\r\n")
-        if not self._line().startswith(b"OK "):
-            raise AssertionError("the bus refused EXTERNAL auth")
-        self.sock.sendall(b"BEGIN\r\n")
-        self.serial = 0
-        self._call("Hello", "", b"")
+        self.bus = Bus(address)
         # RequestName(s name, u flags): 1 is "now the primary owner".
-        body = _string(name, 0)
+        body = _str(name, 0)
         body += b"\0" * (-len(body) % 4) + struct.pack("<I", flags)
-        self.granted = self._call("RequestName", "su", body) == 1
-
-    def _line(self):
-        data = b""
-        while not data.endswith(b"\r\n"):
-            chunk = self.sock.recv(1)
-            if not chunk:
-                raise AssertionError("the bus closed the connection")
-            data += chunk
-        return data
-
-    def _call(self, member, signature, body):
-        """A call to org.freedesktop.DBus; the first uint32 of its reply, or None."""
-        self.serial += 1
-        fields = [(1, "o", "/org/freedesktop/DBus"), (2, "s", "org.freedesktop.DBus"),
-                  (3, "s", member), (6, "s", "org.freedesktop.DBus")]
-        if signature:
-            fields.append((8, "g", signature))
-        hdr = b""
-        for code, sig, val in fields:
-            hdr += b"\0" * (-(16 + len(hdr)) % 8)
-            hdr += bytes([code, 1]) + sig.encode() + b"\0"
-            hdr += _signature(val) if sig == "g" else _string(val, 16 + len(hdr))
-        msg = struct.pack("<cBBBIII", b"l", 1, 0, 1, len(body), self.serial, len(hdr)) + hdr
-        msg += b"\0" * (-len(msg) % 8) + body
-        self.sock.sendall(msg)
-        while True:  # signals (NameAcquired) may come before the reply
-            typ, reply_to, rbody = self._read()
-            if reply_to == self.serial:
-                if typ != 2:
-                    raise AssertionError(f"org.freedesktop.DBus.{member} failed")
-                return struct.unpack("<I", rbody[:4])[0] if len(rbody) >= 4 else None
-
-    def _read(self):
-        head = self._exact(16)
-        _, typ, _, _, blen, _, flen = struct.unpack("<cBBBIII", head)
-        fields = self._exact(flen + (-flen % 8))
-        body = self._exact(blen)
-        reply_to = None
-        i = 0
-        while i < flen:  # a(yv): find REPLY_SERIAL (5), a uint32
-            i += -i % 8
-            code, slen = fields[i], fields[i + 1]
-            sig = fields[i + 2:i + 2 + slen].decode()
-            i += 3 + slen
-            if sig == "u":
-                i += -(16 + i) % 4
-                if code == 5:
-                    reply_to = struct.unpack("<I", fields[i:i + 4])[0]
-                i += 4
-            elif sig in ("s", "o"):
-                i += -(16 + i) % 4
-                n = struct.unpack("<I", fields[i:i + 4])[0]
-                i += 4 + n + 1
-            elif sig == "g":
-                i += 1 + fields[i] + 1
-            else:
-                raise AssertionError(f"unexpected header field type {sig!r}")
-        return typ, reply_to, body
-
-    def _exact(self, n):
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise AssertionError("the bus closed the connection")
-            data += chunk
-        return data
+        typ, error, reply = self.bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                          "org.freedesktop.DBus", "RequestName", "su", body)
+        if typ != 2:
+            raise AssertionError(f"org.freedesktop.DBus.RequestName failed: {error}")
+        self.granted = struct.unpack("<I", reply[:4])[0] == 1
 
     def close(self):
-        self.sock.close()
+        self.bus.sock.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _string(s, offset):
-    """A D-Bus string (or object path) marshalled at offset: aligned length, bytes, NUL."""
-    b = s.encode()
-    return b"\0" * (-offset % 4) + struct.pack("<I", len(b)) + b + b"\0"
-
-
-def _signature(s):
-    return bytes([len(s)]) + s.encode() + b"\0"

@@ -49,6 +49,7 @@ def test():
         sleep = private_copy(tmp, "sleep")
         hog = copy_helper(tmp, "ctl_hog.py")
         flood = copy_helper(tmp, "bus_flood.py")
+        copy_helper(tmp, "rqb_buscall.py")  # which bus_flood.py imports
         idle = os.path.join(tmp, "idle.replay")
         write_replay(idle, [([(0, 0, 0), (1, 0, 0)], [])])
         fpid = u1.start(f"echo $$; exec {sleep} 300")

@@ -101,6 +101,7 @@ def test():
         first_uid, first_gid = ranges(person)
         hog = copy_helper(tmp, "ctl_hog.py")
         flood = copy_helper(tmp, "bus_flood.py")
+        copy_helper(tmp, "rqb_buscall.py")  # which bus_flood.py imports
         ns_hold = copy_helper(tmp, "ns_hold.py", NS_HOLD)
         prog = user_rqctl(tmp)
         sleep = private_copy(tmp, "sleep")
