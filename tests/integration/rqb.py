@@ -304,6 +304,36 @@ def managed(d, pid):
     return int(f["value"]), f["source"]
 
 
+CTL_HDR = struct.Struct("=IHHII")  # the ctl header: magic, version, type, length, seq
+
+
+def ctl_raw(sock, data):
+    """Sends bytes on a new connection to the ctl socket sock: (type, payload) of the
+    reply, or None where the daemon closed the connection without one."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(sock)
+    try:
+        s.sendall(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    got = b""
+    try:
+        while len(got) < CTL_HDR.size or \
+                len(got) < CTL_HDR.size + CTL_HDR.unpack(got[:CTL_HDR.size])[3]:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+    except (socket.timeout, ConnectionResetError):
+        pass
+    s.close()
+    if len(got) < CTL_HDR.size:
+        return None
+    _, _, typ, length, _ = CTL_HDR.unpack(got[:CTL_HDR.size])
+    return typ, got[CTL_HDR.size:CTL_HDR.size + length].decode()
+
+
 def class_mount(d):
     """Where Daemon d's latency class cgroups live (the v1 cpu hierarchy, else
     cgroup2), or None when they are off: then the daemon takes no cgroup targets."""

@@ -9,42 +9,20 @@ import json
 import os
 import shutil
 import socket
-import struct
 import subprocess
 
-from rqb import BUILD, ROOT, TOPO_2LLC, Daemon, check, main, require, tmpdir, user_rqctl
+from rqb import (BUILD, CTL_HDR, ROOT, TOPO_2LLC, Daemon, check, ctl_raw, main, require, tmpdir,
+                 user_rqctl)
 from rqb_user import User
 
 RQCTL = os.path.join(ROOT, BUILD, "rqctl")
 MAGIC, VERSION, STATUS, RELOAD, SYNC, OK, ERR = 0x43425152, 1, 1, 2, 8, 100, 101
-HDR = struct.Struct("=IHHII")
+HDR = CTL_HDR
 
 
 def rqctl(sock, *args):
     return subprocess.run([RQCTL, "-s", sock, *args], capture_output=True, text=True,
                           timeout=30)
-
-
-def raw(sock, data, expect_reply=True):
-    """Sends bytes, returns (type, payload) of the reply, or None if closed without one."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
-    s.connect(sock)
-    s.sendall(data)
-    got = b""
-    try:
-        while len(got) < HDR.size or len(got) < HDR.size + HDR.unpack(got[:HDR.size])[3]:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            got += chunk
-    except socket.timeout:
-        pass
-    s.close()
-    if len(got) < HDR.size:
-        return None
-    magic, version, typ, length, seq = HDR.unpack(got[:HDR.size])
-    return typ, got[HDR.size:HDR.size + length].decode()
 
 
 def malformed(sock):
@@ -57,7 +35,7 @@ def malformed(sock):
         "a request too long": HDR.pack(MAGIC, VERSION, STATUS, 4097, 1) + b"x" * 100,
     }
     for what, data in cases.items():
-        r = raw(sock, data)
+        r = ctl_raw(sock, data)
         if what == "a short header":
             check(r is None, f"{what}: no answer until the rest comes (then a timeout)")
         else:

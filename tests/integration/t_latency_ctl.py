@@ -8,16 +8,14 @@ import json
 import os
 import select
 import signal
-import socket
-import struct
 import subprocess
 
-from rqb import (RQCTL, TOPO_2LLC, Daemon, check, fields, main, private_copy, require, skip,
-                 tmpdir, write_replay)
+from rqb import (CTL_HDR, RQCTL, TOPO_2LLC, Daemon, check, ctl_raw, fields, main, private_copy,
+                 require, skip, tmpdir, write_replay)
 
 MAGIC, VERSION = 0x43425152, 1
 STATUS, SET, GET, LIST, RESET, OK, ERR = 1, 3, 4, 5, 6, 100, 101
-HDR = struct.Struct("=IHHII")
+HDR = CTL_HDR
 EPERM, ENOENT, ESRCH, EINVAL, EMSGSIZE = 1, 2, 3, 22, 90
 MAX_REQUEST = 4096
 
@@ -62,28 +60,8 @@ def raw(sock, typ, payload, length=None):
     """Sends one request; returns (type, payload) of the reply, or None if the daemon
     closed the connection without one."""
     data = payload.encode()
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
-    s.connect(sock)
-    try:
-        s.sendall(HDR.pack(MAGIC, VERSION, typ, len(data) if length is None else length, 9)
-                  + data)
-    except (BrokenPipeError, ConnectionResetError):
-        pass
-    got = b""
-    try:
-        while len(got) < HDR.size or len(got) < HDR.size + HDR.unpack(got[:HDR.size])[3]:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            got += chunk
-    except (socket.timeout, ConnectionResetError):
-        pass
-    s.close()
-    if len(got) < HDR.size:
-        return None
-    _, _, typ, length, _ = HDR.unpack(got[:HDR.size])
-    return typ, got[HDR.size:HDR.size + length].decode()
+    return ctl_raw(sock, HDR.pack(MAGIC, VERSION, typ, len(data) if length is None else length, 9)
+                   + data)
 
 
 def errno_of(reply):
