@@ -334,6 +334,27 @@ def ctl_raw(sock, data):
     return typ, got[CTL_HDR.size:CTL_HDR.size + length].decode()
 
 
+class OwnCgroup:
+    """A cgroup of the test's own at mount + rel, made here with knob = value. add(pid)
+    moves a task in; remove() waits until its tasks are gone (the test killed them: the
+    cgroup empties once they are reaped), then removes it."""
+
+    def __init__(self, mount, rel, knob, value):
+        self.rel = rel
+        self.path = mount + rel
+        os.mkdir(self.path)
+        with open(os.path.join(self.path, knob), "w") as f:
+            f.write(value)
+
+    def add(self, pid):
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+
+    def remove(self):
+        wait_until(lambda: not open(os.path.join(self.path, "cgroup.procs")).read().strip(), 30)
+        os.rmdir(self.path)
+
+
 def class_mount(d):
     """Where Daemon d's latency class cgroups live (the v1 cpu hierarchy, else
     cgroup2), or None when they are off: then the daemon takes no cgroup targets."""

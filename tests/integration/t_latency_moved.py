@@ -11,8 +11,8 @@ import shutil
 import signal
 import subprocess
 
-from rqb import (RQCTL, Daemon, check, cpu_cgroup, fields, main, require, rqctl, skip, tmpdir,
-                 wait_until)
+from rqb import (RQCTL, Daemon, OwnCgroup, check, cpu_cgroup, fields, main, require, rqctl, skip,
+                 tmpdir)
 from rqb_user import User
 
 # Says its pid; at each SIGUSR1 forks a child that sleeps and says the child's pid.
@@ -46,25 +46,13 @@ def cpu_mount():
 
 
 
-class Limited:
+class Limited(OwnCgroup):
     """A cgroup of the test's own with a CPU quota of 20 % of a CPU."""
 
     def __init__(self, mount, v2):
-        self.rel = f"/rqbl-limited-{os.getpid()}"
-        self.path = mount + self.rel
+        super().__init__(mount, f"/rqbl-limited-{os.getpid()}",
+                         "cpu.max" if v2 else "cpu.cfs_quota_us", "20000 100000" if v2 else "20000")
         self.v2 = v2
-        os.mkdir(self.path)
-        with open(os.path.join(self.path, "cpu.max" if v2 else "cpu.cfs_quota_us"), "w") as f:
-            f.write("20000 100000" if v2 else "20000")
-
-    def add(self, pid):
-        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
-            f.write(str(pid))
-
-    def remove(self):
-        # The test's processes were killed: the cgroup empties once they are reaped.
-        wait_until(lambda: not open(os.path.join(self.path, "cgroup.procs")).read().strip(), 30)
-        os.rmdir(self.path)
 
 
 def forker(user):

@@ -13,8 +13,8 @@ import shutil
 import signal
 import subprocess
 
-from rqb import (Daemon, check, fields, main, require, rqctl, skip, tmpdir, user_rqctl,
-                 wait_until)
+from rqb import (Daemon, OwnCgroup, check, fields, main, require, rqctl, skip, tmpdir,
+                 user_rqctl)
 from rqb_dbus import SystemBus, call
 from rqb_user import User
 
@@ -146,23 +146,11 @@ def cpu_v1_mount():
     return None
 
 
-class Held:
+class Held(OwnCgroup):
     """A cgroup of the test's own that holds its tasks' CPU back: knob = value."""
 
     def __init__(self, mount, knob, value):
-        self.rel = f"/rqbk-{knob.replace('.', '-')}-{os.getpid()}"
-        self.path = mount + self.rel
-        os.mkdir(self.path)
-        with open(os.path.join(self.path, knob), "w") as f:
-            f.write(value)
-
-    def add(self, pid):
-        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
-            f.write(str(pid))
-
-    def remove(self):
-        wait_until(lambda: not open(os.path.join(self.path, "cgroup.procs")).read().strip(), 30)
-        os.rmdir(self.path)
+        super().__init__(mount, f"/rqbk-{knob.replace('.', '-')}-{os.getpid()}", knob, value)
 
 
 def in_cgroup(pid, rel):
