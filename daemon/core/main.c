@@ -310,7 +310,7 @@ static void print_slices(const struct features *f)
 static void print_class_weights(const struct features *f)
 {
 	unsigned major = 0, minor = 0;
-	char why[256];
+	char why[512];
 
 	sscanf(f->kernel, "Linux %u.%u", &major, &minor);
 	latweigh_describe(f->cgroup_mode, major, minor, why, sizeof(why));

@@ -44,7 +44,7 @@ void latweigh_describe(const char *mode, unsigned major, unsigned minor, char *r
 				 "multiplies it by the online CPUs",
 	};
 	enum latweigh_kernel kind = latweigh_kernel_of(mode, major, minor);
-	char why[64];
+	char why[128];
 
 	if (!len)
 		return;
