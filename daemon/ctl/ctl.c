@@ -51,6 +51,8 @@ struct conn {
 	bool blind;             /* pid 0: a process in a pid namespace the daemon cannot
 				 * see, so not judged: served read-only requests alone */
 	bool closing;           /* closed once the replies queued are written */
+	bool overtime;          /* its deadline passed with a whole request waiting: served
+				 * as its last (on_conn_timeout) */
 	uint8_t *out;           /* replies not written yet: the socket was full */
 	size_t out_len, out_off;
 	size_t have;
@@ -471,10 +473,11 @@ static int conn_serve(struct conn *c)
 		memmove(c->buf, c->buf + n, c->have - (size_t)n);
 		c->have -= (size_t)n;
 		/* The last request's answer is still written, then the connection ends. */
-		if (++c->msgs >= CTL_MAX_MSGS)
+		if (++c->msgs >= CTL_MAX_MSGS || c->overtime)
 			c->closing = true;
 	}
-	if (c->closing && !pending(c))
+	/* A sync parked as the last request ends the connection once it is answered. */
+	if (c->closing && !pending(c) && !c->sync_tick)
 		return -ECONNRESET;
 	/* A header that promises more than a request may hold is refused at once. */
 	if (c->have >= sizeof(struct ctl_hdr)) {
@@ -547,6 +550,22 @@ void ctl_after_tick(struct ctl_server *s)
 	}
 }
 
+/*
+ * Whether a whole request waits to be served: what the socket holds is read first, as
+ * on_conn_io would have, had the loop come to it.
+ */
+static bool request_waiting(struct conn *c)
+{
+	ssize_t n;
+
+	if (!pending(c) && c->have < sizeof(c->buf)) {
+		n = recv(c->fd, c->buf + c->have, sizeof(c->buf) - c->have, MSG_DONTWAIT);
+		if (n > 0)
+			c->have += (size_t)n;
+	}
+	return ready(c);
+}
+
 static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct conn *c = userdata;
@@ -566,6 +585,21 @@ static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	    sd_event_source_set_time_relative(s, CTL_SYNC_TICKS * tick_us) >= 0 &&
 	    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) >= 0)
 		return 0;
+	/*
+	 * A request that came whole before the loop got to it (a long tick, a move that
+	 * waits for the kernel, root's requests and every other source ahead of a user's)
+	 * is the daemon's lateness, not the client's: it is served, as the connection's
+	 * last, and its answer gets one more connection life to be written. A client that
+	 * is itself slow (a request cut short, none at all) is closed as before.
+	 */
+	if (!c->overtime && request_waiting(c)) {
+		c->overtime = true;
+		log_debug("ctl: connection from pid %d: its deadline passed with a request "
+			  "waiting for the daemon: served as its last", c->cred.pid);
+		if (sd_event_source_set_time_relative(s, CTL_CONN_TIMEOUT_USEC) >= 0 &&
+		    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) >= 0 && conn_serve(c) >= 0)
+			return 0;
+	}
 	log_debug("ctl: connection from pid %d timed out", c->cred.pid);
 	conn_close(c);
 	return 0;
@@ -704,7 +738,12 @@ int ctl_serve_fd(struct ctl_server *srv, sd_event *e, int fd, const struct ucred
 				      ctl_req_admin(&c->who, srv->env->conf), &c->slot);
 	}
 	c->admin = ctl_req_admin(&c->who, srv->env->conf);
-	if (r == 0 && sd_event_now(e, CLOCK_MONOTONIC, &now) >= 0) {
+	/*
+	 * The deadline counts from now, not from the loop's last wake (sd_event_now), which
+	 * a long source before this one leaves seconds behind.
+	 */
+	now = util_now_ns() / 1000;
+	if (r == 0) {
 		r = sd_event_add_io(e, &c->io, fd, EPOLLIN, on_conn_io, c);
 		if (r >= 0)
 			r = sd_event_add_time(e, &c->timer, CLOCK_MONOTONIC,

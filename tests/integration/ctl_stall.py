@@ -9,6 +9,11 @@
         written to), then reads every reply and prints "reply CONN TYPE ERRNO" for
         each (ERRNO 0 for OK), "closed CONN" where the daemon closed a connection
         before answering all, and "done" at the end
+    python3 ctl_stall.py late SOCKET
+        opens connection A and has a status answered on it, then opens B (which sends
+        nothing) and C (half a header) and prints "opened"; at "go" on stdin sends a
+        second status on A and prints "sent"; at "read" reads what comes on A, B and C
+        and prints "reply A TYPE" or "closed A" (and B, C), then "done"
 """
 import ctypes
 import os
@@ -78,9 +83,46 @@ def attack(path, conns, typ, payloads):
     print("done", flush=True)
 
 
+def late(path):
+    def status(s, seq):
+        s.sendall(HDR.pack(MAGIC, VERSION, 1, 0, seq))
+
+    def answer(name, s):
+        s.settimeout(120)
+        got = b""
+        try:
+            while len(got) < HDR.size:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+        except OSError:
+            pass
+        print(f"reply {name} {HDR.unpack(got[:HDR.size])[2]}" if len(got) >= HDR.size
+              else f"closed {name}", flush=True)
+
+    conns = {}
+    for name in "ABC":
+        conns[name] = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conns[name].connect(path)
+    status(conns["A"], 1)
+    answer("first", conns["A"])
+    conns["C"].sendall(HDR.pack(MAGIC, VERSION, 1, 0, 1)[:5])
+    print("opened", flush=True)
+    sys.stdin.readline()
+    status(conns["A"], 2)
+    print("sent", flush=True)
+    sys.stdin.readline()
+    for name in "ABC":
+        answer(name, conns[name])
+    print("done", flush=True)
+
+
 def main():
     if sys.argv[1] == "threads":
         threads(int(sys.argv[2]))
+    elif sys.argv[1] == "late":
+        late(sys.argv[2])
     else:
         attack(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
                [p.replace("\\n", "\n").encode() for p in sys.argv[5:]])

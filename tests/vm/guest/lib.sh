@@ -56,7 +56,11 @@ cleanup() {
 	lb_on
 	for f in /tmp/"$NAME".daemon*.log; do
 		[ -e "$f" ] || continue
-		echo "--- daemon log ${f#/tmp/} ---"
+		# Its end first: a digest of a long failure may keep only the lines that come
+		# first, and what went wrong is at the end.
+		echo "--- daemon log ${f#/tmp/}, its last 15 lines of $(wc -l <"$f") ---"
+		tail -n 15 "$f"
+		echo "--- daemon log ${f#/tmp/}, whole ---"
 		cat "$f"
 	done
 }
