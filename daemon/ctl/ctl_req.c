@@ -159,9 +159,11 @@ enum ctl_req_act {
 
 /*
  * Checks a target named by kind and pid or path, and finds a thread's process: 0, or
- * -EINVAL (a thread named as a process, a bad path) or -ESRCH with *why.
+ * -EINVAL (a thread named as a process, a bad path) or -ESRCH with *why. judged: a
+ * process is judged next (permitted), whose one read of it says whether it is a
+ * thread (task_facts), so that its status is not read twice.
  */
-static int check_target(struct ctl_env *x, struct lat_target *t, const char **why)
+static int check_target(struct ctl_env *x, struct lat_target *t, bool judged, const char **why)
 {
 	if (t->kind == LAT_T_CGROUP) {
 		if (!latmgr_cgroup_path_ok(t->path)) {
@@ -179,7 +181,7 @@ static int check_target(struct ctl_env *x, struct lat_target *t, const char **wh
 		return -ESRCH;
 	}
 	/* /proc/TID exists for any thread: taken for a process, it would stand for its group. */
-	if (t->kind == LAT_T_PROCESS && latmgr_tgid_of(x->lm, t->pid, &t->tgid) == 0 &&
+	if (t->kind == LAT_T_PROCESS && !judged && latmgr_tgid_of(x->lm, t->pid, &t->tgid) == 0 &&
 	    t->tgid != t->pid) {
 		*why = "a thread, not a process: name it with tid";
 		return -EINVAL;
@@ -201,7 +203,7 @@ static int look_target(struct ctl_env *x, const struct ctl_caller *k, struct lat
 		*why = t->kind == LAT_T_THREAD ? "no such thread" : "no such task";
 		return -ESRCH;
 	}
-	return check_target(x, t, why);
+	return check_target(x, t, false, why);
 }
 
 /* Task tid's real and effective uids, from its status. 0 or -ESRCH. */
@@ -252,7 +254,7 @@ static void threads_free(struct lat_thread *th, size_t n)
  * directory (procfs_thread), so that the start time read is the pidfd's task's
  * wherever it is the one the request expects. 0, -ESRCH (gone), or -errno.
  */
-static int read_thread(struct ctl_env *x, pid_t tgid, pid_t tid, struct procfs_thread *ret_read,
+static int pin_thread(struct ctl_env *x, pid_t tgid, pid_t tid, struct procfs_thread *ret_read,
 		       struct lat_thread *ret)
 {
 	const char *root = latmgr_proc_root(x->lm);
@@ -316,7 +318,7 @@ static int add_thread(struct ctl_env *x, const struct ctl_caller *k, const struc
 	if (tid == t->pid) {
 		read = pt->target;
 		th = pt->lead;
-	} else if (read_thread(x, t->tgid, tid, &read, &th) < 0) {
+	} else if (pin_thread(x, t->tgid, tid, &read, &th) < 0) {
 		return -ESRCH;
 	}
 	at = util_grow(pt->tid, &pt->tcap, pt->ntid, sizeof(*at));
@@ -404,9 +406,12 @@ static int task_facts(struct ctl_env *x, const struct ctl_caller *k, struct lat_
 	int r;
 
 	/* Under its own task directory: PID/stat sums every thread's CPU times. */
-	if (read_thread(x, t->tgid, t->pid, &pt->target, &pt->lead) < 0)
+	if (pin_thread(x, t->tgid, t->pid, &pt->target, &pt->lead) < 0)
 		return -ESRCH;
 	pt->pin = pt->lead.pidfd;
+	/* /proc/TID exists for any thread: taken for a process, it would stand for its group. */
+	if (t->kind == LAT_T_PROCESS && pt->target.tgid != t->pid)
+		return -EINVAL;
 	if (t->start_time && pt->target.start_time != t->start_time)
 		return -ESRCH;
 	/* Refused before a thread is read; the walk stops at the bound all the same. */
@@ -475,6 +480,8 @@ static int permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_t
 	} else if (r == -E2BIG) {
 		*why = "the process has more threads than ctl_max_threads lets anyone but root "
 		       "and ctl_group name";
+	} else if (r == -EINVAL) {
+		*why = "a thread, not a process: name it with tid";
 	} else if (r < 0) {
 		*why = t->kind == LAT_T_CGROUP ? "no such cgroup in the cpu hierarchy" : "no such task";
 		r = t->kind == LAT_T_CGROUP ? -ENOENT : -ESRCH;
@@ -526,7 +533,7 @@ static int fg_permitted(struct ctl_env *x, const struct ctl_caller *k, struct la
 		*ret_trusted = ctl_req_admin(k, x->conf);
 		return 0;
 	}
-	r = check_target(x, t, why);
+	r = check_target(x, t, true, why);
 	if (r < 0)
 		return r;
 	r = permitted(x, k, t, CTL_REQ_SET, v, ret_trusted, why);
@@ -551,7 +558,7 @@ static int game_permitted(struct ctl_env *x, const struct ctl_caller *k, struct 
 		*why = "permission denied: games are off here ([latency] game = 0)";
 		return -EPERM;
 	}
-	r = check_target(x, t, why);
+	r = check_target(x, t, true, why);
 	if (r < 0)
 		return r;
 	r = permitted(x, k, t, CTL_REQ_SET, v, ret_trusted, why);
@@ -666,9 +673,9 @@ static int judge_request(struct ctl_env *x, const struct ctl_caller *k, struct c
 		return game_permitted(x, k, &q->t, ret_trusted, why);
 	case CTL_REQ_OP_UNGAME:
 		/* The connection's own record: nothing else to judge. */
-		return check_target(x, &q->t, why);
+		return check_target(x, &q->t, false, why);
 	default:
-		r = check_target(x, &q->t, why);
+		r = check_target(x, &q->t, true, why);
 		if (r < 0)
 			return r;
 		return permitted(x, k, &q->t,

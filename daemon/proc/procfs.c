@@ -224,18 +224,19 @@ static int cgroup_at(int dfd, char *ret, size_t len)
 	return n <= 0 ? gone_or(n) : parse_cgroup(buf, ret, len);
 }
 
-/* Its status's uids and thread count into *ret: 0, or -ESRCH where it says none. */
+/* Its status's process, uids and thread count into *ret: 0, or -ESRCH where it says none. */
 static int status_at(int dfd, struct procfs_thread *ret)
 {
 	const unsigned both = PARSE_STATUS_RUID | PARSE_STATUS_EUID;
 	char buf[4096], v[32];
-	struct parse_status st;
+	struct parse_status st = { 0 };
 	ssize_t n = util_read_file_at(dfd, "status", buf, sizeof(buf));
 
 	if (n <= 0)
 		return gone_or(n);
 	if ((parse_status(buf, &st) & both) != both)
 		return -ESRCH;
+	ret->tgid = st.tgid;
 	ret->ruid = st.ruid;
 	ret->euid = st.euid;
 	ret->threads = parse_status_field(buf, "Threads", v, sizeof(v)) == 0 ?

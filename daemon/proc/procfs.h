@@ -91,6 +91,7 @@ struct procfs_thread {
 	uint64_t start_time;    /* clock ticks after boot */
 	bool kthread;           /* PF_KTHREAD */
 	uid_t ruid, euid;       /* from its status */
+	pid_t tgid;             /* its process, from its status; 0: not said */
 	unsigned threads;       /* its process's threads (its status's Threads); 0: not said */
 	bool has_cgroup;        /* its cgroup was asked for and read */
 };
