@@ -237,6 +237,7 @@ struct perm_threads {
 	struct lat_thread lead;      /* and what travels of it: its pidfd until add_thread
 					hands it to tid (then -1), closed by permitted */
 	int pin;                     /* the target's pidfd, wherever it is held; -1: none */
+	bool hand;                   /* a set: what the write needs is read and pinned too */
 };
 
 /* Closes the pidfds of n threads th, and frees th. */
@@ -249,16 +250,19 @@ static void threads_free(struct lat_thread *th, size_t n)
 }
 
 /*
- * Thread tid of process tgid, pinned, then read once: its pidfd first, then its stat,
- * status and (where the actuator moves tasks between cgroups) cgroup through one
- * directory (procfs_thread), so that the start time read is the pidfd's task's
- * wherever it is the one the request expects. 0, -ESRCH (gone), or -errno.
+ * Thread tid of process tgid, pinned, then read once: for a set (hand), its pidfd
+ * first, then its stat, status and (where the actuator moves tasks between cgroups)
+ * cgroup through one directory (procfs_thread), so that the start time read is the
+ * pidfd's task's wherever it is the one the request expects. A reset writes through
+ * what the actuator holds already: its stat and status only. 0, -ESRCH (gone), or
+ * -errno.
  */
-static int pin_thread(struct ctl_env *x, pid_t tgid, pid_t tid, struct procfs_thread *ret_read,
-		       struct lat_thread *ret)
+static int pin_thread(struct ctl_env *x, pid_t tgid, pid_t tid, bool hand,
+		      struct procfs_thread *ret_read, struct lat_thread *ret)
 {
 	const char *root = latmgr_proc_root(x->lm);
-	struct lat_thread th = { .tid = tid, .pidfd = procfs_pidfd_open(root, tgid, tid) };
+	struct lat_thread th = { .tid = tid,
+				 .pidfd = hand ? procfs_pidfd_open(root, tgid, tid) : -1 };
 	struct procfs_thread read;
 	int r;
 
@@ -266,7 +270,7 @@ static int pin_thread(struct ctl_env *x, pid_t tgid, pid_t tid, struct procfs_th
 		return -ESRCH;
 	if (th.pidfd < 0)
 		th.pidfd = -1; /* none here: the actuator opens the task, as without a judge */
-	r = procfs_thread(root, tgid, tid, latmgr_reads_cgroup(x->lm) ? th.cgroup : NULL,
+	r = procfs_thread(root, tgid, tid, hand && latmgr_reads_cgroup(x->lm) ? th.cgroup : NULL,
 			  sizeof(th.cgroup), &read);
 	if (r < 0) {
 		if (th.pidfd >= 0)
@@ -318,7 +322,7 @@ static int add_thread(struct ctl_env *x, const struct ctl_caller *k, const struc
 	if (tid == t->pid) {
 		read = pt->target;
 		th = pt->lead;
-	} else if (pin_thread(x, t->tgid, tid, &read, &th) < 0) {
+	} else if (pin_thread(x, t->tgid, tid, pt->hand, &read, &th) < 0) {
 		return -ESRCH;
 	}
 	at = util_grow(pt->tid, &pt->tcap, pt->ntid, sizeof(*at));
@@ -406,7 +410,7 @@ static int task_facts(struct ctl_env *x, const struct ctl_caller *k, struct lat_
 	int r;
 
 	/* Under its own task directory: PID/stat sums every thread's CPU times. */
-	if (pin_thread(x, t->tgid, t->pid, &pt->target, &pt->lead) < 0)
+	if (pin_thread(x, t->tgid, t->pid, pt->hand, &pt->target, &pt->lead) < 0)
 		return -ESRCH;
 	pt->pin = pt->lead.pidfd;
 	/* /proc/TID exists for any thread: taken for a process, it would stand for its group. */
@@ -467,7 +471,7 @@ static int permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_t
 		     enum ctl_req_act act, int want, bool *ret_trusted, const char **why)
 {
 	struct ctl_perm_facts f = { .peer_euid = k->uid, .owner_only = act == CTL_REQ_OWNER };
-	struct perm_threads pt = { .lead.pidfd = -1, .pin = -1 };
+	struct perm_threads pt = { .lead.pidfd = -1, .pin = -1, .hand = act != CTL_REQ_RESET };
 	int r;
 
 	f.admin = ctl_req_admin(k, x->conf);
