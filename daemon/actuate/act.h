@@ -41,6 +41,12 @@ struct act_ops {
 	int (*journal)(const char *dir, const char *name, struct journal **ret);
 	/* Opens tid if its start time is start_time: 0, -ESRCH (gone or reused), -errno. */
 	int (*open)(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task *ret);
+	/*
+	 * Opens tid from pidfd, a pidfd of it opened before its start time was read as
+	 * start_time (procfs_pidfd_open): what open would give, without reading the start
+	 * time again. pidfd stays the caller's. NULL in a driver that has none (open then).
+	 */
+	int (*adopt)(int pidfd, pid_t tid, uint64_t start_time, struct act_task *ret);
 	/* 0 while the task opened is alive, -ESRCH once it is gone. */
 	int (*alive)(const struct act_task *t);
 	/*

@@ -24,6 +24,11 @@ static int dry_open(pid_t tid, pid_t tgid, uint64_t start_time, struct act_task 
 	return act_linux_ops.open(tid, tgid, start_time, ret);
 }
 
+static int dry_adopt(int pidfd, pid_t tid, uint64_t start_time, struct act_task *ret)
+{
+	return act_linux_ops.adopt(pidfd, tid, start_time, ret);
+}
+
 static int dry_alive(const struct act_task *t)
 {
 	return act_linux_ops.alive(t);
@@ -121,6 +126,7 @@ const struct act_ops act_dryrun_ops = {
 	.name = "dry run",
 	.journal = dry_journal,
 	.open = dry_open,
+	.adopt = dry_adopt,
 	.alive = dry_alive,
 	.who = dry_who,
 	.get_affinity = dry_get,

@@ -37,22 +37,6 @@
 #include "util/schedattr.h"
 #include "util/util.h"
 
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD O_EXCL
-#endif
-
-static int pidfd_open_thread(pid_t tid, pid_t tgid)
-{
-	int fd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
-
-	/* Before 6.9 there is no PIDFD_THREAD: a pidfd exists for leaders only. */
-	if (fd < 0 && errno == EINVAL && tid == tgid)
-		fd = (int)syscall(SYS_pidfd_open, tid, 0);
-	if (fd < 0 && errno == EINVAL)
-		return -EOPNOTSUPP;
-	return fd < 0 ? -errno : fd;
-}
-
 /*
  * From TID/task/TID/stat, the thread's own: TID/stat of a thread in a process of n
  * threads sums the times of all n, and a walk of such a process would read n times n.
@@ -132,9 +116,9 @@ static int linux_open(pid_t tid, pid_t tgid, uint64_t start_time, struct act_tas
 	uint64_t start;
 	int fd, r;
 
-	fd = pidfd_open_thread(tid, tgid);
+	fd = procfs_pidfd_open(NULL, tgid, tid);
 	if (fd < 0 && fd != -EOPNOTSUPP)
-		return fd == -ENOENT ? -ESRCH : fd;
+		return fd;
 	t.pidfd = fd;
 	/* The pidfd names whatever has tid now: the start time says whether that is ours. */
 	r = read_start_time(tid, &start);
@@ -146,6 +130,20 @@ static int linux_open(pid_t tid, pid_t tgid, uint64_t start_time, struct act_tas
 		return r;
 	}
 	*ret = t;
+	return 0;
+}
+
+/*
+ * A copy of the pidfd a request's judge opened before it read the task's start time
+ * (procfs_pidfd_open): proven the task's by that read, so not read again here.
+ */
+static int linux_adopt(int pidfd, pid_t tid, uint64_t start_time, struct act_task *ret)
+{
+	int fd = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
+
+	if (fd < 0)
+		return -errno;
+	*ret = (struct act_task){ .tid = tid, .start_time = start_time, .pidfd = fd };
 	return 0;
 }
 
@@ -468,6 +466,7 @@ const struct act_ops act_linux_ops = {
 	.name = "linux",
 	.journal = linux_journal,
 	.open = linux_open,
+	.adopt = linux_adopt,
 	.alive = linux_alive,
 	.who = linux_who,
 	.get_affinity = linux_get,

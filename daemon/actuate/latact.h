@@ -167,6 +167,14 @@ struct latact {
 	/* Shown each plan before it is carried out (tests compare them); may be NULL. */
 	void (*on_plan)(void *ctx, const struct plan *p);
 	void *on_plan_ctx;
+	/*
+	 * The threads a request's judge read, for the plan being carried out (latact_hand):
+	 * the caller's. hand_next: where the next is looked for first (plans and walks
+	 * both go up by tid). hand_cg: their cgroups still hold (no move made since).
+	 */
+	const struct lat_thread *hand;
+	size_t nhand, hand_next;
+	bool hand_cg;
 };
 
 /*
@@ -362,5 +370,14 @@ int latact_parse_line(char *line, struct lat_entry *ret_e, struct lat_cg_entry *
 
 /* Reads what task tid has now. 0 or -errno. */
 int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret);
+/*
+ * The n threads th a request's judge read (lat_thread: a pidfd and the cgroup, read
+ * once), for the plan carried out next: latact_task opens a task of th from its pidfd
+ * and takes its cgroup from there instead of reading /proc again. th stays the
+ * caller's and must outlive the plan; latact_hand(la, NULL, 0) after it.
+ */
+void latact_hand(struct latact *la, const struct lat_thread *th, size_t n);
+/* Whether a task's cgroup is read for the class moves (a judge reads it along). */
+bool latact_reads_cgroup(const struct latact *la);
 
 #endif

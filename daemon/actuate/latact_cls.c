@@ -37,6 +37,11 @@ int latact_read_task_cgroup(const struct latact *la, pid_t tid, char *ret, size_
 	return r;
 }
 
+bool latact_reads_cgroup(const struct latact *la)
+{
+	return la->cls.on;
+}
+
 int latact_cls_write(const struct latact *la, const char *cgroup, const struct act_task *t)
 {
 	char path[PATH_MAX];

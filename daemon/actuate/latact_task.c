@@ -24,21 +24,70 @@ static bool policy_is_rt(int policy)
 	return policy == SCHED_FIFO || policy == SCHED_RR || policy == 6;
 }
 
-int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret)
+/* What task tid has of the sched knobs (sched_getattr), its cgroup left empty. */
+static int read_attr(const struct latact *la, pid_t tid, struct lat_state *ret)
 {
 	struct rqb_sched_attr a;
-	struct lat_state s;
 	int r = la->ops->get_attr(tid, &a);
 
 	if (r < 0)
 		return r;
-	latknob_init(&s);
-	latknob_from_attr(la, &a, &s);
+	latknob_init(ret);
+	latknob_from_attr(la, &a, ret);
+	return 0;
+}
+
+int latact_read(const struct latact *la, pid_t tid, struct lat_state *ret)
+{
+	struct lat_state s;
+	int r = read_attr(la, tid, &s);
+
+	if (r < 0)
+		return r;
 	r = latact_read_task_cgroup(la, tid, s.cgroup, sizeof(s.cgroup));
 	if (r < 0)
 		return r == -ENOENT ? -ESRCH : r;
 	*ret = s;
 	return 0;
+}
+
+void latact_hand(struct latact *la, const struct lat_thread *th, size_t n)
+{
+	la->hand = th;
+	la->nhand = th ? n : 0;
+	la->hand_next = 0;
+	/*
+	 * A move the worker makes may change a cgroup after the judge read it: only where
+	 * none is queued or unseen are the cgroups read as good as read now (nothing is
+	 * queued between the judge and here: the loop does both in one turn).
+	 */
+	la->hand_cg = th && latact_moves_idle(la);
+}
+
+/* The thread handed for task tid of start_time (latact_hand); NULL: none. */
+static const struct lat_thread *handed(struct latact *la, pid_t tid, uint64_t start_time)
+{
+	for (size_t k = 0; k < la->nhand; k++) {
+		size_t i = (la->hand_next + k) % la->nhand;
+
+		if (la->hand[i].tid == tid && la->hand[i].start_time == start_time) {
+			la->hand_next = i + 1;
+			return &la->hand[i];
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Opens task rq->tid: from the pidfd its judge opened (h), whose start time read after
+ * proved it the task of rq->start_time, else as any task is opened (ops->open).
+ */
+static int task_open(struct latact *la, const struct lat_req *rq, const struct lat_thread *h,
+		     struct act_task *ret)
+{
+	if (h && h->pidfd >= 0 && la->ops->adopt)
+		return la->ops->adopt(h->pidfd, rq->tid, rq->start_time, ret);
+	return la->ops->open(rq->tid, rq->tgid, rq->start_time, ret);
 }
 
 /*
@@ -195,20 +244,26 @@ static void entry_del(struct latact *la, pid_t tid)
  */
 static int write_state(struct latact *la, const struct act_task *t, pid_t tgid,
 		       const struct lat_state *cur, const struct lat_state *want, bool async,
-		       bool *ret_queued)
+		       bool *ret_queued, bool *ret_moved)
 {
 	int r = 0;
 
 	*ret_queued = false;
+	*ret_moved = false;
 	/* A task that made itself real-time since: its policy and parameters are its own. */
 	if (latknob_differ(cur, want) && !policy_is_rt(cur->policy))
 		r = write_sched(la, t, want);
 	if (r == 0 && la->cls.on && want->cgroup[0] && strcmp(cur->cgroup, want->cgroup) != 0 &&
 	    (!la->cls.v2 || t->tid == tgid)) {
-		if (async && latact_move_async(la, want->cgroup, t->tid, tgid, t->start_time) == 0)
+		if (async && latact_move_async(la, want->cgroup, t->tid, tgid, t->start_time) == 0) {
 			*ret_queued = true;
-		else
+		} else {
 			r = latact_cls_attach(la, want->cgroup, t);
+			*ret_moved = true;
+		}
+		/* On cgroup2 it took the process's other threads along (v1 moves one). */
+		if (la->cls.v2)
+			la->hand_cg = false;
 	}
 	return r;
 }
@@ -286,11 +341,19 @@ static unsigned knobs_left(const struct lat_entry *old, const struct lat_entry *
 	return 0;
 }
 
-/* What task tid has now; a real-time task is refused unless rqbalance manages it already. */
-static int task_read(struct latact *la, pid_t tid, bool managed, struct lat_state *cur,
-		     const char **ret_why)
+/*
+ * What task tid has now; a real-time task is refused unless rqbalance manages it
+ * already. Its cgroup is the one its judge read with the rest (h), where one did and
+ * no move was made since, so that a request reads each thread's /proc files once.
+ */
+static int task_read(struct latact *la, pid_t tid, bool managed, const struct lat_thread *h,
+		     struct lat_state *cur, const char **ret_why)
 {
-	int r = latact_read(la, tid, cur);
+	bool given = h && h->has_cgroup && la->hand_cg;
+	int r = given ? read_attr(la, tid, cur) : latact_read(la, tid, cur);
+
+	if (r == 0 && given && la->cls.on)
+		snprintf(cur->cgroup, sizeof(cur->cgroup), "%s", h->cgroup);
 
 	if (r == 0 && policy_is_rt(cur->policy) && !managed) {
 		*ret_why = "the task has a real-time policy";
@@ -341,7 +404,7 @@ static int task_write(struct latact *la, const struct lat_req *rq, bool was_mana
 		      struct lat_entry *e, const char **ret_why)
 {
 	struct lat_state mapped;
-	bool queued;
+	bool queued, moved;
 	int r = latact_journal_task(la, e);
 
 	if (r < 0) {
@@ -349,10 +412,16 @@ static int task_write(struct latact *la, const struct lat_req *rq, bool was_mana
 		la->cnt.errors++;
 		return r;
 	}
-	r = write_state(la, &e->task, rq->tgid, cur, want, rq->async_move, &queued);
+	r = write_state(la, &e->task, rq->tgid, cur, want, rq->async_move, &queued, &moved);
 	mapped = e->set;
+	/*
+	 * The read-back checks what the kernel made of the write: the sched knobs always
+	 * (sched_getattr), the cgroup only where it was moved; one not moved is as just read.
+	 */
 	if (r == 0)
-		r = latact_read(la, rq->tid, &e->set);
+		r = moved ? latact_read(la, rq->tid, &e->set) : read_attr(la, rq->tid, &e->set);
+	if (r == 0 && !moved)
+		snprintf(e->set.cgroup, sizeof(e->set.cgroup), "%s", cur->cgroup);
 	/* A queued move is recorded as made; latact_moves_done corrects one that failed. */
 	if (r == 0 && queued)
 		snprintf(e->set.cgroup, sizeof(e->set.cgroup), "%s", want->cgroup);
@@ -384,6 +453,7 @@ int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_en
 {
 	const struct lat_entry *old;
 	struct lat_entry e = { .tgid = rq->tgid, .value = rq->value }, fr;
+	const struct lat_thread *h = handed(la, rq->tid, rq->start_time);
 	struct lat_state cur, want;
 	int r;
 
@@ -392,8 +462,10 @@ int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_en
 	 * process's, which takes its threads along).
 	 */
 	if (latact_move_pending(la, rq->tid) ||
-	    (la->cls.v2 && rq->tgid && rq->tgid != rq->tid && latact_move_pending(la, rq->tgid)))
+	    (la->cls.v2 && rq->tgid && rq->tgid != rq->tid && latact_move_pending(la, rq->tgid))) {
 		latact_moves_wait(la);
+		la->hand_cg = false;
+	}
 	old = latact_find(la, rq->tid);
 	*ret_why = NULL;
 	snprintf(e.source, sizeof(e.source), "%s", rq->source ? rq->source : "");
@@ -406,14 +478,14 @@ int latact_task(struct latact *la, const struct lat_req *rq, const struct lat_en
 		latact_task_gone(la, rq->tid); /* the pid was reused */
 		old = NULL;
 	}
-	r = old ? 0 : la->ops->open(rq->tid, rq->tgid, rq->start_time, &e.task);
+	r = old ? 0 : task_open(la, rq, h, &e.task);
 	if (r < 0) {
 		*ret_why = r == -ESRCH ? "no such task (or its pid was reused)" : strerror(-r);
 		return r;
 	}
 	if (old)
 		e.task = old->task;
-	r = task_read(la, rq->tid, old != NULL, &cur, ret_why);
+	r = task_read(la, rq->tid, old != NULL, h, &cur, ret_why);
 	if (r == 0) {
 		task_decide(la, rq, old, from, &cur, &e, &want);
 		r = task_write(la, rq, old != NULL, &cur, &want, &e, ret_why);
@@ -483,7 +555,7 @@ void latact_restore_crashed(struct latact *la, const struct lat_entry *e,
 	struct lat_state cur, want;
 	pid_t tid = e->task.tid;
 	unsigned theirs;
-	bool queued;
+	bool queued, moved;
 
 	if (latact_move_pending(la, tid))
 		latact_moves_wait(la);
@@ -497,7 +569,7 @@ void latact_restore_crashed(struct latact *la, const struct lat_entry *e,
 		snprintf(want.cgroup, sizeof(want.cgroup), "%s", e->prev.cgroup);
 	if (theirs || (e->set.cgroup[0] && !cgroup_ours(cur.cgroup, e, was)))
 		la->cnt.left_alone++;
-	if (write_state(la, &e->task, e->tgid, &cur, &want, false, &queued) == 0) {
+	if (write_state(la, &e->task, e->tgid, &cur, &want, false, &queued, &moved) == 0) {
 		if (latknob_differ(&cur, &want) || strcmp(cur.cgroup, want.cgroup) != 0)
 			la->cnt.restored++;
 	} else if (want.cgroup[0] && strcmp(cur.cgroup, want.cgroup) != 0 &&

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "conf/conf.h"
 #include "ctl/ctl_peer.h"
@@ -158,9 +159,11 @@ enum ctl_req_act {
 
 /*
  * Checks a target named by kind and pid or path, and finds a thread's process: 0, or
- * -EINVAL (a thread named as a process, a bad path) or -ESRCH with *why.
+ * -EINVAL (a thread named as a process, a bad path) or -ESRCH with *why. judged: a
+ * process is judged next (permitted), whose one read of it says whether it is a
+ * thread (task_facts), so that its status is not read twice.
  */
-static int check_target(struct ctl_env *x, struct lat_target *t, const char **why)
+static int check_target(struct ctl_env *x, struct lat_target *t, bool judged, const char **why)
 {
 	if (t->kind == LAT_T_CGROUP) {
 		if (!latmgr_cgroup_path_ok(t->path)) {
@@ -178,7 +181,7 @@ static int check_target(struct ctl_env *x, struct lat_target *t, const char **wh
 		return -ESRCH;
 	}
 	/* /proc/TID exists for any thread: taken for a process, it would stand for its group. */
-	if (t->kind == LAT_T_PROCESS && latmgr_tgid_of(x->lm, t->pid, &t->tgid) == 0 &&
+	if (t->kind == LAT_T_PROCESS && !judged && latmgr_tgid_of(x->lm, t->pid, &t->tgid) == 0 &&
 	    t->tgid != t->pid) {
 		*why = "a thread, not a process: name it with tid";
 		return -EINVAL;
@@ -200,7 +203,7 @@ static int look_target(struct ctl_env *x, const struct ctl_caller *k, struct lat
 		*why = t->kind == LAT_T_THREAD ? "no such thread" : "no such task";
 		return -ESRCH;
 	}
-	return check_target(x, t, why);
+	return check_target(x, t, false, why);
 }
 
 /* Task tid's real and effective uids, from its status. 0 or -ESRCH. */
@@ -218,32 +221,11 @@ static int task_uids(const char *proc_root, pid_t tid, unsigned *ruid, unsigned 
 }
 
 /*
- * Task pid's real and effective uids, and how many threads its process has (0 where
- * its status says not), from its status. 0 or -ESRCH.
- */
-static int task_owner(const char *proc_root, pid_t pid, unsigned *ruid, unsigned *euid,
-		      unsigned *ret_threads)
-{
-	const unsigned both = PARSE_STATUS_RUID | PARSE_STATUS_EUID;
-	struct parse_status s;
-	char buf[4096], v[32];
-	ssize_t n = procfs_status_text(proc_root, 0, pid, buf, sizeof(buf));
-
-	if (n < 0 || ((unsigned)parse_status(buf, &s) & both) != both)
-		return -ESRCH;
-	*ruid = s.ruid;
-	*euid = s.euid;
-	*ret_threads = parse_status_field(buf, "Threads", v, sizeof(v)) == 0 ?
-			       (unsigned)strtoul(v, NULL, 10) : 0;
-	return 0;
-}
-
-/*
  * A task target's threads, with their facts, for the permission rule, and what was
  * read of them, which travels with the request to the latency manager and the
  * actuator (lat_target.threads): the threads judged are the threads set, each is
- * read once, /proc/PID/task is walked once, and the start time the write pins is the
- * one read with the uids judged.
+ * read once, /proc/PID/task is walked once, and the task the write pins (its pidfd,
+ * or its start time) is the one whose uids were judged.
  */
 struct perm_threads {
 	struct lat_perm_thread *th;
@@ -252,7 +234,56 @@ struct perm_threads {
 	size_t ntid, tcap;
 	unsigned bound;       /* the threads a caller who is not an admin may name; 0: any */
 	struct procfs_thread target; /* the target itself (t->pid), read by task_facts */
+	struct lat_thread lead;      /* and what travels of it: its pidfd until add_thread
+					hands it to tid (then -1), closed by permitted */
+	int pin;                     /* the target's pidfd, wherever it is held; -1: none */
+	bool hand;                   /* a set: what the write needs is read and pinned too */
 };
+
+/* Closes the pidfds of n threads th, and frees th. */
+static void threads_free(struct lat_thread *th, size_t n)
+{
+	for (size_t i = 0; th && i < n; i++)
+		if (th[i].pidfd >= 0)
+			close(th[i].pidfd);
+	free(th);
+}
+
+/*
+ * Thread tid of process tgid, pinned, then read once: for a set (hand), its pidfd
+ * first, then its stat, status and (where the actuator moves tasks between cgroups)
+ * cgroup through one directory (procfs_thread), so that the start time read is the
+ * pidfd's task's wherever it is the one the request expects. A reset writes through
+ * what the actuator holds already: its stat and status only. 0, -ESRCH (gone), or
+ * -errno.
+ */
+static int pin_thread(struct ctl_env *x, pid_t tgid, pid_t tid, bool hand,
+		      struct procfs_thread *ret_read, struct lat_thread *ret)
+{
+	const char *root = latmgr_proc_root(x->lm);
+	struct lat_thread th = { .tid = tid,
+				 .pidfd = hand ? procfs_pidfd_open(root, tgid, tid) : -1 };
+	struct procfs_thread read;
+	int r;
+
+	if (th.pidfd == -ESRCH)
+		return -ESRCH;
+	if (th.pidfd < 0)
+		th.pidfd = -1; /* none here: the actuator opens the task, as without a judge */
+	r = procfs_thread(root, tgid, tid, hand && latmgr_reads_cgroup(x->lm) ? th.cgroup : NULL,
+			  sizeof(th.cgroup), &read);
+	if (r < 0) {
+		if (th.pidfd >= 0)
+			close(th.pidfd);
+		return r;
+	}
+	th.start_time = read.start_time;
+	th.kthread = read.kthread;
+	th.has_cgroup = read.has_cgroup;
+	*ret_read = read;
+	*ret = th;
+	return 0;
+}
 
 /*
  * What thread tid has now and what the request would leave it: want is the value of a
@@ -283,24 +314,31 @@ static int add_thread(struct ctl_env *x, const struct ctl_caller *k, const struc
 		      pid_t tid, int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
 	struct procfs_thread read;
+	struct lat_thread th;
 	struct lat_perm_thread *a;
 	struct lat_thread *at;
 
 	/* The target itself was read between its two start times (task_facts). */
-	if (tid == t->pid)
+	if (tid == t->pid) {
 		read = pt->target;
-	else if (procfs_thread(latmgr_proc_root(x->lm), t->tgid, tid, &read) < 0)
+		th = pt->lead;
+	} else if (pin_thread(x, t->tgid, tid, pt->hand, &read, &th) < 0) {
 		return -ESRCH;
+	}
+	at = util_grow(pt->tid, &pt->tcap, pt->ntid, sizeof(*at));
+	if (!at) {
+		if (tid != t->pid && th.pidfd >= 0)
+			close(th.pidfd);
+		return -ENOMEM;
+	}
+	pt->tid = at;
+	pt->tid[pt->ntid++] = th;
+	if (tid == t->pid)
+		pt->lead.pidfd = -1; /* pt->tid holds it now */
 	if (read.ruid != k->uid && read.euid != k->uid) {
 		f->target_ruid = read.ruid;
 		f->target_euid = read.euid;
 	}
-	at = util_grow(pt->tid, &pt->tcap, pt->ntid, sizeof(*at));
-	if (!at)
-		return -ENOMEM;
-	pt->tid = at;
-	pt->tid[pt->ntid++] = (struct lat_thread){ .tid = tid, .start_time = read.start_time,
-						   .kthread = read.kthread };
 	if (f->owner_only)
 		return 0; /* no value: nothing to judge but the owner */
 	a = util_grow(pt->th, &pt->cap, pt->n, sizeof(*a));
@@ -344,35 +382,47 @@ static int threads_facts(struct ctl_env *x, const struct ctl_caller *k, const st
 }
 
 /*
- * A task's owner, RLIMIT_NICE and threads, read by pid between two reads of its start
- * time: the facts are about the task whose start time t carries to the write (or, with
- * none yet, the one it then gets), never about one that reused its pid meanwhile.
+ * Whether the target's number was the task read by task_facts throughout: its pidfd
+ * says so while that task runs; one that has exited since (or none opened) is asked
+ * of its number's start time now.
+ */
+static bool still_target(struct ctl_env *x, const struct lat_target *t,
+			 const struct perm_threads *pt)
+{
+	uint64_t after = 0;
+
+	if (pt->pin >= 0 && util_pidfd_alive(pt->pin) == 0)
+		return true;
+	return procfs_start_time(latmgr_proc_root(x->lm), t->pid, &after) == 0 &&
+	       after == pt->target.start_time;
+}
+
+/*
+ * A task's owner, RLIMIT_NICE and threads, read by pid after its pidfd was opened
+ * and while its number is still its own after (still_target): the facts are about the
+ * task whose start time t carries to the write (or, with none yet, the one it then
+ * gets), never about one that reused its pid meanwhile.
  */
 static int task_facts(struct ctl_env *x, const struct ctl_caller *k, struct lat_target *t,
 		      int want, struct perm_threads *pt, struct ctl_perm_facts *f)
 {
-	const char *root = latmgr_proc_root(x->lm);
-	unsigned ruid, euid, nthreads;
-	uint64_t before = 0, after = 0;
-	struct parse_stat_line l;
 	struct rlimit rl;
 	int r;
 
 	/* Under its own task directory: PID/stat sums every thread's CPU times. */
-	if (procfs_stat(root, t->pid, t->pid, &l) < 0 ||
-	    (t->start_time && l.start_time != t->start_time))
+	if (pin_thread(x, t->tgid, t->pid, pt->hand, &pt->target, &pt->lead) < 0)
 		return -ESRCH;
-	before = l.start_time;
-	if (task_owner(root, t->pid, &ruid, &euid, &nthreads) < 0)
+	pt->pin = pt->lead.pidfd;
+	/* /proc/TID exists for any thread: taken for a process, it would stand for its group. */
+	if (t->kind == LAT_T_PROCESS && pt->target.tgid != t->pid)
+		return -EINVAL;
+	if (t->start_time && pt->target.start_time != t->start_time)
 		return -ESRCH;
-	pt->target = (struct procfs_thread){ .start_time = before,
-					     .kthread = (l.flags & PARSE_PF_KTHREAD) != 0,
-					     .ruid = ruid, .euid = euid };
 	/* Refused before a thread is read; the walk stops at the bound all the same. */
-	if (t->kind == LAT_T_PROCESS && pt->bound && nthreads > pt->bound)
+	if (t->kind == LAT_T_PROCESS && pt->bound && pt->target.threads > pt->bound)
 		return -E2BIG;
-	f->target_ruid = ruid;
-	f->target_euid = euid;
+	f->target_ruid = pt->target.ruid;
+	f->target_euid = pt->target.euid;
 	if (prlimit(t->pid, RLIMIT_NICE, NULL, &rl) == 0)
 		f->rlim_nice = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 40 ? 40 :
 										  (long)rl.rlim_cur;
@@ -381,9 +431,9 @@ static int task_facts(struct ctl_env *x, const struct ctl_caller *k, struct lat_
 		return r;
 	f->th = pt->th;
 	f->nth = pt->n;
-	if (procfs_start_time(root, t->pid, &after) < 0 || after != before)
+	if (!still_target(x, t, pt))
 		return -ESRCH;
-	t->start_time = before;
+	t->start_time = pt->target.start_time;
 	return 0;
 }
 
@@ -421,7 +471,7 @@ static int permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_t
 		     enum ctl_req_act act, int want, bool *ret_trusted, const char **why)
 {
 	struct ctl_perm_facts f = { .peer_euid = k->uid, .owner_only = act == CTL_REQ_OWNER };
-	struct perm_threads pt = { 0 };
+	struct perm_threads pt = { .lead.pidfd = -1, .pin = -1, .hand = act != CTL_REQ_RESET };
 	int r;
 
 	f.admin = ctl_req_admin(k, x->conf);
@@ -434,6 +484,8 @@ static int permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_t
 	} else if (r == -E2BIG) {
 		*why = "the process has more threads than ctl_max_threads lets anyone but root "
 		       "and ctl_group name";
+	} else if (r == -EINVAL) {
+		*why = "a thread, not a process: name it with tid";
 	} else if (r < 0) {
 		*why = t->kind == LAT_T_CGROUP ? "no such cgroup in the cpu hierarchy" : "no such task";
 		r = t->kind == LAT_T_CGROUP ? -ENOENT : -ESRCH;
@@ -441,11 +493,13 @@ static int permitted(struct ctl_env *x, const struct ctl_caller *k, struct lat_t
 		r = ctl_perm_check(&f, why);
 	}
 	free(pt.th);
+	if (pt.lead.pidfd >= 0)
+		close(pt.lead.pidfd);
 	if (r == 0 && t->kind == LAT_T_PROCESS && !t->threads) {
 		t->threads = pt.tid;
 		t->nthreads = pt.ntid;
 	} else {
-		free(pt.tid);
+		threads_free(pt.tid, pt.ntid);
 	}
 	return r;
 }
@@ -483,7 +537,7 @@ static int fg_permitted(struct ctl_env *x, const struct ctl_caller *k, struct la
 		*ret_trusted = ctl_req_admin(k, x->conf);
 		return 0;
 	}
-	r = check_target(x, t, why);
+	r = check_target(x, t, true, why);
 	if (r < 0)
 		return r;
 	r = permitted(x, k, t, CTL_REQ_SET, v, ret_trusted, why);
@@ -508,7 +562,7 @@ static int game_permitted(struct ctl_env *x, const struct ctl_caller *k, struct 
 		*why = "permission denied: games are off here ([latency] game = 0)";
 		return -EPERM;
 	}
-	r = check_target(x, t, why);
+	r = check_target(x, t, true, why);
 	if (r < 0)
 		return r;
 	r = permitted(x, k, t, CTL_REQ_SET, v, ret_trusted, why);
@@ -623,9 +677,9 @@ static int judge_request(struct ctl_env *x, const struct ctl_caller *k, struct c
 		return game_permitted(x, k, &q->t, ret_trusted, why);
 	case CTL_REQ_OP_UNGAME:
 		/* The connection's own record: nothing else to judge. */
-		return check_target(x, &q->t, why);
+		return check_target(x, &q->t, false, why);
 	default:
-		r = check_target(x, &q->t, why);
+		r = check_target(x, &q->t, true, why);
 		if (r < 0)
 			return r;
 		return permitted(x, k, &q->t,
@@ -715,7 +769,7 @@ int ctl_req_run(struct ctl_env *x, const struct ctl_caller *k, struct ctl_reques
 	}
 out:
 	log_outcome(x, k, q, ret, r);
-	free(q->t.threads);
+	threads_free(q->t.threads, q->t.nthreads);
 	q->t.threads = NULL;
 	q->t.nthreads = 0;
 	return r;

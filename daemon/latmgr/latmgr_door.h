@@ -111,6 +111,11 @@ typedef bool (*latmgr_visible_fn)(void *ctx, pid_t tid, uint64_t start_time);
 
 /* The /proc the manager reads (a test's tree, or "/proc"). */
 const char *latmgr_proc_root(const struct latmgr *m);
+/*
+ * Whether a set reads a task's cgroup (class cgroups are on): a judge that reads it
+ * with the task's other facts hands it over (lat_thread.cgroup), not read again.
+ */
+bool latmgr_reads_cgroup(const struct latmgr *m);
 /* The value t has and where it came from (valid until the next change); -ENOENT: none. */
 int latmgr_value(const struct latmgr *m, const struct lat_target *t, int *ret_value,
 		 const char **ret_source);

@@ -273,7 +273,9 @@ int latmgr_set_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret
 	plan_init(&pl);
 	r = latmgr_plan_threads(m, rq, &pl, ret_start, ret_why);
 	if (r > 0) {
+		latact_hand(m->la, rq->threads, rq->nthreads);
 		res = latmgr_apply(m, &pl);
+		latact_hand(m->la, NULL, 0);
 		r = res ? latmgr_threads_result(&pl, res, ret_why) : -ENOMEM;
 		free(res);
 	}

@@ -29,6 +29,11 @@ const char *latmgr_proc_root(const struct latmgr *m)
 	return m->proc_root;
 }
 
+bool latmgr_reads_cgroup(const struct latmgr *m)
+{
+	return m->la && latact_reads_cgroup(m->la);
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;

@@ -52,12 +52,19 @@ struct lat_perm_thread {
 
 /*
  * A thread as a request's judge read it, once (ctl_req): its facts travel with the
- * request to the manager and the actuator, so that the task acted on is the one judged.
+ * request to the manager and the actuator, so that the task acted on is the one judged
+ * and none of its /proc files is read twice for one request.
  */
 struct lat_thread {
 	pid_t tid;
 	uint64_t start_time;    /* clock ticks after boot, read with its uids */
 	bool kthread;
+	int pidfd;              /* opened before start_time was read, so that task's: the
+				   actuator opens the task from it (act_ops.adopt); the
+				   judge's, closed with the request. -1: none, the actuator
+				   opens the task as for any request */
+	bool has_cgroup;        /* cgroup was read, with the rest, for the actuator */
+	char cgroup[LAT_PATH_MAX]; /* as latact_read_task_cgroup reads it */
 };
 
 /*

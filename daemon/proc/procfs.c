@@ -10,10 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "proc/procfs.h"
 #include "util/util.h"
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
 
 /* A task directory that is gone reads as ENOENT, or as ESRCH half-way through exit. */
 static int gone_or(ssize_t n)
@@ -210,12 +215,41 @@ void procfs_threads_close(struct procfs_threads *it)
 	it->dir = NULL;
 }
 
-int procfs_thread(const char *proc_root, pid_t tgid, pid_t tid, struct procfs_thread *ret)
+/* The cgroup file of the thread directory dfd, parsed as procfs_cgroup does. */
+static int cgroup_at(int dfd, char *ret, size_t len)
+{
+	char buf[8192];
+	ssize_t n = util_read_file_at(dfd, "cgroup", buf, sizeof(buf));
+
+	return n <= 0 ? gone_or(n) : parse_cgroup(buf, ret, len);
+}
+
+/* Its status's process, uids and thread count into *ret: 0, or -ESRCH where it says none. */
+static int status_at(int dfd, struct procfs_thread *ret)
 {
 	const unsigned both = PARSE_STATUS_RUID | PARSE_STATUS_EUID;
+	char buf[4096], v[32];
+	struct parse_status st = { 0 };
+	ssize_t n = util_read_file_at(dfd, "status", buf, sizeof(buf));
+
+	if (n <= 0)
+		return gone_or(n);
+	if ((parse_status(buf, &st) & both) != both)
+		return -ESRCH;
+	ret->tgid = st.tgid;
+	ret->ruid = st.ruid;
+	ret->euid = st.euid;
+	ret->threads = parse_status_field(buf, "Threads", v, sizeof(v)) == 0 ?
+			       (unsigned)strtoul(v, NULL, 10) : 0;
+	return 0;
+}
+
+int procfs_thread(const char *proc_root, pid_t tgid, pid_t tid, char *cgroup, size_t len,
+		  struct procfs_thread *ret)
+{
+	struct procfs_thread th = { 0 };
 	char path[PATH_MAX], buf[4096];
 	struct parse_stat_line l;
-	struct parse_status st;
 	int dfd, r;
 
 	r = task_path(path, sizeof(path), proc_root, tgid, tid, "");
@@ -225,16 +259,41 @@ int procfs_thread(const char *proc_root, pid_t tgid, pid_t tid, struct procfs_th
 	if (dfd < 0)
 		return gone_or(-errno);
 	r = stat_from(util_read_file_at(dfd, "stat", buf, sizeof(buf)), buf, &l);
-	if (r == 0) {
-		ssize_t n = util_read_file_at(dfd, "status", buf, sizeof(buf));
+	if (r == 0)
+		r = status_at(dfd, &th);
+	/*
+	 * A cgroup file that says no group (cut short, it would name another, where the
+	 * task would be given back) is no fact: left to whoever reads it later.
+	 */
+	if (r == 0 && cgroup) {
+		int rc = cgroup_at(dfd, cgroup, len);
 
-		r = n <= 0 ? gone_or(n) : (parse_status(buf, &st) & both) == both ? 0 : -ESRCH;
+		th.has_cgroup = rc == 0;
+		if (rc == -ESRCH)
+			r = rc;
 	}
 	close(dfd);
 	if (r < 0)
 		return r;
-	*ret = (struct procfs_thread){ .start_time = l.start_time,
-				       .kthread = (l.flags & PARSE_PF_KTHREAD) != 0,
-				       .ruid = st.ruid, .euid = st.euid };
+	th.start_time = l.start_time;
+	th.kthread = (l.flags & PARSE_PF_KTHREAD) != 0;
+	*ret = th;
 	return 0;
+}
+
+int procfs_pidfd_open(const char *proc_root, pid_t tgid, pid_t tid)
+{
+	int fd;
+
+	if (strcmp(util_proc_root(proc_root), UTIL_PROC_ROOT) != 0)
+		return -EOPNOTSUPP;
+	fd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+	/* Before 6.9 there is no PIDFD_THREAD: a pidfd exists for leaders only. */
+	if (fd < 0 && errno == EINVAL && tid == tgid)
+		fd = (int)syscall(SYS_pidfd_open, tid, 0);
+	if (fd < 0 && errno == EINVAL)
+		return -EOPNOTSUPP;
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	return fd;
 }

@@ -91,12 +91,26 @@ struct procfs_thread {
 	uint64_t start_time;    /* clock ticks after boot */
 	bool kthread;           /* PF_KTHREAD */
 	uid_t ruid, euid;       /* from its status */
+	pid_t tgid;             /* its process, from its status; 0: not said */
+	unsigned threads;       /* its process's threads (its status's Threads); 0: not said */
+	bool has_cgroup;        /* its cgroup was asked for and read */
 };
 /*
- * Thread tid of process tgid: its stat and its status, both read through one open
- * directory of that thread, so that both are of one task even if tid is taken again
- * meanwhile (the directory stays the old task's and then reads as gone). 0, -ESRCH
- * when it is gone (or is not tgid's), or another -errno.
+ * Thread tid of process tgid: its stat, its status and, with cgroup not NULL, its
+ * cgroup (as procfs_cgroup parses it, into cgroup of len bytes), all read through one
+ * open directory of that thread, so that all are of one task even if tid is taken
+ * again meanwhile (the directory stays the old task's and then reads as gone). 0,
+ * -ESRCH when it is gone (or is not tgid's), or another -errno; a cgroup that could
+ * not be read for another reason leaves has_cgroup false.
  */
-int procfs_thread(const char *proc_root, pid_t tgid, pid_t tid, struct procfs_thread *ret);
+int procfs_thread(const char *proc_root, pid_t tgid, pid_t tid, char *cgroup, size_t len,
+		  struct procfs_thread *ret);
+/*
+ * A pidfd of thread tid of process tgid. Taken before the thread's facts are read
+ * (procfs_thread), it pins the task they are about: a start time read after it that
+ * is the one expected proves the fd is that task's. The fd, or -ESRCH (gone),
+ * -EOPNOTSUPP where the kernel opens no pidfd of a thread or proc_root is not the
+ * system's (a test's tree, whose numbers name no task of its own), or another -errno.
+ */
+int procfs_pidfd_open(const char *proc_root, pid_t tgid, pid_t tid);
 #endif

@@ -433,14 +433,14 @@ KIT_TEST(test_threads)
 	procfs_threads_close(&it);
 	assert_int_equal(n, 1);
 	assert_int_equal(procfs_threads_open("/nonexistent", getpid(), &it), -ESRCH);
-	assert_int_equal(procfs_thread("", getpid(), getpid(), &th), 0);
+	assert_int_equal(procfs_thread("", getpid(), getpid(), NULL, 0, &th), 0);
 	assert_int_equal(procfs_start_time("", getpid(), &start), 0);
 	assert_true(th.start_time == start);
 	assert_false(th.kthread);
 	assert_int_equal(th.ruid, getuid());
 	assert_int_equal(th.euid, geteuid());
 	/* A thread of another process is not found under this one's task directory. */
-	assert_int_equal(procfs_thread("", getpid(), getppid(), &th), -ESRCH);
+	assert_int_equal(procfs_thread("", getpid(), getppid(), NULL, 0, &th), -ESRCH);
 }
 
 /* One line's text, for what the ctl peer check reads (Uid, Gid, Cap*, NSpid). */
