@@ -73,5 +73,9 @@ const char *ctl_proto_type_name(uint16_t type);
  * the value holds a NUL byte.
  */
 int ctl_proto_kv(const char *payload, size_t len, const char *key, char *ret, size_t size);
+/* The lines of a payload that give key: one given twice is refused, not guessed at. */
+int ctl_proto_kv_count(const char *payload, size_t len, const char *key);
+/* A pid as a payload gives it: decimal, 1 to INT32_MAX, nothing after. 0 or -EINVAL. */
+int ctl_proto_pid(const char *s, pid_t *ret);
 
 #endif

@@ -14,6 +14,9 @@
                            build), printed when more than 3 files large
   tools/layout.py includes the project headers each daemon/ctl/ file reaches,
                            directly or through other headers
+  tools/layout.py sizes    the door and the rules' common file that must stay
+                           thin (daemon/ctl/ctl.c, daemon/policy/place.c) at 800
+                           lines or more
 
 Exits 1 when it prints a finding, so a test can run it.
 """
@@ -166,9 +169,21 @@ def includes():
             bad += 1
     return bad
 
+THIN = ("daemon/ctl/ctl.c", "daemon/policy/place.c")
+
+def sizes():
+    bad = 0
+    for f in THIN:
+        with open(f) as fh:
+            n = sum(1 for _ in fh)
+        if n >= 800:
+            print(f"{f}: {n} lines")
+            bad += 1
+    return bad
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else ""
-    cmds = {"names": names, "statics": statics, "includes": includes,
+    cmds = {"names": names, "statics": statics, "includes": includes, "sizes": sizes,
             "circles": lambda: circles(*sys.argv[2:3])}
     if what not in cmds:
         sys.exit(__doc__)

@@ -150,35 +150,6 @@ static int reply_err(struct conn *c, uint32_t seq, int err, const char *msg)
 
 /* ---- latency requests ---- */
 
-static int parse_pid(const char *s, pid_t *ret)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || end == s || v <= 0 || v > INT32_MAX)
-		return -EINVAL;
-	*ret = (pid_t)v;
-	return 0;
-}
-
-/* Lines of the payload that give key: one given twice is refused, not guessed at. */
-static int kv_count(const char *p, size_t len, const char *key)
-{
-	size_t kl = strlen(key), off = 0;
-	int n = 0;
-
-	while (off < len) {
-		const char *line = p + off, *nl = memchr(line, '\n', len - off);
-		size_t ll = nl ? (size_t)(nl - line) : len - off;
-
-		off += ll + 1;
-		n += ll > kl && memcmp(line, key, kl) == 0 && line[kl] == ' ';
-	}
-	return n;
-}
-
 /* The target a request names, decoded; ctl_req_run checks it. */
 static int parse_target(struct conn *c, const struct ctl_msg *m, struct lat_target *t,
 			const char **why)
@@ -189,9 +160,9 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct lat_targ
 	int found = 0, lines;
 
 	memset(t, 0, sizeof(*t));
-	if (ctl_proto_kv(p, len, "pid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
+	if (ctl_proto_kv(p, len, "pid", v, sizeof(v)) == 0 && ++found && ctl_proto_pid(v, &t->pid) == 0)
 		t->kind = LAT_T_PROCESS;
-	if (ctl_proto_kv(p, len, "tid", v, sizeof(v)) == 0 && ++found && parse_pid(v, &t->pid) == 0)
+	if (ctl_proto_kv(p, len, "tid", v, sizeof(v)) == 0 && ++found && ctl_proto_pid(v, &t->pid) == 0)
 		t->kind = LAT_T_THREAD;
 	if (ctl_proto_kv(p, len, "self", v, sizeof(v)) == 0 && ++found) {
 		/* The peer, as checked before this request (peer_stale). */
@@ -203,8 +174,8 @@ static int parse_target(struct conn *c, const struct ctl_msg *m, struct lat_targ
 		t->kind = LAT_T_CGROUP;
 		snprintf(t->path, sizeof(t->path), "%s", v);
 	}
-	lines = kv_count(p, len, "pid") + kv_count(p, len, "tid") + kv_count(p, len, "self") +
-		kv_count(p, len, "cgroup");
+	lines = ctl_proto_kv_count(p, len, "pid") + ctl_proto_kv_count(p, len, "tid") +
+		ctl_proto_kv_count(p, len, "self") + ctl_proto_kv_count(p, len, "cgroup");
 	if (found != 1 || lines != 1 || (t->kind != LAT_T_CGROUP && t->pid <= 0)) {
 		*why = "name one target: pid N, tid N, cgroup PATH or self";
 		return -EINVAL;
@@ -266,7 +237,7 @@ static int handle_latency(struct conn *c, const struct ctl_msg *m)
 	if (r < 0)
 		return reply_err(c, m->hdr.seq, -r, why);
 	if (m->hdr.type == CTL_SET &&
-	    (kv_count(m->payload, m->hdr.len, "value") != 1 ||
+	    (ctl_proto_kv_count(m->payload, m->hdr.len, "value") != 1 ||
 	     ctl_proto_kv(m->payload, m->hdr.len, "value", v, sizeof(v)) < 0 ||
 	     latmgr_parse_value(v, &q.value, &why) < 0))
 		return reply_err(c, m->hdr.seq, EINVAL, why ? why : "one value is needed: value N");

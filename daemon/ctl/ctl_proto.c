@@ -3,6 +3,8 @@
  * the fuzz target's subject. It never trusts a length it has not checked.
  */
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl_proto.h"
@@ -97,4 +99,32 @@ int ctl_proto_kv(const char *payload, size_t len, const char *key, char *ret, si
 		return 0;
 	}
 	return -ENOENT;
+}
+
+int ctl_proto_kv_count(const char *payload, size_t len, const char *key)
+{
+	size_t kl = strlen(key), off = 0;
+	int n = 0;
+
+	while (off < len) {
+		const char *line = payload + off, *nl = memchr(line, '\n', len - off);
+		size_t ll = nl ? (size_t)(nl - line) : len - off;
+
+		off += ll + 1;
+		n += ll > kl && memcmp(line, key, kl) == 0 && line[kl] == ' ';
+	}
+	return n;
+}
+
+int ctl_proto_pid(const char *s, pid_t *ret)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v <= 0 || v > INT32_MAX)
+		return -EINVAL;
+	*ret = (pid_t)v;
+	return 0;
 }
