@@ -286,5 +286,7 @@ void latmgr_fini(struct latmgr *m)
 	free(m->p);
 	free(m->u);
 	free(m->uk);
+	free(m->games);
+	free(m->fg);
 	memset(m, 0, sizeof(*m));
 }

@@ -149,9 +149,15 @@ struct latmgr {
 	uint64_t nexec_us;             /* timed in all: the next goes at nexec_us % the size */
 	struct latmgr_fail fails[LATMGR_FAILS]; /* the last ones, a ring */
 	unsigned nfails;               /* recorded in all: the next goes at nfails % LATMGR_FAILS */
-	struct latmgr_fg fg[LATMGR_FG_MAX]; /* the processes callers put in front */
+	struct latmgr_fg *fg;          /* the processes callers put in front: LATMGR_FG_MAX
+					 * slots allocated at the first, as games */
 	size_t nfg;
-	struct latmgr_fg games[LATMGR_GAMES_MAX]; /* the games agents registered; tgid 0: free */
+	/*
+	 * The games agents registered, LATMGR_GAMES_MAX slots allocated at the first
+	 * (calloc: a page is resident once a game is written there; inline, the 290 KB
+	 * were resident in every daemon from its start); tgid 0: free. NULL: none yet.
+	 */
+	struct latmgr_fg *games;
 	size_t ngames;                 /* the slots up to the last used one */
 	char pc_state[96];             /* "bpf", "connector", or "none (why)" */
 	char events_why[320];          /* what the source is and why, for --features */

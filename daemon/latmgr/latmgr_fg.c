@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "latmgr/latmgr_int.h"
@@ -152,12 +153,14 @@ static struct latmgr_fg *fg_of(struct latmgr *m, uid_t uid)
 /*
  * A new record for caller uid: a slot whose caller has nothing in front, else one
  * whose process is gone, whose grant ends first. NULL when LATMGR_FG_MAX callers hold
- * one.
+ * one, or out of memory.
  */
 static struct latmgr_fg *fg_new(struct latmgr *m, uid_t uid)
 {
 	struct latmgr_fg *f = NULL;
 
+	if (!m->fg && !(m->fg = calloc(LATMGR_FG_MAX, sizeof(*m->fg))))
+		return NULL;
 	for (size_t i = 0; i < m->nfg && !f; i++)
 		if (!m->fg[i].tgid)
 			f = &m->fg[i];
@@ -240,8 +243,8 @@ int latmgr_foreground(struct latmgr *m, uid_t caller, const struct lat_req *rq, 
 		return 0;
 	}
 	if (!f && rq->tgid && !(f = fg_new(m, caller))) {
-		*ret_why = "too many callers have a process in front";
-		return -EUSERS;
+		*ret_why = m->fg ? "too many callers have a process in front" : "out of memory";
+		return m->fg ? -EUSERS : -ENOMEM;
 	}
 	if (f)
 		fg_give_back(m, f);
@@ -323,6 +326,10 @@ static struct latmgr_fg *game_new(struct latmgr *m, uid_t caller, const char **r
 	struct latmgr_fg *slot;
 	unsigned mine;
 
+	if (!m->games && !(m->games = calloc(LATMGR_GAMES_MAX, sizeof(*m->games)))) {
+		*ret_why = "out of memory";
+		return NULL;
+	}
 	game_sweep(m, caller);
 	slot = game_slot(m, caller, &mine);
 	if (!slot) {
