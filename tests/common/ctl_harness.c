@@ -528,12 +528,8 @@ void ctlh_daemon_free(struct ctlh *d)
 	free(d->lat.e);
 	free(d->lat.given);
 	free(d->lat.cg);
-	for (size_t i = 0; i < d->lm.np; i++)
-		free(d->lm.p[i]);
-	free(d->lm.p);
-	free(d->lm.u);
-	free(d->lm.uk);
-	ident_exetab_free(d->lm.exetab);
+	/* The daemon's own end of the manager, not a copy of it that a new field outgrows. */
+	latmgr_fini(&d->lm);
 	conf_free(&d->conf);
 	free(d);
 	ctlh_cgroups();
