@@ -27,11 +27,8 @@ NAME, PATH, IFACE = "org.rqbalance1", "/org/rqbalance1", "org.rqbalance1.Latency
 def test():
     require()
     with tmpdir() as tmp, SystemBus() as bus, User("rqbo") as user:
-        os.chmod(tmp, 0o755)
-        helper = os.path.join(tmp, "ctl_stall.py")
-        with open(os.path.join(HERE, "ctl_stall.py")) as f, open(helper, "w") as g:
-            g.write(f.read())
-        os.chmod(helper, 0o644)
+        # Where the user may read it (tmp and tmp/bin 755).
+        helper = private_copy(tmp, os.path.join(HERE, "ctl_stall.py"))
         sleep = private_copy(tmp, "sleep")
         many = user.popen([PYTHON, helper, "threads", str(NTHREADS)],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from rqb import Daemon, check, main, require, rqctl, tmpdir, user_rqctl
+from rqb import Daemon, check, main, private_copy, require, rqctl, tmpdir, user_rqctl
 from rqb_user import User
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,10 +39,8 @@ def test():
     require()
     with tmpdir() as tmp, User("rqbf") as user:
         prog = user_rqctl(tmp)
-        hog = os.path.join(tmp, "ctl_hog.py")
-        with open(os.path.join(HERE, "ctl_hog.py")) as f, open(hog, "w") as g:
-            g.write(f.read())
-        os.chmod(hog, 0o644)
+        # Where the user may read it (tmp and tmp/bin 755).
+        hog = private_copy(tmp, os.path.join(HERE, "ctl_hog.py"))
         with Daemon(tmp) as d:
             d.wait_for(r"running: sampler")
             many = user.popen([PYTHON, "-c", THREADS], stdin=subprocess.PIPE,

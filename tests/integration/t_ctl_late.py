@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from rqb import Daemon, check, lines_until, main, require, tmpdir
+from rqb import Daemon, check, lines_until, main, private_copy, require, tmpdir
 from rqb_user import User
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -27,11 +27,8 @@ DEADLINE_S = 2.0
 def test():
     require()
     with tmpdir() as tmp, User("rqbw") as user:
-        os.chmod(tmp, 0o755)
-        helper = os.path.join(tmp, "ctl_stall.py")
-        with open(os.path.join(HERE, "ctl_stall.py")) as f, open(helper, "w") as g:
-            g.write(f.read())
-        os.chmod(helper, 0o644)
+        # Where the user may read it (tmp and tmp/bin 755).
+        helper = private_copy(tmp, os.path.join(HERE, "ctl_stall.py"))
         with Daemon(tmp) as d:
             d.wait_for(r"running: sampler")
             p = user.popen([PYTHON, helper, "late", d.ctl], stdin=subprocess.PIPE,

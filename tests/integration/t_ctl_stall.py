@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from rqb import Daemon, check, lines_until, main, require, tmpdir
+from rqb import Daemon, check, lines_until, main, private_copy, require, tmpdir
 from rqb_user import User
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -65,11 +65,8 @@ class Watchdog:
 def test():
     require()
     with tmpdir() as tmp, User("rqbs") as holder, User("rqbx") as asker:
-        os.chmod(tmp, 0o755)
-        helper = os.path.join(tmp, "ctl_stall.py")
-        with open(os.path.join(HERE, "ctl_stall.py")) as f, open(helper, "w") as g:
-            g.write(f.read())
-        os.chmod(helper, 0o644)
+        # Where the user may read it (tmp and tmp/bin 755).
+        helper = private_copy(tmp, os.path.join(HERE, "ctl_stall.py"))
         wd = Watchdog(os.path.join(tmp, "notify.sock"))
         env = {"NOTIFY_SOCKET": wd.sock.getsockname(), "WATCHDOG_USEC": str(WATCHDOG_USEC)}
         many = holder.popen([PYTHON, helper, "threads", str(NTHREADS)],
