@@ -105,9 +105,7 @@ int latmgr_set(struct latmgr *m, const struct lat_target *t, int value, const ch
 	plan_init(&pl);
 	r = plan_set(m, t, &rq, &pl, &start, ret_why);
 	if (r > 0) {
-		latact_hand(m->la, rq.threads, rq.nthreads);
-		res = latmgr_apply(m, &pl);
-		latact_hand(m->la, NULL, 0);
+		res = latmgr_apply_judged(m, &pl, &rq);
 		if (!res)
 			r = -ENOMEM;
 		else if (proc)

@@ -75,6 +75,12 @@ struct latpol_task *latmgr_entries_of(const struct latmgr *m, pid_t tgid, size_t
  * result an action (to free), or NULL (nothing done).
  */
 struct latact_result *latmgr_apply(struct latmgr *m, const struct plan *pl);
+/*
+ * latmgr_apply with the threads rq's judge read handed to the actuator for the plan
+ * (latact_hand): their pidfds and cgroups, so that none is read again.
+ */
+struct latact_result *latmgr_apply_judged(struct latmgr *m, const struct plan *pl,
+					  const struct lat_req *rq);
 /* The one result of a plan of one action, or the policy's answer r when it is not 1. */
 int latmgr_apply_one(struct latmgr *m, struct plan *pl, int r, const char **ret_why);
 /*

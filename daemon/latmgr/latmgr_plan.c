@@ -208,6 +208,17 @@ struct latact_result *latmgr_apply(struct latmgr *m, const struct plan *pl)
 	return res;
 }
 
+struct latact_result *latmgr_apply_judged(struct latmgr *m, const struct plan *pl,
+					  const struct lat_req *rq)
+{
+	struct latact_result *res;
+
+	latact_hand(m->la, rq->threads, rq->nthreads);
+	res = latmgr_apply(m, pl);
+	latact_hand(m->la, NULL, 0);
+	return res;
+}
+
 int latmgr_apply_one(struct latmgr *m, struct plan *pl, int r, const char **ret_why)
 {
 	struct latact_result *res;
@@ -273,9 +284,7 @@ int latmgr_set_threads(struct latmgr *m, const struct lat_req *rq, uint64_t *ret
 	plan_init(&pl);
 	r = latmgr_plan_threads(m, rq, &pl, ret_start, ret_why);
 	if (r > 0) {
-		latact_hand(m->la, rq->threads, rq->nthreads);
-		res = latmgr_apply(m, &pl);
-		latact_hand(m->la, NULL, 0);
+		res = latmgr_apply_judged(m, &pl, rq);
 		r = res ? latmgr_threads_result(&pl, res, ret_why) : -ENOMEM;
 		free(res);
 	}

@@ -82,18 +82,22 @@ int procfs_status(const char *proc_root, pid_t tgid, pid_t tid, struct parse_sta
 	return n < 0 ? (int)n : (int)parse_status(buf, ret);
 }
 
+#define CGROUP_FILE_MAX 8192
+
+/* A cgroup file read (n bytes of buf, or -errno), parsed into ret. */
+static int cgroup_from(ssize_t n, const char *buf, char *ret, size_t len)
+{
+	return n <= 0 ? gone_or(n) : parse_cgroup(buf, ret, len);
+}
+
 int procfs_cgroup(const char *proc_root, pid_t tgid, pid_t tid, char *ret, size_t len)
 {
-	char path[PATH_MAX], buf[8192];
+	char path[PATH_MAX], buf[CGROUP_FILE_MAX];
 	int r = task_path(path, sizeof(path), proc_root, tgid, tid, "cgroup");
-	ssize_t n;
 
 	if (r < 0)
 		return r;
-	n = util_read_file(path, buf, sizeof(buf));
-	if (n <= 0)
-		return gone_or(n);
-	return parse_cgroup(buf, ret, len);
+	return cgroup_from(util_read_file(path, buf, sizeof(buf)), buf, ret, len);
 }
 
 int procfs_start_time(const char *proc_root, pid_t pid, uint64_t *ret)
@@ -218,10 +222,9 @@ void procfs_threads_close(struct procfs_threads *it)
 /* The cgroup file of the thread directory dfd, parsed as procfs_cgroup does. */
 static int cgroup_at(int dfd, char *ret, size_t len)
 {
-	char buf[8192];
-	ssize_t n = util_read_file_at(dfd, "cgroup", buf, sizeof(buf));
+	char buf[CGROUP_FILE_MAX];
 
-	return n <= 0 ? gone_or(n) : parse_cgroup(buf, ret, len);
+	return cgroup_from(util_read_file_at(dfd, "cgroup", buf, sizeof(buf)), buf, ret, len);
 }
 
 /* Its status's process, uids and thread count into *ret: 0, or -ESRCH where it says none. */
