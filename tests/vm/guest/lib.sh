@@ -407,3 +407,36 @@ use_debugfs() {
 	fi
 	[ -e $MODE_FILE ] && BOOT_MODE=$(mode_now)
 }
+
+# ---- class shares (t_class_share, t_eight) ----
+# CPU time of the listed tasks in microseconds: the scheduler's own sum_exec_runtime
+# (/proc/PID/schedstat, ns), not utime + stime, which are sampled at the tick: a task
+# whose slice is shorter than a tick is seen running at the ticks by its luck.
+cputime() { local s=0 p; for p in "$@"; do s=$((s + $(awk '{ print int($1 / 1000) }' "/proc/$p/schedstat"))); done; echo $s; }
+# What the kernel gives each class's group entity on each CPU (se->load.weight in
+# debugfs, scaled by 1024), for a failure's reader: the kernel's own multiplier.
+entity_weights() {
+	[ -r /sys/kernel/debug/sched/debug ] || return 0
+	awk '/^cfs_rq\[/ { g = $0 } /se->load.weight/ && g ~ /rqbalance-lat/ {
+		sub(/^cfs_rq\[/, "", g); sub(/\]:\/rqbalance-lat/, " ", g); printf " cpu%s:%d", g, $NF / 1024 }' \
+		/sys/kernel/debug/sched/debug
+	echo
+}
+# entity_ok CLASS WEIGHT: on every CPU where class CLASS has an entity, the kernel gives
+# it WEIGHT (cpu.shares' unit) within 4 % (the cgroup2 weight's rounding to a hundredth
+# of 1024, and a load average a little stale): what the daemon undoes is the kernel's
+# multiplier, read back. Not the shares' noise: the kernel's arithmetic, exact.
+# A third argument is another weight the kernel may give (7.3's concur counting N, not
+# N - 1: t_class_share's measure).
+entity_ok() {
+	awk -v c="$1" -v e="$2" -v f="${3:-$2}" '/^cfs_rq\[/ { g = $0 }
+		/se->load.weight/ && g ~ ("/rqbalance-lat" c "$") { n++; w = $NF / 1024
+			if ((w < e * 0.96 || w > e * 1.04) && (w < f * 0.96 || w > f * 1.04)) bad++ }
+		END { exit !(n > 0 && !bad) }' /sys/kernel/debug/sched/debug
+}
+in_range() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
+ordered() { [ "$1" -gt "$2" ] && [ "$2" -gt "$3" ]; }
+# The share a of b, in %.
+pct() { echo $((100 * $1 / $2)); }
+# Class V's cgroup2 cpu.weight.
+weight() { cat "$V2/rqbalance-lat$1/cpu.weight"; }

@@ -43,33 +43,6 @@ for p in $NEG; do rqctl set -l -5 -p "$p" >/dev/null || fail "rqctl set -l -5 -p
 for p in $POS; do rqctl set -l 5 -p "$p" >/dev/null || fail "rqctl set -l 5 -p $p"; done
 ok "4 hogs at -5 ($NEG), 4 at 5 ($POS), 4 untouched ($PLAIN)"
 
-# Clock ticks of CPU time the listed tasks used, user and system.
-# CPU time of the listed tasks in microseconds: the scheduler's own sum_exec_runtime
-# (/proc/PID/schedstat, ns), not utime + stime, which are sampled at the tick: a task
-# whose slice is shorter than a tick is seen running at the ticks by its luck.
-cputime() { local s=0 p; for p in "$@"; do s=$((s + $(awk '{ print int($1 / 1000) }' "/proc/$p/schedstat"))); done; echo $s; }
-# What the kernel gives each class's group entity on each CPU (se->load.weight in
-# debugfs, scaled by 1024), for a failure's reader: the kernel's own multiplier.
-entity_weights() {
-	[ -r /sys/kernel/debug/sched/debug ] || return 0
-	awk '/^cfs_rq\[/ { g = $0 } /se->load.weight/ && g ~ /rqbalance-lat/ {
-		sub(/^cfs_rq\[/, "", g); sub(/\]:\/rqbalance-lat/, " ", g); printf " cpu%s:%d", g, $NF / 1024 }' \
-		/sys/kernel/debug/sched/debug
-	echo
-}
-# entity_ok CLASS WEIGHT: on every CPU where class CLASS has an entity, the kernel gives
-# it WEIGHT (cpu.shares' unit) within 4 % (the cgroup2 weight's rounding to a hundredth
-# of 1024, and a load average a little stale): what the daemon undoes is the kernel's
-# multiplier, read back. Not the shares' noise: the kernel's arithmetic, exact.
-# A third argument is another weight the kernel may give (FULL in measure).
-entity_ok() {
-	awk -v c="$1" -v e="$2" -v f="${3:-$2}" '/^cfs_rq\[/ { g = $0 }
-		/se->load.weight/ && g ~ ("/rqbalance-lat" c "$") { n++; w = $NF / 1024
-			if ((w < e * 0.96 || w > e * 1.04) && (w < f * 0.96 || w > f * 1.04)) bad++ }
-		END { exit !(n > 0 && !bad) }' /sys/kernel/debug/sched/debug
-}
-in_range() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
-ordered() { [ "$1" -gt "$2" ] && [ "$2" -gt "$3" ]; }
 
 # measure LABEL SPLIT PHASE: the groups' shares over a window of 30 s (TCG's vCPUs run
 # in turn on a loaded host: a short window sees one CPU's luck). SPLIT (yes or no):
@@ -155,8 +128,6 @@ measure() {
 	fi
 	check "$1: the hogs at 5 get 7 % within 5 points ($p %)" in_range $p 2 12
 }
-pct() { echo $((100 * $1 / $2)); }
-weight() { cat "$V2/rqbalance-lat$1/cpu.weight"; }
 # to MODE: 7.3's cgroup_mode set to MODE, and the daemon following it.
 to() {
 	echo "$1" >$MODE_FILE || fail "cannot set cgroup_mode $1"
